@@ -1,0 +1,2 @@
+// Package views holds Tidemark's templ components (pages and fragments).
+package views
