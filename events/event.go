@@ -1,0 +1,206 @@
+// Package events defines the typed, sequence-numbered events every state change
+// in the lab becomes, the Snapshot of the whole visible state they apply to, and
+// the Bus that fans them out.
+//
+// It imports only the standard library (and little of it) because the WASM panel
+// imports it too: the server and the panel share these types exactly.
+package events
+
+import (
+	"hash/crc32"
+	"strconv"
+	"time"
+)
+
+// Kind names what changed. The strings are part of the JSON contract.
+type Kind string
+
+// The kinds of event. Each kind's doc says which optional fields of Event it sets.
+const (
+	// KindAppend: a replica (Broker) appended records to its log. Offsets.Base and
+	// Offsets.Last are the first and last offset appended, Offsets.LEO the replica's
+	// LEO afterwards; Leader.LeaderEpoch is the epoch the records carry; Records
+	// holds the records themselves (possibly only the newest few).
+	KindAppend Kind = "append"
+	// KindFetch: a follower (Broker) fetched from the leader (Leader.Leader).
+	// Offsets.Base is the fetch offset, Offsets.HW the leader's HW in the response,
+	// Offsets.Last the last offset returned (Base-1 when nothing was returned).
+	KindFetch Kind = "fetch"
+	// KindHW: a replica's (Broker) high watermark moved to Offsets.HW.
+	KindHW Kind = "hw"
+	// KindLEO: a replica's (Broker) log end offset moved to Offsets.LEO without an
+	// append (for example after recovery).
+	KindLEO Kind = "leo"
+	// KindISR: the partition's in-sync replica set became ISR.
+	KindISR Kind = "isr"
+	// KindElection: the partition got a new leader: Leader.Leader (-1 when offline),
+	// Leader.LeaderEpoch, Leader.PreviousLeader, Leader.Unclean; ISR is the ISR
+	// after the election.
+	KindElection Kind = "election"
+	// KindEpoch: a replica (Broker) added Leader.LeaderEpoch starting at
+	// Leader.StartOffset to its leader-epoch cache.
+	KindEpoch Kind = "epoch"
+	// KindAck: a produce request completed successfully with Acks; Offsets.Base and
+	// Offsets.Last are the offsets assigned, Offsets.HW the HW that released it.
+	KindAck Kind = "ack"
+	// KindProduceError: a produce request failed with the Kafka error named in
+	// Error (for example NOT_ENOUGH_REPLICAS); Acks is what the producer asked for.
+	KindProduceError Kind = "produce-error"
+	// KindTruncation: a replica (Broker) truncated its log to Offsets.LEO (the new
+	// LEO); Truncated lists the records removed; Message names the rule applied.
+	KindTruncation Kind = "truncation"
+	// KindFault: a fault was injected or healed; Fault describes it.
+	KindFault Kind = "fault"
+	// KindConfig: a config changed; Config holds key, value and the previous
+	// value. Topic is empty for lab-wide settings.
+	KindConfig Kind = "config"
+	// KindClock: the lab clock was paused, resumed or stepped; Clock describes it.
+	KindClock Kind = "clock"
+	// KindBroker: a broker's state (BrokerState) or listener (Message) changed,
+	// for example after a crash or when the controller fenced it.
+	KindBroker Kind = "broker"
+	// KindTopic: a topic was created (TopicCreated holds it) or deleted
+	// (TopicCreated is nil).
+	KindTopic Kind = "topic"
+)
+
+// NoBroker is the Broker (and Leader) value for "none": Kafka's -1.
+const NoBroker int32 = -1
+
+// Acks is a producer's acks setting as Kafka spells it: "0", "1" or "all".
+type Acks string
+
+// The acks settings.
+const (
+	AcksNone   Acks = "0"
+	AcksLeader Acks = "1"
+	AcksAll    Acks = "all"
+)
+
+// Valid reports whether a is one of "0", "1" or "all"; the empty Acks is not valid.
+func (a Acks) Valid() bool { return a == AcksNone || a == AcksLeader || a == AcksAll }
+
+// Event is one state change. Seq and Time are set by Bus.Publish; Broker is
+// NoBroker and Topic empty when the event is not about one broker or partition.
+// Payload fields are nil/empty unless the Kind's documentation says it sets them.
+type Event struct {
+	Seq       uint64    `json:"seq"`
+	Time      time.Time `json:"time"`
+	Kind      Kind      `json:"kind"`
+	Broker    int32     `json:"broker"`
+	Topic     string    `json:"topic,omitempty"`
+	Partition int32     `json:"partition"`
+	// Message is a short human-readable note (for the event list and logs).
+	Message string `json:"message,omitempty"`
+
+	Offsets      *Offsets          `json:"offsets,omitempty"`
+	Leader       *Leadership       `json:"leader,omitempty"`
+	ISR          []int32           `json:"isr,omitempty"`
+	Error        string            `json:"error,omitempty"`
+	Acks         Acks              `json:"acks,omitempty"`
+	Records      []Record          `json:"records,omitempty"`
+	Truncated    []TruncatedRecord `json:"truncated,omitempty"`
+	Fault        *Fault            `json:"fault,omitempty"`
+	Config       *ConfigChange     `json:"config,omitempty"`
+	Clock        *ClockChange      `json:"clock,omitempty"`
+	BrokerState  BrokerState       `json:"broker_state,omitempty"`
+	TopicCreated *Topic            `json:"topic_created,omitempty"`
+}
+
+// Offsets carries the offsets an event is about; which ones are meaningful
+// depends on the event's Kind.
+type Offsets struct {
+	Base int64 `json:"base"`
+	Last int64 `json:"last"`
+	LEO  int64 `json:"leo"`
+	HW   int64 `json:"hw"`
+}
+
+// Leadership carries leader and leader-epoch facts of election, epoch, fetch and
+// append events. Leader and PreviousLeader are NoBroker when there is none.
+type Leadership struct {
+	Leader         int32 `json:"leader"`
+	PreviousLeader int32 `json:"previous_leader"`
+	LeaderEpoch    int32 `json:"leader_epoch"`
+	StartOffset    int64 `json:"start_offset"`
+	Unclean        bool  `json:"unclean,omitempty"`
+}
+
+// Record is one record as the UI shows it. Key and Value are shown as text.
+type Record struct {
+	Offset      int64  `json:"offset"`
+	LeaderEpoch int32  `json:"leader_epoch"`
+	Key         string `json:"key,omitempty"`
+	Value       string `json:"value"`
+}
+
+// TruncatedRecord is a record a truncation removed: where it was, its epoch and
+// a Digest of its content, so a learner can tell whether it came back.
+type TruncatedRecord struct {
+	Offset      int64  `json:"offset"`
+	LeaderEpoch int32  `json:"leader_epoch"`
+	Digest      string `json:"digest"`
+}
+
+// Digest returns the short digest TruncatedRecord uses: CRC-32C of the key
+// length, key and value, as 8 hex digits (the empty record has one too).
+func Digest(key, value []byte) string {
+	h := crc32.New(castagnoli)
+	h.Write(strconv.AppendInt(nil, int64(len(key)), 10))
+	h.Write([]byte{':'})
+	h.Write(key)
+	h.Write(value)
+	s := strconv.FormatUint(uint64(h.Sum32()), 16)
+	for len(s) < 8 {
+		s = "0" + s
+	}
+	return s
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// FaultKind names an injected fault or its repair.
+type FaultKind string
+
+// The fault kinds.
+const (
+	FaultCrash     FaultKind = "crash"      // process stops; flushed data survives
+	FaultPowerLoss FaultKind = "power-loss" // process stops; unflushed data is lost
+	FaultRestart   FaultKind = "restart"    // a stopped broker starts and recovers
+	FaultCut       FaultKind = "cut"        // network link From→To (and back unless OneWay) cut
+	FaultHeal      FaultKind = "heal"       // all cut links restored
+)
+
+// Fault describes a fault event. From and To are the link's brokers for cut;
+// Broker on the Event is the broker for crash, power-loss and restart.
+type Fault struct {
+	Kind   FaultKind `json:"kind"`
+	From   int32     `json:"from,omitempty"`
+	To     int32     `json:"to,omitempty"`
+	OneWay bool      `json:"oneway,omitempty"`
+}
+
+// ConfigChange is a config event's key, new value and previous value. An empty
+// Value means the key was unset (back to its default); an empty Previous means it
+// was unset before.
+type ConfigChange struct {
+	Key      string `json:"key"`
+	Value    string `json:"value"`
+	Previous string `json:"previous,omitempty"`
+}
+
+// ClockAction names what happened to the lab clock.
+type ClockAction string
+
+// The clock actions.
+const (
+	ClockPause  ClockAction = "pause"
+	ClockResume ClockAction = "resume"
+	ClockStep   ClockAction = "step"
+)
+
+// ClockChange is a clock event: the action and, for a step, how far (StepMs).
+type ClockChange struct {
+	Action ClockAction `json:"action"`
+	StepMs int64       `json:"step_ms,omitempty"`
+}

@@ -1,0 +1,347 @@
+package events
+
+import "time"
+
+// BrokerState is a broker's state as the UI shows it.
+type BrokerState string
+
+// The broker states.
+const (
+	BrokerUp      BrokerState = "up"      // running and registered with the controller
+	BrokerCrashed BrokerState = "crashed" // process stopped (crash or power loss)
+	BrokerFenced  BrokerState = "fenced"  // running but fenced by the controller (missed heartbeats)
+)
+
+// RecordWindow is how many of a replica's newest records (and truncated records)
+// a Snapshot keeps; older ones are only on disk.
+const RecordWindow = 64
+
+// Snapshot is the whole visible state of the lab. Seq is the Seq of the last
+// event whose change it includes (0 before the first event), so a client that
+// holds a Snapshot applies exactly the events with a larger Seq.
+type Snapshot struct {
+	Seq        uint64            `json:"seq"`
+	Time       time.Time         `json:"time"`
+	Brokers    []Broker          `json:"brokers"`
+	Controller int32             `json:"controller"` // NoBroker when there is none
+	Topics     []Topic           `json:"topics"`
+	Configs    map[string]string `json:"configs,omitempty"` // lab-wide settings
+	Cuts       []Fault           `json:"cuts,omitempty"`    // network links currently cut
+	Paused     bool              `json:"paused,omitempty"`  // the lab clock is paused
+}
+
+// Broker is one broker: its id, state and Kafka listener address (host:port).
+type Broker struct {
+	ID       int32       `json:"id"`
+	State    BrokerState `json:"state"`
+	Listener string      `json:"listener"`
+}
+
+// Topic is one topic with its configs and partitions (ordered by partition).
+type Topic struct {
+	Name       string            `json:"name"`
+	Configs    map[string]string `json:"configs,omitempty"`
+	Partitions []Partition       `json:"partitions"`
+}
+
+// Partition is one partition as the controller and its replicas see it.
+// Leader is NoBroker while the partition is offline.
+type Partition struct {
+	Partition   int32     `json:"partition"`
+	Leader      int32     `json:"leader"`
+	LeaderEpoch int32     `json:"leader_epoch"`
+	Replicas    []int32   `json:"replicas"`
+	ISR         []int32   `json:"isr"`
+	ReplicaLogs []Replica `json:"replica_logs"`
+}
+
+// UnderReplicated reports whether the ISR is smaller than the replica set.
+func (p *Partition) UnderReplicated() bool { return len(p.ISR) < len(p.Replicas) }
+
+// Offline reports whether the partition has no leader.
+func (p *Partition) Offline() bool { return p.Leader == NoBroker }
+
+// Replica is one replica's log as the UI shows it: LEO, HW, log start offset,
+// its leader-epoch cache, a window of its newest records and of the records
+// truncation removed from it (both at most RecordWindow long).
+type Replica struct {
+	Broker         int32             `json:"broker"`
+	LEO            int64             `json:"leo"`
+	HW             int64             `json:"hw"`
+	LogStartOffset int64             `json:"log_start_offset"`
+	EpochCache     []EpochEntry      `json:"epoch_cache"`
+	Records        []Record          `json:"records"`
+	Truncated      []TruncatedRecord `json:"truncated,omitempty"`
+}
+
+// EpochEntry is one leader-epoch cache entry: the first offset written in Epoch.
+type EpochEntry struct {
+	Epoch       int32 `json:"epoch"`
+	StartOffset int64 `json:"start_offset"`
+}
+
+// MessageType tells a websocket Message's payload apart.
+type MessageType string
+
+// The websocket message types.
+const (
+	MessageSnapshot MessageType = "snapshot" // Snapshot is set; replaces the client's state
+	MessageEvents   MessageType = "events"   // Events are set, in Seq order
+)
+
+// Message is one websocket frame from the server to the panel.
+type Message struct {
+	Type     MessageType `json:"type"`
+	Snapshot *Snapshot   `json:"snapshot,omitempty"`
+	Events   []Event     `json:"events,omitempty"`
+}
+
+// Clone returns a deep copy of s that shares no slices or maps with it.
+func (s *Snapshot) Clone() Snapshot {
+	c := *s
+	c.Brokers = append([]Broker(nil), s.Brokers...)
+	c.Configs = cloneMap(s.Configs)
+	c.Cuts = append([]Fault(nil), s.Cuts...)
+	c.Topics = make([]Topic, len(s.Topics))
+	for i, t := range s.Topics {
+		t.Configs = cloneMap(t.Configs)
+		ps := make([]Partition, len(t.Partitions))
+		for j, p := range t.Partitions {
+			p.Replicas = append([]int32(nil), p.Replicas...)
+			p.ISR = append([]int32(nil), p.ISR...)
+			rs := make([]Replica, len(p.ReplicaLogs))
+			for k, r := range p.ReplicaLogs {
+				r.EpochCache = append([]EpochEntry(nil), r.EpochCache...)
+				r.Records = append([]Record(nil), r.Records...)
+				r.Truncated = append([]TruncatedRecord(nil), r.Truncated...)
+				rs[k] = r
+			}
+			p.ReplicaLogs = rs
+			ps[j] = p
+		}
+		t.Partitions = ps
+		c.Topics[i] = t
+	}
+	return c
+}
+
+func cloneMap(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	c := make(map[string]string, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}
+
+// Broker returns the broker with id, or nil if there is none.
+func (s *Snapshot) Broker(id int32) *Broker {
+	for i := range s.Brokers {
+		if s.Brokers[i].ID == id {
+			return &s.Brokers[i]
+		}
+	}
+	return nil
+}
+
+// Topic returns the topic called name, or nil if there is none.
+func (s *Snapshot) Topic(name string) *Topic {
+	for i := range s.Topics {
+		if s.Topics[i].Name == name {
+			return &s.Topics[i]
+		}
+	}
+	return nil
+}
+
+// Partition returns the partition, or nil if the topic or partition does not exist.
+func (s *Snapshot) Partition(topic string, partition int32) *Partition {
+	t := s.Topic(topic)
+	if t == nil {
+		return nil
+	}
+	for i := range t.Partitions {
+		if t.Partitions[i].Partition == partition {
+			return &t.Partitions[i]
+		}
+	}
+	return nil
+}
+
+// Replica returns broker's replica of the partition, or nil if it has none.
+func (p *Partition) Replica(broker int32) *Replica {
+	for i := range p.ReplicaLogs {
+		if p.ReplicaLogs[i].Broker == broker {
+			return &p.ReplicaLogs[i]
+		}
+	}
+	return nil
+}
+
+// Apply changes s as e describes and sets s.Seq to e.Seq. Events about brokers,
+// topics or replicas s does not know change nothing but Seq; kinds that only
+// report (fetch, ack, produce-error) change nothing but Seq. Apply never panics
+// on a well-typed event, whatever its fields hold.
+func (s *Snapshot) Apply(e Event) {
+	s.Seq = e.Seq
+	if !e.Time.IsZero() {
+		s.Time = e.Time
+	}
+	switch e.Kind {
+	case KindAppend:
+		if r := s.replica(e); r != nil {
+			if e.Offsets != nil {
+				r.LEO = e.Offsets.LEO
+			}
+			r.Records = appendWindow(r.Records, e.Records)
+		}
+	case KindHW:
+		if r := s.replica(e); r != nil && e.Offsets != nil {
+			r.HW = e.Offsets.HW
+		}
+	case KindLEO:
+		if r := s.replica(e); r != nil && e.Offsets != nil {
+			r.LEO = e.Offsets.LEO
+		}
+	case KindISR:
+		if p := s.Partition(e.Topic, e.Partition); p != nil {
+			p.ISR = append([]int32(nil), e.ISR...)
+		}
+	case KindElection:
+		if p := s.Partition(e.Topic, e.Partition); p != nil && e.Leader != nil {
+			p.Leader = e.Leader.Leader
+			p.LeaderEpoch = e.Leader.LeaderEpoch
+			if e.ISR != nil {
+				p.ISR = append([]int32(nil), e.ISR...)
+			}
+		}
+	case KindEpoch:
+		if r := s.replica(e); r != nil && e.Leader != nil {
+			r.EpochCache = append(r.EpochCache, EpochEntry{Epoch: e.Leader.LeaderEpoch, StartOffset: e.Leader.StartOffset})
+		}
+	case KindTruncation:
+		if r := s.replica(e); r != nil && e.Offsets != nil {
+			to := e.Offsets.LEO
+			r.LEO = to
+			r.HW = min(r.HW, to)
+			r.Records = keepBelow(r.Records, to)
+			keep := r.EpochCache[:0]
+			for _, ee := range r.EpochCache {
+				if ee.StartOffset < to {
+					keep = append(keep, ee)
+				}
+			}
+			r.EpochCache = keep
+			r.Truncated = appendWindow(r.Truncated, e.Truncated)
+		}
+	case KindFault:
+		s.applyFault(e)
+	case KindConfig:
+		if e.Config == nil {
+			return
+		}
+		if e.Topic == "" {
+			s.Configs = setConfig(s.Configs, *e.Config)
+		} else if t := s.Topic(e.Topic); t != nil {
+			t.Configs = setConfig(t.Configs, *e.Config)
+		}
+	case KindClock:
+		if e.Clock != nil {
+			switch e.Clock.Action {
+			case ClockPause:
+				s.Paused = true
+			case ClockResume:
+				s.Paused = false
+			}
+		}
+	case KindBroker:
+		if b := s.Broker(e.Broker); b != nil {
+			if e.BrokerState != "" {
+				b.State = e.BrokerState
+			}
+			if e.Message != "" {
+				b.Listener = e.Message
+			}
+		} else if e.Broker != NoBroker && e.BrokerState != "" {
+			s.Brokers = append(s.Brokers, Broker{ID: e.Broker, State: e.BrokerState, Listener: e.Message})
+		}
+	case KindTopic:
+		if e.TopicCreated != nil {
+			c := Snapshot{Topics: []Topic{*e.TopicCreated}}
+			t := c.Clone().Topics[0]
+			if old := s.Topic(t.Name); old != nil {
+				*old = t
+			} else {
+				s.Topics = append(s.Topics, t)
+			}
+			return
+		}
+		for i := range s.Topics {
+			if s.Topics[i].Name == e.Topic {
+				s.Topics = append(s.Topics[:i:i], s.Topics[i+1:]...)
+				return
+			}
+		}
+	}
+}
+
+func (s *Snapshot) replica(e Event) *Replica {
+	if p := s.Partition(e.Topic, e.Partition); p != nil {
+		return p.Replica(e.Broker)
+	}
+	return nil
+}
+
+func (s *Snapshot) applyFault(e Event) {
+	if e.Fault == nil {
+		return
+	}
+	switch e.Fault.Kind {
+	case FaultCrash, FaultPowerLoss:
+		if b := s.Broker(e.Broker); b != nil {
+			b.State = BrokerCrashed
+		}
+	case FaultRestart:
+		if b := s.Broker(e.Broker); b != nil {
+			b.State = BrokerUp
+		}
+	case FaultCut:
+		s.Cuts = append(s.Cuts, *e.Fault)
+	case FaultHeal:
+		s.Cuts = nil
+	}
+}
+
+func setConfig(m map[string]string, c ConfigChange) map[string]string {
+	if m == nil {
+		m = make(map[string]string)
+	}
+	if c.Value == "" {
+		delete(m, c.Key)
+	} else {
+		m[c.Key] = c.Value
+	}
+	return m
+}
+
+// appendWindow appends add to w and keeps only the newest RecordWindow entries,
+// copying so the result never aliases add.
+func appendWindow[T any](w, add []T) []T {
+	w = append(w, add...)
+	if n := len(w) - RecordWindow; n > 0 {
+		w = append(w[:0:0], w[n:]...)
+	}
+	return w
+}
+
+func keepBelow(rs []Record, offset int64) []Record {
+	out := rs[:0]
+	for _, r := range rs {
+		if r.Offset < offset {
+			out = append(out, r)
+		}
+	}
+	return out
+}

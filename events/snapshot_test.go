@@ -1,0 +1,120 @@
+package events
+
+import (
+	"reflect"
+	"testing"
+)
+
+func demo() Snapshot {
+	s := Snapshot{Controller: 1}
+	for id := int32(1); id <= 3; id++ {
+		s.Brokers = append(s.Brokers, Broker{ID: id, State: BrokerUp, Listener: "127.0.0.1:909" + string('0'+rune(id))})
+	}
+	p := Partition{Partition: 0, Leader: 1, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}}
+	for id := int32(1); id <= 3; id++ {
+		p.ReplicaLogs = append(p.ReplicaLogs, Replica{Broker: id})
+	}
+	s.Topics = []Topic{{Name: "demo", Partitions: []Partition{p}}}
+	return s
+}
+
+func TestApplySequence(t *testing.T) {
+	s := demo()
+	seq := uint64(0)
+	apply := func(e Event) {
+		seq++
+		e.Seq = seq
+		s.Apply(e)
+	}
+	recs := []Record{{Offset: 0, LeaderEpoch: 0, Value: "a"}, {Offset: 1, LeaderEpoch: 0, Value: "b"}}
+	apply(Event{Kind: KindEpoch, Broker: 1, Topic: "demo", Leader: &Leadership{Leader: 1, LeaderEpoch: 0, StartOffset: 0}})
+	apply(Event{Kind: KindAppend, Broker: 1, Topic: "demo", Offsets: &Offsets{Base: 0, Last: 1, LEO: 2}, Records: recs})
+	apply(Event{Kind: KindHW, Broker: 1, Topic: "demo", Offsets: &Offsets{HW: 2}})
+	apply(Event{Kind: KindFault, Broker: 1, Fault: &Fault{Kind: FaultCrash}})
+	apply(Event{Kind: KindElection, Broker: NoBroker, Topic: "demo", Leader: &Leadership{Leader: 2, PreviousLeader: 1, LeaderEpoch: 1}, ISR: []int32{2, 3}})
+	apply(Event{Kind: KindEpoch, Broker: 1, Topic: "demo", Leader: &Leadership{LeaderEpoch: 1, StartOffset: 1}})
+	apply(Event{Kind: KindTruncation, Broker: 1, Topic: "demo", Offsets: &Offsets{LEO: 1},
+		Truncated: []TruncatedRecord{{Offset: 1, LeaderEpoch: 0, Digest: Digest(nil, []byte("b"))}}})
+	apply(Event{Kind: KindConfig, Topic: "demo", Config: &ConfigChange{Key: "min.insync.replicas", Value: "2"}})
+	apply(Event{Kind: KindConfig, Config: &ConfigChange{Key: "truncation.rule", Value: "high-watermark"}})
+	apply(Event{Kind: KindClock, Clock: &ClockChange{Action: ClockPause}})
+	apply(Event{Kind: KindFault, Fault: &Fault{Kind: FaultCut, From: 1, To: 2}})
+	apply(Event{Kind: KindBroker, Broker: 3, BrokerState: BrokerFenced})
+	// Events about unknown things change only Seq.
+	apply(Event{Kind: KindHW, Broker: 9, Topic: "demo", Offsets: &Offsets{HW: 99}})
+	apply(Event{Kind: KindISR, Topic: "nope", ISR: []int32{1}})
+	apply(Event{Kind: KindAppend, Broker: 1, Topic: "demo", Partition: 5, Offsets: &Offsets{LEO: 9}})
+	apply(Event{Kind: KindElection, Topic: "demo"}) // no Leader payload
+
+	if s.Seq != seq {
+		t.Fatalf("Seq = %d, want %d", s.Seq, seq)
+	}
+	p := s.Partition("demo", 0)
+	r1 := p.Replica(1)
+	wantR1 := Replica{Broker: 1, LEO: 1, HW: 1,
+		EpochCache: []EpochEntry{{Epoch: 0, StartOffset: 0}},
+		Records:    recs[:1],
+		Truncated:  []TruncatedRecord{{Offset: 1, LeaderEpoch: 0, Digest: Digest(nil, []byte("b"))}},
+	}
+	if !reflect.DeepEqual(*r1, wantR1) {
+		t.Errorf("replica 1 = %+v\nwant %+v", *r1, wantR1)
+	}
+	if p.Leader != 2 || p.LeaderEpoch != 1 || !reflect.DeepEqual(p.ISR, []int32{2, 3}) || !p.UnderReplicated() || p.Offline() {
+		t.Errorf("partition = %+v", *p)
+	}
+	if s.Broker(1).State != BrokerCrashed || s.Broker(3).State != BrokerFenced {
+		t.Errorf("brokers = %+v", s.Brokers)
+	}
+	if s.Topic("demo").Configs["min.insync.replicas"] != "2" || s.Configs["truncation.rule"] != "high-watermark" {
+		t.Errorf("configs = %v %v", s.Topic("demo").Configs, s.Configs)
+	}
+	if !s.Paused || len(s.Cuts) != 1 {
+		t.Errorf("paused %v cuts %v", s.Paused, s.Cuts)
+	}
+	apply(Event{Kind: KindFault, Fault: &Fault{Kind: FaultHeal}})
+	apply(Event{Kind: KindFault, Broker: 1, Fault: &Fault{Kind: FaultRestart}})
+	apply(Event{Kind: KindConfig, Topic: "demo", Config: &ConfigChange{Key: "min.insync.replicas"}})
+	if len(s.Cuts) != 0 || s.Broker(1).State != BrokerUp || len(s.Topic("demo").Configs) != 0 {
+		t.Errorf("after heal/restart/unset: cuts %v broker %+v configs %v", s.Cuts, *s.Broker(1), s.Topic("demo").Configs)
+	}
+}
+
+func TestApplyTopicAndWindow(t *testing.T) {
+	s := demo()
+	created := Topic{Name: "t2", Partitions: []Partition{{Partition: 0, Leader: 2, Replicas: []int32{2}, ISR: []int32{2}, ReplicaLogs: []Replica{{Broker: 2}}}}}
+	s.Apply(Event{Seq: 1, Kind: KindTopic, Topic: "t2", TopicCreated: &created})
+	created.Partitions[0].Leader = 3 // the snapshot must not alias the event
+	if p := s.Partition("t2", 0); p == nil || p.Leader != 2 {
+		t.Fatalf("created topic = %+v", s.Topic("t2"))
+	}
+	for i := range RecordWindow + 10 {
+		off := int64(i)
+		s.Apply(Event{Seq: uint64(2 + i), Kind: KindAppend, Broker: 2, Topic: "t2", Offsets: &Offsets{LEO: off + 1}, Records: []Record{{Offset: off}}})
+	}
+	rs := s.Partition("t2", 0).Replica(2).Records
+	if len(rs) != RecordWindow || rs[0].Offset != 10 || rs[len(rs)-1].Offset != RecordWindow+9 {
+		t.Fatalf("window = %d records from %d", len(rs), rs[0].Offset)
+	}
+	s.Apply(Event{Seq: 100, Kind: KindTopic, Topic: "t2"})
+	if s.Topic("t2") != nil || s.Topic("demo") == nil {
+		t.Fatalf("after delete: %+v", s.Topics)
+	}
+}
+
+func TestCloneIsDeep(t *testing.T) {
+	s := demo()
+	s.Configs = map[string]string{"a": "b"}
+	s.Apply(Event{Seq: 1, Kind: KindAppend, Broker: 1, Topic: "demo", Offsets: &Offsets{LEO: 1}, Records: []Record{{Value: "x"}}})
+	c := s.Clone()
+	if !reflect.DeepEqual(s, c) {
+		t.Fatal("clone differs")
+	}
+	c.Configs["a"] = "z"
+	c.Brokers[0].State = BrokerCrashed
+	c.Topics[0].Partitions[0].ISR[0] = 9
+	c.Topics[0].Partitions[0].ReplicaLogs[0].Records[0].Value = "y"
+	if s.Configs["a"] != "b" || s.Brokers[0].State != BrokerUp || s.Topics[0].Partitions[0].ISR[0] != 1 ||
+		s.Topics[0].Partitions[0].ReplicaLogs[0].Records[0].Value != "x" {
+		t.Fatal("clone shares memory with the original")
+	}
+}
