@@ -1,0 +1,125 @@
+package web
+
+import (
+	_ "embed"
+	"net/http"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"tidemark/events"
+	"tidemark/views"
+)
+
+// MaxEventsLimit is the largest limit GET /api/v1/events accepts; DefaultEventsLimit
+// is used when limit is absent.
+const (
+	MaxEventsLimit     = 1000
+	DefaultEventsLimit = 100
+)
+
+//go:embed openapi.json
+var openapiDoc []byte
+
+func (s *Server) overview(c echo.Context) error {
+	return Render(c, http.StatusOK, views.Overview(s.opts.Lab.Snapshot()))
+}
+
+// ClusterResponse is the body of GET /api/v1/cluster.
+type ClusterResponse struct {
+	Brokers    []events.Broker `json:"brokers"`
+	Controller int32           `json:"controller"`
+	Topics     []TopicSummary  `json:"topics"`
+	LastSeq    uint64          `json:"last_seq"`
+}
+
+// TopicSummary is one topic in ClusterResponse: its size and health.
+type TopicSummary struct {
+	Name              string            `json:"name"`
+	Partitions        int               `json:"partitions"`
+	ReplicationFactor int               `json:"replication_factor"`
+	UnderReplicated   int               `json:"under_replicated"`
+	Offline           int               `json:"offline"`
+	Configs           map[string]string `json:"configs,omitempty"`
+}
+
+func (s *Server) getCluster(c echo.Context) error {
+	snap := s.opts.Lab.Snapshot()
+	r := ClusterResponse{Brokers: snap.Brokers, Controller: snap.Controller, Topics: []TopicSummary{}, LastSeq: snap.Seq}
+	if r.Brokers == nil {
+		r.Brokers = []events.Broker{}
+	}
+	for _, t := range snap.Topics {
+		ts := TopicSummary{Name: t.Name, Partitions: len(t.Partitions), Configs: t.Configs}
+		for i := range t.Partitions {
+			p := &t.Partitions[i]
+			ts.ReplicationFactor = max(ts.ReplicationFactor, len(p.Replicas))
+			if p.Offline() {
+				ts.Offline++
+			} else if p.UnderReplicated() {
+				ts.UnderReplicated++
+			}
+		}
+		r.Topics = append(r.Topics, ts)
+	}
+	return c.JSON(http.StatusOK, r)
+}
+
+// EventsResponse is the body of GET /api/v1/events. OldestSeq is the oldest
+// event still recorded (0 when none): asking for events before it leaves a gap.
+type EventsResponse struct {
+	Events    []events.Event `json:"events"`
+	OldestSeq uint64         `json:"oldest_seq"`
+	LastSeq   uint64         `json:"last_seq"`
+}
+
+func (s *Server) getEvents(c echo.Context) error {
+	since, err := queryUint(c, "since", 0, 1<<63)
+	if err != nil {
+		return err
+	}
+	limit, err := queryUint(c, "limit", DefaultEventsLimit, MaxEventsLimit)
+	if err != nil {
+		return err
+	}
+	if limit == 0 {
+		return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "limit must be between 1 and "+strconv.Itoa(MaxEventsLimit))
+	}
+	bus := s.opts.Lab.Bus()
+	last := bus.LastSeq() // read first: every returned event is ≤ it or newer, never a lie about the end
+	evs, oldest := bus.Since(since, int(limit))
+	if evs == nil {
+		evs = []events.Event{}
+	}
+	if n := len(evs); n > 0 {
+		last = max(last, evs[n-1].Seq)
+	}
+	return c.JSON(http.StatusOK, EventsResponse{Events: evs, OldestSeq: oldest, LastSeq: last})
+}
+
+// queryUint parses an optional unsigned query parameter no larger than maxV;
+// absent or empty gives def. Anything else is a 400 INVALID_REQUEST.
+func queryUint(c echo.Context, name string, def, maxV uint64) (uint64, error) {
+	raw := c.QueryParam(name)
+	if raw == "" {
+		return def, nil
+	}
+	v, err := strconv.ParseUint(raw, 10, 64)
+	if err != nil || v > maxV {
+		return 0, KafkaError(http.StatusBadRequest, kerr.InvalidRequest,
+			name+" must be an integer between 0 and "+strconv.FormatUint(maxV, 10)+", got "+strconv.Quote(truncate(raw, 40)))
+	}
+	return v, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
+func (s *Server) getOpenAPI(c echo.Context) error {
+	return c.Blob(http.StatusOK, "application/json", openapiDoc)
+}

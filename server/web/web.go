@@ -1,0 +1,164 @@
+// Package web is Tidemark's HTTP face: an Echo app serving the templ pages, the
+// JSON API under /api/v1, the websocket state stream at /ws and the embedded
+// static files (including the WASM panel, gzip-compressed once at startup).
+//
+// Handlers translate HTTP into calls on the Lab and back; they hold no lab logic.
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+
+	"tidemark/events"
+	"tidemark/static"
+)
+
+// Lab is what the web UI needs from the running lab. Later controls (produce,
+// crash, cut, clock) will come as further small interfaces the same value may
+// implement; handlers check for them.
+type Lab interface {
+	// Snapshot returns a copy of the whole visible state that the caller owns.
+	// Its Seq is the Seq of the last event published on Bus whose change it
+	// includes: the lab changes its state and publishes under one lock.
+	Snapshot() events.Snapshot
+	// Bus returns the bus the lab publishes every state change on.
+	Bus() *events.Bus
+}
+
+// Options configures a Server. Only Lab is required.
+type Options struct {
+	Lab Lab
+	// Static is the tree served under /static/ (default static.FS).
+	Static fs.FS
+	// Logger receives errors that cannot be sent to a client (default slog.Default()).
+	Logger *slog.Logger
+	// PingInterval is how often /ws pings a client (default 20s).
+	PingInterval time.Duration
+	// PongWait is how long /ws waits for any frame (pongs included) before it
+	// drops a client (default 3 × PingInterval).
+	PongWait time.Duration
+	// WriteWait bounds every websocket write; a client that cannot take a frame
+	// in that time is dropped (default 10s).
+	WriteWait time.Duration
+	// MaxBatch is the most events /ws puts in one frame (default 256).
+	MaxBatch int
+}
+
+func (o *Options) setDefaults() error {
+	if o.Lab == nil {
+		return errors.New("web: Options.Lab is required")
+	}
+	if o.Static == nil {
+		o.Static = static.FS
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.PingInterval <= 0 {
+		o.PingInterval = 20 * time.Second
+	}
+	if o.PongWait <= 0 {
+		o.PongWait = 3 * o.PingInterval
+	}
+	if o.PongWait <= o.PingInterval {
+		return fmt.Errorf("web: PongWait %v must exceed PingInterval %v", o.PongWait, o.PingInterval)
+	}
+	if o.WriteWait <= 0 {
+		o.WriteWait = 10 * time.Second
+	}
+	if o.MaxBatch <= 0 {
+		o.MaxBatch = 256
+	}
+	return nil
+}
+
+// Server is the web UI. Serve it with Handler; Close ends its websockets.
+type Server struct {
+	opts   Options
+	echo   *echo.Echo
+	files  map[string]*staticFile
+	ctx    context.Context // cancelled by Close: websocket writers say goodbye
+	cancel context.CancelFunc
+
+	mu     sync.Mutex // guards closed and conns.Add, so no Add races Close's Wait
+	closed bool
+	conns  sync.WaitGroup
+}
+
+// New builds the Echo app and its routes and loads (and compresses) the static
+// files. It fails on contradictory options or an unreadable static tree.
+func New(opts Options) (*Server, error) {
+	if err := opts.setDefaults(); err != nil {
+		return nil, err
+	}
+	files, err := loadStatic(opts.Static)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{opts: opts, files: files}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = s.handleError
+	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true, DisablePrintStack: true}))
+	e.Use(securityHeaders)
+
+	e.GET("/", s.overview)
+	e.GET("/api/v1/cluster", s.getCluster)
+	e.GET("/api/v1/events", s.getEvents)
+	e.GET("/api/v1/openapi.json", s.getOpenAPI)
+	e.GET("/ws", s.serveWS)
+	e.GET("/static/*", s.serveStatic)
+	s.echo = e
+	return s, nil
+}
+
+// Handler returns the http.Handler serving every route.
+func (s *Server) Handler() http.Handler { return s.echo }
+
+// Echo returns the underlying Echo app (for its route table).
+func (s *Server) Echo() *echo.Echo { return s.echo }
+
+// Close sends every websocket client a close frame and waits for their
+// connections to end. Call it after http.Server.Shutdown, which does not know
+// about hijacked connections. It is safe to call more than once.
+func (s *Server) Close() {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.cancel()
+	s.conns.Wait()
+}
+
+// addConn counts a new websocket connection unless the Server is closed.
+func (s *Server) addConn() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.conns.Add(1)
+	return true
+}
+
+// securityHeaders keeps browsers to what the pages need: same-origin scripts,
+// WebAssembly compilation, same-origin fetches and websockets.
+func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		h := c.Response().Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "same-origin")
+		h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; connect-src 'self'; img-src 'self' data:; frame-ancestors 'none'")
+		return next(c)
+	}
+}

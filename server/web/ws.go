@@ -1,0 +1,167 @@
+package web
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/labstack/echo/v4"
+
+	"tidemark/events"
+)
+
+// maxClientFrame bounds what a client may send: the stream is one-way, so
+// clients only send control frames, and anything bigger ends the connection.
+const maxClientFrame = 4 << 10
+
+// checkOrigin accepts requests without an Origin (non-browser clients) and
+// browser requests whose Origin host is the Host they asked for, so another
+// site's page cannot open the stream in a visitor's browser.
+func checkOrigin(r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	u, err := url.Parse(origin)
+	if err != nil {
+		return false
+	}
+	return (u.Scheme == "http" || u.Scheme == "https") && strings.EqualFold(u.Host, r.Host)
+}
+
+var upgrader = websocket.Upgrader{
+	ReadBufferSize:  1 << 10,
+	WriteBufferSize: 16 << 10,
+	CheckOrigin:     checkOrigin,
+	Error: func(w http.ResponseWriter, r *http.Request, status int, reason error) {
+		code := CodeForbiddenOrigin
+		if status != http.StatusForbidden {
+			code = "INVALID_REQUEST"
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		json.NewEncoder(w).Encode(errorBody{&Error{Status: status, Code: code, Message: reason.Error()}})
+	},
+}
+
+// serveWS streams the lab: a snapshot, then every event in Seq order, batched
+// per frame. This goroutine is the connection's only writer; a second
+// goroutine only reads (control frames, deadlines). The send queue is the
+// bounded events.Subscription: when the client falls behind, its queue is
+// dropped and it gets a fresh snapshot instead, so a slow client costs neither
+// the brokers nor the other clients anything.
+func (s *Server) serveWS(c echo.Context) error {
+	if !s.addConn() {
+		return &Error{Status: http.StatusServiceUnavailable, Code: "BROKER_NOT_AVAILABLE", Message: "the server is shutting down"}
+	}
+	defer s.conns.Done()
+	conn, err := upgrader.Upgrade(c.Response(), c.Request(), nil)
+	if err != nil {
+		return nil // the upgrader has answered already
+	}
+	defer conn.Close()
+
+	// Subscribe before taking the snapshot: an event published in between is
+	// then both in the snapshot and queued, and the Seq filter drops the copy.
+	sub := s.opts.Lab.Bus().Subscribe()
+	defer sub.Close()
+
+	readerDone := make(chan struct{})
+	go s.readWS(conn, readerDone)
+
+	w := wsWriter{conn: conn, wait: s.opts.WriteWait}
+	last, err := w.snapshot(s.opts.Lab)
+	if err != nil {
+		return nil
+	}
+	ping := time.NewTicker(s.opts.PingInterval)
+	defer ping.Stop()
+	for {
+		select {
+		case <-sub.Ready():
+			evs, lagged := sub.Drain()
+			if lagged {
+				if last, err = w.snapshot(s.opts.Lab); err != nil {
+					return nil
+				}
+			}
+			if last, err = w.events(evs, last, s.opts.MaxBatch); err != nil {
+				return nil
+			}
+		case <-ping.C:
+			if err := conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(s.opts.WriteWait)); err != nil {
+				return nil
+			}
+		case <-readerDone:
+			return nil
+		case <-s.ctx.Done():
+			msg := websocket.FormatCloseMessage(websocket.CloseGoingAway, "server shutting down")
+			conn.WriteControl(websocket.CloseMessage, msg, time.Now().Add(s.opts.WriteWait))
+			return nil
+		}
+	}
+}
+
+// readWS reads until the connection fails or goes quiet for PongWait; each
+// pong (or any frame) extends the deadline. It closes done when it stops.
+func (s *Server) readWS(conn *websocket.Conn, done chan<- struct{}) {
+	defer close(done)
+	conn.SetReadLimit(maxClientFrame)
+	conn.SetReadDeadline(time.Now().Add(s.opts.PongWait))
+	conn.SetPongHandler(func(string) error {
+		return conn.SetReadDeadline(time.Now().Add(s.opts.PongWait))
+	})
+	for {
+		if _, _, err := conn.NextReader(); err != nil {
+			return
+		}
+		conn.SetReadDeadline(time.Now().Add(s.opts.PongWait))
+	}
+}
+
+// wsWriter writes Messages with a deadline on every frame.
+type wsWriter struct {
+	conn *websocket.Conn
+	wait time.Duration
+}
+
+func (w wsWriter) write(m events.Message) error {
+	w.conn.SetWriteDeadline(time.Now().Add(w.wait))
+	wr, err := w.conn.NextWriter(websocket.TextMessage)
+	if err != nil {
+		return err
+	}
+	if err := json.NewEncoder(wr).Encode(m); err != nil {
+		wr.Close()
+		return err
+	}
+	return wr.Close()
+}
+
+// snapshot sends a fresh snapshot and returns its Seq.
+func (w wsWriter) snapshot(lab Lab) (uint64, error) {
+	snap := lab.Snapshot()
+	return snap.Seq, w.write(events.Message{Type: events.MessageSnapshot, Snapshot: &snap})
+}
+
+// events sends the events newer than last in frames of at most max and
+// returns the new last Seq.
+func (w wsWriter) events(evs []events.Event, last uint64, max int) (uint64, error) {
+	i := 0
+	for i < len(evs) && evs[i].Seq <= last {
+		i++ // already in the snapshot the client holds
+	}
+	evs = evs[i:]
+	for len(evs) > 0 {
+		n := min(len(evs), max)
+		if err := w.write(events.Message{Type: events.MessageEvents, Events: evs[:n]}); err != nil {
+			return last, err
+		}
+		last = evs[n-1].Seq
+		evs = evs[n:]
+	}
+	return last, nil
+}

@@ -1,0 +1,60 @@
+package views
+
+import (
+	"strconv"
+	"strings"
+
+	"tidemark/events"
+)
+
+// brokerName renders a broker id, or "none" for events.NoBroker.
+func brokerName(id int32) string {
+	if id == events.NoBroker {
+		return "none"
+	}
+	return "broker " + strconv.Itoa(int(id))
+}
+
+func id32(v int32) string { return strconv.Itoa(int(v)) }
+
+// idList renders broker ids as "1, 2, 3"; "none" when empty.
+func idList(ids []int32) string {
+	if len(ids) == 0 {
+		return "none"
+	}
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = strconv.Itoa(int(id))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func stateGlyph(st events.BrokerState) string {
+	switch st {
+	case events.BrokerUp:
+		return "●"
+	case events.BrokerCrashed:
+		return "✕"
+	case events.BrokerFenced:
+		return "▲"
+	}
+	return "?"
+}
+
+func underReplicated(t events.Topic) (n int) {
+	for i := range t.Partitions {
+		if t.Partitions[i].UnderReplicated() {
+			n++
+		}
+	}
+	return n
+}
+
+func offline(t events.Topic) (n int) {
+	for i := range t.Partitions {
+		if t.Partitions[i].Offline() {
+			n++
+		}
+	}
+	return n
+}
