@@ -1,0 +1,863 @@
+package storage
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+)
+
+// env is what a log's segments share: the clock, the logger, the log dir's
+// record of synced file lengths, and the log's config.
+type env struct {
+	now     func() time.Time
+	logger  *slog.Logger
+	tracker *syncTracker
+	cfg     Config
+}
+
+func (e *env) indexIntervalBytes() int64 { return e.cfg.IndexIntervalBytes }
+
+// Log is one partition's log on disk: its segments, log start offset,
+// recovery point and leader-epoch cache.
+//
+// One goroutine appends, truncates and deletes (the writer); any number read
+// at the same time. mu guards the segment list and every field below it;
+// readers hold it shared. Lock order: LogDir.mu before Log.mu before
+// segment.mu.
+type Log struct {
+	dir string
+	tp  TopicPartition
+	dl  *LogDir // notified when checkpointed values change; nil in tests of a bare log
+
+	mu       sync.RWMutex
+	env      *env
+	segments []*segment // sorted by base offset; the last is the active segment
+	// logStartOffset is the first offset a reader may ask for.
+	logStartOffset int64
+	// recoveryPoint: every offset below it has been fsynced.
+	recoveryPoint int64
+	epochs        []EpochEntry
+	// unflushed counts records appended since the last fsync, for
+	// flush.messages; firstUnflushed is when the oldest of them was appended.
+	unflushed      int64
+	firstUnflushed time.Time
+	recovery       RecoveryReport
+	closed         bool
+}
+
+// AppendInfo describes one append.
+type AppendInfo struct {
+	FirstOffset  int64 // offset of the first record appended
+	LastOffset   int64 // offset of the last record appended
+	LogEndOffset int64 // the LEO after the append
+	Batches      int
+	Bytes        int64
+	MaxTimestamp int64
+	Rolled       bool // a new segment was started
+}
+
+// TopicPartition returns the partition this log holds.
+func (l *Log) TopicPartition() TopicPartition { return l.tp }
+
+// Dir returns the log's directory, <log dir>/<topic>-<partition>.
+func (l *Log) Dir() string { return l.dir }
+
+// Config returns the log's current settings.
+func (l *Log) Config() Config {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.env.cfg
+}
+
+// SetConfig changes the log's settings at run time; they apply from the next
+// append (an oversized active segment rolls then).
+func (l *Log) SetConfig(cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.env.cfg = cfg
+	return nil
+}
+
+// LogEndOffset returns the LEO: the offset the next appended record gets.
+func (l *Log) LogEndOffset() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.leo()
+}
+
+func (l *Log) leo() int64 { return l.segments[len(l.segments)-1].nextOffset }
+
+// LogStartOffset returns the first offset that may be read; equal to the LEO
+// for an empty log.
+func (l *Log) LogStartOffset() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.logStartOffset
+}
+
+// RecoveryPoint returns the offset below which everything is fsynced.
+func (l *Log) RecoveryPoint() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.recoveryPoint
+}
+
+// Size returns the total bytes of the log's .log files.
+func (l *Log) Size() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	var n int64
+	for _, s := range l.segments {
+		n += s.size
+	}
+	return n
+}
+
+// Recovery returns what the last open did to bring the log back.
+func (l *Log) Recovery() RecoveryReport {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	r := l.recovery
+	r.SegmentsRecovered = append([]int64(nil), r.SegmentsRecovered...)
+	r.SegmentsDeleted = append([]int64(nil), r.SegmentsDeleted...)
+	return r
+}
+
+// AppendAsLeader appends a record set (one or more RecordBatch v2 batches, as
+// a producer sends) and stamps each batch with its base offset (the LEO at
+// that moment) and the leader epoch. records is modified in place. Each
+// batch must pass its CRC and be within max.message.bytes; a producer's
+// batch holds dense offsets (last offset delta = records - 1).
+func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendInfo, error) {
+	return l.append(records, leaderEpoch, true)
+}
+
+// AppendAsFollower appends batches fetched from the leader as they are:
+// offsets and partition leader epochs were assigned by the leader. The first
+// batch must start at or after the LEO.
+func (l *Log) AppendAsFollower(records []byte) (AppendInfo, error) {
+	return l.append(records, -1, false)
+}
+
+func (l *Log) append(records []byte, leaderEpoch int32, asLeader bool) (AppendInfo, error) {
+	l.mu.Lock()
+	info, flushed, err := l.appendLocked(records, leaderEpoch, asLeader)
+	l.mu.Unlock()
+	if flushed && l.dl != nil {
+		l.dl.recoveryPointsChanged()
+	}
+	return info, err
+}
+
+func (l *Log) appendLocked(records []byte, leaderEpoch int32, asLeader bool) (info AppendInfo, flushed bool, err error) {
+	if l.closed {
+		return info, false, ErrClosed
+	}
+	if len(records) == 0 {
+		return info, false, fmt.Errorf("%w: empty record set", ErrCorruptMessage)
+	}
+	// Validate everything before writing anything: a request is all or nothing.
+	next := l.leo()
+	var numRecords int64
+	err = splitBatches(records, func(h BatchHeader, batch []byte) error {
+		if h.Size() > int64(l.env.cfg.MaxMessageBytes) {
+			return fmt.Errorf("%w: batch of %d bytes, max.message.bytes is %d", ErrMessageTooLarge, h.Size(), l.env.cfg.MaxMessageBytes)
+		}
+		if asLeader {
+			if h.NumRecords < 1 || int64(h.LastOffsetDelta) != int64(h.NumRecords)-1 {
+				return fmt.Errorf("%w: a produced batch needs dense offsets (%d records, last offset delta %d)", ErrCorruptMessage, h.NumRecords, h.LastOffsetDelta)
+			}
+			next += int64(h.NumRecords)
+		} else {
+			if h.BaseOffset < next {
+				return fmt.Errorf("%w: batch at offset %d is below the log end offset %d", ErrCorruptMessage, h.BaseOffset, next)
+			}
+			next = h.NextOffset()
+		}
+		numRecords += int64(h.NumRecords)
+		return nil
+	})
+	if err != nil {
+		return info, false, err
+	}
+	info.FirstOffset, info.MaxTimestamp = -1, -1
+	err = splitBatches(records, func(h BatchHeader, batch []byte) error {
+		if asLeader {
+			h.BaseOffset, h.PartitionLeaderEpoch = l.leo(), leaderEpoch
+			stampBatch(batch, h.BaseOffset, h.PartitionLeaderEpoch)
+		}
+		rolled, err := l.maybeRoll(h)
+		if err != nil {
+			return err
+		}
+		info.Rolled = info.Rolled || rolled
+		flushed = flushed || rolled
+		if err := l.active().append(h, batch); err != nil {
+			return err
+		}
+		if err := l.assignEpoch(h.PartitionLeaderEpoch, h.BaseOffset); err != nil {
+			return err
+		}
+		if info.FirstOffset < 0 {
+			info.FirstOffset = h.BaseOffset
+		}
+		info.LastOffset = h.LastOffset()
+		info.MaxTimestamp = max(info.MaxTimestamp, h.MaxTimestamp)
+		info.Batches++
+		info.Bytes += h.Size()
+		return nil
+	})
+	info.LogEndOffset = l.leo()
+	if err != nil {
+		return info, flushed, err
+	}
+	if l.unflushed == 0 {
+		l.firstUnflushed = l.env.now()
+	}
+	l.unflushed += numRecords
+	if l.flushDueLocked() {
+		if err := l.flushLocked(); err != nil {
+			return info, flushed, err
+		}
+		flushed = true
+	}
+	return info, flushed, nil
+}
+
+func (l *Log) active() *segment { return l.segments[len(l.segments)-1] }
+
+// maybeRoll starts a new segment before appending h if the active one is
+// non-empty and would pass segment.bytes, is older than segment.ms, has a
+// full index, or cannot hold h's offsets relative to its base. Like Kafka,
+// rolling flushes the old segment, which moves the recovery point to the new
+// segment's base offset.
+func (l *Log) maybeRoll(h BatchHeader) (bool, error) {
+	s := l.active()
+	if s.size == 0 {
+		return false, nil
+	}
+	cfg := l.env.cfg
+	if s.size+h.Size() <= cfg.SegmentBytes &&
+		l.env.now().Sub(s.created) < cfg.SegmentMs &&
+		len(s.index) < cfg.maxIndexEntries() &&
+		int64(len(s.timeIndex)) < cfg.SegmentIndexBytes/timeIndexEntrySize &&
+		h.LastOffset()-s.baseOffset <= 1<<31-1 {
+		return false, nil
+	}
+	if err := l.roll(h.BaseOffset); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// roll seals the active segment and starts one at base.
+func (l *Log) roll(base int64) error {
+	old := l.active()
+	if err := old.seal(); err != nil {
+		return err
+	}
+	s, err := createSegment(l.dir, base, l.env)
+	if err != nil {
+		return err
+	}
+	l.segments = append(l.segments, s)
+	l.recoveryPoint = max(l.recoveryPoint, base)
+	return nil
+}
+
+// Roll starts a new empty segment at the LEO (unless the active one is
+// empty), as segment.bytes or segment.ms would.
+func (l *Log) Roll() error {
+	l.mu.Lock()
+	err := l.rollNow()
+	l.mu.Unlock()
+	if err == nil && l.dl != nil {
+		l.dl.recoveryPointsChanged()
+	}
+	return err
+}
+
+func (l *Log) rollNow() error {
+	if l.closed {
+		return ErrClosed
+	}
+	if l.active().size == 0 {
+		return nil
+	}
+	return l.roll(l.leo())
+}
+
+func (l *Log) flushDueLocked() bool {
+	if l.unflushed == 0 {
+		return false
+	}
+	cfg := l.env.cfg
+	return l.unflushed >= cfg.FlushMessages ||
+		cfg.FlushMs > 0 && l.env.now().Sub(l.firstUnflushed) >= cfg.FlushMs
+}
+
+// Flush fsyncs every segment written since the last flush and moves the
+// recovery point to the LEO.
+func (l *Log) Flush() error {
+	l.mu.Lock()
+	err := l.flushLocked()
+	l.mu.Unlock()
+	if err == nil && l.dl != nil {
+		l.dl.recoveryPointsChanged()
+	}
+	return err
+}
+
+// FlushIfDue flushes if flush.messages or flush.ms says so; the broker calls
+// it from a timer. It reports whether it flushed.
+func (l *Log) FlushIfDue() (bool, error) {
+	l.mu.Lock()
+	due := !l.closed && l.flushDueLocked()
+	var err error
+	if due {
+		err = l.flushLocked()
+	}
+	l.mu.Unlock()
+	if due && err == nil && l.dl != nil {
+		l.dl.recoveryPointsChanged()
+	}
+	return due, err
+}
+
+func (l *Log) flushLocked() error {
+	if l.closed {
+		return ErrClosed
+	}
+	for _, s := range l.segments {
+		if err := s.sync(); err != nil {
+			return err
+		}
+	}
+	l.recoveryPoint = l.leo()
+	l.unflushed = 0
+	return nil
+}
+
+// FileRegion is a byte range of a segment file: the network layer can send
+// it with zero copy (sendfile with an explicit offset, so concurrent readers
+// never share a file position). The file may be closed by a later
+// truncation or deletion; sending then fails and the reader retries.
+type FileRegion struct {
+	File     *os.File
+	Position int64
+	Size     int64
+}
+
+// ReadAll copies the region into memory (the user-space path).
+func (r FileRegion) ReadAll() ([]byte, error) {
+	if r.Size == 0 {
+		return nil, nil
+	}
+	b := make([]byte, r.Size)
+	_, err := r.File.ReadAt(b, r.Position)
+	return b, err
+}
+
+// FetchData is the result of a read: whole batches from one segment.
+type FetchData struct {
+	Region FileRegion
+	// FirstOffset is the base offset of the first batch; it may be below the
+	// requested offset, since batches are returned whole.
+	FirstOffset int64
+	// NextOffset is one past the last offset in the region; FirstOffset and
+	// NextOffset are equal when the region is empty.
+	NextOffset int64
+}
+
+// Read returns whole batches starting with the one that holds offset, from a
+// single segment, stopping before any batch that reaches maxOffset (the high
+// watermark for consumers, the LEO for followers), up to maxBytes — but
+// always at least one whole batch if one is readable, as Kafka does. Reading
+// at the LEO (or at maxOffset) returns an empty region. An offset outside
+// [log start offset, LEO] is an *OffsetOutOfRangeError.
+func (l *Log) Read(offset, maxOffset int64, maxBytes int64) (FetchData, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		return FetchData{}, ErrClosed
+	}
+	if offset < l.logStartOffset || offset > l.leo() {
+		return FetchData{}, &OffsetOutOfRangeError{offset, l.logStartOffset, l.leo()}
+	}
+	empty := FetchData{FirstOffset: offset, NextOffset: offset}
+	if offset >= min(maxOffset, l.leo()) {
+		return empty, nil
+	}
+	loc, err := l.locate(offset, nil)
+	if err != nil {
+		return FetchData{}, err
+	}
+	s := loc.seg
+	out := FetchData{Region: FileRegion{File: s.log, Position: loc.pos}, FirstOffset: loc.header.BaseOffset, NextOffset: loc.header.BaseOffset}
+	pos := loc.pos
+	h := loc.header
+	for {
+		if h.LastOffset() >= maxOffset || (out.Region.Size > 0 && out.Region.Size+h.Size() > maxBytes) {
+			break
+		}
+		out.Region.Size += h.Size()
+		out.NextOffset = h.NextOffset()
+		pos += h.Size()
+		if pos >= s.size {
+			break
+		}
+		if h, err = s.readHeader(pos, s.size); err != nil {
+			return FetchData{}, err
+		}
+	}
+	if out.Region.Size == 0 {
+		return empty, nil
+	}
+	return out, nil
+}
+
+// ReadBatches decodes up to maxBatches whole batches starting with the one
+// that holds offset and ending before maxOffset, across segments — the
+// decoded path, for the UI.
+func (l *Log) ReadBatches(offset, maxOffset int64, maxBatches int) ([]Batch, error) {
+	var out []Batch
+	for len(out) < maxBatches {
+		d, err := l.Read(offset, maxOffset, 1)
+		if err != nil {
+			return out, err
+		}
+		if d.Region.Size == 0 {
+			return out, nil
+		}
+		b, err := d.Region.ReadAll()
+		if err != nil {
+			return out, err
+		}
+		batch, err := DecodeBatch(b)
+		if err != nil {
+			return out, err
+		}
+		batch.Position = d.Region.Position
+		out = append(out, batch)
+		offset = d.NextOffset
+	}
+	return out, nil
+}
+
+// location is where a batch is: its segment, position and header.
+type location struct {
+	seg    *segment
+	pos    int64
+	header BatchHeader
+}
+
+// locate finds the batch that holds offset, which must be in [log start,
+// LEO): binary search over segment base offsets, binary search in the
+// segment's offset index, then a scan of batch headers. If trace is not
+// nil, every step is recorded in it. Callers hold l.mu.
+func (l *Log) locate(offset int64, trace *LookupTrace) (location, error) {
+	i, probes := floorSearch(len(l.segments), offset, func(i int) int64 { return l.segments[i].baseOffset })
+	if i < 0 {
+		i = 0
+	}
+	// A segment can end below the next one's base (a compacted gap); the
+	// offset then lives in the next segment.
+	for i+1 < len(l.segments) && l.segments[i].nextOffset <= offset {
+		i++
+	}
+	s := l.segments[i]
+	if err := s.ensureLoaded(); err != nil {
+		return location{}, err
+	}
+	pos, found, idxProbes := lookupIndex(s.index, s.baseOffset, offset)
+	if trace != nil {
+		trace.SegmentProbes = probes
+		trace.SegmentBaseOffset = s.baseOffset
+		trace.SegmentFile = segmentFileName(s.baseOffset, LogFileSuffix)
+		trace.IndexProbes = idxProbes
+		trace.IndexEntryFound = found
+		if found >= 0 {
+			e := s.index[found]
+			trace.IndexEntry = &e
+		}
+		trace.StartPosition = pos
+	}
+	for pos < s.size {
+		h, err := s.readHeader(pos, s.size)
+		if err != nil {
+			return location{}, fmt.Errorf("%w: reading batch header at %s:%d: %v", ErrCorruptMessage, s.path(LogFileSuffix), pos, err)
+		}
+		if trace != nil {
+			trace.Scanned = append(trace.Scanned, ScanStep{Position: pos, BaseOffset: h.BaseOffset, LastOffset: h.LastOffset(), Size: h.Size()})
+			trace.BytesScanned += batchHeaderSize
+		}
+		if h.LastOffset() >= offset {
+			return location{seg: s, pos: pos, header: h}, nil
+		}
+		pos += h.Size()
+	}
+	return location{}, fmt.Errorf("%w: offset %d not found in segment %d", ErrOffsetOutOfRange, offset, s.baseOffset)
+}
+
+// LookupTrace is every step of finding one offset, for the segment
+// explorer: the binary search over segments, the binary search in the
+// chosen segment's .index, and the forward scan over batch headers.
+type LookupTrace struct {
+	Offset            int64
+	SegmentProbes     []SearchProbe
+	SegmentBaseOffset int64
+	SegmentFile       string
+	IndexProbes       []SearchProbe
+	IndexEntryFound   int         // index of the entry used; -1: none, the scan starts at 0
+	IndexEntry        *IndexEntry // the entry used, nil if none
+	StartPosition     int64
+	Scanned           []ScanStep
+	BytesScanned      int64 // header bytes read by the scan
+	Position          int64 // where the batch holding Offset starts
+	Batch             BatchHeader
+}
+
+// ScanStep is one batch header read during the scan.
+type ScanStep struct {
+	Position   int64
+	BaseOffset int64
+	LastOffset int64
+	Size       int64
+}
+
+// Lookup finds offset the way a fetch does and returns each step taken.
+func (l *Log) Lookup(offset int64) (LookupTrace, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		return LookupTrace{}, ErrClosed
+	}
+	if offset < l.logStartOffset || offset >= l.leo() {
+		return LookupTrace{}, &OffsetOutOfRangeError{offset, l.logStartOffset, l.leo()}
+	}
+	t := LookupTrace{Offset: offset}
+	loc, err := l.locate(offset, &t)
+	if err != nil {
+		return LookupTrace{}, err
+	}
+	t.Position, t.Batch = loc.pos, loc.header
+	return t, nil
+}
+
+// OffsetForTimestamp returns the first offset whose record timestamp is at
+// or after ts (ListOffsets by timestamp): the first segment whose largest
+// timestamp reaches ts, the last .timeindex entry at or below ts, then a scan
+// from that entry's offset. ok is false if no record is that late.
+func (l *Log) OffsetForTimestamp(ts int64) (offset int64, ok bool, err error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		return 0, false, ErrClosed
+	}
+	for _, s := range l.segments {
+		if err := s.ensureLoaded(); err != nil {
+			return 0, false, err
+		}
+		if s.maxTimestamp < ts || s.nextOffset <= l.logStartOffset {
+			continue
+		}
+		from := max(s.baseOffset, l.logStartOffset)
+		i, _ := floorSearch(len(s.timeIndex), ts, func(i int) int64 { return s.timeIndex[i].Timestamp })
+		if i >= 0 {
+			from = max(from, s.baseOffset+int64(s.timeIndex[i].RelativeOffset))
+		}
+		pos, _, _ := lookupIndex(s.index, s.baseOffset, from)
+		for pos < s.size {
+			h, err := s.readHeader(pos, s.size)
+			if err != nil {
+				return 0, false, err
+			}
+			if h.MaxTimestamp >= ts && h.LastOffset() >= l.logStartOffset {
+				buf := make([]byte, h.Size())
+				if _, err := s.log.ReadAt(buf, pos); err != nil {
+					return 0, false, err
+				}
+				b, err := DecodeBatch(buf)
+				if err != nil {
+					return 0, false, err
+				}
+				for _, r := range b.Records {
+					if r.Timestamp >= ts && r.Offset >= l.logStartOffset {
+						return r.Offset, true, nil
+					}
+				}
+			}
+			pos += h.Size()
+		}
+	}
+	return 0, false, nil
+}
+
+// SegmentInfo describes one segment's files, for the segment explorer.
+type SegmentInfo struct {
+	BaseOffset int64
+	NextOffset int64
+	Files      [3]string // .log, .index, .timeindex names
+	// LogBytes is the .log file's length; SyncedLogBytes how much of it is
+	// known to be on stable storage.
+	LogBytes       int64
+	SyncedLogBytes int64
+	Index          []IndexEntry
+	TimeIndex      []TimeIndexEntry
+	MaxTimestamp   int64 // -1 for an empty segment
+	Active         bool
+}
+
+// Segments describes every segment, oldest first.
+func (l *Log) Segments() ([]SegmentInfo, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		return nil, ErrClosed
+	}
+	out := make([]SegmentInfo, 0, len(l.segments))
+	for i, s := range l.segments {
+		if err := s.ensureLoaded(); err != nil {
+			return nil, err
+		}
+		synced, ok := l.env.tracker.get(s.path(LogFileSuffix))
+		if !ok {
+			synced = s.size // untouched since open: on disk before this process started
+		}
+		out = append(out, SegmentInfo{
+			BaseOffset: s.baseOffset,
+			NextOffset: s.nextOffset,
+			Files: [3]string{segmentFileName(s.baseOffset, LogFileSuffix),
+				segmentFileName(s.baseOffset, IndexFileSuffix), segmentFileName(s.baseOffset, TimeIndexFileSuffix)},
+			LogBytes:       s.size,
+			SyncedLogBytes: min(synced, s.size),
+			Index:          append([]IndexEntry(nil), s.index...),
+			TimeIndex:      append([]TimeIndexEntry(nil), s.timeIndex...),
+			MaxTimestamp:   s.maxTimestamp,
+			Active:         i == len(l.segments)-1,
+		})
+	}
+	return out, nil
+}
+
+// TruncateTo removes every record at or above offset, as a follower does
+// before it fetches from a new leader. A batch is removed whole, so the LEO
+// becomes the base offset of the batch holding offset if offset falls inside
+// one. Later segments are deleted, the indexes and the leader-epoch cache are
+// cut back, and the cut is fsynced. Truncating below the log start offset
+// empties the log and starts it again at offset. It returns the new LEO.
+func (l *Log) TruncateTo(offset int64) (int64, error) {
+	l.mu.Lock()
+	leo, err := l.truncateLocked(offset)
+	l.mu.Unlock()
+	if err == nil && l.dl != nil {
+		l.dl.recoveryPointsChanged()
+		l.dl.logStartOffsetsChanged()
+	}
+	return leo, err
+}
+
+func (l *Log) truncateLocked(offset int64) (int64, error) {
+	if l.closed {
+		return 0, ErrClosed
+	}
+	if offset < 0 {
+		return 0, fmt.Errorf("%w: cannot truncate to negative offset %d", ErrOffsetOutOfRange, offset)
+	}
+	if offset >= l.leo() {
+		return l.leo(), nil
+	}
+	if offset <= l.logStartOffset {
+		return offset, l.truncateFullyLocked(offset)
+	}
+	loc, err := l.locate(offset, nil)
+	if err != nil {
+		return 0, err
+	}
+	var keep []*segment
+	for _, s := range l.segments {
+		if s.baseOffset > loc.seg.baseOffset {
+			if err := s.remove(); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		keep = append(keep, s)
+	}
+	l.segments = keep
+	s := loc.seg
+	if s.indexFile == nil {
+		if err := s.openIndexWriters(false); err != nil {
+			return 0, err
+		}
+	}
+	if err := s.truncateAt(loc.pos, loc.header.BaseOffset); err != nil {
+		return 0, err
+	}
+	if err := s.sync(); err != nil {
+		return 0, err
+	}
+	if err := syncDir(l.dir); err != nil {
+		return 0, err
+	}
+	l.recoveryPoint = min(l.recoveryPoint, l.leo())
+	return l.leo(), l.truncateEpochsFromEnd(l.leo())
+}
+
+// truncateFullyLocked deletes every segment and starts an empty one at offset.
+func (l *Log) truncateFullyLocked(offset int64) error {
+	for _, s := range l.segments {
+		if err := s.remove(); err != nil {
+			return err
+		}
+	}
+	s, err := createSegment(l.dir, offset, l.env)
+	if err != nil {
+		return err
+	}
+	l.segments = []*segment{s}
+	l.logStartOffset, l.recoveryPoint = offset, offset
+	l.epochs = nil
+	return l.writeEpochCheckpoint()
+}
+
+// SetLogStartOffset moves the log start offset forward (Kafka's
+// DeleteRecords) to offset, which must not pass upperBound (the high
+// watermark) or the LEO, and deletes segments that now lie wholly below it.
+func (l *Log) SetLogStartOffset(offset, upperBound int64) error {
+	l.mu.Lock()
+	err := l.setLogStartLocked(offset, upperBound)
+	l.mu.Unlock()
+	if err == nil && l.dl != nil {
+		l.dl.logStartOffsetsChanged()
+	}
+	return err
+}
+
+func (l *Log) setLogStartLocked(offset, upperBound int64) error {
+	if l.closed {
+		return ErrClosed
+	}
+	if offset > min(upperBound, l.leo()) {
+		return &OffsetOutOfRangeError{offset, l.logStartOffset, min(upperBound, l.leo()) + 1}
+	}
+	if offset <= l.logStartOffset {
+		return nil
+	}
+	l.logStartOffset = offset
+	for len(l.segments) > 1 && l.segments[1].baseOffset <= offset {
+		if err := l.segments[0].remove(); err != nil {
+			return err
+		}
+		l.segments = l.segments[1:]
+	}
+	return l.truncateEpochsFromStart(offset)
+}
+
+// ApplyRetention deletes whole oldest segments that retention.ms (newest
+// record older than now minus retention.ms) or retention.bytes (the log
+// would still be at least retention.bytes without it) allow. It never
+// deletes the active segment nor a segment holding offsets at or above
+// upperBound (the high watermark), and moves the log start offset to the
+// new first segment. It returns the deleted segments.
+func (l *Log) ApplyRetention(upperBound int64) ([]SegmentInfo, error) {
+	l.mu.Lock()
+	deleted, err := l.retentionLocked(upperBound)
+	l.mu.Unlock()
+	if len(deleted) > 0 && l.dl != nil {
+		l.dl.logStartOffsetsChanged()
+	}
+	return deleted, err
+}
+
+func (l *Log) retentionLocked(upperBound int64) ([]SegmentInfo, error) {
+	if l.closed {
+		return nil, ErrClosed
+	}
+	cfg := l.env.cfg
+	var total int64
+	for _, s := range l.segments {
+		total += s.size
+	}
+	now := l.env.now()
+	var deleted []SegmentInfo
+	for len(l.segments) > 1 {
+		s, next := l.segments[0], l.segments[1]
+		if next.baseOffset > upperBound {
+			break
+		}
+		if err := s.ensureLoaded(); err != nil {
+			return deleted, err
+		}
+		byTime := cfg.RetentionMs >= 0 && s.maxTimestamp >= 0 && now.UnixMilli()-s.maxTimestamp > cfg.RetentionMs.Milliseconds()
+		bySize := cfg.RetentionBytes >= 0 && total-s.size >= cfg.RetentionBytes
+		belowStart := next.baseOffset <= l.logStartOffset
+		if !byTime && !bySize && !belowStart {
+			break
+		}
+		deleted = append(deleted, SegmentInfo{BaseOffset: s.baseOffset, NextOffset: s.nextOffset, LogBytes: s.size, MaxTimestamp: s.maxTimestamp,
+			Files: [3]string{segmentFileName(s.baseOffset, LogFileSuffix), segmentFileName(s.baseOffset, IndexFileSuffix), segmentFileName(s.baseOffset, TimeIndexFileSuffix)}})
+		total -= s.size
+		if err := s.remove(); err != nil {
+			return deleted, err
+		}
+		l.segments = l.segments[1:]
+		l.logStartOffset = max(l.logStartOffset, next.baseOffset)
+	}
+	if len(deleted) > 0 {
+		if err := syncDir(l.dir); err != nil {
+			return deleted, err
+		}
+		return deleted, l.truncateEpochsFromStart(l.logStartOffset)
+	}
+	return nil, nil
+}
+
+// close closes the files; with clean set it first flushes, so the next open
+// needs no recovery.
+func (l *Log) close(clean bool) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil
+	}
+	var err error
+	if clean {
+		err = l.flushLocked()
+	}
+	for _, s := range l.segments {
+		s.close()
+	}
+	l.closed = true
+	return err
+}
+
+// sortSegments orders segments by base offset.
+func sortSegments(segs []*segment) {
+	sort.Slice(segs, func(i, j int) bool { return segs[i].baseOffset < segs[j].baseOffset })
+}
+
+// isSegmentFile reports whether name is a segment file, and its base offset.
+func isSegmentFile(name, suffix string) (int64, bool) {
+	if len(name) != 20+len(suffix) || filepath.Ext(name) != suffix {
+		return 0, false
+	}
+	var base int64
+	for _, c := range name[:20] {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		base = base*10 + int64(c-'0')
+		if base < 0 {
+			return 0, false
+		}
+	}
+	return base, true
+}

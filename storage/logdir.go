@@ -1,0 +1,541 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Options configures a LogDir.
+type Options struct {
+	// Now is the clock for segment.ms, flush.ms and retention.ms; default
+	// time.Now. Tests inject a stepped clock.
+	Now func() time.Time
+	// Logger receives recovery and fault reports; default slog.Default().
+	Logger *slog.Logger
+	// ConfigFor gives the config of each log found on disk at open; default
+	// DefaultConfig for all.
+	ConfigFor func(TopicPartition) Config
+}
+
+// LogDir is one broker's log directory: a <topic>-<partition> directory per
+// log, plus the per-directory checkpoint files recovery-point-offset-checkpoint,
+// replication-offset-checkpoint and log-start-offset-checkpoint, and the
+// clean-shutdown marker.
+type LogDir struct {
+	path    string
+	opts    Options
+	tracker *syncTracker
+
+	mu     sync.Mutex // guards logs and closed; held while writing checkpoints
+	logs   map[TopicPartition]*Log
+	hws    map[TopicPartition]int64
+	clean  bool // the last shutdown was clean
+	closed bool
+}
+
+// OpenLogDir opens (creating if needed) a log dir and every log in it. If
+// the clean-shutdown marker is missing, each log is recovered from the
+// segment holding its recovery point. The marker is removed, so a crash from
+// now on is detected at the next open.
+func OpenLogDir(path string, opts Options) (*LogDir, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.ConfigFor == nil {
+		opts.ConfigFor = func(TopicPartition) Config { return DefaultConfig() }
+	}
+	if err := os.MkdirAll(path, 0o755); err != nil {
+		return nil, err
+	}
+	d := &LogDir{path: path, opts: opts, tracker: newSyncTracker(), logs: map[TopicPartition]*Log{}}
+	marker := filepath.Join(path, CleanShutdownFile)
+	_, err := os.Stat(marker)
+	d.clean = err == nil
+	rps, err := readOffsetCheckpoint(filepath.Join(path, RecoveryPointCheckpointFile))
+	if err != nil {
+		return nil, err
+	}
+	starts, err := readOffsetCheckpoint(filepath.Join(path, LogStartCheckpointFile))
+	if err != nil {
+		return nil, err
+	}
+	if d.hws, err = readOffsetCheckpoint(filepath.Join(path, ReplicationCheckpointFile)); err != nil {
+		return nil, err
+	}
+	entries, err := os.ReadDir(path)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		tp, ok := parseTopicPartition(e.Name())
+		if !ok {
+			continue
+		}
+		cfg := opts.ConfigFor(tp)
+		if err := cfg.Validate(); err != nil {
+			return nil, fmt.Errorf("%s: %w", tp, err)
+		}
+		l, err := d.openLog(tp, cfg, rps[tp], starts[tp])
+		if err != nil {
+			d.Crash()
+			return nil, fmt.Errorf("opening log %s: %w", tp, err)
+		}
+		d.logs[tp] = l
+	}
+	// Recovery moved every recovery point to its LEO: record that before the
+	// marker goes, then a crash from here on is recovered from there.
+	if err := d.writeRecoveryPoints(); err != nil {
+		return nil, err
+	}
+	if err := d.writeLogStartOffsets(); err != nil {
+		return nil, err
+	}
+	if d.clean {
+		if err := os.Remove(marker); err != nil {
+			return nil, err
+		}
+		if err := syncDir(path); err != nil {
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+// Path returns the log dir's path.
+func (d *LogDir) Path() string { return d.path }
+
+// WasCleanShutdown reports whether the marker was present at open.
+func (d *LogDir) WasCleanShutdown() bool { return d.clean }
+
+// CreateLog returns the log of tp, creating its directory if needed.
+func (d *LogDir) CreateLog(tp TopicPartition, cfg Config) (*Log, error) {
+	if err := tp.Validate(); err != nil {
+		return nil, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil, ErrClosed
+	}
+	if l, ok := d.logs[tp]; ok {
+		return l, nil
+	}
+	dir := filepath.Join(d.path, tp.String())
+	if err := os.Mkdir(dir, 0o755); err != nil && !os.IsExist(err) {
+		return nil, err
+	}
+	if err := syncDir(d.path); err != nil {
+		return nil, err
+	}
+	l, err := d.openLog(tp, cfg, 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	d.logs[tp] = l
+	return l, nil
+}
+
+// Log returns the log of tp; ok is false if there is none.
+func (d *LogDir) Log(tp TopicPartition) (l *Log, ok bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	l, ok = d.logs[tp]
+	return l, ok
+}
+
+// Logs returns every log, sorted by topic and partition; none for an empty dir.
+func (d *LogDir) Logs() []*Log {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]*Log, 0, len(d.logs))
+	for _, l := range d.logs {
+		out = append(out, l)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i].tp, out[j].tp
+		return a.Topic < b.Topic || a.Topic == b.Topic && a.Partition < b.Partition
+	})
+	return out
+}
+
+// DeleteLog closes a log and removes its directory.
+func (d *LogDir) DeleteLog(tp TopicPartition) error {
+	d.mu.Lock()
+	l, ok := d.logs[tp]
+	delete(d.logs, tp)
+	delete(d.hws, tp)
+	d.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	l.close(false)
+	for _, s := range l.segments {
+		for _, suffix := range []string{LogFileSuffix, IndexFileSuffix, TimeIndexFileSuffix} {
+			d.tracker.forget(s.path(suffix))
+		}
+	}
+	if err := os.RemoveAll(l.dir); err != nil {
+		return err
+	}
+	if err := syncDir(d.path); err != nil {
+		return err
+	}
+	return errors.Join(d.writeRecoveryPoints(), d.writeLogStartOffsets(), d.writeHighWatermarksLocked())
+}
+
+// HighWatermark returns the high watermark last written for tp to
+// replication-offset-checkpoint; ok is false if none was.
+func (d *LogDir) HighWatermark(tp TopicPartition) (hw int64, ok bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	hw, ok = d.hws[tp]
+	return hw, ok
+}
+
+// WriteHighWatermarks records high watermarks in
+// replication-offset-checkpoint (the broker calls it periodically, as Kafka
+// does every replica.high.watermark.checkpoint.interval.ms).
+func (d *LogDir) WriteHighWatermarks(hws map[TopicPartition]int64) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for tp, hw := range hws {
+		if _, ok := d.logs[tp]; ok {
+			d.hws[tp] = hw
+		}
+	}
+	return d.writeHighWatermarksLocked()
+}
+
+func (d *LogDir) writeHighWatermarksLocked() error {
+	if d.closed {
+		return ErrClosed
+	}
+	return writeOffsetCheckpoint(filepath.Join(d.path, ReplicationCheckpointFile), d.hws)
+}
+
+// recoveryPointsChanged rewrites recovery-point-offset-checkpoint after a
+// flush. Kafka writes it on a timer; writing it at once keeps the lab exact.
+func (d *LogDir) recoveryPointsChanged() {
+	if err := d.writeRecoveryPoints(); err != nil && !errors.Is(err, ErrClosed) {
+		d.opts.Logger.Error("writing recovery point checkpoint", "dir", d.path, "err", err)
+	}
+}
+
+func (d *LogDir) logStartOffsetsChanged() {
+	if err := d.writeLogStartOffsets(); err != nil && !errors.Is(err, ErrClosed) {
+		d.opts.Logger.Error("writing log start offset checkpoint", "dir", d.path, "err", err)
+	}
+}
+
+func (d *LogDir) writeRecoveryPoints() error {
+	return d.writeOffsets(RecoveryPointCheckpointFile, (*Log).RecoveryPoint)
+}
+
+func (d *LogDir) writeLogStartOffsets() error {
+	return d.writeOffsets(LogStartCheckpointFile, (*Log).LogStartOffset)
+}
+
+func (d *LogDir) writeOffsets(name string, get func(*Log) int64) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return ErrClosed
+	}
+	m := make(map[TopicPartition]int64, len(d.logs))
+	for tp, l := range d.logs {
+		m[tp] = get(l)
+	}
+	return writeOffsetCheckpoint(filepath.Join(d.path, name), m)
+}
+
+// Close shuts down cleanly: every log is flushed, the checkpoints are
+// written, then the clean-shutdown marker, so the next open skips recovery.
+func (d *LogDir) Close() error {
+	var errs []error
+	for _, l := range d.Logs() {
+		errs = append(errs, l.close(true))
+	}
+	errs = append(errs, d.writeRecoveryPoints(), d.writeLogStartOffsets())
+	d.mu.Lock()
+	errs = append(errs, d.writeHighWatermarksLocked())
+	d.closed = true
+	d.mu.Unlock()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if err := writeFileAtomic(filepath.Join(d.path, CleanShutdownFile), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Crash closes every file without flushing or writing the marker, as a
+// killed process would: bytes already written stay in the page cache and so
+// on disk. The next open recovers.
+func (d *LogDir) Crash() {
+	for _, l := range d.Logs() {
+		l.close(false)
+	}
+	d.mu.Lock()
+	d.closed = true
+	d.mu.Unlock()
+}
+
+// PowerLoss crashes the log dir and then cuts every file written through it
+// back to the length that was last fsynced, as losing the page cache would.
+// It returns how many bytes were lost per file (relative to the log dir).
+func (d *LogDir) PowerLoss() (map[string]int64, error) {
+	d.Crash()
+	lost := map[string]int64{}
+	var errs []error
+	for path, synced := range d.tracker.all() {
+		st, err := os.Stat(path)
+		if os.IsNotExist(err) {
+			continue
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if st.Size() > synced {
+			if err := os.Truncate(path, synced); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			rel, _ := filepath.Rel(d.path, path)
+			lost[rel] = st.Size() - synced
+		}
+	}
+	return lost, errors.Join(errs...)
+}
+
+// RecoveryReport says what opening a log did.
+type RecoveryReport struct {
+	// Clean is true if the log dir had the clean-shutdown marker.
+	Clean bool
+	// RecoveryPoint is the checkpointed recovery point recovery started from.
+	RecoveryPoint int64
+	// SegmentsRecovered are the base offsets of the segments re-read and
+	// re-indexed; segments below the recovery point are not among them.
+	SegmentsRecovered []int64
+	// BytesTruncated is how many torn or corrupt bytes were cut.
+	BytesTruncated int64
+	// SegmentsDeleted are segments dropped because they followed a corrupt one.
+	SegmentsDeleted []int64
+	// LogEndOffset is the LEO after recovery.
+	LogEndOffset int64
+}
+
+// openLog loads one partition's segments and recovers them if needed.
+func (d *LogDir) openLog(tp TopicPartition, cfg Config, recoveryPoint, logStart int64) (*Log, error) {
+	dir := filepath.Join(d.path, tp.String())
+	l := &Log{dir: dir, tp: tp, dl: d,
+		env: &env{now: d.opts.Now, logger: d.opts.Logger.With("log", tp.String()), tracker: d.tracker, cfg: cfg}}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	bases := map[int64]bool{}
+	for _, e := range entries {
+		if b, ok := isSegmentFile(e.Name(), LogFileSuffix); ok {
+			bases[b] = true
+		}
+	}
+	for _, e := range entries {
+		name := e.Name()
+		_, isIdx := isSegmentFile(name, IndexFileSuffix)
+		_, isTidx := isSegmentFile(name, TimeIndexFileSuffix)
+		b, _ := isSegmentFile(strings.TrimSuffix(strings.TrimSuffix(name, IndexFileSuffix), TimeIndexFileSuffix)+LogFileSuffix, LogFileSuffix)
+		stray := strings.HasSuffix(name, ".tmp") || strings.HasSuffix(name, ".deleted") || strings.HasSuffix(name, ".cleaned") || strings.HasSuffix(name, ".swap")
+		if stray || (isIdx || isTidx) && !bases[b] {
+			if err := os.Remove(filepath.Join(dir, name)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for b := range bases {
+		st, err := os.Stat(filepath.Join(dir, segmentFileName(b, LogFileSuffix)))
+		if err != nil {
+			return nil, err
+		}
+		l.segments = append(l.segments, &segment{dir: dir, baseOffset: b, nextOffset: b, env: l.env, created: d.opts.Now(), size: st.Size(),
+			maxTimestamp: -1, offsetOfMaxTimestamp: -1})
+	}
+	sortSegments(l.segments)
+	if l.epochs, err = readEpochCheckpoint(dir); err != nil {
+		l.env.logger.Warn("leader epoch checkpoint unreadable; rebuilding it from the log", "err", err)
+		l.epochs = nil
+		recoveryPoint = 0 // re-read everything so the epochs come back
+	}
+	if len(l.segments) == 0 {
+		s, err := createSegment(dir, logStart, l.env)
+		if err != nil {
+			return nil, err
+		}
+		l.segments = []*segment{s}
+	}
+	if err := l.recover(d.clean, recoveryPoint); err != nil {
+		return nil, err
+	}
+	l.logStartOffset = max(logStart, l.segments[0].baseOffset)
+	if l.logStartOffset > l.leo() {
+		// Power loss cut data the log start had passed: nothing below it may
+		// come back, so start again empty at the log start.
+		if err := l.truncateFullyLocked(l.logStartOffset); err != nil {
+			return nil, err
+		}
+	}
+	if err := l.truncateEpochsFromStart(l.logStartOffset); err != nil {
+		return nil, err
+	}
+	l.recoveryPoint = l.leo()
+	l.recovery.LogEndOffset = l.leo()
+	return l, nil
+}
+
+// recover brings the segments back after open. After a crash it re-reads
+// the segments from the one holding the recovery point to the end (Kafka's
+// LogLoader): each batch is validated, the file is cut at the first torn or
+// corrupt byte, both indexes and the leader-epoch cache are rebuilt, and
+// segments after a cut one are deleted. Segments below are trusted as
+// fsynced and loaded only when first used. After a clean shutdown only the
+// active segment is re-read, to find its end.
+func (l *Log) recover(clean bool, recoveryPoint int64) error {
+	l.recovery = RecoveryReport{Clean: clean, RecoveryPoint: recoveryPoint}
+	first := len(l.segments) - 1 // the active segment is always loaded
+	if !clean {
+		first, _ = floorSearch(len(l.segments), recoveryPoint, func(i int) int64 { return l.segments[i].baseOffset })
+		first = max(first, 0)
+	}
+	for i := 0; i < first; i++ {
+		l.segments[i].nextOffset = l.segments[i+1].baseOffset
+	}
+	if clean {
+		// Trust the files; load the active segment and find its end.
+		s := l.active()
+		if err := s.ensureLoaded(); err != nil {
+			return err
+		}
+		if _, err := s.rebuild(true); err != nil {
+			return err
+		}
+		s.created = l.env.now()
+		return l.rebuildEpochs(nil)
+	}
+	// Epochs at or past the first re-read segment come back from its batches.
+	if err := l.truncateEpochsFromEnd(l.segments[first].baseOffset); err != nil {
+		return err
+	}
+	var headers []BatchHeader
+	for i := first; i < len(l.segments); i++ {
+		s := l.segments[i]
+		f, err := os.OpenFile(s.path(LogFileSuffix), os.O_RDWR, 0)
+		if err != nil {
+			return err
+		}
+		s.log, s.loaded = f, true
+		before := s.size
+		last := i == len(l.segments)-1
+		hs, err := s.rebuild(last)
+		if err != nil {
+			return err
+		}
+		headers = append(headers, hs...)
+		l.recovery.SegmentsRecovered = append(l.recovery.SegmentsRecovered, s.baseOffset)
+		l.recovery.BytesTruncated += before - s.size
+		next := len(l.segments)
+		if i+1 < len(l.segments) {
+			next = i + 1
+		}
+		if before != s.size || next < len(l.segments) && l.segments[next].baseOffset < s.nextOffset {
+			// A cut segment ends the log: what followed it cannot be trusted
+			// to continue it.
+			for _, later := range l.segments[i+1:] {
+				l.recovery.SegmentsDeleted = append(l.recovery.SegmentsDeleted, later.baseOffset)
+				l.recovery.BytesTruncated += later.size
+				if err := later.remove(); err != nil {
+					return err
+				}
+			}
+			l.segments = l.segments[:i+1]
+			if !last {
+				if err := s.openIndexWriters(false); err != nil {
+					return err
+				}
+			}
+			break
+		}
+		if i+1 < len(l.segments) {
+			s.nextOffset = max(s.nextOffset, l.segments[i+1].baseOffset)
+		}
+	}
+	if err := syncDir(l.dir); err != nil {
+		return err
+	}
+	return l.rebuildEpochs(headers)
+}
+
+// rebuildEpochs assigns epochs from re-read batches and drops cached epochs
+// past the LEO.
+func (l *Log) rebuildEpochs(headers []BatchHeader) error {
+	for _, h := range headers {
+		if err := l.assignEpoch(h.PartitionLeaderEpoch, h.BaseOffset); err != nil {
+			return err
+		}
+	}
+	return l.truncateEpochsFromEnd(l.leo())
+}
+
+// syncTracker remembers, per file path, how many bytes are known to be on
+// stable storage: what a power cut would leave.
+type syncTracker struct {
+	mu     sync.Mutex
+	synced map[string]int64
+}
+
+func newSyncTracker() *syncTracker { return &syncTracker{synced: map[string]int64{}} }
+
+func (t *syncTracker) set(path string, n int64) {
+	t.mu.Lock()
+	t.synced[path] = n
+	t.mu.Unlock()
+}
+
+func (t *syncTracker) get(path string) (int64, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n, ok := t.synced[path]
+	return n, ok
+}
+
+func (t *syncTracker) forget(path string) {
+	t.mu.Lock()
+	delete(t.synced, path)
+	t.mu.Unlock()
+}
+
+func (t *syncTracker) all() map[string]int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make(map[string]int64, len(t.synced))
+	for k, v := range t.synced {
+		out[k] = v
+	}
+	return out
+}
