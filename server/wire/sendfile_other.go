@@ -1,0 +1,10 @@
+//go:build !linux
+
+package wire
+
+import "syscall"
+
+// sendFileRegion is not available off Linux; regions are copied instead.
+func sendFileRegion(syscall.RawConn, FileRegion) (handled bool, err error) {
+	return false, nil
+}

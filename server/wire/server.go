@@ -1,0 +1,361 @@
+package wire
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"reflect"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Handler serves the requests a listener decodes. The listener answers
+// ApiVersions itself from Versions and never passes it to Handle.
+type Handler interface {
+	// Versions returns the API keys and version ranges the handler
+	// implements; the listener advertises exactly these (plus ApiVersions)
+	// and never calls Handle with anything else. It is read once, when the
+	// Server is created. An empty table implements nothing.
+	Versions() VersionTable
+
+	// Handle serves one request and returns its response, whose version the
+	// listener sets to the request's. Requests of one connection are handed
+	// over one at a time, in arrival order, so Handle may block (an acks=all
+	// produce waiting for the high watermark) without reordering responses;
+	// it must return once ctx is done. A nil response sends nothing, which
+	// Kafka allows only for a Produce request with acks=0; a non-nil error
+	// closes the connection and is logged as the reason. A *Spliced response
+	// lets byte fields be sent from file regions without a user-space copy.
+	Handle(ctx context.Context, rc *RequestContext, req kmsg.Request) (kmsg.Response, error)
+}
+
+// RequestContext describes where a request came from. ConnID numbers the
+// listener's connections from 1, in accept order.
+type RequestContext struct {
+	Header     RequestHeader
+	ConnID     uint64
+	RemoteAddr net.Addr
+	LocalAddr  net.Addr
+}
+
+// Options configures a Server. The zero value gives Kafka's defaults.
+type Options struct {
+	// MaxRequestBytes bounds one request frame, like Kafka's
+	// socket.request.max.bytes; a larger size prefix closes the connection.
+	// 0 means DefaultMaxRequestBytes (104857600).
+	MaxRequestBytes int32
+
+	// QueuedRequests is how many decoded requests of one connection may wait
+	// while the previous one is handled: reading and decoding overlap with
+	// handling, while handling and responses stay strictly in order. 0
+	// means 4.
+	QueuedRequests int
+
+	// CopyFileRegions sends the file regions of *Spliced responses by
+	// reading them into memory and writing them, instead of with
+	// sendfile(2). It exists to measure what zero copy saves. Connections
+	// that do not implement syscall.Conn (wrappers) always copy.
+	CopyFileRegions bool
+
+	// Logger receives one record per connection closed by the server,
+	// with the reason. nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// validate fills defaults and rejects contradictions.
+func (o *Options) validate() error {
+	if o.MaxRequestBytes == 0 {
+		o.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if o.MaxRequestBytes < minRequestHeaderBytes {
+		return fmt.Errorf("wire: MaxRequestBytes %d is below the %d bytes of a request header", o.MaxRequestBytes, minRequestHeaderBytes)
+	}
+	if o.QueuedRequests == 0 {
+		o.QueuedRequests = 4
+	}
+	if o.QueuedRequests < 0 {
+		return fmt.Errorf("wire: QueuedRequests %d is negative", o.QueuedRequests)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return nil
+}
+
+// Server is a Kafka-protocol listener loop: it frames and decodes requests,
+// answers ApiVersions, and hands the rest to a Handler. One Server may serve
+// several listeners at once.
+type Server struct {
+	h       Handler
+	opts    Options
+	table   VersionTable // handler's table plus ApiVersions
+	handled VersionTable // handler's table
+	connIDs atomic.Uint64
+}
+
+// NewServer returns a Server for h, or an error if opts or h's version table
+// are invalid.
+func NewServer(h Handler, opts Options) (*Server, error) {
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	handled := h.Versions()
+	if err := validateHandlerTable(handled); err != nil {
+		return nil, err
+	}
+	return &Server{h: h, opts: opts, table: advertised(handled), handled: handled}, nil
+}
+
+// Advertised returns a copy of the table the server sends in ApiVersions
+// responses.
+func (s *Server) Advertised() VersionTable { return advertised(s.handled) }
+
+// Serve is NewServer followed by (*Server).Serve.
+func Serve(ctx context.Context, ln net.Listener, h Handler, opts Options) error {
+	s, err := NewServer(h, opts)
+	if err != nil {
+		return err
+	}
+	return s.Serve(ctx, ln)
+}
+
+// Serve accepts connections on ln until ctx is done or Accept fails, then
+// closes ln and every connection it accepted, waits for their handlers to
+// return, and returns nil if ctx ended it or Accept's error otherwise.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	parent := ctx
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stop()
+
+	var wg sync.WaitGroup
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			cancel()
+			wg.Wait()
+			if parent.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("wire: accept: %w", err)
+		}
+		id := s.connIDs.Add(1)
+		wg.Go(func() { s.serveConn(ctx, c, id) })
+	}
+}
+
+// connItem is what a connection's reader hands to its processor: a decoded
+// request, a request with an unsupported key/version (err wraps
+// ErrUnsupported), or the error that ends reading.
+type connItem struct {
+	req *Request
+	err error
+}
+
+// errClosed is the internal reason for a connection the peer closed cleanly.
+var errClosed = errors.New("connection closed by client")
+
+// serveConn runs one connection: a reader goroutine decodes frames ahead
+// while this goroutine handles them in order and writes the responses.
+func (s *Server) serveConn(ctx context.Context, c net.Conn, id uint64) {
+	log := s.opts.Logger.With("conn", id, "remote", c.RemoteAddr().String(), "local", c.LocalAddr().String())
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	defer stop()
+
+	items := make(chan connItem, s.opts.QueuedRequests)
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		defer close(items)
+		s.readLoop(ctx, c, items, log)
+	}()
+	defer func() { <-readerDone }()
+	defer cancel() // runs before the wait: closes c, so the reader's Read returns
+
+	reason, err := s.processLoop(ctx, c, id, items)
+	switch {
+	case ctx.Err() != nil:
+		log.Debug("connection closed: server stopping")
+	case errors.Is(err, errClosed):
+		log.Debug("connection closed by client")
+	default:
+		log.Warn("closing connection", "reason", reason, "err", err)
+	}
+}
+
+// readLoop reads and decodes frames into items until an error, which it
+// sends as the last item. It recovers from panics so one connection's bad
+// bytes can never take down the process.
+func (s *Server) readLoop(ctx context.Context, c net.Conn, items chan<- connItem, log *slog.Logger) {
+	send := func(it connItem) bool {
+		select {
+		case items <- it:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			log.Error("panic while reading request", "panic", p, "stack", string(debug.Stack()))
+			send(connItem{err: fmt.Errorf("%w: panic while decoding: %v", ErrMalformed, p)})
+		}
+	}()
+	br := bufio.NewReaderSize(c, 16<<10)
+	for {
+		frame, err := ReadFrame(br, s.opts.MaxRequestBytes)
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = errClosed
+			}
+			send(connItem{err: err})
+			return
+		}
+		req, err := s.decode(frame)
+		if !send(connItem{req: req, err: err}) {
+			return
+		}
+		if err != nil && !errors.Is(err, ErrUnsupported) {
+			return
+		}
+	}
+}
+
+// decode parses a frame, decoding the body only when the advertised table
+// has its key and version; otherwise it returns the header with an error
+// wrapping ErrUnsupported, as Kafka does not parse bodies it cannot serve.
+func (s *Server) decode(frame []byte) (*Request, error) {
+	hdr, body, err := parseRequestHeader(frame)
+	if err != nil {
+		return nil, err
+	}
+	req := &Request{Header: hdr, Size: len(frame)}
+	if !s.table.Supports(hdr.APIKey, hdr.APIVersion) {
+		return req, fmt.Errorf("%w: %s is not served by this listener", ErrUnsupported, describeKey(hdr.APIKey, hdr.APIVersion))
+	}
+	req.Body, err = decodeBody(hdr, body)
+	if err != nil {
+		return nil, err
+	}
+	return req, nil
+}
+
+// processLoop handles items in order until one ends the connection, and
+// returns a short reason with the error. A handler panic is recovered here.
+func (s *Server) processLoop(ctx context.Context, c net.Conn, id uint64, items <-chan connItem) (reason string, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			reason = "panic while handling request"
+			err = fmt.Errorf("panic: %v\n%s", p, debug.Stack())
+		}
+	}()
+	w := newResponseWriter(c, s.opts.CopyFileRegions)
+	for it := range items {
+		if it.err != nil && !errors.Is(it.err, ErrUnsupported) {
+			switch {
+			case errors.Is(it.err, errClosed):
+				return "", it.err
+			case errors.Is(it.err, ErrMalformed):
+				return "malformed request", it.err
+			default:
+				return "read failed", it.err
+			}
+		}
+		hdr := it.req.Header
+		resp, reason, err := s.respond(ctx, c, id, it)
+		if err != nil {
+			return reason, fmt.Errorf("%s: %w", describeKey(hdr.APIKey, hdr.APIVersion), err)
+		}
+		if resp == nil {
+			continue
+		}
+		if err := w.write(hdr.CorrelationID, resp); err != nil {
+			return "write failed", fmt.Errorf("%s response: %w", describeKey(hdr.APIKey, hdr.APIVersion), err)
+		}
+	}
+	return "", errClosed // the reader stopped because ctx ended
+}
+
+// respond produces the response for one item: nil with a nil error means
+// send nothing; an error closes the connection with reason.
+func (s *Server) respond(ctx context.Context, c net.Conn, id uint64, it connItem) (kmsg.Response, string, error) {
+	hdr := it.req.Header
+	if hdr.APIKey == apiVersionsKey {
+		return answerAPIVersions(s.table, hdr.APIVersion), "", nil
+	}
+	if it.err != nil { // ErrUnsupported
+		if resp := unsupportedResponse(hdr.APIKey, hdr.APIVersion); resp != nil {
+			return resp, "", nil
+		}
+		return nil, "unsupported api key or version, and its response has no error code to say so", it.err
+	}
+	rc := &RequestContext{Header: hdr, ConnID: id, RemoteAddr: c.RemoteAddr(), LocalAddr: c.LocalAddr()}
+	resp, err := s.h.Handle(ctx, rc, it.req.Body)
+	if err != nil {
+		return nil, "handler error", err
+	}
+	if produce, ok := it.req.Body.(*kmsg.ProduceRequest); ok && produce.Acks == 0 {
+		return nil, "", acksZeroOutcome(resp)
+	}
+	if resp == nil {
+		return nil, "handler returned no response", errors.New("only a Produce request with acks=0 may go unanswered")
+	}
+	if resp.Key() != hdr.APIKey {
+		return nil, "handler returned the wrong response type", fmt.Errorf("response is %s", kmsg.NameForKey(resp.Key()))
+	}
+	resp.SetVersion(hdr.APIVersion)
+	return resp, "", nil
+}
+
+// acksZeroOutcome decides what an acks=0 produce's response means: Kafka
+// never sends it, and tells the producer of a failure the only way left, by
+// closing the connection.
+func acksZeroOutcome(resp kmsg.Response) error {
+	pr, ok := resp.(*kmsg.ProduceResponse)
+	if !ok {
+		return nil
+	}
+	for _, t := range pr.Topics {
+		for _, p := range t.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				return fmt.Errorf("acks=0 produce to %s[%d] failed: %w", t.Topic, p.Partition, err)
+			}
+		}
+	}
+	return nil
+}
+
+// unsupportedResponse returns a response to key at version carrying
+// UNSUPPORTED_VERSION, or nil when kmsg cannot encode that version or the
+// response has no top-level ErrorCode to carry it (those responses only have
+// per-partition error codes, which cannot be filled without the body).
+func unsupportedResponse(key, version int16) kmsg.Response {
+	resp := kmsg.ResponseForKey(key)
+	if resp == nil || version < 0 || version > resp.MaxVersion() {
+		return nil
+	}
+	resp.SetVersion(version)
+	f := reflect.ValueOf(resp).Elem().FieldByName("ErrorCode")
+	if !f.IsValid() || f.Kind() != reflect.Int16 || !f.CanSet() {
+		return nil
+	}
+	// Some responses gained ErrorCode in a later version (Fetch in v7): if
+	// setting it does not change the encoding, this version cannot carry it.
+	without := resp.AppendTo(nil)
+	f.SetInt(int64(kerr.UnsupportedVersion.Code))
+	if string(resp.AppendTo(nil)) == string(without) {
+		return nil
+	}
+	return resp
+}
