@@ -1,0 +1,936 @@
+package replication
+
+// The scenario harness: a small cluster of Partition state machines with
+// in-memory logs and a tiny controller, driven by the scripts in
+// testdata/*.txt (the data-driven style of etcd raft's testdata).
+//
+// A script is a list of blocks:
+//
+//	# comments and blank lines between blocks are kept
+//	command arg=value ...
+//	----
+//	expected output (no blank lines)
+//
+// Commands:
+//
+//	cluster brokers=N [min-isr=] [rule=] [unclean=] [lag=]   start over: broker 1 leads epoch 0
+//	config [min-isr=] [rule=] [unclean=] [lag=]              change topic configs at run time
+//	produce value=V [acks=all|1|0] [timeout=MS] [to=N]      a client produce (to the leader by default)
+//	fetch N [times=K]                                        follower N sends K fetches to the leader it knows
+//	sync                                                     every live follower fetches until nothing changes
+//	tick MS                                                  the cluster clock moves MS and every broker ticks
+//	flush N|all                                              fsync broker N's log and HW checkpoint
+//	crash N | power-loss N                                   a broker dies; the controller notices at once
+//	restart N                                                crash and start before the controller notices
+//	start N                                                  a dead broker recovers from disk and registers
+//	cut N | heal N                                           broker N loses/regains every link (controller too)
+//	elect N                                                  the controller moves leadership to N
+//	state                                                    print the lanes
+//	compare                                                  say whether the live logs are identical
+//	consume                                                  what a consumer of the leader can read
+//
+// After every command the harness checks the invariants. Structural ones
+// (ISR never empty, leader ∈ ISR, log start ≤ HW ≤ LEO, offsets increase,
+// epochs never decrease) fail the test outright. The ones that the settings
+// may legitimately break (replicas agree below the smaller HW, records a
+// consumer saw stay, acknowledged records stay) are printed as "!!" lines, so
+// each script's expected output says exactly which loss the settings allow.
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+var update = flag.Bool("update", false, "rewrite the expected output of testdata/*.txt")
+
+type entry struct {
+	epoch int32
+	value string
+}
+
+type broker struct {
+	id        int32
+	up        bool
+	cut       bool
+	p         *Partition
+	log       []entry // offset = index; what the OS holds (survives a crash)
+	flushed   int     // records that survive a power loss
+	hw        int64   // replication-offset-checkpoint as last written
+	flushedHW int64
+	epochs    []EpochEntry // leader-epoch-checkpoint (Kafka fsyncs every change)
+	queued    []AlterPartitionRequest
+}
+
+type acked struct {
+	value  string
+	offset int64
+	acks   string
+}
+
+type cluster struct {
+	now     int64
+	cfg     Config
+	unclean bool
+	brokers []*broker
+	meta    PartitionState // the controller's metadata
+	fenced  map[int32]bool // brokers the controller considers dead
+	out     *strings.Builder
+	quiet   bool // sync: do not print per-fetch lines
+	flushes bool // a flush happened: lanes mark unflushed records
+
+	nextID   uint64
+	produces map[uint64]string // id → value
+	acked    []acked
+	visible  []entry // records a consumer could have read (below some leader's HW)
+	reported map[string]bool
+	errs     []string // structural invariant failures
+}
+
+func (c *cluster) printf(format string, a ...any) {
+	fmt.Fprintf(c.out, format+"\n", a...)
+}
+
+func (c *cluster) b(id int32) *broker {
+	if id < 1 || int(id) > len(c.brokers) {
+		return nil
+	}
+	return c.brokers[id-1]
+}
+
+func acksName(a int16) string {
+	if a == -1 {
+		return "all"
+	}
+	return strconv.Itoa(int(a))
+}
+
+func errName(err error) string {
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		if ke == kerr.NotLeaderForPartition {
+			return "NOT_LEADER_OR_FOLLOWER"
+		}
+		return ke.Message
+	}
+	return err.Error()
+}
+
+// newCluster starts N brokers, broker 1 leading epoch 0 with everyone in the ISR.
+func newCluster(n int, cfg Config, unclean bool) *cluster {
+	c := &cluster{cfg: cfg, unclean: unclean, fenced: map[int32]bool{}, produces: map[uint64]string{}, reported: map[string]bool{}}
+	c.meta = PartitionState{Leader: 1}
+	for i := 1; i <= n; i++ {
+		c.brokers = append(c.brokers, &broker{id: int32(i)})
+		c.meta.Replicas = append(c.meta.Replicas, int32(i))
+	}
+	c.meta.ISR = slices.Clone(c.meta.Replicas)
+	for _, b := range c.brokers {
+		c.boot(b)
+	}
+	return c
+}
+
+// boot starts broker b from what is on its disk and hands it the metadata.
+func (c *cluster) boot(b *broker) {
+	p, err := New(b.id, c.cfg, LogState{LogEndOffset: int64(len(b.log)), HighWatermark: b.hw, EpochCache: b.epochs}, c.now)
+	if err != nil {
+		c.printf("error: %v", err)
+		return
+	}
+	b.p, b.up, b.queued = p, true, nil
+	c.drainOne(b)
+	c.send(b)
+}
+
+// send delivers the controller's metadata to b when it can hear it.
+func (c *cluster) send(b *broker) {
+	if !b.up || b.cut {
+		return
+	}
+	if err := b.p.LeaderAndIsr(c.clone()); err != nil {
+		c.printf("b%d LeaderAndIsr: %s", b.id, errName(err))
+	}
+}
+
+func (c *cluster) clone() PartitionState {
+	m := c.meta
+	m.Replicas, m.ISR = slices.Clone(m.Replicas), slices.Clone(m.ISR)
+	return m
+}
+
+func (c *cluster) publish() {
+	for _, b := range c.brokers {
+		c.send(b)
+	}
+	c.drain()
+}
+
+func (c *cluster) live(id int32) bool {
+	b := c.b(id)
+	return b != nil && b.up && !b.cut && !c.fenced[id]
+}
+
+// brokerLost: the controller fences id, drops it from the ISR (never
+// emptying it) and moves its leadership.
+func (c *cluster) brokerLost(id int32) {
+	c.fenced[id] = true
+	changed := false
+	if slices.Contains(c.meta.ISR, id) && len(c.meta.ISR) > 1 {
+		c.meta.ISR = slices.DeleteFunc(slices.Clone(c.meta.ISR), func(r int32) bool { return r == id })
+		changed = true
+	}
+	if c.meta.Leader == id {
+		c.elect(NoLeader)
+		return
+	}
+	if changed {
+		c.meta.PartitionEpoch++
+		c.printf("controller: b%d fenced, ISR %v, partition epoch %d", id, c.meta.ISR, c.meta.PartitionEpoch)
+		c.publish()
+	}
+}
+
+// elect picks a leader: want if given, else the first live ISR member in
+// assignment order, else (unclean.leader.election.enable) any live replica.
+func (c *cluster) elect(want int32) {
+	leader, unclean := NoLeader, false
+	for _, r := range c.meta.Replicas {
+		if want != NoLeader && r != want {
+			continue
+		}
+		if slices.Contains(c.meta.ISR, r) && c.live(r) {
+			leader = r
+			break
+		}
+	}
+	if leader == NoLeader && c.unclean {
+		for _, r := range c.meta.Replicas {
+			if (want == NoLeader || r == want) && c.live(r) {
+				leader, unclean = r, true
+				break
+			}
+		}
+	}
+	if leader == NoLeader && want != NoLeader {
+		c.printf("controller: b%d cannot lead (not a live ISR member, unclean=%v)", want, c.unclean)
+		return
+	}
+	if leader == NoLeader && c.meta.Leader == NoLeader {
+		return
+	}
+	c.meta.Leader = leader
+	c.meta.PartitionEpoch++
+	if leader == NoLeader {
+		// Keep the last ISR member recorded: it is the only safe leader.
+		live := slices.DeleteFunc(slices.Clone(c.meta.ISR), func(r int32) bool { return !c.live(r) })
+		if len(live) > 0 {
+			c.meta.ISR = live
+		}
+		c.printf("controller: no live ISR member, partition offline (ISR %v)", c.meta.ISR)
+	} else {
+		c.meta.LeaderEpoch++
+		if unclean {
+			c.meta.ISR = []int32{leader}
+		} else {
+			c.meta.ISR = slices.DeleteFunc(slices.Clone(c.meta.ISR), func(r int32) bool { return !c.live(r) && r != leader })
+		}
+		kind := "elects"
+		if unclean {
+			kind = "UNCLEAN election:"
+		}
+		c.printf("controller: %s b%d leader at epoch %d, ISR %v", kind, leader, c.meta.LeaderEpoch, c.meta.ISR)
+	}
+	c.publish()
+}
+
+// alter is the controller's AlterPartition handling.
+func (c *cluster) alter(b *broker, req AlterPartitionRequest) {
+	resp := AlterPartitionResponse{LeaderEpoch: c.meta.LeaderEpoch, PartitionEpoch: c.meta.PartitionEpoch, ISR: slices.Clone(c.meta.ISR)}
+	switch {
+	case req.LeaderEpoch != c.meta.LeaderEpoch || c.meta.Leader != req.BrokerID:
+		resp.Err = kerr.FencedLeaderEpoch
+	case req.PartitionEpoch != c.meta.PartitionEpoch:
+		resp.Err = kerr.InvalidUpdateVersion
+	default:
+		for _, r := range req.NewISR {
+			if !slices.Contains(c.meta.ISR, r) && c.fenced[r] {
+				resp.Err = kerr.IneligibleReplica
+			}
+		}
+	}
+	if resp.Err != nil {
+		c.printf("controller rejects b%d's ISR %v (leader epoch %d, partition epoch %d): %s", b.id, req.NewISR, req.LeaderEpoch, req.PartitionEpoch, errName(resp.Err))
+	} else {
+		c.meta.ISR = slices.Clone(req.NewISR)
+		c.meta.PartitionEpoch++
+		resp.ISR, resp.PartitionEpoch = slices.Clone(c.meta.ISR), c.meta.PartitionEpoch
+		c.printf("controller accepts ISR %v, partition epoch %d", c.meta.ISR, c.meta.PartitionEpoch)
+	}
+	if err := b.p.AlterPartitionResponse(resp); err != nil {
+		c.printf("b%d AlterPartitionResponse: %v", b.id, err)
+	}
+}
+
+// drainOne acts on one broker's Ready, persist before send.
+func (c *cluster) drainOne(b *broker) bool {
+	if !b.up {
+		return false
+	}
+	rd := b.p.Ready()
+	if rd.Empty() {
+		return false
+	}
+	for _, t := range rd.Truncations {
+		var gone []string
+		for off := t.ToOffset; off < t.FromOffset && off < int64(len(b.log)); off++ {
+			gone = append(gone, fmt.Sprintf("%d:%s/e%d", off, b.log[off].value, b.log[off].epoch))
+		}
+		c.printf("b%d truncates to %d, removing %s (rule %s, cause %s): %s", b.id, t.ToOffset, strings.Join(gone, " "), t.Rule, t.Cause, t.Reason)
+		if t.Cause == TruncateFullyAndStartAt {
+			c.errs = append(c.errs, "the harness has no log start offsets; unexpected full truncation")
+		}
+		b.log = b.log[:min(int(t.ToOffset), len(b.log))]
+		b.flushed = min(b.flushed, len(b.log))
+	}
+	if rd.EpochCacheChanged {
+		b.epochs = rd.EpochCache
+	}
+	if rd.HighWatermarkChanged {
+		if !c.quiet {
+			c.printf("b%d HW %d", b.id, rd.HighWatermark)
+		}
+		b.hw = rd.HighWatermark
+	}
+	if req := rd.AlterPartition; req != nil {
+		c.printf("b%d proposes ISR %v (partition epoch %d)", b.id, req.NewISR, req.PartitionEpoch)
+		if b.cut {
+			c.printf("b%d cannot reach the controller; proposal queued", b.id)
+			b.queued = append(b.queued, *req)
+		} else {
+			c.alter(b, *req)
+		}
+	}
+	for _, r := range rd.Completed {
+		v := c.produces[r.ID]
+		delete(c.produces, r.ID)
+		if r.Err != nil {
+			c.printf("produce %s acks=%s → %s", v, acksName(r.Acks), errName(r.Err))
+			continue
+		}
+		switch r.Acks {
+		case 0:
+			c.printf("produce %s acks=0 sent (no response)", v)
+		default:
+			c.printf("produce %s acks=%s → OK at offset %d", v, acksName(r.Acks), r.BaseOffset)
+			c.acked = append(c.acked, acked{value: v, offset: r.BaseOffset, acks: acksName(r.Acks)})
+		}
+	}
+	return true
+}
+
+func (c *cluster) drain() {
+	for range 100 {
+		busy := false
+		for _, b := range c.brokers {
+			if c.drainOne(b) {
+				busy = true
+			}
+		}
+		if !busy {
+			return
+		}
+	}
+	c.errs = append(c.errs, "Ready never became empty")
+}
+
+func (c *cluster) produce(value string, acks int16, timeout int64, to int32) {
+	if to == NoLeader {
+		to = c.meta.Leader
+	}
+	b := c.b(to)
+	if b == nil || !b.up {
+		c.printf("produce %s: no leader to send to", value)
+		return
+	}
+	epoch, err := b.p.CheckProduce(acks)
+	if err != nil {
+		c.printf("produce %s acks=%s to b%d → %s", value, acksName(acks), b.id, errName(err))
+		return
+	}
+	off := int64(len(b.log))
+	b.log = append(b.log, entry{epoch: epoch, value: value})
+	c.nextID++
+	c.produces[c.nextID] = value
+	req := ProduceRequest{ID: c.nextID, Acks: acks, Batch: Batch{BaseOffset: off, LastOffset: off, Epoch: epoch}}
+	if timeout > 0 {
+		req.DeadlineMs = c.now + timeout
+	}
+	c.printf("b%d appends %s at offset %d (epoch %d)", b.id, value, off, epoch)
+	if err := b.p.ProduceAppended(req); err != nil {
+		c.printf("b%d ProduceAppended: %v", b.id, err)
+	}
+	c.drain()
+}
+
+// fetch sends one Fetch from follower id; it reports whether anything changed.
+func (c *cluster) fetch(id int32) bool {
+	f := c.b(id)
+	if f == nil || !f.up {
+		c.printf("b%d is down", id)
+		return false
+	}
+	req, ok := f.p.NextFetch()
+	if !ok {
+		if !c.quiet {
+			c.printf("b%d has no leader to fetch from", id)
+		}
+		return false
+	}
+	l := c.b(f.p.Status().Leader)
+	if l == nil || !l.up || l.cut || f.cut {
+		if !c.quiet {
+			c.printf("b%d cannot reach b%d", id, f.p.Status().Leader)
+		}
+		return false
+	}
+	before := fmt.Sprint(f.p.Status(), l.p.Status().ISR, l.p.Status().PendingISR)
+	res := l.p.FollowerFetch(req)
+	var batches []Batch
+	var got []string
+	if res.Err == nil && res.DivergingEpoch == nil {
+		for off := req.FetchOffset; off < res.LogEndOffset; off++ {
+			e := l.log[off]
+			batches = append(batches, Batch{BaseOffset: off, LastOffset: off, Epoch: e.epoch})
+			got = append(got, fmt.Sprintf("%s/e%d", e.value, e.epoch))
+		}
+	}
+	if !c.quiet {
+		line := fmt.Sprintf("b%d fetch offset=%d last-epoch=%d from b%d →", id, req.FetchOffset, req.LastFetchedEpoch, l.id)
+		switch {
+		case res.Err != nil:
+			line += fmt.Sprintf(" %s (leader log [%d,%d))", errName(res.Err), res.LogStartOffset, res.LogEndOffset)
+		case res.DivergingEpoch != nil:
+			line += fmt.Sprintf(" diverging epoch %d ends at %d", res.DivergingEpoch.Epoch, res.DivergingEpoch.EndOffset)
+		default:
+			if len(got) > 0 {
+				line += " " + strings.Join(got, " ")
+			} else {
+				line += " no records"
+			}
+			line += fmt.Sprintf(", leader HW %d", res.HighWatermark)
+		}
+		c.printf("%s", line)
+	}
+	// The leader acts on what the fetch decided (HW, ISR, acks) before the
+	// follower sees the response.
+	c.drain()
+	for _, b := range batches {
+		f.log = append(f.log, l.log[b.BaseOffset])
+	}
+	if err := f.p.HandleFetchResponse(res, batches); err != nil {
+		c.printf("b%d HandleFetchResponse: %v", id, err)
+	}
+	c.drain()
+	return len(got) > 0 || fmt.Sprint(f.p.Status(), l.p.Status().ISR, l.p.Status().PendingISR) != before
+}
+
+func (c *cluster) tick(ms int64) {
+	c.now += ms
+	for _, b := range c.brokers {
+		if b.up {
+			b.p.Tick(c.now)
+		}
+	}
+	c.drain()
+}
+
+// crash stops broker id; powerLoss also drops everything not fsynced.
+func (c *cluster) crash(id int32, powerLoss, notify bool) {
+	b := c.b(id)
+	b.up, b.p = false, nil
+	if powerLoss {
+		b.log = b.log[:b.flushed]
+		b.hw = min(b.flushedHW, int64(len(b.log)))
+		b.epochs, _ = truncateEpochsFromEnd(b.epochs, int64(len(b.log)))
+	}
+	if notify {
+		c.brokerLost(id)
+	}
+}
+
+func (c *cluster) start(id int32) {
+	b := c.b(id)
+	c.boot(b)
+	c.fenced[id] = false
+	c.drain()
+	if c.meta.Leader == NoLeader {
+		c.elect(NoLeader)
+	}
+}
+
+func (c *cluster) heal(id int32) {
+	b := c.b(id)
+	b.cut = false
+	c.fenced[id] = false
+	q := b.queued
+	b.queued = nil
+	for _, req := range q {
+		c.alter(b, req)
+	}
+	c.send(b)
+	c.drain()
+	if c.meta.Leader == NoLeader {
+		c.elect(NoLeader)
+	}
+}
+
+func (c *cluster) setConfig(args map[string]string) error {
+	cfg := c.cfg
+	for k, v := range args {
+		switch k {
+		case "min-isr":
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return err
+			}
+			cfg.MinInsyncReplicas = n
+		case "lag":
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return err
+			}
+			cfg.ReplicaLagTimeMaxMs = n
+		case "rule":
+			r, err := ParseRule(v)
+			if err != nil {
+				return err
+			}
+			cfg.TruncationRule = r
+		case "unclean":
+			c.unclean = v == "true"
+		case "brokers":
+		default:
+			return fmt.Errorf("unknown config %q", k)
+		}
+	}
+	if err := cfg.Validate(len(c.brokers)); err != nil {
+		return err
+	}
+	c.cfg = cfg
+	for _, b := range c.brokers {
+		if b.up {
+			if err := b.p.SetConfig(cfg); err != nil {
+				return err
+			}
+		}
+	}
+	c.drain()
+	if c.meta.Leader == NoLeader && c.unclean {
+		c.elect(NoLeader)
+	}
+	return nil
+}
+
+func fmtLog(log []entry, flushed int) string {
+	if flushed < 0 {
+		flushed = len(log)
+	}
+	var s []string
+	for i, e := range log {
+		r := fmt.Sprintf("%d:%s/e%d", i, e.value, e.epoch)
+		if i >= flushed {
+			r += "*"
+		}
+		s = append(s, r)
+	}
+	if len(s) == 0 {
+		return "(empty)"
+	}
+	return strings.Join(s, " ")
+}
+
+// lanes prints one line per broker and one for the controller; once the
+// script used flush, records not yet fsynced carry a '*'.
+func (c *cluster) lanes() string {
+	var sb strings.Builder
+	for _, b := range c.brokers {
+		flushed := b.flushed
+		if !c.flushes {
+			flushed = -1
+		}
+		if !b.up {
+			fmt.Fprintf(&sb, "b%d down        HW=%d | %s\n", b.id, b.hw, fmtLog(b.log, flushed))
+			continue
+		}
+		s := b.p.Status()
+		role := s.Role.String()
+		if b.cut {
+			role += "(cut)"
+		}
+		fmt.Fprintf(&sb, "b%d %-8s e%d LEO=%d HW=%d", b.id, role, s.LeaderEpoch, s.LogEndOffset, s.HighWatermark)
+		if s.Role == RoleLeader {
+			fmt.Fprintf(&sb, " ISR=%v", s.ISR)
+			if s.PendingISR != nil {
+				fmt.Fprintf(&sb, " pending=%v", s.PendingISR)
+			}
+		}
+		var cache []string
+		for _, e := range s.EpochCache {
+			cache = append(cache, fmt.Sprintf("%d@%d", e.Epoch, e.StartOffset))
+		}
+		fmt.Fprintf(&sb, " | %s | epochs %s\n", fmtLog(b.log, flushed), strings.Join(cache, " "))
+	}
+	fmt.Fprintf(&sb, "controller: leader=%d epoch=%d partition-epoch=%d ISR=%v", c.meta.Leader, c.meta.LeaderEpoch, c.meta.PartitionEpoch, c.meta.ISR)
+	return sb.String()
+}
+
+// check runs the invariants after a command.
+func (c *cluster) check() {
+	fail := func(f string, a ...any) { c.errs = append(c.errs, fmt.Sprintf(f, a...)) }
+	warn := func(f string, a ...any) {
+		msg := fmt.Sprintf(f, a...)
+		if !c.reported[msg] {
+			c.reported[msg] = true
+			c.printf("!! %s", msg)
+		}
+	}
+	if len(c.meta.ISR) == 0 {
+		fail("controller ISR is empty")
+	}
+	if c.meta.Leader != NoLeader && !slices.Contains(c.meta.ISR, c.meta.Leader) {
+		fail("controller: leader %d not in ISR %v", c.meta.Leader, c.meta.ISR)
+	}
+	for _, b := range c.brokers {
+		for i := 1; i < len(b.log); i++ {
+			if b.log[i].epoch < b.log[i-1].epoch {
+				fail("b%d: epoch goes down at offset %d", b.id, i)
+			}
+		}
+		if !b.up {
+			continue
+		}
+		s := b.p.Status()
+		if s.LogEndOffset != int64(len(b.log)) {
+			fail("b%d: state machine LEO %d but log holds %d records", b.id, s.LogEndOffset, len(b.log))
+		}
+		if s.LogStartOffset > s.HighWatermark || s.HighWatermark > s.LogEndOffset {
+			fail("b%d: not log start %d ≤ HW %d ≤ LEO %d", b.id, s.LogStartOffset, s.HighWatermark, s.LogEndOffset)
+		}
+		if s.Role == RoleLeader && (len(s.ISR) == 0 || !slices.Contains(s.ISR, b.id)) {
+			fail("b%d leads but its ISR is %v", b.id, s.ISR)
+		}
+	}
+	// Replicas agree on (offset, epoch, value) below the smaller HW.
+	for i, a := range c.brokers {
+		for _, b := range c.brokers[i+1:] {
+			if !a.up || !b.up {
+				continue
+			}
+			hw := min(a.p.Status().HighWatermark, b.p.Status().HighWatermark)
+			for off := int64(0); off < hw; off++ {
+				if a.log[off] != b.log[off] {
+					warn("b%d and b%d disagree at offset %d below HW %d: %s/e%d vs %s/e%d", a.id, b.id, off, hw,
+						a.log[off].value, a.log[off].epoch, b.log[off].value, b.log[off].epoch)
+					break
+				}
+			}
+		}
+	}
+	l := c.b(c.meta.Leader)
+	if l == nil || !l.up || l.p.Status().Role != RoleLeader {
+		return
+	}
+	// Consumer-visible records never go away; the visible HW never goes back.
+	for off, e := range c.visible {
+		if off >= len(l.log) || l.log[off] != e {
+			warn("consumer-visible record %s/e%d at offset %d is gone from leader b%d", e.value, e.epoch, off, l.id)
+			c.visible = nil
+			break
+		}
+	}
+	if hw := int(l.p.Status().HighWatermark); hw > len(c.visible) {
+		c.visible = slices.Clone(l.log[:hw])
+	}
+	for _, a := range c.acked {
+		if a.offset >= int64(len(l.log)) || l.log[a.offset].value != a.value {
+			warn("acknowledged %s (acks=%s, offset %d) is lost: not in leader b%d's log", a.value, a.acks, a.offset, l.id)
+		}
+	}
+}
+
+func parseArgs(fields []string) (pos []string, kv map[string]string) {
+	kv = map[string]string{}
+	for _, f := range fields {
+		if k, v, ok := strings.Cut(f, "="); ok {
+			kv[k] = v
+		} else {
+			pos = append(pos, f)
+		}
+	}
+	return pos, kv
+}
+
+func brokerArg(c *cluster, pos []string) (int32, error) {
+	if len(pos) == 0 {
+		return 0, errors.New("missing broker id")
+	}
+	n, err := strconv.Atoi(pos[0])
+	if err != nil || c == nil || c.b(int32(n)) == nil {
+		return 0, fmt.Errorf("bad broker %q", pos[0])
+	}
+	return int32(n), nil
+}
+
+// run executes one command and returns its output.
+func (c *cluster) run(cmd string, pos []string, kv map[string]string) error {
+	switch cmd {
+	case "produce":
+		acks := int16(-1)
+		switch kv["acks"] {
+		case "", "all", "-1":
+		case "1":
+			acks = 1
+		case "0":
+			acks = 0
+		default:
+			return fmt.Errorf("bad acks %q", kv["acks"])
+		}
+		timeout, _ := strconv.ParseInt(kv["timeout"], 10, 64)
+		to := NoLeader
+		if v, ok := kv["to"]; ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return err
+			}
+			to = int32(n)
+		}
+		c.produce(kv["value"], acks, timeout, to)
+	case "fetch":
+		id, err := brokerArg(c, pos)
+		if err != nil {
+			return err
+		}
+		times := 1
+		if v, ok := kv["times"]; ok {
+			times, _ = strconv.Atoi(v)
+		}
+		for range times {
+			c.fetch(id)
+		}
+	case "sync":
+		c.quiet = true
+		rounds := 0
+		for changed := true; changed && rounds < 20; rounds++ {
+			changed = false
+			for _, b := range c.brokers {
+				if b.up && b.p.Status().Role == RoleFollower && c.fetch(b.id) {
+					changed = true
+				}
+			}
+		}
+		c.quiet = false
+		for _, b := range c.brokers {
+			if b.up {
+				c.printf("b%d LEO=%d HW=%d", b.id, len(b.log), b.p.Status().HighWatermark)
+			}
+		}
+	case "tick":
+		if len(pos) == 0 {
+			return errors.New("tick needs milliseconds")
+		}
+		ms, err := strconv.ParseInt(pos[0], 10, 64)
+		if err != nil {
+			return err
+		}
+		c.tick(ms)
+		c.printf("now %dms", c.now)
+	case "flush":
+		for _, b := range c.brokers {
+			if len(pos) > 0 && pos[0] != "all" && pos[0] != strconv.Itoa(int(b.id)) {
+				continue
+			}
+			b.flushed, b.flushedHW = len(b.log), b.hw
+			c.flushes = true
+			c.printf("b%d fsynced %d records, HW checkpoint %d", b.id, b.flushed, b.hw)
+		}
+	case "crash", "power-loss", "restart", "start", "cut", "heal", "elect":
+		id, err := brokerArg(c, pos)
+		if err != nil {
+			return err
+		}
+		b := c.b(id)
+		if (cmd == "start") == b.up {
+			return fmt.Errorf("%s: b%d up=%v", cmd, id, b.up)
+		}
+		switch cmd {
+		case "crash":
+			c.crash(id, false, true)
+		case "power-loss":
+			c.crash(id, true, true)
+		case "restart":
+			c.crash(id, false, c.meta.Leader == id)
+			c.start(id)
+		case "start":
+			c.start(id)
+		case "cut":
+			b.cut = true
+			c.brokerLost(id)
+		case "heal":
+			c.heal(id)
+		case "elect":
+			c.elect(id)
+		}
+	case "config":
+		if err := c.setConfig(kv); err != nil {
+			return err
+		}
+		c.printf("min.insync.replicas=%d replica.lag.time.max.ms=%d rule=%s unclean.leader.election.enable=%v",
+			c.cfg.MinInsyncReplicas, c.cfg.ReplicaLagTimeMaxMs, c.cfg.TruncationRule, c.unclean)
+	case "state":
+		c.printf("%s", c.lanes())
+	case "compare":
+		var ups []*broker
+		for _, b := range c.brokers {
+			if b.up {
+				ups = append(ups, b)
+			}
+		}
+		same := true
+		for _, b := range ups[1:] {
+			if !slices.Equal(b.log, ups[0].log) {
+				same = false
+				c.printf("b%d and b%d differ: %s vs %s", ups[0].id, b.id, fmtLog(ups[0].log, len(ups[0].log)), fmtLog(b.log, len(b.log)))
+			}
+		}
+		if same {
+			c.printf("identical: %s", fmtLog(ups[0].log, len(ups[0].log)))
+		}
+	case "consume":
+		l := c.b(c.meta.Leader)
+		if l == nil || !l.up {
+			c.printf("no leader: nothing to consume")
+			break
+		}
+		hw := l.p.Status().HighWatermark
+		c.printf("consumer reads from b%d below HW %d: %s", l.id, hw, fmtLog(l.log[:hw], int(hw)))
+	default:
+		return fmt.Errorf("unknown command %q", cmd)
+	}
+	return nil
+}
+
+type block struct {
+	cmd       string
+	wantStart int // line index of the first expected-output line
+	wantEnd   int
+	want      string
+}
+
+func parseScript(t *testing.T, lines []string) []block {
+	var blocks []block
+	for i := 0; i < len(lines); i++ {
+		l := strings.TrimSpace(lines[i])
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		if i+1 >= len(lines) || lines[i+1] != "----" {
+			t.Fatalf("line %d: command %q not followed by ----", i+1, l)
+		}
+		b := block{cmd: l, wantStart: i + 2}
+		j := i + 2
+		for j < len(lines) && lines[j] != "" {
+			j++
+		}
+		b.wantEnd = j
+		b.want = strings.Join(lines[b.wantStart:j], "\n")
+		blocks = append(blocks, b)
+		i = j
+	}
+	return blocks
+}
+
+func TestScenarios(t *testing.T) {
+	files, err := filepath.Glob("testdata/*.txt")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scenarios: %v", err)
+	}
+	for _, file := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(file), ".txt"), func(t *testing.T) {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+			blocks := parseScript(t, lines)
+			var c *cluster
+			outs := make([]string, len(blocks))
+			for i, b := range blocks {
+				fields := strings.Fields(b.cmd)
+				pos, kv := parseArgs(fields[1:])
+				out := &strings.Builder{}
+				if fields[0] == "cluster" {
+					n, _ := strconv.Atoi(kv["brokers"])
+					if n < 1 || n > 7 {
+						t.Fatalf("%s: cluster needs brokers=1..7", b.cmd)
+					}
+					c = newCluster(n, DefaultConfig(), false)
+					c.out = out
+					if err := c.setConfig(kv); err != nil {
+						t.Fatalf("%s: %v", b.cmd, err)
+					}
+				} else {
+					if c == nil {
+						t.Fatalf("%s: no cluster yet", b.cmd)
+					}
+					c.out = out
+					if err := c.run(fields[0], pos, kv); err != nil {
+						t.Fatalf("%s:%d: %s: %v", file, b.wantStart-1, b.cmd, err)
+					}
+				}
+				c.check()
+				if len(c.errs) > 0 {
+					t.Fatalf("%s:%d: %s: invariant broken: %s\n%s", file, b.wantStart-1, b.cmd, strings.Join(c.errs, "; "), c.lanes())
+				}
+				outs[i] = strings.TrimRight(out.String(), "\n")
+				if !*update && outs[i] != b.want {
+					t.Errorf("%s:%d: %s\n--- got:\n%s\n--- want:\n%s\n--- lanes:\n%s", file, b.wantStart-1, b.cmd, outs[i], b.want, c.lanes())
+				}
+			}
+			if *update {
+				rewrite(t, file, lines, blocks, outs)
+			}
+		})
+	}
+}
+
+func rewrite(t *testing.T, file string, lines []string, blocks []block, outs []string) {
+	var sb strings.Builder
+	w := bufio.NewWriter(&sb)
+	next := 0
+	for i, b := range blocks {
+		for _, l := range lines[next:b.wantStart] {
+			fmt.Fprintln(w, l)
+		}
+		if outs[i] != "" {
+			fmt.Fprintln(w, outs[i])
+		}
+		next = b.wantEnd
+	}
+	for _, l := range lines[next:] {
+		fmt.Fprintln(w, l)
+	}
+	w.Flush()
+	if err := os.WriteFile(file, []byte(sb.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
