@@ -20,7 +20,7 @@ package replication
 //	sync                                                     every live follower fetches until nothing changes
 //	tick MS                                                  the cluster clock moves MS and every broker ticks
 //	flush N|all                                              fsync broker N's log and HW checkpoint
-//	crash N | power-loss N                                   a broker dies; the controller notices at once
+//	crash N... | power-loss N...                             brokers die at once; the controller notices
 //	restart N                                                crash and start before the controller notices
 //	start N                                                  a dead broker recovers from disk and registers
 //	cut N | heal N                                           broker N loses/regains every link (controller too)
@@ -69,6 +69,11 @@ type broker struct {
 	flushedHW int64
 	epochs    []EpochEntry // leader-epoch-checkpoint (Kafka fsyncs every change)
 	queued    []AlterPartitionRequest
+	// synced: a follower that has had a clean fetch response in its current
+	// leader epoch, i.e. has finished truncating. Only leaders and synced
+	// followers are held to "agree below the smaller HW": a replica that
+	// just came back may hold a stale HW until its first fetch.
+	synced bool
 }
 
 type acked struct {
@@ -147,7 +152,7 @@ func (c *cluster) boot(b *broker) {
 		c.printf("error: %v", err)
 		return
 	}
-	b.p, b.up, b.queued = p, true, nil
+	b.p, b.up, b.queued, b.synced = p, true, nil, false
 	c.drainOne(b)
 	c.send(b)
 }
@@ -157,8 +162,12 @@ func (c *cluster) send(b *broker) {
 	if !b.up || b.cut {
 		return
 	}
+	before := b.p.Status().LeaderEpoch
 	if err := b.p.LeaderAndIsr(c.clone()); err != nil {
 		c.printf("b%d LeaderAndIsr: %s", b.id, errName(err))
+	}
+	if b.p.Status().LeaderEpoch != before {
+		b.synced = false
 	}
 }
 
@@ -440,6 +449,9 @@ func (c *cluster) fetch(id int32) bool {
 	if err := f.p.HandleFetchResponse(res, batches); err != nil {
 		c.printf("b%d HandleFetchResponse: %v", id, err)
 	}
+	if res.Err == nil && res.DivergingEpoch == nil {
+		f.synced = true
+	}
 	c.drain()
 	return len(got) > 0 || fmt.Sprint(f.p.Status(), l.p.Status().ISR, l.p.Status().PendingISR) != before
 }
@@ -597,12 +609,15 @@ func (c *cluster) lanes() string {
 // check runs the invariants after a command.
 func (c *cluster) check() {
 	fail := func(f string, a ...any) { c.errs = append(c.errs, fmt.Sprintf(f, a...)) }
-	warn := func(f string, a ...any) {
-		msg := fmt.Sprintf(f, a...)
-		if !c.reported[msg] {
-			c.reported[msg] = true
-			c.printf("!! %s", msg)
+	// warn prints msg once per key.
+	warn := func(key, f string, a ...any) {
+		if !c.reported[key] {
+			c.reported[key] = true
+			c.printf("!! "+f, a...)
 		}
+	}
+	inSync := func(b *broker) bool {
+		return b.up && (b.p.Status().Role == RoleLeader || b.synced)
 	}
 	if len(c.meta.ISR) == 0 {
 		fail("controller ISR is empty")
@@ -633,13 +648,13 @@ func (c *cluster) check() {
 	// Replicas agree on (offset, epoch, value) below the smaller HW.
 	for i, a := range c.brokers {
 		for _, b := range c.brokers[i+1:] {
-			if !a.up || !b.up {
+			if !inSync(a) || !inSync(b) {
 				continue
 			}
 			hw := min(a.p.Status().HighWatermark, b.p.Status().HighWatermark)
 			for off := int64(0); off < hw; off++ {
 				if a.log[off] != b.log[off] {
-					warn("b%d and b%d disagree at offset %d below HW %d: %s/e%d vs %s/e%d", a.id, b.id, off, hw,
+					warn(fmt.Sprintf("disagree %d %d %d", a.id, b.id, off), "b%d and b%d disagree at offset %d below HW %d: %s/e%d vs %s/e%d", a.id, b.id, off, hw,
 						a.log[off].value, a.log[off].epoch, b.log[off].value, b.log[off].epoch)
 					break
 				}
@@ -653,7 +668,7 @@ func (c *cluster) check() {
 	// Consumer-visible records never go away; the visible HW never goes back.
 	for off, e := range c.visible {
 		if off >= len(l.log) || l.log[off] != e {
-			warn("consumer-visible record %s/e%d at offset %d is gone from leader b%d", e.value, e.epoch, off, l.id)
+			warn(fmt.Sprintf("visible %d %s", off, e.value), "consumer-visible record %s/e%d at offset %d is gone from leader b%d", e.value, e.epoch, off, l.id)
 			c.visible = nil
 			break
 		}
@@ -663,7 +678,7 @@ func (c *cluster) check() {
 	}
 	for _, a := range c.acked {
 		if a.offset >= int64(len(l.log)) || l.log[a.offset].value != a.value {
-			warn("acknowledged %s (acks=%s, offset %d) is lost: not in leader b%d's log", a.value, a.acks, a.offset, l.id)
+			warn(fmt.Sprintf("acked %d %s", a.offset, a.value), "acknowledged %s (acks=%s, offset %d) is lost: not in leader b%d's log", a.value, a.acks, a.offset, l.id)
 		}
 	}
 }
@@ -763,7 +778,30 @@ func (c *cluster) run(cmd string, pos []string, kv map[string]string) error {
 			c.flushes = true
 			c.printf("b%d fsynced %d records, HW checkpoint %d", b.id, b.flushed, b.hw)
 		}
-	case "crash", "power-loss", "restart", "start", "cut", "heal", "elect":
+	case "crash", "power-loss":
+		// Several ids fail at the same instant; the controller then
+		// notices them one by one in the given order.
+		var ids []int32
+		for i := range pos {
+			id, err := brokerArg(c, pos[i:])
+			if err != nil {
+				return err
+			}
+			if !c.b(id).up {
+				return fmt.Errorf("%s: b%d is already down", cmd, id)
+			}
+			ids = append(ids, id)
+		}
+		if len(ids) == 0 {
+			return errors.New("missing broker id")
+		}
+		for _, id := range ids {
+			c.crash(id, cmd == "power-loss", false)
+		}
+		for _, id := range ids {
+			c.brokerLost(id)
+		}
+	case "restart", "start", "cut", "heal", "elect":
 		id, err := brokerArg(c, pos)
 		if err != nil {
 			return err
@@ -773,10 +811,6 @@ func (c *cluster) run(cmd string, pos []string, kv map[string]string) error {
 			return fmt.Errorf("%s: b%d up=%v", cmd, id, b.up)
 		}
 		switch cmd {
-		case "crash":
-			c.crash(id, false, true)
-		case "power-loss":
-			c.crash(id, true, true)
 		case "restart":
 			c.crash(id, false, c.meta.Leader == id)
 			c.start(id)
