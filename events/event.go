@@ -56,8 +56,9 @@ const (
 	KindConfig Kind = "config"
 	// KindClock: the lab clock was paused, resumed or stepped; Clock describes it.
 	KindClock Kind = "clock"
-	// KindBroker: a broker's state (BrokerState) or listener (Message) changed,
-	// for example after a crash or when the controller fenced it.
+	// KindBroker: a broker's state (BrokerState) or Listener changed, for example
+	// after a crash or when the controller fenced it; a broker the Snapshot does
+	// not know yet is added.
 	KindBroker Kind = "broker"
 	// KindTopic: a topic was created (TopicCreated holds it) or deleted
 	// (TopicCreated is nil).
@@ -104,6 +105,7 @@ type Event struct {
 	Config       *ConfigChange     `json:"config,omitempty"`
 	Clock        *ClockChange      `json:"clock,omitempty"`
 	BrokerState  BrokerState       `json:"broker_state,omitempty"`
+	Listener     string            `json:"listener,omitempty"`
 	TopicCreated *Topic            `json:"topic_created,omitempty"`
 }
 

@@ -261,11 +261,11 @@ func (s *Snapshot) Apply(e Event) {
 			if e.BrokerState != "" {
 				b.State = e.BrokerState
 			}
-			if e.Message != "" {
-				b.Listener = e.Message
+			if e.Listener != "" {
+				b.Listener = e.Listener
 			}
 		} else if e.Broker != NoBroker && e.BrokerState != "" {
-			s.Brokers = append(s.Brokers, Broker{ID: e.Broker, State: e.BrokerState, Listener: e.Message})
+			s.Brokers = append(s.Brokers, Broker{ID: e.Broker, State: e.BrokerState, Listener: e.Listener})
 		}
 	case KindTopic:
 		if e.TopicCreated != nil {
