@@ -237,7 +237,10 @@ func (c *cluster) elect(want int32) {
 	if leader == NoLeader && c.meta.Leader == NoLeader {
 		return
 	}
+	// Every leader change, going offline included, is a new leader epoch
+	// (as in KRaft).
 	c.meta.Leader = leader
+	c.meta.LeaderEpoch++
 	c.meta.PartitionEpoch++
 	if leader == NoLeader {
 		// Keep the last ISR member recorded: it is the only safe leader.
@@ -247,7 +250,6 @@ func (c *cluster) elect(want int32) {
 		}
 		c.printf("controller: no live ISR member, partition offline (ISR %v)", c.meta.ISR)
 	} else {
-		c.meta.LeaderEpoch++
 		if unclean {
 			c.meta.ISR = []int32{leader}
 		} else {
@@ -412,7 +414,7 @@ func (c *cluster) fetch(id int32) bool {
 		}
 		return false
 	}
-	before := fmt.Sprint(f.p.Status(), l.p.Status().ISR, l.p.Status().PendingISR)
+	before := fmt.Sprint(f.p.Status(), l.p.Status())
 	res := l.p.FollowerFetch(req)
 	var batches []Batch
 	var got []string
@@ -453,7 +455,7 @@ func (c *cluster) fetch(id int32) bool {
 		f.synced = true
 	}
 	c.drain()
-	return len(got) > 0 || fmt.Sprint(f.p.Status(), l.p.Status().ISR, l.p.Status().PendingISR) != before
+	return len(got) > 0 || fmt.Sprint(f.p.Status(), l.p.Status()) != before
 }
 
 func (c *cluster) tick(ms int64) {
@@ -599,6 +601,9 @@ func (c *cluster) lanes() string {
 		var cache []string
 		for _, e := range s.EpochCache {
 			cache = append(cache, fmt.Sprintf("%d@%d", e.Epoch, e.StartOffset))
+		}
+		if len(cache) == 0 {
+			cache = []string{"-"}
 		}
 		fmt.Fprintf(&sb, " | %s | epochs %s\n", fmtLog(b.log, flushed), strings.Join(cache, " "))
 	}
