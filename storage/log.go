@@ -140,8 +140,8 @@ func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendInfo, err
 }
 
 // AppendAsFollower appends batches fetched from the leader as they are:
-// offsets and partition leader epochs were assigned by the leader. The first
-// batch must start at or after the LEO.
+// offsets and partition leader epochs were assigned by the leader. Each
+// batch must start where the previous one ended, the first at the LEO.
 func (l *Log) AppendAsFollower(records []byte) (AppendInfo, error) {
 	return l.append(records, -1, false)
 }
@@ -176,8 +176,8 @@ func (l *Log) appendLocked(records []byte, leaderEpoch int32, asLeader bool) (in
 			}
 			next += int64(h.NumRecords)
 		} else {
-			if h.BaseOffset < next {
-				return fmt.Errorf("%w: batch at offset %d is below the log end offset %d", ErrCorruptMessage, h.BaseOffset, next)
+			if h.BaseOffset != next {
+				return fmt.Errorf("%w: batch at offset %d does not start at the log end offset %d", ErrCorruptMessage, h.BaseOffset, next)
 			}
 			next = h.NextOffset()
 		}

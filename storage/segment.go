@@ -166,8 +166,14 @@ func (s *segment) rebuild(active bool) ([]BatchHeader, error) {
 		if err == nil && h.Size() > fileSize-pos {
 			err = io.ErrUnexpectedEOF
 		}
-		if err == nil && (h.BaseOffset < s.nextOffset || h.LastOffset()-s.baseOffset > 1<<31-1) {
+		// The base offset and the epoch are outside the CRC; Tidemark never
+		// compacts, so a batch that does not continue the offsets exactly, or
+		// goes back an epoch, is damage.
+		if err == nil && (h.BaseOffset != s.nextOffset || h.LastOffset()-s.baseOffset > 1<<31-1) {
 			err = fmt.Errorf("%w: batch at offset %d does not follow offset %d", ErrCorruptMessage, h.BaseOffset, s.nextOffset-1)
+		}
+		if err == nil && len(headers) > 0 && h.PartitionLeaderEpoch < headers[len(headers)-1].PartitionLeaderEpoch {
+			err = fmt.Errorf("%w: batch at offset %d has epoch %d after epoch %d", ErrCorruptMessage, h.BaseOffset, h.PartitionLeaderEpoch, headers[len(headers)-1].PartitionLeaderEpoch)
 		}
 		if err == nil {
 			buf = growTo(buf, int(h.Size()))
