@@ -1,0 +1,195 @@
+package replication
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+func TestEndOffsetForEpoch(t *testing.T) {
+	cache := []EpochEntry{{0, 0}, {2, 5}, {5, 9}}
+	for _, tc := range []struct {
+		cache     []EpochEntry
+		requested int32
+		want      EpochEndOffset
+	}{
+		{nil, 0, EpochEndOffset{UndefinedEpoch, UndefinedOffset}},
+		{cache, -1, EpochEndOffset{UndefinedEpoch, UndefinedOffset}},
+		{cache, 0, EpochEndOffset{0, 5}},
+		{cache, 1, EpochEndOffset{0, 5}}, // largest epoch ≤ 1 is 0 (KIP-279)
+		{cache, 2, EpochEndOffset{2, 9}},
+		{cache, 4, EpochEndOffset{2, 9}},
+		{cache, 5, EpochEndOffset{5, 12}}, // latest epoch ends at the LEO
+		{cache, 6, EpochEndOffset{UndefinedEpoch, UndefinedOffset}},
+		{[]EpochEntry{{3, 4}}, 1, EpochEndOffset{1, 4}}, // older than all: requested, first start
+	} {
+		if got := EndOffsetForEpoch(tc.cache, 12, tc.requested); got != tc.want {
+			t.Errorf("EndOffsetForEpoch(%v, 12, %d) = %v, want %v", tc.cache, tc.requested, got, tc.want)
+		}
+	}
+}
+
+func TestAssignEpoch(t *testing.T) {
+	c, ok := assignEpoch(nil, EpochEntry{0, 0})
+	if !ok || !slices.Equal(c, []EpochEntry{{0, 0}}) {
+		t.Fatalf("first assign: %v %v", c, ok)
+	}
+	if _, ok := assignEpoch(c, EpochEntry{0, 3}); ok {
+		t.Fatal("same epoch at a later offset must not change the cache")
+	}
+	// Epoch 1 never got a record: epoch 2 at the same offset replaces it.
+	c, _ = assignEpoch([]EpochEntry{{0, 0}, {1, 4}}, EpochEntry{2, 4})
+	if !slices.Equal(c, []EpochEntry{{0, 0}, {2, 4}}) {
+		t.Fatalf("empty epoch not dropped: %v", c)
+	}
+	c, _ = truncateEpochsFromEnd([]EpochEntry{{0, 0}, {2, 4}, {3, 6}}, 4)
+	if !slices.Equal(c, []EpochEntry{{0, 0}}) {
+		t.Fatalf("truncateEpochsFromEnd: %v", c)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	if err := DefaultConfig().Validate(3); err != nil {
+		t.Fatal(err)
+	}
+	bad := []Config{
+		{MinInsyncReplicas: 0, ReplicaLagTimeMaxMs: 1},
+		{MinInsyncReplicas: 4, ReplicaLagTimeMaxMs: 1},
+		{MinInsyncReplicas: 1, ReplicaLagTimeMaxMs: 0},
+		{MinInsyncReplicas: 1, ReplicaLagTimeMaxMs: 1, TruncationRule: 7},
+	}
+	for _, c := range bad {
+		if c.Validate(3) == nil {
+			t.Errorf("%+v accepted", c)
+		}
+	}
+	if _, err := ParseRule("hw"); err == nil {
+		t.Error("ParseRule accepted hw")
+	}
+	for _, r := range []Rule{RuleLeaderEpoch, RuleHighWatermark} {
+		if got, err := ParseRule(r.String()); err != nil || got != r {
+			t.Errorf("ParseRule(%q) = %v, %v", r, got, err)
+		}
+	}
+}
+
+func leaderOf(t *testing.T, leo int64) *Partition {
+	t.Helper()
+	p, err := New(1, DefaultConfig(), LogState{LogEndOffset: leo, HighWatermark: leo, EpochCache: []EpochEntry{{0, 0}}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.LeaderAndIsr(PartitionState{Leader: 1, LeaderEpoch: 1, PartitionEpoch: 1, Replicas: []int32{1, 2}, ISR: []int32{1, 2}}); err != nil {
+		t.Fatal(err)
+	}
+	p.Ready()
+	return p
+}
+
+func TestFollowerFetchValidation(t *testing.T) {
+	p := leaderOf(t, 3)
+	for _, tc := range []struct {
+		req  FetchRequest
+		want error
+	}{
+		{FetchRequest{ReplicaID: 2, FetchOffset: 3, CurrentLeaderEpoch: 0, LastFetchedEpoch: -1}, kerr.FencedLeaderEpoch},
+		{FetchRequest{ReplicaID: 2, FetchOffset: 3, CurrentLeaderEpoch: 2, LastFetchedEpoch: -1}, kerr.UnknownLeaderEpoch},
+		{FetchRequest{ReplicaID: 9, FetchOffset: 3, CurrentLeaderEpoch: 1, LastFetchedEpoch: -1}, kerr.ReplicaNotAvailable},
+		{FetchRequest{ReplicaID: 2, FetchOffset: 4, CurrentLeaderEpoch: 1, LastFetchedEpoch: -1}, kerr.OffsetOutOfRange},
+		{FetchRequest{ReplicaID: 2, FetchOffset: -1, CurrentLeaderEpoch: 1, LastFetchedEpoch: -1}, kerr.OffsetOutOfRange},
+		{FetchRequest{ReplicaID: 2, FetchOffset: 3, CurrentLeaderEpoch: 1, LastFetchedEpoch: 7}, kerr.OffsetOutOfRange},
+		{FetchRequest{ReplicaID: 2, FetchOffset: 3, CurrentLeaderEpoch: 1, LastFetchedEpoch: 0}, nil},
+	} {
+		if res := p.FollowerFetch(tc.req); !errors.Is(res.Err, tc.want) && res.Err != tc.want {
+			t.Errorf("%+v: err %v, want %v", tc.req, res.Err, tc.want)
+		}
+	}
+	// The leader's epoch 1 starts at 3, so a follower at offset 5 of epoch 0
+	// diverges: epoch 0 ends at 3.
+	p2 := leaderOf(t, 3)
+	if err := p2.ProduceAppended(ProduceRequest{ID: 1, Acks: 1, Batch: Batch{BaseOffset: 3, LastOffset: 5, Epoch: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	res := p2.FollowerFetch(FetchRequest{ReplicaID: 2, FetchOffset: 5, CurrentLeaderEpoch: 1, LastFetchedEpoch: 0})
+	if res.DivergingEpoch == nil || *res.DivergingEpoch != (EpochEndOffset{0, 3}) {
+		t.Fatalf("diverging epoch = %v, want {0 3}", res.DivergingEpoch)
+	}
+}
+
+func TestProduceChecks(t *testing.T) {
+	p := leaderOf(t, 0)
+	if _, err := p.CheckProduce(2); err != kerr.InvalidRequiredAcks {
+		t.Errorf("acks=2: %v", err)
+	}
+	if err := p.SetConfig(Config{MinInsyncReplicas: 3, ReplicaLagTimeMaxMs: 10}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.CheckProduce(-1); err != kerr.NotEnoughReplicas {
+		t.Errorf("acks=all under min ISR: %v", err)
+	}
+	if _, err := p.CheckProduce(1); err != nil {
+		t.Errorf("acks=1 under min ISR: %v", err)
+	}
+	if err := p.ProduceAppended(ProduceRequest{ID: 1, Acks: 1, Batch: Batch{BaseOffset: 5, LastOffset: 5, Epoch: 1}}); err == nil {
+		t.Error("a batch with a gap was accepted")
+	}
+	if err := p.ProduceAppended(ProduceRequest{ID: 1, Acks: 1, Batch: Batch{BaseOffset: 0, LastOffset: 0, Epoch: 0}}); err == nil {
+		t.Error("a batch with a stale epoch was accepted")
+	}
+	f, _ := New(2, DefaultConfig(), LogState{}, 0)
+	if _, err := f.CheckProduce(1); err != kerr.NotLeaderForPartition {
+		t.Errorf("follower CheckProduce: %v", err)
+	}
+}
+
+func TestLeaderAndIsrValidation(t *testing.T) {
+	p := leaderOf(t, 0)
+	for _, st := range []PartitionState{
+		{Leader: 1, LeaderEpoch: 2, Replicas: []int32{1, 2}},
+		{Leader: 1, LeaderEpoch: 2, Replicas: []int32{1, 2}, ISR: []int32{2}},
+		{Leader: 1, LeaderEpoch: 2, Replicas: []int32{1, 2}, ISR: []int32{1, 3}},
+		{Leader: 2, LeaderEpoch: 2, Replicas: []int32{2, 3}, ISR: []int32{2}},
+	} {
+		if p.LeaderAndIsr(st) == nil {
+			t.Errorf("%+v accepted", st)
+		}
+	}
+	if err := p.LeaderAndIsr(PartitionState{Leader: 2, LeaderEpoch: 0, Replicas: []int32{1, 2}, ISR: []int32{2}}); err != kerr.FencedLeaderEpoch {
+		t.Errorf("older leader epoch: %v", err)
+	}
+	if _, err := New(1, DefaultConfig(), LogState{LogStartOffset: 5, LogEndOffset: 2}, 0); err == nil {
+		t.Error("New accepted log start after log end")
+	}
+	if _, err := New(1, DefaultConfig(), LogState{LogEndOffset: 9, EpochCache: []EpochEntry{{2, 0}, {1, 3}}}, 0); err == nil {
+		t.Error("New accepted a decreasing epoch cache")
+	}
+}
+
+// A rule switch at run time changes what the next fetch sends.
+func TestRuleSwitch(t *testing.T) {
+	p, _ := New(2, DefaultConfig(), LogState{LogEndOffset: 4, HighWatermark: 2, EpochCache: []EpochEntry{{0, 0}, {1, 2}}}, 0)
+	if err := p.LeaderAndIsr(PartitionState{Leader: 1, LeaderEpoch: 3, PartitionEpoch: 3, Replicas: []int32{1, 2}, ISR: []int32{1}}); err != nil {
+		t.Fatal(err)
+	}
+	if rd := p.Ready(); len(rd.Truncations) != 0 {
+		t.Fatalf("leader-epoch rule truncated before asking: %+v", rd.Truncations)
+	}
+	req, ok := p.NextFetch()
+	if !ok || req.FetchOffset != 4 || req.LastFetchedEpoch != 1 || req.CurrentLeaderEpoch != 3 {
+		t.Fatalf("NextFetch = %+v, %v", req, ok)
+	}
+	cfg := DefaultConfig()
+	cfg.TruncationRule = RuleHighWatermark
+	if err := p.SetConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if req, _ := p.NextFetch(); req.LastFetchedEpoch != UndefinedEpoch {
+		t.Fatalf("high-watermark rule sends last fetched epoch %d", req.LastFetchedEpoch)
+	}
+	// A diverging answer that changes nothing is an error, not a loop.
+	if err := p.HandleFetchResponse(FetchResult{DivergingEpoch: &EpochEndOffset{1, 9}}, nil); err == nil {
+		t.Fatal("no-progress diverging epoch accepted")
+	}
+}
