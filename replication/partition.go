@@ -13,11 +13,11 @@ import (
 type Role int
 
 const (
-	// RoleNone: no LeaderAndIsr yet (a freshly started replica).
+	// RoleNone means no LeaderAndIsr has arrived yet (a freshly started replica).
 	RoleNone Role = iota
-	// RoleLeader: this replica takes produce requests and serves fetches.
+	// RoleLeader means this replica takes produce requests and serves fetches.
 	RoleLeader
-	// RoleFollower: this replica fetches from the leader (or waits for one
+	// RoleFollower means this replica fetches from the leader (or waits for one
 	// when the partition is offline).
 	RoleFollower
 )
@@ -172,15 +172,15 @@ type AlterPartitionResponse struct {
 type TruncationCause int
 
 const (
-	// TruncateToHighWatermark: RuleHighWatermark on becoming follower, or a
+	// TruncateToHighWatermark is RuleHighWatermark on becoming follower, or a
 	// diverging-epoch answer without an end offset.
 	TruncateToHighWatermark TruncationCause = iota
-	// TruncateDivergingEpoch: the leader reported a diverging epoch.
+	// TruncateDivergingEpoch means the leader reported a diverging epoch.
 	TruncateDivergingEpoch
-	// TruncateLeaderEndOffset: OFFSET_OUT_OF_RANGE and the leader's log
+	// TruncateLeaderEndOffset means OFFSET_OUT_OF_RANGE and the leader's log
 	// ends below ours (what happened after unclean elections before 0.11).
 	TruncateLeaderEndOffset
-	// TruncateFullyAndStartAt: OFFSET_OUT_OF_RANGE and the leader's log
+	// TruncateFullyAndStartAt means OFFSET_OUT_OF_RANGE and the leader's log
 	// starts after ours ends; the whole log goes.
 	TruncateFullyAndStartAt
 )
