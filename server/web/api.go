@@ -2,6 +2,7 @@ package web
 
 import (
 	_ "embed"
+	"math"
 	"net/http"
 	"strconv"
 
@@ -75,7 +76,7 @@ type EventsResponse struct {
 }
 
 func (s *Server) getEvents(c echo.Context) error {
-	since, err := queryUint(c, "since", 0, 1<<63)
+	since, err := queryUint(c, "since", 0, math.MaxUint64)
 	if err != nil {
 		return err
 	}

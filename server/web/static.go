@@ -17,7 +17,7 @@ import (
 )
 
 // staticFile is one file served under /static/, loaded once. gz is its gzip
-// form when that is smaller (the WASM panel shrinks about fourfold).
+// form when that is smaller (the WASM panel shrinks about 3.5-fold).
 type staticFile struct {
 	body        []byte
 	gz          []byte
@@ -57,7 +57,9 @@ func loadStatic(fsys fs.FS) (map[string]*staticFile, error) {
 		f := &staticFile{body: body, contentType: ct, etag: `"` + hex.EncodeToString(sum[:12]) + `"`}
 		if len(body) >= 512 && compressible(ct) {
 			var buf bytes.Buffer
-			zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression) // valid level: no error
+			// The default level: BestCompression saves under 1% on the panel and takes
+			// three times as long at every start.
+			zw := gzip.NewWriter(&buf)
 			zw.Write(body)
 			if err := zw.Close(); err != nil {
 				return fmt.Errorf("web: gzip %s: %w", name, err)
@@ -112,6 +114,7 @@ func (s *Server) serveStatic(c echo.Context) error {
 		h.Set("Content-Encoding", "gzip")
 		body = f.gz
 	}
+	h.Set("Content-Length", strconv.Itoa(len(body)))
 	return c.Blob(http.StatusOK, f.contentType, body)
 }
 

@@ -193,7 +193,7 @@ func TestEventsAPI(t *testing.T) {
 	}
 
 	for _, q := range []string{"?since=abc", "?since=-1", "?since=1.5", "?since=99999999999999999999999",
-		"?since=9223372036854775809", "?limit=0", "?limit=1001", "?limit=x", "?since=" + strings.Repeat("9", 500)} {
+		"?since=18446744073709551616", "?since=+1", "?since=0x10", "?limit=0", "?limit=1001", "?limit=x", "?since=" + strings.Repeat("9", 500)} {
 		t.Run(q, func(t *testing.T) {
 			wantError(t, do(t, h, "GET", "/api/v1/events"+q, nil), http.StatusBadRequest, "INVALID_REQUEST")
 		})
