@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
 	"tidemark/events"
@@ -180,6 +182,59 @@ func TestBrowserPanel(t *testing.T) {
 	// The crash shows on broker 2's card as well.
 	if err := chromedp.Do(bctx, chromedp.WaitVisible(chromedp.CSS(`#panel-brokers .broker-card.state-crashed[data-broker="2"]`))); err != nil {
 		t.Fatalf("broker 2 not shown crashed: %v", err)
+	}
+
+	// The fresh event is highlighted by an animation…
+	anim := func(sel string) string {
+		t.Helper()
+		name, err := chromedp.Run(bctx, chromedp.Evaluate[string](`getComputedStyle(document.querySelector('`+sel+`')).animationName`))
+		if err != nil {
+			t.Fatalf("animation of %s: %v", sel, err)
+		}
+		return name
+	}
+	if name := anim(sel); name != "arrive" {
+		t.Fatalf("new event animation = %q, want arrive", name)
+	}
+	// … which a reader who prefers reduced motion does not get.
+	reduceMotion := func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+		_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+			Features: []*emulation.MediaFeature{{Name: "prefers-reduced-motion", Value: "reduce"}},
+		})
+		return chromedp.Void{}, err
+	}
+	if err := chromedp.Do(bctx, reduceMotion); err != nil {
+		t.Fatalf("emulating prefers-reduced-motion: %v", err)
+	}
+	ev = srv.lab.publish(events.Event{Kind: events.KindClock, Broker: events.NoBroker, Clock: &events.ClockChange{Action: events.ClockPause}})
+	sel = `#panel-events li[data-seq="` + strconv.FormatUint(ev.Seq, 10) + `"]`
+	if err := chromedp.Do(bctx, chromedp.WaitVisible(chromedp.CSS(sel))); err != nil {
+		t.Fatalf("event %d never appeared: %v", ev.Seq, err)
+	}
+	if name := anim(sel); name != "none" {
+		t.Fatalf("with prefers-reduced-motion the animation is %q, want none", name)
+	}
+
+	// The pause control works from the keyboard: focus it, press Enter.
+	pressed := func() string {
+		t.Helper()
+		v, err := chromedp.Run(bctx, chromedp.Evaluate[string](`document.getElementById("panel-pause").getAttribute("aria-pressed")`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	if err := chromedp.Do(bctx, chromedp.Focus(chromedp.CSS("#panel-pause")), chromedp.KeyEvent("\r")); err != nil {
+		t.Fatalf("keyboard on the pause button: %v", err)
+	}
+	if p := pressed(); p != "true" {
+		t.Fatalf("after Enter aria-pressed = %q, want true", p)
+	}
+	if err := chromedp.Do(bctx, chromedp.KeyEvent(" ")); err != nil {
+		t.Fatal(err)
+	}
+	if p := pressed(); p != "false" {
+		t.Fatalf("after Space aria-pressed = %q, want false", p)
 	}
 
 	png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
