@@ -2,8 +2,13 @@ package wire
 
 import (
 	"fmt"
+	"sync/atomic"
 	"syscall"
 )
+
+// sendfileRegions counts regions sent with sendfile(2), so tests can tell
+// zero copy from the fallback.
+var sendfileRegions atomic.Int64
 
 // sendFileRegion sends r to the socket behind raw with sendfile(2), passing
 // an explicit offset so the file's shared position is neither used nor moved
@@ -54,5 +59,6 @@ func sendFileRegion(raw syscall.RawConn, r FileRegion) (handled bool, err error)
 	if fallback {
 		return false, nil
 	}
+	sendfileRegions.Add(1)
 	return true, sendErr
 }

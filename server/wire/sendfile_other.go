@@ -2,7 +2,13 @@
 
 package wire
 
-import "syscall"
+import (
+	"sync/atomic"
+	"syscall"
+)
+
+// sendfileRegions stays 0: there is no sendfile path here.
+var sendfileRegions atomic.Int64
 
 // sendFileRegion is not available off Linux; regions are copied instead.
 func sendFileRegion(syscall.RawConn, FileRegion) (handled bool, err error) {
