@@ -21,7 +21,9 @@ type BusOptions struct {
 // is full loses its queue and is told it lagged, so it can start over from a
 // fresh Snapshot; memory stays bounded by History + QueueLen per subscriber.
 //
-// One mutex guards everything; subscriber notification is a non-blocking send.
+// Bus.mu guards the Bus; each Subscription's own mutex guards its queue.
+// Lock order: Bus.mu before Subscription.mu. Notification is a non-blocking
+// send on a channel of capacity 1.
 type Bus struct {
 	mu    sync.Mutex
 	opts  BusOptions
