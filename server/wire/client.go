@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"sync"
 	"time"
 
@@ -241,6 +242,10 @@ func (c *Client) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, 
 func (c *Client) fail(ctx context.Context, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		err = fmt.Errorf("%w (%w)", ctxErr, err)
+	} else if _, ok := ctx.Deadline(); ok && errors.Is(err, os.ErrDeadlineExceeded) {
+		// The socket deadline is ctx's; it can fire a moment before ctx
+		// itself reports being done.
+		err = fmt.Errorf("%w (%w)", context.DeadlineExceeded, err)
 	}
 	c.broken = err
 	c.conn.Close()

@@ -30,7 +30,9 @@ type Handler interface {
 	// listener sets to the request's. Requests of one connection are handed
 	// over one at a time, in arrival order, so Handle may block (an acks=all
 	// produce waiting for the high watermark) without reordering responses;
-	// it must return once ctx is done. A nil response sends nothing, which
+	// it must return once ctx is done, which happens when the server stops.
+	// A client that disconnects meanwhile does not cancel ctx (as in Kafka,
+	// the operation completes and its response is dropped). A nil response sends nothing, which
 	// Kafka allows only for a Produce request with acks=0; a non-nil error
 	// closes the connection and is logged as the reason. A *Spliced response
 	// lets byte fields be sent from file regions without a user-space copy.
