@@ -41,9 +41,12 @@ func stateGlyph(st events.BrokerState) string {
 	return "?"
 }
 
+// underReplicated counts partitions with a leader and an ISR smaller than the
+// replica set; offline partitions are counted by offline instead, as Kafka's
+// UnderReplicatedPartitions metric (reported by leaders) does.
 func underReplicated(t events.Topic) (n int) {
 	for i := range t.Partitions {
-		if t.Partitions[i].UnderReplicated() {
+		if p := &t.Partitions[i]; !p.Offline() && p.UnderReplicated() {
 			n++
 		}
 	}
