@@ -1,0 +1,266 @@
+package controller
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"tidemark/replication"
+	"tidemark/storage"
+)
+
+// The topic config keys, as Kafka spells them (truncation.rule is the lab's own).
+const (
+	ConfigMinInsyncReplicas     = "min.insync.replicas"
+	ConfigUncleanLeaderElection = "unclean.leader.election.enable"
+	ConfigReplicaLagTimeMaxMs   = "replica.lag.time.max.ms"
+	ConfigTruncationRule        = "truncation.rule"
+	ConfigSegmentBytes          = "segment.bytes"
+	ConfigSegmentMs             = "segment.ms"
+	ConfigSegmentIndexBytes     = "segment.index.bytes"
+	ConfigIndexIntervalBytes    = "index.interval.bytes"
+	ConfigRetentionMs           = "retention.ms"
+	ConfigRetentionBytes        = "retention.bytes"
+	ConfigFlushMessages         = "flush.messages"
+	ConfigFlushMs               = "flush.ms"
+	ConfigMaxMessageBytes       = "max.message.bytes"
+)
+
+// TopicConfig is a topic's parsed configuration: every key either as the topic
+// sets it or at its default. The zero TopicConfig is not valid; start from
+// DefaultTopicConfig or ParseTopicConfig.
+type TopicConfig struct {
+	// UncleanLeaderElection is unclean.leader.election.enable: when no ISR
+	// member is alive, any live replica may lead, and records only the old
+	// ISR had are lost. Default false.
+	UncleanLeaderElection bool
+
+	log  storage.Config
+	repl replication.Config
+	set  map[string]string // the keys the topic sets explicitly, as given
+}
+
+// DefaultTopicConfig returns the defaults: storage.DefaultConfig for the log
+// settings, replication.DefaultConfig (min.insync.replicas=1,
+// replica.lag.time.max.ms=3000, truncation.rule=leader-epoch) and
+// unclean.leader.election.enable=false.
+func DefaultTopicConfig() TopicConfig {
+	return TopicConfig{log: storage.DefaultConfig(), repl: replication.DefaultConfig()}
+}
+
+// Storage returns the log settings (segment.*, index.interval.bytes,
+// retention.*, flush.*, max.message.bytes).
+func (tc TopicConfig) Storage() storage.Config { return tc.log }
+
+// Replication returns the replication settings (min.insync.replicas,
+// replica.lag.time.max.ms, truncation.rule).
+func (tc TopicConfig) Replication() replication.Config { return tc.repl }
+
+// ConfigEntry is one topic config as DescribeConfigs reports it: Value is the
+// topic's own setting, or the default when Default is true.
+type ConfigEntry struct {
+	Name    string
+	Value   string
+	Default bool
+}
+
+// Entries lists every topic config key, sorted by name, with its value and
+// whether it is the default.
+func (tc TopicConfig) Entries() []ConfigEntry {
+	out := make([]ConfigEntry, 0, len(configKeys))
+	for _, k := range configKeys {
+		if v, ok := tc.set[k.name]; ok {
+			out = append(out, ConfigEntry{Name: k.name, Value: v})
+		} else {
+			out = append(out, ConfigEntry{Name: k.name, Value: k.get(&tc), Default: true})
+		}
+	}
+	return out
+}
+
+// Validate rejects settings that contradict the topic's replication factor:
+// min.insync.replicas larger than it would make every acks=all produce fail.
+func (tc TopicConfig) Validate(replicationFactor int) error {
+	if tc.repl.MinInsyncReplicas > replicationFactor {
+		return fmt.Errorf("%w: %s %d is larger than the replication factor %d; acks=all produce requests could never succeed",
+			kerr.InvalidConfig, ConfigMinInsyncReplicas, tc.repl.MinInsyncReplicas, replicationFactor)
+	}
+	return nil
+}
+
+// ParseTopicConfig parses a topic's explicitly set configs; keys it does not
+// set keep their defaults. An unknown key or a bad value is an error wrapping
+// kerr.InvalidConfig that names the key and the allowed values. It does not
+// check min.insync.replicas against the replication factor (see Validate).
+func ParseTopicConfig(configs map[string]string) (TopicConfig, error) {
+	tc := DefaultTopicConfig()
+	names := make([]string, 0, len(configs))
+	for name := range configs {
+		names = append(names, name)
+	}
+	slices.Sort(names) // report the same error for the same input every time
+	for _, name := range names {
+		k := lookupKey(name)
+		if k == nil {
+			return TopicConfig{}, fmt.Errorf("%w: unknown topic config %q", kerr.InvalidConfig, name)
+		}
+		if err := k.parse(&tc, configs[name]); err != nil {
+			return TopicConfig{}, err
+		}
+		if tc.set == nil {
+			tc.set = make(map[string]string, len(configs))
+		}
+		tc.set[name] = configs[name]
+	}
+	// Backstops: the owners of these settings check combinations too.
+	if err := tc.log.Validate(); err != nil {
+		return TopicConfig{}, fmt.Errorf("%w: %v", kerr.InvalidConfig, err)
+	}
+	if err := tc.repl.Validate(0); err != nil {
+		return TopicConfig{}, fmt.Errorf("%w: %v", kerr.InvalidConfig, err)
+	}
+	return tc, nil
+}
+
+type keyKind int
+
+const (
+	kindInt keyKind = iota
+	kindBool
+	kindRule
+)
+
+// configKey describes one topic config: its type, range and where it goes.
+type configKey struct {
+	name     string
+	kind     keyKind
+	min, max int64 // kindInt only
+	setInt   func(tc *TopicConfig, n int64)
+	setBool  func(tc *TopicConfig, b bool)
+	get      func(tc *TopicConfig) string // the current value, spelled as Kafka would
+}
+
+func (k *configKey) parse(tc *TopicConfig, v string) error {
+	switch k.kind {
+	case kindBool:
+		switch strings.ToLower(strings.TrimSpace(v)) {
+		case "true":
+			k.setBool(tc, true)
+		case "false":
+			k.setBool(tc, false)
+		default:
+			return fmt.Errorf("%w: %s %q: must be true or false", kerr.InvalidConfig, k.name, v)
+		}
+	case kindRule:
+		r, err := replication.ParseRule(strings.TrimSpace(v))
+		if err != nil {
+			return fmt.Errorf("%w: %s %q: must be %s or %s", kerr.InvalidConfig, k.name, v,
+				replication.RuleHighWatermark, replication.RuleLeaderEpoch)
+		}
+		tc.repl.TruncationRule = r
+	default:
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil || n < k.min || n > k.max {
+			return fmt.Errorf("%w: %s %q: must be an integer in [%d, %d]", kerr.InvalidConfig, k.name, v, k.min, k.max)
+		}
+		k.setInt(tc, n)
+	}
+	return nil
+}
+
+func lookupKey(name string) *configKey {
+	for i := range configKeys {
+		if configKeys[i].name == name {
+			return &configKeys[i]
+		}
+	}
+	return nil
+}
+
+// msDuration converts milliseconds to a Duration, saturating instead of
+// overflowing (Kafka uses Long.MAX_VALUE ms for "forever").
+func msDuration(ms int64) time.Duration {
+	if ms > math.MaxInt64/int64(time.Millisecond) {
+		return time.Duration(math.MaxInt64)
+	}
+	if ms < math.MinInt64/int64(time.Millisecond) {
+		return time.Duration(math.MinInt64)
+	}
+	return time.Duration(ms) * time.Millisecond
+}
+
+func fmtInt(n int64) string { return strconv.FormatInt(n, 10) }
+
+// configKeys is every topic config key, sorted by name. Ranges follow Kafka's
+// where the storage layer can honour them and are tighter where it cannot
+// (segment.bytes must hold a batch; max.message.bytes a batch header).
+var configKeys = []configKey{
+	{name: ConfigFlushMessages, min: 1, max: math.MaxInt64,
+		setInt: func(tc *TopicConfig, n int64) { tc.log.FlushMessages = n },
+		get:    func(tc *TopicConfig) string { return fmtInt(tc.log.FlushMessages) }},
+	// flush.ms: Kafka's default Long.MAX_VALUE means "never by time", which
+	// storage spells 0; Kafka's 0 means "at once", which storage spells 1ns.
+	{name: ConfigFlushMs, min: 0, max: math.MaxInt64,
+		setInt: func(tc *TopicConfig, n int64) {
+			switch d := msDuration(n); {
+			case n == 0:
+				tc.log.FlushMs = time.Nanosecond
+			case d == time.Duration(math.MaxInt64):
+				tc.log.FlushMs = 0
+			default:
+				tc.log.FlushMs = d
+			}
+		},
+		get: func(tc *TopicConfig) string {
+			switch d := tc.log.FlushMs; {
+			case d <= 0:
+				return fmtInt(math.MaxInt64)
+			case d < time.Millisecond:
+				return "0"
+			default:
+				return fmtInt(d.Milliseconds())
+			}
+		}},
+	{name: ConfigIndexIntervalBytes, min: 0, max: math.MaxInt32,
+		setInt: func(tc *TopicConfig, n int64) { tc.log.IndexIntervalBytes = n },
+		get:    func(tc *TopicConfig) string { return fmtInt(tc.log.IndexIntervalBytes) }},
+	{name: ConfigMaxMessageBytes, min: 61, max: math.MaxInt32, // 61: a record batch header
+		setInt: func(tc *TopicConfig, n int64) { tc.log.MaxMessageBytes = int32(n) },
+		get:    func(tc *TopicConfig) string { return fmtInt(int64(tc.log.MaxMessageBytes)) }},
+	{name: ConfigMinInsyncReplicas, min: 1, max: math.MaxInt32,
+		setInt: func(tc *TopicConfig, n int64) { tc.repl.MinInsyncReplicas = int(n) },
+		get:    func(tc *TopicConfig) string { return fmtInt(int64(tc.repl.MinInsyncReplicas)) }},
+	{name: ConfigReplicaLagTimeMaxMs, min: 1, max: math.MaxInt64,
+		setInt: func(tc *TopicConfig, n int64) { tc.repl.ReplicaLagTimeMaxMs = n },
+		get:    func(tc *TopicConfig) string { return fmtInt(tc.repl.ReplicaLagTimeMaxMs) }},
+	{name: ConfigRetentionBytes, min: -1, max: math.MaxInt64,
+		setInt: func(tc *TopicConfig, n int64) { tc.log.RetentionBytes = n },
+		get:    func(tc *TopicConfig) string { return fmtInt(tc.log.RetentionBytes) }},
+	{name: ConfigRetentionMs, min: -1, max: math.MaxInt64,
+		setInt: func(tc *TopicConfig, n int64) { tc.log.RetentionMs = msDuration(n) },
+		get: func(tc *TopicConfig) string {
+			if tc.log.RetentionMs < 0 {
+				return "-1"
+			}
+			return fmtInt(tc.log.RetentionMs.Milliseconds())
+		}},
+	{name: ConfigSegmentBytes, min: storage.MinSegmentBytes, max: math.MaxInt32,
+		setInt: func(tc *TopicConfig, n int64) { tc.log.SegmentBytes = n },
+		get:    func(tc *TopicConfig) string { return fmtInt(tc.log.SegmentBytes) }},
+	{name: ConfigSegmentIndexBytes, min: 16, max: math.MaxInt32, // 16: two offset-index entries
+		setInt: func(tc *TopicConfig, n int64) { tc.log.SegmentIndexBytes = n },
+		get:    func(tc *TopicConfig) string { return fmtInt(tc.log.SegmentIndexBytes) }},
+	{name: ConfigSegmentMs, min: 1, max: math.MaxInt64,
+		setInt: func(tc *TopicConfig, n int64) { tc.log.SegmentMs = msDuration(n) },
+		get:    func(tc *TopicConfig) string { return fmtInt(tc.log.SegmentMs.Milliseconds()) }},
+	{name: ConfigTruncationRule, kind: kindRule,
+		get: func(tc *TopicConfig) string { return tc.repl.TruncationRule.String() }},
+	{name: ConfigUncleanLeaderElection, kind: kindBool,
+		setBool: func(tc *TopicConfig, b bool) { tc.UncleanLeaderElection = b },
+		get:     func(tc *TopicConfig) string { return strconv.FormatBool(tc.UncleanLeaderElection) }},
+}

@@ -1,0 +1,467 @@
+package controller
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"tidemark/events"
+	"tidemark/replication"
+)
+
+// Options configures a Controller. The zero value gives the defaults.
+type Options struct {
+	// Now is the clock Tick and Heartbeat read: the lab clock, which can be
+	// paused and stepped. Default time.Now.
+	Now func() time.Time
+	// SessionTimeout is broker.session.timeout.ms: a broker whose last
+	// heartbeat is older than this is fenced at the next Tick. Default 2s (a
+	// lab value; Kafka's default is 9s).
+	SessionTimeout time.Duration
+	// Events receives every change as events; nil publishes nothing.
+	Events Publisher
+	// Logger receives the controller's and badger's log lines; nil discards
+	// them.
+	Logger *slog.Logger
+}
+
+// DefaultSessionTimeout is the lab's broker.session.timeout.ms.
+const DefaultSessionTimeout = 2 * time.Second
+
+// Publisher takes events; *events.Bus satisfies it. Publish must not block
+// for long: the controller calls it with its mutex held, so that events come
+// out in the order the changes were made.
+type Publisher interface {
+	Publish(evs ...events.Event) events.Event
+}
+
+// Broker is a broker's registration as the controller sees it. Epoch is the
+// broker epoch of its latest registration; Fenced is true from registration
+// until its first heartbeat, and again after it misses its session timeout.
+// LastHeartbeat is not persisted: after Open every broker gets a fresh session.
+type Broker struct {
+	ID            int32
+	Listener      string
+	Epoch         int64
+	Fenced        bool
+	LastHeartbeat time.Time
+}
+
+// Partition is the controller's record of one partition: the assignment (AR,
+// Replicas, in preference order), the leader (replication.NoLeader, -1, while
+// offline), the leader epoch (bumped at every leader change), the partition
+// epoch (bumped at every leader or ISR change) and the ISR (never empty).
+type Partition struct {
+	Topic          string
+	Partition      int32
+	Replicas       []int32
+	Leader         int32
+	LeaderEpoch    int32
+	PartitionEpoch int32
+	ISR            []int32
+}
+
+// State returns p as the replication rules take it (a LeaderAndIsr), sharing
+// no slices with p.
+func (p Partition) State() replication.PartitionState {
+	return replication.PartitionState{Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
+		Replicas: slices.Clone(p.Replicas), ISR: slices.Clone(p.ISR)}
+}
+
+func (p Partition) clone() Partition {
+	p.Replicas, p.ISR = slices.Clone(p.Replicas), slices.Clone(p.ISR)
+	return p
+}
+
+// check reports a record that breaks the invariants (ISR non-empty and within
+// AR, leader in ISR, epochs non-negative).
+func (p *Partition) check() error {
+	switch {
+	case len(p.Replicas) == 0:
+		return errors.New("no replicas")
+	case len(p.ISR) == 0:
+		return errors.New("empty ISR")
+	case p.Leader != replication.NoLeader && !slices.Contains(p.ISR, p.Leader):
+		return fmt.Errorf("leader %d not in ISR %v", p.Leader, p.ISR)
+	case p.LeaderEpoch < 0 || p.PartitionEpoch < 0:
+		return fmt.Errorf("negative epoch (leader epoch %d, partition epoch %d)", p.LeaderEpoch, p.PartitionEpoch)
+	}
+	for _, r := range p.ISR {
+		if !slices.Contains(p.Replicas, r) {
+			return fmt.Errorf("ISR member %d not in replicas %v", r, p.Replicas)
+		}
+	}
+	return nil
+}
+
+// Topic is a topic with its random ID (Kafka's topic UUID), the configs it
+// sets explicitly (nil when none) and its partitions, ordered by index.
+type Topic struct {
+	Name       string
+	ID         [16]byte
+	Configs    map[string]string
+	Partitions []Partition
+}
+
+// Config returns the topic's parsed configuration (defaults for keys it does
+// not set).
+func (t Topic) Config() TopicConfig {
+	tc, err := ParseTopicConfig(t.Configs)
+	if err != nil {
+		return DefaultTopicConfig() // unreachable: configs are validated before they are stored
+	}
+	return tc
+}
+
+// Metadata is a copy of the whole cluster metadata: brokers sorted by ID,
+// topics by name. Version increments with every change; 0 before the first.
+type Metadata struct {
+	Version uint64
+	Brokers []Broker
+	Topics  []Topic
+}
+
+// Topic returns the topic called name, or nil.
+func (m *Metadata) Topic(name string) *Topic {
+	for i := range m.Topics {
+		if m.Topics[i].Name == name {
+			return &m.Topics[i]
+		}
+	}
+	return nil
+}
+
+// Broker returns the broker with id, or nil.
+func (m *Metadata) Broker(id int32) *Broker {
+	for i := range m.Brokers {
+		if m.Brokers[i].ID == id {
+			return &m.Brokers[i]
+		}
+	}
+	return nil
+}
+
+// Controller keeps the cluster metadata and makes the cluster's decisions:
+// broker liveness, partition assignment, leader elections and ISR changes.
+// All methods are safe for concurrent use. It starts no goroutines: time
+// moves only when Tick is called, as the injected clock says.
+//
+// One mutex guards all state, and it is held while events are published
+// (lock order: Controller.mu, then the Publisher's own lock).
+type Controller struct {
+	mu      sync.Mutex
+	db      *badger.DB
+	opts    Options
+	log     *slog.Logger
+	closed  bool
+	broken  error // set when memory could not be brought back in line with disk
+	version uint64
+	brokers map[int32]*Broker
+	topics  map[string]*topicState
+}
+
+type topicState struct {
+	name    string
+	id      [16]byte
+	configs map[string]string // explicitly set keys; nil when none
+	cfg     TopicConfig
+	parts   []*Partition
+}
+
+func (t *topicState) replicationFactor() int { return len(t.parts[0].Replicas) }
+
+func (t *topicState) snapshot() Topic {
+	out := Topic{Name: t.name, ID: t.id, Configs: maps.Clone(t.configs), Partitions: make([]Partition, len(t.parts))}
+	for i, p := range t.parts {
+		out.Partitions[i] = p.clone()
+	}
+	return out
+}
+
+var errClosed = fmt.Errorf("%w: the controller is closed", kerr.NotController)
+
+// Open opens (or creates) the metadata store in dir and loads it: topics,
+// configs, assignments, leaders, epochs, ISRs and broker registrations all
+// survive a restart. Every broker gets a fresh session starting now.
+func Open(dir string, opts Options) (*Controller, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.SessionTimeout <= 0 {
+		opts.SessionTimeout = DefaultSessionTimeout
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	db, err := openBadger(dir, opts.Logger)
+	if err != nil {
+		return nil, fmt.Errorf("controller: opening metadata store %s: %w", dir, err)
+	}
+	c := &Controller{db: db, opts: opts, log: opts.Logger, brokers: map[int32]*Broker{}, topics: map[string]*topicState{}}
+	if err := c.load(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// Close closes the metadata store. Later calls fail with NOT_CONTROLLER (or do
+// nothing, for the methods that return no error); closing twice is harmless.
+func (c *Controller) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	return c.db.Close()
+}
+
+func (c *Controller) now() time.Time { return c.opts.Now() }
+
+// usable reports why c cannot take changes, or nil.
+func (c *Controller) usable() error {
+	if c.closed {
+		return errClosed
+	}
+	return c.broken
+}
+
+type topicPartition struct {
+	topic     string
+	partition int32
+}
+
+type deletedTopic struct {
+	name       string
+	partitions int32
+}
+
+// change collects what one method call changed, so it is written in one
+// badger transaction and its events are published only once it is durable.
+type change struct {
+	brokers map[int32]bool
+	topics  map[string]bool
+	parts   map[topicPartition]bool
+	deleted []deletedTopic
+	evs     []events.Event
+}
+
+func newChange() *change {
+	return &change{brokers: map[int32]bool{}, topics: map[string]bool{}, parts: map[topicPartition]bool{}}
+}
+
+func (ch *change) empty() bool {
+	return len(ch.brokers) == 0 && len(ch.topics) == 0 && len(ch.parts) == 0 && len(ch.deleted) == 0
+}
+
+func (ch *change) partition(p *Partition) { ch.parts[topicPartition{p.Topic, p.Partition}] = true }
+
+// commit makes ch durable (bumping the version) and then publishes its
+// events. If the write fails, memory is reloaded from disk so that it never
+// shows a change that is not stored.
+func (c *Controller) commit(ch *change) error {
+	if ch.empty() {
+		return nil
+	}
+	if err := c.write(ch, c.version+1); err != nil {
+		err = fmt.Errorf("%w: controller: writing metadata: %v", kerr.UnknownServerError, err)
+		c.log.Error("metadata write failed; reloading", "err", err)
+		if lerr := c.load(); lerr != nil {
+			c.broken = fmt.Errorf("%w: controller: metadata store unusable: %v", kerr.UnknownServerError, lerr)
+			c.log.Error("metadata reload failed", "err", lerr)
+		}
+		return err
+	}
+	c.version++
+	if c.opts.Events != nil && len(ch.evs) > 0 {
+		now := c.now()
+		for i := range ch.evs {
+			ch.evs[i].Time = now
+		}
+		c.opts.Events.Publish(ch.evs...)
+	}
+	return nil
+}
+
+// RegisterBroker registers broker id (Kafka's BrokerRegistration) and returns
+// its new broker epoch; every registration is a new incarnation, so the
+// epoch changes each time. The broker stays fenced until its first Heartbeat
+// with that epoch. Re-registering a broker that was not fenced means it
+// restarted without being noticed: it is fenced first, leaving every ISR and
+// leadership it held, because a restarted replica has to catch up again.
+func (c *Controller) RegisterBroker(id int32, listener string) (brokerEpoch int64, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.usable(); err != nil {
+		return 0, err
+	}
+	if id < 0 {
+		return 0, fmt.Errorf("%w: broker id %d: must not be negative", kerr.InvalidRequest, id)
+	}
+	ch := newChange()
+	b := c.brokers[id]
+	restarted := b != nil && !b.Fenced
+	if b == nil {
+		b = &Broker{ID: id}
+		c.brokers[id] = b
+	}
+	b.Listener, b.Epoch, b.Fenced, b.LastHeartbeat = listener, int64(c.version+1), true, c.now()
+	ch.brokers[id] = true
+	ch.evs = append(ch.evs, events.Event{Kind: events.KindBroker, Broker: id, BrokerState: events.BrokerFenced,
+		Listener: listener, Message: fmt.Sprintf("broker %d registered with broker epoch %d; fenced until its first heartbeat", id, b.Epoch)})
+	if restarted {
+		c.leaveReplicaSets(ch, id, fmt.Sprintf("broker %d re-registered", id))
+	}
+	if err := c.commit(ch); err != nil {
+		return 0, err
+	}
+	return b.Epoch, nil
+}
+
+// Heartbeat records that broker id is alive and returns the metadata version,
+// so the broker can tell when to refresh its metadata. brokerEpoch must be the
+// one RegisterBroker returned last (else STALE_BROKER_EPOCH). A fenced broker
+// is unfenced, and offline partitions it can lead elect it.
+func (c *Controller) Heartbeat(id int32, brokerEpoch int64) (metadataVersion uint64, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.usable(); err != nil {
+		return 0, err
+	}
+	b := c.brokers[id]
+	if b == nil {
+		return 0, fmt.Errorf("%w: broker %d is not registered", kerr.StaleBrokerEpoch, id)
+	}
+	if brokerEpoch != b.Epoch {
+		return 0, fmt.Errorf("%w: broker %d sent broker epoch %d, the current one is %d", kerr.StaleBrokerEpoch, id, brokerEpoch, b.Epoch)
+	}
+	b.LastHeartbeat = c.now()
+	if b.Fenced {
+		ch := newChange()
+		b.Fenced = false
+		ch.brokers[id] = true
+		ch.evs = append(ch.evs, events.Event{Kind: events.KindBroker, Broker: id, BrokerState: events.BrokerUp,
+			Listener: b.Listener, Message: fmt.Sprintf("broker %d unfenced by its heartbeat", id)})
+		c.electOffline(ch, fmt.Sprintf("broker %d unfenced", id))
+		if err := c.commit(ch); err != nil {
+			return 0, err
+		}
+	}
+	return c.version, nil
+}
+
+// Tick fences every unfenced broker whose last heartbeat is older than the
+// session timeout (as Now tells it), moves their leaderships and ISR places,
+// and elects leaders for offline partitions that can have one.
+func (c *Controller) Tick() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.usable() != nil {
+		return
+	}
+	now := c.now()
+	ch := newChange()
+	var expired []int32
+	for _, id := range c.brokerIDs() {
+		b := c.brokers[id]
+		if !b.Fenced && now.Sub(b.LastHeartbeat) > c.opts.SessionTimeout {
+			expired = append(expired, id)
+		}
+	}
+	// Fence them all before moving anything, so that no leadership moves to a
+	// broker that is about to be fenced in the same tick.
+	for _, id := range expired {
+		b := c.brokers[id]
+		b.Fenced = true
+		ch.brokers[id] = true
+		ch.evs = append(ch.evs, events.Event{Kind: events.KindBroker, Broker: id, BrokerState: events.BrokerFenced,
+			Listener: b.Listener, Message: fmt.Sprintf("broker %d fenced: no heartbeat for %v (session timeout %v)",
+				id, now.Sub(b.LastHeartbeat), c.opts.SessionTimeout)})
+	}
+	for _, id := range expired {
+		c.leaveReplicaSets(ch, id, fmt.Sprintf("broker %d fenced", id))
+	}
+	c.electOffline(ch, "offline partition")
+	if err := c.commit(ch); err != nil {
+		c.log.Error("tick", "err", err)
+	}
+}
+
+// FenceBroker fences broker id at once, as Tick would after the session
+// timeout (the lab uses it when a crashed broker should fail over
+// instantly). An unknown or already fenced broker is left alone.
+func (c *Controller) FenceBroker(id int32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.usable() != nil {
+		return
+	}
+	b := c.brokers[id]
+	if b == nil || b.Fenced {
+		return
+	}
+	ch := newChange()
+	b.Fenced = true
+	ch.brokers[id] = true
+	ch.evs = append(ch.evs, events.Event{Kind: events.KindBroker, Broker: id, BrokerState: events.BrokerFenced,
+		Listener: b.Listener, Message: fmt.Sprintf("broker %d fenced on request", id)})
+	c.leaveReplicaSets(ch, id, fmt.Sprintf("broker %d fenced", id))
+	if err := c.commit(ch); err != nil {
+		c.log.Error("fence broker", "broker", id, "err", err)
+	}
+}
+
+// Metadata returns a deep copy of all metadata.
+func (c *Controller) Metadata() Metadata {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := Metadata{Version: c.version, Brokers: make([]Broker, 0, len(c.brokers)), Topics: make([]Topic, 0, len(c.topics))}
+	for _, id := range c.brokerIDs() {
+		m.Brokers = append(m.Brokers, *c.brokers[id])
+	}
+	for _, name := range c.topicNames() {
+		m.Topics = append(m.Topics, c.topics[name].snapshot())
+	}
+	return m
+}
+
+// MetadataVersion returns the metadata version: 0 for an empty store, one
+// more after every change.
+func (c *Controller) MetadataVersion() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.version
+}
+
+// Topic returns a copy of the topic called name, and false if there is none.
+func (c *Controller) Topic(name string) (Topic, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := c.topics[name]
+	if t == nil {
+		return Topic{}, false
+	}
+	return t.snapshot(), true
+}
+
+func (c *Controller) brokerIDs() []int32 {
+	return slices.Sorted(maps.Keys(c.brokers))
+}
+
+func (c *Controller) topicNames() []string {
+	return slices.Sorted(maps.Keys(c.topics))
+}
+
+// live reports whether broker id is registered and not fenced.
+func (c *Controller) live(id int32) bool {
+	b := c.brokers[id]
+	return b != nil && !b.Fenced
+}

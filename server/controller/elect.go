@@ -1,0 +1,189 @@
+package controller
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"tidemark/events"
+	"tidemark/replication"
+)
+
+// leaveReplicaSets removes fenced broker id from every ISR and moves its
+// leaderships. The ISR never becomes empty: a last member stays in it, and a
+// partition whose last ISR member was its leader goes offline unless an
+// unclean election is allowed.
+func (c *Controller) leaveReplicaSets(ch *change, id int32, reason string) {
+	for _, name := range c.topicNames() {
+		t := c.topics[name]
+		for _, p := range t.parts {
+			inISR := slices.Contains(p.ISR, id)
+			if !inISR && p.Leader != id {
+				continue
+			}
+			isr := p.ISR
+			if inISR && len(isr) > 1 {
+				isr = slices.DeleteFunc(slices.Clone(isr), func(r int32) bool { return r == id })
+			}
+			if p.Leader == id {
+				c.elect(ch, t, p, isr, reason)
+			} else if len(isr) != len(p.ISR) {
+				c.setISR(ch, p, isr, id, fmt.Sprintf("%s: removed from the ISR of %s-%d", reason, p.Topic, p.Partition))
+			}
+		}
+	}
+}
+
+// electOffline elects a leader for every offline partition that can have
+// one: a live ISR member (clean) or, where the topic allows it, any live
+// replica (unclean).
+func (c *Controller) electOffline(ch *change, reason string) {
+	for _, name := range c.topicNames() {
+		c.electOfflineIn(ch, c.topics[name], reason)
+	}
+}
+
+// electOfflineIn is electOffline for one topic.
+func (c *Controller) electOfflineIn(ch *change, t *topicState, reason string) {
+	for _, p := range t.parts {
+		if p.Leader == replication.NoLeader {
+			c.elect(ch, t, p, p.ISR, reason)
+		}
+	}
+}
+
+// elect gives p a leader chosen from isr, the ISR it should have: the first
+// live member in AR order (clean). If there is none and the topic has
+// unclean.leader.election.enable, the first live replica in AR order leads
+// with itself as the whole ISR (unclean: records only the old ISR had are
+// lost). Otherwise p is offline (leader -1) with isr. A leader change bumps
+// the leader epoch; any change bumps the partition epoch.
+func (c *Controller) elect(ch *change, t *topicState, p *Partition, isr []int32, reason string) {
+	leader, unclean := replication.NoLeader, false
+	for _, r := range p.Replicas {
+		if slices.Contains(isr, r) && c.live(r) {
+			leader = r
+			break
+		}
+	}
+	if leader == replication.NoLeader && t.cfg.UncleanLeaderElection {
+		for _, r := range p.Replicas {
+			if c.live(r) {
+				leader, unclean, isr = r, true, []int32{r}
+				break
+			}
+		}
+	}
+	if leader == p.Leader {
+		if !slices.Equal(isr, p.ISR) {
+			c.setISR(ch, p, isr, events.NoBroker, reason)
+		}
+		return
+	}
+	prev := p.Leader
+	p.Leader = leader
+	p.LeaderEpoch++
+	p.PartitionEpoch++
+	p.ISR = slices.Clone(isr)
+	ch.partition(p)
+	how := "clean"
+	switch {
+	case unclean:
+		how = "unclean (records only the old ISR had may be lost)"
+	case leader == replication.NoLeader:
+		how = "offline: no live ISR member"
+		if !t.cfg.UncleanLeaderElection {
+			how += " and unclean.leader.election.enable=false"
+		}
+	}
+	ch.evs = append(ch.evs, events.Event{Kind: events.KindElection, Broker: leader, Topic: p.Topic, Partition: p.Partition,
+		Leader: &events.Leadership{Leader: leader, PreviousLeader: prev, LeaderEpoch: p.LeaderEpoch, Unclean: unclean},
+		ISR:    slices.Clone(p.ISR),
+		Message: fmt.Sprintf("%s: %s-%d leader %d → %d, leader epoch %d, %s", reason, p.Topic, p.Partition,
+			prev, leader, p.LeaderEpoch, how)})
+}
+
+// setISR changes p's ISR (bumping the partition epoch) and reports it with
+// broker as the broker concerned.
+func (c *Controller) setISR(ch *change, p *Partition, isr []int32, broker int32, msg string) {
+	p.ISR = slices.Clone(isr)
+	p.PartitionEpoch++
+	ch.partition(p)
+	ch.evs = append(ch.evs, events.Event{Kind: events.KindISR, Broker: broker, Topic: p.Topic, Partition: p.Partition,
+		ISR: slices.Clone(p.ISR), Message: fmt.Sprintf("%s; ISR %v, partition epoch %d", msg, p.ISR, p.PartitionEpoch)})
+}
+
+// AlterPartition is a leader's ISR proposal (Kafka's AlterPartition). It is
+// accepted only from the partition's current leader (else
+// NOT_LEADER_OR_FOLLOWER, which kerr still calls NOT_LEADER_FOR_PARTITION) in
+// its current leader epoch (an older one is FENCED_LEADER_EPOCH: a zombie)
+// and current broker epoch (STALE_BROKER_EPOCH), built on the current
+// partition epoch (INVALID_UPDATE_VERSION). The new ISR must hold the leader,
+// lie within the AR without duplicates (INVALID_REQUEST) and name no fenced
+// broker (INELIGIBLE_REPLICA). req.BrokerID, when it disagrees with brokerID,
+// is INVALID_REQUEST. Accepted: the ISR is stored with the partition epoch
+// bumped, and the response carries the new ISR and epochs. Rejected: Err is
+// set and the epochs and ISR are the current ones, when the partition exists.
+func (c *Controller) AlterPartition(topic string, partition int32, brokerID int32, brokerEpoch int64, req replication.AlterPartitionRequest) replication.AlterPartitionResponse {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.usable(); err != nil {
+		return replication.AlterPartitionResponse{Err: err}
+	}
+	if b := c.brokers[brokerID]; b == nil || b.Epoch != brokerEpoch {
+		cur := int64(-1)
+		if b != nil {
+			cur = b.Epoch
+		}
+		return replication.AlterPartitionResponse{Err: fmt.Errorf("%w: broker %d sent broker epoch %d, the current one is %d",
+			kerr.StaleBrokerEpoch, brokerID, brokerEpoch, cur)}
+	}
+	t := c.topics[topic]
+	if t == nil || partition < 0 || int(partition) >= len(t.parts) {
+		return replication.AlterPartitionResponse{Err: fmt.Errorf("%w: %s-%d", kerr.UnknownTopicOrPartition, topic, partition)}
+	}
+	p := t.parts[partition]
+	reject := func(err error) replication.AlterPartitionResponse {
+		return replication.AlterPartitionResponse{Err: err, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, ISR: slices.Clone(p.ISR)}
+	}
+	if err := c.checkAlterPartition(p, brokerID, req); err != nil {
+		return reject(err)
+	}
+	ch := newChange()
+	c.setISR(ch, p, req.NewISR, brokerID, fmt.Sprintf("leader %d changed the ISR of %s-%d", brokerID, topic, partition))
+	if err := c.commit(ch); err != nil {
+		return reject(err)
+	}
+	return replication.AlterPartitionResponse{LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, ISR: slices.Clone(p.ISR)}
+}
+
+func (c *Controller) checkAlterPartition(p *Partition, brokerID int32, req replication.AlterPartitionRequest) error {
+	tp := fmt.Sprintf("%s-%d", p.Topic, p.Partition)
+	switch {
+	case req.BrokerID != brokerID:
+		return fmt.Errorf("%w: %s: request from broker %d names broker %d", kerr.InvalidRequest, tp, brokerID, req.BrokerID)
+	case req.LeaderEpoch < p.LeaderEpoch:
+		return fmt.Errorf("%w: %s: leader epoch %d is older than the current %d", kerr.FencedLeaderEpoch, tp, req.LeaderEpoch, p.LeaderEpoch)
+	case req.LeaderEpoch > p.LeaderEpoch:
+		return fmt.Errorf("%w: %s: leader epoch %d is newer than the current %d", kerr.NotLeaderForPartition, tp, req.LeaderEpoch, p.LeaderEpoch)
+	case p.Leader != brokerID:
+		return fmt.Errorf("%w: %s: broker %d is not the leader (leader %d)", kerr.NotLeaderForPartition, tp, brokerID, p.Leader)
+	case req.PartitionEpoch != p.PartitionEpoch:
+		return fmt.Errorf("%w: %s: partition epoch %d, the current one is %d", kerr.InvalidUpdateVersion, tp, req.PartitionEpoch, p.PartitionEpoch)
+	case !slices.Contains(req.NewISR, brokerID):
+		return fmt.Errorf("%w: %s: new ISR %v does not contain the leader %d", kerr.InvalidRequest, tp, req.NewISR, brokerID)
+	}
+	for i, r := range req.NewISR {
+		if !slices.Contains(p.Replicas, r) {
+			return fmt.Errorf("%w: %s: new ISR member %d is not a replica %v", kerr.InvalidRequest, tp, r, p.Replicas)
+		}
+		if slices.Contains(req.NewISR[:i], r) {
+			return fmt.Errorf("%w: %s: new ISR %v names %d twice", kerr.InvalidRequest, tp, req.NewISR, r)
+		}
+		if !c.live(r) {
+			return fmt.Errorf("%w: %s: new ISR member %d is fenced", kerr.IneligibleReplica, tp, r)
+		}
+	}
+	return nil
+}
