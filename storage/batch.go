@@ -147,6 +147,18 @@ func splitBatches(records []byte, fn func(h BatchHeader, batch []byte) error) er
 	return nil
 }
 
+// ParseBatches checks a record set (batches back to back, as a Fetch
+// response carries them) and returns each batch's header; none for an empty
+// set.
+func ParseBatches(records []byte) ([]BatchHeader, error) {
+	var hs []BatchHeader
+	err := splitBatches(records, func(h BatchHeader, _ []byte) error {
+		hs = append(hs, h)
+		return nil
+	})
+	return hs, err
+}
+
 // stampBatch sets the broker-assigned fields of a batch in place. Neither is
 // covered by the CRC, so the producer's checksum stays valid.
 func stampBatch(batch []byte, baseOffset int64, leaderEpoch int32) {

@@ -21,6 +21,22 @@ func (l *Log) Epochs() []EpochEntry {
 	return append([]EpochEntry(nil), l.epochs...)
 }
 
+// AssignLeaderEpoch records in the leader-epoch cache that epoch starts at
+// startOffset, if epoch is newer than every cached one. A new leader calls it
+// when it takes over, before it writes anything (Kafka's assign on
+// becoming leader); appended batches assign their epochs themselves.
+func (l *Log) AssignLeaderEpoch(epoch int32, startOffset int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	if startOffset < l.logStartOffset || startOffset > l.leo() {
+		return &OffsetOutOfRangeError{startOffset, l.logStartOffset, l.leo()}
+	}
+	return l.assignEpoch(epoch, startOffset)
+}
+
 // assignEpoch records that epoch starts at offset if epoch is newer than the
 // latest one cached (each appended batch calls it; Kafka's
 // LeaderEpochFileCache.assign).

@@ -711,6 +711,26 @@ func (l *Log) truncateLocked(offset int64) (int64, error) {
 	return l.leo(), l.truncateEpochsFromEnd(l.leo())
 }
 
+// TruncateFullyAndStartAt deletes every record and restarts the log empty
+// at offset (which may be past the LEO), as a follower does when the
+// leader's log starts beyond its own end (Kafka's truncateFullyAndStartAt).
+func (l *Log) TruncateFullyAndStartAt(offset int64) error {
+	if offset < 0 {
+		return fmt.Errorf("%w: cannot restart at negative offset %d", ErrOffsetOutOfRange, offset)
+	}
+	l.mu.Lock()
+	err := ErrClosed
+	if !l.closed {
+		err = l.truncateFullyLocked(offset)
+	}
+	l.mu.Unlock()
+	if err == nil && l.dl != nil {
+		l.dl.recoveryPointsChanged()
+		l.dl.logStartOffsetsChanged()
+	}
+	return err
+}
+
 // truncateFullyLocked deletes every segment and starts an empty one at offset.
 func (l *Log) truncateFullyLocked(offset int64) error {
 	for _, s := range l.segments {

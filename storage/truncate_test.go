@@ -252,3 +252,18 @@ func compressBatch(t *testing.T, batch []byte, codec int16, compress func([]byte
 	binary.BigEndian.PutUint32(out[batchCRCOffset:], crc32.Checksum(out[batchAttrOffset:], crc32c))
 	return out
 }
+
+func TestTruncateFullyAndStartAtPastLEO(t *testing.T) {
+	_, l, _ := openTestLog(t, smallConfig())
+	produce(t, l, 0, 0, 3, 1, 10)
+	if err := l.TruncateFullyAndStartAt(100); err != nil {
+		t.Fatal(err)
+	}
+	if l.LogStartOffset() != 100 || l.LogEndOffset() != 100 {
+		t.Fatalf("log start %d LEO %d, want 100 100", l.LogStartOffset(), l.LogEndOffset())
+	}
+	hs, err := ParseBatches(NewBatch([]Record{{Value: []byte("a")}, {Value: []byte("b")}}))
+	if err != nil || len(hs) != 1 || hs[0].NumRecords != 2 {
+		t.Fatalf("ParseBatches: %v %v", hs, err)
+	}
+}

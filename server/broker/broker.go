@@ -1,0 +1,436 @@
+// Package broker is one Tidemark broker: a log dir of Kafka-format logs
+// (storage), a Kafka-protocol listener (wire), the replication rules of each
+// partition it hosts (replication), follower fetchers that pull from leaders
+// over real TCP, and a heartbeat to the controller from which it learns
+// leaders, epochs and ISRs.
+//
+// A broker never decides leadership itself: the controller does, and the
+// broker applies what it learns (Kafka's LeaderAndIsr, or the KRaft metadata
+// a broker fetches). It does decide its partitions' high watermarks and ISR
+// proposals, through replication.Partition.
+//
+// Time: every loop reads the lab clock. While the clock is paused the loops
+// idle, and the lab moves time and fetches one explicit step at a time
+// (Step, FetchRound), which is what makes scenarios exact.
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"tidemark/events"
+	"tidemark/replication"
+	"tidemark/server/controller"
+	"tidemark/server/wire"
+	"tidemark/storage"
+)
+
+// Controller is what a broker needs from the controller. The lab passes one
+// whose calls fail while the broker↔controller link is cut.
+type Controller interface {
+	RegisterBroker(id int32, listener string) (brokerEpoch int64, err error)
+	Heartbeat(id int32, brokerEpoch int64) (metadataVersion uint64, err error)
+	Metadata() (controller.Metadata, error)
+	AlterPartition(topic string, partition int32, brokerID int32, brokerEpoch int64, req replication.AlterPartitionRequest) (replication.AlterPartitionResponse, error)
+}
+
+// Network says whether a link between two brokers carries traffic now, and
+// how long it delays a follower's fetches.
+type Network interface {
+	Allowed(from, to int32) bool
+	Delay(from, to int32) time.Duration
+}
+
+// Clock is the lab clock: Paused stops the broker's own loops.
+type Clock interface {
+	Now() time.Time
+	Paused() bool
+}
+
+// Publisher takes the broker's events; *events.Bus is one. It must not block.
+type Publisher interface {
+	Publish(evs ...events.Event) events.Event
+}
+
+// Config configures a broker.
+type Config struct {
+	ID int32
+	// LogDir is <data>/broker-<id>.
+	LogDir string
+	// ListenAddr is the Kafka listener, 127.0.0.1:9092 style; port 0 picks one.
+	ListenAddr string
+	Controller Controller
+	Network    Network
+	Clock      Clock
+	Events     Publisher
+	Logger     *slog.Logger
+
+	// HeartbeatInterval is how often the broker heartbeats the controller
+	// (lab time). Default 200ms.
+	HeartbeatInterval time.Duration
+	// TickInterval is how often partitions see the clock (ISR shrink, acks
+	// timeouts, flush.ms, retention). Default 50ms.
+	TickInterval time.Duration
+	// HighWatermarkCheckpointInterval is Kafka's
+	// replica.high.watermark.checkpoint.interval.ms: the HW reaches disk only
+	// this often, which is what KIP-101's scenarios exploit. Default 5s.
+	HighWatermarkCheckpointInterval time.Duration
+	// FetchMaxWait is how long a leader holds a follower's fetch that finds
+	// no new data (replica.fetch.wait.max.ms). Default 500ms (real time).
+	FetchMaxWait time.Duration
+	// FetchMaxBytes bounds each partition's data in one fetch
+	// (replica.fetch.max.bytes). Default 1 MiB.
+	FetchMaxBytes int32
+	// RequestTimeout bounds a produce's wait for acks=all when the client
+	// gives none. Default 30s.
+	RequestTimeout time.Duration
+}
+
+func (c *Config) setDefaults() {
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.HeartbeatInterval <= 0 {
+		c.HeartbeatInterval = 200 * time.Millisecond
+	}
+	if c.TickInterval <= 0 {
+		c.TickInterval = 50 * time.Millisecond
+	}
+	if c.HighWatermarkCheckpointInterval <= 0 {
+		c.HighWatermarkCheckpointInterval = 5 * time.Second
+	}
+	if c.FetchMaxWait <= 0 {
+		c.FetchMaxWait = 500 * time.Millisecond
+	}
+	if c.FetchMaxBytes <= 0 {
+		c.FetchMaxBytes = 1 << 20
+	}
+	if c.RequestTimeout <= 0 {
+		c.RequestTimeout = 30 * time.Second
+	}
+}
+
+// Broker is one running broker. Create it with Start; stop it with Close
+// (clean), Crash or PowerLoss. A stopped Broker is not restarted: Start a new
+// one on the same LogDir, which recovers from disk.
+//
+// Lock order: Broker.mu before replica.mu; neither is held while calling the
+// controller or the network.
+type Broker struct {
+	cfg    Config
+	logger *slog.Logger
+	dir    *storage.LogDir
+	server *wire.Server
+	ln     net.Listener
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu               sync.Mutex
+	brokerEpoch      int64
+	metadataVersion  uint64
+	metadata         controller.Metadata
+	replicas         map[storage.TopicPartition]*replica
+	fetchers         map[int32]*fetcher // by leader id
+	lastHWCheckpoint time.Time
+	stopped          bool
+}
+
+// Start opens the log dir (recovering it if the last stop was not clean),
+// starts the Kafka listener, registers with the controller and starts the
+// broker's loops.
+func Start(cfg Config) (*Broker, error) {
+	cfg.setDefaults()
+	if cfg.Controller == nil || cfg.Network == nil || cfg.Clock == nil {
+		return nil, errors.New("broker: Config needs Controller, Network and Clock")
+	}
+	b := &Broker{cfg: cfg, logger: cfg.Logger.With("broker", cfg.ID),
+		replicas: map[storage.TopicPartition]*replica{}, fetchers: map[int32]*fetcher{}}
+	var err error
+	b.dir, err = storage.OpenLogDir(cfg.LogDir, storage.Options{
+		Now:       cfg.Clock.Now,
+		Logger:    b.logger,
+		ConfigFor: b.configFromDisk,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("broker %d: %w", cfg.ID, err)
+	}
+	b.lastHWCheckpoint = cfg.Clock.Now()
+	b.server, err = wire.NewServer(&handler{b: b}, wire.Options{Logger: b.logger})
+	if err != nil {
+		b.dir.Crash()
+		return nil, err
+	}
+	if b.ln, err = net.Listen("tcp", cfg.ListenAddr); err != nil {
+		b.dir.Crash()
+		return nil, fmt.Errorf("broker %d: %w", cfg.ID, err)
+	}
+	b.ctx, b.cancel = context.WithCancel(context.Background())
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		b.server.Serve(b.ctx, b.ln)
+	}()
+	b.publish(events.Event{Kind: events.KindBroker, Broker: cfg.ID, BrokerState: events.BrokerUp, Listener: b.Addr(),
+		Message: b.recoveryMessage()})
+	// Registration may fail while the link to the controller is cut; the
+	// heartbeat loop keeps trying.
+	b.register()
+	b.wg.Add(2)
+	go b.heartbeatLoop()
+	go b.tickLoop()
+	return b, nil
+}
+
+// configFromDisk gives storage a config for logs found at open; the real
+// topic config arrives with the first metadata.
+func (b *Broker) configFromDisk(tp storage.TopicPartition) storage.Config {
+	if md, err := b.cfg.Controller.Metadata(); err == nil {
+		for _, t := range md.Topics {
+			if t.Name == tp.Topic {
+				if tc, err := controller.ParseTopicConfig(t.Configs); err == nil {
+					return tc.Storage()
+				}
+			}
+		}
+	}
+	return storage.DefaultConfig()
+}
+
+func (b *Broker) recoveryMessage() string {
+	if b.dir.WasCleanShutdown() {
+		return "started after a clean shutdown"
+	}
+	var recovered, truncated int64
+	for _, l := range b.dir.Logs() {
+		r := l.Recovery()
+		recovered += int64(len(r.SegmentsRecovered))
+		truncated += r.BytesTruncated
+	}
+	return fmt.Sprintf("recovered after an unclean stop: %d segments re-read, %d torn bytes cut", recovered, truncated)
+}
+
+// ID returns the broker id.
+func (b *Broker) ID() int32 { return b.cfg.ID }
+
+// Addr returns the Kafka listener's address.
+func (b *Broker) Addr() string { return b.ln.Addr().String() }
+
+// LogDir returns the broker's log dir.
+func (b *Broker) LogDir() *storage.LogDir { return b.dir }
+
+// BrokerEpoch returns the epoch the controller gave this broker's
+// registration; 0 before it registered.
+func (b *Broker) BrokerEpoch() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.brokerEpoch
+}
+
+func (b *Broker) publish(evs ...events.Event) {
+	if b.cfg.Events == nil {
+		return
+	}
+	for i := range evs {
+		if evs[i].Time.IsZero() {
+			evs[i].Time = b.cfg.Clock.Now()
+		}
+	}
+	b.cfg.Events.Publish(evs...)
+}
+
+func (b *Broker) nowMs() int64 { return b.cfg.Clock.Now().UnixMilli() }
+
+// stop ends the loops and the listener, then closes the log dir in the way
+// given.
+func (b *Broker) stop(closeDir func() error) error {
+	b.mu.Lock()
+	if b.stopped {
+		b.mu.Unlock()
+		return nil
+	}
+	b.stopped = true
+	b.mu.Unlock()
+	b.cancel()
+	b.ln.Close()
+	b.wg.Wait()
+	b.mu.Lock()
+	reps := b.replicas
+	b.replicas = map[storage.TopicPartition]*replica{}
+	b.mu.Unlock()
+	for _, r := range reps {
+		r.stop()
+	}
+	return closeDir()
+}
+
+// Close shuts down cleanly: logs flushed, checkpoints (with the current high
+// watermarks) written, clean-shutdown marker left.
+func (b *Broker) Close() error {
+	return b.stop(func() error {
+		b.checkpointHighWatermarks()
+		return b.dir.Close()
+	})
+}
+
+// Crash stops the broker as a killed process: nothing more is written, but
+// what was written stays (the page cache survives a process crash).
+func (b *Broker) Crash() error {
+	return b.stop(func() error { b.dir.Crash(); return nil })
+}
+
+// PowerLoss stops the broker and cuts every file back to what was fsynced.
+// It returns the bytes lost per file.
+func (b *Broker) PowerLoss() (map[string]int64, error) {
+	var lost map[string]int64
+	err := b.stop(func() error {
+		var err error
+		lost, err = b.dir.PowerLoss()
+		return err
+	})
+	return lost, err
+}
+
+// register asks the controller for a broker epoch.
+func (b *Broker) register() bool {
+	epoch, err := b.cfg.Controller.RegisterBroker(b.cfg.ID, b.Addr())
+	if err != nil {
+		b.logger.Debug("registration failed", "err", err)
+		return false
+	}
+	b.mu.Lock()
+	b.brokerEpoch = epoch
+	b.mu.Unlock()
+	return true
+}
+
+// Heartbeat sends one heartbeat and, if the metadata changed, applies it.
+func (b *Broker) Heartbeat() {
+	b.mu.Lock()
+	epoch, stopped := b.brokerEpoch, b.stopped
+	b.mu.Unlock()
+	if stopped {
+		return
+	}
+	if epoch == 0 {
+		if !b.register() {
+			return
+		}
+		b.mu.Lock()
+		epoch = b.brokerEpoch
+		b.mu.Unlock()
+	}
+	version, err := b.cfg.Controller.Heartbeat(b.cfg.ID, epoch)
+	if err != nil {
+		if errors.Is(err, errStaleBrokerEpoch) {
+			b.register()
+		}
+		return
+	}
+	b.mu.Lock()
+	changed := version != b.metadataVersion
+	b.mu.Unlock()
+	if changed {
+		b.RefreshMetadata()
+	}
+}
+
+func (b *Broker) heartbeatLoop() {
+	defer b.wg.Done()
+	b.every(b.cfg.HeartbeatInterval, b.Heartbeat)
+}
+
+func (b *Broker) tickLoop() {
+	defer b.wg.Done()
+	b.every(b.cfg.TickInterval, b.Tick)
+}
+
+// every runs fn each interval of real time while the lab clock runs; while
+// it is paused the lab steps the broker explicitly.
+func (b *Broker) every(d time.Duration, fn func()) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.ctx.Done():
+			return
+		case <-t.C:
+			if !b.cfg.Clock.Paused() {
+				fn()
+			}
+		}
+	}
+}
+
+// Tick shows every partition the time: ISR shrink, acks=all timeouts,
+// flush.ms, retention, and now and then the HW checkpoint.
+func (b *Broker) Tick() {
+	now := b.cfg.Clock.Now()
+	for _, r := range b.replicaList() {
+		r.tick(now.UnixMilli())
+	}
+	b.mu.Lock()
+	due := now.Sub(b.lastHWCheckpoint) >= b.cfg.HighWatermarkCheckpointInterval
+	if due {
+		b.lastHWCheckpoint = now
+	}
+	b.mu.Unlock()
+	if due {
+		b.checkpointHighWatermarks()
+	}
+}
+
+// checkpointHighWatermarks writes every partition's HW to
+// replication-offset-checkpoint.
+func (b *Broker) checkpointHighWatermarks() {
+	hws := map[storage.TopicPartition]int64{}
+	for _, r := range b.replicaList() {
+		hws[r.tp] = r.HighWatermark()
+	}
+	if len(hws) == 0 {
+		return
+	}
+	if err := b.dir.WriteHighWatermarks(hws); err != nil && !errors.Is(err, storage.ErrClosed) {
+		b.logger.Error("writing the high watermark checkpoint", "err", err)
+	}
+}
+
+// CheckpointHighWatermarks writes the HW checkpoint now (the lab's step
+// controls use it to make a scenario's timing explicit).
+func (b *Broker) CheckpointHighWatermarks() { b.checkpointHighWatermarks() }
+
+func (b *Broker) replicaList() []*replica {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]*replica, 0, len(b.replicas))
+	for _, r := range b.replicas {
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].tp.Topic < out[j].tp.Topic || out[i].tp.Topic == out[j].tp.Topic && out[i].tp.Partition < out[j].tp.Partition
+	})
+	return out
+}
+
+// Replica returns the broker's replica of a partition; nil if it hosts none.
+func (b *Broker) Replica(topic string, partition int32) *Replica {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r := b.replicas[storage.TopicPartition{Topic: topic, Partition: partition}]
+	if r == nil {
+		return nil
+	}
+	return &Replica{r: r}
+}
+
+// logDirPath is where broker id keeps its logs under the lab's data dir.
+func LogDirPath(dataDir string, id int32) string {
+	return filepath.Join(dataDir, fmt.Sprintf("broker-%d", id))
+}

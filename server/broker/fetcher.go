@@ -1,0 +1,365 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"tidemark/events"
+	"tidemark/replication"
+	"tidemark/server/controller"
+	"tidemark/server/wire"
+	"tidemark/storage"
+)
+
+// fetchVersion is the Fetch version followers send: v12 carries the current
+// leader epoch, the last fetched epoch and the diverging epoch, with topic
+// names rather than ids.
+const fetchVersion = 12
+
+// ErrLinkCut is returned by a fetch round over a cut link.
+var ErrLinkCut = errors.New("network link cut")
+
+// fetcher pulls every partition this broker follows from one leader over one
+// connection, as Kafka's replica fetcher threads do.
+type fetcher struct {
+	b      *Broker
+	leader int32
+	addr   string
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	partsMu sync.Mutex
+	parts   []*replica
+
+	mu     sync.Mutex // one round at a time; guards client
+	client *wire.Client
+}
+
+// updateFetchers gives each leader a fetcher for the partitions this broker
+// follows from it.
+func (b *Broker) updateFetchers(md controller.Metadata) {
+	want := map[int32][]*replica{}
+	for _, r := range b.replicaList() {
+		r.mu.Lock()
+		st := r.rp.Status()
+		stopped := r.stopped
+		r.mu.Unlock()
+		if !stopped && st.Role == replication.RoleFollower && st.Leader >= 0 && st.Leader != b.cfg.ID {
+			want[st.Leader] = append(want[st.Leader], r)
+		}
+	}
+	addrs := map[int32]string{}
+	for _, br := range md.Brokers {
+		addrs[br.ID] = br.Listener
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.stopped {
+		return
+	}
+	for id, f := range b.fetchers {
+		if _, ok := want[id]; !ok || f.addr != addrs[id] {
+			f.stop()
+			delete(b.fetchers, id)
+		}
+	}
+	for id, parts := range want {
+		f, ok := b.fetchers[id]
+		if !ok {
+			f = &fetcher{b: b, leader: id, addr: addrs[id]}
+			f.ctx, f.cancel = context.WithCancel(b.ctx)
+			b.fetchers[id] = f
+			b.wg.Add(1)
+			go f.loop()
+		}
+		f.partsMu.Lock()
+		f.parts = parts
+		f.partsMu.Unlock()
+	}
+}
+
+// FetchRound makes every fetcher of this broker send one Fetch, without
+// waiting for new data, and apply the answer: the lab's "step a fetch".
+func (b *Broker) FetchRound(ctx context.Context) error {
+	b.mu.Lock()
+	fs := make([]*fetcher, 0, len(b.fetchers))
+	for _, f := range b.fetchers {
+		fs = append(fs, f)
+	}
+	b.mu.Unlock()
+	sort.Slice(fs, func(i, j int) bool { return fs[i].leader < fs[j].leader })
+	var errs []error
+	for _, f := range fs {
+		if _, err := f.round(ctx, 0, true); err != nil {
+			errs = append(errs, fmt.Errorf("fetch from broker %d: %w", f.leader, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (f *fetcher) stop() {
+	f.cancel()
+	f.mu.Lock()
+	if f.client != nil {
+		f.client.Close()
+		f.client = nil
+	}
+	f.mu.Unlock()
+}
+
+func (f *fetcher) loop() {
+	defer f.b.wg.Done()
+	defer f.stop()
+	for f.ctx.Err() == nil {
+		if f.b.cfg.Clock.Paused() {
+			sleepCtx(f.ctx, 20*time.Millisecond)
+			continue
+		}
+		sent, err := f.round(f.ctx, f.b.cfg.FetchMaxWait, false)
+		if err != nil || !sent {
+			sleepCtx(f.ctx, 100*time.Millisecond)
+		}
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// round sends one Fetch for every partition that has one to send and applies
+// the response. sent is false when there was nothing to fetch.
+func (f *fetcher) round(ctx context.Context, maxWait time.Duration, stepped bool) (sent bool, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b := f.b
+	f.partsMu.Lock()
+	parts := append([]*replica(nil), f.parts...)
+	f.partsMu.Unlock()
+
+	req := kmsg.NewPtrFetchRequest()
+	req.SetVersion(fetchVersion)
+	req.ReplicaID = b.cfg.ID
+	req.MaxWaitMillis = int32(maxWait.Milliseconds())
+	req.MinBytes = 1
+	req.MaxBytes = 16 << 20
+	req.SessionEpoch = -1 // no fetch sessions: every request names every partition
+	type sentPart struct {
+		r   *replica
+		req replication.FetchRequest
+	}
+	var sentParts []sentPart
+	byTopic := map[string]int{}
+	for _, r := range parts {
+		fr, ok := r.nextFetch(f.leader)
+		if !ok {
+			continue
+		}
+		i, ok := byTopic[r.tp.Topic]
+		if !ok {
+			i = len(req.Topics)
+			byTopic[r.tp.Topic] = i
+			t := kmsg.NewFetchRequestTopic()
+			t.Topic = r.tp.Topic
+			req.Topics = append(req.Topics, t)
+		}
+		p := kmsg.NewFetchRequestTopicPartition()
+		p.Partition = r.tp.Partition
+		p.FetchOffset = fr.FetchOffset
+		p.CurrentLeaderEpoch = fr.CurrentLeaderEpoch
+		p.LastFetchedEpoch = fr.LastFetchedEpoch
+		p.LogStartOffset = -1
+		p.PartitionMaxBytes = b.cfg.FetchMaxBytes
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, p)
+		sentParts = append(sentParts, sentPart{r, fr})
+	}
+	if len(sentParts) == 0 {
+		return false, nil
+	}
+	if !b.cfg.Network.Allowed(b.cfg.ID, f.leader) {
+		return true, ErrLinkCut
+	}
+	if d := b.cfg.Network.Delay(b.cfg.ID, f.leader); d > 0 {
+		sleepCtx(ctx, d)
+	}
+	if f.client == nil {
+		c, err := wire.Dial(ctx, f.addr, fmt.Sprintf("tidemark-follower-%d", b.cfg.ID))
+		if err != nil {
+			return true, err
+		}
+		f.client = c
+	}
+	raw, err := f.client.Request(ctx, req)
+	if err != nil {
+		f.client.Close()
+		f.client = nil
+		return true, err
+	}
+	// A link cut the other way loses the response: the leader counted the
+	// fetch, the follower never hears back.
+	if !b.cfg.Network.Allowed(f.leader, b.cfg.ID) {
+		return true, ErrLinkCut
+	}
+	resp := raw.(*kmsg.FetchResponse)
+	if resp.ErrorCode != 0 {
+		return true, kerr.ErrorForCode(resp.ErrorCode)
+	}
+	answers := map[storage.TopicPartition]*kmsg.FetchResponseTopicPartition{}
+	for i := range resp.Topics {
+		for j := range resp.Topics[i].Partitions {
+			p := &resp.Topics[i].Partitions[j]
+			answers[storage.TopicPartition{Topic: resp.Topics[i].Topic, Partition: p.Partition}] = p
+		}
+	}
+	for _, sp := range sentParts {
+		p := answers[sp.r.tp]
+		if p == nil {
+			continue
+		}
+		var leaderLEO int64 = -1
+		if p.ErrorCode == kerr.OffsetOutOfRange.Code {
+			leaderLEO = f.latestOffset(ctx, sp.r.tp)
+		}
+		sp.r.handleFetchResponse(f.leader, sp.req, p, leaderLEO, stepped)
+	}
+	return true, nil
+}
+
+// latestOffset asks the leader for its LEO (ListOffsets latest, as a
+// replica), which a follower needs after OFFSET_OUT_OF_RANGE; -1 if unknown.
+func (f *fetcher) latestOffset(ctx context.Context, tp storage.TopicPartition) int64 {
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.SetVersion(4)
+	req.ReplicaID = f.b.cfg.ID
+	t := kmsg.NewListOffsetsRequestTopic()
+	t.Topic = tp.Topic
+	p := kmsg.NewListOffsetsRequestTopicPartition()
+	p.Partition, p.Timestamp, p.CurrentLeaderEpoch = tp.Partition, listLatest, -1
+	t.Partitions = append(t.Partitions, p)
+	req.Topics = append(req.Topics, t)
+	raw, err := f.client.Request(ctx, req)
+	if err != nil {
+		return -1
+	}
+	resp := raw.(*kmsg.ListOffsetsResponse)
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if p.ErrorCode == 0 {
+				return p.Offset
+			}
+		}
+	}
+	return -1
+}
+
+// nextFetch returns the Fetch this replica should send to leader; false if
+// it should send none.
+func (r *replica) nextFetch(leader int32) (replication.FetchRequest, bool) {
+	r.mu.Lock()
+	if r.stopped {
+		r.mu.Unlock()
+		return replication.FetchRequest{}, false
+	}
+	after := r.processReady()
+	fr, ok := r.rp.NextFetch()
+	ok = ok && r.rp.Status().Leader == leader
+	r.mu.Unlock()
+	runAll(after)
+	return fr, ok
+}
+
+// handleFetchResponse appends what the leader sent and lets the rules see
+// the answer (HW, diverging epoch, errors).
+func (r *replica) handleFetchResponse(leader int32, sent replication.FetchRequest, p *kmsg.FetchResponseTopicPartition, leaderLEO int64, stepped bool) {
+	r.mu.Lock()
+	if r.stopped {
+		r.mu.Unlock()
+		return
+	}
+	b := r.b
+	r.rp.Tick(b.nowMs())
+	res := replication.FetchResult{HighWatermark: p.HighWatermark, LogStartOffset: p.LogStartOffset, LogEndOffset: leaderLEO}
+	if p.ErrorCode != 0 {
+		res.Err = kerr.ErrorForCode(p.ErrorCode)
+	}
+	if p.DivergingEpoch.Epoch >= 0 {
+		res.DivergingEpoch = &replication.EpochEndOffset{Epoch: p.DivergingEpoch.Epoch, EndOffset: p.DivergingEpoch.EndOffset}
+	}
+	var evs []events.Event
+	var appended []replication.Batch
+	last := sent.FetchOffset - 1
+	if res.Err == nil && res.DivergingEpoch == nil && len(p.RecordBatches) > 0 {
+		records, ev, err := r.prepareFollowerAppend(p.RecordBatches)
+		if ev != nil {
+			evs = append(evs, *ev)
+		}
+		if err == nil && len(records) > 0 {
+			var info storage.AppendInfo
+			info, err = r.log.AppendAsFollower(records)
+			if err == nil {
+				hs, _ := storage.ParseBatches(records)
+				for _, h := range hs {
+					appended = append(appended, replication.Batch{BaseOffset: h.BaseOffset, LastOffset: h.LastOffset(), Epoch: h.PartitionLeaderEpoch})
+				}
+				last = info.LastOffset
+				evs = append(evs, r.appendEvent(info, hs[len(hs)-1].PartitionLeaderEpoch, records))
+			}
+		}
+		if err != nil {
+			b.logger.Warn("follower append", "partition", r.tp, "err", err)
+		}
+	}
+	hwBefore := r.hw
+	if err := r.rp.HandleFetchResponse(res, appended); err != nil {
+		b.logger.Debug("fetch response", "partition", r.tp, "err", err)
+	}
+	after := r.processReady()
+	if stepped || len(appended) > 0 || res.Err != nil || res.DivergingEpoch != nil || r.hw != hwBefore {
+		ev := r.event(events.KindFetch)
+		ev.Leader = &events.Leadership{Leader: leader, LeaderEpoch: sent.CurrentLeaderEpoch}
+		ev.Offsets = &events.Offsets{Base: sent.FetchOffset, Last: last, HW: p.HighWatermark, LEO: r.log.LogEndOffset()}
+		if res.Err != nil {
+			ev.Error = errorName(res.Err)
+		}
+		if res.DivergingEpoch != nil {
+			ev.Message = fmt.Sprintf("leader says the log diverges after epoch %d, which ends at offset %d", res.DivergingEpoch.Epoch, res.DivergingEpoch.EndOffset)
+		}
+		evs = append([]events.Event{ev}, evs...)
+	}
+	r.mu.Unlock()
+	b.publish(evs...)
+	runAll(after)
+}
+
+// prepareFollowerAppend drops batches the log already holds and, if the
+// leader's first batch starts inside the log's last batch (the two logs cut
+// batches differently after a divergence), truncates to where it starts.
+// Callers hold r.mu.
+func (r *replica) prepareFollowerAppend(records []byte) ([]byte, *events.Event, error) {
+	hs, err := storage.ParseBatches(records)
+	if err != nil {
+		return nil, nil, err
+	}
+	leo := r.log.LogEndOffset()
+	for len(hs) > 0 && hs[0].LastOffset() < leo {
+		records = records[hs[0].Size():]
+		hs = hs[1:]
+	}
+	if len(hs) == 0 || hs[0].BaseOffset >= leo {
+		return records, nil, nil
+	}
+	ev := r.truncate(replication.Truncation{FromOffset: leo, ToOffset: hs[0].BaseOffset, Rule: r.rule,
+		Reason: "the leader's batch starts inside this replica's last batch"})
+	return records, &ev, nil
+}

@@ -1,0 +1,486 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"tidemark/replication"
+	"tidemark/server/wire"
+	"tidemark/storage"
+)
+
+// ClusterID is what Metadata responses name the lab's cluster.
+const ClusterID = "tidemark-lab"
+
+// handler serves the Kafka protocol on a broker's listener.
+type handler struct{ b *Broker }
+
+// Versions lists exactly the API versions this broker implements.
+func (h *handler) Versions() wire.VersionTable {
+	return wire.VersionTable{
+		0:  {Min: 3, Max: 11}, // Produce: RecordBatch v2 only
+		1:  {Min: 4, Max: 12}, // Fetch: v12 has the leader-epoch fields and topic names
+		2:  {Min: 1, Max: 7},  // ListOffsets
+		3:  {Min: 1, Max: 12}, // Metadata
+		23: {Min: 2, Max: 4},  // OffsetForLeaderEpoch
+	}
+}
+
+// Handle serves one request.
+func (h *handler) Handle(ctx context.Context, rc *wire.RequestContext, req kmsg.Request) (kmsg.Response, error) {
+	switch req := req.(type) {
+	case *kmsg.ProduceRequest:
+		return h.b.handleProduce(ctx, req), nil
+	case *kmsg.FetchRequest:
+		return h.b.handleFetch(ctx, req), nil
+	case *kmsg.ListOffsetsRequest:
+		return h.b.handleListOffsets(req), nil
+	case *kmsg.MetadataRequest:
+		return h.b.handleMetadata(req), nil
+	case *kmsg.OffsetForLeaderEpochRequest:
+		return h.b.handleOffsetForLeaderEpoch(req), nil
+	}
+	return nil, errors.New("no handler for " + kmsg.NameForKey(req.Key()))
+}
+
+func (b *Broker) replicaFor(topic string, partition int32) *replica {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.replicas[storage.TopicPartition{Topic: topic, Partition: partition}]
+}
+
+// Produce appends records to a partition this broker leads, as a Produce
+// request does, and waits as acks says. The lab's HTTP API uses it.
+func (b *Broker) Produce(ctx context.Context, topic string, partition int32, acks int16, records []byte, timeout time.Duration) ProduceResult {
+	r := b.replicaFor(topic, partition)
+	if r == nil {
+		return ProduceResult{Err: kerr.UnknownTopicOrPartition}
+	}
+	if timeout <= 0 {
+		timeout = b.cfg.RequestTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout+time.Second)
+	defer cancel()
+	return r.produce(ctx, acks, records, timeout)
+}
+
+func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
+	var wg sync.WaitGroup
+	for _, t := range req.Topics {
+		rt := kmsg.NewProduceResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewProduceResponseTopicPartition()
+			rp.Partition = p.Partition
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	for i, t := range req.Topics {
+		for j, p := range t.Partitions {
+			out := &resp.Topics[i].Partitions[j]
+			if req.TransactionID != nil {
+				out.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+				continue
+			}
+			wg.Add(1)
+			go func(topic string, partition int32, records []byte) {
+				defer wg.Done()
+				res := b.Produce(ctx, topic, partition, req.Acks, records, timeout)
+				out.BaseOffset, out.LogStartOffset = res.BaseOffset, -1
+				if r := b.replicaFor(topic, partition); r != nil {
+					out.LogStartOffset = r.log.LogStartOffset()
+				}
+				out.LogAppendTime = -1
+				if res.Err != nil {
+					out.ErrorCode = errorCode(res.Err)
+					out.BaseOffset = -1
+				}
+			}(t.Topic, p.Partition, p.Records)
+		}
+	}
+	wg.Wait()
+	if req.Acks == 0 {
+		return nil
+	}
+	return resp
+}
+
+// errorCode is the Kafka error code of err.
+func errorCode(err error) int16 {
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Code
+	}
+	return kerr.UnknownServerError.Code
+}
+
+// checkLeaderEpoch compares a client's current leader epoch with ours:
+// older is FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH, -1 skips.
+func checkLeaderEpoch(client, ours int32) error {
+	switch {
+	case client < 0 || client == ours:
+		return nil
+	case client < ours:
+		return kerr.FencedLeaderEpoch
+	}
+	return kerr.UnknownLeaderEpoch
+}
+
+// fetchPart is one partition of a fetch being answered.
+type fetchPart struct {
+	r      *replica
+	req    kmsg.FetchRequestTopicPartition
+	out    *kmsg.FetchResponseTopicPartition
+	upTo   int64 // read below this: the HW for consumers, the LEO for followers
+	waitOn chan struct{}
+}
+
+func (b *Broker) handleFetch(ctx context.Context, req *kmsg.FetchRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	sp := wire.NewSpliced(resp)
+	replicaID := req.ReplicaID
+	if req.Version >= 15 {
+		replicaID = req.ReplicaState.ID
+	}
+	var parts []*fetchPart
+	for _, t := range req.Topics {
+		rt := kmsg.NewFetchResponseTopic()
+		rt.Topic = t.Topic
+		rt.Partitions = make([]kmsg.FetchResponseTopicPartition, len(t.Partitions))
+		resp.Topics = append(resp.Topics, rt)
+	}
+	for i, t := range req.Topics {
+		for j, p := range t.Partitions {
+			out := &resp.Topics[i].Partitions[j]
+			*out = kmsg.NewFetchResponseTopicPartition()
+			out.Partition = p.Partition
+			out.HighWatermark, out.LastStableOffset, out.LogStartOffset = -1, -1, -1
+			r := b.replicaFor(t.Topic, p.Partition)
+			if r == nil {
+				out.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				continue
+			}
+			fp := &fetchPart{r: r, req: p, out: out}
+			if replicaID >= 0 {
+				b.followerFetchState(fp, replicaID)
+			} else {
+				b.consumerFetchState(fp)
+			}
+			if out.ErrorCode == 0 && out.DivergingEpoch.Epoch < 0 {
+				parts = append(parts, fp)
+			}
+		}
+	}
+	// Long poll: with nothing to send, wait for an append (or the deadline).
+	maxWait := min(time.Duration(req.MaxWaitMillis)*time.Millisecond, b.cfg.FetchMaxWait)
+	if maxWait > 0 && len(parts) > 0 && !anyData(parts) {
+		timer := time.NewTimer(maxWait)
+		cases := make(chan struct{}, 1)
+		stop := make(chan struct{})
+		for _, fp := range parts {
+			go func(ch chan struct{}) {
+				select {
+				case <-ch:
+					select {
+					case cases <- struct{}{}:
+					default:
+					}
+				case <-stop:
+				}
+			}(fp.waitOn)
+		}
+		select {
+		case <-cases:
+		case <-timer.C:
+		case <-ctx.Done():
+		case <-b.ctx.Done():
+		}
+		close(stop)
+		timer.Stop()
+		for _, fp := range parts {
+			fp.refresh(replicaID >= 0)
+		}
+	}
+	budget := int64(req.MaxBytes)
+	if req.MaxBytes <= 0 {
+		budget = 1 << 30
+	}
+	for _, fp := range parts {
+		maxBytes := int64(fp.req.PartitionMaxBytes)
+		if maxBytes <= 0 || maxBytes > budget {
+			maxBytes = max(budget, 1)
+		}
+		d, err := fp.r.log.Read(fp.req.FetchOffset, fp.upTo, maxBytes)
+		if err != nil {
+			fp.out.ErrorCode = errorCode(err)
+			continue
+		}
+		if d.Region.Size > 0 {
+			fp.out.RecordBatches = sp.Placeholder(wire.FileRegion{File: d.Region.File, Offset: d.Region.Position, Length: d.Region.Size})
+			budget -= d.Region.Size
+		}
+	}
+	return sp
+}
+
+func anyData(parts []*fetchPart) bool {
+	for _, fp := range parts {
+		if fp.req.FetchOffset < fp.upTo {
+			return true
+		}
+	}
+	return false
+}
+
+// refresh re-reads the bound after a long poll.
+func (fp *fetchPart) refresh(follower bool) {
+	fp.r.mu.Lock()
+	defer fp.r.mu.Unlock()
+	if follower {
+		fp.upTo = fp.r.log.LogEndOffset()
+		fp.out.HighWatermark = fp.r.hw // Kafka reads the HW when a delayed fetch completes
+	} else {
+		fp.upTo = fp.r.hw
+		fp.out.HighWatermark, fp.out.LastStableOffset = fp.r.hw, fp.r.hw
+	}
+	fp.out.LogStartOffset = fp.r.log.LogStartOffset()
+}
+
+// followerFetchState lets the replication rules see a follower's fetch: its
+// fetch offset becomes its LEO on the leader, which may move the HW.
+func (b *Broker) followerFetchState(fp *fetchPart, replicaID int32) {
+	r := fp.r
+	r.mu.Lock()
+	if r.stopped {
+		r.mu.Unlock()
+		fp.out.ErrorCode = kerr.NotLeaderForPartition.Code
+		return
+	}
+	r.rp.Tick(b.nowMs())
+	res := r.rp.FollowerFetch(replication.FetchRequest{
+		ReplicaID:          replicaID,
+		FetchOffset:        fp.req.FetchOffset,
+		CurrentLeaderEpoch: fp.req.CurrentLeaderEpoch,
+		LastFetchedEpoch:   fp.req.LastFetchedEpoch,
+	})
+	after := r.processReady()
+	fp.upTo = r.log.LogEndOffset()
+	fp.waitOn = r.newData
+	r.mu.Unlock()
+	runAll(after)
+	fp.out.HighWatermark, fp.out.LastStableOffset = res.HighWatermark, res.HighWatermark
+	fp.out.LogStartOffset = res.LogStartOffset
+	if res.Err != nil {
+		fp.out.ErrorCode = errorCode(res.Err)
+		return
+	}
+	if res.DivergingEpoch != nil {
+		fp.out.DivergingEpoch.Epoch = res.DivergingEpoch.Epoch
+		fp.out.DivergingEpoch.EndOffset = res.DivergingEpoch.EndOffset
+	}
+}
+
+// consumerFetchState checks a consumer's fetch: only the leader serves it,
+// and only below the HW.
+func (b *Broker) consumerFetchState(fp *fetchPart) {
+	r := fp.r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st := r.rp.Status()
+	if st.Role != replication.RoleLeader {
+		fp.out.ErrorCode = kerr.NotLeaderForPartition.Code
+		return
+	}
+	if err := checkLeaderEpoch(fp.req.CurrentLeaderEpoch, st.LeaderEpoch); err != nil {
+		fp.out.ErrorCode = errorCode(err)
+		return
+	}
+	fp.upTo = r.hw
+	fp.waitOn = r.newData
+	fp.out.HighWatermark, fp.out.LastStableOffset = r.hw, r.hw
+	fp.out.LogStartOffset = r.log.LogStartOffset()
+	if fp.req.FetchOffset < fp.out.LogStartOffset || fp.req.FetchOffset > r.log.LogEndOffset() {
+		fp.out.ErrorCode = kerr.OffsetOutOfRange.Code
+	}
+}
+
+func (b *Broker) handleListOffsets(req *kmsg.ListOffsetsRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+	for _, t := range req.Topics {
+		rt := kmsg.NewListOffsetsResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewListOffsetsResponseTopicPartition()
+			rp.Partition = p.Partition
+			rp.Timestamp, rp.Offset = -1, -1
+			offset, ts, epoch, err := b.listOffset(t.Topic, p.Partition, p.CurrentLeaderEpoch, p.Timestamp, req.ReplicaID >= 0)
+			if err != nil {
+				rp.ErrorCode = errorCode(err)
+			} else {
+				rp.Offset, rp.Timestamp, rp.LeaderEpoch = offset, ts, epoch
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+// Special ListOffsets timestamps.
+const (
+	listLatest   = -1
+	listEarliest = -2
+)
+
+// listOffset answers one ListOffsets partition: latest (the HW for
+// consumers, the LEO for a replica), earliest (the log start offset), or the
+// first offset at or after a timestamp, found through the time index.
+func (b *Broker) listOffset(topic string, partition, currentEpoch int32, ts int64, fromReplica bool) (int64, int64, int32, error) {
+	r := b.replicaFor(topic, partition)
+	if r == nil {
+		return 0, 0, 0, kerr.UnknownTopicOrPartition
+	}
+	r.mu.Lock()
+	st := r.rp.Status()
+	hw := r.hw
+	r.mu.Unlock()
+	if st.Role != replication.RoleLeader && !fromReplica {
+		return 0, 0, 0, kerr.NotLeaderForPartition
+	}
+	if err := checkLeaderEpoch(currentEpoch, st.LeaderEpoch); err != nil {
+		return 0, 0, 0, err
+	}
+	limit := hw
+	if fromReplica {
+		limit = r.log.LogEndOffset()
+	}
+	switch ts {
+	case listLatest:
+		return limit, -1, st.LeaderEpoch, nil
+	case listEarliest:
+		return r.log.LogStartOffset(), -1, st.LeaderEpoch, nil
+	}
+	if ts < 0 {
+		return 0, 0, 0, kerr.InvalidRequest
+	}
+	off, ok, err := r.log.OffsetForTimestamp(ts)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	if !ok || off >= limit {
+		return -1, -1, st.LeaderEpoch, nil
+	}
+	return off, ts, st.LeaderEpoch, nil
+}
+
+func (b *Broker) handleMetadata(req *kmsg.MetadataRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	b.mu.Lock()
+	md := b.metadata
+	b.mu.Unlock()
+	cid := ClusterID
+	resp.ClusterID = &cid
+	resp.ControllerID = -1
+	for _, br := range md.Brokers {
+		if br.Fenced {
+			continue
+		}
+		host, port, err := net.SplitHostPort(br.Listener)
+		if err != nil {
+			continue
+		}
+		p, _ := strconv.Atoi(port)
+		mb := kmsg.NewMetadataResponseBroker()
+		mb.NodeID, mb.Host, mb.Port = br.ID, host, int32(p)
+		resp.Brokers = append(resp.Brokers, mb)
+		if resp.ControllerID < 0 {
+			resp.ControllerID = br.ID // any broker forwards admin requests to the lab's controller
+		}
+	}
+	want := map[string]bool{}
+	all := req.Topics == nil
+	for _, t := range req.Topics {
+		if t.Topic != nil {
+			want[*t.Topic] = true
+		}
+	}
+	found := map[string]bool{}
+	for _, t := range md.Topics {
+		if !all && !want[t.Name] {
+			continue
+		}
+		found[t.Name] = true
+		mt := kmsg.NewMetadataResponseTopic()
+		name := t.Name
+		mt.Topic = &name
+		mt.TopicID = t.ID
+		for _, p := range t.Partitions {
+			mp := kmsg.NewMetadataResponseTopicPartition()
+			mp.Partition, mp.Leader, mp.LeaderEpoch = p.Partition, p.Leader, p.LeaderEpoch
+			mp.Replicas, mp.ISR = append([]int32(nil), p.Replicas...), append([]int32(nil), p.ISR...)
+			if p.Leader < 0 {
+				mp.ErrorCode = kerr.LeaderNotAvailable.Code
+			}
+			for _, id := range p.Replicas {
+				if !brokerLive(md, id) {
+					mp.OfflineReplicas = append(mp.OfflineReplicas, id)
+				}
+			}
+			mt.Partitions = append(mt.Partitions, mp)
+		}
+		resp.Topics = append(resp.Topics, mt)
+	}
+	for name := range want {
+		if !found[name] {
+			mt := kmsg.NewMetadataResponseTopic()
+			n := name
+			mt.Topic = &n
+			mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			resp.Topics = append(resp.Topics, mt)
+		}
+	}
+	return resp
+}
+
+func (b *Broker) handleOffsetForLeaderEpoch(req *kmsg.OffsetForLeaderEpochRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+	for _, t := range req.Topics {
+		rt := kmsg.NewOffsetForLeaderEpochResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
+			rp.Partition = p.Partition
+			rp.LeaderEpoch, rp.EndOffset = -1, -1
+			r := b.replicaFor(t.Topic, p.Partition)
+			if r == nil {
+				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			} else {
+				r.mu.Lock()
+				st := r.rp.Status()
+				r.mu.Unlock()
+				switch {
+				case st.Role != replication.RoleLeader:
+					rp.ErrorCode = kerr.NotLeaderForPartition.Code
+				case checkLeaderEpoch(p.CurrentLeaderEpoch, st.LeaderEpoch) != nil:
+					rp.ErrorCode = errorCode(checkLeaderEpoch(p.CurrentLeaderEpoch, st.LeaderEpoch))
+				default:
+					eo := replication.EndOffsetForEpoch(st.EpochCache, st.LogEndOffset, p.LeaderEpoch)
+					rp.LeaderEpoch, rp.EndOffset = eo.Epoch, eo.EndOffset
+				}
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}

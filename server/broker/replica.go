@@ -1,0 +1,432 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"tidemark/events"
+	"tidemark/replication"
+	"tidemark/server/controller"
+	"tidemark/storage"
+)
+
+// replica is this broker's copy of one partition: its log and the
+// replication rules that decide its HW, ISR proposals and truncations.
+// mu serializes every use of rp and every write to log; reads of log (fetch
+// serving) need no lock, storage allows concurrent readers.
+type replica struct {
+	b   *Broker
+	tp  storage.TopicPartition
+	log *storage.Log
+
+	mu      sync.Mutex
+	rp      *replication.Partition
+	applied controller.Partition // the last metadata applied
+	configs map[string]string
+	unclean bool
+	rule    replication.Rule
+	hw      int64
+	waiters map[uint64]chan replication.ProduceResult
+	nextID  uint64
+	// newData is closed (and replaced) on every append: it wakes the
+	// long-polling fetches waiting for data.
+	newData chan struct{}
+	// pendingAlter is an ISR proposal the controller did not receive (the
+	// link was cut); it is sent again at each tick.
+	pendingAlter *replication.AlterPartitionRequest
+	stopped      bool
+}
+
+// newReplica builds the replication state from what the log holds and the
+// checkpointed HW.
+func (b *Broker) newReplica(tp storage.TopicPartition, tc controller.TopicConfig, configs map[string]string) (*replica, error) {
+	l, err := b.dir.CreateLog(tp, tc.Storage())
+	if err != nil {
+		return nil, err
+	}
+	hw, _ := b.dir.HighWatermark(tp)
+	state := replication.LogState{
+		LogStartOffset: l.LogStartOffset(),
+		LogEndOffset:   l.LogEndOffset(),
+		HighWatermark:  hw,
+		EpochCache:     toReplicationEpochs(l.Epochs()),
+	}
+	rp, err := replication.New(b.cfg.ID, tc.Replication(), state, b.nowMs())
+	if err != nil {
+		return nil, err
+	}
+	st := rp.Status()
+	return &replica{b: b, tp: tp, log: l, rp: rp, configs: configs, unclean: tc.UncleanLeaderElection, rule: tc.Replication().TruncationRule,
+		hw: st.HighWatermark, waiters: map[uint64]chan replication.ProduceResult{}, newData: make(chan struct{}),
+		applied: controller.Partition{LeaderEpoch: -1, PartitionEpoch: -1, Leader: -1}}, nil
+}
+
+func toReplicationEpochs(es []storage.EpochEntry) []replication.EpochEntry {
+	out := make([]replication.EpochEntry, len(es))
+	for i, e := range es {
+		out[i] = replication.EpochEntry{Epoch: e.Epoch, StartOffset: e.StartOffset}
+	}
+	return out
+}
+
+func (r *replica) event(kind events.Kind) events.Event {
+	return events.Event{Kind: kind, Broker: r.b.cfg.ID, Topic: r.tp.Topic, Partition: r.tp.Partition}
+}
+
+// HighWatermark returns the replica's HW.
+func (r *replica) HighWatermark() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.hw
+}
+
+// apply brings the replica to the controller's view of its partition and
+// topic config.
+func (r *replica) apply(p controller.Partition, tc controller.TopicConfig, configs map[string]string) {
+	r.mu.Lock()
+	if r.stopped {
+		r.mu.Unlock()
+		return
+	}
+	if !mapsEqual(configs, r.configs) {
+		if err := r.log.SetConfig(tc.Storage()); err != nil {
+			r.b.logger.Error("applying topic config to the log", "partition", r.tp, "err", err)
+		}
+		if err := r.rp.SetConfig(tc.Replication()); err != nil {
+			r.b.logger.Error("applying topic config to replication", "partition", r.tp, "err", err)
+		}
+		r.configs, r.unclean, r.rule = configs, tc.UncleanLeaderElection, tc.Replication().TruncationRule
+	}
+	if p.LeaderEpoch != r.applied.LeaderEpoch || p.PartitionEpoch != r.applied.PartitionEpoch {
+		r.rp.Tick(r.b.nowMs())
+		if err := r.rp.LeaderAndIsr(p.State()); err != nil {
+			r.b.logger.Warn("LeaderAndIsr refused", "partition", r.tp, "err", err)
+		} else {
+			r.applied = p
+			r.pendingAlter = nil // newer state supersedes any proposal in flight
+		}
+	}
+	after := r.processReady()
+	r.mu.Unlock()
+	runAll(after)
+}
+
+func mapsEqual(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+func runAll(fns []func()) {
+	for _, f := range fns {
+		f()
+	}
+}
+
+// tick shows the replication rules the time and runs the log's timers.
+func (r *replica) tick(nowMs int64) {
+	r.mu.Lock()
+	if r.stopped {
+		r.mu.Unlock()
+		return
+	}
+	r.rp.Tick(nowMs)
+	after := r.processReady()
+	if r.pendingAlter != nil {
+		req := *r.pendingAlter
+		r.pendingAlter = nil
+		after = append(after, func() { r.b.sendAlterPartition(r, req) })
+	}
+	hw := r.hw
+	r.mu.Unlock()
+	runAll(after)
+	if _, err := r.log.FlushIfDue(); err != nil && !errors.Is(err, storage.ErrClosed) {
+		r.b.logger.Error("flush", "partition", r.tp, "err", err)
+	}
+	deleted, err := r.log.ApplyRetention(hw)
+	if err != nil && !errors.Is(err, storage.ErrClosed) {
+		r.b.logger.Error("retention", "partition", r.tp, "err", err)
+	}
+	if len(deleted) > 0 {
+		ev := r.event(events.KindLEO)
+		ev.Offsets = &events.Offsets{Base: r.log.LogStartOffset(), LEO: r.log.LogEndOffset(), HW: hw}
+		ev.Message = fmt.Sprintf("retention deleted %d whole segment(s); log start offset is now %d", len(deleted), r.log.LogStartOffset())
+		r.b.publish(ev)
+	}
+}
+
+// processReady acts on the replication rules' decisions in their required
+// order: truncations and the epoch cache are persisted first, then the HW,
+// then completed produce requests are answered. Sending an ISR proposal to
+// the controller is returned as a function to run after r.mu is released.
+// Callers hold r.mu.
+func (r *replica) processReady() []func() {
+	rd := r.rp.Ready()
+	if rd.Empty() {
+		return nil
+	}
+	var evs []events.Event
+	var after []func()
+	for _, t := range rd.Truncations {
+		evs = append(evs, r.truncate(t))
+	}
+	if rd.EpochCacheChanged {
+		evs = append(evs, r.syncEpochCache(rd.EpochCache)...)
+	}
+	if rd.HighWatermarkChanged && rd.HighWatermark != r.hw {
+		r.hw = rd.HighWatermark
+		ev := r.event(events.KindHW)
+		ev.Offsets = &events.Offsets{HW: r.hw, LEO: r.log.LogEndOffset()}
+		evs = append(evs, ev)
+	}
+	if rd.AlterPartition != nil {
+		req := *rd.AlterPartition
+		after = append(after, func() { r.b.sendAlterPartition(r, req) })
+	}
+	for _, c := range rd.Completed {
+		if ch, ok := r.waiters[c.ID]; ok {
+			ch <- c // buffered: never blocks
+			delete(r.waiters, c.ID)
+		}
+		evs = append(evs, r.produceEvent(c))
+	}
+	r.b.publish(evs...)
+	return after
+}
+
+func (r *replica) produceEvent(c replication.ProduceResult) events.Event {
+	ev := r.event(events.KindAck)
+	ev.Acks = acksName(c.Acks)
+	ev.Offsets = &events.Offsets{Base: c.BaseOffset, Last: c.LastOffset, HW: r.hw, LEO: r.log.LogEndOffset()}
+	if c.Err != nil {
+		ev.Kind = events.KindProduceError
+		ev.Error = errorName(c.Err)
+		ev.Message = c.Err.Error()
+	}
+	return ev
+}
+
+func acksName(acks int16) events.Acks {
+	switch acks {
+	case 0:
+		return events.AcksNone
+	case 1:
+		return events.AcksLeader
+	}
+	return events.AcksAll
+}
+
+// errorName is the Kafka name of an error; kerr still calls code 6 by its
+// old name, so say what Kafka says today.
+func errorName(err error) string {
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		if ke.Code == kerr.NotLeaderForPartition.Code {
+			return "NOT_LEADER_OR_FOLLOWER"
+		}
+		return ke.Message
+	}
+	return "UNKNOWN_SERVER_ERROR"
+}
+
+// truncate applies one truncation decision, first reading what it removes so
+// the UI can show those records struck out.
+func (r *replica) truncate(t replication.Truncation) events.Event {
+	ev := r.event(events.KindTruncation)
+	leo := r.log.LogEndOffset()
+	from := max(min(t.ToOffset, leo), r.log.LogStartOffset())
+	if leo > from {
+		batches, err := r.log.ReadBatches(from, leo, 1<<20)
+		if err != nil {
+			r.b.logger.Warn("reading records before truncation", "partition", r.tp, "err", err)
+		}
+		for _, bt := range batches {
+			for _, rec := range bt.Records {
+				if rec.Offset >= t.ToOffset || t.Cause == replication.TruncateFullyAndStartAt {
+					ev.Truncated = append(ev.Truncated, events.TruncatedRecord{Offset: rec.Offset,
+						LeaderEpoch: bt.Header.PartitionLeaderEpoch, Digest: events.Digest(rec.Key, rec.Value)})
+				}
+			}
+		}
+	}
+	var err error
+	if t.Cause == replication.TruncateFullyAndStartAt {
+		err = r.log.TruncateFullyAndStartAt(t.ToOffset)
+	} else {
+		_, err = r.log.TruncateTo(t.ToOffset)
+	}
+	if err != nil {
+		r.b.logger.Error("truncation", "partition", r.tp, "err", err)
+		ev.Error = err.Error()
+	}
+	ev.Offsets = &events.Offsets{Base: t.ToOffset, Last: t.FromOffset - 1, LEO: r.log.LogEndOffset(), HW: r.hw}
+	ev.Message = fmt.Sprintf("%s (rule %s): %s", t.Cause, t.Rule, t.Reason)
+	return ev
+}
+
+// syncEpochCache makes the log's leader-epoch cache match the rules' (new
+// epochs start when a replica becomes leader, before it writes anything).
+func (r *replica) syncEpochCache(cache []replication.EpochEntry) []events.Event {
+	have := r.log.Epochs()
+	var evs []events.Event
+	for _, e := range cache {
+		if len(have) > 0 && e.Epoch <= have[len(have)-1].Epoch {
+			continue
+		}
+		if err := r.log.AssignLeaderEpoch(e.Epoch, e.StartOffset); err != nil {
+			r.b.logger.Error("writing the leader epoch cache", "partition", r.tp, "err", err)
+			continue
+		}
+		ev := r.event(events.KindEpoch)
+		ev.Leader = &events.Leadership{Leader: r.applied.Leader, LeaderEpoch: e.Epoch, StartOffset: e.StartOffset}
+		evs = append(evs, ev)
+	}
+	return evs
+}
+
+// wake tells long-polling fetches there is new data.
+func (r *replica) wake() {
+	close(r.newData)
+	r.newData = make(chan struct{})
+}
+
+func (r *replica) stop() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopped {
+		return
+	}
+	r.stopped = true
+	for id, ch := range r.waiters {
+		ch <- replication.ProduceResult{ID: id, Err: kerr.NotLeaderForPartition}
+		delete(r.waiters, id)
+	}
+	r.wake()
+}
+
+// ProduceResult is the outcome of one produce to one partition.
+type ProduceResult struct {
+	BaseOffset int64
+	LastOffset int64
+	Err        error
+}
+
+// produce appends a record set as leader and waits as acks says: acks=0 and
+// acks=1 return after the append, acks=-1 once the HW passes the records or
+// the request times out.
+func (r *replica) produce(ctx context.Context, acks int16, records []byte, timeout time.Duration) ProduceResult {
+	r.mu.Lock()
+	if r.stopped {
+		r.mu.Unlock()
+		return ProduceResult{Err: kerr.NotLeaderForPartition}
+	}
+	now := r.b.nowMs()
+	r.rp.Tick(now)
+	epoch, err := r.rp.CheckProduce(acks)
+	if err != nil {
+		ev := r.event(events.KindProduceError)
+		ev.Acks, ev.Error, ev.Message = acksName(acks), errorName(err), err.Error()
+		r.mu.Unlock()
+		r.b.publish(ev)
+		return ProduceResult{Err: err}
+	}
+	info, err := r.log.AppendAsLeader(records, epoch)
+	if err != nil {
+		ev := r.event(events.KindProduceError)
+		ev.Acks, ev.Error, ev.Message = acksName(acks), errorName(err), err.Error()
+		r.mu.Unlock()
+		r.b.publish(ev)
+		return ProduceResult{Err: err}
+	}
+	r.wake()
+	r.nextID++
+	id := r.nextID
+	ch := make(chan replication.ProduceResult, 1)
+	r.waiters[id] = ch
+	ev := r.appendEvent(info, epoch, records)
+	r.b.publish(ev)
+	err = r.rp.ProduceAppended(replication.ProduceRequest{ID: id, Acks: acks,
+		Batch:      replication.Batch{BaseOffset: info.FirstOffset, LastOffset: info.LastOffset, Epoch: epoch},
+		DeadlineMs: now + timeout.Milliseconds()})
+	if err != nil {
+		delete(r.waiters, id)
+		r.mu.Unlock()
+		return ProduceResult{Err: err}
+	}
+	after := r.processReady()
+	r.mu.Unlock()
+	runAll(after)
+	select {
+	case res := <-ch:
+		return ProduceResult{BaseOffset: info.FirstOffset, LastOffset: info.LastOffset, Err: res.Err}
+	case <-ctx.Done():
+		r.mu.Lock()
+		delete(r.waiters, id)
+		r.mu.Unlock()
+		return ProduceResult{BaseOffset: info.FirstOffset, LastOffset: info.LastOffset, Err: kerr.RequestTimedOut}
+	}
+}
+
+// appendEvent describes an append with its records decoded for the UI.
+func (r *replica) appendEvent(info storage.AppendInfo, epoch int32, records []byte) events.Event {
+	ev := r.event(events.KindAppend)
+	ev.Offsets = &events.Offsets{Base: info.FirstOffset, Last: info.LastOffset, LEO: info.LogEndOffset, HW: r.hw}
+	ev.Leader = &events.Leadership{Leader: r.applied.Leader, LeaderEpoch: epoch}
+	ev.Records = decodeForUI(records)
+	return ev
+}
+
+// decodeForUI decodes the newest records of a record set for an event;
+// undecodable batches are skipped (they were validated when appended).
+func decodeForUI(records []byte) []events.Record {
+	var out []events.Record
+	for len(records) >= 12 {
+		hs, err := storage.ParseBatches(records)
+		if err != nil || len(hs) == 0 {
+			break
+		}
+		for _, h := range hs {
+			b, err := storage.DecodeBatch(records[:h.Size()])
+			records = records[h.Size():]
+			if err != nil {
+				continue
+			}
+			for _, rec := range b.Records {
+				out = append(out, events.Record{Offset: rec.Offset, LeaderEpoch: h.PartitionLeaderEpoch, Key: string(rec.Key), Value: string(rec.Value)})
+			}
+		}
+	}
+	if len(out) > events.RecordWindow {
+		out = out[len(out)-events.RecordWindow:]
+	}
+	return out
+}
+
+// Replica is a read-only view of a broker's replica for the lab and the UI.
+type Replica struct{ r *replica }
+
+// Status returns the replication rules' view (role, epochs, ISR, LEO, HW,
+// followers).
+func (x *Replica) Status() replication.Status {
+	x.r.mu.Lock()
+	defer x.r.mu.Unlock()
+	return x.r.rp.Status()
+}
+
+// Log returns the replica's log.
+func (x *Replica) Log() *storage.Log { return x.r.log }
+
+// inISR reports whether id is in the applied ISR.
+func (r *replica) inISR(id int32) bool { return slices.Contains(r.applied.ISR, id) }

@@ -1,0 +1,417 @@
+// Package cluster assembles a lab cluster: the controller (metadata in
+// badger), N brokers each with its own log dir and Kafka listener on
+// loopback, the simulated network between them, the pausable lab clock, and
+// the event bus with the snapshot it keeps current. It is what the web
+// server and the lessons drive: produce and consume, crash, power-cut and
+// restart brokers, cut links, pause and step time, change topic configs.
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"tidemark/events"
+	"tidemark/replication"
+	"tidemark/server/broker"
+	"tidemark/server/controller"
+	"tidemark/storage"
+)
+
+// Options configures a cluster.
+type Options struct {
+	// DataDir holds <data>/meta (the controller's badger) and
+	// <data>/broker-<id> (each broker's log dir).
+	DataDir string
+	// Brokers is how many brokers run, 1–7; ids are 1..Brokers. Default 3.
+	Brokers int
+	// KafkaPort is broker 1's listener port on 127.0.0.1; broker i listens
+	// on KafkaPort+i-1. 0 picks free ports.
+	KafkaPort int
+	// Paused starts the lab clock paused.
+	Paused bool
+	// SessionTimeout is broker.session.timeout.ms (lab default 2s).
+	SessionTimeout time.Duration
+	// Bus receives every event; default a new one.
+	Bus    *events.Bus
+	Logger *slog.Logger
+	// Broker tunes every broker (intervals); ID, LogDir, ListenAddr and the
+	// links are filled in by the cluster.
+	Broker broker.Config
+}
+
+// MaxBrokers is the largest cluster the lab runs.
+const MaxBrokers = 7
+
+// Cluster is a running lab cluster. Its methods are safe for concurrent use.
+type Cluster struct {
+	opts       Options
+	logger     *slog.Logger
+	clock      *Clock
+	network    *Network
+	bus        *events.Bus
+	controller *controller.Controller
+	cancel     context.CancelFunc
+	wg         sync.WaitGroup
+
+	mu      sync.Mutex // guards brokers and closed
+	brokers map[int32]*broker.Broker
+	ports   map[int32]string
+	closed  bool
+
+	snapMu sync.Mutex // guards snap; held while publishing so Seq matches contents
+	snap   events.Snapshot
+}
+
+// Open starts a cluster on DataDir, recovering whatever is there.
+func Open(opts Options) (*Cluster, error) {
+	if opts.Brokers == 0 {
+		opts.Brokers = 3
+	}
+	if opts.Brokers < 1 || opts.Brokers > MaxBrokers {
+		return nil, fmt.Errorf("cluster: %d brokers; the lab runs 1 to %d", opts.Brokers, MaxBrokers)
+	}
+	if opts.DataDir == "" {
+		return nil, errors.New("cluster: DataDir is required")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Bus == nil {
+		opts.Bus = events.NewBus(events.BusOptions{})
+	}
+	if err := os.MkdirAll(opts.DataDir, 0o755); err != nil {
+		return nil, err
+	}
+	c := &Cluster{opts: opts, logger: opts.Logger, clock: NewClock(), network: NewNetwork(), bus: opts.Bus,
+		brokers: map[int32]*broker.Broker{}, ports: map[int32]string{}}
+	if opts.Paused {
+		c.clock.Pause()
+	}
+	c.snap = events.Snapshot{Controller: ControllerNode, Paused: opts.Paused}
+	ctl, err := controller.Open(filepath.Join(opts.DataDir, "meta"), controller.Options{
+		Now: c.clock.Now, SessionTimeout: opts.SessionTimeout, Events: publisher{c}, Logger: opts.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.controller = ctl
+	for id := int32(1); id <= int32(opts.Brokers); id++ {
+		addr := "127.0.0.1:0"
+		if opts.KafkaPort > 0 {
+			addr = fmt.Sprintf("127.0.0.1:%d", opts.KafkaPort+int(id)-1)
+		}
+		b, err := c.startBroker(id, addr)
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+		c.ports[id] = b.Addr() // a restart reuses the port it got
+	}
+	// Let every broker register, join and learn the metadata before anyone
+	// looks, then take the first snapshot from the real state.
+	for _, b := range c.liveBrokers() {
+		b.Heartbeat()
+	}
+	c.controller.Tick()
+	for _, b := range c.liveBrokers() {
+		b.Heartbeat()
+	}
+	c.resync()
+	ctx, cancel := context.WithCancel(context.Background())
+	c.cancel = cancel
+	c.wg.Add(1)
+	go c.controllerLoop(ctx)
+	return c, nil
+}
+
+// controllerLoop ticks the controller while the clock runs.
+func (c *Cluster) controllerLoop(ctx context.Context) {
+	defer c.wg.Done()
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if !c.clock.Paused() {
+				c.controller.Tick()
+			}
+		}
+	}
+}
+
+func (c *Cluster) startBroker(id int32, addr string) (*broker.Broker, error) {
+	cfg := c.opts.Broker
+	cfg.ID = id
+	cfg.LogDir = broker.LogDirPath(c.opts.DataDir, id)
+	cfg.ListenAddr = addr
+	cfg.Controller = controllerLink{c: c, id: id}
+	cfg.Network = c.network
+	cfg.Clock = c.clock
+	cfg.Events = publisher{c}
+	cfg.Logger = c.logger
+	b, err := broker.Start(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.brokers[id] = b
+	c.mu.Unlock()
+	return b, nil
+}
+
+// Close shuts every broker down cleanly and closes the controller.
+func (c *Cluster) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	bs := make([]*broker.Broker, 0, len(c.brokers))
+	for _, b := range c.brokers {
+		bs = append(bs, b)
+	}
+	c.brokers = map[int32]*broker.Broker{}
+	c.mu.Unlock()
+	if c.cancel != nil {
+		c.cancel()
+	}
+	c.wg.Wait()
+	var errs []error
+	for _, b := range bs {
+		errs = append(errs, b.Close())
+	}
+	if c.controller != nil {
+		errs = append(errs, c.controller.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Bus returns the event bus.
+func (c *Cluster) Bus() *events.Bus { return c.bus }
+
+// Clock returns the lab clock.
+func (c *Cluster) Clock() *Clock { return c.clock }
+
+// Network returns the simulated network.
+func (c *Cluster) Network() *Network { return c.network }
+
+// Controller returns the controller.
+func (c *Cluster) Controller() *controller.Controller { return c.controller }
+
+// BrokerIDs returns every broker id, running or not.
+func (c *Cluster) BrokerIDs() []int32 {
+	ids := make([]int32, 0, c.opts.Brokers)
+	for id := int32(1); id <= int32(c.opts.Brokers); id++ {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// Broker returns a running broker; nil if id is crashed or unknown.
+func (c *Cluster) Broker(id int32) *broker.Broker {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.brokers[id]
+}
+
+func (c *Cluster) liveBrokers() []*broker.Broker {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]*broker.Broker, 0, len(c.brokers))
+	for _, b := range c.brokers {
+		out = append(out, b)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID() < out[j].ID() })
+	return out
+}
+
+// Snapshot returns the current visible state; its Seq matches the last
+// event applied to it.
+func (c *Cluster) Snapshot() events.Snapshot {
+	c.snapMu.Lock()
+	defer c.snapMu.Unlock()
+	s := c.snap.Clone()
+	s.Time = c.clock.Now()
+	return s
+}
+
+// publisher publishes events on the bus and applies them to the snapshot
+// under one lock, so a snapshot always matches the last Seq it names.
+type publisher struct{ c *Cluster }
+
+func (p publisher) Publish(evs ...events.Event) events.Event {
+	c := p.c
+	c.snapMu.Lock()
+	defer c.snapMu.Unlock()
+	for i := range evs {
+		if evs[i].Time.IsZero() {
+			evs[i].Time = c.clock.Now()
+		}
+		c.enrich(&evs[i])
+	}
+	last := c.bus.Publish(evs...)
+	first := last.Seq - uint64(len(evs)) + 1
+	for i := range evs {
+		evs[i].Seq = first + uint64(i)
+		c.snap.Apply(evs[i])
+	}
+	return last
+}
+
+// enrich fills what an event's source cannot know: a created topic's
+// replica lanes. Callers hold snapMu.
+func (c *Cluster) enrich(e *events.Event) {
+	if e.Kind == events.KindTopic && e.TopicCreated != nil {
+		for i := range e.TopicCreated.Partitions {
+			p := &e.TopicCreated.Partitions[i]
+			if len(p.ReplicaLogs) == 0 {
+				for _, id := range p.Replicas {
+					p.ReplicaLogs = append(p.ReplicaLogs, events.Replica{Broker: id})
+				}
+			}
+		}
+	}
+}
+
+// resync rebuilds the snapshot from the real state: controller metadata and
+// every running replica's log. It is used once the cluster has started.
+func (c *Cluster) resync() {
+	md := c.controller.Metadata()
+	s := events.Snapshot{Controller: ControllerNode}
+	live := map[int32]*broker.Broker{}
+	for _, b := range c.liveBrokers() {
+		live[b.ID()] = b
+	}
+	for _, id := range c.BrokerIDs() {
+		eb := events.Broker{ID: id, State: events.BrokerCrashed}
+		if b := live[id]; b != nil {
+			eb.State, eb.Listener = events.BrokerUp, b.Addr()
+			if r := md.Broker(id); r != nil && r.Fenced {
+				eb.State = events.BrokerFenced
+			}
+		}
+		s.Brokers = append(s.Brokers, eb)
+	}
+	for _, t := range md.Topics {
+		et := events.Topic{Name: t.Name, Configs: t.Configs}
+		for _, p := range t.Partitions {
+			ep := events.Partition{Partition: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
+				Replicas: append([]int32(nil), p.Replicas...), ISR: append([]int32(nil), p.ISR...)}
+			for _, id := range p.Replicas {
+				er := events.Replica{Broker: id}
+				if b := live[id]; b != nil {
+					if r := b.Replica(t.Name, p.Partition); r != nil {
+						er = replicaView(id, r)
+					}
+				}
+				ep.ReplicaLogs = append(ep.ReplicaLogs, er)
+			}
+			et.Partitions = append(et.Partitions, ep)
+		}
+		s.Topics = append(s.Topics, et)
+	}
+	for _, l := range c.network.Cuts() {
+		s.Cuts = append(s.Cuts, events.Fault{Kind: events.FaultCut, From: l.From, To: l.To, OneWay: true})
+	}
+	s.Paused = c.clock.Paused()
+	c.snapMu.Lock()
+	s.Seq = c.bus.LastSeq()
+	c.snap = s
+	c.snapMu.Unlock()
+}
+
+// replicaView reads one replica's state for the snapshot.
+func replicaView(id int32, r *broker.Replica) events.Replica {
+	st := r.Status()
+	er := events.Replica{Broker: id, LEO: st.LogEndOffset, HW: st.HighWatermark, LogStartOffset: st.LogStartOffset}
+	for _, e := range st.EpochCache {
+		er.EpochCache = append(er.EpochCache, events.EpochEntry{Epoch: e.Epoch, StartOffset: e.StartOffset})
+	}
+	er.Records = readWindow(r.Log(), st.LogEndOffset)
+	return er
+}
+
+// readWindow decodes the newest records below end (at most RecordWindow).
+func readWindow(l *storage.Log, end int64) []events.Record {
+	from := max(l.LogStartOffset(), end-events.RecordWindow)
+	batches, err := l.ReadBatches(from, end, events.RecordWindow)
+	if err != nil {
+		return nil
+	}
+	var out []events.Record
+	for _, b := range batches {
+		for _, r := range b.Records {
+			if r.Offset >= from {
+				out = append(out, events.Record{Offset: r.Offset, LeaderEpoch: b.Header.PartitionLeaderEpoch, Key: string(r.Key), Value: string(r.Value)})
+			}
+		}
+	}
+	return out
+}
+
+// controllerLink is a broker's link to the controller: a call fails if the
+// request cannot cross the network, and its answer is lost (after the
+// controller acted) if the way back is cut.
+type controllerLink struct {
+	c  *Cluster
+	id int32
+}
+
+// errControllerUnreachable is what a broker sees when its link to the
+// controller is cut: the request timed out.
+var errControllerUnreachable = fmt.Errorf("%w: controller unreachable (link cut)", kerr.RequestTimedOut)
+
+func (l controllerLink) there() bool { return l.c.network.Allowed(l.id, ControllerNode) }
+func (l controllerLink) back() bool  { return l.c.network.Allowed(ControllerNode, l.id) }
+
+func (l controllerLink) RegisterBroker(id int32, listener string) (int64, error) {
+	if !l.there() {
+		return 0, errControllerUnreachable
+	}
+	e, err := l.c.controller.RegisterBroker(id, listener)
+	if !l.back() {
+		return 0, errControllerUnreachable
+	}
+	return e, err
+}
+
+func (l controllerLink) Heartbeat(id int32, epoch int64) (uint64, error) {
+	if !l.there() {
+		return 0, errControllerUnreachable
+	}
+	v, err := l.c.controller.Heartbeat(id, epoch)
+	if !l.back() {
+		return 0, errControllerUnreachable
+	}
+	return v, err
+}
+
+func (l controllerLink) Metadata() (controller.Metadata, error) {
+	if !l.there() || !l.back() {
+		return controller.Metadata{}, errControllerUnreachable
+	}
+	return l.c.controller.Metadata(), nil
+}
+
+func (l controllerLink) AlterPartition(topic string, partition, brokerID int32, brokerEpoch int64, req replication.AlterPartitionRequest) (replication.AlterPartitionResponse, error) {
+	if !l.there() {
+		return replication.AlterPartitionResponse{}, errControllerUnreachable
+	}
+	resp := l.c.controller.AlterPartition(topic, partition, brokerID, brokerEpoch, req)
+	if !l.back() {
+		return replication.AlterPartitionResponse{}, errControllerUnreachable
+	}
+	return resp, nil
+}

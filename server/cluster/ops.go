@@ -1,0 +1,412 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"tidemark/events"
+	"tidemark/server/broker"
+	"tidemark/server/controller"
+	"tidemark/storage"
+)
+
+// CreateTopic creates a topic through the controller and lets every broker
+// learn of it before returning.
+func (c *Cluster) CreateTopic(name string, partitions int32, replicationFactor int16, configs map[string]string) (controller.Topic, error) {
+	t, err := c.controller.CreateTopic(name, partitions, replicationFactor, configs)
+	if err != nil {
+		return t, err
+	}
+	c.propagate()
+	return t, nil
+}
+
+// DeleteTopic deletes a topic; brokers remove its logs.
+func (c *Cluster) DeleteTopic(name string) error {
+	if err := c.controller.DeleteTopic(name); err != nil {
+		return err
+	}
+	c.propagate()
+	return nil
+}
+
+// AlterConfigs changes topic configs (nil value: back to the default).
+func (c *Cluster) AlterConfigs(topic string, changes map[string]*string) (controller.Topic, error) {
+	t, err := c.controller.AlterConfigs(topic, changes)
+	if err != nil {
+		return t, err
+	}
+	c.propagate()
+	return t, nil
+}
+
+// propagate makes every running broker fetch the metadata now instead of
+// at its next heartbeat, so a change is visible when the call returns.
+func (c *Cluster) propagate() {
+	for _, b := range c.liveBrokers() {
+		b.Heartbeat()
+	}
+}
+
+// Record is one record to produce.
+type Record struct {
+	Key   []byte
+	Value []byte
+}
+
+// ProduceResult is where a produce went and how it ended.
+type ProduceResult struct {
+	Partition  int32
+	Leader     int32
+	BaseOffset int64
+	LastOffset int64
+}
+
+// Produce sends records to a partition's leader, as a producer would, and
+// waits as acks says (0, 1 or -1 for all). partition < 0 picks one from the
+// first record's key with Kafka's default partitioner (murmur2), or 0
+// without a key. The error is a kerr error (NOT_ENOUGH_REPLICAS, …).
+func (c *Cluster) Produce(ctx context.Context, topic string, partition int32, acks int16, records []Record, timeout time.Duration) (ProduceResult, error) {
+	if len(records) == 0 {
+		return ProduceResult{}, fmt.Errorf("%w: no records", kerr.InvalidRequest)
+	}
+	if acks != 0 && acks != 1 && acks != -1 {
+		return ProduceResult{}, kerr.InvalidRequiredAcks
+	}
+	t, ok := c.controller.Topic(topic)
+	if !ok {
+		return ProduceResult{}, kerr.UnknownTopicOrPartition
+	}
+	if partition < 0 {
+		partition = 0
+		if records[0].Key != nil {
+			partition = PartitionForKey(records[0].Key, int32(len(t.Partitions)))
+		}
+	}
+	if int(partition) >= len(t.Partitions) {
+		return ProduceResult{}, kerr.UnknownTopicOrPartition
+	}
+	leader := t.Partitions[partition].Leader
+	res := ProduceResult{Partition: partition, Leader: leader, BaseOffset: -1, LastOffset: -1}
+	if leader < 0 {
+		return res, kerr.LeaderNotAvailable
+	}
+	b := c.Broker(leader)
+	if b == nil {
+		return res, kerr.NotLeaderForPartition
+	}
+	now := c.clock.Now().UnixMilli()
+	recs := make([]storage.Record, len(records))
+	for i, r := range records {
+		recs[i] = storage.Record{Key: r.Key, Value: r.Value, Timestamp: now}
+	}
+	out := b.Produce(ctx, topic, partition, acks, storage.NewBatch(recs), timeout)
+	res.BaseOffset, res.LastOffset = out.BaseOffset, out.LastOffset
+	return res, out.Err
+}
+
+// PartitionForKey is Kafka's default partitioner for keyed records:
+// murmur2(key) made positive, modulo the partition count.
+func PartitionForKey(key []byte, partitions int32) int32 {
+	return int32(murmur2(key)&0x7fffffff) % partitions
+}
+
+// murmur2 is the hash Kafka's Java client partitions keys with.
+func murmur2(data []byte) uint32 {
+	const (
+		seed uint32 = 0x9747b28c
+		m    uint32 = 0x5bd1e995
+		r           = 24
+	)
+	h := seed ^ uint32(len(data))
+	n := len(data) / 4
+	for i := 0; i < n; i++ {
+		k := uint32(data[4*i]) | uint32(data[4*i+1])<<8 | uint32(data[4*i+2])<<16 | uint32(data[4*i+3])<<24
+		k *= m
+		k ^= k >> r
+		k *= m
+		h *= m
+		h ^= k
+	}
+	tail := data[4*n:]
+	switch len(tail) {
+	case 3:
+		h ^= uint32(tail[2]) << 16
+		fallthrough
+	case 2:
+		h ^= uint32(tail[1]) << 8
+		fallthrough
+	case 1:
+		h ^= uint32(tail[0])
+		h *= m
+	}
+	h ^= h >> 13
+	h *= m
+	h ^= h >> 15
+	return h
+}
+
+// ConsumedRecord is one record a consumer read.
+type ConsumedRecord struct {
+	Offset      int64
+	LeaderEpoch int32
+	Key         []byte
+	Value       []byte
+	Timestamp   int64
+}
+
+// Consume reads up to limit records from offset on, as a consumer does: from
+// the partition's leader and only below its high watermark. It returns the
+// records and the HW.
+func (c *Cluster) Consume(topic string, partition int32, offset int64, limit int) ([]ConsumedRecord, int64, error) {
+	t, ok := c.controller.Topic(topic)
+	if !ok || partition < 0 || int(partition) >= len(t.Partitions) {
+		return nil, 0, kerr.UnknownTopicOrPartition
+	}
+	leader := t.Partitions[partition].Leader
+	if leader < 0 {
+		return nil, 0, kerr.LeaderNotAvailable
+	}
+	b := c.Broker(leader)
+	if b == nil {
+		return nil, 0, kerr.NotLeaderForPartition
+	}
+	r := b.Replica(topic, partition)
+	if r == nil {
+		return nil, 0, kerr.NotLeaderForPartition
+	}
+	hw := r.Status().HighWatermark
+	l := r.Log()
+	if offset < 0 {
+		offset = l.LogStartOffset()
+	}
+	if offset > hw {
+		return nil, hw, kerr.OffsetOutOfRange
+	}
+	batches, err := l.ReadBatches(offset, hw, max(limit, 1))
+	if err != nil {
+		return nil, hw, err
+	}
+	var out []ConsumedRecord
+	for _, bt := range batches {
+		for _, rec := range bt.Records {
+			if rec.Offset >= offset && len(out) < limit {
+				out = append(out, ConsumedRecord{Offset: rec.Offset, LeaderEpoch: bt.Header.PartitionLeaderEpoch, Key: rec.Key, Value: rec.Value, Timestamp: rec.Timestamp})
+			}
+		}
+	}
+	return out, hw, nil
+}
+
+// Crash stops a broker as a killed process would: the page cache keeps
+// what it wrote. The controller notices when its heartbeats stop.
+func (c *Cluster) Crash(id int32) error {
+	b, err := c.takeBroker(id)
+	if err != nil {
+		return err
+	}
+	err = b.Crash()
+	c.publishFault(events.FaultCrash, id, fmt.Sprintf("broker %d crashed: its process stopped; data it wrote stays in the page cache", id))
+	return err
+}
+
+// PowerLoss stops a broker and loses everything it had not fsynced.
+func (c *Cluster) PowerLoss(id int32) (map[string]int64, error) {
+	b, err := c.takeBroker(id)
+	if err != nil {
+		return nil, err
+	}
+	lost, err := b.PowerLoss()
+	var total int64
+	for _, n := range lost {
+		total += n
+	}
+	c.publishFault(events.FaultPowerLoss, id, fmt.Sprintf("broker %d lost power: %d bytes that were never fsynced are gone", id, total))
+	return lost, err
+}
+
+func (c *Cluster) takeBroker(id int32) (*broker.Broker, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b, ok := c.brokers[id]
+	if !ok {
+		if _, known := c.ports[id]; known {
+			return nil, fmt.Errorf("%w: broker %d is not running", kerr.BrokerNotAvailable, id)
+		}
+		return nil, fmt.Errorf("%w: no broker %d", kerr.BrokerNotAvailable, id)
+	}
+	delete(c.brokers, id)
+	return b, nil
+}
+
+func (c *Cluster) publishFault(kind events.FaultKind, id int32, msg string) {
+	publisher{c}.Publish(events.Event{Kind: events.KindFault, Broker: id, Fault: &events.Fault{Kind: kind}, Message: msg})
+}
+
+// Restart starts a stopped broker on its log dir: it recovers from disk
+// (recovery point, HW checkpoint, epoch cache), registers, and rejoins as a
+// follower, truncating by its topics' rule. Records its recovery no longer
+// has are reported as truncated ("lost").
+func (c *Cluster) Restart(id int32) error {
+	c.mu.Lock()
+	addr, known := c.ports[id]
+	_, running := c.brokers[id]
+	closed := c.closed
+	c.mu.Unlock()
+	switch {
+	case closed:
+		return fmt.Errorf("cluster closed")
+	case !known:
+		return fmt.Errorf("%w: no broker %d", kerr.BrokerNotAvailable, id)
+	case running:
+		return fmt.Errorf("%w: broker %d is already running", kerr.InvalidRequest, id)
+	}
+	c.publishFault(events.FaultRestart, id, fmt.Sprintf("broker %d restarts and recovers from its log dir", id))
+	b, err := c.startBroker(id, addr)
+	if err != nil {
+		return err
+	}
+	c.reportRecovery(b)
+	b.Heartbeat()
+	return nil
+}
+
+// reportRecovery publishes, for every log of a restarted broker, what its
+// recovery kept: records past the recovered LEO are shown as lost.
+func (c *Cluster) reportRecovery(b *broker.Broker) {
+	var evs []events.Event
+	c.snapMu.Lock()
+	for _, l := range b.LogDir().Logs() {
+		tp := l.TopicPartition()
+		p := c.snap.Partition(tp.Topic, tp.Partition)
+		if p == nil {
+			continue
+		}
+		r := p.Replica(b.ID())
+		if r == nil {
+			continue
+		}
+		leo := l.LogEndOffset()
+		ev := events.Event{Kind: events.KindTruncation, Broker: b.ID(), Topic: tp.Topic, Partition: tp.Partition,
+			Offsets: &events.Offsets{Base: leo, Last: r.LEO - 1, LEO: leo, HW: min(r.HW, leo)}}
+		rec := l.Recovery()
+		if leo >= r.LEO {
+			ev.Kind = events.KindLEO
+			ev.Message = fmt.Sprintf("recovered: LEO %d (%d segments re-read from the recovery point %d)", leo, len(rec.SegmentsRecovered), rec.RecoveryPoint)
+		} else {
+			for _, x := range r.Records {
+				if x.Offset >= leo {
+					ev.Truncated = append(ev.Truncated, events.TruncatedRecord{Offset: x.Offset, LeaderEpoch: x.LeaderEpoch, Digest: events.Digest([]byte(x.Key), []byte(x.Value))})
+				}
+			}
+			ev.Message = fmt.Sprintf("recovery: offsets %d..%d were not on disk and are lost (recovery point %d, %d torn bytes cut)", leo, r.LEO-1, rec.RecoveryPoint, rec.BytesTruncated)
+		}
+		evs = append(evs, ev)
+	}
+	c.snapMu.Unlock()
+	publisher{c}.Publish(evs...)
+}
+
+// Cut cuts the link between two nodes (ControllerNode is the controller),
+// both ways unless oneWay.
+func (c *Cluster) Cut(from, to int32, oneWay bool) error {
+	if err := c.checkNode(from); err != nil {
+		return err
+	}
+	if err := c.checkNode(to); err != nil {
+		return err
+	}
+	if from == to {
+		return fmt.Errorf("%w: a link needs two different nodes", kerr.InvalidRequest)
+	}
+	c.network.Cut(from, to, oneWay)
+	dir := "both ways"
+	if oneWay {
+		dir = "one way"
+	}
+	publisher{c}.Publish(events.Event{Kind: events.KindFault, Broker: events.NoBroker,
+		Fault:   &events.Fault{Kind: events.FaultCut, From: from, To: to, OneWay: oneWay},
+		Message: fmt.Sprintf("link %s → %s cut %s", nodeName(from), nodeName(to), dir)})
+	return nil
+}
+
+// Heal restores every link.
+func (c *Cluster) Heal() {
+	c.network.Heal()
+	publisher{c}.Publish(events.Event{Kind: events.KindFault, Broker: events.NoBroker,
+		Fault: &events.Fault{Kind: events.FaultHeal}, Message: "every link restored"})
+}
+
+// SlowFetches delays every fetch the follower sends to the leader by d (0 removes it).
+func (c *Cluster) SlowFetches(follower, leader int32, d time.Duration) error {
+	if err := c.checkNode(follower); err != nil {
+		return err
+	}
+	if err := c.checkNode(leader); err != nil {
+		return err
+	}
+	c.network.SetDelay(follower, leader, d)
+	return nil
+}
+
+func (c *Cluster) checkNode(id int32) error {
+	if id == ControllerNode || id >= 1 && id <= int32(c.opts.Brokers) {
+		return nil
+	}
+	return fmt.Errorf("%w: no node %d (0 is the controller, brokers are 1..%d)", kerr.InvalidRequest, id, c.opts.Brokers)
+}
+
+func nodeName(id int32) string {
+	if id == ControllerNode {
+		return "controller"
+	}
+	return fmt.Sprintf("broker %d", id)
+}
+
+// Pause stops the lab clock.
+func (c *Cluster) Pause() {
+	if c.clock.Pause() {
+		publisher{c}.Publish(events.Event{Kind: events.KindClock, Broker: events.NoBroker, Clock: &events.ClockChange{Action: events.ClockPause}})
+	}
+}
+
+// Resume lets the lab clock run again.
+func (c *Cluster) Resume() {
+	if c.clock.Resume() {
+		publisher{c}.Publish(events.Event{Kind: events.KindClock, Broker: events.NoBroker, Clock: &events.ClockChange{Action: events.ClockResume}})
+	}
+}
+
+// Step moves the paused clock by d and runs what that time brings, in
+// order: running brokers heartbeat, the controller fences the silent ones
+// and elects, brokers learn the result and tick their partitions (ISR
+// shrink, timeouts, flush.ms, retention, the HW checkpoint).
+func (c *Cluster) Step(d time.Duration) error {
+	if !c.clock.Step(d) {
+		return fmt.Errorf("%w: step needs a paused clock and a positive duration", kerr.InvalidRequest)
+	}
+	publisher{c}.Publish(events.Event{Kind: events.KindClock, Broker: events.NoBroker, Clock: &events.ClockChange{Action: events.ClockStep, StepMs: d.Milliseconds()}})
+	bs := c.liveBrokers()
+	for _, b := range bs {
+		b.Heartbeat()
+	}
+	c.controller.Tick()
+	for _, b := range bs {
+		b.Heartbeat()
+		b.Tick()
+	}
+	return nil
+}
+
+// StepFetch makes one broker's followers send one Fetch each to their
+// leaders and apply the answers.
+func (c *Cluster) StepFetch(ctx context.Context, id int32) error {
+	b := c.Broker(id)
+	if b == nil {
+		return fmt.Errorf("%w: broker %d is not running", kerr.BrokerNotAvailable, id)
+	}
+	return b.FetchRound(ctx)
+}
