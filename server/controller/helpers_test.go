@@ -151,3 +151,8 @@ func wantErr(t *testing.T, err error, code *kerr.Error) {
 }
 
 func ptr(s string) *string { return &s }
+
+func (l *lab) meta() *Metadata {
+	m := l.c.Metadata()
+	return &m
+}

@@ -49,7 +49,7 @@ type partitionRecord struct {
 	ISR            []int32 `json:"isr"`
 }
 
-func brokerKey(id int32) []byte { return fmt.Appendf(nil, "%s%010d", prefixBroker, id) }
+func brokerKey(id int32) []byte   { return fmt.Appendf(nil, "%s%010d", prefixBroker, id) }
 func topicKey(name string) []byte { return []byte(prefixTopic + name) }
 func partitionKey(topic string, p int32) []byte {
 	return fmt.Appendf(nil, "%s%s/%010d", prefixPartition, topic, p)
