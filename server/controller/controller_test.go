@@ -1,7 +1,10 @@
 package controller
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -574,5 +577,72 @@ func TestConcurrentUse(t *testing.T) {
 		if err := p.check(); err != nil {
 			t.Fatalf("partition %d: %v", p.Partition, err)
 		}
+	}
+}
+
+// recorder keeps the levels of the log records it gets.
+type recorder struct {
+	mu     sync.Mutex
+	levels []slog.Level
+	msgs   []string
+}
+
+func (r *recorder) Enabled(context.Context, slog.Level) bool { return true }
+func (r *recorder) Handle(_ context.Context, rec slog.Record) error {
+	r.mu.Lock()
+	r.levels = append(r.levels, rec.Level)
+	r.msgs = append(r.msgs, rec.Message)
+	r.mu.Unlock()
+	return nil
+}
+func (r *recorder) WithAttrs([]slog.Attr) slog.Handler { return r }
+func (r *recorder) WithGroup(string) slog.Handler      { return r }
+
+func TestOpenCreatesDirAndLogsQuietly(t *testing.T) {
+	rec := &recorder{}
+	dir := filepath.Join(t.TempDir(), "data", "meta")
+	c, err := Open(dir, Options{Logger: slog.New(rec)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.RegisterBroker(1, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.msgs) == 0 {
+		t.Fatal("badger's log lines did not reach the slog logger")
+	}
+	for i, lv := range rec.levels {
+		if lv > slog.LevelDebug {
+			t.Errorf("log line at %v on a normal run: %s", lv, rec.msgs[i])
+		}
+		if !strings.HasPrefix(rec.msgs[i], "badger: ") {
+			t.Errorf("unprefixed log line %q", rec.msgs[i])
+		}
+	}
+}
+
+func TestLargestTopic(t *testing.T) {
+	l := newLab(t)
+	l.start(1, 2, 3)
+	tp := l.create("big", MaxPartitions, 3, nil)
+	if len(tp.Partitions) != MaxPartitions {
+		t.Fatalf("%d partitions", len(tp.Partitions))
+	}
+	l.c.FenceBroker(1) // one change touching every partition
+	l.reopen()
+	if tp, _ := l.c.Topic("big"); tp.Partitions[999].Leader != 2 || !slices.Equal(tp.Partitions[999].ISR, []int32{2, 3}) {
+		t.Fatalf("partition 999 after fencing and reopen: %+v", tp.Partitions[999])
+	}
+	if err := l.c.DeleteTopic("big"); err != nil {
+		t.Fatal(err)
+	}
+	l.reopen()
+	if m := l.c.Metadata(); len(m.Topics) != 0 {
+		t.Fatalf("topics left: %d", len(m.Topics))
 	}
 }
