@@ -163,9 +163,15 @@ func (l *Log) appendLocked(records []byte, leaderEpoch int32, asLeader bool) (in
 	if len(records) == 0 {
 		return info, false, fmt.Errorf("%w: empty record set", ErrCorruptMessage)
 	}
-	// Validate everything before writing anything: a request is all or nothing.
+	// Validate everything before writing anything: a request is all or
+	// nothing. The checked batches are kept so the CRC runs once per batch.
 	next := l.leo()
 	var numRecords int64
+	type checked struct {
+		h     BatchHeader
+		batch []byte
+	}
+	var batches []checked
 	err = splitBatches(records, func(h BatchHeader, batch []byte) error {
 		if h.Size() > int64(l.env.cfg.MaxMessageBytes) {
 			return fmt.Errorf("%w: batch of %d bytes, max.message.bytes is %d", ErrMessageTooLarge, h.Size(), l.env.cfg.MaxMessageBytes)
@@ -182,38 +188,19 @@ func (l *Log) appendLocked(records []byte, leaderEpoch int32, asLeader bool) (in
 			next = h.NextOffset()
 		}
 		numRecords += int64(h.NumRecords)
+		batches = append(batches, checked{h, batch})
 		return nil
 	})
 	if err != nil {
 		return info, false, err
 	}
 	info.FirstOffset, info.MaxTimestamp = -1, -1
-	err = splitBatches(records, func(h BatchHeader, batch []byte) error {
-		if asLeader {
-			h.BaseOffset, h.PartitionLeaderEpoch = l.leo(), leaderEpoch
-			stampBatch(batch, h.BaseOffset, h.PartitionLeaderEpoch)
+	for _, c := range batches {
+		if err = l.appendBatch(c.h, c.batch, leaderEpoch, asLeader, &info); err != nil {
+			break
 		}
-		rolled, err := l.maybeRoll(h)
-		if err != nil {
-			return err
-		}
-		info.Rolled = info.Rolled || rolled
-		flushed = flushed || rolled
-		if err := l.active().append(h, batch); err != nil {
-			return err
-		}
-		if err := l.assignEpoch(h.PartitionLeaderEpoch, h.BaseOffset); err != nil {
-			return err
-		}
-		if info.FirstOffset < 0 {
-			info.FirstOffset = h.BaseOffset
-		}
-		info.LastOffset = h.LastOffset()
-		info.MaxTimestamp = max(info.MaxTimestamp, h.MaxTimestamp)
-		info.Batches++
-		info.Bytes += h.Size()
-		return nil
-	})
+	}
+	flushed = info.Rolled
 	info.LogEndOffset = l.leo()
 	if err != nil {
 		return info, flushed, err
@@ -229,6 +216,34 @@ func (l *Log) appendLocked(records []byte, leaderEpoch int32, asLeader bool) (in
 		flushed = true
 	}
 	return info, flushed, nil
+}
+
+// appendBatch writes one checked batch, rolling first if needed, and adds it
+// to info.
+func (l *Log) appendBatch(h BatchHeader, batch []byte, leaderEpoch int32, asLeader bool, info *AppendInfo) error {
+	if asLeader {
+		h.BaseOffset, h.PartitionLeaderEpoch = l.leo(), leaderEpoch
+		stampBatch(batch, h.BaseOffset, h.PartitionLeaderEpoch)
+	}
+	rolled, err := l.maybeRoll(h)
+	if err != nil {
+		return err
+	}
+	info.Rolled = info.Rolled || rolled
+	if err := l.active().append(h, batch); err != nil {
+		return err
+	}
+	if err := l.assignEpoch(h.PartitionLeaderEpoch, h.BaseOffset); err != nil {
+		return err
+	}
+	if info.FirstOffset < 0 {
+		info.FirstOffset = h.BaseOffset
+	}
+	info.LastOffset = h.LastOffset()
+	info.MaxTimestamp = max(info.MaxTimestamp, h.MaxTimestamp)
+	info.Batches++
+	info.Bytes += h.Size()
+	return nil
 }
 
 func (l *Log) active() *segment { return l.segments[len(l.segments)-1] }
@@ -410,7 +425,7 @@ func (l *Log) Read(offset, maxOffset int64, maxBytes int64) (FetchData, error) {
 		out.Region.Size += h.Size()
 		out.NextOffset = h.NextOffset()
 		pos += h.Size()
-		if pos >= s.size {
+		if pos >= s.size || out.Region.Size+batchHeaderSize > maxBytes {
 			break
 		}
 		if h, err = s.readHeader(pos, s.size); err != nil {

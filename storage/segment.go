@@ -51,10 +51,13 @@ type segment struct {
 	maxTimestamp         int64
 	offsetOfMaxTimestamp int64
 
-	// Only the active segment is written.
-	indexFile, timeIndexFile *os.File
-	bytesSinceIndexEntry     int64
-	dirty                    bool // written since the last fsync
+	// Only the active segment is written. Its new index entries wait in
+	// memory and go to the files in one write at the next sync: a crash
+	// loses at most entries that recovery rebuilds anyway.
+	indexFile, timeIndexFile     *os.File
+	indexOnDisk, timeIndexOnDisk int // entries already written to the files
+	bytesSinceIndexEntry         int64
+	dirty                        bool // written since the last fsync
 }
 
 func (s *segment) path(suffix string) string {
@@ -270,6 +273,7 @@ func (s *segment) writeIndexFiles(keepOpen bool) error {
 	if _, err := s.timeIndexFile.Write(b); err != nil {
 		return err
 	}
+	s.indexOnDisk, s.timeIndexOnDisk = len(s.index), len(s.timeIndex)
 	s.dirty = true
 	if !keepOpen {
 		if err := s.sync(); err != nil {
@@ -286,17 +290,7 @@ func (s *segment) append(h BatchHeader, batch []byte) error {
 	if _, err := s.log.WriteAt(batch, pos); err != nil {
 		return err
 	}
-	nIndex, nTime := len(s.index), len(s.timeIndex)
-	if s.indexBatch(h, pos) {
-		if _, err := s.indexFile.WriteAt(s.index[nIndex].appendTo(nil), int64(nIndex)*indexEntrySize); err != nil {
-			return err
-		}
-		if len(s.timeIndex) > nTime {
-			if _, err := s.timeIndexFile.WriteAt(s.timeIndex[nTime].appendTo(nil), int64(nTime)*timeIndexEntrySize); err != nil {
-				return err
-			}
-		}
-	}
+	s.indexBatch(h, pos)
 	s.dirty = true
 	s.size = pos + int64(len(batch))
 	return nil
@@ -305,11 +299,35 @@ func (s *segment) append(h BatchHeader, batch []byte) error {
 // sealTimeIndex records the final max timestamp when a segment stops being
 // active, so its last time-index entry is its largest timestamp.
 func (s *segment) sealTimeIndex() {
-	if s.maybeAppendTimeIndex() && s.timeIndexFile != nil {
-		n := len(s.timeIndex) - 1
-		s.timeIndexFile.WriteAt(s.timeIndex[n].appendTo(nil), int64(n)*timeIndexEntrySize)
+	if s.maybeAppendTimeIndex() {
 		s.dirty = true
 	}
+}
+
+// writePendingIndexEntries writes the index entries added since the last
+// write, one write per file.
+func (s *segment) writePendingIndexEntries() error {
+	if s.indexFile != nil && len(s.index) > s.indexOnDisk {
+		var b []byte
+		for _, e := range s.index[s.indexOnDisk:] {
+			b = e.appendTo(b)
+		}
+		if _, err := s.indexFile.WriteAt(b, int64(s.indexOnDisk)*indexEntrySize); err != nil {
+			return err
+		}
+		s.indexOnDisk = len(s.index)
+	}
+	if s.timeIndexFile != nil && len(s.timeIndex) > s.timeIndexOnDisk {
+		var b []byte
+		for _, e := range s.timeIndex[s.timeIndexOnDisk:] {
+			b = e.appendTo(b)
+		}
+		if _, err := s.timeIndexFile.WriteAt(b, int64(s.timeIndexOnDisk)*timeIndexEntrySize); err != nil {
+			return err
+		}
+		s.timeIndexOnDisk = len(s.timeIndex)
+	}
+	return nil
 }
 
 // seal makes the segment inactive: final time-index entry, fsync, index
@@ -328,6 +346,9 @@ func (s *segment) seal() error {
 func (s *segment) sync() error {
 	if !s.dirty {
 		return nil
+	}
+	if err := s.writePendingIndexEntries(); err != nil {
+		return err
 	}
 	for _, f := range []*os.File{s.log, s.indexFile, s.timeIndexFile} {
 		if f == nil {
