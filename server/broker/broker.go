@@ -91,6 +91,9 @@ type Config struct {
 	// RequestTimeout bounds a produce's wait for acks=all when the client
 	// gives none. Default 30s.
 	RequestTimeout time.Duration
+	// CopyFileRegions serves fetched record data by copying it through user
+	// space instead of with sendfile; it exists to measure what zero copy saves.
+	CopyFileRegions bool
 }
 
 func (c *Config) setDefaults() {
@@ -163,7 +166,7 @@ func Start(cfg Config) (*Broker, error) {
 		return nil, fmt.Errorf("broker %d: %w", cfg.ID, err)
 	}
 	b.lastHWCheckpoint = cfg.Clock.Now()
-	b.server, err = wire.NewServer(&handler{b: b}, wire.Options{Logger: b.logger})
+	b.server, err = wire.NewServer(&handler{b: b}, wire.Options{Logger: b.logger, CopyFileRegions: cfg.CopyFileRegions})
 	if err != nil {
 		b.dir.Crash()
 		return nil, err
