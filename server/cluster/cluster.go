@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -271,8 +272,13 @@ func (p publisher) Publish(evs ...events.Event) events.Event {
 }
 
 // enrich fills what an event's source cannot know: a created topic's
-// replica lanes. Callers hold snapMu.
+// replica lanes, and that a broker the controller fences is in fact crashed
+// (the controller only sees missing heartbeats). Callers hold snapMu.
 func (c *Cluster) enrich(e *events.Event) {
+	if e.Kind == events.KindBroker && e.BrokerState == events.BrokerFenced && e.Broker != events.NoBroker && c.Broker(e.Broker) == nil {
+		e.BrokerState = events.BrokerCrashed
+		e.Message = strings.TrimSpace(e.Message + " (the broker is not running)")
+	}
 	if e.Kind == events.KindTopic && e.TopicCreated != nil {
 		for i := range e.TopicCreated.Partitions {
 			p := &e.TopicCreated.Partitions[i]
