@@ -24,13 +24,17 @@ type handler struct{ b *Broker }
 
 // Versions lists exactly the API versions this broker implements.
 func (h *handler) Versions() wire.VersionTable {
-	return wire.VersionTable{
+	t := wire.VersionTable{
 		0:  {Min: 3, Max: 11}, // Produce: RecordBatch v2 only
 		1:  {Min: 4, Max: 12}, // Fetch: v12 has the leader-epoch fields and topic names
 		2:  {Min: 1, Max: 7},  // ListOffsets
 		3:  {Min: 1, Max: 12}, // Metadata
 		23: {Min: 2, Max: 4},  // OffsetForLeaderEpoch
 	}
+	for k, r := range clientAPIVersions { // admin, groups, producer ids: clientapi.go
+		t[k] = r
+	}
+	return t
 }
 
 // Handle serves one request.
@@ -47,7 +51,7 @@ func (h *handler) Handle(ctx context.Context, rc *wire.RequestContext, req kmsg.
 	case *kmsg.OffsetForLeaderEpochRequest:
 		return h.b.handleOffsetForLeaderEpoch(req), nil
 	}
-	return nil, errors.New("no handler for " + kmsg.NameForKey(req.Key()))
+	return h.b.handleClientAPI(ctx, rc, req)
 }
 
 func (b *Broker) replicaFor(topic string, partition int32) *replica {

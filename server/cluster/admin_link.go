@@ -1,0 +1,43 @@
+package cluster
+
+import (
+	"tidemark/server/controller"
+)
+
+// The admin half of a broker's link to the controller (broker.Admin): a
+// Kafka client's CreateTopics, DeleteTopics and AlterConfigs reach the
+// controller through whichever broker it asked, and the call returns once
+// every running broker has learned the change.
+
+func (l controllerLink) CreateTopic(name string, partitions int32, replicationFactor int16, configs map[string]string) (controller.Topic, error) {
+	if !l.there() {
+		return controller.Topic{}, errControllerUnreachable
+	}
+	t, err := l.c.CreateTopic(name, partitions, replicationFactor, configs)
+	if !l.back() {
+		return controller.Topic{}, errControllerUnreachable
+	}
+	return t, err
+}
+
+func (l controllerLink) DeleteTopic(name string) error {
+	if !l.there() {
+		return errControllerUnreachable
+	}
+	err := l.c.DeleteTopic(name)
+	if !l.back() {
+		return errControllerUnreachable
+	}
+	return err
+}
+
+func (l controllerLink) AlterConfigs(topic string, changes map[string]*string) (controller.Topic, error) {
+	if !l.there() {
+		return controller.Topic{}, errControllerUnreachable
+	}
+	t, err := l.c.AlterConfigs(topic, changes)
+	if !l.back() {
+		return controller.Topic{}, errControllerUnreachable
+	}
+	return t, err
+}
