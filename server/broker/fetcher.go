@@ -288,7 +288,7 @@ func (r *replica) handleFetchResponse(leader int32, sent replication.FetchReques
 		return
 	}
 	b := r.b
-	r.rp.Tick(b.nowMs())
+	r.advance(b.nowMs())
 	res := replication.FetchResult{HighWatermark: p.HighWatermark, LogStartOffset: p.LogStartOffset, LogEndOffset: leaderLEO}
 	if p.ErrorCode != 0 {
 		res.Err = kerr.ErrorForCode(p.ErrorCode)

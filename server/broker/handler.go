@@ -270,7 +270,7 @@ func (b *Broker) followerFetchState(fp *fetchPart, replicaID int32) {
 		fp.out.ErrorCode = kerr.NotLeaderForPartition.Code
 		return
 	}
-	r.rp.Tick(b.nowMs())
+	r.advance(b.nowMs())
 	res := r.rp.FollowerFetch(replication.FetchRequest{
 		ReplicaID:          replicaID,
 		FetchOffset:        fp.req.FetchOffset,
@@ -363,6 +363,13 @@ func (b *Broker) listOffset(topic string, partition, currentEpoch int32, ts int6
 	}
 	if err := checkLeaderEpoch(currentEpoch, st.LeaderEpoch); err != nil {
 		return 0, 0, 0, err
+	}
+	// KIP-207: a new leader's HW may still be below the start of its epoch
+	// (it learned the old leader's HW a fetch late). Answering with it would
+	// move a consumer's end offset backwards, so until the HW passes the
+	// epoch start a client's HW-bounded lookups get OFFSET_NOT_AVAILABLE.
+	if !fromReplica && ts != listEarliest && st.Role == replication.RoleLeader && hw < st.EpochStartOffset {
+		return 0, 0, 0, kerr.OffsetNotAvailable
 	}
 	limit := hw
 	if fromReplica {

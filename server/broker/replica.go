@@ -40,7 +40,9 @@ type replica struct {
 	// pendingAlter is an ISR proposal the controller did not receive (the
 	// link was cut); it is sent again at each tick.
 	pendingAlter *replication.AlterPartitionRequest
-	stopped      bool
+	// tickedMs is the last time the rules were shown (Tick).
+	tickedMs int64
+	stopped  bool
 }
 
 // newReplica builds the replication state from what the log holds and the
@@ -57,13 +59,14 @@ func (b *Broker) newReplica(tp storage.TopicPartition, tc controller.TopicConfig
 		HighWatermark:  hw,
 		EpochCache:     toReplicationEpochs(l.Epochs()),
 	}
-	rp, err := replication.New(b.cfg.ID, tc.Replication(), state, b.nowMs())
+	now := b.nowMs()
+	rp, err := replication.New(b.cfg.ID, tc.Replication(), state, now)
 	if err != nil {
 		return nil, err
 	}
 	st := rp.Status()
 	return &replica{b: b, tp: tp, log: l, rp: rp, configs: configs, unclean: tc.UncleanLeaderElection, rule: tc.Replication().TruncationRule,
-		hw: st.HighWatermark, waiters: map[uint64]chan replication.ProduceResult{}, newData: make(chan struct{}),
+		hw: st.HighWatermark, tickedMs: now, waiters: map[uint64]chan replication.ProduceResult{}, newData: make(chan struct{}),
 		applied: controller.Partition{LeaderEpoch: -1, PartitionEpoch: -1, Leader: -1}}, nil
 }
 
@@ -104,7 +107,7 @@ func (r *replica) apply(p controller.Partition, tc controller.TopicConfig, confi
 		r.configs, r.unclean, r.rule = configs, tc.UncleanLeaderElection, tc.Replication().TruncationRule
 	}
 	if p.LeaderEpoch != r.applied.LeaderEpoch || p.PartitionEpoch != r.applied.PartitionEpoch {
-		r.rp.Tick(r.b.nowMs())
+		r.advance(r.b.nowMs())
 		if err := r.rp.LeaderAndIsr(p.State()); err != nil {
 			r.b.logger.Warn("LeaderAndIsr refused", "partition", r.tp, "err", err)
 		} else {
@@ -143,6 +146,7 @@ func (r *replica) tick(nowMs int64) {
 		return
 	}
 	r.rp.Tick(nowMs)
+	r.tickedMs = max(r.tickedMs, nowMs)
 	after := r.processReady()
 	if r.pendingAlter != nil {
 		req := *r.pendingAlter
@@ -164,6 +168,19 @@ func (r *replica) tick(nowMs int64) {
 		ev.Offsets = &events.Offsets{Base: r.log.LogStartOffset(), LEO: r.log.LogEndOffset(), HW: hw}
 		ev.Message = fmt.Sprintf("retention deleted %d whole segment(s); log start offset is now %d", len(deleted), r.log.LogStartOffset())
 		r.b.publish(ev)
+	}
+}
+
+// advance shows the rules the time before an input that is stamped with it.
+// It does nothing while the clock stands still since they last saw it: the
+// time-driven decisions (ISR shrink, acks=all timeouts) belong to ticks, so a
+// paused lab takes none of them outside a Step, and a follower just added to
+// the ISR is not judged again by the very fetch that follows. Callers hold
+// r.mu.
+func (r *replica) advance(nowMs int64) {
+	if nowMs > r.tickedMs {
+		r.rp.Tick(nowMs)
+		r.tickedMs = nowMs
 	}
 }
 
@@ -333,7 +350,7 @@ func (r *replica) produce(ctx context.Context, acks int16, records []byte, timeo
 		return ProduceResult{Err: kerr.NotLeaderForPartition}
 	}
 	now := r.b.nowMs()
-	r.rp.Tick(now)
+	r.advance(now)
 	epoch, err := r.rp.CheckProduce(acks)
 	if err != nil {
 		ev := r.event(events.KindProduceError)

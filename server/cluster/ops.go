@@ -183,8 +183,14 @@ func (c *Cluster) Consume(topic string, partition int32, offset int64, limit int
 	if offset < 0 {
 		offset = l.LogStartOffset()
 	}
-	if offset > hw {
+	// As Kafka's fetch: out of range only outside the log; between the HW
+	// and the LEO (a new leader whose HW has not caught up yet) there is
+	// nothing to read yet, which is not an error.
+	if offset < l.LogStartOffset() || offset > l.LogEndOffset() {
 		return nil, hw, kerr.OffsetOutOfRange
+	}
+	if offset >= hw {
+		return nil, hw, nil
 	}
 	batches, err := l.ReadBatches(offset, hw, max(limit, 1))
 	if err != nil {
