@@ -3,7 +3,9 @@ package server
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +20,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"tidemark/events"
+	"tidemark/server/cluster"
 	"tidemark/static"
 )
 
@@ -70,32 +73,35 @@ func buildStatic(t *testing.T) string {
 	return dir
 }
 
-// TestBrowserPanel starts the real server on a random loopback port, loads the
-// overview in headless Chromium, waits for the WASM panel to report live,
-// publishes an event and sees it appear in the panel, and saves a screenshot
-// to artifacts/.
+// TestBrowserPanel starts the real server and cluster on free loopback
+// ports, loads the overview in headless Chromium, waits for the WASM panel to
+// report live with three brokers, produces with acks=all through the API and
+// sees the HW advance on every replica in the panel, crashes a broker through
+// the API and sees it on its card, checks the reduced-motion and keyboard
+// behaviour, and saves a screenshot to artifacts/.
 func TestBrowserPanel(t *testing.T) {
 	chromium := chromiumPath(t)
 	staticDir := buildStatic(t)
 
-	cfg, err := parseFlags([]string{"--addr", "127.0.0.1:0", "--data-dir", t.TempDir()}, io.Discard)
+	cfg, err := parseFlags([]string{"--addr", "127.0.0.1:0", "--kafka-port", "0", "--data-dir", t.TempDir()}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.static = os.DirFS(staticDir)
+	cfg.logger = quietLogger()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	serverCtx, stopServer := context.WithCancel(ctx)
 	type startedLab struct {
 		url string
-		lab *staticLab
+		cl  *cluster.Cluster
 	}
 	started := make(chan startedLab, 1)
 	var out bytes.Buffer // written by run before started is called
 	runErr := make(chan error, 1)
 	go func() {
-		runErr <- run(serverCtx, cfg, &out, func(url string, lab *staticLab) { started <- startedLab{url, lab} })
+		runErr <- run(serverCtx, cfg, &out, func(url string, cl *cluster.Cluster) { started <- startedLab{url, cl} })
 	}()
 	var srv startedLab
 	select {
@@ -169,19 +175,63 @@ func TestBrowserPanel(t *testing.T) {
 		t.Fatalf("server-rendered table has %d brokers (err %v), want 3", rows, err)
 	}
 
-	const marker = "hello from the browser test"
-	ev := srv.lab.publish(events.Event{Kind: events.KindFault, Broker: 2, Fault: &events.Fault{Kind: events.FaultCrash}, Message: marker})
-	sel := `#panel-events li[data-seq="` + strconv.FormatUint(ev.Seq, 10) + `"]`
+	// Produce with acks=all through the API: the answer comes once the HW
+	// passed the records, and the panel shows every replica's HW get there.
+	var prod struct {
+		Partition  int32 `json:"partition"`
+		Leader     int32 `json:"leader"`
+		LastOffset int64 `json:"last_offset"`
+	}
+	apiCall(t, srv.url, "POST", "api/v1/topics/demo/records",
+		`{"partition":0,"acks":"all","records":[{"key":"k","value":"one"},{"key":"k","value":"two"},{"key":"k","value":"three"}]}`, &prod)
+	if prod.Partition != 0 || prod.LastOffset != 2 {
+		t.Fatalf("produce = %+v", prod)
+	}
+	hw := strconv.FormatInt(prod.LastOffset+1, 10)
+	snap := srv.cl.Snapshot()
+	for _, r := range snap.Partition("demo", 0).Replicas {
+		chip := `#lanes .replica[data-topic="demo"][data-partition="0"][data-broker="` + strconv.Itoa(int(r)) + `"][data-hw="` + hw + `"]`
+		if err := chromedp.Do(bctx, chromedp.WaitVisible(chromedp.CSS(chip))); err != nil {
+			t.Fatalf("broker %d's HW never reached %s in the panel: %v", r, hw, err)
+		}
+	}
+	leaderChip := `#lanes .replica.leader[data-partition="0"][data-broker="` + strconv.Itoa(int(prod.Leader)) + `"]`
+	if err := chromedp.Do(bctx, chromedp.WaitVisible(chromedp.CSS(leaderChip))); err != nil {
+		t.Fatalf("leader %d not marked in the panel: %v", prod.Leader, err)
+	}
+
+	// Crash a follower through the API: the fault event appears in the list
+	// and on the broker's card.
+	var crashed struct {
+		State   string `json:"state"`
+		LastSeq uint64 `json:"last_seq"`
+	}
+	follower := 2
+	if prod.Leader == 2 {
+		follower = 3
+	}
+	apiCall(t, srv.url, "POST", "api/v1/brokers/"+strconv.Itoa(follower)+"/crash", "", &crashed)
+	if crashed.State != "crashed" {
+		t.Fatalf("crash answered %+v", crashed)
+	}
+	var crashSeq uint64
+	evs, _ := srv.cl.Bus().Since(0, 0)
+	for _, e := range evs {
+		if e.Kind == events.KindFault && e.Fault != nil && e.Fault.Kind == events.FaultCrash {
+			crashSeq = e.Seq
+		}
+	}
+	sel := `#panel-events li[data-seq="` + strconv.FormatUint(crashSeq, 10) + `"]`
 	if err := chromedp.Do(bctx, chromedp.WaitVisible(chromedp.CSS(sel))); err != nil {
-		t.Fatalf("event %d never appeared in the panel: %v", ev.Seq, err)
+		t.Fatalf("crash event %d never appeared in the panel: %v", crashSeq, err)
 	}
 	text, err := chromedp.Run(bctx, chromedp.TextContent(chromedp.CSS(sel)))
-	if err != nil || !strings.Contains(text, marker) || !strings.Contains(text, "crash broker 2") {
-		t.Fatalf("event text %q (err %v), want the crash and %q", text, err, marker)
+	if err != nil || !strings.Contains(text, "crash broker "+strconv.Itoa(follower)) {
+		t.Fatalf("event text %q (err %v), want the crash of broker %d", text, err, follower)
 	}
-	// The crash shows on broker 2's card as well.
-	if err := chromedp.Do(bctx, chromedp.WaitVisible(chromedp.CSS(`#panel-brokers .broker-card.state-crashed[data-broker="2"]`))); err != nil {
-		t.Fatalf("broker 2 not shown crashed: %v", err)
+	card := `#panel-brokers .broker-card.state-crashed[data-broker="` + strconv.Itoa(follower) + `"]`
+	if err := chromedp.Do(bctx, chromedp.WaitVisible(chromedp.CSS(card))); err != nil {
+		t.Fatalf("broker %d not shown crashed: %v", follower, err)
 	}
 
 	// The fresh event is highlighted by an animation…
@@ -206,10 +256,13 @@ func TestBrowserPanel(t *testing.T) {
 	if err := chromedp.Do(bctx, reduceMotion); err != nil {
 		t.Fatalf("emulating prefers-reduced-motion: %v", err)
 	}
-	ev = srv.lab.publish(events.Event{Kind: events.KindClock, Broker: events.NoBroker, Clock: &events.ClockChange{Action: events.ClockPause}})
-	sel = `#panel-events li[data-seq="` + strconv.FormatUint(ev.Seq, 10) + `"]`
+	var clock struct {
+		LastSeq uint64 `json:"last_seq"`
+	}
+	apiCall(t, srv.url, "POST", "api/v1/clock/pause", "", &clock)
+	sel = `#panel-events li[data-seq="` + strconv.FormatUint(clock.LastSeq, 10) + `"]`
 	if err := chromedp.Do(bctx, chromedp.WaitVisible(chromedp.CSS(sel))); err != nil {
-		t.Fatalf("event %d never appeared: %v", ev.Seq, err)
+		t.Fatalf("event %d never appeared: %v", clock.LastSeq, err)
 	}
 	if name := anim(sel); name != "none" {
 		t.Fatalf("with prefers-reduced-motion the animation is %q, want none", name)
@@ -249,4 +302,32 @@ func TestBrowserPanel(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Log(strings.TrimSpace(out.String()))
+}
+
+// apiCall sends one API request to the running lab and decodes its 200 answer into v.
+func apiCall(t *testing.T, base, method, path, body string, v any) {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, base+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s %s = %d %s", method, path, resp.StatusCode, b)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s %s: %v: %s", method, path, err, b)
+	}
 }

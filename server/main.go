@@ -8,13 +8,16 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
+	"tidemark/server/cluster"
 	"tidemark/server/web"
 )
 
@@ -23,13 +26,22 @@ type config struct {
 	addr      string // HTTP listen address
 	dataDir   string // where the brokers keep their log directories
 	brokers   int    // how many brokers the cluster runs
-	kafkaPort int    // first broker's Kafka listener port; broker i listens on kafkaPort+i-1
+	kafkaPort int    // first broker's Kafka listener port; broker i listens on kafkaPort+i-1; 0 picks free ports
+	paused    bool   // start with the lab clock paused
 
-	static fs.FS // tests: the static tree to serve instead of the embedded one
+	static fs.FS        // tests: the static tree to serve instead of the embedded one
+	logger *slog.Logger // tests: where the cluster logs (default stderr, warnings and up)
 }
 
 // maxBrokers keeps the lab to what a laptop (and a lane diagram) can show.
-const maxBrokers = 9
+const maxBrokers = cluster.MaxBrokers
+
+// Topic demo, created on first start: 3 partitions, replication factor
+// min(3, brokers), min.insync.replicas min(2, replication factor).
+const (
+	demoTopic      = "demo"
+	demoPartitions = 3
+)
 
 func parseFlags(args []string, out io.Writer) (config, error) {
 	var c config
@@ -38,7 +50,8 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "HTTP listen address of the web UI")
 	fs.StringVar(&c.dataDir, "data-dir", "./data", "directory for the brokers' log directories")
 	fs.IntVar(&c.brokers, "brokers", 3, fmt.Sprintf("number of brokers (1..%d)", maxBrokers))
-	fs.IntVar(&c.kafkaPort, "kafka-port", 9092, "Kafka listener port of the first broker; the others use the following ports")
+	fs.IntVar(&c.kafkaPort, "kafka-port", 9092, "Kafka listener port of the first broker; the others use the following ports (0: any free ports)")
+	fs.BoolVar(&c.paused, "paused", false, "start with the lab clock paused (step it from the UI or the API)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -52,8 +65,8 @@ func (c config) validate() error {
 	if c.brokers < 1 || c.brokers > maxBrokers {
 		return fmt.Errorf("--brokers %d: must be between 1 and %d", c.brokers, maxBrokers)
 	}
-	if c.kafkaPort < 1 || c.kafkaPort+c.brokers-1 > 65535 {
-		return fmt.Errorf("--kafka-port %d: ports %d..%d must lie in 1..65535", c.kafkaPort, c.kafkaPort, c.kafkaPort+c.brokers-1)
+	if c.kafkaPort < 0 || c.kafkaPort+c.brokers-1 > 65535 {
+		return fmt.Errorf("--kafka-port %d: ports %d..%d must lie in 1..65535 (or 0 for any free ports)", c.kafkaPort, c.kafkaPort, c.kafkaPort+c.brokers-1)
 	}
 	if c.dataDir == "" {
 		return errors.New("--data-dir must not be empty")
@@ -83,17 +96,38 @@ func Main(args []string) error {
 	return run(ctx, cfg, os.Stdout, nil)
 }
 
-// run starts the lab and the web UI, prints the URL to out, calls started
-// (tests) with the URL and the lab, and shuts down cleanly when ctx ends.
-func run(ctx context.Context, cfg config, out io.Writer, started func(url string, lab *staticLab)) error {
-	// TODO(cluster): replace the stand-in with the broker cluster in cfg.dataDir.
-	lab := newStaticLab(cfg)
-	ws, err := web.New(web.Options{Lab: lab, Static: cfg.static})
+// run opens the cluster in cfg.dataDir (recovering what is there), creates
+// topic demo if it is missing, serves the web UI, prints the URL to out,
+// calls started (tests) with the URL and the cluster, and when ctx ends
+// stops the web server and then shuts the cluster down cleanly.
+func run(ctx context.Context, cfg config, out io.Writer, started func(url string, cl *cluster.Cluster)) (err error) {
+	logger := cfg.logger
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	cl, err := cluster.Open(cluster.Options{DataDir: cfg.dataDir, Brokers: cfg.brokers, KafkaPort: cfg.kafkaPort,
+		Paused: cfg.paused, Logger: logger})
+	if err != nil {
+		return fmt.Errorf("starting the cluster in %s: %w", cfg.dataDir, err)
+	}
+	defer func() {
+		// Clean shutdown: logs flushed, checkpoints written; the next start
+		// recovers nothing it does not have to.
+		if cerr := cl.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("shutting the cluster down: %w", cerr)
+		}
+	}()
+	if err := ensureDemo(cl, cfg.brokers); err != nil {
+		return err
+	}
+
+	ws, err := web.New(web.Options{Lab: lab{cl}, Static: cfg.static, Logger: logger})
 	if err != nil {
 		return err
 	}
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
+		ws.Close()
 		return err
 	}
 	srv := &http.Server{Handler: ws.Handler(), ReadHeaderTimeout: 10 * time.Second}
@@ -101,14 +135,20 @@ func run(ctx context.Context, cfg config, out io.Writer, started func(url string
 	go func() { serveErr <- srv.Serve(ln) }()
 
 	url := "http://" + ln.Addr().String() + "/"
-	fmt.Fprintf(out, "tidemark: web UI on %s (%d brokers; cluster not built yet, showing a static stand-in)\n", url, cfg.brokers)
+	snap := cl.Snapshot()
+	var listeners []string
+	for _, b := range snap.Brokers {
+		listeners = append(listeners, b.Listener)
+	}
+	fmt.Fprintf(out, "tidemark: web UI on %s\n", url)
+	fmt.Fprintf(out, "tidemark: %d brokers (Kafka listeners %v), data in %s\n", cfg.brokers, listeners, cfg.dataDir)
 	if raw, gz, ok := ws.StaticSize("wasm/panel.wasm"); ok {
 		fmt.Fprintf(out, "tidemark: live panel %d KiB (%d KiB gzip)\n", raw>>10, gz>>10)
 	} else {
 		fmt.Fprintln(out, "tidemark: live panel not built (go tool task wasm); pages work without it")
 	}
 	if started != nil {
-		started(url, lab)
+		started(url, cl)
 	}
 
 	select {
@@ -122,8 +162,22 @@ func run(ctx context.Context, cfg config, out io.Writer, started func(url string
 	defer cancel()
 	err = srv.Shutdown(shutdownCtx) // stop accepting, finish requests in flight
 	ws.Close()                      // then end the hijacked websockets
-	if errors.Is(<-serveErr, http.ErrServerClosed) && err == nil {
-		return nil
+	if serr := <-serveErr; !errors.Is(serr, http.ErrServerClosed) && err == nil {
+		err = serr
 	}
 	return err
+}
+
+// ensureDemo creates topic demo unless it exists (a restart keeps it).
+func ensureDemo(cl *cluster.Cluster, brokers int) error {
+	if _, ok := cl.Controller().Topic(demoTopic); ok {
+		return nil
+	}
+	rf := min(3, brokers)
+	_, err := cl.CreateTopic(demoTopic, demoPartitions, int16(rf),
+		map[string]string{"min.insync.replicas": strconv.Itoa(min(2, rf))})
+	if err != nil {
+		return fmt.Errorf("creating topic %s: %w", demoTopic, err)
+	}
+	return nil
 }

@@ -5,9 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
+
+	"tidemark/server/cluster"
 )
 
 func TestParseFlags(t *testing.T) {
@@ -15,13 +19,13 @@ func TestParseFlags(t *testing.T) {
 	if err != nil || c.addr != "127.0.0.1:8080" || c.dataDir != "./data" || c.brokers != 3 || c.kafkaPort != 9092 {
 		t.Fatalf("defaults = %+v, %v", c, err)
 	}
-	c, err = parseFlags([]string{"--addr", "[::1]:0", "--data-dir", "/tmp/x", "--brokers", "5", "--kafka-port", "19092"}, io.Discard)
-	if err != nil || c.addr != "[::1]:0" || c.brokers != 5 || c.kafkaPort != 19092 || c.dataDir != "/tmp/x" {
+	c, err = parseFlags([]string{"--addr", "[::1]:0", "--data-dir", "/tmp/x", "--brokers", "5", "--kafka-port", "19092", "--paused"}, io.Discard)
+	if err != nil || c.addr != "[::1]:0" || c.brokers != 5 || c.kafkaPort != 19092 || c.dataDir != "/tmp/x" || !c.paused {
 		t.Fatalf("parsed = %+v, %v", c, err)
 	}
 	for _, args := range [][]string{
-		{"--brokers", "0"}, {"--brokers", "10"}, {"--brokers", "x"},
-		{"--kafka-port", "0"}, {"--kafka-port", "65534", "--brokers", "3"},
+		{"--brokers", "0"}, {"--brokers", "8"}, {"--brokers", "x"},
+		{"--kafka-port", "-1"}, {"--kafka-port", "65534", "--brokers", "3"},
 		{"--addr", "0.0.0.0:8080"}, {"--addr", "example.com:80"}, {"--addr", "nonsense"},
 		{"--data-dir", ""}, {"--nope"}, {"extra"},
 	} {
@@ -31,25 +35,51 @@ func TestParseFlags(t *testing.T) {
 	}
 }
 
-// TestRunServesAndStops runs the real server on a random port, reads the API
-// and the page over TCP, and checks that cancelling the context stops it.
-func TestRunServesAndStops(t *testing.T) {
-	cfg, err := parseFlags([]string{"--addr", "127.0.0.1:0", "--brokers", "2"}, io.Discard)
+// quietLogger keeps the cluster's warnings out of test output.
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// startRun runs the lab as Main does, on free ports in dir, and returns its
+// URL, the cluster, and a stop function that cancels it and returns run's error.
+func startRun(t *testing.T, dir string, args ...string) (string, *cluster.Cluster, *bytes.Buffer, func() error) {
+	t.Helper()
+	cfg, err := parseFlags(append([]string{"--addr", "127.0.0.1:0", "--kafka-port", "0", "--data-dir", dir}, args...), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
+	cfg.logger = quietLogger()
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var out bytes.Buffer
-	urls := make(chan string, 1)
+	out := new(bytes.Buffer) // written by run before started is called
+	type startedLab struct {
+		url string
+		cl  *cluster.Cluster
+	}
+	started := make(chan startedLab, 1)
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, cfg, &out, func(url string, _ *staticLab) { urls <- url }) }()
-	var url string
+	go func() {
+		done <- run(ctx, cfg, out, func(url string, cl *cluster.Cluster) { started <- startedLab{url, cl} })
+	}()
 	select {
-	case url = <-urls:
+	case s := <-started:
+		var once sync.Once
+		var stopErr error
+		stop := func() error {
+			once.Do(func() { cancel(); stopErr = <-done })
+			return stopErr
+		}
+		t.Cleanup(func() { stop() })
+		return s.url, s.cl, out, stop
 	case err := <-done:
+		cancel()
 		t.Fatalf("run: %v", err)
 	}
+	return "", nil, nil, nil
+}
+
+// TestRunServesAndStops runs the real server and cluster on free ports,
+// reads the API and the page over TCP, and checks that cancelling the
+// context stops both.
+func TestRunServesAndStops(t *testing.T) {
+	url, cl, out, stop := startRun(t, t.TempDir(), "--brokers", "2")
 	if !strings.Contains(out.String(), url) {
 		t.Fatalf("URL %s not printed: %q", url, out.String())
 	}
@@ -57,30 +87,75 @@ func TestRunServesAndStops(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var cl struct {
+	var got struct {
 		Brokers []struct{ Listener string }
 		Topics  []struct {
 			Name              string
 			Partitions        int
-			ReplicationFactor int `json:"replication_factor"`
+			ReplicationFactor int               `json:"replication_factor"`
+			Configs           map[string]string `json:"configs"`
 		}
 	}
-	err = json.NewDecoder(resp.Body).Decode(&cl)
+	err = json.NewDecoder(resp.Body).Decode(&got)
 	resp.Body.Close()
-	if err != nil || len(cl.Brokers) != 2 || cl.Brokers[1].Listener != "127.0.0.1:9093" ||
-		len(cl.Topics) != 1 || cl.Topics[0].Partitions != 3 || cl.Topics[0].ReplicationFactor != 2 {
-		t.Fatalf("cluster = %+v, %v", cl, err)
+	if err != nil || len(got.Brokers) != 2 || got.Brokers[1].Listener != cl.Broker(2).Addr() ||
+		len(got.Topics) != 1 || got.Topics[0].Name != "demo" || got.Topics[0].Partitions != 3 ||
+		got.Topics[0].ReplicationFactor != 2 || got.Topics[0].Configs["min.insync.replicas"] != "2" {
+		t.Fatalf("cluster = %+v, %v", got, err)
 	}
 	resp, err = http.Get(url)
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("GET / = %v %v", resp, err)
 	}
 	resp.Body.Close()
-	cancel()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatalf("run after cancel: %v", err)
 	}
 	if _, err := http.Get(url); err == nil {
 		t.Fatal("server still answering after shutdown")
+	}
+}
+
+// TestRunKeepsDataAcrossRestarts produces through the API, stops the lab
+// and starts it again on the same data dir: the records are still there,
+// committed, and topic demo is not created twice.
+func TestRunKeepsDataAcrossRestarts(t *testing.T) {
+	dir := t.TempDir()
+	url, _, _, stop := startRun(t, dir, "--brokers", "1")
+	body := `{"partition":1,"acks":"all","records":[{"key":"a","value":"kept"},{"value":"too"}]}`
+	resp, err := http.Post(url+"api/v1/topics/demo/records", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(b), `"last_offset":1`) {
+		t.Fatalf("produce = %d %s", resp.StatusCode, b)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	url, cl, _, _ := startRun(t, dir, "--brokers", "1")
+	if n := len(cl.Snapshot().Topics); n != 1 {
+		t.Fatalf("%d topics after restart", n)
+	}
+	resp, err = http.Get(url + "api/v1/topics/demo/partitions/1/records")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Records []struct {
+			Offset int64
+			Key    *string
+			Value  string
+		}
+		HighWatermark int64 `json:"high_watermark"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&got)
+	resp.Body.Close()
+	if err != nil || got.HighWatermark != 2 || len(got.Records) != 2 || got.Records[0].Value != "kept" ||
+		got.Records[0].Key == nil || *got.Records[0].Key != "a" || got.Records[1].Key != nil {
+		t.Fatalf("after restart: %+v %v", got, err)
 	}
 }

@@ -15,6 +15,15 @@ func brokerName(id int32) string {
 	return "broker " + strconv.Itoa(int(id))
 }
 
+// controllerName names the controller: in the lab it is its own node 0
+// (as a KRaft controller is), not one of the brokers.
+func controllerName(id int32) string {
+	if id == 0 {
+		return "node 0 (a dedicated controller, not a broker)"
+	}
+	return brokerName(id)
+}
+
 func id32(v int32) string { return strconv.Itoa(int(v)) }
 
 // idList renders broker ids as "1, 2, 3"; "none" when empty.

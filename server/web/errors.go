@@ -2,8 +2,10 @@ package web
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
@@ -32,7 +34,81 @@ const (
 	CodeNotFound         = "NOT_FOUND"
 	CodeMethodNotAllowed = "METHOD_NOT_ALLOWED"
 	CodeForbiddenOrigin  = "FORBIDDEN_ORIGIN"
+	CodeNotImplemented   = "NOT_IMPLEMENTED"
 )
+
+// CodeNotLeaderOrFollower is Kafka's current name for error 6, which kerr
+// still calls NOT_LEADER_FOR_PARTITION (renamed by KIP-392).
+const CodeNotLeaderOrFollower = "NOT_LEADER_OR_FOLLOWER"
+
+// kafkaStatus is the HTTP status of each Kafka error the lab returns; a
+// retriable error not listed is a 503, anything else a 500.
+var kafkaStatus = map[*kerr.Error]int{
+	kerr.UnknownTopicOrPartition:      http.StatusNotFound,
+	kerr.TopicAlreadyExists:           http.StatusConflict,
+	kerr.InvalidTopicException:        http.StatusBadRequest,
+	kerr.InvalidPartitions:            http.StatusBadRequest,
+	kerr.InvalidReplicationFactor:     http.StatusBadRequest,
+	kerr.InvalidConfig:                http.StatusBadRequest,
+	kerr.InvalidRequest:               http.StatusBadRequest,
+	kerr.InvalidRequiredAcks:          http.StatusBadRequest,
+	kerr.InvalidRecord:                http.StatusBadRequest,
+	kerr.CorruptMessage:               http.StatusBadRequest,
+	kerr.OffsetOutOfRange:             http.StatusBadRequest,
+	kerr.MessageTooLarge:              http.StatusRequestEntityTooLarge,
+	kerr.RecordListTooLarge:           http.StatusRequestEntityTooLarge,
+	kerr.NotEnoughReplicas:            http.StatusServiceUnavailable,
+	kerr.NotEnoughReplicasAfterAppend: http.StatusServiceUnavailable,
+	kerr.LeaderNotAvailable:           http.StatusServiceUnavailable,
+	kerr.NotLeaderForPartition:        http.StatusServiceUnavailable,
+	kerr.BrokerNotAvailable:           http.StatusServiceUnavailable,
+	kerr.FencedLeaderEpoch:            http.StatusServiceUnavailable,
+	kerr.RequestTimedOut:              http.StatusGatewayTimeout,
+	kerr.UnknownServerError:           http.StatusInternalServerError,
+	kerr.KafkaStorageError:            http.StatusInternalServerError,
+}
+
+// LabError turns an error from a lab control into an *Error: a Kafka error
+// (found with errors.As, so wrapped ones count) keeps its name, with
+// NOT_LEADER_OR_FOLLOWER for code 6, and gets the status kafkaStatus gives
+// it; a context deadline is REQUEST_TIMED_OUT (504). The message is the
+// error's detail, or Kafka's description when there is none. Any other error (and nil)
+// is returned as it is: the error handler logs it and answers a 500 that
+// does not show it.
+func LabError(err error) error {
+	var e *Error
+	if err == nil || errors.As(err, &e) {
+		return err
+	}
+	var ke *kerr.Error
+	switch {
+	case errors.As(err, &ke):
+	case errors.Is(err, context.DeadlineExceeded):
+		ke = kerr.RequestTimedOut
+	default:
+		return err
+	}
+	status, ok := kafkaStatus[ke]
+	if !ok {
+		status = http.StatusInternalServerError
+		if ke.Retriable {
+			status = http.StatusServiceUnavailable
+		}
+	}
+	code := ke.Message
+	if ke == kerr.NotLeaderForPartition {
+		code = CodeNotLeaderOrFollower
+	}
+	// A wrapped kerr error reads "CODE: description: detail"; the code is
+	// already in the body, and the detail says more than the description.
+	msg := err.Error()
+	if msg == ke.Error() {
+		msg = ke.Description
+	} else if d, ok := strings.CutPrefix(msg, ke.Error()+": "); ok && d != "" {
+		msg = d
+	}
+	return &Error{Status: status, Code: code, Message: msg}
+}
 
 // errorBody is the JSON shape of every error response.
 type errorBody struct {

@@ -22,9 +22,9 @@ import (
 	"tidemark/static"
 )
 
-// Lab is what the web UI needs from the running lab. Later controls (produce,
-// crash, cut, clock) will come as further small interfaces the same value may
-// implement; handlers check for them.
+// Lab is what the web UI needs from the running lab to show it. The controls
+// (TopicAdmin, Producer, Consumer, Faults, LabClock, Inspector) are further
+// small interfaces the same value may implement; New looks them up.
 type Lab interface {
 	// Snapshot returns a copy of the whole visible state that the caller owns.
 	// Its Seq is the Seq of the last event published on Bus whose change it
@@ -84,6 +84,12 @@ func (o *Options) setDefaults() error {
 // Server is the web UI. Serve it with Handler; Close ends its websockets.
 type Server struct {
 	opts   Options
+	topics TopicAdmin // nil when the Lab cannot; so are the ones below
+	prod   Producer
+	cons   Consumer
+	faults Faults
+	clock  LabClock
+	insp   Inspector
 	echo   *echo.Echo
 	files  map[string]*staticFile
 	ctx    context.Context // cancelled by Close: websocket writers say goodbye
@@ -105,6 +111,12 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{opts: opts, files: files}
+	s.topics, _ = opts.Lab.(TopicAdmin)
+	s.prod, _ = opts.Lab.(Producer)
+	s.cons, _ = opts.Lab.(Consumer)
+	s.faults, _ = opts.Lab.(Faults)
+	s.clock, _ = opts.Lab.(LabClock)
+	s.insp, _ = opts.Lab.(Inspector)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 
 	e := echo.New()
@@ -117,6 +129,7 @@ func New(opts Options) (*Server, error) {
 	e.GET("/api/v1/cluster", s.getCluster)
 	e.GET("/api/v1/events", s.getEvents)
 	e.GET("/api/v1/openapi.json", s.getOpenAPI)
+	s.apiRoutes(e)
 	e.GET("/ws", s.serveWS)
 	e.GET("/static/*", s.serveStatic)
 	s.echo = e

@@ -350,6 +350,18 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 			}
 		}
 	}
+	// Every schema a $ref names exists.
+	var full struct {
+		Components struct{ Schemas map[string]json.RawMessage }
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &full); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range regexp.MustCompile(`"\$ref":\s*"#/components/schemas/([^"]+)"`).FindAllStringSubmatch(rec.Body.String(), -1) {
+		if _, ok := full.Components.Schemas[m[1]]; !ok {
+			t.Errorf("$ref to missing schema %s", m[1])
+		}
+	}
 	sort.Strings(routes)
 	sort.Strings(documented)
 	if strings.Join(routes, "\n") != strings.Join(documented, "\n") {

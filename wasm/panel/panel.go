@@ -103,7 +103,8 @@ func (s *State) leads(id int32) (n int) {
 
 // RenderLanes returns one row per partition: leader, epoch, ISR and a chip per
 // replica with its LEO and HW (leader starred, replicas outside the ISR marked
-// "out of sync"); the placeholder for the full replica lanes.
+// "out of sync"); the placeholder for the full replica lanes. Each chip
+// carries data-topic, data-partition, data-broker, data-leo and data-hw.
 func (s *State) RenderLanes() string {
 	var b strings.Builder
 	for _, t := range s.Snap.Topics {
@@ -118,7 +119,9 @@ func (s *State) RenderLanes() string {
 				if !contains(p.ISR, r.Broker) {
 					cls, label = cls+" osr", label+" (out of sync)"
 				}
-				b.WriteString(`<span class="` + cls + `">` + label + ` · LEO ` + i64(r.LEO) + ` · HW ` + i64(r.HW) + `</span>`)
+				b.WriteString(`<span class="` + cls + `" data-topic="` + esc(t.Name) + `" data-partition="` + itoa(p.Partition) +
+					`" data-broker="` + itoa(r.Broker) + `" data-leo="` + i64(r.LEO) + `" data-hw="` + i64(r.HW) + `">` +
+					label + ` · LEO ` + i64(r.LEO) + ` · HW ` + i64(r.HW) + `</span>`)
 			}
 			b.WriteString(`</div>`)
 		}

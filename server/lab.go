@@ -1,0 +1,74 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"tidemark/server/cluster"
+	"tidemark/server/web"
+	"tidemark/storage"
+)
+
+// lab adapts the cluster to the web's interfaces where their types differ;
+// every other method (Snapshot, Bus, DeleteTopic, Crash, PowerLoss, Restart,
+// Cut, Heal, Pause, Resume, Step, StepFetch) is the cluster's own.
+type lab struct{ *cluster.Cluster }
+
+var (
+	_ web.Lab        = lab{}
+	_ web.TopicAdmin = lab{}
+	_ web.Producer   = lab{}
+	_ web.Consumer   = lab{}
+	_ web.Faults     = lab{}
+	_ web.LabClock   = lab{}
+	_ web.Inspector  = lab{}
+)
+
+// CreateTopic creates a topic; the web reads the result from the snapshot.
+func (l lab) CreateTopic(name string, partitions int32, replicationFactor int16, configs map[string]string) error {
+	_, err := l.Cluster.CreateTopic(name, partitions, replicationFactor, configs)
+	return err
+}
+
+// AlterConfigs changes topic configs.
+func (l lab) AlterConfigs(topic string, changes map[string]*string) error {
+	_, err := l.Cluster.AlterConfigs(topic, changes)
+	return err
+}
+
+// Produce produces through the cluster.
+func (l lab) Produce(ctx context.Context, topic string, partition int32, acks int16, records []web.Record, timeout time.Duration) (web.ProduceResult, error) {
+	recs := make([]cluster.Record, len(records))
+	for i, r := range records {
+		recs[i] = cluster.Record{Key: r.Key, Value: r.Value}
+	}
+	res, err := l.Cluster.Produce(ctx, topic, partition, acks, recs, timeout)
+	return web.ProduceResult{Partition: res.Partition, Leader: res.Leader, BaseOffset: res.BaseOffset, LastOffset: res.LastOffset}, err
+}
+
+// Consume consumes through the cluster.
+func (l lab) Consume(topic string, partition int32, offset int64, limit int) ([]web.ConsumedRecord, int64, error) {
+	recs, hw, err := l.Cluster.Consume(topic, partition, offset, limit)
+	out := make([]web.ConsumedRecord, len(recs))
+	for i, r := range recs {
+		out[i] = web.ConsumedRecord{Offset: r.Offset, LeaderEpoch: r.LeaderEpoch, Timestamp: r.Timestamp, Key: r.Key, Value: r.Value}
+	}
+	return out, hw, err
+}
+
+// ReplicaLog returns a running broker's log of a partition and its HW.
+func (l lab) ReplicaLog(broker int32, topic string, partition int32) (*storage.Log, int64, error) {
+	b := l.Broker(broker)
+	if b == nil {
+		return nil, 0, fmt.Errorf("%w: broker %d is not running", kerr.BrokerNotAvailable, broker)
+	}
+	r := b.Replica(topic, partition)
+	if r == nil {
+		return nil, 0, fmt.Errorf("%w: broker %d has no replica of %s-%s", kerr.UnknownTopicOrPartition, broker, topic, strconv.Itoa(int(partition)))
+	}
+	return r.Log(), r.Status().HighWatermark, nil
+}

@@ -1,0 +1,217 @@
+package web
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"tidemark/events"
+)
+
+// MaxStep is the longest single clock step POST /api/v1/clock/step takes.
+const MaxStep = time.Hour
+
+// BrokerResponse is the body of the broker fault routes: the broker's state
+// afterwards, the last event, and for a power loss the bytes each file lost.
+type BrokerResponse struct {
+	Broker    int32              `json:"broker"`
+	State     events.BrokerState `json:"state"`
+	LastSeq   uint64             `json:"last_seq"`
+	LostBytes map[string]int64   `json:"lost_bytes,omitempty"`
+}
+
+func (s *Server) brokerResponse(id int32) BrokerResponse {
+	snap := s.opts.Lab.Snapshot()
+	r := BrokerResponse{Broker: id, LastSeq: snap.Seq}
+	if b := snap.Broker(id); b != nil {
+		r.State = b.State
+	}
+	return r
+}
+
+// faultBroker resolves {id} for a fault route; wantRunning says whether
+// the fault needs a running broker (crash, power loss) or a stopped one
+// (restart): the other case is a 409.
+func (s *Server) faultBroker(c echo.Context, wantRunning bool) (int32, error) {
+	if s.faults == nil {
+		return 0, notImplemented("inject faults")
+	}
+	snap := s.opts.Lab.Snapshot()
+	id, err := brokerParam(c, &snap)
+	if err != nil {
+		return 0, err
+	}
+	running := snap.Broker(id).State != events.BrokerCrashed
+	switch {
+	case wantRunning && !running:
+		return 0, KafkaError(http.StatusConflict, kerr.BrokerNotAvailable, "broker "+strconv.Itoa(int(id))+" is not running; restart it first")
+	case !wantRunning && running:
+		return 0, KafkaError(http.StatusConflict, kerr.InvalidRequest, "broker "+strconv.Itoa(int(id))+" is already running")
+	}
+	return id, nil
+}
+
+func (s *Server) crash(c echo.Context) error {
+	id, err := s.faultBroker(c, true)
+	if err != nil {
+		return err
+	}
+	if err := s.faults.Crash(id); err != nil {
+		return LabError(err)
+	}
+	return c.JSON(http.StatusOK, s.brokerResponse(id))
+}
+
+func (s *Server) powerLoss(c echo.Context) error {
+	id, err := s.faultBroker(c, true)
+	if err != nil {
+		return err
+	}
+	lost, err := s.faults.PowerLoss(id)
+	if err != nil {
+		return LabError(err)
+	}
+	r := s.brokerResponse(id)
+	r.LostBytes = lost
+	if r.LostBytes == nil {
+		r.LostBytes = map[string]int64{}
+	}
+	return c.JSON(http.StatusOK, r)
+}
+
+func (s *Server) restart(c echo.Context) error {
+	id, err := s.faultBroker(c, false)
+	if err != nil {
+		return err
+	}
+	if err := s.faults.Restart(id); err != nil {
+		return LabError(err)
+	}
+	return c.JSON(http.StatusOK, s.brokerResponse(id))
+}
+
+// FetchResponse is the body of POST /api/v1/brokers/{id}/fetch.
+type FetchResponse struct {
+	Broker  int32  `json:"broker"`
+	LastSeq uint64 `json:"last_seq"`
+}
+
+func (s *Server) fetchRound(c echo.Context) error {
+	if s.clock == nil {
+		return notImplemented("step fetches")
+	}
+	snap := s.opts.Lab.Snapshot()
+	id, err := brokerParam(c, &snap)
+	if err != nil {
+		return err
+	}
+	if !snap.Paused {
+		// Running, the followers fetch on their own; a step is for a paused lab.
+		return KafkaError(http.StatusConflict, kerr.InvalidRequest, "the clock is running and followers fetch by themselves; pause it to step fetches")
+	}
+	if err := s.clock.StepFetch(c.Request().Context(), id); err != nil {
+		return LabError(err)
+	}
+	return c.JSON(http.StatusOK, FetchResponse{Broker: id, LastSeq: s.opts.Lab.Snapshot().Seq})
+}
+
+// CutRequest is the body of POST /api/v1/network/cuts: the link from→to
+// (0 is the controller), cut both ways unless oneway.
+type CutRequest struct {
+	From   *int32 `json:"from"`
+	To     *int32 `json:"to"`
+	OneWay bool   `json:"oneway"`
+}
+
+// NetworkResponse is the body of the network routes: the links cut now.
+type NetworkResponse struct {
+	Cuts    []events.Fault `json:"cuts"`
+	LastSeq uint64         `json:"last_seq"`
+}
+
+func (s *Server) networkResponse() NetworkResponse {
+	snap := s.opts.Lab.Snapshot()
+	return NetworkResponse{Cuts: nonNil(snap.Cuts), LastSeq: snap.Seq}
+}
+
+func (s *Server) cut(c echo.Context) error {
+	if s.faults == nil {
+		return notImplemented("cut links")
+	}
+	var req CutRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	if req.From == nil || req.To == nil {
+		return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, `from and to are required: {"from": 1, "to": 2, "oneway": false} (0 is the controller)`)
+	}
+	if err := s.faults.Cut(*req.From, *req.To, req.OneWay); err != nil {
+		return LabError(err)
+	}
+	return c.JSON(http.StatusOK, s.networkResponse())
+}
+
+func (s *Server) heal(c echo.Context) error {
+	if s.faults == nil {
+		return notImplemented("heal links")
+	}
+	s.faults.Heal()
+	return c.JSON(http.StatusOK, s.networkResponse())
+}
+
+// ClockResponse is the body of the clock routes: whether the lab clock is
+// paused, the lab time and the last event.
+type ClockResponse struct {
+	Paused  bool      `json:"paused"`
+	Time    time.Time `json:"time"`
+	LastSeq uint64    `json:"last_seq"`
+}
+
+func (s *Server) clockResponse() ClockResponse {
+	snap := s.opts.Lab.Snapshot()
+	return ClockResponse{Paused: snap.Paused, Time: snap.Time, LastSeq: snap.Seq}
+}
+
+func (s *Server) pause(c echo.Context) error {
+	if s.clock == nil {
+		return notImplemented("pause the clock")
+	}
+	s.clock.Pause()
+	return c.JSON(http.StatusOK, s.clockResponse())
+}
+
+func (s *Server) resume(c echo.Context) error {
+	if s.clock == nil {
+		return notImplemented("resume the clock")
+	}
+	s.clock.Resume()
+	return c.JSON(http.StatusOK, s.clockResponse())
+}
+
+// StepRequest is the body of POST /api/v1/clock/step.
+type StepRequest struct {
+	Ms *int64 `json:"ms"`
+}
+
+func (s *Server) step(c echo.Context) error {
+	if s.clock == nil {
+		return notImplemented("step the clock")
+	}
+	var req StepRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	if req.Ms == nil || *req.Ms < 1 || *req.Ms > MaxStep.Milliseconds() {
+		return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, `ms must be between 1 and `+strconv.FormatInt(MaxStep.Milliseconds(), 10)+`: {"ms": 100}`)
+	}
+	if !s.opts.Lab.Snapshot().Paused {
+		return KafkaError(http.StatusConflict, kerr.InvalidRequest, "the clock is running; pause it before stepping")
+	}
+	if err := s.clock.Step(time.Duration(*req.Ms) * time.Millisecond); err != nil {
+		return LabError(err)
+	}
+	return c.JSON(http.StatusOK, s.clockResponse())
+}

@@ -1,0 +1,385 @@
+package web
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"tidemark/events"
+)
+
+// Bounds of the topic and record routes.
+const (
+	// MaxProduceRecords is the most records one POST …/records may carry.
+	MaxProduceRecords = 1000
+	// MaxRecordsLimit is the largest limit GET …/records accepts;
+	// DefaultRecordsLimit is used when limit is absent.
+	MaxRecordsLimit     = 1000
+	DefaultRecordsLimit = 100
+	// DefaultProduceTimeout is how long a produce waits for its acks when the
+	// request names no timeout_ms; MaxProduceTimeout is the longest it may ask.
+	DefaultProduceTimeout = 10 * time.Second
+	MaxProduceTimeout     = 60 * time.Second
+)
+
+// apiRoutes registers the JSON API's control and inspection routes. Routes
+// that change the lab refuse other sites' browser requests (sameOrigin).
+func (s *Server) apiRoutes(e *echo.Echo) {
+	e.GET("/api/v1/topics", s.listTopics)
+	e.POST("/api/v1/topics", s.createTopic, sameOrigin)
+	e.GET("/api/v1/topics/:topic", s.getTopic)
+	e.DELETE("/api/v1/topics/:topic", s.deleteTopic, sameOrigin)
+	e.PATCH("/api/v1/topics/:topic/configs", s.alterConfigs, sameOrigin)
+	e.POST("/api/v1/topics/:topic/records", s.produce, sameOrigin)
+	e.GET("/api/v1/topics/:topic/partitions/:partition", s.getPartition)
+	e.GET("/api/v1/topics/:topic/partitions/:partition/records", s.consume)
+	e.GET("/api/v1/brokers/:id/partitions/:topic/:partition/segments", s.getSegments)
+	e.GET("/api/v1/brokers/:id/partitions/:topic/:partition/lookup", s.lookup)
+	e.POST("/api/v1/brokers/:id/crash", s.crash, sameOrigin)
+	e.POST("/api/v1/brokers/:id/power-loss", s.powerLoss, sameOrigin)
+	e.POST("/api/v1/brokers/:id/restart", s.restart, sameOrigin)
+	e.POST("/api/v1/brokers/:id/fetch", s.fetchRound, sameOrigin)
+	e.POST("/api/v1/network/cuts", s.cut, sameOrigin)
+	e.DELETE("/api/v1/network/cuts", s.heal, sameOrigin)
+	e.POST("/api/v1/clock/pause", s.pause, sameOrigin)
+	e.POST("/api/v1/clock/resume", s.resume, sameOrigin)
+	e.POST("/api/v1/clock/step", s.step, sameOrigin)
+}
+
+// TopicInfo is one topic in the API: its configs and its partitions.
+type TopicInfo struct {
+	Name              string            `json:"name"`
+	ReplicationFactor int               `json:"replication_factor"`
+	Configs           map[string]string `json:"configs"`
+	Partitions        []PartitionInfo   `json:"partitions"`
+}
+
+// PartitionInfo is one partition's placement and health.
+type PartitionInfo struct {
+	Partition       int32   `json:"partition"`
+	Leader          int32   `json:"leader"`
+	LeaderEpoch     int32   `json:"leader_epoch"`
+	Replicas        []int32 `json:"replicas"`
+	ISR             []int32 `json:"isr"`
+	UnderReplicated bool    `json:"under_replicated"`
+	Offline         bool    `json:"offline"`
+}
+
+func topicInfo(t *events.Topic) TopicInfo {
+	ti := TopicInfo{Name: t.Name, Configs: t.Configs, Partitions: make([]PartitionInfo, 0, len(t.Partitions))}
+	if ti.Configs == nil {
+		ti.Configs = map[string]string{}
+	}
+	for i := range t.Partitions {
+		p := &t.Partitions[i]
+		ti.ReplicationFactor = max(ti.ReplicationFactor, len(p.Replicas))
+		ti.Partitions = append(ti.Partitions, PartitionInfo{Partition: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
+			Replicas: nonNil(p.Replicas), ISR: nonNil(p.ISR), UnderReplicated: p.UnderReplicated(), Offline: p.Offline()})
+	}
+	return ti
+}
+
+func nonNil[T any](v []T) []T {
+	if v == nil {
+		return []T{}
+	}
+	return v
+}
+
+// TopicsResponse is the body of GET /api/v1/topics.
+type TopicsResponse struct {
+	Topics []TopicInfo `json:"topics"`
+}
+
+func (s *Server) listTopics(c echo.Context) error {
+	snap := s.opts.Lab.Snapshot()
+	r := TopicsResponse{Topics: make([]TopicInfo, 0, len(snap.Topics))}
+	for i := range snap.Topics {
+		r.Topics = append(r.Topics, topicInfo(&snap.Topics[i]))
+	}
+	return c.JSON(http.StatusOK, r)
+}
+
+func (s *Server) getTopic(c echo.Context) error {
+	name, err := topicParam(c)
+	if err != nil {
+		return err
+	}
+	snap := s.opts.Lab.Snapshot()
+	t, err := snapTopic(&snap, name)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, topicInfo(t))
+}
+
+// CreateTopicRequest is the body of POST /api/v1/topics. Partitions defaults
+// to 1 and ReplicationFactor to min(3, brokers).
+type CreateTopicRequest struct {
+	Name              string                 `json:"name"`
+	Partitions        *int32                 `json:"partitions"`
+	ReplicationFactor *int16                 `json:"replication_factor"`
+	Configs           map[string]configValue `json:"configs"`
+}
+
+func (s *Server) createTopic(c echo.Context) error {
+	if s.topics == nil {
+		return notImplemented("create topics")
+	}
+	var req CreateTopicRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	partitions := int32(1)
+	if req.Partitions != nil {
+		partitions = *req.Partitions
+	}
+	snap := s.opts.Lab.Snapshot()
+	rf := int16(min(3, len(snap.Brokers)))
+	if req.ReplicationFactor != nil {
+		rf = *req.ReplicationFactor
+	}
+	configs := make(map[string]string, len(req.Configs))
+	for k, v := range req.Configs {
+		if !v.set {
+			continue // null: the default, which is what an absent key gives
+		}
+		configs[k] = v.v
+	}
+	if err := s.topics.CreateTopic(req.Name, partitions, rf, configs); err != nil {
+		return LabError(err)
+	}
+	snap = s.opts.Lab.Snapshot()
+	t, err := snapTopic(&snap, req.Name)
+	if err != nil { // deleted again at once by someone else
+		return err
+	}
+	return c.JSON(http.StatusCreated, topicInfo(t))
+}
+
+// DeleteTopicResponse is the body of DELETE /api/v1/topics/{topic}.
+type DeleteTopicResponse struct {
+	Deleted string `json:"deleted"`
+}
+
+func (s *Server) deleteTopic(c echo.Context) error {
+	if s.topics == nil {
+		return notImplemented("delete topics")
+	}
+	name, err := topicParam(c)
+	if err != nil {
+		return err
+	}
+	if err := s.topics.DeleteTopic(name); err != nil {
+		return LabError(err)
+	}
+	return c.JSON(http.StatusOK, DeleteTopicResponse{Deleted: name})
+}
+
+func (s *Server) alterConfigs(c echo.Context) error {
+	if s.topics == nil {
+		return notImplemented("change topic configs")
+	}
+	name, err := topicParam(c)
+	if err != nil {
+		return err
+	}
+	var req map[string]configValue
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	if len(req) == 0 {
+		return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, `no configs given; send {"min.insync.replicas":"2", …} (null resets a key)`)
+	}
+	changes := make(map[string]*string, len(req))
+	for k, v := range req {
+		if v.set {
+			changes[k] = &v.v
+		} else {
+			changes[k] = nil
+		}
+	}
+	if err := s.topics.AlterConfigs(name, changes); err != nil {
+		return LabError(err)
+	}
+	snap := s.opts.Lab.Snapshot()
+	t, err := snapTopic(&snap, name)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, topicInfo(t))
+}
+
+// ProduceRequest is the body of POST /api/v1/topics/{topic}/records.
+// Partition is optional: without it the first record's key picks one
+// (murmur2, as Kafka's default partitioner), or partition 0 without a key.
+// Acks is "0", "1" or "all". TimeoutMs bounds the wait for acks (default
+// 10000, at most 60000).
+type ProduceRequest struct {
+	Partition *int32          `json:"partition"`
+	Acks      events.Acks     `json:"acks"`
+	Records   []ProduceRecord `json:"records"`
+	TimeoutMs *int64          `json:"timeout_ms"`
+}
+
+// ProduceRecord is one record to produce; key and value are text. A null
+// or absent key means no key; a null value is a tombstone.
+type ProduceRecord struct {
+	Key   *string `json:"key"`
+	Value *string `json:"value"`
+}
+
+// ProduceResponse is where a successful produce went.
+type ProduceResponse struct {
+	Partition  int32 `json:"partition"`
+	Leader     int32 `json:"leader"`
+	BaseOffset int64 `json:"base_offset"`
+	LastOffset int64 `json:"last_offset"`
+}
+
+func (s *Server) produce(c echo.Context) error {
+	if s.prod == nil {
+		return notImplemented("produce")
+	}
+	name, err := topicParam(c)
+	if err != nil {
+		return err
+	}
+	var req ProduceRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	// Check everything before producing: a bad request writes nothing.
+	snap := s.opts.Lab.Snapshot()
+	t, err := snapTopic(&snap, name)
+	if err != nil {
+		return err
+	}
+	partition := int32(-1)
+	if req.Partition != nil {
+		partition = *req.Partition
+		if partition < 0 || int(partition) >= len(t.Partitions) {
+			return KafkaError(http.StatusNotFound, kerr.UnknownTopicOrPartition,
+				"topic "+name+" has partitions 0.."+strconv.Itoa(len(t.Partitions)-1)+", not "+strconv.Itoa(int(partition)))
+		}
+	}
+	var acks int16
+	switch req.Acks {
+	case events.AcksNone:
+		acks = 0
+	case events.AcksLeader:
+		acks = 1
+	case events.AcksAll:
+		acks = -1
+	default:
+		return KafkaError(http.StatusBadRequest, kerr.InvalidRequiredAcks, `acks must be "0", "1" or "all", got `+strconv.Quote(truncate(string(req.Acks), 20)))
+	}
+	switch n := len(req.Records); {
+	case n == 0:
+		return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "records is empty; send at least one {\"value\": …}")
+	case n > MaxProduceRecords:
+		return KafkaError(http.StatusRequestEntityTooLarge, kerr.RecordListTooLarge,
+			strconv.Itoa(n)+" records; at most "+strconv.Itoa(MaxProduceRecords)+" per request")
+	}
+	timeout := DefaultProduceTimeout
+	if req.TimeoutMs != nil {
+		ms := *req.TimeoutMs
+		if ms < 1 || ms > MaxProduceTimeout.Milliseconds() {
+			return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "timeout_ms must be between 1 and "+strconv.FormatInt(MaxProduceTimeout.Milliseconds(), 10))
+		}
+		timeout = time.Duration(ms) * time.Millisecond
+	}
+	recs := make([]Record, len(req.Records))
+	for i, r := range req.Records {
+		if r.Key != nil {
+			recs[i].Key = []byte(*r.Key)
+		}
+		if r.Value != nil {
+			recs[i].Value = []byte(*r.Value)
+		}
+	}
+	// The request's context ends when the client goes away; the lab's own
+	// timeout bounds the wait otherwise.
+	ctx, cancel := context.WithTimeout(c.Request().Context(), timeout+2*time.Second)
+	defer cancel()
+	res, err := s.prod.Produce(ctx, name, partition, acks, recs, timeout)
+	if err != nil {
+		e := LabError(err)
+		if ae, ok := e.(*Error); ok && res.BaseOffset >= 0 && res.LastOffset >= res.BaseOffset {
+			ae.Message += "; the records were appended at offsets " + strconv.FormatInt(res.BaseOffset, 10) + "–" +
+				strconv.FormatInt(res.LastOffset, 10) + " of partition " + strconv.Itoa(int(res.Partition)) + " but not acknowledged"
+		}
+		return e
+	}
+	return c.JSON(http.StatusOK, ProduceResponse{Partition: res.Partition, Leader: res.Leader, BaseOffset: res.BaseOffset, LastOffset: res.LastOffset})
+}
+
+// ConsumeResponse is the body of GET …/partitions/{p}/records: records below
+// the high watermark, read from the leader, and where to continue.
+type ConsumeResponse struct {
+	Records       []ConsumedRecordJSON `json:"records"`
+	HighWatermark int64                `json:"high_watermark"`
+	NextOffset    int64                `json:"next_offset"`
+}
+
+// ConsumedRecordJSON is one consumed record; key and value are shown as text
+// (null key: none; null value: a tombstone).
+type ConsumedRecordJSON struct {
+	Offset      int64   `json:"offset"`
+	LeaderEpoch int32   `json:"leader_epoch"`
+	Timestamp   int64   `json:"timestamp"`
+	Key         *string `json:"key"`
+	Value       *string `json:"value"`
+}
+
+func textOrNull(b []byte) *string {
+	if b == nil {
+		return nil
+	}
+	s := string(b)
+	return &s
+}
+
+func (s *Server) consume(c echo.Context) error {
+	if s.cons == nil {
+		return notImplemented("consume")
+	}
+	name, err := topicParam(c)
+	if err != nil {
+		return err
+	}
+	snap := s.opts.Lab.Snapshot()
+	t, err := snapTopic(&snap, name)
+	if err != nil {
+		return err
+	}
+	p, err := partitionParam(c, t)
+	if err != nil {
+		return err
+	}
+	offset, err := queryOffset(c, "offset", -1)
+	if err != nil {
+		return err
+	}
+	limit, err := queryLimit(c, DefaultRecordsLimit, MaxRecordsLimit)
+	if err != nil {
+		return err
+	}
+	recs, hw, err := s.cons.Consume(name, p.Partition, offset, limit)
+	if err != nil {
+		return LabError(err)
+	}
+	// With nothing returned the reader is at the HW (an offset below the log
+	// start or above the HW is an error), which is where it continues.
+	r := ConsumeResponse{Records: make([]ConsumedRecordJSON, 0, len(recs)), HighWatermark: hw, NextOffset: hw}
+	for _, x := range recs {
+		r.Records = append(r.Records, ConsumedRecordJSON{Offset: x.Offset, LeaderEpoch: x.LeaderEpoch, Timestamp: x.Timestamp,
+			Key: textOrNull(x.Key), Value: textOrNull(x.Value)})
+		r.NextOffset = x.Offset + 1
+	}
+	return c.JSON(http.StatusOK, r)
+}

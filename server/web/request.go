@@ -1,0 +1,195 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"tidemark/events"
+	"tidemark/storage"
+)
+
+// MaxBodyBytes is the largest request body the API reads; a larger one is a
+// 413 MESSAGE_TOO_LARGE and is not read further.
+const MaxBodyBytes = 1 << 20
+
+// sameOrigin refuses a browser request from another site (its Origin is not
+// the Host it asked for) before the handler runs: the lab has no login, and
+// a page elsewhere must not be able to crash its brokers.
+func sameOrigin(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if !checkOrigin(c.Request()) {
+			return &Error{Status: http.StatusForbidden, Code: CodeForbiddenOrigin, Message: "the Origin of this request is not this lab"}
+		}
+		return next(c)
+	}
+}
+
+// decodeJSON reads a JSON body of at most MaxBodyBytes into v, strictly:
+// Content-Type application/json, no unknown fields, nothing after the value.
+func decodeJSON(c echo.Context, v any) error {
+	r := c.Request()
+	if ct := r.Header.Get("Content-Type"); !isJSON(ct) {
+		// Also what keeps a plain cross-site form from posting here: a JSON
+		// content type needs a CORS preflight, which the lab never grants.
+		return KafkaError(http.StatusUnsupportedMediaType, kerr.InvalidRequest,
+			"Content-Type must be application/json, got "+strconv.Quote(truncate(ct, 60)))
+	}
+	if r.ContentLength > MaxBodyBytes {
+		return tooLarge(r.ContentLength)
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), r.Body, MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return tooLarge(-1)
+		}
+		return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "reading the body: "+err.Error())
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "the body is empty; a JSON object is expected")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "malformed JSON body: "+truncate(err.Error(), 200))
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "malformed JSON body: data after the JSON value")
+	}
+	return nil
+}
+
+func isJSON(ct string) bool {
+	mt, _, _ := strings.Cut(ct, ";")
+	return strings.EqualFold(strings.TrimSpace(mt), "application/json")
+}
+
+func tooLarge(n int64) *Error {
+	msg := "the body is larger than " + strconv.Itoa(MaxBodyBytes) + " bytes"
+	if n > 0 {
+		msg = "the body is " + strconv.FormatInt(n, 10) + " bytes; the limit is " + strconv.Itoa(MaxBodyBytes)
+	}
+	return KafkaError(http.StatusRequestEntityTooLarge, kerr.MessageTooLarge, msg)
+}
+
+// configValue is one config value in a request: a JSON string, number or
+// boolean (kept as Kafka spells it), or null (back to the default).
+type configValue struct {
+	v   string
+	set bool
+}
+
+func (cv *configValue) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	switch {
+	case string(b) == "null":
+		*cv = configValue{}
+	case len(b) > 0 && b[0] == '"':
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		*cv = configValue{s, true}
+	case string(b) == "true" || string(b) == "false":
+		*cv = configValue{string(b), true}
+	default:
+		var n json.Number
+		if err := json.Unmarshal(b, &n); err != nil {
+			return errors.New("a config value must be a string, number, boolean or null")
+		}
+		*cv = configValue{n.String(), true}
+	}
+	return nil
+}
+
+// topicParam is the {topic} path parameter, checked against Kafka's naming
+// rule (400 INVALID_TOPIC_EXCEPTION) before anything looks it up.
+func topicParam(c echo.Context) (string, error) {
+	name := c.Param("topic")
+	if err := storage.ValidateTopicName(name); err != nil {
+		return "", LabError(err)
+	}
+	return name, nil
+}
+
+// snapTopic finds a topic in the snapshot (404 UNKNOWN_TOPIC_OR_PARTITION).
+func snapTopic(s *events.Snapshot, name string) (*events.Topic, error) {
+	if t := s.Topic(name); t != nil {
+		return t, nil
+	}
+	return nil, KafkaError(http.StatusNotFound, kerr.UnknownTopicOrPartition, "no topic "+strconv.Quote(name))
+}
+
+// partitionParam is the {partition} path parameter: an integer (else 400)
+// naming one of the topic's partitions (else 404).
+func partitionParam(c echo.Context, t *events.Topic) (*events.Partition, error) {
+	raw := c.Param("partition")
+	p, err := strconv.ParseInt(raw, 10, 32)
+	if err != nil {
+		return nil, KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "partition must be an integer, got "+strconv.Quote(truncate(raw, 40)))
+	}
+	for i := range t.Partitions {
+		if int64(t.Partitions[i].Partition) == p {
+			return &t.Partitions[i], nil
+		}
+	}
+	return nil, KafkaError(http.StatusNotFound, kerr.UnknownTopicOrPartition,
+		"topic "+t.Name+" has partitions 0.."+strconv.Itoa(len(t.Partitions)-1)+", not "+raw)
+}
+
+// brokerParam is the {id} path parameter: an integer (else 400) naming a
+// broker of the lab (else 404 BROKER_NOT_AVAILABLE).
+func brokerParam(c echo.Context, s *events.Snapshot) (int32, error) {
+	raw := c.Param("id")
+	id, err := strconv.ParseInt(raw, 10, 32)
+	if err != nil {
+		return 0, KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "broker id must be an integer, got "+strconv.Quote(truncate(raw, 40)))
+	}
+	if s.Broker(int32(id)) == nil {
+		return 0, KafkaError(http.StatusNotFound, kerr.BrokerNotAvailable, "no broker "+raw+"; the brokers are "+brokerRange(s))
+	}
+	return int32(id), nil
+}
+
+func brokerRange(s *events.Snapshot) string {
+	if len(s.Brokers) == 0 {
+		return "none"
+	}
+	return strconv.Itoa(int(s.Brokers[0].ID)) + ".." + strconv.Itoa(int(s.Brokers[len(s.Brokers)-1].ID))
+}
+
+// queryOffset parses an optional non-negative offset query parameter; absent
+// gives def.
+func queryOffset(c echo.Context, name string, def int64) (int64, error) {
+	if c.QueryParam(name) == "" {
+		return def, nil
+	}
+	v, err := queryUint(c, name, 0, math.MaxInt64)
+	return int64(v), err
+}
+
+// queryLimit parses an optional limit in [1, maxV]; absent gives def.
+func queryLimit(c echo.Context, def, maxV int) (int, error) {
+	v, err := queryUint(c, "limit", uint64(def), uint64(maxV))
+	if err != nil {
+		return 0, err
+	}
+	if v == 0 {
+		return 0, KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "limit must be between 1 and "+strconv.Itoa(maxV))
+	}
+	return int(v), nil
+}
+
+// notImplemented answers for a control the Lab does not offer.
+func notImplemented(what string) *Error {
+	return &Error{Status: http.StatusNotImplemented, Code: CodeNotImplemented, Message: "this lab cannot " + what}
+}
