@@ -11,13 +11,25 @@ import (
 
 // clientAPIVersions lists the APIs Kafka clients need beyond producing and
 // fetching: the admin APIs (forwarded to the controller), and exactly the
-// versions implemented.
+// versions implemented; the consumer-group APIs and InitProducerId, served by
+// the lab's coordinator.
 var clientAPIVersions = wire.VersionTable{
 	19: {Min: 0, Max: 7}, // CreateTopics
 	20: {Min: 0, Max: 6}, // DeleteTopics
 	32: {Min: 0, Max: 4}, // DescribeConfigs
 	33: {Min: 0, Max: 2}, // AlterConfigs
 	44: {Min: 0, Max: 1}, // IncrementalAlterConfigs
+
+	8:  {Min: 0, Max: 8}, // OffsetCommit
+	9:  {Min: 0, Max: 8}, // OffsetFetch: v8 batches groups
+	10: {Min: 0, Max: 4}, // FindCoordinator: v4 batches keys
+	11: {Min: 0, Max: 9}, // JoinGroup
+	12: {Min: 0, Max: 4}, // Heartbeat
+	13: {Min: 0, Max: 5}, // LeaveGroup
+	14: {Min: 0, Max: 5}, // SyncGroup
+	15: {Min: 0, Max: 5}, // DescribeGroups
+	16: {Min: 0, Max: 4}, // ListGroups
+	22: {Min: 0, Max: 4}, // InitProducerId: idempotent producers only
 }
 
 // handleClientAPI serves the requests of clientAPIVersions.
@@ -33,6 +45,26 @@ func (b *Broker) handleClientAPI(ctx context.Context, rc *wire.RequestContext, r
 		return b.handleAlterConfigs(req), nil
 	case *kmsg.IncrementalAlterConfigsRequest:
 		return b.handleIncrementalAlterConfigs(req), nil
+	case *kmsg.FindCoordinatorRequest:
+		return b.handleFindCoordinator(req), nil
+	case *kmsg.JoinGroupRequest:
+		return b.handleJoinGroup(ctx, rc, req), nil
+	case *kmsg.SyncGroupRequest:
+		return b.handleSyncGroup(ctx, req), nil
+	case *kmsg.HeartbeatRequest:
+		return b.handleHeartbeat(req), nil
+	case *kmsg.LeaveGroupRequest:
+		return b.handleLeaveGroup(req), nil
+	case *kmsg.OffsetCommitRequest:
+		return b.handleOffsetCommit(req), nil
+	case *kmsg.OffsetFetchRequest:
+		return b.handleOffsetFetch(req), nil
+	case *kmsg.DescribeGroupsRequest:
+		return b.handleDescribeGroups(req), nil
+	case *kmsg.ListGroupsRequest:
+		return b.handleListGroups(req), nil
+	case *kmsg.InitProducerIDRequest:
+		return b.handleInitProducerID(req), nil
 	}
 	return nil, errors.New("no handler for " + kmsg.NameForKey(req.Key()))
 }

@@ -1,7 +1,10 @@
 package cluster
 
 import (
+	"path/filepath"
+
 	"tidemark/server/controller"
+	"tidemark/server/coordinator"
 )
 
 // The admin half of a broker's link to the controller (broker.Admin): a
@@ -41,3 +44,15 @@ func (l controllerLink) AlterConfigs(topic string, changes map[string]*string) (
 	}
 	return t, err
 }
+
+// Coordinator gives the broker the lab's group coordinator and producer-id
+// manager (broker.Coordinators).
+func (l controllerLink) Coordinator() *coordinator.Coordinator { return l.c.groups }
+
+// openCoordinator opens the lab's coordinator on <data>/coordinator.
+func openCoordinator(opts Options) (*coordinator.Coordinator, error) {
+	return coordinator.Open(coordinator.Options{Dir: filepath.Join(opts.DataDir, "coordinator"), Logger: opts.Logger})
+}
+
+// Coordinator returns the lab's group coordinator and producer-id manager.
+func (c *Cluster) Coordinator() *coordinator.Coordinator { return c.groups }

@@ -3,6 +3,9 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -137,3 +140,129 @@ func TestAdminAPIs(t *testing.T) {
 }
 
 func ptr(s string) *string { return &s }
+
+// produceKgo writes n records "v0".."v<n-1>" with franz-go's defaults
+// (idempotent, acks=all) and returns the client's errors.
+func produceKgo(t *testing.T, c *Cluster, topic string, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	prod, err := kgo.NewClient(kgo.SeedBrokers(seeds(c)...), kgo.DefaultProduceTopic(topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	recs := make([]*kgo.Record, n)
+	for i := range recs {
+		recs[i] = &kgo.Record{Key: []byte(fmt.Sprintf("k%d", i%11)), Value: []byte(fmt.Sprintf("v%d", i))}
+	}
+	if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+}
+
+// TestKgoConsumerGroup produces with franz-go's defaults (idempotent,
+// acks=all), consumes everything back through a consumer group that
+// commits, and finds the commits again after the whole lab restarts.
+func TestKgoConsumerGroup(t *testing.T) {
+	dir := t.TempDir()
+	c, err := Open(Options{DataDir: dir, Brokers: 3, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { c.Close() }()
+	if _, err := c.CreateTopic("events", 3, 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	const n = 500
+	produceKgo(t, c, "events", n)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cons, err := kgo.NewClient(kgo.SeedBrokers(seeds(c)...), kgo.ConsumerGroup("readers"), kgo.ConsumeTopics("events"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit())
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for len(seen) < n {
+		fs := cons.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("consumed %d of %d records", len(seen), n)
+		}
+		fs.EachError(func(topic string, p int32, err error) { t.Fatalf("fetch %s/%d: %v", topic, p, err) })
+		fs.EachRecord(func(r *kgo.Record) {
+			if seen[string(r.Value)] {
+				t.Fatalf("record %s read twice", r.Value)
+			}
+			seen[string(r.Value)] = true
+		})
+	}
+	if err := cons.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cons.Close() // leaves the group
+
+	var total int64
+	committed := map[int32]int64{}
+	for p := int32(0); p < 3; p++ {
+		cm, ok := c.Coordinator().Committed("readers", "events", p)
+		if !ok {
+			t.Fatalf("no commit for events-%d", p)
+		}
+		total += cm.Offset
+		committed[p] = cm.Offset
+	}
+	if total != n {
+		t.Fatalf("committed offsets add up to %d, want %d", total, n)
+	}
+
+	// The commits survive a restart of the whole lab.
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c, err = Open(Options{DataDir: dir, Brokers: 3, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	adm := adminClient(t, c)
+	offs, err := adm.FetchOffsets(ctx, "readers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	total = 0
+	offs.Each(func(o kadm.OffsetResponse) {
+		if o.Err != nil {
+			t.Fatalf("offset fetch %s/%d: %v", o.Topic, o.Partition, o.Err)
+		}
+		total += o.At
+	})
+	if total != n {
+		t.Fatalf("after restart the committed offsets add up to %d, want %d", total, n)
+	}
+	// A new member of the group starts where the group left off: nothing to read.
+	produceKgo(t, c, "events", 10)
+	cons2, err := kgo.NewClient(kgo.SeedBrokers(seeds(c)...), kgo.ConsumerGroup("readers"), kgo.ConsumeTopics("events"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons2.Close()
+	got := 0
+	for got < 10 {
+		fs := cons2.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %d of the 10 new records", got)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			got++
+			if r.Offset < committed[r.Partition] {
+				t.Fatalf("record %s at offset %d read again after the restart", r.Value, r.Offset)
+			}
+		})
+	}
+	if got != 10 {
+		t.Fatalf("read %d records after the restart, want the 10 new ones", got)
+	}
+}
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

@@ -24,6 +24,7 @@ import (
 	"tidemark/replication"
 	"tidemark/server/broker"
 	"tidemark/server/controller"
+	"tidemark/server/coordinator"
 	"tidemark/storage"
 )
 
@@ -60,6 +61,7 @@ type Cluster struct {
 	network    *Network
 	bus        *events.Bus
 	controller *controller.Controller
+	groups     *coordinator.Coordinator // consumer groups and producer ids: admin_link.go
 	cancel     context.CancelFunc
 	wg         sync.WaitGroup
 
@@ -105,6 +107,10 @@ func Open(opts Options) (*Cluster, error) {
 		return nil, err
 	}
 	c.controller = ctl
+	if c.groups, err = openCoordinator(opts); err != nil {
+		ctl.Close()
+		return nil, err
+	}
 	for id := int32(1); id <= int32(opts.Brokers); id++ {
 		addr := "127.0.0.1:0"
 		if opts.KafkaPort > 0 {
@@ -192,6 +198,9 @@ func (c *Cluster) Close() error {
 	var errs []error
 	for _, b := range bs {
 		errs = append(errs, b.Close())
+	}
+	if c.groups != nil {
+		errs = append(errs, c.groups.Close())
 	}
 	if c.controller != nil {
 		errs = append(errs, c.controller.Close())
