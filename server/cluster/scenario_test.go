@@ -1051,3 +1051,246 @@ func TestScenario6RetryDuplicate(t *testing.T) {
 	l.wantConsume("m1", "m1")
 	l.finish()
 }
+
+// TestScenario7Zombie: a leader cut off from the controller and its
+// followers (a zombie) cannot advance its HW with acks=all: its ISR proposal
+// never reaches the controller, so its HW keeps waiting for followers that
+// no longer fetch from it. A new leader is elected; the zombie's write z1
+// is never visible, times out, and is truncated away when the zombie rejoins.
+// min.insync.replicas=1 on purpose: the fencing alone protects the data.
+func TestScenario7Zombie(t *testing.T) {
+	l := newLab(t, labOptions{brokers: 3})
+	p := l.produceAsync("m1")
+	l.settle()
+	p.ok(0)
+	for _, to := range []int32{ControllerNode, 2, 3} {
+		if err := l.c.Cut(1, to, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.step(failover)
+	l.wantLeader(2, 1, 2, 3)
+	if st := l.status(1); st.Role != replication.RoleLeader || st.LeaderEpoch != 0 {
+		l.fatalf("b1 should still believe it leads epoch 0")
+	}
+	// A client with stale metadata still writes to b1.
+	z := l.produceTo(1, "z1", -1, 5*time.Second)
+	p = l.produceAsync("m2")
+	l.settle()
+	p.ok(1)
+	l.step(3001 * time.Millisecond) // b1 wants to drop b2 and b3 but cannot tell the controller
+	st := l.status(1)
+	if !slices.Equal(st.ISR, []int32{1, 2, 3}) || !slices.Equal(st.PendingISR, []int32{1}) {
+		l.fatalf("b1: ISR %v pending %v; want ISR [1 2 3] with [1] in flight", st.ISR, st.PendingISR)
+	}
+	l.want(1, 2, 1, "m1", "z1")
+	z.waiting()
+	l.step(2000 * time.Millisecond)
+	z.fails(kerr.RequestTimedOut)
+	l.want(1, 2, 1, "m1", "z1")
+	// Asked directly, the zombie still serves only below its HW 1.
+	if hw, ok := l.visibleHW(1); !ok || hw != 1 {
+		l.fatalf("b1 answers ListOffsets %d %v, want 1", hw, ok)
+	}
+	l.wantConsume("m1", "m2")
+
+	l.c.Heal()
+	l.step(100 * time.Millisecond) // b1 heartbeats again and learns epoch 1
+	if st := l.status(1); st.Role != replication.RoleFollower || st.LeaderEpoch != 1 {
+		l.fatalf("b1 did not learn it follows b2 at epoch 1")
+	}
+	l.fetch(1, 1, 1)
+	l.wantTruncated(1, rec{1, 0, "z1"})
+	l.wantLeader(2, 1, 1, 2, 3)
+	l.wantConsume("m1", "m2")
+	l.finish()
+	l.want(1, 2, 2, "m1", "m2")
+}
+
+// TestScenario8EpochStart: a follower does not rejoin the ISR before its LEO
+// reaches the start offset of the current leader epoch (KAFKA-7128), and the
+// consumer-visible HW never goes backwards (KIP-207). b4 is out of the ISR
+// with m1 only; b2 and b3 have m1..m3 but learned HW 1 while b1's is 3. After
+// b1 dies b2 leads with HW 1 below its epoch start 3: a consumer is told
+// OFFSET_NOT_AVAILABLE, not an end offset of 1, and reads nothing new
+// rather than an error. b4 at LEO 1 ≥ HW 1 stays out until it reaches 3.
+func TestScenario8EpochStart(t *testing.T) {
+	l := newLab(t, labOptions{brokers: 4})
+	p := l.produceAsync("m1")
+	l.settle()
+	p.ok(0)
+	l.mustProduce("m2", 1, 1)
+	l.mustProduce("m3", 1, 2)
+	l.fetch(2, 2, 3, 3)
+	l.step(3001 * time.Millisecond)
+	l.wantLeader(1, 0, 1, 2, 3)
+	l.want(1, 3, 3, "m1", "m2", "m3")
+	l.wantConsume("m1", "m2", "m3")
+	l.checkpoint(1, 2, 3, 4)
+
+	l.crash(1)
+	l.step(failover)
+	l.wantLeader(2, 1, 2, 3)
+	l.want(2, 3, 1, "m1", "m2", "m3")
+	if st := l.status(2); st.EpochStartOffset != 3 {
+		l.fatalf("b2's epoch 1 starts at %d, want 3", st.EpochStartOffset)
+	}
+	if _, ok := l.visibleHW(2); ok {
+		l.fatalf("b2 exposes its HW 1 below its epoch start 3")
+	}
+	if recs, hw, err := l.c.Consume(scenarioTopic, 0, 3, 10); err != nil || len(recs) != 0 || hw != 1 {
+		l.fatalf("a consumer at offset 3 reads %v, HW %d, %v; want nothing, HW 1, no error", recs, hw, err)
+	}
+	l.fetch(4) // LEO 1 ≥ HW 1 but below the epoch start 3: no ISR change
+	l.want(4, 3, 1, "m1", "m2", "m3")
+	l.wantLeader(2, 1, 2, 3)
+	l.fetch(4) // at 3 now
+	l.wantLeader(2, 1, 2, 3, 4)
+	l.want(2, 3, 1, "m1", "m2", "m3") // waits for b3's LEO
+	l.fetch(3)
+	l.want(2, 3, 3, "m1", "m2", "m3")
+	if hw, ok := l.visibleHW(2); !ok || hw != 3 {
+		l.fatalf("b2 ListOffsets %d %v, want 3", hw, ok)
+	}
+	l.wantConsume("m1", "m2", "m3")
+	l.restart(1)
+	l.finish()
+}
+
+// TestScenario9ISRTiming: replica.lag.time.max.ms=3000 on a stepped clock.
+// b2 fetches every second and stays; b3 never fetches and leaves after
+// 3000 ms, and then the HW advances and the acks=all produce completes. A
+// steady stream keeps b2 in the ISR (each fetch reaches the leader's LEO as
+// of its previous fetch); once it goes quiet with the leader one record
+// ahead, it leaves 3001 ms after the fetch it last caught up as of.
+func TestScenario9ISRTiming(t *testing.T) {
+	l := newLab(t, labOptions{brokers: 3})
+	p := l.produceAsync("m1")
+	l.step(time.Second)
+	l.fetch(2, 2)
+	l.step(time.Second)
+	l.fetch(2)
+	l.step(time.Second) // 3000 ms: still within the limit
+	l.wantLeader(1, 0, 1, 2, 3)
+	p.waiting()
+	l.step(time.Millisecond)
+	l.wantLeader(1, 0, 1, 2)
+	p.ok(0)
+	l.fetch(2)
+	l.want(2, 1, 1, "m1")
+	values := []string{"m1"}
+	for i, v := range []string{"m2", "m3", "m4", "m5"} {
+		l.mustProduce(v, 1, int64(i+1))
+		values = append(values, v)
+		l.step(time.Second)
+		l.fetch(2)
+	}
+	l.wantLeader(1, 0, 1, 2) // 7001 ms, b2 always one record behind, still in
+	l.want(1, 5, 4, values...)
+	l.want(2, 5, 3, values...)
+	l.mustProduce("m6", 1, 5)
+	values = append(values, "m6")
+	l.step(time.Second)
+	l.step(time.Second)
+	l.wantLeader(1, 0, 1, 2) // 9001 ms
+	l.want(1, 6, 4, values...)
+	l.step(time.Millisecond)
+	l.wantLeader(1, 0, 1) // 9002 ms: out, and the HW moves to the LEO
+	l.want(1, 6, 6, values...)
+	l.finish()
+}
+
+// TestScenario10HWUnderMinISR: the HW does not advance while the ISR is
+// smaller than min.insync.replicas, even for acks=1 writes; lowering the
+// setting at run time lets it move, and a follower rejoining lets it move
+// again under the old setting.
+func TestScenario10HWUnderMinISR(t *testing.T) {
+	l := newLab(t, labOptions{brokers: 3, configs: map[string]string{"min.insync.replicas": "2"}})
+	p := l.produceAsync("m1")
+	l.settle()
+	p.ok(0)
+	l.mustProduce("m2", 1, 1)
+	l.step(3001 * time.Millisecond)
+	l.wantLeader(1, 0, 1)
+	l.mustProduce("m3", 1, 2)
+	if _, err := l.produce("m4", -1); !errors.Is(err, kerr.NotEnoughReplicas) {
+		l.fatalf("m4: %v, want NOT_ENOUGH_REPLICAS", err)
+	}
+	l.want(1, 3, 1, "m1", "m2", "m3")
+	l.wantConsume("m1")
+	l.alter("min.insync.replicas", "1")
+	l.want(1, 3, 3, "m1", "m2", "m3")
+	l.wantConsume("m1", "m2", "m3")
+	l.alter("min.insync.replicas", "2")
+	l.fetch(2, 2)
+	l.wantLeader(1, 0, 1, 2)
+	p = l.produceAsync("m5")
+	l.fetch(2, 2)
+	p.ok(3)
+	l.want(1, 4, 4, "m1", "m2", "m3", "m5")
+	l.wantConsume("m1", "m2", "m3", "m5")
+	l.finish()
+}
+
+// TestScenario11Recovery: crash and power-loss recovery restore LEO, HW
+// (from replication-offset-checkpoint, written by the periodic checkpoint)
+// and the leader-epoch cache from disk. A crash keeps everything written; a
+// power loss keeps what was fsynced, and recovery reports the rest as lost.
+func TestScenario11Recovery(t *testing.T) {
+	for _, fault := range []string{"crash", "power-loss"} {
+		t.Run(fault, func(t *testing.T) {
+			l := newLab(t, labOptions{brokers: 3, checkpoint: 5 * time.Second})
+			for i, v := range []string{"m1", "m2"} {
+				p := l.produceAsync(v)
+				l.settle()
+				p.ok(int64(i))
+			}
+			l.crash(1)
+			l.step(failover)
+			l.wantLeader(2, 1, 2, 3)
+			p := l.produceAsync("m3")
+			l.settle()
+			p.ok(2)
+			l.restart(1)
+			l.settle()
+			l.wantLeader(2, 1, 1, 2, 3)
+			epochs := []replication.EpochEntry{{Epoch: 0, StartOffset: 0}, {Epoch: 1, StartOffset: 2}}
+			values := []string{"m1", "m2", "m3"}
+			leo := int64(3)
+			if fault == "power-loss" {
+				l.flush(1, 2, 3)
+				p := l.produceAsync("m4")
+				l.settle()
+				p.ok(3)
+			}
+			l.step(5 * time.Second) // the periodic HW checkpoint
+			for id := int32(1); id <= 3; id++ {
+				if hw, _ := l.c.Broker(id).LogDir().HighWatermark(storage.TopicPartition{Topic: scenarioTopic}); hw != l.status(id).HighWatermark {
+					l.fatalf("b%d checkpointed HW %d, its HW is %d", id, hw, l.status(id).HighWatermark)
+				}
+			}
+			if fault == "crash" {
+				l.crash(3)
+			} else {
+				l.powerLoss(3) // m4 was never fsynced on b3
+			}
+			l.restart(3)
+			// Before any fetch: what came back from disk alone.
+			st := l.status(3)
+			if st.LogEndOffset != leo || st.HighWatermark != leo || !slices.Equal(st.EpochCache, epochs) || !slices.Equal(l.values(3), values) {
+				l.fatalf("b3 recovered LEO %d HW %d epochs %v %v; want LEO %d HW %d epochs %v %v",
+					st.LogEndOffset, st.HighWatermark, st.EpochCache, l.values(3), leo, leo, epochs, values)
+			}
+			if fault == "power-loss" {
+				l.wantTruncated(3, rec{3, 1, "m4"}) // recovery reports what it lost
+			} else {
+				l.wantTruncated(3)
+			}
+			l.finish()
+			if fault == "power-loss" {
+				values = append(values, "m4") // fetched back from the leader
+			}
+			l.want(3, int64(len(values)), int64(len(values)), values...)
+		})
+	}
+}
