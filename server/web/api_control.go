@@ -112,6 +112,9 @@ func (s *Server) fetchRound(c echo.Context) error {
 		// Running, the followers fetch on their own; a step is for a paused lab.
 		return KafkaError(http.StatusConflict, kerr.InvalidRequest, "the clock is running and followers fetch by themselves; pause it to step fetches")
 	}
+	if snap.Broker(id).State == events.BrokerCrashed {
+		return KafkaError(http.StatusConflict, kerr.BrokerNotAvailable, "broker "+strconv.Itoa(int(id))+" is not running; restart it first")
+	}
 	if err := s.clock.StepFetch(c.Request().Context(), id); err != nil {
 		return LabError(err)
 	}

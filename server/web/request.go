@@ -33,8 +33,9 @@ func sameOrigin(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// decodeJSON reads a JSON body of at most MaxBodyBytes into v, strictly:
-// Content-Type application/json, no unknown fields, nothing after the value.
+// decodeJSON reads a JSON object body of at most MaxBodyBytes into v,
+// strictly: Content-Type application/json, no unknown fields, nothing after
+// the object.
 func decodeJSON(c echo.Context, v any) error {
 	r := c.Request()
 	if ct := r.Header.Get("Content-Type"); !isJSON(ct) {
@@ -54,8 +55,9 @@ func decodeJSON(c echo.Context, v any) error {
 		}
 		return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "reading the body: "+err.Error())
 	}
-	if len(bytes.TrimSpace(body)) == 0 {
-		return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "the body is empty; a JSON object is expected")
+	if body = bytes.TrimSpace(body); len(body) == 0 || body[0] != '{' {
+		// Every body is an object; null would decode to an all-default request.
+		return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "the body must be a JSON object")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
