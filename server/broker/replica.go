@@ -40,6 +40,9 @@ type replica struct {
 	// pendingAlter is an ISR proposal the controller did not receive (the
 	// link was cut); it is sent again at each tick.
 	pendingAlter *replication.AlterPartitionRequest
+	// producers is the idempotent-producer state (producers.go); nil until
+	// needed, and again after a truncation, which makes it rebuild.
+	producers *producerState
 	// tickedMs is the last time the rules were shown (Tick).
 	tickedMs int64
 	stopped  bool
@@ -279,6 +282,7 @@ func (r *replica) truncate(t replication.Truncation) events.Event {
 		}
 	}
 	var err error
+	r.producers = nil
 	if t.Cause == replication.TruncateFullyAndStartAt {
 		err = r.log.TruncateFullyAndStartAt(t.ToOffset)
 	} else {
@@ -359,7 +363,11 @@ func (r *replica) produce(ctx context.Context, acks int16, records []byte, timeo
 		r.b.publish(ev)
 		return ProduceResult{Err: err}
 	}
-	info, err := r.log.AppendAsLeader(records, epoch)
+	pc, err := r.checkProducers(records) // idempotence: producers.go
+	var info storage.AppendInfo
+	if err == nil && pc.dup == nil {
+		info, err = r.log.AppendAsLeader(records, epoch)
+	}
 	if err != nil {
 		ev := r.event(events.KindProduceError)
 		ev.Acks, ev.Error, ev.Message = acksName(acks), errorName(err), err.Error()
@@ -367,6 +375,11 @@ func (r *replica) produce(ctx context.Context, acks int16, records []byte, timeo
 		r.b.publish(ev)
 		return ProduceResult{Err: err}
 	}
+	if pc.dup != nil {
+		r.mu.Unlock()
+		return r.awaitDuplicate(ctx, acks, *pc.dup, timeout)
+	}
+	r.producersAppended(pc, info)
 	r.wake()
 	r.nextID++
 	id := r.nextID
