@@ -108,6 +108,9 @@ func run(ctx context.Context, cfg config, out io.Writer, started func(url string
 	cl, err := cluster.Open(cluster.Options{DataDir: cfg.dataDir, Brokers: cfg.brokers, KafkaPort: cfg.kafkaPort,
 		Paused: cfg.paused, Logger: logger})
 	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			err = fmt.Errorf("%w (another lab running? --kafka-port picks other ports)", err)
+		}
 		return fmt.Errorf("starting the cluster in %s: %w", cfg.dataDir, err)
 	}
 	defer func() {
@@ -128,9 +131,18 @@ func run(ctx context.Context, cfg config, out io.Writer, started func(url string
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
 		ws.Close()
+		if errors.Is(err, syscall.EADDRINUSE) {
+			err = fmt.Errorf("%w (--addr picks another address)", err)
+		}
 		return err
 	}
-	srv := &http.Server{Handler: ws.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	// Requests run under baseCtx, which shutdown cancels first: a produce
+	// waiting for acks on a paused clock answers at once instead of holding
+	// the shutdown up.
+	baseCtx, cancelRequests := context.WithCancel(context.Background())
+	defer cancelRequests()
+	srv := &http.Server{Handler: ws.Handler(), ReadHeaderTimeout: 10 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return baseCtx }}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 
@@ -160,7 +172,8 @@ func run(ctx context.Context, cfg config, out io.Writer, started func(url string
 	fmt.Fprintln(out, "tidemark: shutting down")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	err = srv.Shutdown(shutdownCtx) // stop accepting, finish requests in flight
+	cancelRequests()
+	err = srv.Shutdown(shutdownCtx) // stop accepting, let requests in flight answer
 	ws.Close()                      // then end the hijacked websockets
 	if serr := <-serveErr; !errors.Is(serr, http.ErrServerClosed) && err == nil {
 		err = serr

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"tidemark/server/cluster"
 )
@@ -157,5 +158,43 @@ func TestRunKeepsDataAcrossRestarts(t *testing.T) {
 	if err != nil || got.HighWatermark != 2 || len(got.Records) != 2 || got.Records[0].Value != "kept" ||
 		got.Records[0].Key == nil || *got.Records[0].Key != "a" || got.Records[1].Key != nil {
 		t.Fatalf("after restart: %+v %v", got, err)
+	}
+}
+
+// TestRunStopsWithProduceWaiting stops the lab while an acks=all produce
+// waits on a paused clock: the produce answers REQUEST_TIMED_OUT at once and
+// the lab shuts down cleanly instead of waiting for the produce's timeout.
+func TestRunStopsWithProduceWaiting(t *testing.T) {
+	url, cl, _, stop := startRun(t, t.TempDir(), "--paused")
+	answered := make(chan *http.Response, 1)
+	go func() {
+		resp, err := http.Post(url+"api/v1/topics/demo/records", "application/json",
+			strings.NewReader(`{"partition":0,"acks":"all","records":[{"value":"v"}],"timeout_ms":60000}`))
+		if err != nil {
+			t.Error(err)
+		}
+		answered <- resp
+	}()
+	snap := cl.Snapshot()
+	leader := cl.Broker(snap.Partition("demo", 0).Leader).Replica("demo", 0)
+	for deadline := time.Now().Add(5 * time.Second); leader.Status().LogEndOffset < 1; {
+		if time.Now().After(deadline) {
+			t.Fatal("the produce never appended")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	start := time.Now()
+	if err := stop(); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	if d := time.Since(start); d > 4*time.Second {
+		t.Fatalf("shutdown took %v", d)
+	}
+	if resp := <-answered; resp != nil {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusGatewayTimeout || !strings.Contains(string(b), "REQUEST_TIMED_OUT") {
+			t.Fatalf("waiting produce answered %d %s", resp.StatusCode, b)
+		}
 	}
 }
