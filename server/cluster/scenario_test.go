@@ -717,10 +717,9 @@ func rules() []string { return []string{"high-watermark", "leader-epoch"} }
 // leader-epoch it is kept.
 //
 // "restart": the classic steps on two brokers. The follower comes back with
-// the HW of its last checkpoint (1, while the leader's is 2). The lab's
-// controller, like KRaft's, drops a broker that re-registers from every
-// ISR, so the restarted follower can only be elected uncleanly here; the
-// topic allows it.
+// the HW of its last checkpoint (1, while the leader's is 2) before its
+// session expired, so it keeps its ISR place, and is elected cleanly when
+// the leader dies before it fetches again.
 //
 // "leader-change": the same hazard with clean elections only. On three
 // brokers the leader dies; the new leader's follower becomes a follower of a
@@ -729,8 +728,7 @@ func rules() []string { return []string{"high-watermark", "leader-epoch"} }
 func TestScenario1KIP101HWTruncation(t *testing.T) {
 	for _, rule := range rules() {
 		t.Run("restart/"+rule, func(t *testing.T) {
-			l := newLab(t, labOptions{brokers: 2, configs: map[string]string{
-				"truncation.rule": rule, "unclean.leader.election.enable": "true"}})
+			l := newLab(t, labOptions{brokers: 2, configs: map[string]string{"truncation.rule": rule}})
 			p := l.produceAsync("m1")
 			l.fetch(2, 2)
 			p.ok(0)
@@ -752,9 +750,10 @@ func TestScenario1KIP101HWTruncation(t *testing.T) {
 				l.want(2, 2, 1, "m1", "m2")
 				l.wantTruncated(2)
 			}
-			l.wantMeta(1, 0, 1) // re-registration dropped b2 from the ISR
+			l.wantMeta(1, 0, 1, 2) // back within its session: b2 keeps its ISR place
 
-			// The leader dies before b2 fetches again.
+			// The leader dies before b2 fetches again: b2 is elected cleanly.
+
 			l.crash(1)
 			l.step(failover)
 			l.wantLeader(2, 1, 2)

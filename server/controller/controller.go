@@ -313,12 +313,19 @@ func (c *Controller) RegisterBroker(id int32, listener string) (brokerEpoch int6
 		b = &Broker{ID: id}
 		c.brokers[id] = b
 	}
-	b.Listener, b.Epoch, b.Fenced, b.LastHeartbeat = listener, int64(c.version+1), true, c.now()
+	b.Listener, b.Epoch, b.Fenced, b.LastHeartbeat = listener, int64(c.version+1), !restarted, c.now()
 	ch.brokers[id] = true
-	ch.evs = append(ch.evs, events.Event{Kind: events.KindBroker, Broker: id, BrokerState: events.BrokerFenced,
-		Listener: listener, Message: fmt.Sprintf("broker %d registered with broker epoch %d; fenced until its first heartbeat", id, b.Epoch)})
 	if restarted {
-		c.leaveReplicaSets(ch, id, fmt.Sprintf("broker %d re-registered", id))
+		// Back before its session expired: as with ZooKeeper-era Kafka, the
+		// controller never saw it gone, so it keeps its ISR places (which is
+		// what lets KIP-101's restarted follower be elected cleanly). It
+		// lost its in-memory state, so it gives up the leaderships it held.
+		ch.evs = append(ch.evs, events.Event{Kind: events.KindBroker, Broker: id, BrokerState: events.BrokerUp,
+			Listener: listener, Message: fmt.Sprintf("broker %d re-registered within its session (broker epoch %d): it keeps its ISR places", id, b.Epoch)})
+		c.handOverLeaderships(ch, id, fmt.Sprintf("broker %d restarted", id))
+	} else {
+		ch.evs = append(ch.evs, events.Event{Kind: events.KindBroker, Broker: id, BrokerState: events.BrokerFenced,
+			Listener: listener, Message: fmt.Sprintf("broker %d registered with broker epoch %d; fenced until its first heartbeat", id, b.Epoch)})
 	}
 	if err := c.commit(ch); err != nil {
 		return 0, err

@@ -42,15 +42,25 @@ func TestRegisterAndHeartbeat(t *testing.T) {
 	if b := l.meta().Broker(1); b.Fenced {
 		t.Fatal("still fenced after heartbeat")
 	}
-	// A second registration is a new incarnation: a new, larger epoch, fenced again.
+	// A second registration within the session is a new incarnation: a new,
+	// larger epoch; the old one is stale; it stays unfenced.
 	e2, err := l.c.RegisterBroker(1, "127.0.0.1:9999")
 	if err != nil || e2 <= e1 {
 		t.Fatalf("re-registration epoch %d (was %d): %v", e2, e1, err)
 	}
 	_, err = l.c.Heartbeat(1, e1)
 	wantErr(t, err, kerr.StaleBrokerEpoch)
-	if b := l.meta().Broker(1); !b.Fenced || b.Listener != "127.0.0.1:9999" {
+	if b := l.meta().Broker(1); b.Fenced || b.Listener != "127.0.0.1:9999" {
 		t.Fatalf("after re-registration: %+v", b)
+	}
+	// Once fenced, a registration stays fenced until its first heartbeat.
+	l.c.FenceBroker(1)
+	e3, err := l.c.RegisterBroker(1, "127.0.0.1:9999")
+	if err != nil || e3 <= e2 {
+		t.Fatalf("registration after fencing: epoch %d: %v", e3, err)
+	}
+	if b := l.meta().Broker(1); !b.Fenced {
+		t.Fatalf("registration after fencing: %+v", b)
 	}
 	_, err = l.c.RegisterBroker(-1, "x")
 	wantErr(t, err, kerr.InvalidRequest)
@@ -223,23 +233,27 @@ func TestUncleanElectionOnUnfence(t *testing.T) {
 	}
 }
 
-func TestReregistrationFencesALiveBroker(t *testing.T) {
+// TestRestartWithinSessionKeepsISR: a broker that re-registers before its
+// session expired keeps its ISR places (ZooKeeper-era behaviour, which
+// KIP-101's scenarios assume) and hands its leaderships to the next live ISR
+// member; where it is the only ISR member it leads again in a new epoch.
+func TestRestartWithinSessionKeepsISR(t *testing.T) {
 	l := newLab(t)
 	l.start(1, 2)
 	l.create("t", 1, 2, nil)
+	l.create("solo", 1, 1, nil)
 	old := l.epochs[1]
 	ep, err := l.c.RegisterBroker(1, "127.0.0.1:1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	l.want("t", 0, 2, []int32{2}, 1, 1) // it left the ISR and its leadership
+	l.want("t", 0, 2, []int32{1, 2}, 1, 1)  // leadership handed over, still in the ISR
+	l.want("solo", 0, 1, []int32{1}, 1, 1) // the only replica leads again, in a new epoch
 	r := l.c.AlterPartition("t", 0, 1, old, replication.AlterPartitionRequest{BrokerID: 1, LeaderEpoch: 0, PartitionEpoch: 0, NewISR: []int32{1}})
 	wantErr(t, r.Err, kerr.StaleBrokerEpoch)
 	l.epochs[1] = ep
 	l.beat(1)
-	l.want("t", 0, 2, []int32{2}, 1, 1) // back, but it must catch up before rejoining the ISR
-	l.alterISR("t", 0, 2, 1)
-	l.want("t", 0, 2, []int32{2, 1}, 1, 2)
+	l.want("t", 0, 2, []int32{1, 2}, 1, 1)
 }
 
 func TestAlterPartition(t *testing.T) {

@@ -35,6 +35,37 @@ func (c *Controller) leaveReplicaSets(ch *change, id int32, reason string) {
 	}
 }
 
+// handOverLeaderships moves each leadership of a broker that restarted
+// within its session to the next live ISR member in AR order; where it is
+// the only one, it leads again under a new leader epoch.
+func (c *Controller) handOverLeaderships(ch *change, id int32, reason string) {
+	for _, name := range c.topicNames() {
+		t := c.topics[name]
+		for _, p := range t.parts {
+			if p.Leader != id {
+				continue
+			}
+			next := id
+			for _, r := range p.Replicas {
+				if r != id && slices.Contains(p.ISR, r) && c.live(r) {
+					next = r
+					break
+				}
+			}
+			prev := p.Leader
+			p.Leader = next
+			p.LeaderEpoch++
+			p.PartitionEpoch++
+			ch.partition(p)
+			ch.evs = append(ch.evs, events.Event{Kind: events.KindElection, Broker: next, Topic: p.Topic, Partition: p.Partition,
+				Leader: &events.Leadership{Leader: next, PreviousLeader: prev, LeaderEpoch: p.LeaderEpoch},
+				ISR:    slices.Clone(p.ISR),
+				Message: fmt.Sprintf("%s: %s-%d leader %d → %d, leader epoch %d, clean", reason, p.Topic, p.Partition,
+					prev, next, p.LeaderEpoch)})
+		}
+	}
+}
+
 // electOffline elects a leader for every offline partition that can have
 // one: a live ISR member (clean) or, where the topic allows it, any live
 // replica (unclean).
