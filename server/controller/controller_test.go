@@ -247,7 +247,7 @@ func TestRestartWithinSessionKeepsISR(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l.want("t", 0, 2, []int32{1, 2}, 1, 1)  // leadership handed over, still in the ISR
+	l.want("t", 0, 2, []int32{1, 2}, 1, 1) // leadership handed over, still in the ISR
 	l.want("solo", 0, 1, []int32{1}, 1, 1) // the only replica leads again, in a new epoch
 	r := l.c.AlterPartition("t", 0, 1, old, replication.AlterPartitionRequest{BrokerID: 1, LeaderEpoch: 0, PartitionEpoch: 0, NewISR: []int32{1}})
 	wantErr(t, r.Err, kerr.StaleBrokerEpoch)
