@@ -222,6 +222,7 @@ func (f *fetcher) round(ctx context.Context, maxWait time.Duration, stepped bool
 			answers[storage.TopicPartition{Topic: resp.Topics[i].Topic, Partition: p.Partition}] = p
 		}
 	}
+	var failed int
 	for _, sp := range sentParts {
 		p := answers[sp.r.tp]
 		if p == nil {
@@ -231,7 +232,16 @@ func (f *fetcher) round(ctx context.Context, maxWait time.Duration, stepped bool
 		if p.ErrorCode == kerr.OffsetOutOfRange.Code {
 			leaderLEO = f.latestOffset(ctx, sp.r.tp)
 		}
+		if p.ErrorCode != 0 {
+			failed++
+		}
 		sp.r.handleFetchResponse(f.leader, sp.req, p, leaderLEO, stepped)
+	}
+	if failed > 0 {
+		// Back off like Kafka's replica.fetch.backoff.ms instead of asking
+		// again at once (a leader that has not learnt of a new partition
+		// yet answers UNKNOWN_TOPIC_OR_PARTITION until it does).
+		return true, fmt.Errorf("%d partition(s) answered with an error", failed)
 	}
 	return true, nil
 }
@@ -325,7 +335,15 @@ func (r *replica) handleFetchResponse(leader int32, sent replication.FetchReques
 		b.logger.Debug("fetch response", "partition", r.tp, "err", err)
 	}
 	after := r.processReady()
-	if stepped || len(appended) > 0 || res.Err != nil || res.DivergingEpoch != nil || r.hw != hwBefore {
+	// Report a fetch when it changed something or was stepped by hand; a
+	// repeated error is reported once, not at every retry.
+	errName := ""
+	if res.Err != nil {
+		errName = errorName(res.Err)
+	}
+	newErr := errName != r.lastFetchErr
+	r.lastFetchErr = errName
+	if stepped || len(appended) > 0 || (res.Err != nil && newErr) || res.DivergingEpoch != nil || r.hw != hwBefore {
 		ev := r.event(events.KindFetch)
 		ev.Leader = &events.Leadership{Leader: leader, LeaderEpoch: sent.CurrentLeaderEpoch}
 		ev.Offsets = &events.Offsets{Base: sent.FetchOffset, Last: last, HW: p.HighWatermark, LEO: r.log.LogEndOffset()}

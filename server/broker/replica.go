@@ -40,6 +40,9 @@ type replica struct {
 	// pendingAlter is an ISR proposal the controller did not receive (the
 	// link was cut); it is sent again at each tick.
 	pendingAlter *replication.AlterPartitionRequest
+	// lastFetchErr is the error of the last fetch response (a follower), so a
+	// repeated one is reported once.
+	lastFetchErr string
 	// producers is the idempotent-producer state (producers.go); nil until
 	// needed, and again after a truncation, which makes it rebuild.
 	producers *producerState

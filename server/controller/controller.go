@@ -164,7 +164,11 @@ type Controller struct {
 	broken  error // set when memory could not be brought back in line with disk
 	version uint64
 	brokers map[int32]*Broker
-	topics  map[string]*topicState
+	// registered holds the brokers that registered since Open: only those
+	// can come back "within their session". After a restart of the lab a
+	// broker's first registration is a plain one, so leaderships stay put.
+	registered map[int32]bool
+	topics     map[string]*topicState
 }
 
 type topicState struct {
@@ -204,7 +208,7 @@ func Open(dir string, opts Options) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("controller: opening metadata store %s: %w", dir, err)
 	}
-	c := &Controller{db: db, opts: opts, log: opts.Logger, brokers: map[int32]*Broker{}, topics: map[string]*topicState{}}
+	c := &Controller{db: db, opts: opts, log: opts.Logger, brokers: map[int32]*Broker{}, registered: map[int32]bool{}, topics: map[string]*topicState{}}
 	if err := c.load(); err != nil {
 		db.Close()
 		return nil, err
@@ -308,7 +312,8 @@ func (c *Controller) RegisterBroker(id int32, listener string) (brokerEpoch int6
 	}
 	ch := newChange()
 	b := c.brokers[id]
-	restarted := b != nil && !b.Fenced
+	restarted := b != nil && !b.Fenced && c.registered[id]
+	c.registered[id] = true
 	if b == nil {
 		b = &Broker{ID: id}
 		c.brokers[id] = b

@@ -660,3 +660,17 @@ func TestLargestTopic(t *testing.T) {
 		t.Fatalf("topics left: %d", len(m.Topics))
 	}
 }
+
+// TestLabRestartKeepsLeaders: after the whole lab restarts, each broker's
+// first registration is a plain one (fenced until its heartbeat), so no
+// leadership moves and no leader epoch changes on a fresh start.
+func TestLabRestartKeepsLeaders(t *testing.T) {
+	l := newLab(t)
+	l.start(1, 2, 3)
+	l.create("t", 3, 3, nil)
+	l.reopen()
+	l.start(1, 2, 3)
+	for p := int32(0); p < 3; p++ {
+		l.want("t", p, p+1, []int32{p + 1, (p+1)%3 + 1, (p+2)%3 + 1}, 0, 0)
+	}
+}
