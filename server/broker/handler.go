@@ -168,6 +168,7 @@ func (b *Broker) handleFetch(ctx context.Context, req *kmsg.FetchRequest) kmsg.R
 			out := &resp.Topics[i].Partitions[j]
 			*out = kmsg.NewFetchResponseTopicPartition()
 			out.Partition = p.Partition
+			out.RecordBatches = []byte{} // empty, never null: librdkafka rejects a null record set
 			out.HighWatermark, out.LastStableOffset, out.LogStartOffset = -1, -1, -1
 			r := b.replicaFor(t.Topic, p.Partition)
 			if r == nil {
