@@ -1,0 +1,129 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// kfakeBenchRecords is how many 100-byte records each round produces or
+// consumes, enough for -benchtime 1x to measure throughput, not start-up.
+const kfakeBenchRecords = 200_000
+
+// BenchmarkVersusKfake measures franz-go against Tidemark and against
+// franz-go's in-memory fake cluster (kfake) in the same run, 100-byte
+// records: producing at RF=1 acks=1 (non-idempotent) and at RF=3 acks=all
+// (idempotent, franz-go's default), and consuming back. Each ratio is
+// Tidemark's throughput over kfake's (targets: ≥ 1.0 for RF=1 acks=1, ≥ 0.5
+// for RF=3 acks=all). Medians of three rounds per op.
+func BenchmarkVersusKfake(b *testing.B) {
+	c, err := Open(Options{DataDir: b.TempDir(), Brokers: 3, Logger: quietLogger()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.CreateTopic("rf1", 1, 1, nil); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := c.CreateTopic("rf3", 1, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
+		b.Fatal(err)
+	}
+	fake, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(1, "rf1", "rf3"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer fake.Close()
+
+	type target struct {
+		name  string
+		seeds []string
+	}
+	targets := []target{{"tidemark", seeds(c)}, {"kfake", fake.ListenAddrs()}}
+	producer := func(seeds []string, topic string, acksAll bool) *kgo.Client {
+		opts := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(5 * time.Millisecond),
+			kgo.ProducerBatchMaxBytes(1 << 20), kgo.MaxBufferedRecords(1 << 20)}
+		if acksAll {
+			opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
+		} else {
+			opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+		}
+		cl, err := kgo.NewClient(opts...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return cl
+	}
+	value := bytes.Repeat([]byte("x"), 100)
+	produce := func(cl *kgo.Client) time.Duration {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		start := time.Now()
+		for i := 0; i < kfakeBenchRecords; i++ {
+			cl.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+				if err != nil {
+					b.Error(err)
+				}
+			})
+		}
+		if err := cl.Flush(ctx); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	// consume reads the first kfakeBenchRecords records of topic with a new
+	// consumer.
+	consume := func(seeds []string, topic string) time.Duration {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
+			topic: {0: kgo.NewOffset().AtStart()}}), kgo.FetchMaxBytes(16<<20))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer cl.Close()
+		start := time.Now()
+		n := 0
+		for n < kfakeBenchRecords {
+			fs := cl.PollFetches(ctx)
+			if ctx.Err() != nil {
+				b.Fatalf("consumed %d of %d", n, kfakeBenchRecords)
+			}
+			n += fs.NumRecords()
+		}
+		return time.Since(start)
+	}
+
+	durations := map[string][]time.Duration{}
+	clients := map[string]*kgo.Client{}
+	for _, t := range targets {
+		clients[t.name+"/rf1"] = producer(t.seeds, "rf1", false)
+		clients[t.name+"/rf3"] = producer(t.seeds, "rf3", true)
+		defer clients[t.name+"/rf1"].Close()
+		defer clients[t.name+"/rf3"].Close()
+		produce(clients[t.name+"/rf1"]) // warm up: connections, metadata, producer id
+		produce(clients[t.name+"/rf3"])
+	}
+	for b.Loop() {
+		for r := 0; r < 3; r++ {
+			for _, t := range targets {
+				durations[t.name+"/produce-rf1"] = append(durations[t.name+"/produce-rf1"], produce(clients[t.name+"/rf1"]))
+				durations[t.name+"/produce-rf3"] = append(durations[t.name+"/produce-rf3"], produce(clients[t.name+"/rf3"]))
+				durations[t.name+"/consume"] = append(durations[t.name+"/consume"], consume(t.seeds, "rf3"))
+			}
+		}
+	}
+	rate := func(key string) float64 { return kfakeBenchRecords / medianDuration(durations[key]).Seconds() }
+	for _, m := range []struct{ key, unit string }{
+		{"produce-rf1", "rf1-acks1"}, {"produce-rf3", "rf3-acksall"}, {"consume", "consume"},
+	} {
+		tm, kf := rate("tidemark/"+m.key), rate("kfake/"+m.key)
+		b.ReportMetric(tm, "tidemark-"+m.unit+"-rec/s")
+		b.ReportMetric(kf, "kfake-"+m.unit+"-rec/s")
+		b.ReportMetric(tm/kf, m.unit+"-ratio")
+	}
+	b.ReportMetric(0, "ns/op")
+}
