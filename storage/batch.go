@@ -159,6 +159,22 @@ func ParseBatches(records []byte) ([]BatchHeader, error) {
 	return hs, err
 }
 
+// ScanBatchHeaders reads the header of each batch of a record set without
+// checking CRCs (for batches already validated, e.g. just appended); it
+// stops at the first header that does not parse or does not fit.
+func ScanBatchHeaders(records []byte) []BatchHeader {
+	var hs []BatchHeader
+	for len(records) >= batchHeaderSize {
+		h, err := parseBatchHeader(records)
+		if err != nil || h.Size() > int64(len(records)) {
+			break
+		}
+		hs = append(hs, h)
+		records = records[h.Size():]
+	}
+	return hs
+}
+
 // stampBatch sets the broker-assigned fields of a batch in place. Neither is
 // covered by the CRC, so the producer's checksum stays valid.
 func stampBatch(batch []byte, baseOffset int64, leaderEpoch int32) {

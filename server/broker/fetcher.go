@@ -318,7 +318,7 @@ func (r *replica) handleFetchResponse(leader int32, sent replication.FetchReques
 			var info storage.AppendInfo
 			info, err = r.log.AppendAsFollower(records)
 			if err == nil {
-				hs, _ := storage.ParseBatches(records)
+				hs := storage.ScanBatchHeaders(records) // AppendAsFollower checked them
 				for _, h := range hs {
 					appended = append(appended, replication.Batch{BaseOffset: h.BaseOffset, LastOffset: h.LastOffset(), Epoch: h.PartitionLeaderEpoch})
 				}
@@ -365,10 +365,14 @@ func (r *replica) handleFetchResponse(leader int32, sent replication.FetchReques
 // batches differently after a divergence), truncates to where it starts.
 // Callers hold r.mu.
 func (r *replica) prepareFollowerAppend(records []byte) ([]byte, *events.Event, error) {
-	hs, err := storage.ParseBatches(records)
-	if err != nil {
-		return nil, nil, err
+	// Headers only: AppendAsFollower checks every batch's CRC. A partial
+	// batch at the end (a size-capped response) is dropped, as Kafka does.
+	hs := storage.ScanBatchHeaders(records)
+	var whole int64
+	for _, h := range hs {
+		whole += h.Size()
 	}
+	records = records[:whole]
 	leo := r.log.LogEndOffset()
 	for len(hs) > 0 && hs[0].LastOffset() < leo {
 		records = records[hs[0].Size():]

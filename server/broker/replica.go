@@ -421,24 +421,30 @@ func (r *replica) appendEvent(info storage.AppendInfo, epoch int32, records []by
 	return ev
 }
 
-// decodeForUI decodes the newest records of a record set for an event;
-// undecodable batches are skipped (they were validated when appended).
+// decodeForUI decodes the newest records of a just-appended record set for
+// an event: only the last batches that hold the newest RecordWindow
+// records are decoded, so a large (compressed) produce costs little more
+// than its header walk.
 func decodeForUI(records []byte) []events.Record {
+	hs := storage.ScanBatchHeaders(records)
+	first, count := len(hs), int32(0)
+	for first > 0 && count < events.RecordWindow {
+		first--
+		count += hs[first].NumRecords
+	}
+	var pos int64
+	for _, h := range hs[:first] {
+		pos += h.Size()
+	}
 	var out []events.Record
-	for len(records) >= 12 {
-		hs, err := storage.ParseBatches(records)
-		if err != nil || len(hs) == 0 {
-			break
+	for _, h := range hs[first:] {
+		b, err := storage.DecodeBatch(records[pos : pos+h.Size()])
+		pos += h.Size()
+		if err != nil {
+			continue
 		}
-		for _, h := range hs {
-			b, err := storage.DecodeBatch(records[:h.Size()])
-			records = records[h.Size():]
-			if err != nil {
-				continue
-			}
-			for _, rec := range b.Records {
-				out = append(out, events.Record{Offset: rec.Offset, LeaderEpoch: h.PartitionLeaderEpoch, Key: string(rec.Key), Value: string(rec.Value)})
-			}
+		for _, rec := range b.Records {
+			out = append(out, events.Record{Offset: rec.Offset, LeaderEpoch: h.PartitionLeaderEpoch, Key: string(rec.Key), Value: string(rec.Value)})
 		}
 	}
 	if len(out) > events.RecordWindow {
