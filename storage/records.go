@@ -36,7 +36,12 @@ type DecodedRecord struct {
 
 // DecodeBatch checks one whole batch and decodes it with kmsg, decompressing
 // the records if the batch is compressed.
-func DecodeBatch(b []byte) (Batch, error) {
+func DecodeBatch(b []byte) (Batch, error) { return DecodeBatchTail(b, -1) }
+
+// DecodeBatchTail is DecodeBatch that decodes only the last n records (all
+// of them for n < 0): earlier records are skipped by their length prefix,
+// so showing the newest records of a large batch stays cheap.
+func DecodeBatchTail(b []byte, n int) (Batch, error) {
 	h, err := checkBatch(b)
 	if err != nil {
 		return Batch{}, err
@@ -49,17 +54,25 @@ func DecodeBatch(b []byte) (Batch, error) {
 	if err != nil {
 		return Batch{}, fmt.Errorf("%w: %s records: %v", ErrCorruptMessage, h.Compression(), err)
 	}
-	out := Batch{Header: h, Records: make([]DecodedRecord, 0, min(int(h.NumRecords), 1<<16))}
+	skip := int32(0)
+	if n >= 0 && int(h.NumRecords) > n {
+		skip = h.NumRecords - int32(n)
+	}
+	out := Batch{Header: h, Records: make([]DecodedRecord, 0, min(int(h.NumRecords-skip), 1<<16))}
 	for i := int32(0); i < h.NumRecords; i++ {
-		length, n := binary.Varint(raw)
-		if n <= 0 || length < 0 || int64(len(raw)-n) < length {
+		length, vn := binary.Varint(raw)
+		if vn <= 0 || length < 0 || int64(len(raw)-vn) < length {
 			return Batch{}, fmt.Errorf("%w: record %d of %d is cut short", ErrCorruptMessage, i, h.NumRecords)
 		}
+		rec := raw[:vn+int(length)]
+		raw = raw[vn+int(length):]
+		if i < skip {
+			continue
+		}
 		var r kmsg.Record
-		if err := r.ReadFrom(raw[:n+int(length)]); err != nil {
+		if err := r.ReadFrom(rec); err != nil {
 			return Batch{}, fmt.Errorf("%w: record %d: %v", ErrCorruptMessage, i, err)
 		}
-		raw = raw[n+int(length):]
 		out.Records = append(out.Records, DecodedRecord{
 			Offset:    h.BaseOffset + int64(r.OffsetDelta),
 			Timestamp: rb.FirstTimestamp + r.TimestampDelta64,

@@ -267,3 +267,17 @@ func TestTruncateFullyAndStartAtPastLEO(t *testing.T) {
 		t.Fatalf("ParseBatches: %v %v", hs, err)
 	}
 }
+
+func TestDecodeBatchTail(t *testing.T) {
+	var recs []Record
+	for i := 0; i < 10; i++ {
+		recs = append(recs, Record{Value: value(i, 5), Timestamp: int64(i)})
+	}
+	b, err := DecodeBatchTail(NewBatch(recs), 3)
+	if err != nil || len(b.Records) != 3 || b.Records[0].Offset != 7 || !bytes.Equal(b.Records[2].Value, value(9, 5)) || b.Records[2].Timestamp != 9 {
+		t.Fatalf("tail: %+v %v", b.Records, err)
+	}
+	if all, _ := DecodeBatchTail(NewBatch(recs), -1); len(all.Records) != 10 {
+		t.Fatalf("all: %d records", len(all.Records))
+	}
+}

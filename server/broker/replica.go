@@ -438,7 +438,7 @@ func decodeForUI(records []byte) []events.Record {
 	}
 	var out []events.Record
 	for _, h := range hs[first:] {
-		b, err := storage.DecodeBatch(records[pos : pos+h.Size()])
+		b, err := storage.DecodeBatchTail(records[pos:pos+h.Size()], events.RecordWindow)
 		pos += h.Size()
 		if err != nil {
 			continue
