@@ -1,0 +1,182 @@
+package labs
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"tidemark/server/cluster"
+)
+
+// fakeClock is a clock the test moves by hand.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func newLabs(t *testing.T, max int, clock *fakeClock) *Labs {
+	t.Helper()
+	ls, err := New(Options{Root: filepath.Join(t.TempDir(), "lessons"), MaxClusters: max, IdleTimeout: 15 * time.Minute,
+		SweepInterval: -1, Now: clock.Now, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ls.Close() })
+	return ls
+}
+
+// TestBound: at most MaxClusters lesson clusters run; the next Open is
+// THROTTLING_QUOTA_EXCEEDED, a pinned cluster does not count, and closing
+// one frees its slot and removes its directory.
+func TestBound(t *testing.T) {
+	clock := &fakeClock{now: time.Unix(1000, 0)}
+	ls := newLabs(t, 2, clock)
+	main, err := cluster.Open(cluster.Options{DataDir: t.TempDir(), Brokers: 1, Paused: true, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer main.Close()
+	if _, err := ls.Pin("main", main); err != nil {
+		t.Fatal(err)
+	}
+	var closed []string
+	var mu sync.Mutex
+	open := func() (*Lab, error) {
+		var l *Lab
+		l, err := ls.Open(cluster.Options{Brokers: 1}, func() { mu.Lock(); closed = append(closed, l.ID); mu.Unlock() })
+		return l, err
+	}
+	a, err := open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(a.Dir, "broker-1")); err != nil {
+		t.Fatalf("lab dir: %v", err)
+	}
+	if _, err := open(); !errors.Is(err, ErrFull) || !errors.Is(err, kerr.ThrottlingQuotaExceeded) {
+		t.Fatalf("third Open: %v, want THROTTLING_QUOTA_EXCEEDED", err)
+	}
+	if err := ls.Remove(a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(a.Dir); !os.IsNotExist(err) {
+		t.Fatalf("closed lab's directory still there: %v", err)
+	}
+	if _, ok := ls.Get(a.ID); ok || !a.Closed() {
+		t.Fatal("closed lab still found")
+	}
+	c, err := open()
+	if err != nil {
+		t.Fatalf("Open after a Close: %v", err)
+	}
+	if got := ls.List(); !slices.Equal(got, sorted(b.ID, c.ID, "main")) {
+		t.Fatalf("List %v", got)
+	}
+	mu.Lock()
+	if !slices.Equal(closed, []string{a.ID}) {
+		t.Fatalf("onClose ran for %v", closed)
+	}
+	mu.Unlock()
+	if _, err := ls.Pin("main", main); err == nil {
+		t.Fatal("pinned twice")
+	}
+}
+
+// TestIdleSweep: a lab untouched for IdleTimeout is closed with its
+// cluster and directory; a Get postpones it; the pinned one stays.
+func TestIdleSweep(t *testing.T) {
+	clock := &fakeClock{now: time.Unix(1000, 0)}
+	ls := newLabs(t, 4, clock)
+	main, err := cluster.Open(cluster.Options{DataDir: t.TempDir(), Brokers: 1, Paused: true, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer main.Close()
+	ls.Pin("main", main)
+	a, err := ls.Open(cluster.Options{Brokers: 1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := ls.Open(cluster.Options{Brokers: 1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock.Add(10 * time.Minute)
+	if _, ok := ls.Get(b.ID); !ok {
+		t.Fatal("b missing")
+	}
+	if got := ls.Sweep(); len(got) != 0 {
+		t.Fatalf("swept %v after 10 minutes", got)
+	}
+	clock.Add(5 * time.Minute)
+	if got := ls.Sweep(); !slices.Equal(got, []string{a.ID}) {
+		t.Fatalf("swept %v, want only %s (b was used 5 minutes ago)", got, a.ID)
+	}
+	if _, err := os.Stat(a.Dir); !os.IsNotExist(err) {
+		t.Fatalf("swept lab's directory still there: %v", err)
+	}
+	if !a.Closed() || b.Closed() {
+		t.Fatal("wrong lab closed")
+	}
+	clock.Add(time.Hour)
+	if got := ls.Sweep(); !slices.Equal(got, []string{b.ID}) {
+		t.Fatalf("swept %v, want %s", got, b.ID)
+	}
+	if got := ls.List(); !slices.Equal(got, []string{"main"}) {
+		t.Fatalf("left %v", got)
+	}
+	if main.Broker(1) == nil {
+		t.Fatal("the pinned cluster was stopped")
+	}
+	if err := ls.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ls.Open(cluster.Options{Brokers: 1}, nil); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Open after Close: %v", err)
+	}
+}
+
+// TestNewClearsDebris: a directory left by a killed process is removed.
+func TestNewClearsDebris(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "lessons")
+	os.MkdirAll(filepath.Join(root, "old", "broker-1"), 0o755)
+	ls, err := New(Options{Root: root, SweepInterval: -1, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ls.Close()
+	if _, err := os.Stat(filepath.Join(root, "old")); !os.IsNotExist(err) {
+		t.Fatalf("debris kept: %v", err)
+	}
+	if _, err := New(Options{}); err == nil {
+		t.Fatal("New without Root succeeded")
+	}
+}
+
+func sorted(s ...string) []string { slices.Sort(s); return s }
