@@ -360,11 +360,7 @@ func (r *replica) produce(ctx context.Context, acks int16, records []byte, timeo
 	r.advance(now)
 	epoch, err := r.rp.CheckProduce(acks)
 	if err != nil {
-		ev := r.event(events.KindProduceError)
-		ev.Acks, ev.Error, ev.Message = acksName(acks), errorName(err), err.Error()
-		r.mu.Unlock()
-		r.b.publish(ev)
-		return ProduceResult{Err: err}
+		return r.refuseProduceLocked(acks, err)
 	}
 	pc, err := r.checkProducers(records) // idempotence: producers.go
 	var info storage.AppendInfo
@@ -372,11 +368,7 @@ func (r *replica) produce(ctx context.Context, acks int16, records []byte, timeo
 		info, err = r.log.AppendAsLeader(records, epoch)
 	}
 	if err != nil {
-		ev := r.event(events.KindProduceError)
-		ev.Acks, ev.Error, ev.Message = acksName(acks), errorName(err), err.Error()
-		r.mu.Unlock()
-		r.b.publish(ev)
-		return ProduceResult{Err: err}
+		return r.refuseProduceLocked(acks, err)
 	}
 	if pc.dup != nil {
 		r.mu.Unlock()
@@ -410,6 +402,16 @@ func (r *replica) produce(ctx context.Context, acks int16, records []byte, timeo
 		r.mu.Unlock()
 		return ProduceResult{BaseOffset: info.FirstOffset, LastOffset: info.LastOffset, Err: kerr.RequestTimedOut}
 	}
+}
+
+// refuseProduceLocked reports a produce that was refused before anything
+// was appended, releases r.mu and returns the error.
+func (r *replica) refuseProduceLocked(acks int16, err error) ProduceResult {
+	ev := r.event(events.KindProduceError)
+	ev.Acks, ev.Error, ev.Message = acksName(acks), errorName(err), err.Error()
+	r.mu.Unlock()
+	r.b.publish(ev)
+	return ProduceResult{Err: err}
 }
 
 // appendEvent describes an append with its records decoded for the UI.
