@@ -1,42 +1,58 @@
 package views
 
 import (
+	"sort"
 	"strconv"
 	"strings"
 
 	"tidemark/events"
+	"tidemark/server/web/apiv1"
 )
 
 // brokerName renders a broker id, or "none" for events.NoBroker.
-func brokerName(id int32) string {
+func (p Page) brokerName(id int32) string {
 	if id == events.NoBroker {
-		return "none"
+		return p.t("ui.none")
 	}
-	return "broker " + strconv.Itoa(int(id))
+	return p.t("ui.broker.n", id)
 }
 
 // controllerName names the controller: in the lab it is its own node 0
 // (as a KRaft controller is), not one of the brokers.
-func controllerName(id int32) string {
+func (p Page) controllerName(id int32) string {
 	if id == 0 {
-		return "node 0 (a dedicated controller, not a broker)"
+		return p.t("ui.controller.node0")
 	}
-	return brokerName(id)
+	return p.brokerName(id)
 }
 
-func id32(v int32) string { return strconv.Itoa(int(v)) }
+// stateWord is a broker state in the page's language.
+func (p Page) stateWord(st events.BrokerState) string {
+	switch st {
+	case events.BrokerUp, events.BrokerCrashed, events.BrokerFenced:
+		return p.t("ui.state." + string(st))
+	}
+	return string(st)
+}
 
 // idList renders broker ids as "1, 2, 3"; "none" when empty.
-func idList(ids []int32) string {
+func (p Page) idList(ids []int32) string {
 	if len(ids) == 0 {
-		return "none"
+		return p.t("ui.none")
 	}
+	return joinIDs(ids)
+}
+
+func joinIDs(ids []int32) string {
 	parts := make([]string, len(ids))
 	for i, id := range ids {
 		parts[i] = strconv.Itoa(int(id))
 	}
 	return strings.Join(parts, ", ")
 }
+
+func id32(v int32) string { return strconv.Itoa(int(v)) }
+func i64(v int64) string  { return strconv.FormatInt(v, 10) }
 
 func stateGlyph(st events.BrokerState) string {
 	switch st {
@@ -69,4 +85,64 @@ func offline(t events.Topic) (n int) {
 		}
 	}
 	return n
+}
+
+func contains(ids []int32, id int32) bool {
+	for _, x := range ids {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}
+
+// epochClass picks one of eight colour classes for a leader epoch; the
+// epoch number is always printed next to it, so colour is never alone.
+func epochClass(epoch int32) string {
+	if epoch < 0 {
+		epoch = -epoch
+	}
+	return "ep" + strconv.Itoa(int(epoch%8))
+}
+
+func partitionURL(topic string, partition int32) string {
+	return "/topics/" + topic + "/partitions/" + id32(partition)
+}
+
+func segmentsURL(broker int32, topic string, partition int32) string {
+	return "/brokers/" + id32(broker) + "/partitions/" + topic + "/" + id32(partition) + "/segments"
+}
+
+// configSummary renders a topic's explicitly set configs as "k=v, …";
+// "-" when it sets none (all defaults).
+func configSummary(m map[string]string) string {
+	if len(m) == 0 {
+		return "-"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + m[k]
+	}
+	return strings.Join(parts, ", ")
+}
+
+// bytes renders a file size; -1 (not on disk yet) says so.
+func (p Page) bytes(n int64) string {
+	if n < 0 {
+		return p.t("ui.bytes.none")
+	}
+	return p.t("ui.bytes", n)
+}
+
+// probe describes one comparison of a binary search.
+func (p Page) probe(pr apiv1.ProbeView) string {
+	if pr.Below {
+		return p.t("ui.lookup.probe.below", pr.Index, pr.Key)
+	}
+	return p.t("ui.lookup.probe.above", pr.Index, pr.Key)
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"tidemark/events"
+	"tidemark/i18n"
+	"tidemark/server/web/apiv1"
 )
 
 func TestOverviewRendersSnapshot(t *testing.T) {
@@ -18,13 +20,14 @@ func TestOverviewRendersSnapshot(t *testing.T) {
 		}}},
 	}
 	var buf bytes.Buffer
-	if err := Overview(s).Render(context.Background(), &buf); err != nil {
+	if err := Overview(Page{Title: "Cluster"}, s).Render(context.Background(), &buf); err != nil {
 		t.Fatal(err)
 	}
 	html := buf.String()
 	for _, want := range []string{
 		"Controller: <strong id=\"controller\">none</strong>", "fenced", "▲", "t&lt;x&gt;",
 		"2 partitions · 1 under-replicated · 1 offline", "event #7", `id="panel"`, "Skip to content", `lang="en"`,
+		`action="/ui/action"`, `name="acks"`, `id="tm-i18n"`, `href="/ui/lang?set=zh-Hans&amp;next=%2F"`,
 	} {
 		if !strings.Contains(html, want) {
 			t.Errorf("overview lacks %q", want)
@@ -35,14 +38,48 @@ func TestOverviewRendersSnapshot(t *testing.T) {
 	}
 }
 
-func TestLayoutText(t *testing.T) {
+func TestLayoutInChinese(t *testing.T) {
 	var buf bytes.Buffer
-	text := English
-	text.SkipLink = "Zum Inhalt"
-	if err := Layout(Page{Title: "X", Lang: "de", Text: &text}, false).Render(context.Background(), &buf); err != nil {
+	p := Page{Title: "X", Lang: i18n.SimplifiedChinese, Path: "/topics/demo/partitions/0", Flash: &Flash{OK: false, Text: "NOT_ENOUGH_REPLICAS: <b>"}}
+	if err := Layout(p, false).Render(context.Background(), &buf); err != nil {
 		t.Fatal(err)
 	}
-	if h := buf.String(); !strings.Contains(h, `lang="de"`) || !strings.Contains(h, "Zum Inhalt") || strings.Contains(h, "panel.js") {
-		t.Fatalf("layout: %s", h)
+	h := buf.String()
+	for _, want := range []string{`lang="zh-Hans"`, "跳到正文", "集群", `aria-current="true" data-lang="zh-Hans"`, "NOT_ENOUGH_REPLICAS: &lt;b&gt;"} {
+		if !strings.Contains(h, want) {
+			t.Errorf("layout lacks %q", want)
+		}
+	}
+	if strings.Contains(h, "panel.js") {
+		t.Error("panel loaded without withPanel")
+	}
+}
+
+// TestPartitionLanes: records sit in columns by offset, those at or above
+// the HW are marked uncommitted, truncated ones are struck out where they
+// were, and the markers sit at each replica's own HW and LEO.
+func TestPartitionLanes(t *testing.T) {
+	v := apiv1.PartitionView{Topic: "demo", PartitionInfo: apiv1.PartitionInfo{Leader: 1, LeaderEpoch: 2, Replicas: []int32{1, 2}, ISR: []int32{1}},
+		HighWatermark: 2,
+		ReplicaLogs: []apiv1.ReplicaView{
+			{Broker: 1, Leader: true, InSync: true, LEO: 3, HW: 2, EpochCache: []events.EpochEntry{{Epoch: 0}, {Epoch: 2, StartOffset: 2}}, Records: []apiv1.RecordView{{Offset: 0, LeaderEpoch: 0, Value: "a"}, {Offset: 1, Value: "b"}, {Offset: 2, LeaderEpoch: 2, Value: "c"}}},
+			{Broker: 2, LEO: 2, HW: 1, Records: []apiv1.RecordView{{Offset: 0, Value: "a"}, {Offset: 1, Value: "b"}},
+				Truncated: []events.TruncatedRecord{{Offset: 2, LeaderEpoch: 1, Digest: "abcd0123"}}},
+		}}
+	var buf bytes.Buffer
+	if err := Partition(Page{}, PartitionPage{View: v}).Render(context.Background(), &buf); err != nil {
+		t.Fatal(err)
+	}
+	h := buf.String()
+	for _, want := range []string{
+		`class="cell rec ep2 uncommitted at-hw" data-offset="2"`, // leader: offset 2 above HW 2, its HW marker there
+		`class="cell rec ep0 committed" data-offset="1"`,
+		`class="cell at-leo" data-offset="3"`,
+		`<li class="cell ghost" data-offset="2"><del`,
+		"OSR", "★", "epoch 2 @ 2", "No replica of this partition has truncated its log.",
+	} {
+		if !strings.Contains(h, want) {
+			t.Errorf("partition page lacks %q", want)
+		}
 	}
 }

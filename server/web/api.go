@@ -10,7 +10,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"tidemark/events"
-	"tidemark/views"
 )
 
 // MaxEventsLimit is the largest limit GET /api/v1/events accepts; DefaultEventsLimit
@@ -22,10 +21,6 @@ const (
 
 //go:embed openapi.json
 var openapiDoc []byte
-
-func (s *Server) overview(c echo.Context) error {
-	return Render(c, http.StatusOK, views.Overview(s.opts.Lab.Snapshot()))
-}
 
 // ClusterResponse is the body of GET /api/v1/cluster.
 type ClusterResponse struct {

@@ -6,12 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"tidemark/events"
+	"tidemark/server/web/apiv1"
 	"tidemark/storage"
 )
 
@@ -28,56 +28,17 @@ const (
 	maxTruncations = 64
 )
 
-// PartitionView is the body of GET /api/v1/topics/{topic}/partitions/{p}.
-// HighWatermark is the partition's: the leader's HW, or the highest a
-// replica knows while there is no leader. A record is committed when its
-// offset is below it.
-type PartitionView struct {
-	Topic         string        `json:"topic"`
-	PartitionInfo               // leader, leader epoch, replicas, ISR
-	HighWatermark int64         `json:"high_watermark"`
-	ReplicaLogs   []ReplicaView `json:"replica_logs"`
-	// Truncations are the recorded truncation events of this partition,
-	// oldest first (at most 64, as far back as the event history goes).
-	Truncations []TruncationView `json:"truncations"`
-}
+// PartitionView is apiv1.PartitionView.
+type PartitionView = apiv1.PartitionView
 
-// ReplicaView is one replica in the partition view. Source says where it was
-// read: "log" (the running broker's log, now) or "snapshot" (the last state
-// the lab saw, for a broker that is not running).
-type ReplicaView struct {
-	Broker         int32                    `json:"broker"`
-	BrokerState    events.BrokerState       `json:"broker_state"`
-	Leader         bool                     `json:"leader"`
-	InSync         bool                     `json:"in_sync"`
-	Source         string                   `json:"source"`
-	LEO            int64                    `json:"leo"`
-	HW             int64                    `json:"hw"`
-	LogStartOffset int64                    `json:"log_start_offset"`
-	EpochCache     []events.EpochEntry      `json:"epoch_cache"`
-	Records        []RecordView             `json:"records"`
-	Truncated      []events.TruncatedRecord `json:"truncated"`
-}
+// ReplicaView is apiv1.ReplicaView.
+type ReplicaView = apiv1.ReplicaView
 
-// RecordView is one record in a replica's window.
-type RecordView struct {
-	Offset      int64  `json:"offset"`
-	LeaderEpoch int32  `json:"leader_epoch"`
-	Key         string `json:"key,omitempty"`
-	Value       string `json:"value"`
-	Committed   bool   `json:"committed"`
-}
+// RecordView is apiv1.RecordView.
+type RecordView = apiv1.RecordView
 
-// TruncationView is one truncation: which replica, its new LEO, what it
-// removed and why (Message names the rule).
-type TruncationView struct {
-	Seq       uint64                   `json:"seq"`
-	Time      time.Time                `json:"time"`
-	Broker    int32                    `json:"broker"`
-	LEO       int64                    `json:"leo"`
-	Message   string                   `json:"message,omitempty"`
-	Truncated []events.TruncatedRecord `json:"truncated"`
-}
+// TruncationView is apiv1.TruncationView.
+type TruncationView = apiv1.TruncationView
 
 func (s *Server) getPartition(c echo.Context) error {
 	name, err := topicParam(c)
@@ -101,7 +62,13 @@ func (s *Server) getPartition(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ti := topicInfo(&events.Topic{Name: t.Name, Partitions: []events.Partition{*p}})
+	return c.JSON(http.StatusOK, s.partitionView(&snap, name, p, offset, limit))
+}
+
+// partitionView builds the partition view of p (of topic name in snap),
+// reading each running replica's window from its log.
+func (s *Server) partitionView(snap *events.Snapshot, name string, p *events.Partition, offset int64, limit int) PartitionView {
+	ti := topicInfo(&events.Topic{Name: name, Partitions: []events.Partition{*p}})
 	v := PartitionView{Topic: name, PartitionInfo: ti.Partitions[0], HighWatermark: 0,
 		ReplicaLogs: make([]ReplicaView, 0, len(p.ReplicaLogs)), Truncations: s.truncations(name, p.Partition)}
 	for _, r := range p.ReplicaLogs {
@@ -110,7 +77,7 @@ func (s *Server) getPartition(c echo.Context) error {
 		}
 	}
 	for _, r := range p.ReplicaLogs {
-		v.ReplicaLogs = append(v.ReplicaLogs, s.replicaView(&snap, name, p, r, offset, limit))
+		v.ReplicaLogs = append(v.ReplicaLogs, s.replicaView(snap, name, p, r, offset, limit))
 	}
 	// Read from the logs after the snapshot: a leader's HW may have moved on.
 	for _, rv := range v.ReplicaLogs {
@@ -124,7 +91,7 @@ func (s *Server) getPartition(c echo.Context) error {
 			rec.Committed = rec.Offset < v.HighWatermark
 		}
 	}
-	return c.JSON(http.StatusOK, v)
+	return v
 }
 
 // replicaView reads one replica: from its running broker's log when the lab
@@ -255,52 +222,17 @@ func idList(ids []int32) string {
 	return "brokers " + out
 }
 
-// SegmentsResponse is the body of GET …/segments: one replica's files on disk.
-type SegmentsResponse struct {
-	Broker         int32         `json:"broker"`
-	Topic          string        `json:"topic"`
-	Partition      int32         `json:"partition"`
-	Dir            string        `json:"dir"`
-	LogStartOffset int64         `json:"log_start_offset"`
-	LEO            int64         `json:"leo"`
-	RecoveryPoint  int64         `json:"recovery_point"`
-	Segments       []SegmentView `json:"segments"`
-}
+// SegmentsResponse is apiv1.SegmentsResponse.
+type SegmentsResponse = apiv1.SegmentsResponse
 
-// SegmentView is one segment: its three files with their sizes on disk (-1:
-// not written yet), how much of the .log is fsynced, and its index entries (at most MaxIndexEntries of each kind;
-// the totals count them all).
-type SegmentView struct {
-	BaseOffset     int64            `json:"base_offset"`
-	NextOffset     int64            `json:"next_offset"`
-	Active         bool             `json:"active"`
-	LogFile        string           `json:"log_file"`
-	IndexFile      string           `json:"index_file"`
-	TimeIndexFile  string           `json:"time_index_file"`
-	LogBytes       int64            `json:"log_bytes"`
-	SyncedLogBytes int64            `json:"synced_log_bytes"`
-	MaxTimestamp   int64            `json:"max_timestamp"`
-	IndexEntries   []IndexEntryView `json:"index_entries"`
-	IndexTotal     int              `json:"index_entries_total"`
-	TimeIndex      []TimeEntryView  `json:"time_index_entries"`
-	TimeIndexTotal int              `json:"time_index_entries_total"`
-	IndexBytes     int64            `json:"index_bytes"`
-	TimeIndexBytes int64            `json:"time_index_bytes"`
-}
+// SegmentView is apiv1.SegmentView.
+type SegmentView = apiv1.SegmentView
 
-// IndexEntryView is one .index entry with its absolute offset.
-type IndexEntryView struct {
-	RelativeOffset int32 `json:"relative_offset"`
-	Offset         int64 `json:"offset"`
-	Position       int32 `json:"position"`
-}
+// IndexEntryView is apiv1.IndexEntryView.
+type IndexEntryView = apiv1.IndexEntryView
 
-// TimeEntryView is one .timeindex entry with its absolute offset.
-type TimeEntryView struct {
-	Timestamp      int64 `json:"timestamp"`
-	RelativeOffset int32 `json:"relative_offset"`
-	Offset         int64 `json:"offset"`
-}
+// TimeEntryView is apiv1.TimeEntryView.
+type TimeEntryView = apiv1.TimeEntryView
 
 // fileSize is the size of dir/name on disk; -1 if it cannot be read (an
 // index file of the active segment may exist only in memory so far).
@@ -317,9 +249,18 @@ func (s *Server) getSegments(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	r, err := segmentsView(id, name, partition, l)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, r)
+}
+
+// segmentsView lists the files of broker id's log l of the partition.
+func segmentsView(id int32, name string, partition int32, l *storage.Log) (SegmentsResponse, error) {
 	segs, err := l.Segments()
 	if err != nil {
-		return closedOr(err, id)
+		return SegmentsResponse{}, closedOr(err, id)
 	}
 	r := SegmentsResponse{Broker: id, Topic: name, Partition: partition, Dir: l.Dir(),
 		LogStartOffset: l.LogStartOffset(), LEO: l.LogEndOffset(), RecoveryPoint: l.RecoveryPoint(), Segments: make([]SegmentView, 0, len(segs))}
@@ -338,7 +279,7 @@ func (s *Server) getSegments(c echo.Context) error {
 		}
 		r.Segments = append(r.Segments, v)
 	}
-	return c.JSON(http.StatusOK, r)
+	return r, nil
 }
 
 // closedOr maps a read from a log that closed under us (its broker just
@@ -350,52 +291,17 @@ func closedOr(err error, id int32) error {
 	return LabError(err)
 }
 
-// LookupView is the body of GET …/lookup?offset=N: each step of finding
-// offset N in the replica's files, as a fetch does.
-type LookupView struct {
-	Offset int64 `json:"offset"`
-	// SegmentProbes is the binary search over the segments' base offsets.
-	SegmentProbes     []ProbeView `json:"segment_probes"`
-	SegmentBaseOffset int64       `json:"segment_base_offset"`
-	SegmentFile       string      `json:"segment_file"`
-	// IndexProbes is the binary search in that segment's .index;
-	// IndexEntry the entry it found (null: none, the scan starts at byte 0).
-	IndexProbes   []ProbeView     `json:"index_probes"`
-	IndexEntry    *IndexEntryView `json:"index_entry"`
-	StartPosition int64           `json:"start_position"`
-	// Scanned are the batch headers read forward from StartPosition.
-	Scanned      []ScanView `json:"scanned"`
-	BytesScanned int64      `json:"bytes_scanned"`
-	Position     int64      `json:"position"`
-	Batch        BatchView  `json:"batch"`
-}
+// LookupView is apiv1.LookupView.
+type LookupView = apiv1.LookupView
 
-// ProbeView is one comparison of a binary search: the entry's index, its
-// key (an offset) and whether it is at or below the target.
-type ProbeView struct {
-	Index int   `json:"index"`
-	Key   int64 `json:"key"`
-	Below bool  `json:"below"`
-}
+// ProbeView is apiv1.ProbeView.
+type ProbeView = apiv1.ProbeView
 
-// ScanView is one batch header read during the scan.
-type ScanView struct {
-	Position   int64 `json:"position"`
-	BaseOffset int64 `json:"base_offset"`
-	LastOffset int64 `json:"last_offset"`
-	Size       int64 `json:"size"`
-}
+// ScanView is apiv1.ScanView.
+type ScanView = apiv1.ScanView
 
-// BatchView is the header of the batch holding the offset looked up.
-type BatchView struct {
-	BaseOffset  int64  `json:"base_offset"`
-	LastOffset  int64  `json:"last_offset"`
-	LeaderEpoch int32  `json:"leader_epoch"`
-	Records     int32  `json:"records"`
-	Size        int64  `json:"size"`
-	Compression string `json:"compression"`
-	CRC         uint32 `json:"crc"`
-}
+// BatchView is apiv1.BatchView.
+type BatchView = apiv1.BatchView
 
 func probes(ps []storage.SearchProbe) []ProbeView {
 	out := make([]ProbeView, len(ps))
@@ -417,9 +323,18 @@ func (s *Server) lookup(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	v, err := lookupView(id, l, offset)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, v)
+}
+
+// lookupView walks the lookup of offset in broker id's log l.
+func lookupView(id int32, l *storage.Log, offset int64) (LookupView, error) {
 	tr, err := l.Lookup(offset)
 	if err != nil {
-		return closedOr(err, id)
+		return LookupView{}, closedOr(err, id)
 	}
 	v := LookupView{Offset: tr.Offset, SegmentProbes: probes(tr.SegmentProbes), SegmentBaseOffset: tr.SegmentBaseOffset,
 		SegmentFile: tr.SegmentFile, IndexProbes: probes(tr.IndexProbes), StartPosition: tr.StartPosition,
@@ -432,5 +347,5 @@ func (s *Server) lookup(c echo.Context) error {
 	for i, sc := range tr.Scanned {
 		v.Scanned[i] = ScanView{Position: sc.Position, BaseOffset: sc.BaseOffset, LastOffset: sc.LastOffset, Size: sc.Size}
 	}
-	return c.JSON(http.StatusOK, v)
+	return v, nil
 }

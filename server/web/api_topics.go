@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"tidemark/events"
+	"tidemark/server/web/apiv1"
 )
 
 // Bounds of the topic and record routes.
@@ -58,16 +59,8 @@ type TopicInfo struct {
 	Partitions        []PartitionInfo   `json:"partitions"`
 }
 
-// PartitionInfo is one partition's placement and health.
-type PartitionInfo struct {
-	Partition       int32   `json:"partition"`
-	Leader          int32   `json:"leader"`
-	LeaderEpoch     int32   `json:"leader_epoch"`
-	Replicas        []int32 `json:"replicas"`
-	ISR             []int32 `json:"isr"`
-	UnderReplicated bool    `json:"under_replicated"`
-	Offline         bool    `json:"offline"`
-}
+// PartitionInfo is apiv1.PartitionInfo.
+type PartitionInfo = apiv1.PartitionInfo
 
 func topicInfo(t *events.Topic) TopicInfo {
 	ti := TopicInfo{Name: t.Name, Configs: t.Configs, Partitions: make([]PartitionInfo, 0, len(t.Partitions))}

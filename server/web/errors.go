@@ -152,7 +152,9 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
 	}
-	if c.Request().Method == http.MethodHead {
+	if c.Request().Method == http.MethodGet && isPagePath(c.Request().URL.Path) {
+		err = s.renderErrorPage(c, e)
+	} else if c.Request().Method == http.MethodHead {
 		err = c.NoContent(e.Status)
 	} else {
 		err = c.JSON(e.Status, errorBody{e})

@@ -125,7 +125,7 @@ func New(opts Options) (*Server, error) {
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true, DisablePrintStack: true}))
 	e.Use(securityHeaders)
 
-	e.GET("/", s.overview)
+	s.pageRoutes(e)
 	e.GET("/api/v1/cluster", s.getCluster)
 	e.GET("/api/v1/events", s.getEvents)
 	e.GET("/api/v1/openapi.json", s.getOpenAPI)

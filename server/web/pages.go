@@ -1,0 +1,343 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"tidemark/i18n"
+	"tidemark/views"
+)
+
+// The HTML pages and their form controls. The pages read the same views the
+// JSON API answers with; the forms post to /ui/action, which turns a form
+// into the matching API request, sends it through the same Echo app (so every
+// check and error code is the API's own) and comes back to the page with the
+// outcome. The live panel posts the same forms with fetch and gets JSON back.
+
+// flashCookie carries the outcome of the last control to the next page.
+const flashCookie = "tidemark_flash"
+
+// maxFormBytes bounds a control form's body.
+const maxFormBytes = 64 << 10
+
+func (s *Server) pageRoutes(e *echo.Echo) {
+	e.GET("/", s.overview)
+	e.GET("/topics/:topic/partitions/:partition", s.partitionPage)
+	e.GET("/brokers/:id/partitions/:topic/:partition/segments", s.segmentsPage)
+	e.POST("/ui/action", s.action, sameOrigin)
+	e.GET("/ui/lang", s.setLang)
+}
+
+// Lang returns the learner's language for c: the i18n cookie, else the
+// first language of Accept-Language Tidemark speaks, else English.
+func Lang(c echo.Context) i18n.Lang {
+	cookie := ""
+	if ck, err := c.Cookie(i18n.CookieName); err == nil {
+		cookie = ck.Value
+	}
+	return i18n.Pick(cookie, c.Request().Header.Get("Accept-Language"))
+}
+
+// page starts the Page of a request: language, path and the pending flash
+// (which it clears).
+func (s *Server) page(c echo.Context, title string) views.Page {
+	p := views.Page{Title: title, Lang: Lang(c), Path: c.Request().URL.RequestURI()}
+	if ck, err := c.Cookie(flashCookie); err == nil {
+		if raw, err := base64.RawURLEncoding.DecodeString(ck.Value); err == nil && len(raw) > 0 {
+			p.Flash = &views.Flash{OK: raw[0] == '1', Text: string(raw[1:])}
+		}
+		c.SetCookie(&http.Cookie{Name: flashCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteLaxMode})
+	}
+	return p
+}
+
+func (s *Server) overview(c echo.Context) error {
+	p := s.page(c, i18n.T(Lang(c), "ui.overview.title"))
+	return Render(c, http.StatusOK, views.Overview(p, s.opts.Lab.Snapshot()))
+}
+
+func (s *Server) partitionPage(c echo.Context) error {
+	name, err := topicParam(c)
+	if err != nil {
+		return err
+	}
+	snap := s.opts.Lab.Snapshot()
+	t, err := snapTopic(&snap, name)
+	if err != nil {
+		return err
+	}
+	pt, err := partitionParam(c, t)
+	if err != nil {
+		return err
+	}
+	v := s.partitionView(&snap, name, pt, -1, views.LaneWidth)
+	p := s.page(c, name+"-"+strconv.Itoa(int(pt.Partition)))
+	return Render(c, http.StatusOK, views.Partition(p, views.PartitionPage{View: v, Snap: snap}))
+}
+
+func (s *Server) segmentsPage(c echo.Context) error {
+	id, name, partition, l, err := s.replicaLog(c)
+	if err != nil {
+		return err
+	}
+	sg, err := segmentsView(id, name, partition, l)
+	if err != nil {
+		return err
+	}
+	lang := Lang(c)
+	d := views.SegmentsPage{Segments: sg, Offset: c.QueryParam("offset")}
+	if d.Offset != "" {
+		off, err := strconv.ParseInt(d.Offset, 10, 64)
+		if err != nil || off < 0 {
+			d.LookupError = i18n.T(lang, "ui.lookup.bad", truncate(d.Offset, 40))
+		} else if lk, err := lookupView(id, l, off); err != nil {
+			e := toError(err)
+			d.LookupError = e.Code + ": " + e.Message
+		} else {
+			d.Lookup = &lk
+		}
+	}
+	p := s.page(c, i18n.T(lang, "ui.segments.title", id, name, partition))
+	return Render(c, http.StatusOK, views.Segments(p, d))
+}
+
+// setLang remembers the chosen language in a cookie and goes back.
+func (s *Server) setLang(c echo.Context) error {
+	l := i18n.Lang(c.QueryParam("set"))
+	if !l.Valid() {
+		return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "set must be one of en, zh-Hans, zh-Hant")
+	}
+	c.SetCookie(&http.Cookie{Name: i18n.CookieName, Value: string(l), Path: "/", MaxAge: 365 * 24 * 3600, SameSite: http.SameSiteLaxMode})
+	return c.Redirect(http.StatusSeeOther, localPath(c.QueryParam("next")))
+}
+
+// localPath keeps a redirect on this site: a path starting with one "/",
+// else "/".
+func localPath(next string) string {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") || strings.ContainsAny(next, "\r\n") {
+		return "/"
+	}
+	return next
+}
+
+// ActionResult is what /ui/action answers a client that accepts JSON (the
+// panel): whether the control worked, the text to show and the API status.
+type ActionResult struct {
+	OK     bool   `json:"ok"`
+	Text   string `json:"text"`
+	Status int    `json:"status"`
+}
+
+// action runs one control form. A browser without the panel is sent back to
+// the form's page (303) with the outcome in a one-shot cookie.
+func (s *Server) action(c echo.Context) error {
+	lang := Lang(c)
+	r := c.Request()
+	r.Body = http.MaxBytesReader(c.Response(), r.Body, maxFormBytes)
+	res := s.runAction(c, lang)
+	if strings.Contains(r.Header.Get("Accept"), "application/json") {
+		return c.JSON(http.StatusOK, res)
+	}
+	flag := "0"
+	if res.OK {
+		flag = "1"
+	}
+	c.SetCookie(&http.Cookie{Name: flashCookie, Value: base64.RawURLEncoding.EncodeToString([]byte(flag + truncate(res.Text, 600))),
+		Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode})
+	return c.Redirect(http.StatusSeeOther, localPath(c.FormValue("next")))
+}
+
+// apiCall is one request /ui/action makes of the API.
+type apiCall struct {
+	method, path string
+	body         any // nil: no body
+}
+
+func (s *Server) runAction(c echo.Context, lang i18n.Lang) ActionResult {
+	if err := c.Request().ParseForm(); err != nil {
+		return ActionResult{Text: "INVALID_REQUEST: " + truncate(err.Error(), 200), Status: http.StatusBadRequest}
+	}
+	f := c.Request().PostForm
+	action := f.Get("action")
+	call, err := formCall(action, f.Get)
+	if err != nil {
+		e := toError(err)
+		return ActionResult{Text: e.Code + ": " + e.Message, Status: e.Status}
+	}
+	status, body := s.callAPI(c.Request().Context(), call)
+	if status/100 != 2 {
+		var eb struct {
+			Error struct{ Code, Message string }
+		}
+		json.Unmarshal(body, &eb)
+		return ActionResult{Text: eb.Error.Code + ": " + eb.Error.Message, Status: status}
+	}
+	return ActionResult{OK: true, Text: doneText(lang, action, f.Get, body), Status: status}
+}
+
+// formCall turns a control form into its API request.
+func formCall(action string, get func(string) string) (apiCall, error) {
+	bad := func(msg string) (apiCall, error) {
+		return apiCall{}, KafkaError(http.StatusBadRequest, kerr.InvalidRequest, msg)
+	}
+	broker := func() (string, error) {
+		id := get("broker")
+		if _, err := strconv.ParseInt(id, 10, 32); err != nil {
+			return "", KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "broker must be an integer, got "+strconv.Quote(truncate(id, 20)))
+		}
+		return id, nil
+	}
+	switch action {
+	case "crash", "power-loss", "restart", "fetch":
+		id, err := broker()
+		if err != nil {
+			return apiCall{}, err
+		}
+		return apiCall{"POST", "/api/v1/brokers/" + id + "/" + action, nil}, nil
+	case "pause", "resume":
+		return apiCall{"POST", "/api/v1/clock/" + action, nil}, nil
+	case "step":
+		ms, err := strconv.ParseInt(get("ms"), 10, 64)
+		if err != nil {
+			return bad("ms must be an integer")
+		}
+		return apiCall{"POST", "/api/v1/clock/step", map[string]any{"ms": ms}}, nil
+	case "heal":
+		return apiCall{"DELETE", "/api/v1/network/cuts", nil}, nil
+	case "cut":
+		from, err1 := strconv.ParseInt(get("from"), 10, 32)
+		to, err2 := strconv.ParseInt(get("to"), 10, 32)
+		if err1 != nil || err2 != nil {
+			return bad("from and to must be node ids (0 is the controller)")
+		}
+		return apiCall{"POST", "/api/v1/network/cuts", map[string]any{"from": from, "to": to, "oneway": get("oneway") == "true"}}, nil
+	case "produce":
+		topic := get("topic")
+		n, err := strconv.Atoi(get("count"))
+		if err != nil || n < 1 || n > MaxProduceRecords {
+			return bad("count must be between 1 and " + strconv.Itoa(MaxProduceRecords))
+		}
+		body := map[string]any{"acks": get("acks")}
+		if p := get("partition"); p != "" {
+			v, err := strconv.ParseInt(p, 10, 32)
+			if err != nil {
+				return bad("partition must be an integer")
+			}
+			body["partition"] = v
+		}
+		recs := make([]map[string]any, n)
+		for i := range recs {
+			value := get("value")
+			if n > 1 {
+				value += "-" + strconv.Itoa(i+1)
+			}
+			recs[i] = map[string]any{"value": value}
+			if k := get("key"); k != "" {
+				recs[i]["key"] = k
+			}
+		}
+		body["records"] = recs
+		return apiCall{"POST", "/api/v1/topics/" + pathSegment(topic) + "/records", body}, nil
+	case "configs":
+		changes := map[string]any{}
+		for _, k := range []string{"min.insync.replicas", "unclean.leader.election.enable", "truncation.rule", "segment.bytes"} {
+			if v := strings.TrimSpace(get(k)); v != "" {
+				changes[k] = v
+			}
+		}
+		if len(changes) == 0 {
+			return bad("no config to change: fill in at least one field")
+		}
+		return apiCall{"PATCH", "/api/v1/topics/" + pathSegment(get("topic")) + "/configs", changes}, nil
+	}
+	return bad("unknown action " + strconv.Quote(truncate(action, 30)))
+}
+
+// pathSegment keeps a topic name to one path segment; the API then checks
+// the name itself.
+func pathSegment(s string) string {
+	if s == "" || strings.ContainsAny(s, "/?#%") || s == "." || s == ".." {
+		return "%21invalid" // "!invalid": INVALID_TOPIC_EXCEPTION from the API
+	}
+	return s
+}
+
+// callAPI sends one request through the app's own routes and returns the
+// status and body.
+func (s *Server) callAPI(ctx context.Context, call apiCall) (int, []byte) {
+	var body bytes.Buffer
+	if call.body != nil {
+		json.NewEncoder(&body).Encode(call.body)
+	}
+	req, err := http.NewRequestWithContext(ctx, call.method, call.path, &body)
+	if err != nil {
+		return http.StatusBadRequest, []byte(`{"error":{"code":"INVALID_REQUEST","message":"bad request"}}`)
+	}
+	if call.body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	rec := &recorder{header: http.Header{}, status: http.StatusOK}
+	s.echo.ServeHTTP(rec, req)
+	return rec.status, rec.body.Bytes()
+}
+
+// recorder is the http.ResponseWriter callAPI hands the app.
+type recorder struct {
+	header http.Header
+	status int
+	wrote  bool
+	body   bytes.Buffer
+}
+
+func (r *recorder) Header() http.Header { return r.header }
+func (r *recorder) WriteHeader(status int) {
+	if !r.wrote {
+		r.status, r.wrote = status, true
+	}
+}
+func (r *recorder) Write(b []byte) (int, error) {
+	r.wrote = true
+	return r.body.Write(b)
+}
+
+// doneText says in lang what a successful control did.
+func doneText(lang i18n.Lang, action string, get func(string) string, body []byte) string {
+	switch action {
+	case "produce":
+		var r ProduceResponse
+		if json.Unmarshal(body, &r) == nil {
+			if r.BaseOffset < 0 {
+				return i18n.T(lang, "ui.done.produce0", r.Partition)
+			}
+			return i18n.T(lang, "ui.done.produce", r.LastOffset-r.BaseOffset+1, r.Partition, r.BaseOffset, r.LastOffset, get("acks"))
+		}
+	case "crash", "power-loss", "restart", "fetch":
+		return i18n.T(lang, "ui.done."+action, get("broker"))
+	case "step":
+		return i18n.T(lang, "ui.done.step", get("ms"))
+	case "cut":
+		return i18n.T(lang, "ui.done.cut", get("from"), get("to"))
+	}
+	return i18n.T(lang, "ui.done."+action)
+}
+
+// isPagePath reports whether an error on this path is shown as an HTML page
+// rather than the API's JSON body.
+func isPagePath(path string) bool {
+	return path == "/" || strings.HasPrefix(path, "/topics/") || (strings.HasPrefix(path, "/brokers/") && strings.HasSuffix(path, "/segments"))
+}
+
+// renderErrorPage shows an error on a page route as HTML.
+func (s *Server) renderErrorPage(c echo.Context, e *Error) error {
+	lang := Lang(c)
+	p := views.Page{Title: i18n.T(lang, "ui.error.title"), Lang: lang, Path: "/"}
+	return Render(c, e.Status, views.ErrorPage(p, e.Status, e.Code, e.Message))
+}

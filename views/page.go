@@ -1,0 +1,59 @@
+package views
+
+import (
+	"net/url"
+
+	"tidemark/i18n"
+)
+
+// Page is what every page tells the layout: its title (already translated),
+// the learner's language, the page's own path (where the language switch and
+// the control forms return to) and the outcome of the last control, if any.
+type Page struct {
+	Title string
+	Lang  i18n.Lang // the zero Lang renders English
+	Path  string    // e.g. "/topics/demo/partitions/0"; "/" when empty
+	Flash *Flash    // nil: no message
+}
+
+// Flash is the outcome of a control a learner just used: OK or not, and the
+// text to show (already translated; Kafka error names stay as they are).
+type Flash struct {
+	OK   bool
+	Text string
+}
+
+func (p Page) lang() i18n.Lang {
+	if !p.Lang.Valid() {
+		return i18n.Default
+	}
+	return p.Lang
+}
+
+func (p Page) path() string {
+	if p.Path == "" {
+		return "/"
+	}
+	return p.Path
+}
+
+// t translates key into the page's language.
+func (p Page) t(key string, args ...any) string { return i18n.T(p.lang(), key, args...) }
+
+// langURL is the language switch's link for l: it sets the cookie and comes
+// back to this page.
+func (p Page) langURL(l i18n.Lang) string {
+	return "/ui/lang?set=" + url.QueryEscape(string(l)) + "&next=" + url.QueryEscape(p.path())
+}
+
+// PanelCatalog returns the strings the WASM panel needs (the "panel." keys)
+// in lang, for the page to embed as JSON.
+func PanelCatalog(lang i18n.Lang) map[string]string {
+	out := map[string]string{}
+	for k, v := range i18n.Catalog(lang) {
+		if len(k) > 6 && k[:6] == "panel." {
+			out[k] = v
+		}
+	}
+	return out
+}
