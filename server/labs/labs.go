@@ -174,8 +174,8 @@ func (ls *Labs) Pin(id string, c *cluster.Cluster) (*Lab, error) {
 // Open starts a fresh cluster in its own directory under Root: free
 // loopback ports, paused clock, a bus that keeps History events. opts
 // supplies the rest (Brokers, Broker tuning, Logger); DataDir, KafkaPort,
-// Paused and Bus are set here. onClose, if not nil, runs once the lab has
-// been closed (by Close, the sweep or Labs.Close). Open fails with ErrFull
+// Paused and Bus are set here. onClose, if not nil, runs once when the lab
+// closes (by Remove, the sweep or Close), just before its cluster stops. Open fails with ErrFull
 // when MaxClusters lesson clusters are running.
 func (ls *Labs) Open(opts cluster.Options, onClose func()) (*Lab, error) {
 	ls.mu.Lock()
@@ -297,12 +297,12 @@ func (l *Lab) close() error {
 	if l.Pinned {
 		return nil
 	}
+	if l.onClose != nil {
+		l.onClose() // first, so its user stops waiting on the cluster
+	}
 	err := l.cluster.Close()
 	if rerr := os.RemoveAll(l.Dir); rerr != nil && err == nil {
 		err = rerr
-	}
-	if l.onClose != nil {
-		l.onClose()
 	}
 	return err
 }
