@@ -40,9 +40,20 @@ func (t Text) In(lang i18n.Lang) string {
 	return t.En
 }
 
-// F returns t with args formatted into every language.
+// F returns t with args formatted into every language; an argument that
+// is itself a Text is formatted in the same language.
 func (t Text) F(args ...any) Text {
-	return Text{fmt.Sprintf(t.En, args...), fmt.Sprintf(t.Hans, args...), fmt.Sprintf(t.Hant, args...)}
+	in := func(l i18n.Lang) []any {
+		out := make([]any, len(args))
+		for i, a := range args {
+			if x, ok := a.(Text); ok {
+				a = x.In(l)
+			}
+			out[i] = a
+		}
+		return out
+	}
+	return Text{fmt.Sprintf(t.En, in(i18n.English)...), fmt.Sprintf(t.Hans, in(i18n.SimplifiedChinese)...), fmt.Sprintf(t.Hant, in(i18n.TraditionalChinese)...)}
 }
 
 // MarshalJSON writes a Text as {"en":…,"zh-Hans":…,"zh-Hant":…}.
