@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -24,9 +25,16 @@ import (
 	"tidemark/static"
 )
 
+// The browser tests run the real server and cluster on free loopback ports
+// and drive the pages in headless Chromium: no part is mocked. Each test is
+// bounded (browserTimeout) and saves screenshots to artifacts/.
+
+// browserTimeout bounds one browser test, browser start to shutdown.
+const browserTimeout = 3 * time.Minute
+
 // chromiumPath finds the browser for the end-to-end test. Without one the
 // test skips locally but fails when CI=true: CI installs chromium.
-func chromiumPath(t *testing.T) string {
+func chromiumPath(t testing.TB) string {
 	t.Helper()
 	for _, name := range []string{"/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome"} {
 		if p, err := exec.LookPath(name); err == nil {
@@ -40,81 +48,106 @@ func chromiumPath(t *testing.T) string {
 	return ""
 }
 
+var (
+	staticOnce sync.Once
+	staticDir  string
+	staticErr  error
+)
+
 // buildStatic writes the static tree with a freshly built panel into a temp
-// dir, so the test checks the panel as it is now, whether or not `go tool
-// task wasm` ran before.
-func buildStatic(t *testing.T) string {
+// dir (once per test binary), so the tests check the panel as it is now,
+// whether or not `go tool task wasm` ran before.
+func buildStatic(t testing.TB) string {
 	t.Helper()
-	dir := t.TempDir()
+	staticOnce.Do(func() { staticDir, staticErr = buildStaticDir() })
+	if staticErr != nil {
+		t.Fatal(staticErr)
+	}
+	return staticDir
+}
+
+func buildStaticDir() (string, error) {
+	dir, err := os.MkdirTemp("", "tidemark-static-")
+	if err != nil {
+		return "", err
+	}
 	if err := os.CopyFS(dir, static.FS); err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		t.Fatalf("go command not found: %v", err)
+		return "", fmt.Errorf("go command not found: %v", err)
 	}
 	out, err := exec.Command(goBin, "env", "GOROOT").Output()
 	if err != nil {
-		t.Fatalf("go env GOROOT: %v", err)
+		return "", fmt.Errorf("go env GOROOT: %v", err)
 	}
 	execJS, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(out)), "lib", "wasm", "wasm_exec.js"))
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	if err := os.WriteFile(filepath.Join(dir, "wasm", "wasm_exec.js"), execJS, 0o644); err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	cmd := exec.Command(goBin, "build", "-trimpath", "-ldflags=-s -w", "-o", filepath.Join(dir, "wasm", "panel.wasm"), "./wasm")
 	cmd.Dir = ".." // the module root
 	cmd.Env = append(os.Environ(), "GOOS=js", "GOARCH=wasm")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building the panel: %v\n%s", err, out)
+		return "", fmt.Errorf("building the panel: %v\n%s", err, out)
 	}
-	return dir
+	return dir, nil
 }
 
-// TestBrowserPanel starts the real server and cluster on free loopback
-// ports, loads the overview in headless Chromium, waits for the WASM panel to
-// report live with three brokers, produces with acks=all through the API and
-// sees the HW advance on every replica in the panel, crashes a broker through
-// the API and sees it on its card, checks the reduced-motion and keyboard
-// behaviour, and saves a screenshot to artifacts/.
-func TestBrowserPanel(t *testing.T) {
-	chromium := chromiumPath(t)
-	staticDir := buildStatic(t)
+// browserLab is a running lab with a headless Chromium on its pages.
+type browserLab struct {
+	t   testing.TB
+	url string
+	cl  *cluster.Cluster
+	ctx context.Context // the browser tab
+}
 
-	cfg, err := parseFlags([]string{"--addr", "127.0.0.1:0", "--kafka-port", "0", "--data-dir", t.TempDir()}, io.Discard)
+// startBrowserLab starts the lab (clock paused if paused) and a browser, and
+// stops both when the test ends; extra adds Chromium flags.
+func startBrowserLab(t testing.TB, paused bool) *browserLab {
+	t.Helper()
+	chromium := chromiumPath(t)
+	dir := buildStatic(t)
+	args := []string{"--addr", "127.0.0.1:0", "--kafka-port", "0", "--data-dir", t.TempDir()}
+	if paused {
+		args = append(args, "--paused")
+	}
+	cfg, err := parseFlags(args, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.static = os.DirFS(staticDir)
+	cfg.static = os.DirFS(dir)
 	cfg.logger = quietLogger()
 
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	ctx, cancel := context.WithTimeout(context.Background(), browserTimeout)
+	t.Cleanup(cancel)
 	serverCtx, stopServer := context.WithCancel(ctx)
-	type startedLab struct {
+	type started struct {
 		url string
 		cl  *cluster.Cluster
 	}
-	started := make(chan startedLab, 1)
-	var out bytes.Buffer // written by run before started is called
+	ready := make(chan started, 1)
+	var out bytes.Buffer // written by run before ready
 	runErr := make(chan error, 1)
 	go func() {
-		runErr <- run(serverCtx, cfg, &out, func(url string, cl *cluster.Cluster) { started <- startedLab{url, cl} })
+		runErr <- run(serverCtx, cfg, &out, func(url string, cl *cluster.Cluster) { ready <- started{url, cl} })
 	}()
-	var srv startedLab
+	var srv started
 	select {
-	case srv = <-started:
+	case srv = <-ready:
 	case err := <-runErr:
 		t.Fatalf("server did not start: %v", err)
 	}
-	defer func() {
+	t.Cleanup(func() {
 		stopServer()
 		if err := <-runErr; err != nil {
 			t.Errorf("server shutdown: %v", err)
 		}
-	}()
+	})
 
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromium),
@@ -127,12 +160,11 @@ func TestBrowserPanel(t *testing.T) {
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1200, 1000),
+		chromedp.WindowSize(1280, 1000),
 	)
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	defer cancelAlloc()
 	bctx, cancelBrowser := chromedp.NewContext(allocCtx)
-	defer cancelBrowser()
+	t.Cleanup(func() { cancelBrowser(); cancelAlloc() })
 
 	// Keep what the page logs, to show it if the test fails.
 	var (
@@ -150,7 +182,7 @@ func TestBrowserPanel(t *testing.T) {
 			consoleMu.Unlock()
 		}
 	}()
-	defer func() {
+	t.Cleanup(func() {
 		if t.Failed() {
 			consoleMu.Lock()
 			defer consoleMu.Unlock()
@@ -158,154 +190,326 @@ func TestBrowserPanel(t *testing.T) {
 				t.Log("browser console:", m)
 			}
 		}
-	}()
+	})
+	return &browserLab{t: t, url: srv.url, cl: srv.cl, ctx: bctx}
+}
 
-	if err := chromedp.Do(bctx,
-		chromedp.Navigate(srv.url),
-		chromedp.WaitVisible(chromedp.CSS(`#panel[data-status="live"]`)),
-	); err != nil {
-		t.Fatalf("panel never reported live: %v", err)
+// open loads a page of the lab and, if it has the panel, waits until it is live.
+func (b *browserLab) open(path string, panel bool) {
+	b.t.Helper()
+	if err := chromedp.Do(b.ctx, chromedp.Navigate(b.url+strings.TrimPrefix(path, "/"))); err != nil {
+		b.t.Fatalf("open %s: %v", path, err)
 	}
-	n, err := chromedp.Run(bctx, chromedp.Evaluate[int](`document.querySelectorAll("#panel-brokers .broker-card").length`))
-	if err != nil || n != 3 {
-		t.Fatalf("panel shows %d brokers (err %v), want 3", n, err)
+	if panel {
+		b.poll(`document.querySelector('#panel[data-status="live"]') !== null`, "the panel to report live")
 	}
-	rows, err := chromedp.Run(bctx, chromedp.Evaluate[int](`document.querySelectorAll("#brokers tbody tr").length`))
-	if err != nil || rows != 3 {
-		t.Fatalf("server-rendered table has %d brokers (err %v), want 3", rows, err)
-	}
+}
 
-	// Produce with acks=all through the API: the answer comes once the HW
-	// passed the records, and the panel shows every replica's HW get there.
-	var prod struct {
-		Partition  int32 `json:"partition"`
-		Leader     int32 `json:"leader"`
-		LastOffset int64 `json:"last_offset"`
-	}
-	apiCall(t, srv.url, "POST", "api/v1/topics/demo/records",
-		`{"partition":0,"acks":"all","records":[{"key":"k","value":"one"},{"key":"k","value":"two"},{"key":"k","value":"three"}]}`, &prod)
-	if prod.Partition != 0 || prod.LastOffset != 2 {
-		t.Fatalf("produce = %+v", prod)
-	}
-	hw := strconv.FormatInt(prod.LastOffset+1, 10)
-	snap := srv.cl.Snapshot()
-	for _, r := range snap.Partition("demo", 0).Replicas {
-		chip := `#lanes .replica[data-topic="demo"][data-partition="0"][data-broker="` + strconv.Itoa(int(r)) + `"][data-hw="` + hw + `"]`
-		if err := chromedp.Do(bctx, chromedp.WaitVisible(chromedp.CSS(chip))); err != nil {
-			t.Fatalf("broker %d's HW never reached %s in the panel: %v", r, hw, err)
+// poll waits (at most 30s) until the JavaScript expression is true. A poll
+// that a navigation interrupts (a link, a form) starts again on the new page.
+func (b *browserLab) poll(expr, what string) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+	defer cancel()
+	var err error
+	for range 5 {
+		_, err = chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingInterval(20*time.Millisecond)))
+		if err == nil || ctx.Err() != nil || !strings.Contains(err.Error(), "context") {
+			break
 		}
+		time.Sleep(50 * time.Millisecond) // the new page's context is being made
 	}
-	leaderChip := `#lanes .replica.leader[data-partition="0"][data-broker="` + strconv.Itoa(int(prod.Leader)) + `"]`
-	if err := chromedp.Do(bctx, chromedp.WaitVisible(chromedp.CSS(leaderChip))); err != nil {
-		t.Fatalf("leader %d not marked in the panel: %v", prod.Leader, err)
+	if err != nil {
+		b.shot("failed-" + strings.NewReplacer(" ", "-", "/", "-").Replace(b.t.Name()))
+		b.t.Fatalf("waiting for %s: %v\n(expression %s)", what, err, expr)
 	}
+}
 
-	// Crash a follower through the API: the fault event appears in the list
-	// and on the broker's card.
-	var crashed struct {
-		State   string `json:"state"`
+// eval returns the value of a JavaScript expression.
+func eval[T any](b *browserLab, expr string) T {
+	b.t.Helper()
+	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		b.t.Fatalf("evaluating %s: %v", expr, err)
+	}
+	return v
+}
+
+// click clicks the element the CSS selector finds.
+func (b *browserLab) click(sel string) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 20*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(sel))); err != nil {
+		b.t.Fatalf("click %s: %v", sel, err)
+	}
+}
+
+// shot saves a full-page screenshot as artifacts/<name>.png.
+func (b *browserLab) shot(name string) {
+	b.t.Helper()
+	png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(90))
+	if err != nil {
+		b.t.Logf("screenshot %s: %v", name, err)
+		return
+	}
+	art := filepath.Join("..", "artifacts")
+	if err := os.MkdirAll(art, 0o755); err != nil {
+		b.t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(art, name+".png"), png, 0o644); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+// api sends one API request to the lab and decodes its 200 answer into v.
+func (b *browserLab) api(method, path, body string, v any) {
+	b.t.Helper()
+	apiCall(b.t, b.url, method, path, body, v)
+}
+
+// lane is the selector of broker's lane of demo-p in the panel.
+func lane(p int, broker int32) string {
+	return `#lanes g.replica[data-topic="demo"][data-partition="` + strconv.Itoa(p) + `"][data-broker="` + strconv.Itoa(int(broker)) + `"]`
+}
+
+// fig is the selector of demo-p's figure in the panel.
+func fig(p int) string {
+	return `#lanes figure[data-topic="demo"][data-partition="` + strconv.Itoa(p) + `"]`
+}
+
+// TestBrowserPanel walks the overview as a learner: three brokers; produce
+// with acks=all from the page's form and see every replica's HW advance in
+// the panel; crash the leader from its button and see a new leader and
+// leader epoch; restart it and see it rejoin the ISR; step back through
+// the timeline and return to live; the reduced-motion and keyboard
+// behaviour; switch the language and see Chinese labels.
+func TestBrowserPanel(t *testing.T) {
+	b := startBrowserLab(t, false)
+	b.open("/", true)
+	if n := eval[int](b, `document.querySelectorAll("#panel-brokers .broker-card").length`); n != 3 {
+		t.Fatalf("panel shows %d brokers, want 3", n)
+	}
+	if n := eval[int](b, `document.querySelectorAll("#brokers tbody tr").length`); n != 3 {
+		t.Fatalf("server-rendered table has %d brokers, want 3", n)
+	}
+	b.poll(`document.querySelectorAll('`+fig(0)+` g.replica').length === 3`, "three lanes of demo-0")
+
+	// Produce with acks=all through the page's form (the panel sends it).
+	if err := chromedp.Do(b.ctx,
+		chromedp.SetValue(chromedp.CSS("#produce-partition"), "0"),
+		chromedp.SetValue(chromedp.CSS("#produce-count"), "3"),
+		chromedp.SetValue(chromedp.CSS("#produce-acks"), "all"),
+	); err != nil {
+		t.Fatal(err)
+	}
+	b.click("#produce-form button[type=submit]")
+	b.poll(`(document.querySelector("#flash .flash.ok")||{}).textContent?.includes("acks=all")`, "the produce to be acknowledged")
+	snap := b.cl.Snapshot()
+	p0 := snap.Partition("demo", 0)
+	for _, r := range p0.Replicas {
+		b.poll(`document.querySelector('`+lane(0, r)+`[data-hw="3"]') !== null`, fmt.Sprintf("broker %d's HW to reach 3 in the panel", r))
+	}
+	b.poll(`document.querySelectorAll('`+lane(0, p0.Leader)+` g.rec.committed').length === 3`, "three committed records on the leader")
+	b.shot("1-produced-acks-all")
+
+	// Crash the leader with its button: a new leader and a new leader epoch.
+	leader, epoch := p0.Leader, p0.LeaderEpoch
+	b.click(`#brokers tr[data-broker="` + strconv.Itoa(int(leader)) + `"] form[data-action="crash"] button`)
+	b.poll(`(()=>{const f=document.querySelector('`+fig(0)+`');return f && +f.dataset.leader>0 && +f.dataset.leader!==`+strconv.Itoa(int(leader))+` && +f.dataset.epoch>`+strconv.Itoa(int(epoch))+`})()`,
+		"a new leader and leader epoch for demo-0")
+	b.poll(`document.querySelector('#panel-brokers .broker-card.state-crashed[data-broker="`+strconv.Itoa(int(leader))+`"]') !== null`, "the crashed broker's card")
+	b.shot("2-leader-crashed")
+
+	// Restart it: it recovers, catches up and rejoins the ISR.
+	b.click(`#brokers tr[data-broker="` + strconv.Itoa(int(leader)) + `"] form[data-action="restart"] button`)
+	b.poll(`(document.querySelector('`+fig(0)+`')||{dataset:{}}).dataset.isr?.split(/[\[\],]/).includes("`+strconv.Itoa(int(leader))+`")`,
+		fmt.Sprintf("broker %d to rejoin the ISR of demo-0", leader))
+	b.poll(`document.querySelector('`+lane(0, leader)+`:not(.osr)') !== null`, "the restarted broker's lane marked ISR")
+	b.shot("3-rejoined")
+
+	// The timeline: step back, the lanes show an older state; then live.
+	for range 3 {
+		b.click("#tl-back")
+	}
+	b.poll(`(()=>{const p=document.getElementById("panel").dataset;return p.mode==="past" && +p.viewSeq < +p.seq})()`, "the timeline to show the past")
+	b.poll(`document.querySelector("#panel-events li.cursor") !== null`, "the event shown marked in the list")
+	b.shot("4-timeline-past")
+	b.click("#tl-live")
+	b.poll(`(()=>{const p=document.getElementById("panel").dataset;return p.mode==="live" && p.viewSeq === p.seq})()`, "the timeline back at live")
+
+	// A fresh event is highlighted by an animation…
+	var clock struct {
 		LastSeq uint64 `json:"last_seq"`
 	}
-	follower := 2
-	if prod.Leader == 2 {
-		follower = 3
-	}
-	apiCall(t, srv.url, "POST", "api/v1/brokers/"+strconv.Itoa(follower)+"/crash", "", &crashed)
-	if crashed.State != "crashed" {
-		t.Fatalf("crash answered %+v", crashed)
-	}
-	var crashSeq uint64
-	evs, _ := srv.cl.Bus().Since(0, 0)
-	for _, e := range evs {
-		if e.Kind == events.KindFault && e.Fault != nil && e.Fault.Kind == events.FaultCrash {
-			crashSeq = e.Seq
-		}
-	}
-	sel := `#panel-events li[data-seq="` + strconv.FormatUint(crashSeq, 10) + `"]`
-	if err := chromedp.Do(bctx, chromedp.WaitVisible(chromedp.CSS(sel))); err != nil {
-		t.Fatalf("crash event %d never appeared in the panel: %v", crashSeq, err)
-	}
-	text, err := chromedp.Run(bctx, chromedp.TextContent(chromedp.CSS(sel)))
-	if err != nil || !strings.Contains(text, "crash broker "+strconv.Itoa(follower)) {
-		t.Fatalf("event text %q (err %v), want the crash of broker %d", text, err, follower)
-	}
-	card := `#panel-brokers .broker-card.state-crashed[data-broker="` + strconv.Itoa(follower) + `"]`
-	if err := chromedp.Do(bctx, chromedp.WaitVisible(chromedp.CSS(card))); err != nil {
-		t.Fatalf("broker %d not shown crashed: %v", follower, err)
-	}
-
-	// The fresh event is highlighted by an animation…
-	anim := func(sel string) string {
-		t.Helper()
-		name, err := chromedp.Run(bctx, chromedp.Evaluate[string](`getComputedStyle(document.querySelector('`+sel+`')).animationName`))
-		if err != nil {
-			t.Fatalf("animation of %s: %v", sel, err)
-		}
-		return name
-	}
-	if name := anim(sel); name != "arrive" {
+	b.api("POST", "api/v1/clock/pause", "", &clock)
+	sel := `#panel-events li[data-seq="` + strconv.FormatUint(clock.LastSeq, 10) + `"]`
+	b.poll(`document.querySelector('`+sel+`') !== null`, "the pause event in the list")
+	if name := eval[string](b, `getComputedStyle(document.querySelector('`+sel+`')).animationName`); name != "arrive" {
 		t.Fatalf("new event animation = %q, want arrive", name)
 	}
-	// … which a reader who prefers reduced motion does not get.
+	// … which a reader who prefers reduced motion does not get, in the list
+	// or the lanes.
 	reduceMotion := func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
 		_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
 			Features: []*emulation.MediaFeature{{Name: "prefers-reduced-motion", Value: "reduce"}},
 		})
 		return chromedp.Void{}, err
 	}
-	if err := chromedp.Do(bctx, reduceMotion); err != nil {
+	if err := chromedp.Do(b.ctx, reduceMotion); err != nil {
 		t.Fatalf("emulating prefers-reduced-motion: %v", err)
 	}
-	var clock struct {
-		LastSeq uint64 `json:"last_seq"`
-	}
-	apiCall(t, srv.url, "POST", "api/v1/clock/pause", "", &clock)
+	b.api("POST", "api/v1/clock/resume", "", &clock)
 	sel = `#panel-events li[data-seq="` + strconv.FormatUint(clock.LastSeq, 10) + `"]`
-	if err := chromedp.Do(bctx, chromedp.WaitVisible(chromedp.CSS(sel))); err != nil {
-		t.Fatalf("event %d never appeared: %v", clock.LastSeq, err)
-	}
-	if name := anim(sel); name != "none" {
+	b.poll(`document.querySelector('`+sel+`') !== null`, "the resume event in the list")
+	if name := eval[string](b, `getComputedStyle(document.querySelector('`+sel+`')).animationName`); name != "none" {
 		t.Fatalf("with prefers-reduced-motion the animation is %q, want none", name)
 	}
-
-	// The pause control works from the keyboard: focus it, press Enter.
-	pressed := func() string {
-		t.Helper()
-		v, err := chromedp.Run(bctx, chromedp.Evaluate[string](`document.getElementById("panel-pause").getAttribute("aria-pressed")`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v
+	b.api("POST", "api/v1/topics/demo/records", `{"partition":0,"acks":"all","records":[{"value":"calm"}]}`, nil)
+	b.poll(`document.querySelector('`+lane(0, leader)+`[data-hw="4"]') !== null`, "the HW after a produce under reduced motion")
+	if n := eval[int](b, `document.querySelectorAll('#lanes .new, #lanes .moved, #lanes .elected, #lanes .fetch-arrow').length`); n != 0 {
+		t.Fatalf("%d animated lane elements under reduced motion", n)
 	}
-	if err := chromedp.Do(bctx, chromedp.Focus(chromedp.CSS("#panel-pause")), chromedp.KeyEvent("\r")); err != nil {
+
+	// The pause control works from the keyboard: focus it, press Enter, Space.
+	pressed := func() string {
+		return eval[string](b, `document.getElementById("panel-pause").getAttribute("aria-pressed")`)
+	}
+	if err := chromedp.Do(b.ctx, chromedp.Focus(chromedp.CSS("#panel-pause")), chromedp.KeyEvent("\r")); err != nil {
 		t.Fatalf("keyboard on the pause button: %v", err)
 	}
 	if p := pressed(); p != "true" {
 		t.Fatalf("after Enter aria-pressed = %q, want true", p)
 	}
-	if err := chromedp.Do(bctx, chromedp.KeyEvent(" ")); err != nil {
+	if err := chromedp.Do(b.ctx, chromedp.KeyEvent(" ")); err != nil {
 		t.Fatal(err)
 	}
 	if p := pressed(); p != "false" {
 		t.Fatalf("after Space aria-pressed = %q, want false", p)
 	}
 
-	png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		t.Fatalf("screenshot: %v", err)
+	// Switch the language: the choice persists, pages and panel speak it.
+	b.click(`.langs a[data-lang="zh-Hans"]`)
+	b.poll(`document.documentElement.lang === "zh-Hans" && document.querySelector('#panel[data-status="live"]') !== null`, "the page in Simplified Chinese")
+	for sel, want := range map[string]string{"h1": "集群", "#brokers-h": "Broker 列表", "#panel-status": "实时", "#produce-form legend": "生产消息"} {
+		if got := eval[string](b, `document.querySelector('`+sel+`').textContent`); !strings.Contains(got, want) {
+			t.Errorf("%s reads %q, want %q", sel, got, want)
+		}
 	}
-	art := filepath.Join("..", "artifacts")
-	if err := os.MkdirAll(art, 0o755); err != nil {
+	b.poll(`document.querySelector("#panel-brokers .broker-card .badge")?.textContent.includes("运行中")`, "broker cards in Chinese")
+	if got := eval[string](b, `document.querySelector("#tl-live").textContent`); got != "回到实时" {
+		t.Errorf("timeline button reads %q", got)
+	}
+	b.open("/topics/demo/partitions/0", true)
+	if got := eval[string](b, `document.querySelector("h1").textContent`); !strings.Contains(got, "分区 demo-0") {
+		t.Errorf("partition page title %q, want it in Chinese", got)
+	}
+	b.shot("5-partition-zh-Hans")
+	b.open("/", true)
+	b.shot("6-overview-zh-Hans")
+}
+
+// TestBrowserTruncation drives the cluster into a real truncation under the
+// high-watermark rule (KIP-101's hazard, on a paused clock with stepped
+// fetches) and sees the truncated record struck out where it was: in the
+// panel's lanes, on the partition page and in its truncation list; the
+// timeline shows the lanes before it happened; the segment explorer walks a
+// lookup on the new leader.
+func TestBrowserTruncation(t *testing.T) {
+	b := startBrowserLab(t, true)
+	b.open("/topics/demo/partitions/0", true)
+
+	// The rule, set from the page's config form.
+	if err := chromedp.Do(b.ctx, chromedp.SetValue(chromedp.CSS("#cfg-trunc"), "high-watermark")); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(art, "overview-live.png"), png, 0o644); err != nil {
-		t.Fatal(err)
+	b.click("#config-form button[type=submit]")
+	b.poll(`document.querySelector("#flash .flash.ok") !== null`, "the config change")
+	if snap := b.cl.Snapshot(); snap.Topic("demo").Configs["truncation.rule"] != "high-watermark" {
+		got := snap.Topic("demo").Configs["truncation.rule"]
+		t.Fatalf("truncation.rule = %q", got)
 	}
-	t.Log(strings.TrimSpace(out.String()))
+
+	snap := b.cl.Snapshot()
+	p0 := snap.Partition("demo", 0)
+	leader := p0.Leader
+	var followers []int32
+	for _, r := range p0.Replicas {
+		if r != leader {
+			followers = append(followers, r)
+		}
+	}
+	fetch := func(ids ...int32) {
+		for _, id := range ids {
+			b.api("POST", "api/v1/brokers/"+strconv.Itoa(int(id))+"/fetch", "", nil)
+		}
+	}
+	// m1 is committed everywhere; m2 reaches every log, but only the
+	// leader learns that it is committed.
+	b.api("POST", "api/v1/topics/demo/records", `{"partition":0,"acks":"1","records":[{"value":"m1"}]}`, nil)
+	for range 3 {
+		fetch(followers...)
+	}
+	b.api("POST", "api/v1/topics/demo/records", `{"partition":0,"acks":"1","records":[{"value":"m2"}]}`, nil)
+	fetch(followers...)
+	fetch(followers...)
+	b.poll(`document.querySelectorAll('#lanes figure[data-partition="0"] g.replica[data-leo="2"]').length === 3`, "m2 on every replica")
+	before := b.cl.Bus().LastSeq()
+
+	// The leader dies; the controller elects a follower, and the other one,
+	// now a follower of a new epoch, truncates to its own HW (1): m2 goes.
+	b.api("POST", "api/v1/brokers/"+strconv.Itoa(int(leader))+"/crash", "", nil)
+	b.api("POST", "api/v1/clock/step", `{"ms":2100}`, nil)
+	var trunc *events.Event
+	evs, _ := b.cl.Bus().Since(before, 0)
+	for i, e := range evs {
+		if e.Kind == events.KindTruncation && e.Topic == "demo" && e.Partition == 0 {
+			trunc = &evs[i]
+		}
+	}
+	if trunc == nil || len(trunc.Truncated) == 0 {
+		t.Fatalf("no truncation after the leader died; events: %+v", evs)
+	}
+	victim, off := trunc.Broker, trunc.Truncated[0].Offset
+	ghost := lane(0, victim) + ` g.ghost[data-offset="` + strconv.FormatInt(off, 10) + `"]`
+	b.poll(`document.querySelector('`+ghost+`') !== null`, fmt.Sprintf("broker %d's truncated offset %d struck out in the panel", victim, off))
+	b.shot("7-truncation-panel")
+
+	// The timeline: just before the truncation, the record was still there.
+	steps := int(b.cl.Bus().LastSeq() - trunc.Seq + 1)
+	for range steps {
+		b.click("#tl-back")
+	}
+	b.poll(`document.getElementById("panel").dataset.viewSeq === "`+strconv.FormatUint(trunc.Seq-1, 10)+`"`, "the timeline just before the truncation")
+	b.poll(`document.querySelector('`+ghost+`') === null && document.querySelector('`+lane(0, victim)+` g.rec[data-offset="`+strconv.FormatInt(off, 10)+`"]') !== null`,
+		"the record in its place before the truncation")
+	b.shot("8-timeline-before-truncation")
+	b.click("#tl-live")
+	b.poll(`document.querySelector('`+ghost+`') !== null`, "the truncated record again at live")
+
+	// The partition page shows it server-side: struck out where it was.
+	b.open("/topics/demo/partitions/0", true)
+	srvGhost := `#server-lanes section.lane[data-broker="` + strconv.Itoa(int(victim)) + `"] li.cell.ghost[data-offset="` + strconv.FormatInt(off, 10) + `"] del`
+	if n := eval[int](b, `document.querySelectorAll('`+srvGhost+`').length`); n != 1 {
+		t.Fatalf("partition page: %d struck-out records at offset %d of broker %d", n, off, victim)
+	}
+	if n := eval[int](b, `document.querySelectorAll('#truncations li[data-broker="`+strconv.Itoa(int(victim))+`"] del').length`); n == 0 {
+		t.Fatal("partition page lists no truncated record")
+	}
+	b.shot("9-truncation-partition-page")
+
+	// The segment explorer of the new leader walks a lookup of offset 1.
+	snap = b.cl.Snapshot()
+	newLeader := snap.Partition("demo", 0).Leader
+	b.open("/brokers/"+strconv.Itoa(int(newLeader))+"/partitions/demo/0/segments?offset=1", false)
+	if got := eval[string](b, `(document.querySelector("#lookup-found")||{}).textContent||""`); !strings.Contains(got, "batch of offsets 1–1") {
+		t.Fatalf("lookup result %q", got)
+	}
+	b.shot("10-segments-lookup")
 }
 
 // apiCall sends one API request to the running lab and decodes its 200 answer into v.
-func apiCall(t *testing.T, base, method, path, body string, v any) {
+func apiCall(t testing.TB, base, method, path, body string, v any) {
 	t.Helper()
 	var rd io.Reader
 	if body != "" {
@@ -327,7 +531,9 @@ func apiCall(t *testing.T, base, method, path, body string, v any) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("%s %s = %d %s", method, path, resp.StatusCode, b)
 	}
-	if err := json.Unmarshal(b, v); err != nil {
-		t.Fatalf("%s %s: %v: %s", method, path, err, b)
+	if v != nil {
+		if err := json.Unmarshal(b, v); err != nil {
+			t.Fatalf("%s %s: %v: %s", method, path, err, b)
+		}
 	}
 }

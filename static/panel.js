@@ -1,16 +1,23 @@
 // Loads the live panel (Go compiled to WebAssembly) into #panel. If anything is
-// missing the page stays as the server rendered it and the status says why.
+// missing the page stays as the server rendered it and the status says why,
+// in the page's language (the catalogue the page embeds for the panel).
 (function () {
   "use strict";
   var panel = document.getElementById("panel");
   if (!panel) return;
   var status = document.getElementById("panel-status");
+  var words = {};
+  try {
+    var el = document.getElementById("tm-i18n");
+    if (el) words = JSON.parse(el.textContent) || {};
+  } catch (e) { /* keep English */ }
   function unavailable(why) {
     panel.dataset.status = "offline";
-    if (status) status.textContent = "live panel unavailable: " + why;
+    var text = words["panel.unavailable"] || "live panel unavailable: %s";
+    if (status) status.textContent = text.replace("%s", why);
   }
   if (typeof WebAssembly !== "object" || typeof Go !== "function") {
-    unavailable("this browser cannot run it");
+    unavailable("WebAssembly");
     return;
   }
   var go = new Go();

@@ -2,13 +2,22 @@
 
 // Command wasm is Tidemark's live panel, compiled with GOOS=js GOARCH=wasm and
 // loaded by static/panel.js into the page's #panel element. It connects to /ws,
-// keeps the lab's state (package panel) and re-renders at most once per frame.
+// keeps the lab's state and its history (package panel), re-renders at most
+// once per frame, drives the timeline and sends the page's control forms
+// without reloading. Its words come from the catalogue the page embeds as
+// JSON in #tm-i18n.
+//
 // #panel's data-status says "connecting" or "live"; data-seq is the last
-// event applied (browser tests wait on both).
+// event applied, data-view-seq the event whose state the lanes show and
+// data-mode "live" or "past" (browser tests wait on them). The page's
+// window.tidemarkRenders() returns, and forgets, [seq, time in ms since the
+// Unix epoch] for each render since the last call: the benchmark reads when
+// an event reached the DOM.
 package main
 
 import (
 	"encoding/json"
+	"strconv"
 	"syscall/js"
 	"time"
 
@@ -16,14 +25,20 @@ import (
 	"tidemark/wasm/panel"
 )
 
+// maxRenderLog bounds the render log the benchmark reads.
+const maxRenderLog = 8192
+
 type app struct {
 	doc       js.Value
 	root      js.Value // #panel
-	state     panel.State
-	rendered  uint64 // Seq shown by the last render (for "new" marking)
+	cat       panel.Catalog
+	state     *panel.State
+	rendered  uint64 // live Seq at the last render (what is "new")
 	scheduled bool
 	paused    bool // the event list is frozen (state keeps updating)
 	backoff   time.Duration
+	reduce    js.Value // matchMedia("(prefers-reduced-motion: reduce)")
+	renderLog []any
 	funcs     []js.Func // kept alive for the page's lifetime
 }
 
@@ -33,8 +48,24 @@ func main() {
 	if root.IsNull() {
 		return
 	}
-	a := &app{doc: doc, root: root, backoff: time.Second}
+	a := &app{doc: doc, root: root, state: panel.NewState(), backoff: time.Second, cat: panel.Catalog{}}
+	if el := doc.Call("getElementById", "tm-i18n"); !el.IsNull() {
+		json.Unmarshal([]byte(el.Get("textContent").String()), &a.cat)
+	}
+	if mm := js.Global().Get("matchMedia"); mm.Type() == js.TypeFunction {
+		a.reduce = js.Global().Call("matchMedia", "(prefers-reduced-motion: reduce)")
+	}
+	js.Global().Set("tidemarkRenders", a.fn(func(js.Value, []js.Value) any {
+		out := js.Global().Get("Array").New(len(a.renderLog))
+		for i, v := range a.renderLog {
+			out.SetIndex(i, v)
+		}
+		a.renderLog = a.renderLog[:0]
+		return out
+	}))
 	a.setupPause()
+	a.setupTimeline()
+	a.setupForms()
 	a.connect()
 	select {}
 }
@@ -47,6 +78,20 @@ func (a *app) fn(f func(this js.Value, args []js.Value) any) js.Func {
 	return jf
 }
 
+func (a *app) on(el js.Value, event string, f func(ev js.Value)) {
+	if el.IsNull() || el.IsUndefined() {
+		return
+	}
+	el.Call("addEventListener", event, a.fn(func(_ js.Value, args []js.Value) any {
+		f(args[0])
+		return nil
+	}))
+}
+
+func (a *app) reducedMotion() bool {
+	return a.reduce.Truthy() && a.reduce.Get("matches").Bool()
+}
+
 // setupPause shows the pause button: a native <button>, so keyboard operable.
 func (a *app) setupPause() {
 	btn := a.el("panel-pause")
@@ -54,17 +99,92 @@ func (a *app) setupPause() {
 		return
 	}
 	btn.Set("hidden", false)
-	btn.Call("addEventListener", "click", a.fn(func(js.Value, []js.Value) any {
+	btn.Set("textContent", a.cat.T("panel.pause"))
+	a.on(btn, "click", func(js.Value) {
 		a.paused = !a.paused
-		pressed, label := "false", "Pause list"
+		pressed, label := "false", a.cat.T("panel.pause")
 		if a.paused {
-			pressed, label = "true", "Resume list"
+			pressed, label = "true", a.cat.T("panel.resume")
 		}
 		btn.Call("setAttribute", "aria-pressed", pressed)
 		btn.Set("textContent", label)
 		a.schedule()
-		return nil
-	}))
+	})
+}
+
+// setupTimeline builds the timeline's controls: native buttons and a range
+// input, so arrows, Home/End, Enter and Space all work from the keyboard.
+func (a *app) setupTimeline() {
+	tl := a.el("timeline")
+	if tl.IsNull() {
+		return
+	}
+	esc := func(k string) string { return htmlEscape(a.cat.T(k)) }
+	tl.Set("innerHTML", `<h3 id="tl-h">`+esc("panel.timeline")+`</h3><div class="tl-controls">`+
+		`<button type="button" id="tl-back">`+esc("panel.tl.back")+`</button>`+
+		`<input type="range" id="tl-range" min="0" max="0" value="0" step="1" aria-label="`+esc("panel.tl.slider")+`">`+
+		`<button type="button" id="tl-fwd">`+esc("panel.tl.fwd")+`</button>`+
+		`<button type="button" id="tl-live" aria-pressed="true">`+esc("panel.tl.live")+`</button></div>`+
+		`<p id="tl-status" class="tl-status" aria-live="polite"></p>`)
+	tl.Set("hidden", false)
+	a.on(a.el("tl-back"), "click", func(js.Value) { a.state.Back(); a.schedule() })
+	a.on(a.el("tl-fwd"), "click", func(js.Value) { a.state.Forward(); a.schedule() })
+	a.on(a.el("tl-live"), "click", func(js.Value) { a.state.GoLive(); a.schedule() })
+	a.on(a.el("tl-range"), "input", func(ev js.Value) {
+		pos, _ := strconv.Atoi(ev.Get("target").Get("value").String())
+		a.state.Seek(pos)
+		a.schedule()
+	})
+}
+
+// setupForms sends the page's control forms (action /ui/action) with fetch
+// and shows the outcome in #flash, so the page, its panel and the timeline
+// stay; without the panel the same forms post and reload.
+func (a *app) setupForms() {
+	a.on(a.doc, "submit", func(ev js.Value) {
+		form := ev.Get("target")
+		if form.Get("tagName").String() != "FORM" || form.Call("getAttribute", "action").String() != "/ui/action" {
+			return
+		}
+		ev.Call("preventDefault")
+		body := js.Global().Get("URLSearchParams").New(js.Global().Get("FormData").New(form))
+		a.flash(true, a.cat.T("panel.sending"))
+		opts := map[string]any{
+			"method":      "POST",
+			"body":        body,
+			"credentials": "same-origin",
+			"headers":     map[string]any{"Accept": "application/json"},
+		}
+		var onJSON, onResp, onErr js.Func
+		release := func() { onJSON.Release(); onResp.Release(); onErr.Release() }
+		onJSON = js.FuncOf(func(_ js.Value, args []js.Value) any {
+			r := args[0]
+			a.flash(r.Get("ok").Bool(), r.Get("text").String())
+			release()
+			return nil
+		})
+		onErr = js.FuncOf(func(_ js.Value, args []js.Value) any {
+			a.flash(false, args[0].Call("toString").String())
+			release()
+			return nil
+		})
+		onResp = js.FuncOf(func(_ js.Value, args []js.Value) any {
+			return args[0].Call("json")
+		})
+		js.Global().Call("fetch", "/ui/action", opts).Call("then", onResp).Call("then", onJSON).Call("catch", onErr)
+	})
+}
+
+func (a *app) flash(ok bool, text string) {
+	f := a.el("flash")
+	if f.IsNull() {
+		return
+	}
+	cls, mark := "flash ok", "✓ "
+	if !ok {
+		cls, mark = "flash bad", "✕ "
+	}
+	f.Set("innerHTML", `<p class="`+cls+`"><span aria-hidden="true">`+mark+`</span>`+htmlEscape(text)+`</p>`)
 }
 
 func (a *app) setStatus(status, text string) {
@@ -80,7 +200,7 @@ func (a *app) connect() {
 	if loc.Get("protocol").String() == "https:" {
 		scheme = "wss:"
 	}
-	a.setStatus("connecting", "connecting…")
+	a.setStatus("connecting", a.cat.T("panel.connecting"))
 	ws := js.Global().Get("WebSocket").New(scheme + "//" + loc.Get("host").String() + "/ws")
 	var onMessage, onClose js.Func
 	onMessage = js.FuncOf(func(_ js.Value, args []js.Value) any {
@@ -92,7 +212,8 @@ func (a *app) connect() {
 		if a.state.Handle(m) {
 			if m.Type == events.MessageSnapshot {
 				a.backoff = time.Second
-				a.setStatus("live", "live")
+				a.setStatus("live", a.cat.T("panel.live"))
+				a.rendered = a.state.Snap.Seq
 			}
 			a.schedule()
 		}
@@ -102,7 +223,7 @@ func (a *app) connect() {
 		onMessage.Release()
 		onClose.Release()
 		a.state.Disconnected()
-		a.setStatus("connecting", "disconnected; reconnecting in "+a.backoff.String()+"…")
+		a.setStatus("connecting", a.cat.T("panel.reconnect", a.backoff.String()))
 		wait := a.backoff
 		a.backoff = min(2*a.backoff, 30*time.Second)
 		time.AfterFunc(wait, a.connect)
@@ -129,18 +250,82 @@ func (a *app) schedule() {
 	js.Global().Call("requestAnimationFrame", frame)
 }
 
+// newEvents returns the recorded events after seq (for animation).
+func (a *app) newEvents(seq uint64) []events.Event {
+	h := a.state.Hist
+	i := len(h)
+	for i > 0 && h[i-1].Seq > seq {
+		i--
+	}
+	return h[i:]
+}
+
 func (a *app) render() {
+	s := a.state
+	view := s.View()
+	var motion panel.Motion
+	if s.Following && !a.reducedMotion() {
+		motion = panel.MotionOf(a.newEvents(a.rendered))
+	}
 	if b := a.el("panel-brokers"); !b.IsNull() {
-		b.Set("innerHTML", a.state.RenderBrokers())
+		b.Set("innerHTML", panel.RenderBrokers(view, a.cat))
 	}
 	if l := a.el("lanes"); !l.IsNull() {
-		l.Set("innerHTML", a.state.RenderLanes())
+		l.Set("innerHTML", panel.RenderLanes(view, motion, a.cat))
 	}
-	if !a.paused {
+	var cursor uint64
+	if !s.Following {
+		cursor = view.Seq
+	}
+	if !a.paused || !s.Following {
 		if l := a.el("panel-events"); !l.IsNull() {
-			l.Set("innerHTML", a.state.RenderEvents(a.rendered))
+			l.Set("innerHTML", s.RenderEvents(a.rendered, cursor, a.cat))
 		}
-		a.rendered = a.state.Snap.Seq
 	}
-	a.root.Get("dataset").Set("seq", a.state.Snap.Seq)
+	a.rendered = s.Snap.Seq
+	pos, end := s.Position()
+	if r := a.el("tl-range"); !r.IsNull() {
+		r.Set("max", end)
+		r.Set("value", pos)
+	}
+	if st := a.el("tl-status"); !st.IsNull() {
+		st.Set("textContent", s.TimelineText(a.cat))
+	}
+	if b := a.el("tl-live"); !b.IsNull() {
+		b.Call("setAttribute", "aria-pressed", strconv.FormatBool(s.Following))
+	}
+	mode := "past"
+	if s.Following {
+		mode = "live"
+	}
+	ds := a.root.Get("dataset")
+	ds.Set("mode", mode)
+	ds.Set("seq", s.Snap.Seq)
+	ds.Set("viewSeq", view.Seq)
+	now := js.Global().Get("performance")
+	ms := now.Get("timeOrigin").Float() + now.Call("now").Float()
+	if len(a.renderLog) < maxRenderLog {
+		a.renderLog = append(a.renderLog, []any{float64(s.Snap.Seq), ms})
+	}
+}
+
+func htmlEscape(s string) string {
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '<':
+			b = append(b, "&lt;"...)
+		case '>':
+			b = append(b, "&gt;"...)
+		case '&':
+			b = append(b, "&amp;"...)
+		case '"':
+			b = append(b, "&#34;"...)
+		case '\'':
+			b = append(b, "&#39;"...)
+		default:
+			b = append(b, c)
+		}
+	}
+	return string(b)
 }

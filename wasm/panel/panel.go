@@ -1,9 +1,15 @@
 // Package panel is the live panel's state and rendering, kept free of
 // syscall/js so it is tested natively; wasm/main.go only wires it to the DOM
-// and the websocket. It renders HTML strings with every value escaped.
+// and the websocket. It renders HTML and SVG strings with every value escaped.
+//
+// State keeps the live snapshot and a bounded history: the snapshot the
+// history starts from (Base) and the events since (Hist). The timeline shows
+// the lab as it was after any recorded event by applying Hist[:pos] to a
+// clone of Base.
 package panel
 
 import (
+	"fmt"
 	"html"
 	"strconv"
 	"strings"
@@ -14,26 +20,64 @@ import (
 // MaxRecent is how many recent events the panel lists.
 const MaxRecent = 50
 
+// MaxHistory is how many events the timeline keeps; older ones are folded
+// into Base, so memory stays bounded however long the page stays open.
+const MaxHistory = 5000
+
+// Catalog translates the panel's strings (the "panel." keys of the i18n
+// catalogues, embedded in the page). A missing key is shown as itself.
+type Catalog map[string]string
+
+// T returns the text for key formatted with args.
+func (c Catalog) T(key string, args ...any) string {
+	s, ok := c[key]
+	if !ok {
+		s = key
+	}
+	if len(args) > 0 {
+		return fmt.Sprintf(s, args...)
+	}
+	return s
+}
+
 // State is what the panel knows: the lab's snapshot as of Snap.Seq, the most
-// recent events (oldest first), and whether a snapshot has arrived on the
-// current connection (Live).
+// recent events (oldest first), whether a snapshot has arrived on the current
+// connection (Live), and the timeline (Base, Hist and the position shown).
 type State struct {
 	Snap      events.Snapshot
 	Recent    []events.Event
 	Live      bool
 	Snapshots int // snapshots received, including fresh ones after falling behind
+
+	Base events.Snapshot // the state Hist starts from
+	Hist []events.Event  // events after Base, oldest first, at most MaxHistory
+	// Following is true while the panel shows the live state; otherwise it
+	// shows the state after Hist[:Pos] (Pos 0: Base itself).
+	Following bool
+	Pos       int
+
+	view    events.Snapshot // cache of the past state shown
+	viewPos int             // the Pos view was built for; -1 none
 }
 
-// Handle applies one websocket message: a snapshot replaces the state and makes
-// it live; events newer than the snapshot are applied in order (older ones,
-// already in the snapshot, are skipped). It reports whether anything changed.
+// NewState returns an empty State following the live state.
+func NewState() *State { return &State{Following: true, viewPos: -1} }
+
+// Handle applies one websocket message: a snapshot replaces the state and
+// restarts the history from it; events newer than the snapshot are applied
+// in order (older ones, already in the snapshot, are skipped) and recorded.
+// It reports whether anything changed.
 func (s *State) Handle(m events.Message) bool {
 	switch m.Type {
 	case events.MessageSnapshot:
 		if m.Snapshot == nil {
 			return false
 		}
-		s.Snap = *m.Snapshot
+		s.Snap = m.Snapshot.Clone()
+		s.Base = m.Snapshot.Clone()
+		s.Hist = nil
+		s.Pos = 0
+		s.viewPos = -1
 		s.Live = true
 		s.Snapshots++
 		return true
@@ -45,10 +89,19 @@ func (s *State) Handle(m events.Message) bool {
 			}
 			s.Snap.Apply(e)
 			s.Recent = append(s.Recent, e)
+			s.Hist = append(s.Hist, e)
 			changed = true
 		}
 		if n := len(s.Recent) - MaxRecent; n > 0 {
 			s.Recent = append(s.Recent[:0:0], s.Recent[n:]...)
+		}
+		if n := len(s.Hist) - MaxHistory; n > 0 {
+			for _, e := range s.Hist[:n] {
+				s.Base.Apply(e)
+			}
+			s.Hist = append(s.Hist[:0:0], s.Hist[n:]...)
+			s.Pos = max(0, s.Pos-n)
+			s.viewPos = -1
 		}
 		return changed
 	}
@@ -66,21 +119,89 @@ func (s *State) Status() string {
 	return "connecting"
 }
 
-// RenderBrokers returns the broker cards: id, state (word and shape), role
-// (controller, how many partitions it leads) and listener.
-func (s *State) RenderBrokers() string {
+// View returns the state the panel shows: the live one while Following,
+// else the one after Hist[:Pos]. The caller must not change it.
+func (s *State) View() *events.Snapshot {
+	if s.Following {
+		return &s.Snap
+	}
+	if s.viewPos != s.Pos {
+		s.view = s.Base.Clone()
+		for _, e := range s.Hist[:s.Pos] {
+			s.view.Apply(e)
+		}
+		s.viewPos = s.Pos
+	}
+	return &s.view
+}
+
+// ViewSeq returns the Seq of the state shown.
+func (s *State) ViewSeq() uint64 { return s.View().Seq }
+
+// Back moves the timeline one event earlier (from live: to just before the
+// newest event); at the start of the history it stays.
+func (s *State) Back() {
+	if s.Following {
+		s.Following = false
+		s.Pos = len(s.Hist)
+	}
+	s.Pos = max(0, s.Pos-1)
+}
+
+// Forward moves the timeline one event later; past the newest it is live again.
+func (s *State) Forward() {
+	if s.Following {
+		return
+	}
+	s.Pos++
+	if s.Pos >= len(s.Hist) {
+		s.GoLive()
+	}
+}
+
+// Seek shows the state after Hist[:pos]; pos at or past the end is live.
+func (s *State) Seek(pos int) {
+	if pos >= len(s.Hist) {
+		s.GoLive()
+		return
+	}
+	s.Following, s.Pos = false, max(0, pos)
+}
+
+// GoLive returns the timeline to the live state.
+func (s *State) GoLive() { s.Following, s.Pos = true, len(s.Hist) }
+
+// Position returns where the timeline is (len(Hist) when live) and its end.
+func (s *State) Position() (pos, end int) {
+	if s.Following {
+		return len(s.Hist), len(s.Hist)
+	}
+	return s.Pos, len(s.Hist)
+}
+
+// TimelineText describes the timeline's position for its status line.
+func (s *State) TimelineText(c Catalog) string {
+	if s.Following {
+		return c.T("panel.tl.live.at", s.Snap.Seq)
+	}
+	return c.T("panel.tl.at", s.ViewSeq(), len(s.Hist)-s.Pos)
+}
+
+// RenderBrokers returns the broker cards of v: id, state (word and shape),
+// role (controller, how many partitions it leads) and listener.
+func RenderBrokers(v *events.Snapshot, c Catalog) string {
 	var b strings.Builder
-	for _, br := range s.Snap.Brokers {
+	for _, br := range v.Brokers {
 		st := string(br.State)
 		b.WriteString(`<div class="broker-card state-` + esc(st) + `" data-broker="` + itoa(br.ID) + `">`)
-		b.WriteString(`<strong>broker ` + itoa(br.ID) + `</strong> `)
-		b.WriteString(`<span class="badge state-` + esc(st) + `"><span aria-hidden="true">` + glyph(br.State) + `</span> ` + esc(st) + `</span>`)
+		b.WriteString(`<strong>` + esc(c.T("panel.broker", br.ID)) + `</strong> `)
+		b.WriteString(`<span class="badge state-` + esc(st) + `"><span aria-hidden="true">` + glyph(br.State) + `</span> ` + esc(c.T("panel.state."+st)) + `</span>`)
 		var roles []string
-		if br.ID == s.Snap.Controller {
-			roles = append(roles, "controller")
+		if br.ID == v.Controller {
+			roles = append(roles, c.T("panel.controller"))
 		}
-		if n := s.leads(br.ID); n > 0 {
-			roles = append(roles, "leader of "+strconv.Itoa(n))
+		if n := leads(v, br.ID); n > 0 {
+			roles = append(roles, c.T("panel.leaderof", n))
 		}
 		if len(roles) > 0 {
 			b.WriteString(`<div class="role">` + esc(strings.Join(roles, " · ")) + `</div>`)
@@ -90,8 +211,8 @@ func (s *State) RenderBrokers() string {
 	return b.String()
 }
 
-func (s *State) leads(id int32) (n int) {
-	for _, t := range s.Snap.Topics {
+func leads(v *events.Snapshot, id int32) (n int) {
+	for _, t := range v.Topics {
 		for _, p := range t.Partitions {
 			if p.Leader == id {
 				n++
@@ -99,34 +220,6 @@ func (s *State) leads(id int32) (n int) {
 		}
 	}
 	return n
-}
-
-// RenderLanes returns one row per partition: leader, epoch, ISR and a chip per
-// replica with its LEO and HW (leader starred, replicas outside the ISR marked
-// "out of sync"); the placeholder for the full replica lanes. Each chip
-// carries data-topic, data-partition, data-broker, data-leo and data-hw.
-func (s *State) RenderLanes() string {
-	var b strings.Builder
-	for _, t := range s.Snap.Topics {
-		for _, p := range t.Partitions {
-			b.WriteString(`<div class="lane-row"><span class="lane-name">` + esc(t.Name) + "-" + itoa(p.Partition) + `</span>`)
-			b.WriteString(`<span class="lane-meta">leader ` + broker(p.Leader) + ` · epoch ` + itoa(p.LeaderEpoch) + ` · ISR ` + ids(p.ISR) + `</span>`)
-			for _, r := range p.ReplicaLogs {
-				cls, label := "replica", "broker "+itoa(r.Broker)
-				if r.Broker == p.Leader {
-					cls, label = cls+" leader", label+" ★"
-				}
-				if !contains(p.ISR, r.Broker) {
-					cls, label = cls+" osr", label+" (out of sync)"
-				}
-				b.WriteString(`<span class="` + cls + `" data-topic="` + esc(t.Name) + `" data-partition="` + itoa(p.Partition) +
-					`" data-broker="` + itoa(r.Broker) + `" data-leo="` + i64(r.LEO) + `" data-hw="` + i64(r.HW) + `">` +
-					label + ` · LEO ` + i64(r.LEO) + ` · HW ` + i64(r.HW) + `</span>`)
-			}
-			b.WriteString(`</div>`)
-		}
-	}
-	return b.String()
 }
 
 func contains(v []int32, x int32) bool {
@@ -140,8 +233,9 @@ func contains(v []int32, x int32) bool {
 
 // RenderEvents returns the recent events as list items, newest first; items
 // with Seq above newSince get the class "new" (a highlight that
-// prefers-reduced-motion turns off).
-func (s *State) RenderEvents(newSince uint64) string {
+// prefers-reduced-motion turns off), and the one at cursor (0: none) the
+// class "cursor".
+func (s *State) RenderEvents(newSince, cursor uint64, c Catalog) string {
 	var b strings.Builder
 	for i := len(s.Recent) - 1; i >= 0; i-- {
 		e := s.Recent[i]
@@ -149,117 +243,99 @@ func (s *State) RenderEvents(newSince uint64) string {
 		if e.Seq > newSince {
 			cls += " new"
 		}
+		if e.Seq == cursor {
+			cls += " cursor"
+		}
 		b.WriteString(`<li class="` + esc(cls) + `" data-seq="` + strconv.FormatUint(e.Seq, 10) + `">`)
 		b.WriteString(`<span class="seq">#` + strconv.FormatUint(e.Seq, 10) + `</span>`)
-		b.WriteString(`<span class="kind">` + esc(string(e.Kind)) + `</span>`)
-		b.WriteString(esc(Describe(e)) + `</li>`)
+		b.WriteString(`<span class="kind">` + esc(c.T("panel.kind."+string(e.Kind))) + `</span>`)
+		b.WriteString(esc(Describe(e, c)) + `</li>`)
 	}
 	return b.String()
 }
 
-// Describe returns a one-line English description of e, followed by its
-// Message when it has one.
-func Describe(e events.Event) string {
+// Describe returns a one-line description of e in c's language, followed by
+// its Message when it has one.
+func Describe(e events.Event, c Catalog) string {
 	tp := e.Topic + "-" + itoa(e.Partition)
+	o := e.Offsets
+	if o == nil {
+		o = &events.Offsets{}
+	}
 	var d string
 	switch e.Kind {
 	case events.KindAppend:
-		d = broker(e.Broker) + " appended to " + tp
-		if o := e.Offsets; o != nil {
-			d += " offsets " + i64(o.Base) + "–" + i64(o.Last) + " (LEO " + i64(o.LEO) + ")"
-		}
+		d = c.T("panel.ev.append", e.Broker, o.Base, o.Last, tp, o.LEO)
 	case events.KindFetch:
-		d = broker(e.Broker) + " fetched " + tp
-		if o := e.Offsets; o != nil {
-			d += " from offset " + i64(o.Base) + " (leader HW " + i64(o.HW) + ")"
-		}
+		d = c.T("panel.ev.fetch", e.Broker, tp, o.Base, o.HW)
 	case events.KindHW:
-		d = broker(e.Broker) + ": " + tp + " HW"
-		if o := e.Offsets; o != nil {
-			d += " → " + i64(o.HW)
-		}
+		d = c.T("panel.ev.hw", e.Broker, tp, o.HW)
 	case events.KindLEO:
-		d = broker(e.Broker) + ": " + tp + " LEO"
-		if o := e.Offsets; o != nil {
-			d += " → " + i64(o.LEO)
-		}
+		d = c.T("panel.ev.leo", e.Broker, tp, o.LEO)
 	case events.KindISR:
-		d = tp + " ISR → " + ids(e.ISR)
+		d = c.T("panel.ev.isr", tp, ids(e.ISR))
 	case events.KindElection:
-		d = tp + " election"
 		if l := e.Leader; l != nil {
-			d = tp + " leader → " + broker(l.Leader) + ", epoch " + itoa(l.LeaderEpoch)
+			d = c.T("panel.ev.election", tp, brokerName(l.Leader, c), l.LeaderEpoch)
 			if l.Unclean {
-				d += " (unclean)"
+				d += " " + c.T("panel.ev.unclean")
 			}
 		}
 	case events.KindEpoch:
-		d = broker(e.Broker) + ": " + tp + " epoch"
 		if l := e.Leader; l != nil {
-			d += " " + itoa(l.LeaderEpoch) + " starts at offset " + i64(l.StartOffset)
+			d = c.T("panel.ev.epoch", e.Broker, tp, l.LeaderEpoch, l.StartOffset)
 		}
 	case events.KindAck:
-		d = "produce to " + tp + " acked (acks=" + string(e.Acks) + ")"
-		if o := e.Offsets; o != nil {
-			d += " offsets " + i64(o.Base) + "–" + i64(o.Last)
-		}
+		d = c.T("panel.ev.ack", tp, string(e.Acks), o.Base, o.Last)
 	case events.KindProduceError:
-		d = "produce to " + tp + " failed: " + e.Error + " (acks=" + string(e.Acks) + ")"
+		d = c.T("panel.ev.produce-error", tp, e.Error, string(e.Acks))
 	case events.KindTruncation:
-		d = broker(e.Broker) + " truncated " + tp
-		if o := e.Offsets; o != nil {
-			d += " to offset " + i64(o.LEO)
-		}
-		d += ", removed " + strconv.Itoa(len(e.Truncated)) + " record(s)"
+		d = c.T("panel.ev.truncation", e.Broker, tp, o.LEO, len(e.Truncated))
 	case events.KindFault:
-		d = "fault"
 		if f := e.Fault; f != nil {
 			switch f.Kind {
 			case events.FaultCut:
-				arrow := " ↔ "
 				if f.OneWay {
-					arrow = " → "
+					d = c.T("panel.ev.cut1", f.From, f.To)
+				} else {
+					d = c.T("panel.ev.cut2", f.From, f.To)
 				}
-				d = "cut link " + itoa(f.From) + arrow + itoa(f.To)
 			case events.FaultHeal:
-				d = "healed all links"
+				d = c.T("panel.ev.heal")
 			default:
-				d = string(f.Kind) + " " + broker(e.Broker)
+				d = c.T("panel.ev."+string(f.Kind), e.Broker)
 			}
 		}
 	case events.KindConfig:
-		d = "config"
-		if c := e.Config; c != nil {
-			scope := "lab"
-			if e.Topic != "" {
-				scope = e.Topic
+		if cf := e.Config; cf != nil {
+			scope := e.Topic
+			if scope == "" {
+				scope = c.T("panel.ev.lab")
 			}
-			d = scope + ": " + c.Key + " = " + c.Value
-			if c.Value == "" {
-				d = scope + ": " + c.Key + " unset"
+			if cf.Value == "" {
+				d = c.T("panel.ev.config.unset", scope, cf.Key)
+			} else {
+				d = c.T("panel.ev.config", scope, cf.Key, cf.Value)
 			}
 		}
 	case events.KindClock:
-		d = "clock"
-		if c := e.Clock; c != nil {
-			switch c.Action {
-			case events.ClockPause:
-				d = "clock paused"
-			case events.ClockResume:
-				d = "clock resumed"
-			case events.ClockStep:
-				d = "clock stepped " + i64(c.StepMs) + " ms"
+		if ck := e.Clock; ck != nil {
+			if ck.Action == events.ClockStep {
+				d = c.T("panel.ev.step", ck.StepMs)
+			} else {
+				d = c.T("panel.ev." + string(ck.Action))
 			}
 		}
 	case events.KindBroker:
-		d = broker(e.Broker) + " is " + string(e.BrokerState)
+		d = c.T("panel.ev.broker", e.Broker, c.T("panel.state."+string(e.BrokerState)))
 	case events.KindTopic:
 		if e.TopicCreated != nil {
-			d = "topic " + e.TopicCreated.Name + " created with " + strconv.Itoa(len(e.TopicCreated.Partitions)) + " partition(s)"
+			d = c.T("panel.ev.topic.created", e.TopicCreated.Name, len(e.TopicCreated.Partitions))
 		} else {
-			d = "topic " + e.Topic + " deleted"
+			d = c.T("panel.ev.topic.deleted", e.Topic)
 		}
-	default:
+	}
+	if d == "" {
 		d = string(e.Kind)
 	}
 	if e.Message != "" {
@@ -271,11 +347,12 @@ func Describe(e events.Event) string {
 func esc(s string) string { return html.EscapeString(s) }
 func itoa(v int32) string { return strconv.Itoa(int(v)) }
 func i64(v int64) string  { return strconv.FormatInt(v, 10) }
-func broker(id int32) string {
+
+func brokerName(id int32, c Catalog) string {
 	if id == events.NoBroker {
-		return "no broker"
+		return c.T("panel.nobroker")
 	}
-	return "broker " + itoa(id)
+	return c.T("panel.broker", id)
 }
 
 func ids(v []int32) string {

@@ -5,7 +5,10 @@ import (
 	"testing"
 
 	"tidemark/events"
+	"tidemark/i18n"
 )
+
+var en = Catalog(i18n.Catalog(i18n.English))
 
 func snapshot(seq uint64) *events.Snapshot {
 	return &events.Snapshot{
@@ -22,18 +25,19 @@ func snapshot(seq uint64) *events.Snapshot {
 	}
 }
 
+func hwEvent(seq uint64, hw int64) events.Event {
+	return events.Event{Seq: seq, Kind: events.KindHW, Broker: 1, Topic: "demo", Offsets: &events.Offsets{HW: hw}}
+}
+
 func TestHandle(t *testing.T) {
-	var s State
+	s := NewState()
 	if s.Status() != "connecting" {
 		t.Fatalf("initial status %q", s.Status())
 	}
 	if !s.Handle(events.Message{Type: events.MessageSnapshot, Snapshot: snapshot(5)}) || s.Status() != "live" {
 		t.Fatal("snapshot did not make the panel live")
 	}
-	changed := s.Handle(events.Message{Type: events.MessageEvents, Events: []events.Event{
-		{Seq: 4, Kind: events.KindHW, Broker: 1, Topic: "demo", Offsets: &events.Offsets{HW: 99}}, // in the snapshot already
-		{Seq: 6, Kind: events.KindHW, Broker: 1, Topic: "demo", Offsets: &events.Offsets{HW: 3}},
-	}})
+	changed := s.Handle(events.Message{Type: events.MessageEvents, Events: []events.Event{hwEvent(4, 99), hwEvent(6, 3)}})
 	if !changed || len(s.Recent) != 1 || s.Snap.Seq != 6 || s.Snap.Topics[0].Partitions[0].ReplicaLogs[0].HW != 3 {
 		t.Fatalf("after events: changed %v recent %d seq %d", changed, len(s.Recent), s.Snap.Seq)
 	}
@@ -54,13 +58,82 @@ func TestHandle(t *testing.T) {
 		t.Fatal("still live after disconnect")
 	}
 	s.Handle(events.Message{Type: events.MessageSnapshot, Snapshot: snapshot(100)})
-	if s.Snapshots != 2 || s.Snap.Seq != 100 {
-		t.Fatalf("fresh snapshot: %d snapshots, seq %d", s.Snapshots, s.Snap.Seq)
+	if s.Snapshots != 2 || s.Snap.Seq != 100 || len(s.Hist) != 0 {
+		t.Fatalf("fresh snapshot: %d snapshots, seq %d, history %d", s.Snapshots, s.Snap.Seq, len(s.Hist))
+	}
+}
+
+// TestTimeline steps back and forth through the history and sees each
+// past state, while live events keep arriving, then returns to live.
+func TestTimeline(t *testing.T) {
+	s := NewState()
+	s.Handle(events.Message{Type: events.MessageSnapshot, Snapshot: snapshot(5)})
+	for i := uint64(6); i <= 10; i++ {
+		s.Handle(events.Message{Type: events.MessageEvents, Events: []events.Event{hwEvent(i, int64(i))}})
+	}
+	hw := func() int64 { return s.View().Topics[0].Partitions[0].ReplicaLogs[0].HW }
+	if s.ViewSeq() != 10 || hw() != 10 {
+		t.Fatalf("live view seq %d hw %d", s.ViewSeq(), hw())
+	}
+	s.Back()
+	if s.Following || s.ViewSeq() != 9 || hw() != 9 {
+		t.Fatalf("one back: following %v seq %d hw %d", s.Following, s.ViewSeq(), hw())
+	}
+	s.Seek(0)
+	if s.ViewSeq() != 5 || hw() != 0 {
+		t.Fatalf("start: seq %d hw %d", s.ViewSeq(), hw())
+	}
+	s.Back() // stays at the start
+	if pos, end := s.Position(); pos != 0 || end != 5 {
+		t.Fatalf("position %d/%d", pos, end)
+	}
+	if !strings.Contains(s.TimelineText(en), "event #5, 5 event(s) before live") {
+		t.Fatalf("timeline text %q", s.TimelineText(en))
+	}
+	// New events do not move what is shown, and the live state has them.
+	s.Handle(events.Message{Type: events.MessageEvents, Events: []events.Event{hwEvent(11, 11)}})
+	if s.ViewSeq() != 5 || s.Snap.Seq != 11 {
+		t.Fatalf("past view moved: %d (live %d)", s.ViewSeq(), s.Snap.Seq)
+	}
+	s.Forward()
+	if s.ViewSeq() != 6 || hw() != 6 {
+		t.Fatalf("forward: seq %d hw %d", s.ViewSeq(), hw())
+	}
+	s.Seek(5)
+	for range 2 {
+		s.Forward()
+	}
+	if !s.Following || s.ViewSeq() != 11 {
+		t.Fatalf("past the end: following %v seq %d", s.Following, s.ViewSeq())
+	}
+	// The past views never changed the live state.
+	if s.Snap.Topics[0].Partitions[0].ReplicaLogs[0].HW != 11 {
+		t.Fatal("live state changed by the timeline")
+	}
+}
+
+// TestHistoryBounded: beyond MaxHistory events the oldest fold into Base,
+// and a past position follows its event.
+func TestHistoryBounded(t *testing.T) {
+	s := NewState()
+	s.Handle(events.Message{Type: events.MessageSnapshot, Snapshot: snapshot(0)})
+	for i := uint64(1); i <= MaxHistory; i++ {
+		s.Handle(events.Message{Type: events.MessageEvents, Events: []events.Event{hwEvent(i, int64(i))}})
+	}
+	s.Seek(100) // the state after event 100
+	for i := uint64(MaxHistory + 1); i <= MaxHistory+50; i++ {
+		s.Handle(events.Message{Type: events.MessageEvents, Events: []events.Event{hwEvent(i, int64(i))}})
+	}
+	if len(s.Hist) != MaxHistory || s.Base.Seq != 50 {
+		t.Fatalf("history %d, base seq %d", len(s.Hist), s.Base.Seq)
+	}
+	if s.ViewSeq() != 100 || s.View().Topics[0].Partitions[0].ReplicaLogs[0].HW != 100 {
+		t.Fatalf("past view after folding: seq %d", s.ViewSeq())
 	}
 }
 
 func TestRenderEscapesAndMarksNew(t *testing.T) {
-	var s State
+	s := NewState()
 	snap := snapshot(0)
 	snap.Brokers[0].Listener = `<script>alert(1)</script>`
 	s.Handle(events.Message{Type: events.MessageSnapshot, Snapshot: snap})
@@ -68,7 +141,7 @@ func TestRenderEscapesAndMarksNew(t *testing.T) {
 		{Seq: 1, Kind: events.KindConfig, Topic: "demo", Config: &events.ConfigChange{Key: "min.insync.replicas", Value: "2"}},
 		{Seq: 2, Kind: events.KindProduceError, Topic: "demo", Error: "NOT_ENOUGH_REPLICAS", Acks: events.AcksAll, Message: `<b>x</b>`},
 	}})
-	brokers := s.RenderBrokers()
+	brokers := RenderBrokers(s.View(), en)
 	if strings.Contains(brokers, "<script>") || !strings.Contains(brokers, "&lt;script&gt;") {
 		t.Fatalf("listener not escaped: %s", brokers)
 	}
@@ -77,70 +150,83 @@ func TestRenderEscapesAndMarksNew(t *testing.T) {
 			t.Errorf("brokers lack %q: %s", want, brokers)
 		}
 	}
-	list := s.RenderEvents(1)
-	first, second := strings.Index(list, `data-seq="2"`), strings.Index(list, `data-seq="1"`)
-	if first < 0 || second < 0 || first > second {
-		t.Fatalf("events not newest first: %s", list)
+	list := s.RenderEvents(1, 1, en)
+	if !strings.Contains(list, `class="k-produce-error new" data-seq="2"`) || !strings.Contains(list, `class="k-config cursor" data-seq="1"`) {
+		t.Fatalf("marks: %s", list)
 	}
-	if !strings.Contains(list, `class="k-produce-error new"`) || strings.Contains(list, `class="k-config new"`) {
-		t.Errorf("new marking wrong: %s", list)
-	}
-	if strings.Contains(list, "<b>") || !strings.Contains(list, "NOT_ENOUGH_REPLICAS (acks=all)") {
-		t.Errorf("event list: %s", list)
-	}
-	if lanes := s.RenderLanes(); !strings.Contains(lanes, "demo-0") || !strings.Contains(lanes, "ISR [1]") ||
-		!strings.Contains(lanes, "broker 1 ★ · LEO 0") || !strings.Contains(lanes, `class="replica osr"`) {
-		t.Errorf("lanes: %s", lanes)
+	if strings.Contains(list, "<b>") || !strings.Contains(list, "NOT_ENOUGH_REPLICAS") || !strings.Contains(list, "demo: min.insync.replicas = 2") {
+		t.Fatalf("list: %s", list)
 	}
 }
 
+// TestRenderLanes: blocks at their offsets with their epochs, committed or
+// not by the partition's HW, truncated records struck out where they were,
+// markers, and animation classes only when Motion asks.
+func TestRenderLanes(t *testing.T) {
+	snap := snapshot(0)
+	p := &snap.Topics[0].Partitions[0]
+	p.LeaderEpoch = 1
+	p.ReplicaLogs[0] = events.Replica{Broker: 1, LEO: 3, HW: 2, Records: []events.Record{{Offset: 0}, {Offset: 1}, {Offset: 2, LeaderEpoch: 1}}}
+	p.ReplicaLogs[1] = events.Replica{Broker: 2, LEO: 2, HW: 2, Records: []events.Record{{Offset: 0}, {Offset: 1}},
+		Truncated: []events.TruncatedRecord{{Offset: 2, LeaderEpoch: 0, Digest: "00000000"}}}
+	out := RenderLanes(snap, Motion{}, en)
+	for _, want := range []string{
+		`<g class="replica lane leader" data-topic="demo" data-partition="0" data-broker="1" data-leo="3" data-hw="2"`,
+		`<g class="replica lane osr" data-topic="demo" data-partition="0" data-broker="2" data-leo="2" data-hw="2"`,
+		`<g class="rec ep0 committed" data-offset="1">`,
+		`<g class="rec ep1 uncommitted" data-offset="2">`,
+		`<g class="ghost" data-offset="2">`, "2/e0",
+		`class="marker hw"`, `class="marker leo"`, "OSR", "broker 1 ★",
+		`data-leader="1" data-epoch="1" data-hw="2"`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("lanes lack %q", want)
+		}
+	}
+	if strings.Contains(out, " new") || strings.Contains(out, "fetch-arrow") {
+		t.Error("animated without motion")
+	}
+	m := MotionOf([]events.Event{
+		{Kind: events.KindAppend, Topic: "demo", Broker: 1, Offsets: &events.Offsets{Base: 2, Last: 2, LEO: 3}},
+		{Kind: events.KindFetch, Topic: "demo", Broker: 2, Offsets: &events.Offsets{Base: 2}},
+		{Kind: events.KindTruncation, Topic: "demo", Broker: 2, Offsets: &events.Offsets{LEO: 2}},
+		{Kind: events.KindHW, Topic: "demo", Broker: 1, Offsets: &events.Offsets{HW: 2}},
+		{Kind: events.KindElection, Topic: "demo", Leader: &events.Leadership{Leader: 1, LeaderEpoch: 1}},
+	})
+	out = RenderLanes(snap, m, en)
+	for _, want := range []string{`<g class="rec ep1 uncommitted new" data-offset="2">`, `<g class="ghost new"`, `class="fetch-arrow"`, `class="marker hw moved"`, `class="lane-fig elected"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("animated lanes lack %q", want)
+		}
+	}
+}
+
+// TestDescribeEveryKind: every kind reads as a sentence in every language,
+// with no fmt complaint (a verb without its argument or an extra one).
 func TestDescribeEveryKind(t *testing.T) {
 	evs := []events.Event{
-		{Kind: events.KindAppend, Broker: 1, Topic: "t", Offsets: &events.Offsets{Base: 0, Last: 1, LEO: 2}},
-		{Kind: events.KindFetch, Broker: 2, Topic: "t", Offsets: &events.Offsets{Base: 2, HW: 2}},
-		{Kind: events.KindHW, Broker: 1, Topic: "t", Offsets: &events.Offsets{HW: 2}},
-		{Kind: events.KindLEO, Broker: 1, Topic: "t", Offsets: &events.Offsets{LEO: 2}},
-		{Kind: events.KindISR, Topic: "t", ISR: []int32{1, 2}},
-		{Kind: events.KindElection, Topic: "t", Leader: &events.Leadership{Leader: events.NoBroker, Unclean: true}},
-		{Kind: events.KindEpoch, Broker: 1, Topic: "t", Leader: &events.Leadership{LeaderEpoch: 3, StartOffset: 7}},
-		{Kind: events.KindAck, Topic: "t", Acks: events.AcksLeader, Offsets: &events.Offsets{}},
-		{Kind: events.KindProduceError, Topic: "t", Error: "NOT_LEADER_OR_FOLLOWER"},
-		{Kind: events.KindTruncation, Broker: 3, Topic: "t", Offsets: &events.Offsets{LEO: 1}, Truncated: make([]events.TruncatedRecord, 2)},
-		{Kind: events.KindFault, Broker: 1, Fault: &events.Fault{Kind: events.FaultPowerLoss}},
-		{Kind: events.KindFault, Fault: &events.Fault{Kind: events.FaultCut, From: 1, To: 2, OneWay: true}},
-		{Kind: events.KindFault, Fault: &events.Fault{Kind: events.FaultHeal}},
-		{Kind: events.KindConfig, Config: &events.ConfigChange{Key: "truncation.rule"}},
-		{Kind: events.KindClock, Clock: &events.ClockChange{Action: events.ClockStep, StepMs: 100}},
-		{Kind: events.KindBroker, Broker: 2, BrokerState: events.BrokerFenced},
-		{Kind: events.KindTopic, Topic: "t"},
-		{Kind: "future-kind"},
-		// Missing payloads must not panic.
-		{Kind: events.KindAppend}, {Kind: events.KindElection}, {Kind: events.KindFault}, {Kind: events.KindConfig}, {Kind: events.KindClock},
+		{Kind: events.KindAppend, Offsets: &events.Offsets{}}, {Kind: events.KindFetch}, {Kind: events.KindHW}, {Kind: events.KindLEO},
+		{Kind: events.KindISR, ISR: []int32{1}}, {Kind: events.KindElection, Leader: &events.Leadership{Leader: -1, Unclean: true}},
+		{Kind: events.KindEpoch, Leader: &events.Leadership{}}, {Kind: events.KindAck, Acks: "all"}, {Kind: events.KindProduceError},
+		{Kind: events.KindTruncation}, {Kind: events.KindFault, Fault: &events.Fault{Kind: events.FaultCrash}},
+		{Kind: events.KindFault, Fault: &events.Fault{Kind: events.FaultPowerLoss}}, {Kind: events.KindFault, Fault: &events.Fault{Kind: events.FaultRestart}},
+		{Kind: events.KindFault, Fault: &events.Fault{Kind: events.FaultCut, OneWay: true}}, {Kind: events.KindFault, Fault: &events.Fault{Kind: events.FaultCut}},
+		{Kind: events.KindFault, Fault: &events.Fault{Kind: events.FaultHeal}}, {Kind: events.KindConfig, Config: &events.ConfigChange{Key: "k"}},
+		{Kind: events.KindConfig, Config: &events.ConfigChange{Key: "k", Value: "v"}},
+		{Kind: events.KindClock, Clock: &events.ClockChange{Action: events.ClockPause}}, {Kind: events.KindClock, Clock: &events.ClockChange{Action: events.ClockResume}},
+		{Kind: events.KindClock, Clock: &events.ClockChange{Action: events.ClockStep, StepMs: 5}},
+		{Kind: events.KindBroker, BrokerState: events.BrokerFenced}, {Kind: events.KindTopic, TopicCreated: &events.Topic{Name: "t"}}, {Kind: events.KindTopic},
 	}
-	want := []string{
-		"broker 1 appended to t-0 offsets 0–1 (LEO 2)",
-		"broker 2 fetched t-0 from offset 2 (leader HW 2)",
-		"broker 1: t-0 HW → 2",
-		"broker 1: t-0 LEO → 2",
-		"t-0 ISR → [1,2]",
-		"t-0 leader → no broker, epoch 0 (unclean)",
-		"broker 1: t-0 epoch 3 starts at offset 7",
-		"produce to t-0 acked (acks=1) offsets 0–0",
-		"produce to t-0 failed: NOT_LEADER_OR_FOLLOWER (acks=)",
-		"broker 3 truncated t-0 to offset 1, removed 2 record(s)",
-		"power-loss broker 1",
-		"cut link 1 → 2",
-		"healed all links",
-		"lab: truncation.rule unset",
-		"clock stepped 100 ms",
-		"broker 2 is fenced",
-		"topic t deleted",
-		"future-kind",
-	}
-	for i, e := range evs {
-		got := Describe(e)
-		if i < len(want) && got != want[i] {
-			t.Errorf("Describe(%s) = %q, want %q", e.Kind, got, want[i])
+	for _, l := range i18n.Languages() {
+		c := Catalog(i18n.Catalog(l))
+		for _, e := range evs {
+			d := Describe(e, c)
+			if d == "" || strings.Contains(d, "%!") || strings.Contains(d, "panel.") {
+				t.Errorf("%s: %s/%v reads %q", l, e.Kind, e.Fault, d)
+			}
+			if k := c.T("panel.kind." + string(e.Kind)); strings.HasPrefix(k, "panel.") {
+				t.Errorf("%s: no word for kind %s", l, e.Kind)
+			}
 		}
 	}
 }
