@@ -19,6 +19,7 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 
 	"tidemark/events"
+	"tidemark/lessons"
 	"tidemark/static"
 )
 
@@ -51,6 +52,9 @@ type Options struct {
 	WriteWait time.Duration
 	// MaxBatch is the most events /ws puts in one frame (default 256).
 	MaxBatch int
+	// Lessons runs the guided lessons (api_lessons.go); nil: the lesson
+	// routes answer 501.
+	Lessons *lessons.Service
 }
 
 func (o *Options) setDefaults() error {
@@ -130,6 +134,7 @@ func New(opts Options) (*Server, error) {
 	e.GET("/api/v1/events", s.getEvents)
 	e.GET("/api/v1/openapi.json", s.getOpenAPI)
 	s.apiRoutes(e)
+	s.lessonRoutes(e)
 	e.GET("/ws", s.serveWS)
 	e.GET("/static/*", s.serveStatic)
 	s.echo = e

@@ -54,6 +54,10 @@ var upgrader = websocket.Upgrader{
 // dropped and it gets a fresh snapshot instead, so a slow client costs neither
 // the brokers nor the other clients anything.
 func (s *Server) serveWS(c echo.Context) error {
+	lab, err := s.wsLab(c) // ?run=<id>: a lesson run's cluster
+	if err != nil {
+		return err
+	}
 	if !s.addConn() {
 		return &Error{Status: http.StatusServiceUnavailable, Code: "BROKER_NOT_AVAILABLE", Message: "the server is shutting down"}
 	}
@@ -66,14 +70,14 @@ func (s *Server) serveWS(c echo.Context) error {
 
 	// Subscribe before taking the snapshot: an event published in between is
 	// then both in the snapshot and queued, and the Seq filter drops the copy.
-	sub := s.opts.Lab.Bus().Subscribe()
+	sub := lab.Bus().Subscribe()
 	defer sub.Close()
 
 	readerDone := make(chan struct{})
 	go s.readWS(conn, readerDone)
 
 	w := wsWriter{conn: conn, wait: s.opts.WriteWait}
-	last, err := w.snapshot(s.opts.Lab)
+	last, err := w.snapshot(lab)
 	if err != nil {
 		return nil
 	}
@@ -84,7 +88,7 @@ func (s *Server) serveWS(c echo.Context) error {
 		case <-sub.Ready():
 			evs, lagged := sub.Drain()
 			if lagged {
-				if last, err = w.snapshot(s.opts.Lab); err != nil {
+				if last, err = w.snapshot(lab); err != nil {
 					return nil
 				}
 			}

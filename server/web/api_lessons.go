@@ -1,0 +1,336 @@
+package web
+
+import (
+	"encoding/base64"
+	"errors"
+	"net/http"
+	"net/url"
+
+	"github.com/labstack/echo/v4"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"tidemark/i18n"
+	"tidemark/lessons"
+	"tidemark/server/labs"
+	"tidemark/views"
+)
+
+// The lesson routes: the JSON API under /api/v1/lessons and the lesson
+// pages under /lessons. Each run has its own cluster; the websocket stream
+// follows one with /ws?run=<id>. Without Options.Lessons every lesson route
+// answers 501 NOT_IMPLEMENTED.
+
+func (s *Server) lessonRoutes(e *echo.Echo) {
+	e.GET("/api/v1/lessons", s.listLessons)
+	e.GET("/api/v1/lessons/:id", s.getLesson)
+	e.POST("/api/v1/lessons/:id/runs", s.startRun, sameOrigin)
+	e.GET("/api/v1/lessons/runs/:run", s.getRun)
+	e.DELETE("/api/v1/lessons/runs/:run", s.stopRun, sameOrigin)
+	e.POST("/api/v1/lessons/runs/:run/next", s.runControl((*lessons.Run).Next), sameOrigin)
+	e.POST("/api/v1/lessons/runs/:run/back", s.runControl((*lessons.Run).Back), sameOrigin)
+	e.POST("/api/v1/lessons/runs/:run/replay", s.runControl((*lessons.Run).Replay), sameOrigin)
+	e.POST("/api/v1/lessons/runs/:run/predict", s.predict, sameOrigin)
+	e.POST("/api/v1/lessons/runs/:run/speed", s.setSpeed, sameOrigin)
+
+	e.GET("/lessons", s.lessonsPage)
+	e.POST("/lessons/:id/start", s.startRunForm, sameOrigin)
+	e.GET("/lessons/runs/:run", s.runPage)
+	e.POST("/lessons/runs/:run/:action", s.runForm, sameOrigin)
+}
+
+// LessonSummary is one lesson in GET /api/v1/lessons: its id, position,
+// and title and summary in every language.
+type LessonSummary struct {
+	ID       string       `json:"id"`
+	Number   int          `json:"number"`
+	Title    lessons.Text `json:"title"`
+	Summary  lessons.Text `json:"summary"`
+	Concepts []string     `json:"concepts"`
+	Brokers  int          `json:"brokers"`
+	Steps    int          `json:"steps"`
+}
+
+// LessonDetail is GET /api/v1/lessons/{id}: the summary and every step's
+// texts and prediction.
+type LessonDetail struct {
+	LessonSummary
+	StepList []LessonStep `json:"step_list"`
+}
+
+// LessonStep is one step of a LessonDetail.
+type LessonStep struct {
+	Title      lessons.Text             `json:"title"`
+	Explain    lessons.Text             `json:"explain"`
+	Prediction *lessons.PredictionState `json:"prediction,omitempty"`
+}
+
+func lessonSummary(i int, l *lessons.Lesson) LessonSummary {
+	return LessonSummary{ID: l.ID, Number: i + 1, Title: l.Title, Summary: l.Summary, Concepts: l.Concepts, Brokers: l.Brokers, Steps: len(l.Steps)}
+}
+
+func (s *Server) lessonService() (*lessons.Service, error) {
+	if s.opts.Lessons == nil {
+		return nil, notImplemented("run lessons")
+	}
+	return s.opts.Lessons, nil
+}
+
+func (s *Server) listLessons(c echo.Context) error {
+	out := []LessonSummary{}
+	for i, l := range lessons.All() {
+		out = append(out, lessonSummary(i, l))
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func findLesson(id string) (int, *lessons.Lesson, error) {
+	for i, l := range lessons.All() {
+		if l.ID == id {
+			return i, l, nil
+		}
+	}
+	return 0, nil, &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no lesson " + truncate(id, 60)}
+}
+
+func (s *Server) getLesson(c echo.Context) error {
+	i, l, err := findLesson(c.Param("id"))
+	if err != nil {
+		return err
+	}
+	d := LessonDetail{LessonSummary: lessonSummary(i, l), StepList: []LessonStep{}}
+	for _, st := range l.Steps {
+		ls := LessonStep{Title: st.Title, Explain: st.Explain}
+		if st.Predict != nil {
+			p := &lessons.PredictionState{Question: st.Predict.Question}
+			for _, ch := range st.Predict.Choices {
+				p.Choices = append(p.Choices, lessons.ChoiceState{ID: ch.ID, Text: ch.Text})
+			}
+			ls.Prediction = p
+		}
+		d.StepList = append(d.StepList, ls)
+	}
+	return c.JSON(http.StatusOK, d)
+}
+
+// StartRunRequest is the optional body of POST /api/v1/lessons/{id}/runs.
+type StartRunRequest struct {
+	Speed lessons.Speed `json:"speed"`
+}
+
+// PredictRequest is the body of POST /api/v1/lessons/runs/{run}/predict.
+type PredictRequest struct {
+	Choice string `json:"choice"`
+}
+
+// SpeedRequest is the body of POST /api/v1/lessons/runs/{run}/speed.
+type SpeedRequest struct {
+	Speed lessons.Speed `json:"speed"`
+}
+
+// lessonError maps a lesson or labs error to the API's: unknown lessons and
+// runs are 404, controls that do not fit the run's position 409, a full
+// lab 429 THROTTLING_QUOTA_EXCEEDED, a broken run 500 with its reason.
+func lessonError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, lessons.ErrUnknownLesson), errors.Is(err, lessons.ErrUnknownRun):
+		return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: err.Error()}
+	case errors.Is(err, labs.ErrFull):
+		return KafkaError(http.StatusTooManyRequests, kerr.ThrottlingQuotaExceeded, err.Error())
+	case errors.Is(err, lessons.ErrPredictFirst), errors.Is(err, lessons.ErrNoPrediction),
+		errors.Is(err, lessons.ErrAtEnd), errors.Is(err, lessons.ErrAtStart):
+		return KafkaError(http.StatusConflict, kerr.InvalidRequest, err.Error())
+	case errors.Is(err, lessons.ErrUnknownChoice), errors.Is(err, lessons.ErrBadSpeed):
+		return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, err.Error())
+	case errors.Is(err, lessons.ErrFailed):
+		return &Error{Status: http.StatusInternalServerError, Code: kerr.UnknownServerError.Message, Message: err.Error()}
+	}
+	return LabError(err)
+}
+
+func (s *Server) startRun(c echo.Context) error {
+	svc, err := s.lessonService()
+	if err != nil {
+		return err
+	}
+	if _, _, err := findLesson(c.Param("id")); err != nil {
+		return err
+	}
+	var req StartRunRequest
+	if c.Request().ContentLength != 0 {
+		if err := decodeJSON(c, &req); err != nil {
+			return err
+		}
+	}
+	r, err := svc.Start(c.Param("id"), req.Speed)
+	if err != nil {
+		return lessonError(err)
+	}
+	return c.JSON(http.StatusCreated, r.State())
+}
+
+func (s *Server) run(c echo.Context) (*lessons.Run, error) {
+	svc, err := s.lessonService()
+	if err != nil {
+		return nil, err
+	}
+	r, err := svc.Get(c.Param("run"))
+	return r, lessonError(err)
+}
+
+func (s *Server) getRun(c echo.Context) error {
+	r, err := s.run(c)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, r.State())
+}
+
+func (s *Server) stopRun(c echo.Context) error {
+	r, err := s.run(c)
+	if err != nil {
+		return err
+	}
+	if err := s.opts.Lessons.Stop(r.ID); err != nil {
+		return lessonError(err)
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+func (s *Server) runControl(op func(*lessons.Run) error) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r, err := s.run(c)
+		if err != nil {
+			return err
+		}
+		if err := op(r); err != nil {
+			return lessonError(err)
+		}
+		return c.JSON(http.StatusOK, r.State())
+	}
+}
+
+func (s *Server) predict(c echo.Context) error {
+	r, err := s.run(c)
+	if err != nil {
+		return err
+	}
+	var req PredictRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	if err := r.Predict(req.Choice); err != nil {
+		return lessonError(err)
+	}
+	return c.JSON(http.StatusOK, r.State())
+}
+
+func (s *Server) setSpeed(c echo.Context) error {
+	r, err := s.run(c)
+	if err != nil {
+		return err
+	}
+	var req SpeedRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	if err := r.SetSpeed(req.Speed); err != nil {
+		return lessonError(err)
+	}
+	return c.JSON(http.StatusOK, r.State())
+}
+
+// wsLab is the lab /ws streams: the main one, or with ?run=<id> a lesson
+// run's cluster (its lanes at the run's cursor).
+func (s *Server) wsLab(c echo.Context) (Lab, error) {
+	id := c.QueryParam("run")
+	if id == "" {
+		return s.opts.Lab, nil
+	}
+	r, err := s.run(c)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// --- pages ---
+
+func (s *Server) lessonsPage(c echo.Context) error {
+	lang := Lang(c)
+	p := s.page(c, i18n.T(lang, "lesson.list.title"))
+	var items []views.LessonItem
+	for i, l := range lessons.All() {
+		items = append(items, views.LessonItem{ID: l.ID, Number: i + 1, Title: l.Title.In(lang), Summary: l.Summary.In(lang), Steps: len(l.Steps)})
+	}
+	return Render(c, http.StatusOK, views.LessonList(p, items))
+}
+
+// flash sets the outcome shown on the next page.
+func flash(c echo.Context, ok bool, text string) {
+	flag := "0"
+	if ok {
+		flag = "1"
+	}
+	c.SetCookie(&http.Cookie{Name: flashCookie, Value: base64.RawURLEncoding.EncodeToString([]byte(flag + truncate(text, 600))),
+		Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode})
+}
+
+func (s *Server) startRunForm(c echo.Context) error {
+	svc, err := s.lessonService()
+	if err != nil {
+		return err
+	}
+	if _, _, err := findLesson(c.Param("id")); err != nil {
+		return err
+	}
+	r, err := svc.Start(c.Param("id"), lessons.Speed(c.FormValue("speed")))
+	if err != nil {
+		flash(c, false, toError(lessonError(err)).Code+": "+err.Error())
+		return c.Redirect(http.StatusSeeOther, "/lessons")
+	}
+	return c.Redirect(http.StatusSeeOther, "/lessons/runs/"+url.PathEscape(r.ID))
+}
+
+func (s *Server) runPage(c echo.Context) error {
+	r, err := s.run(c)
+	if err != nil {
+		return err
+	}
+	lang := Lang(c)
+	st := r.State()
+	p := s.page(c, st.Title.In(lang))
+	return Render(c, http.StatusOK, views.LessonRun(p, views.NewLessonRunView(lang, st)))
+}
+
+func (s *Server) runForm(c echo.Context) error {
+	r, err := s.run(c)
+	if err != nil {
+		return err
+	}
+	switch c.Param("action") {
+	case "next":
+		err = r.Next()
+	case "back":
+		err = r.Back()
+	case "replay":
+		err = r.Replay()
+	case "predict":
+		err = r.Predict(c.FormValue("choice"))
+	case "speed":
+		err = r.SetSpeed(lessons.Speed(c.FormValue("speed")))
+	case "stop":
+		if err := s.opts.Lessons.Stop(r.ID); err != nil {
+			return lessonError(err)
+		}
+		return c.Redirect(http.StatusSeeOther, "/lessons")
+	default:
+		return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no lesson control " + truncate(c.Param("action"), 40)}
+	}
+	if err != nil {
+		e := toError(lessonError(err))
+		flash(c, false, e.Code+": "+e.Message)
+	}
+	return c.Redirect(http.StatusSeeOther, "/lessons/runs/"+url.PathEscape(r.ID)+"#step")
+}
