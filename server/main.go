@@ -13,11 +13,14 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
 
+	"tidemark/lessons"
 	"tidemark/server/cluster"
+	"tidemark/server/labs"
 	"tidemark/server/web"
 )
 
@@ -124,7 +127,23 @@ func run(ctx context.Context, cfg config, out io.Writer, started func(url string
 		return err
 	}
 
-	ws, err := web.New(web.Options{Lab: lab{cl}, Static: cfg.static, Logger: logger})
+	// Lesson runs get their own clusters under <data-dir>/lessons, removed
+	// when they end; the main cluster is one of the hosted labs.
+	hosted, err := labs.New(labs.Options{Root: filepath.Join(cfg.dataDir, "lessons"), Logger: logger})
+	if err != nil {
+		return err
+	}
+	defer hosted.Close()
+	if _, err := hosted.Pin("main", cl); err != nil {
+		return err
+	}
+	lessonRuns, err := lessons.NewService(lessons.Options{Labs: hosted, Logger: logger})
+	if err != nil {
+		return err
+	}
+	defer lessonRuns.Close()
+
+	ws, err := web.New(web.Options{Lab: lab{cl}, Static: cfg.static, Logger: logger, Lessons: lessonRuns})
 	if err != nil {
 		return err
 	}
