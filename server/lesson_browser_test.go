@@ -1,0 +1,172 @@
+package server
+
+import (
+	"context"
+	"io"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"tidemark/i18n"
+	"tidemark/server/cluster"
+)
+
+// TestBrowserLessons walks lesson 06-hw in headless Chromium in each
+// language: the list and the run page are in that language, a step runs
+// with Next, a prediction is answered and its verdict and checks are shown,
+// Back shows the recorded lanes of the step before, Next moves forward
+// again, and ending the run frees its cluster.
+func TestBrowserLessons(t *testing.T) {
+	chromium := chromiumPath(t)
+	cfg, err := parseFlags([]string{"--addr", "127.0.0.1:0", "--kafka-port", "0", "--data-dir", t.TempDir()}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.logger = quietLogger()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	serverCtx, stopServer := context.WithCancel(ctx)
+	started := make(chan string, 1)
+	runErr := make(chan error, 1)
+	go func() {
+		runErr <- run(serverCtx, cfg, io.Discard, func(url string, _ *cluster.Cluster) { started <- url })
+	}()
+	var base string
+	select {
+	case base = <-started:
+	case err := <-runErr:
+		t.Fatalf("server did not start: %v", err)
+	}
+	defer func() {
+		stopServer()
+		if err := <-runErr; err != nil {
+			t.Errorf("server shutdown: %v", err)
+		}
+	}()
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromium),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1200, 1000),
+	)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	defer cancelAlloc()
+	bctx, cancelBrowser := chromedp.NewContext(allocCtx)
+	defer cancelBrowser()
+
+	cur := t // the (sub)test the helpers below report to
+	// poll waits until a JavaScript expression is true; a navigation (a
+	// form post and its redirect) interrupting it starts it again.
+	poll := func(expr string) {
+		cur.Helper()
+		pctx, cancel := context.WithTimeout(bctx, 30*time.Second)
+		defer cancel()
+		var err error
+		for range 5 {
+			_, err = chromedp.Run(pctx, chromedp.Poll[bool](expr, chromedp.WithPollingInterval(20*time.Millisecond)))
+			if err == nil || pctx.Err() != nil || !strings.Contains(err.Error(), "context") && !strings.Contains(err.Error(), "navigated") {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if err != nil {
+			body, _ := chromedp.Run(bctx, chromedp.Evaluate[string](`document.body ? document.body.innerText : ""`))
+			cur.Fatalf("waiting for %s: %v\npage: %s", expr, err, body)
+		}
+	}
+	navigate := func(path string) {
+		cur.Helper()
+		if err := chromedp.Do(bctx, chromedp.Navigate(base+path)); err != nil {
+			cur.Fatalf("open %s: %v", path, err)
+		}
+	}
+	click := func(sel, then string) {
+		cur.Helper()
+		cctx, cancel := context.WithTimeout(bctx, 20*time.Second)
+		defer cancel()
+		if err := chromedp.Do(cctx, chromedp.Click(chromedp.CSS(sel))); err != nil {
+			cur.Fatalf("click %s: %v", sel, err)
+		}
+		poll(then)
+	}
+	js := func(expr string) string {
+		cur.Helper()
+		v, err := chromedp.Run(bctx, chromedp.Evaluate[string](expr))
+		if err != nil {
+			cur.Fatalf("evaluating %s: %v", expr, err)
+		}
+		return strings.TrimSpace(v)
+	}
+	text := func(sel string) string { return js(`document.querySelector(` + strconv.Quote(sel) + `).textContent`) }
+	attr := func(sel, name string) string {
+		return js(`document.querySelector(` + strconv.Quote(sel) + `).getAttribute(` + strconv.Quote(name) + `) || ""`)
+	}
+	cursor := func() int {
+		n, _ := strconv.Atoi(attr("#progress", "data-cursor"))
+		return n
+	}
+	at := func(n int) string { return `document.querySelector('#progress[data-cursor="` + strconv.Itoa(n) + `"]') !== null` }
+
+	for _, lang := range i18n.Languages() {
+		t.Run(string(lang), func(t *testing.T) {
+			cur = t
+			// The language switch sets the cookie and returns to the list.
+			navigate("ui/lang?set=" + string(lang) + "&next=/lessons")
+			poll(`document.querySelector('[data-start="06-hw"]') !== null`)
+			if got := attr("html", "lang"); got != string(lang) {
+				t.Fatalf("html lang %q", got)
+			}
+			if got, want := text("main h1"), i18n.T(lang, "lesson.list.title"); got != want {
+				t.Fatalf("list title %q, want %q", got, want)
+			}
+			click(`[data-start="06-hw"]`, at(0))
+			if got, want := text("#next"), i18n.T(lang, "lesson.next"); got != want {
+				t.Fatalf("Next button %q, want %q", got, want)
+			}
+			// Step 1 has no prediction: Next runs it.
+			click("#next", at(1))
+			if got := attr(`#lanes tr[data-broker="1"]`, "data-leo"); got != "1" {
+				t.Fatalf("broker 1's LEO %s after producing m1", got)
+			}
+			// Step 2 asks for a prediction: pick "nothing" and run.
+			if err := chromedp.Do(bctx, chromedp.Click(chromedp.CSS(`#predict input[value="nothing"]`))); err != nil {
+				t.Fatal(err)
+			}
+			click("#predict-run", at(2))
+			if got := attr("#verdict", "data-right"); got != "true" {
+				t.Fatalf("verdict right=%q", got)
+			}
+			if got, want := text("#verdict"), i18n.T(lang, "lesson.verdict.right"); !strings.Contains(got, want) {
+				t.Fatalf("verdict %q, want %q", got, want)
+			}
+			if n := js(`String(document.querySelectorAll('#checks li[data-pass="false"]').length)`); n != "0" {
+				t.Fatalf("%s checks failed", n)
+			}
+			// Back: the lanes after step 1, rebuilt from the recorded events.
+			click("#back", at(1))
+			if js(`String(document.querySelector('#recorded') !== null)`) != "true" {
+				t.Fatal("Back does not say it shows a recorded state")
+			}
+			if got := attr(`#lanes tr[data-broker="1"]`, "data-hw"); got != "0" {
+				t.Fatalf("after Back broker 1's HW %s, want 0", got)
+			}
+			// Next moves forward through the recorded state without asking again.
+			click("#next", at(2))
+			if cursor() != 2 {
+				t.Fatalf("after Next: cursor %d", cursor())
+			}
+			click("#stop", `document.querySelector('[data-start="06-hw"]') !== null`)
+		})
+	}
+}
