@@ -90,7 +90,7 @@ func init() {
 				},
 			},
 			{
-				Title: T("Broker 2 restarts", "broker 2 重启", "broker 2 重啟"),
+				Title:   T("Broker 2 restarts", "broker 2 重启", "broker 2 重啟"),
 				Explain: T("Broker 2 restarts quickly, before the controller notices, and keeps its ISR place. It reads HW 1 from its checkpoint.", "broker 2 快速重启，controller 还没察觉，它保留了 ISR 位置。它从 checkpoint 读到 HW 1。", "broker 2 快速重啟，controller 還沒察覺，它保留了 ISR 位置。它從 checkpoint 讀到 HW 1。"),
 				Predict: &Prediction{
 					Question: T("What does broker 2 keep in topic hw (truncation to the HW)?", "在 topic hw（截断到 HW）中 broker 2 保留了什么？", "在 topic hw（截斷到 HW）中 broker 2 保留了什麼？"),
@@ -117,7 +117,7 @@ func init() {
 				},
 			},
 			{
-				Title: T("The leader dies", "leader 宕机", "leader 當機"),
+				Title:   T("The leader dies", "leader 宕机", "leader 當機"),
 				Explain: T("Broker 1 crashes before broker 2 fetches again. Broker 2 is in the ISR, so it is elected cleanly.", "broker 1 在 broker 2 再次 fetch 之前崩溃。broker 2 在 ISR 中，因此被正常选为 leader。", "broker 1 在 broker 2 再次 fetch 之前崩潰。broker 2 在 ISR 中，因此被正常選為 leader。"),
 				Predict: &Prediction{
 					Question: T("Where is the acknowledged m2 now?", "已确认的 m2 现在在哪里？", "已確認的 m2 現在在哪裡？"),
@@ -143,7 +143,7 @@ func init() {
 				},
 			},
 			{
-				Title: T("Broker 1 returns", "broker 1 回来", "broker 1 回來"),
+				Title:   T("Broker 1 returns", "broker 1 回来", "broker 1 回來"),
 				Explain: T("Broker 1 restarts and follows broker 2.", "broker 1 重启并跟随 broker 2。", "broker 1 重啟並跟隨 broker 2。"),
 				Run: func(e *Env) error {
 					if err := e.Restart(1); err != nil {
@@ -176,7 +176,7 @@ func init() {
 		Setup:    createRuleTopics,
 		Steps: []Step{
 			{
-				Title: T("m2 on disk on broker 1 only", "m2 只在 broker 1 落盘", "m2 只在 broker 1 落盤"),
+				Title:   T("m2 on disk on broker 1 only", "m2 只在 broker 1 落盘", "m2 只在 broker 1 落盤"),
 				Explain: T("m1 and m2 are acknowledged with acks=all on both topics. Broker 1 fsyncs m2; broker 2 has it only in its page cache.", "m1 和 m2 在两个 topic 上以 acks=all 得到确认。broker 1 对 m2 做了 fsync；broker 2 的 m2 只在 page cache 中。", "m1 和 m2 在兩個 topic 上以 acks=all 得到確認。broker 1 對 m2 做了 fsync；broker 2 的 m2 只在 page cache 中。"),
 				Run: func(e *Env) error {
 					if err := produceBoth(e, "m1"); err != nil {
@@ -206,7 +206,7 @@ func init() {
 				},
 			},
 			{
-				Title: T("Both lose power", "两者同时断电", "兩者同時斷電"),
+				Title:   T("Both lose power", "两者同时断电", "兩者同時斷電"),
 				Explain: T("Both brokers lose power. Broker 2, the last ISR member, comes back first, leads, and takes m3.", "两个 broker 同时断电。最后的 ISR 成员 broker 2 先恢复，成为 leader，并接受 m3。", "兩個 broker 同時斷電。最後的 ISR 成員 broker 2 先恢復，成為 leader，並接受 m3。"),
 				Predict: &Prediction{
 					Question: T("What is at offset 1 on broker 2 now?", "broker 2 上 offset 1 现在是什么？", "broker 2 上 offset 1 現在是什麼？"),
@@ -237,7 +237,7 @@ func init() {
 				},
 			},
 			{
-				Title: T("Broker 1 returns", "broker 1 回来", "broker 1 回來"),
+				Title:   T("Broker 1 returns", "broker 1 回来", "broker 1 回來"),
 				Explain: T("Broker 1 restarts with m2 at offset 1 on disk and HW 2, and follows broker 2.", "broker 1 重启，磁盘上 offset 1 是 m2，HW 为 2，并跟随 broker 2。", "broker 1 重啟，磁碟上 offset 1 是 m2，HW 為 2，並跟隨 broker 2。"),
 				Predict: &Prediction{
 					Question: T("Do the two replicas end with the same log?", "两个副本最后的 log 相同吗？", "兩個副本最後的 log 相同嗎？"),
@@ -286,7 +286,7 @@ func init() {
 		},
 		Steps: []Step{
 			{
-				Title: T("A write reported as failed", "被报告为失败的写入", "被回報為失敗的寫入"),
+				Title:   T("A write reported as failed", "被报告为失败的写入", "被回報為失敗的寫入"),
 				Explain: T("m1 is sent with acks=all; broker 2 does not fetch, leaves the ISR, and the ISR falls below min.insync.replicas=2. Then broker 2 catches up.", "以 acks=all 发送 m1；broker 2 不 fetch，离开 ISR，ISR 低于 min.insync.replicas=2。随后 broker 2 追上。", "以 acks=all 發送 m1；broker 2 不 fetch，離開 ISR，ISR 低於 min.insync.replicas=2。隨後 broker 2 追上。"),
 				Run: func(e *Env) error {
 					p, err := e.ProduceAsync(labTopic, "m1")
@@ -309,7 +309,7 @@ func init() {
 				},
 			},
 			{
-				Title: T("A plain retry", "普通重试", "普通重試"),
+				Title:   T("A plain retry", "普通重试", "普通重試"),
 				Explain: T("The producer retries m1 with acks=all.", "producer 以 acks=all 重试 m1。", "producer 以 acks=all 重試 m1。"),
 				Predict: &Prediction{
 					Question: T("How many m1 records will a consumer read?", "consumer 会读到几条 m1？", "consumer 會讀到幾筆 m1？"),
@@ -402,7 +402,7 @@ func init() {
 		Setup:    func(e *Env) error { return e.CreateTopic(labTopic, 1, 3, nil) },
 		Steps: []Step{
 			{
-				Title: T("Three in-sync replicas", "三个同步副本", "三個同步副本"),
+				Title:   T("Three in-sync replicas", "三个同步副本", "三個同步副本"),
 				Explain: T("m1 is written with acks=all and reaches all three replicas.", "以 acks=all 写入 m1，三个副本都收到了。", "以 acks=all 寫入 m1，三個副本都收到了。"),
 				Run: func(e *Env) error {
 					p, err := e.ProduceAsync(labTopic, "m1")
@@ -419,7 +419,7 @@ func init() {
 				},
 			},
 			{
-				Title: T("f = 1", "f = 1", "f = 1"),
+				Title:   T("f = 1", "f = 1", "f = 1"),
 				Explain: T("Broker 1 fails. A majority quorum of 3 still has 2 of 3 and goes on too.", "broker 1 故障。3 个副本的多数派 quorum 还剩 2 个，也能继续工作。", "broker 1 故障。3 個副本的多數派 quorum 還剩 2 個，也能繼續工作。"),
 				Predict: &Prediction{
 					Question: T("Does the partition keep m1 and commit m2 with acks=all?", "partition 能保留 m1 并以 acks=all 提交 m2 吗？", "partition 能保留 m1 並以 acks=all 提交 m2 嗎？"),

@@ -74,7 +74,7 @@ func init() {
 				},
 			},
 			{
-				Title: T("A consumer reads", "consumer 读取", "consumer 讀取"),
+				Title:   T("A consumer reads", "consumer 读取", "consumer 讀取"),
 				Explain: T("A consumer fetches partition 0 from offset 0.", "consumer 从 offset 0 fetch partition 0。", "consumer 從 offset 0 fetch partition 0。"),
 				Predict: &Prediction{
 					Question: T("What does the consumer get?", "consumer 得到什么？", "consumer 得到什麼？"),
@@ -96,7 +96,7 @@ func init() {
 				},
 			},
 			{
-				Title: T("One fetch round", "一轮 fetch", "一輪 fetch"),
+				Title:   T("One fetch round", "一轮 fetch", "一輪 fetch"),
 				Explain: T("Brokers 2 and 3 each send one Fetch from offset 0 and append m1.", "broker 2 和 3 各从 offset 0 发送一次 Fetch，并追加 m1。", "broker 2 和 3 各從 offset 0 發送一次 Fetch，並追加 m1。"),
 				Predict: &Prediction{
 					Question: T("What is the leader's HW after this round?", "这一轮之后 leader 的 HW 是多少？", "這一輪之後 leader 的 HW 是多少？"),
@@ -117,7 +117,7 @@ func init() {
 				},
 			},
 			{
-				Title: T("The next round moves the HW", "下一轮推进 HW", "下一輪推進 HW"),
+				Title:   T("The next round moves the HW", "下一轮推进 HW", "下一輪推進 HW"),
 				Explain: T("The followers fetch again, now from offset 1. That tells the leader their LEO.", "follower 再次 fetch，这次从 offset 1 开始，leader 由此得知它们的 LEO。", "follower 再次 fetch，這次從 offset 1 開始，leader 由此得知它們的 LEO。"),
 				Run: func(e *Env) error {
 					if err := e.Fetch(2, 3); err != nil {
@@ -176,7 +176,7 @@ func init() {
 				},
 			},
 			{
-				Title: T("One more millisecond", "再过一毫秒", "再過一毫秒"),
+				Title:   T("One more millisecond", "再过一毫秒", "再過一毫秒"),
 				Explain: T("replica.lag.time.max.ms is 3000. The clock moves 1 ms further.", "replica.lag.time.max.ms 为 3000。时钟再前进 1 ms。", "replica.lag.time.max.ms 為 3000。時鐘再前進 1 ms。"),
 				Predict: &Prediction{
 					Question: T("What happens?", "会发生什么？", "會發生什麼？"),
@@ -206,7 +206,7 @@ func init() {
 				},
 			},
 			{
-				Title: T("Catching up", "追上进度", "追上進度"),
+				Title:   T("Catching up", "追上进度", "追上進度"),
 				Explain: T("Broker 3 fetches again, twice.", "broker 3 再次 fetch，两次。", "broker 3 再次 fetch，兩次。"),
 				Predict: &Prediction{
 					Question: T("Does broker 3 get back into the ISR?", "broker 3 会回到 ISR 吗？", "broker 3 會回到 ISR 嗎？"),
@@ -240,7 +240,7 @@ func init() {
 		},
 		Steps: []Step{
 			{
-				Title: T("acks=all", "acks=all", "acks=all"),
+				Title:   T("acks=all", "acks=all", "acks=all"),
 				Explain: T("all-1 is sent with acks=all; the followers fetch until the leader answers.", "以 acks=all 发送 all-1；follower 持续 fetch，直到 leader 应答。", "以 acks=all 發送 all-1；follower 持續 fetch，直到 leader 回應。"),
 				Run: func(e *Env) error {
 					p, err := e.ProduceAsync(labTopic, "all-1")
@@ -257,7 +257,7 @@ func init() {
 				},
 			},
 			{
-				Title: T("acks=1 and acks=0", "acks=1 与 acks=0", "acks=1 與 acks=0"),
+				Title:   T("acks=1 and acks=0", "acks=1 与 acks=0", "acks=1 與 acks=0"),
 				Explain: T("one-1 is sent with acks=1, then zero-1 with acks=0. The followers do not fetch in between.", "以 acks=1 发送 one-1，再以 acks=0 发送 zero-1。期间 follower 没有 fetch。", "以 acks=1 發送 one-1，再以 acks=0 發送 zero-1。期間 follower 沒有 fetch。"),
 				Run: func(e *Env) error {
 					off, err := e.Produce(labTopic, "one-1", 1)
@@ -275,7 +275,7 @@ func init() {
 				},
 			},
 			{
-				Title: T("The leader dies", "leader 宕机", "leader 當機"),
+				Title:   T("The leader dies", "leader 宕机", "leader 當機"),
 				Explain: T("Broker 1 crashes before its followers fetch again; the controller elects a new leader from the ISR.", "broker 1 在 follower 再次 fetch 之前崩溃；controller 从 ISR 中选出新 leader。", "broker 1 在 follower 再次 fetch 之前崩潰；controller 從 ISR 中選出新 leader。"),
 				Predict: &Prediction{
 					Question: T("Which records does the new leader have?", "新 leader 上有哪些记录？", "新 leader 上有哪些記錄？"),
@@ -310,7 +310,7 @@ func init() {
 				},
 			},
 			{
-				Title: T("The old leader returns", "旧 leader 回来", "舊 leader 回來"),
+				Title:   T("The old leader returns", "旧 leader 回来", "舊 leader 回來"),
 				Explain: T("Broker 1 restarts as a follower and fetches from the new leader.", "broker 1 以 follower 身份重启，并从新 leader fetch。", "broker 1 以 follower 身分重啟，並從新 leader fetch。"),
 				Run: func(e *Env) error {
 					if err := e.Restart(1); err != nil {
@@ -342,7 +342,7 @@ func init() {
 		},
 		Steps: []Step{
 			{
-				Title: T("Both replicas have m1", "两个副本都有 m1", "兩個副本都有 m1"),
+				Title:   T("Both replicas have m1", "两个副本都有 m1", "兩個副本都有 m1"),
 				Explain: T("m1 is sent with acks=all, replicated to broker 2, and fsynced on broker 1.", "以 acks=all 发送 m1，复制到 broker 2，并在 broker 1 上 fsync。", "以 acks=all 發送 m1，複製到 broker 2，並在 broker 1 上 fsync。"),
 				Run: func(e *Env) error {
 					p, err := e.ProduceAsync(labTopic, "m1")
@@ -362,7 +362,7 @@ func init() {
 				},
 			},
 			{
-				Title: T("The ISR shrinks to the leader", "ISR 缩小到只剩 leader", "ISR 縮小到只剩 leader"),
+				Title:   T("The ISR shrinks to the leader", "ISR 缩小到只剩 leader", "ISR 縮小到只剩 leader"),
 				Explain: T("Broker 2 stops fetching. m2 is sent with acks=all and replica.lag.time.max.ms passes.", "broker 2 停止 fetch。以 acks=all 发送 m2，然后 replica.lag.time.max.ms 过去。", "broker 2 停止 fetch。以 acks=all 發送 m2，然後 replica.lag.time.max.ms 過去。"),
 				Predict: &Prediction{
 					Question: T("What happens to m2?", "m2 会怎样？", "m2 會怎樣？"),
@@ -387,7 +387,7 @@ func init() {
 				},
 			},
 			{
-				Title: T("The leader loses power", "leader 断电", "leader 斷電"),
+				Title:   T("The leader loses power", "leader 断电", "leader 斷電"),
 				Explain: T("Broker 1 loses power before m2 reached its disk, and comes back. It is the only ISR member, so it leads again.", "broker 1 在 m2 落盘之前断电，然后恢复。它是唯一的 ISR 成员，所以再次成为 leader。", "broker 1 在 m2 落盤之前斷電，然後恢復。它是唯一的 ISR 成員，所以再次成為 leader。"),
 				Predict: &Prediction{
 					Question: T("Is the acknowledged m2 still in the partition?", "已确认的 m2 还在 partition 中吗？", "已確認的 m2 還在 partition 中嗎？"),
@@ -487,7 +487,7 @@ func init() {
 				},
 			},
 			{
-				Title: T("Broker 2 falls behind", "broker 2 落后", "broker 2 落後"),
+				Title:   T("Broker 2 falls behind", "broker 2 落后", "broker 2 落後"),
 				Explain: T("Broker 2 stops fetching; m2 is sent to both topics with acks=all and replica.lag.time.max.ms passes.", "broker 2 停止 fetch；以 acks=all 向两个 topic 发送 m2，然后 replica.lag.time.max.ms 过去。", "broker 2 停止 fetch；以 acks=all 向兩個 topic 發送 m2，然後 replica.lag.time.max.ms 過去。"),
 				Predict: &Prediction{
 					Question: T("Which topic acknowledges m2?", "哪个 topic 确认了 m2？", "哪個 topic 確認了 m2？"),
@@ -520,7 +520,7 @@ func init() {
 				},
 			},
 			{
-				Title: T("The leader dies", "leader 宕机", "leader 當機"),
+				Title:   T("The leader dies", "leader 宕机", "leader 當機"),
 				Explain: T("Broker 1, the only ISR member of both topics, crashes. Broker 2 is alive but out of sync.", "两个 topic 唯一的 ISR 成员 broker 1 崩溃。broker 2 还活着，但不同步。", "兩個 topic 唯一的 ISR 成員 broker 1 崩潰。broker 2 還活著，但不同步。"),
 				Predict: &Prediction{
 					Question: T("Which topic still has a leader?", "哪个 topic 还有 leader？", "哪個 topic 還有 leader？"),
@@ -547,7 +547,7 @@ func init() {
 				},
 			},
 			{
-				Title: T("Broker 1 returns", "broker 1 回来", "broker 1 回來"),
+				Title:   T("Broker 1 returns", "broker 1 回来", "broker 1 回來"),
 				Explain: T("Broker 1 restarts. On cp it is the last ISR member and leads again; on ap it follows broker 2.", "broker 1 重启。在 cp 上它是最后的 ISR 成员，再次成为 leader；在 ap 上它跟随 broker 2。", "broker 1 重啟。在 cp 上它是最後的 ISR 成員，再次成為 leader；在 ap 上它跟隨 broker 2。"),
 				Predict: &Prediction{
 					Question: T("What happened to the acknowledged records?", "已确认的记录怎样了？", "已確認的記錄怎樣了？"),

@@ -15,7 +15,9 @@ import (
 
 // Lessons 1–5: topics, partitions and what a partition is on disk.
 
-func choice(id string, t Text, holds func(e *Env) bool) Choice { return Choice{ID: id, Text: t, Holds: holds} }
+func choice(id string, t Text, holds func(e *Env) bool) Choice {
+	return Choice{ID: id, Text: t, Holds: holds}
+}
 
 // fill makes a value of about n bytes so that segments roll quickly.
 func fill(name string, n int) string {
@@ -84,7 +86,7 @@ func init() {
 				Run: func(e *Env) error { return sendKeyed(e, 0, 3) },
 			},
 			{
-				Title: T("The same key again", "再次使用同一个 key", "再次使用同一個 key"),
+				Title:   T("The same key again", "再次使用同一个 key", "再次使用同一個 key"),
 				Explain: T("alice sends a second record, a2.", "alice 发送第二条记录 a2。", "alice 發送第二筆記錄 a2。"),
 				Predict: &Prediction{
 					Question: T("Where does a2 land?", "a2 会落在哪里？", "a2 會落在哪裡？"),
@@ -437,7 +439,7 @@ func init() {
 		},
 		Steps: []Step{
 			{
-				Title: T("Old records and new records", "旧记录与新记录", "舊記錄與新記錄"),
+				Title:   T("Old records and new records", "旧记录与新记录", "舊記錄與新記錄"),
 				Explain: T("We write 9 records, let 10 minutes pass, then write 6 more.", "写 9 条记录，过 10 分钟，再写 6 条。", "寫 9 筆記錄，過 10 分鐘，再寫 6 筆。"),
 				Run: func(e *Env) error {
 					if err := produceN(e, "logs", "old", 0, 9, 100); err != nil {
@@ -462,7 +464,7 @@ func init() {
 				},
 			},
 			{
-				Title: T("retention.ms = 5 minutes", "retention.ms = 5 分钟", "retention.ms = 5 分鐘"),
+				Title:   T("retention.ms = 5 minutes", "retention.ms = 5 分钟", "retention.ms = 5 分鐘"),
 				Explain: T("We set retention.ms to 300000 and let the broker's retention check run.", "把 retention.ms 设为 300000，让 broker 执行保留检查。", "把 retention.ms 設為 300000，讓 broker 執行保留檢查。"),
 				Predict: &Prediction{
 					Question: T("Where does the log start afterwards?", "之后 log 从哪里开始？", "之後 log 從哪裡開始？"),

@@ -116,7 +116,9 @@ func TestBrowserLessons(t *testing.T) {
 		n, _ := strconv.Atoi(attr("#progress", "data-cursor"))
 		return n
 	}
-	at := func(n int) string { return `document.querySelector('#progress[data-cursor="` + strconv.Itoa(n) + `"]') !== null` }
+	at := func(n int) string {
+		return `document.querySelector('#progress[data-cursor="` + strconv.Itoa(n) + `"]') !== null`
+	}
 
 	for _, lang := range i18n.Languages() {
 		t.Run(string(lang), func(t *testing.T) {
