@@ -248,7 +248,7 @@ func (b *browserLab) click(sel string) {
 // shot saves a full-page screenshot as artifacts/<name>.png.
 func (b *browserLab) shot(name string) {
 	b.t.Helper()
-	png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(90))
+	png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		b.t.Logf("screenshot %s: %v", name, err)
 		return

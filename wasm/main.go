@@ -9,15 +9,19 @@
 //
 // #panel's data-status says "connecting" or "live"; data-seq is the last
 // event applied, data-view-seq the event whose state the lanes show and
-// data-mode "live" or "past" (browser tests wait on them). The page's
+// data-mode "live" or "past" (browser tests wait on them). The page may set
+// data-ws (the stream's path, default /ws), data-topic and data-partition
+// (show only that topic or partition). The page's
 // window.tidemarkRenders() returns, and forgets, [seq, time in ms since the
-// Unix epoch] for each render since the last call: the benchmark reads when
-// an event reached the DOM.
+// Unix epoch, ms spent rendering, ms spent decoding and applying messages
+// since the previous render] for each render since the last call: the
+// benchmark reads when an event reached the DOM and where the time went.
 package main
 
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 	"syscall/js"
 	"time"
 
@@ -28,18 +32,29 @@ import (
 // maxRenderLog bounds the render log the benchmark reads.
 const maxRenderLog = 8192
 
+// maxAnimated is the most events one frame animates; more arrive only under
+// load (a benchmark, a producer loop), where animations would only flicker.
+const maxAnimated = 40
+
 type app struct {
-	doc       js.Value
-	root      js.Value // #panel
-	cat       panel.Catalog
-	state     *panel.State
-	rendered  uint64 // live Seq at the last render (what is "new")
-	scheduled bool
-	paused    bool // the event list is frozen (state keeps updating)
-	backoff   time.Duration
-	reduce    js.Value // matchMedia("(prefers-reduced-motion: reduce)")
-	renderLog []any
-	funcs     []js.Func // kept alive for the page's lifetime
+	doc         js.Value
+	root        js.Value // #panel
+	cat         panel.Catalog
+	state       *panel.State
+	rendered    uint64 // live Seq at the last render (what is "new")
+	scheduled   bool
+	paused      bool // the event list is frozen (state keeps updating)
+	backoff     time.Duration
+	reduce      js.Value // matchMedia("(prefers-reduced-motion: reduce)")
+	renderLog   []any
+	handleMs    float64           // time spent decoding and applying messages since the last render
+	shown       map[string]string // innerHTML last set per element id: unchanged parts are not touched
+	listAt      float64           // when the event list was last rendered (ms)
+	listed      uint64            // live Seq when the event list was last rendered
+	listPending bool              // a render is due for the list's next turn
+	topic       string            // #panel's data-topic: show only this topic ("" all)
+	partition   int32             // #panel's data-partition: only this partition (-1 all)
+	funcs       []js.Func         // kept alive for the page's lifetime
 }
 
 func main() {
@@ -48,7 +63,13 @@ func main() {
 	if root.IsNull() {
 		return
 	}
-	a := &app{doc: doc, root: root, state: panel.NewState(), backoff: time.Second, cat: panel.Catalog{}}
+	a := &app{doc: doc, root: root, state: panel.NewState(), backoff: time.Second, cat: panel.Catalog{}, partition: -1}
+	if t := root.Get("dataset").Get("topic"); t.Type() == js.TypeString {
+		a.topic = t.String()
+		if p, err := strconv.Atoi(root.Get("dataset").Get("partition").String()); err == nil {
+			a.partition = int32(p)
+		}
+	}
 	if el := doc.Call("getElementById", "tm-i18n"); !el.IsNull() {
 		json.Unmarshal([]byte(el.Get("textContent").String()), &a.cat)
 	}
@@ -201,9 +222,15 @@ func (a *app) connect() {
 		scheme = "wss:"
 	}
 	a.setStatus("connecting", a.cat.T("panel.connecting"))
-	ws := js.Global().Get("WebSocket").New(scheme + "//" + loc.Get("host").String() + "/ws")
+	path := "/ws"
+	if p := a.root.Get("dataset").Get("ws"); p.Type() == js.TypeString && strings.HasPrefix(p.String(), "/") {
+		path = p.String() // e.g. a lesson run's stream: /ws?run=…
+	}
+	ws := js.Global().Get("WebSocket").New(scheme + "//" + loc.Get("host").String() + path)
 	var onMessage, onClose js.Func
 	onMessage = js.FuncOf(func(_ js.Value, args []js.Value) any {
+		t0 := a.now()
+		defer func() { a.handleMs += a.now() - t0 }()
 		var m events.Message
 		if err := json.Unmarshal([]byte(args[0].Get("data").String()), &m); err != nil {
 			js.Global().Get("console").Call("warn", "tidemark panel: bad message: "+err.Error())
@@ -213,7 +240,7 @@ func (a *app) connect() {
 			if m.Type == events.MessageSnapshot {
 				a.backoff = time.Second
 				a.setStatus("live", a.cat.T("panel.live"))
-				a.rendered = a.state.Snap.Seq
+				a.rendered, a.listed = a.state.Snap.Seq, a.state.Snap.Seq
 			}
 			a.schedule()
 		}
@@ -260,26 +287,42 @@ func (a *app) newEvents(seq uint64) []events.Event {
 	return h[i:]
 }
 
+// now is the page's clock in milliseconds since the Unix epoch.
+func (a *app) now() float64 {
+	p := js.Global().Get("performance")
+	return p.Get("timeOrigin").Float() + p.Call("now").Float()
+}
+
 func (a *app) render() {
+	t0 := a.now()
 	s := a.state
 	view := s.View()
 	var motion panel.Motion
 	if s.Following && !a.reducedMotion() {
-		motion = panel.MotionOf(a.newEvents(a.rendered))
+		// Under a stream of events motion would only flicker: animate what
+		// a learner can follow.
+		if evs := a.newEvents(a.rendered); len(evs) <= maxAnimated {
+			motion = panel.MotionOf(evs)
+		}
 	}
-	if b := a.el("panel-brokers"); !b.IsNull() {
-		b.Set("innerHTML", panel.RenderBrokers(view, a.cat))
-	}
-	if l := a.el("lanes"); !l.IsNull() {
-		l.Set("innerHTML", panel.RenderLanes(view, motion, a.cat))
-	}
+	a.setHTML("panel-brokers", panel.RenderBrokers(view, a.cat))
+	a.setHTML("lanes", panel.RenderLanes(view, motion, a.cat, a.topic, a.partition))
 	var cursor uint64
 	if !s.Following {
 		cursor = view.Seq
 	}
+	// The list is for reading: under a stream of events it is redrawn at
+	// most every 250 ms, which leaves the frame to the lanes.
 	if !a.paused || !s.Following {
-		if l := a.el("panel-events"); !l.IsNull() {
-			l.Set("innerHTML", s.RenderEvents(a.rendered, cursor, a.cat))
+		if wait := 250 - (t0 - a.listAt); wait <= 0 || !s.Following {
+			a.setHTML("panel-events", s.RenderEvents(a.listed, cursor, a.cat))
+			a.listed, a.listAt = s.Snap.Seq, t0
+		} else if !a.listPending && a.listed != s.Snap.Seq {
+			a.listPending = true
+			time.AfterFunc(time.Duration(wait)*time.Millisecond, func() {
+				a.listPending = false
+				a.schedule()
+			})
 		}
 	}
 	a.rendered = s.Snap.Seq
@@ -302,10 +345,24 @@ func (a *app) render() {
 	ds.Set("mode", mode)
 	ds.Set("seq", s.Snap.Seq)
 	ds.Set("viewSeq", view.Seq)
-	now := js.Global().Get("performance")
-	ms := now.Get("timeOrigin").Float() + now.Call("now").Float()
 	if len(a.renderLog) < maxRenderLog {
-		a.renderLog = append(a.renderLog, []any{float64(s.Snap.Seq), ms})
+		t1 := a.now()
+		a.renderLog = append(a.renderLog, []any{float64(s.Snap.Seq), t1, t1 - t0, a.handleMs})
+	}
+	a.handleMs = 0
+}
+
+// setHTML replaces the content of element id unless it is already html.
+func (a *app) setHTML(id, html string) {
+	if a.shown[id] == html {
+		return
+	}
+	if el := a.el(id); !el.IsNull() {
+		el.Set("innerHTML", html)
+		if a.shown == nil {
+			a.shown = map[string]string{}
+		}
+		a.shown[id] = html
 	}
 }
 

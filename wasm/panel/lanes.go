@@ -18,7 +18,7 @@ const (
 	cellW  = 34
 	cellH  = 30
 	ghostH = 16 // the row of truncated records under a lane
-	laneH  = 14 + cellH + ghostH + 8
+	laneH  = 14 + cellH + ghostH + 18
 	topPad = 16
 )
 
@@ -83,7 +83,8 @@ func partitionHW(p *events.Partition) int64 {
 	return hw
 }
 
-// window returns the offsets [lo, hi] the lanes of p show.
+// window returns the offsets [lo, hi] the lanes of p show: always
+// LaneCells of them, so every lane has the same grid.
 func window(p *events.Partition) (lo, hi int64) {
 	for _, r := range p.ReplicaLogs {
 		hi = max(hi, r.LEO, r.HW)
@@ -91,7 +92,8 @@ func window(p *events.Partition) (lo, hi int64) {
 			hi = max(hi, t.Offset+1)
 		}
 	}
-	return max(0, hi-LaneCells+1), hi
+	lo = max(0, hi-LaneCells+1)
+	return lo, lo + LaneCells - 1
 }
 
 // RenderLanes returns one figure per partition of v: a caption (leader,
@@ -101,12 +103,19 @@ func window(p *events.Partition) (lo, hi int64) {
 // committed); records truncation removed are struck out in a row under the
 // lane at the offsets they had; solid and dashed lines mark each replica's
 // HW and LEO. Each lane carries data-topic, data-partition, data-broker,
-// data-leo and data-hw; m says what to animate.
-func RenderLanes(v *events.Snapshot, m Motion, c Catalog) string {
+// data-leo and data-hw; m says what to animate. A non-empty topic shows
+// only that topic, and partition >= 0 only that partition of it.
+func RenderLanes(v *events.Snapshot, m Motion, c Catalog, topic string, partition int32) string {
 	var b strings.Builder
 	for ti := range v.Topics {
 		t := &v.Topics[ti]
+		if topic != "" && t.Name != topic {
+			continue
+		}
 		for pi := range t.Partitions {
+			if partition >= 0 && t.Partitions[pi].Partition != partition {
+				continue
+			}
 			renderPartition(&b, t.Name, &t.Partitions[pi], m, c)
 		}
 	}
@@ -185,6 +194,12 @@ func renderLane(b *strings.Builder, topic string, p *events.Partition, r *events
 	}
 	b.WriteString(`<text class="` + badgeCls + `" x="110" y="` + i64(14+12) + `">` + badge + `</text>`)
 	b.WriteString(`<text class="lane-nums" x="4" y="` + i64(14+cellH-2) + `">LEO ` + i64(r.LEO) + ` · HW ` + i64(r.HW) + `</text>`)
+	// Empty slots first: the grid of offsets, records drawn over it.
+	for o := lo; o <= hi; o++ {
+		if o >= r.LEO {
+			b.WriteString(`<rect class="slot" x="` + i64(xOf(o, lo)+1) + `" y="14" width="` + i64(cellW-2) + `" height="` + i64(cellH) + `" rx="3"/>`)
+		}
+	}
 	// Records.
 	newFrom, appended := m.appended[k]
 	for _, rec := range r.Records {
@@ -242,7 +257,7 @@ func renderLane(b *strings.Builder, topic string, p *events.Partition, r *events
 	}
 	if r.LEO >= lo && r.LEO <= hi+1 {
 		x := xOf(r.LEO, lo)
-		b.WriteString(`<g class="marker leo"><line x1="` + i64(x) + `" y1="12" x2="` + i64(x) + `" y2="` + i64(14+cellH+ghostH) + `"/><text x="` + i64(x+2) + `" y="` + i64(14+cellH+ghostH-2) + `">LEO</text></g>`)
+		b.WriteString(`<g class="marker leo"><line x1="` + i64(x) + `" y1="12" x2="` + i64(x) + `" y2="` + i64(14+cellH+ghostH+2) + `"/><text x="` + i64(x+2) + `" y="` + i64(14+cellH+ghostH+12) + `">LEO</text></g>`)
 	}
 	b.WriteString(`</g>`)
 }

@@ -20,8 +20,9 @@ import (
 // MaxRecent is how many recent events the panel lists.
 const MaxRecent = 50
 
-// MaxHistory is how many events the timeline keeps; older ones are folded
-// into Base, so memory stays bounded however long the page stays open.
+// MaxHistory is how many events the timeline keeps (up to a quarter more
+// between foldings); older ones are folded into Base, so memory stays
+// bounded however long the page stays open.
 const MaxHistory = 5000
 
 // Catalog translates the panel's strings (the "panel." keys of the i18n
@@ -95,7 +96,9 @@ func (s *State) Handle(m events.Message) bool {
 		if n := len(s.Recent) - MaxRecent; n > 0 {
 			s.Recent = append(s.Recent[:0:0], s.Recent[n:]...)
 		}
-		if n := len(s.Hist) - MaxHistory; n > 0 {
+		// Fold in chunks of a quarter: copying the history on every message
+		// would cost more than the messages themselves at high rates.
+		if n := len(s.Hist) - MaxHistory; n > MaxHistory/4 {
 			for _, e := range s.Hist[:n] {
 				s.Base.Apply(e)
 			}

@@ -120,14 +120,14 @@ func TestHistoryBounded(t *testing.T) {
 	for i := uint64(1); i <= MaxHistory; i++ {
 		s.Handle(events.Message{Type: events.MessageEvents, Events: []events.Event{hwEvent(i, int64(i))}})
 	}
-	s.Seek(100) // the state after event 100
-	for i := uint64(MaxHistory + 1); i <= MaxHistory+50; i++ {
+	s.Seek(2000) // the state after event 2000
+	for i := uint64(MaxHistory + 1); i <= MaxHistory+MaxHistory/4+1; i++ {
 		s.Handle(events.Message{Type: events.MessageEvents, Events: []events.Event{hwEvent(i, int64(i))}})
 	}
-	if len(s.Hist) != MaxHistory || s.Base.Seq != 50 {
+	if len(s.Hist) != MaxHistory || s.Base.Seq != MaxHistory/4+1 {
 		t.Fatalf("history %d, base seq %d", len(s.Hist), s.Base.Seq)
 	}
-	if s.ViewSeq() != 100 || s.View().Topics[0].Partitions[0].ReplicaLogs[0].HW != 100 {
+	if s.ViewSeq() != 2000 || s.View().Topics[0].Partitions[0].ReplicaLogs[0].HW != 2000 {
 		t.Fatalf("past view after folding: seq %d", s.ViewSeq())
 	}
 }
@@ -169,7 +169,7 @@ func TestRenderLanes(t *testing.T) {
 	p.ReplicaLogs[0] = events.Replica{Broker: 1, LEO: 3, HW: 2, Records: []events.Record{{Offset: 0}, {Offset: 1}, {Offset: 2, LeaderEpoch: 1}}}
 	p.ReplicaLogs[1] = events.Replica{Broker: 2, LEO: 2, HW: 2, Records: []events.Record{{Offset: 0}, {Offset: 1}},
 		Truncated: []events.TruncatedRecord{{Offset: 2, LeaderEpoch: 0, Digest: "00000000"}}}
-	out := RenderLanes(snap, Motion{}, en)
+	out := RenderLanes(snap, Motion{}, en, "", -1)
 	for _, want := range []string{
 		`<g class="replica lane leader" data-topic="demo" data-partition="0" data-broker="1" data-leo="3" data-hw="2"`,
 		`<g class="replica lane osr" data-topic="demo" data-partition="0" data-broker="2" data-leo="2" data-hw="2"`,
@@ -183,6 +183,9 @@ func TestRenderLanes(t *testing.T) {
 			t.Errorf("lanes lack %q", want)
 		}
 	}
+	if other := RenderLanes(snap, Motion{}, en, "demo", 1); other != "" {
+		t.Errorf("partition filter let through %s", other)
+	}
 	if strings.Contains(out, " new") || strings.Contains(out, "fetch-arrow") {
 		t.Error("animated without motion")
 	}
@@ -193,7 +196,7 @@ func TestRenderLanes(t *testing.T) {
 		{Kind: events.KindHW, Topic: "demo", Broker: 1, Offsets: &events.Offsets{HW: 2}},
 		{Kind: events.KindElection, Topic: "demo", Leader: &events.Leadership{Leader: 1, LeaderEpoch: 1}},
 	})
-	out = RenderLanes(snap, m, en)
+	out = RenderLanes(snap, m, en, "demo", 0)
 	for _, want := range []string{`<g class="rec ep1 uncommitted new" data-offset="2">`, `<g class="ghost new"`, `class="fetch-arrow"`, `class="marker hw moved"`, `class="lane-fig elected"`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("animated lanes lack %q", want)

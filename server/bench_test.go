@@ -1,0 +1,354 @@
+package server
+
+import (
+	"encoding/json"
+	"net"
+	"net/http"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/gorilla/websocket"
+
+	"tidemark/events"
+	"tidemark/server/web"
+)
+
+// BenchmarkPanelLatency measures produce→panel latency with the browser
+// open: each iteration produces 1000 records in one second (5 records every
+// 5 ms, acks=1, over the three partitions of demo) through the HTTP API,
+// and for each produce takes the time from sending the request to the
+// panel's first render that includes the leader's append event (the panel
+// logs [seq, time] per render; the test reads the log back with chromedp).
+// It reports p50-ms, p99-ms and max-ms over every produce, and records/s.
+//
+//	go test -run '^$' -bench PanelLatency -benchtime 5x ./server/
+func BenchmarkPanelLatency(b *testing.B) {
+	lab := startBrowserLab(b, false)
+	lab.open("/", true)
+
+	// Every append event of a leader, by partition and last offset.
+	type key struct {
+		partition int32
+		last      int64
+	}
+	var (
+		mu       sync.Mutex
+		appendAt = map[key]uint64{}
+		pubAt    = map[key]time.Time{}
+	)
+	sub := lab.cl.Bus().Subscribe()
+	stopSub := make(chan struct{})
+	subDone := make(chan struct{})
+	go func() {
+		defer close(subDone)
+		for {
+			select {
+			case <-stopSub:
+				return
+			case <-sub.Ready():
+			}
+			evs, _ := sub.Drain()
+			snap := lab.cl.Snapshot() // leaders as of now: good enough, no elections here
+			mu.Lock()
+			for _, e := range evs {
+				if e.Kind == events.KindAppend && e.Topic == "demo" && e.Offsets != nil {
+					if p := snap.Partition("demo", e.Partition); p != nil && p.Leader == e.Broker {
+						appendAt[key{e.Partition, e.Offsets.Last}] = e.Seq
+						pubAt[key{e.Partition, e.Offsets.Last}] = e.Time
+					}
+				}
+			}
+			mu.Unlock()
+		}
+	}()
+	defer func() { close(stopSub); <-subDone; sub.Close() }()
+
+	type sent struct {
+		at  time.Time
+		key key
+	}
+	var (
+		sentMu sync.Mutex
+		all    []sent
+	)
+	var renders [][4]float64 // [seq, ms since epoch, render ms, handle ms]
+	readRenders := func() {
+		got, err := chromedp.Run(lab.ctx, chromedp.Evaluate[[][4]float64](`window.tidemarkRenders()`))
+		if err != nil {
+			b.Fatal(err)
+		}
+		renders = append(renders, got...)
+	}
+	readRenders() // drop the renders of page load
+
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 32}}
+	produce := func(partition int32) {
+		body := `{"partition":` + strconv.Itoa(int(partition)) + `,"acks":"1","records":[{"value":"a"},{"value":"b"},{"value":"c"},{"value":"d"},{"value":"e"}]}`
+		start := time.Now()
+		resp, err := client.Post(lab.url+"api/v1/topics/demo/records", "application/json", strings.NewReader(body))
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		defer resp.Body.Close()
+		var r struct {
+			Partition  int32 `json:"partition"`
+			LastOffset int64 `json:"last_offset"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&r); err != nil || resp.StatusCode != 200 {
+			b.Errorf("produce: %d %v", resp.StatusCode, err)
+			return
+		}
+		sentMu.Lock()
+		all = append(all, sent{start, key{r.Partition, r.LastOffset}})
+		sentMu.Unlock()
+	}
+
+	b.ResetTimer()
+	var records int
+	begin := time.Now()
+	for range b.N {
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, 16)
+		tick := time.NewTicker(5 * time.Millisecond)
+		for i := range 200 {
+			<-tick.C
+			sem <- struct{}{}
+			wg.Add(1)
+			go func(p int32) {
+				defer func() { <-sem; wg.Done() }()
+				produce(p)
+			}(int32(i % 3))
+			records += 5
+		}
+		tick.Stop()
+		wg.Wait()
+		readRenders()
+	}
+	elapsed := time.Since(begin)
+	b.StopTimer()
+	// Let the last appends reach the panel.
+	deadline := time.Now().Add(5 * time.Second)
+	var lat, pub []float64
+	for {
+		readRenders()
+		lat, pub = lat[:0], pub[:0]
+		missing := 0
+		mu.Lock()
+		for _, s := range all {
+			seq, ok := appendAt[s.key]
+			if !ok {
+				missing++
+				continue
+			}
+			i := slices.IndexFunc(renders, func(r [4]float64) bool { return uint64(r[0]) >= seq })
+			if i < 0 {
+				missing++
+				continue
+			}
+			lat = append(lat, renders[i][1]-float64(s.at.UnixNano())/1e6)
+			pub = append(pub, float64(pubAt[s.key].Sub(s.at))/1e6)
+		}
+		mu.Unlock()
+		if missing == 0 || time.Now().After(deadline) {
+			if missing > 0 {
+				b.Fatalf("%d of %d produces never reached the panel", missing, len(all))
+			}
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	slices.Sort(lat)
+	slices.Sort(pub)
+	pct := func(v []float64, q float64) float64 { return v[min(len(v)-1, int(q*float64(len(v))))] }
+	b.ReportMetric(pct(lat, 0.50), "p50-ms")
+	b.ReportMetric(pct(lat, 0.99), "p99-ms")
+	b.ReportMetric(pct(pub, 0.50), "append-p50-ms")
+	b.ReportMetric(pct(pub, 0.99), "append-p99-ms")
+	b.ReportMetric(lat[len(lat)-1], "max-ms")
+	b.ReportMetric(float64(records)/elapsed.Seconds(), "records/s")
+	if n := len(renders); n > 1 {
+		b.ReportMetric(float64(n-1)/((renders[n-1][1]-renders[0][1])/1000), "renders/s")
+		var rms, hms float64
+		for _, r := range renders {
+			rms, hms = rms+r[2], hms+r[3]
+		}
+		b.ReportMetric(rms/float64(n), "render-ms/frame")
+		b.ReportMetric(hms/float64(n), "decode-ms/frame")
+	}
+	b.ReportMetric(0, "ns/op")
+}
+
+// hubLab is a lab of only a snapshot and a bus (the hub's inputs), changed
+// together under one lock as web.Lab asks, with a snapshot the size of the
+// demo topic's: 3 partitions × 3 replicas × events.RecordWindow records.
+type hubLab struct {
+	mu   sync.Mutex
+	snap events.Snapshot
+	bus  *events.Bus
+}
+
+func newHubLab() *hubLab {
+	s := events.Snapshot{Controller: 0}
+	for id := int32(1); id <= 3; id++ {
+		s.Brokers = append(s.Brokers, events.Broker{ID: id, State: events.BrokerUp, Listener: "127.0.0.1:909" + strconv.Itoa(int(id))})
+	}
+	t := events.Topic{Name: "demo"}
+	for p := int32(0); p < 3; p++ {
+		part := events.Partition{Partition: p, Leader: 1, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}}
+		for id := int32(1); id <= 3; id++ {
+			r := events.Replica{Broker: id, LEO: events.RecordWindow, HW: events.RecordWindow}
+			for o := range int64(events.RecordWindow) {
+				r.Records = append(r.Records, events.Record{Offset: o, Value: "value-" + strconv.FormatInt(o, 10)})
+			}
+			part.ReplicaLogs = append(part.ReplicaLogs, r)
+		}
+		t.Partitions = append(t.Partitions, part)
+	}
+	s.Topics = []events.Topic{t}
+	return &hubLab{snap: s, bus: events.NewBus(events.BusOptions{})}
+}
+
+func (l *hubLab) Snapshot() events.Snapshot {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.snap.Clone()
+}
+
+func (l *hubLab) Bus() *events.Bus { return l.bus }
+
+// publish publishes an append of one record to demo-0 on broker 1.
+func (l *hubLab) publish(offset int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e := l.bus.Publish(events.Event{Kind: events.KindAppend, Broker: 1, Topic: "demo",
+		Offsets: &events.Offsets{Base: offset, Last: offset, LEO: offset + 1},
+		Records: []events.Record{{Offset: offset, Value: "value-" + strconv.FormatInt(offset, 10)}}})
+	l.snap.Apply(e)
+}
+
+func heapInUse() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse
+}
+
+// BenchmarkHub100Clients runs the websocket hub (/ws of the real web
+// server on loopback) with 100 clients that read everything, plus one
+// stalled client that never reads. Each iteration publishes 1000 append
+// events and waits until every reading client has them. It reports
+// events/s delivered to each client, bytes-per-client (heap in use with the
+// 100 clients connected, over 100) and stalled-growth-bytes: how much the
+// heap grew while the stalled client fell ever further behind (bounded by
+// the subscription queue and one snapshot, however long it runs).
+func BenchmarkHub100Clients(b *testing.B) {
+	lab := newHubLab()
+	srv, err := web.New(web.Options{Lab: lab, Logger: quietLogger()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	hs := &http.Server{Handler: srv.Handler()}
+	go hs.Serve(ln)
+	defer func() { hs.Close(); srv.Close() }()
+	url := "ws://" + ln.Addr().String() + "/ws"
+
+	base := heapInUse()
+	const clients = 100
+	var (
+		mu      sync.Mutex
+		cond    = sync.NewCond(&mu)
+		lastSeq = make([]uint64, clients)
+	)
+	conns := make([]*websocket.Conn, 0, clients+1)
+	var wg sync.WaitGroup
+	for i := range clients {
+		c, _, err := websocket.DefaultDialer.Dial(url, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		conns = append(conns, c)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				_, data, err := c.ReadMessage()
+				if err != nil {
+					return
+				}
+				var m events.Message
+				if json.Unmarshal(data, &m) != nil {
+					continue
+				}
+				var seq uint64
+				if m.Snapshot != nil {
+					seq = m.Snapshot.Seq
+				}
+				if n := len(m.Events); n > 0 {
+					seq = m.Events[n-1].Seq
+				}
+				mu.Lock()
+				lastSeq[i] = max(lastSeq[i], seq)
+				cond.Broadcast()
+				mu.Unlock()
+			}
+		}()
+	}
+	waitAll := func(seq uint64) {
+		mu.Lock()
+		defer mu.Unlock()
+		for slices.Min(lastSeq) < seq {
+			cond.Wait()
+		}
+	}
+	waitAll(0)
+	perClient := float64(heapInUse()-base) / clients
+	// Fill the bus's history ring first, so its growth is not counted below.
+	var offset int64 = events.RecordWindow
+	for range 5000 {
+		lab.publish(offset)
+		offset++
+	}
+	waitAll(lab.bus.LastSeq())
+
+	// The stalled client: connects, then never reads a byte.
+	stalled, _, err := websocket.DefaultDialer.Dial(url, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	conns = append(conns, stalled)
+	beforeStall := heapInUse()
+
+	b.ResetTimer()
+	start := time.Now()
+	for range b.N {
+		for range 1000 {
+			lab.publish(offset)
+			offset++
+		}
+		waitAll(lab.bus.LastSeq())
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	growth := float64(heapInUse()) - float64(beforeStall)
+
+	b.ReportMetric(float64(b.N*1000)/elapsed.Seconds(), "events/s")
+	b.ReportMetric(perClient, "bytes-per-client")
+	b.ReportMetric(max(0, growth), "stalled-growth-bytes")
+	b.ReportMetric(0, "ns/op")
+	for _, c := range conns {
+		c.Close()
+	}
+	wg.Wait()
+}
