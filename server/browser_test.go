@@ -262,6 +262,19 @@ func (b *browserLab) shot(name string) {
 	}
 }
 
+// shotOf saves a screenshot of the element sel finds as artifacts/<name>.png.
+func (b *browserLab) shotOf(sel, name string) {
+	b.t.Helper()
+	png, err := chromedp.Run(b.ctx, chromedp.Screenshot(chromedp.CSS(sel)))
+	if err != nil {
+		b.t.Logf("screenshot %s: %v", name, err)
+		return
+	}
+	if err := os.WriteFile(filepath.Join("..", "artifacts", name+".png"), png, 0o644); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
 // api sends one API request to the lab and decodes its 200 answer into v.
 func (b *browserLab) api(method, path, body string, v any) {
 	b.t.Helper()
@@ -287,9 +300,7 @@ func fig(p int) string {
 func TestBrowserPanel(t *testing.T) {
 	b := startBrowserLab(t, false)
 	b.open("/", true)
-	if n := eval[int](b, `document.querySelectorAll("#panel-brokers .broker-card").length`); n != 3 {
-		t.Fatalf("panel shows %d brokers, want 3", n)
-	}
+	b.poll(`document.querySelectorAll("#panel-brokers .broker-card").length === 3`, "three broker cards in the panel")
 	if n := eval[int](b, `document.querySelectorAll("#brokers tbody tr").length`); n != 3 {
 		t.Fatalf("server-rendered table has %d brokers, want 3", n)
 	}
@@ -312,6 +323,7 @@ func TestBrowserPanel(t *testing.T) {
 	}
 	b.poll(`document.querySelectorAll('`+lane(0, p0.Leader)+` g.rec.committed').length === 3`, "three committed records on the leader")
 	b.shot("1-produced-acks-all")
+	b.shotOf(fig(0), "1-produced-lanes")
 
 	// Crash the leader with its button: a new leader and a new leader epoch.
 	leader, epoch := p0.Leader, p0.LeaderEpoch
@@ -474,6 +486,7 @@ func TestBrowserTruncation(t *testing.T) {
 	ghost := lane(0, victim) + ` g.ghost[data-offset="` + strconv.FormatInt(off, 10) + `"]`
 	b.poll(`document.querySelector('`+ghost+`') !== null`, fmt.Sprintf("broker %d's truncated offset %d struck out in the panel", victim, off))
 	b.shot("7-truncation-panel")
+	b.shotOf(fig(0), "7-truncation-lanes")
 
 	// The timeline: just before the truncation, the record was still there.
 	steps := int(b.cl.Bus().LastSeq() - trunc.Seq + 1)
@@ -497,6 +510,7 @@ func TestBrowserTruncation(t *testing.T) {
 		t.Fatal("partition page lists no truncated record")
 	}
 	b.shot("9-truncation-partition-page")
+	b.shotOf("#server-lanes", "9-truncation-server-lanes")
 
 	// The segment explorer of the new leader walks a lookup of offset 1.
 	snap = b.cl.Snapshot()

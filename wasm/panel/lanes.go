@@ -17,7 +17,7 @@ const (
 	labelW = 170 // lane label column
 	cellW  = 34
 	cellH  = 30
-	ghostH = 16 // the row of truncated records under a lane
+	ghostH = 20 // the row of truncated records under a lane
 	laneH  = 14 + cellH + ghostH + 18
 	topPad = 16
 )
@@ -116,13 +116,13 @@ func RenderLanes(v *events.Snapshot, m Motion, c Catalog, topic string, partitio
 			if partition >= 0 && t.Partitions[pi].Partition != partition {
 				continue
 			}
-			renderPartition(&b, t.Name, &t.Partitions[pi], m, c)
+			renderPartition(&b, v, t.Name, &t.Partitions[pi], m, c)
 		}
 	}
 	return b.String()
 }
 
-func renderPartition(b *strings.Builder, topic string, p *events.Partition, m Motion, c Catalog) {
+func renderPartition(b *strings.Builder, v *events.Snapshot, topic string, p *events.Partition, m Motion, c Catalog) {
 	pk := partKey{topic, p.Partition}
 	lo, hi := window(p)
 	hw := partitionHW(p)
@@ -143,7 +143,11 @@ func renderPartition(b *strings.Builder, topic string, p *events.Partition, m Mo
 	laneY := map[int32]int64{}
 	for ri := range p.ReplicaLogs {
 		laneY[p.ReplicaLogs[ri].Broker] = y
-		renderLane(b, topic, p, &p.ReplicaLogs[ri], y, lo, hi, hw, m, c)
+		state := events.BrokerUp
+		if br := v.Broker(p.ReplicaLogs[ri].Broker); br != nil {
+			state = br.State
+		}
+		renderLane(b, topic, p, &p.ReplicaLogs[ri], state, y, lo, hi, hw, m, c)
 		y += laneH
 	}
 	// Fetches: an arrow from the leader's lane to the follower's, at the
@@ -168,7 +172,7 @@ func renderPartition(b *strings.Builder, topic string, p *events.Partition, m Mo
 
 func xOf(offset, lo int64) int64 { return labelW + (offset-lo)*cellW }
 
-func renderLane(b *strings.Builder, topic string, p *events.Partition, r *events.Replica, y, lo, hi, hw int64, m Motion, c Catalog) {
+func renderLane(b *strings.Builder, topic string, p *events.Partition, r *events.Replica, state events.BrokerState, y, lo, hi, hw int64, m Motion, c Catalog) {
 	k := replicaKey{partKey{topic, p.Partition}, r.Broker}
 	cls := "replica lane"
 	leader := r.Broker == p.Leader
@@ -178,6 +182,9 @@ func renderLane(b *strings.Builder, topic string, p *events.Partition, r *events
 	}
 	if !inSync {
 		cls += " osr"
+	}
+	if state != events.BrokerUp {
+		cls += " down"
 	}
 	b.WriteString(`<g class="` + cls + `" data-topic="` + esc(topic) + `" data-partition="` + itoa(p.Partition) + `" data-broker="` + itoa(r.Broker) +
 		`" data-leo="` + i64(r.LEO) + `" data-hw="` + i64(r.HW) + `" transform="translate(0,` + i64(y) + `)">`)
@@ -193,6 +200,9 @@ func renderLane(b *strings.Builder, topic string, p *events.Partition, r *events
 		badge, badgeCls = "OSR", "osr-badge"
 	}
 	b.WriteString(`<text class="` + badgeCls + `" x="110" y="` + i64(14+12) + `">` + badge + `</text>`)
+	if state != events.BrokerUp {
+		b.WriteString(`<text class="state-word" x="4" y="` + i64(14+cellH+14) + `">` + glyph(state) + ` ` + esc(c.T("panel.state."+string(state))) + `</text>`)
+	}
 	b.WriteString(`<text class="lane-nums" x="4" y="` + i64(14+cellH-2) + `">LEO ` + i64(r.LEO) + ` · HW ` + i64(r.HW) + `</text>`)
 	// Empty slots first: the grid of offsets, records drawn over it.
 	for o := lo; o <= hi; o++ {
@@ -243,7 +253,7 @@ func renderLane(b *strings.Builder, topic string, p *events.Partition, r *events
 		x := xOf(o, lo)
 		b.WriteString(`<g class="` + gc + `" data-offset="` + i64(o) + `"><title>` + esc(c.T("panel.lane.rec", t.Offset, t.LeaderEpoch, c.T("panel.lane.truncated"))) + `</title>`)
 		b.WriteString(`<rect x="` + i64(x+3) + `" y="` + i64(gy) + `" width="` + i64(cellW-6) + `" height="` + i64(ghostH-2) + `" rx="2"/>`)
-		b.WriteString(`<text x="` + i64(x+cellW/2) + `" y="` + i64(gy+ghostH-5) + `">` + i64(o) + `/e` + itoa(t.LeaderEpoch) + `</text>`)
+		b.WriteString(`<text x="` + i64(x+cellW/2) + `" y="` + i64(gy+ghostH-6) + `">` + i64(o) + `/e` + itoa(t.LeaderEpoch) + `</text>`)
 		b.WriteString(`<line x1="` + i64(x+2) + `" y1="` + i64(gy+ghostH/2) + `" x2="` + i64(x+cellW-2) + `" y2="` + i64(gy+ghostH/2-1) + `"/></g>`)
 	}
 	// Markers: HW solid with its label above, LEO dashed with its label below.

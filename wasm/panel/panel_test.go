@@ -172,7 +172,7 @@ func TestRenderLanes(t *testing.T) {
 	out := RenderLanes(snap, Motion{}, en, "", -1)
 	for _, want := range []string{
 		`<g class="replica lane leader" data-topic="demo" data-partition="0" data-broker="1" data-leo="3" data-hw="2"`,
-		`<g class="replica lane osr" data-topic="demo" data-partition="0" data-broker="2" data-leo="2" data-hw="2"`,
+		`<g class="replica lane osr down" data-topic="demo" data-partition="0" data-broker="2" data-leo="2" data-hw="2"`, "✕ crashed",
 		`<g class="rec ep0 committed" data-offset="1">`,
 		`<g class="rec ep1 uncommitted" data-offset="2">`,
 		`<g class="ghost" data-offset="2">`, "2/e0",
