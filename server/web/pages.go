@@ -100,7 +100,7 @@ func (s *Server) segmentsPage(c echo.Context) error {
 			d.LookupError = i18n.T(lang, "ui.lookup.bad", truncate(d.Offset, 40))
 		} else if lk, err := lookupView(id, l, off); err != nil {
 			e := toError(err)
-			d.LookupError = e.Code + ": " + e.Message
+			d.LookupError = errText(e.Code, e.Message)
 		} else {
 			d.Lookup = &lk
 		}
@@ -170,7 +170,7 @@ func (s *Server) runAction(c echo.Context, lang i18n.Lang) ActionResult {
 	call, err := formCall(action, f.Get)
 	if err != nil {
 		e := toError(err)
-		return ActionResult{Text: e.Code + ": " + e.Message, Status: e.Status}
+		return ActionResult{Text: errText(e.Code, e.Message), Status: e.Status}
 	}
 	status, body := s.callAPI(c.Request().Context(), call)
 	if status/100 != 2 {
@@ -178,9 +178,18 @@ func (s *Server) runAction(c echo.Context, lang i18n.Lang) ActionResult {
 			Error struct{ Code, Message string }
 		}
 		json.Unmarshal(body, &eb)
-		return ActionResult{Text: eb.Error.Code + ": " + eb.Error.Message, Status: status}
+		return ActionResult{Text: errText(eb.Error.Code, eb.Error.Message), Status: status}
 	}
 	return ActionResult{OK: true, Text: doneText(lang, action, f.Get, body), Status: status}
+}
+
+// errText shows an error as "CODE: message", once even when the message
+// already starts with its code.
+func errText(code, msg string) string {
+	if strings.HasPrefix(msg, code) {
+		return msg
+	}
+	return code + ": " + msg
 }
 
 // formCall turns a control form into its API request.
