@@ -138,9 +138,11 @@ func TestBrowserLessons(t *testing.T) {
 			}
 			// Step 1 has no prediction: Next runs it.
 			click("#next", at(1))
-			if got := attr(`#lanes tr[data-broker="1"]`, "data-leo"); got != "1" {
+			if got := attr(`#run-lanes tr[data-broker="1"]`, "data-leo"); got != "1" {
 				t.Fatalf("broker 1's LEO %s after producing m1", got)
 			}
+			// The live panel follows the run's own cluster, not the main one.
+			poll(`document.querySelector('#panel[data-status="live"] [data-topic="lab"][data-broker="1"][data-leo="1"]') !== null`)
 			// Step 2 asks for a prediction: pick "nothing" and run.
 			if err := chromedp.Do(bctx, chromedp.Click(chromedp.CSS(`#predict input[value="nothing"]`))); err != nil {
 				t.Fatal(err)
@@ -160,7 +162,7 @@ func TestBrowserLessons(t *testing.T) {
 			if js(`String(document.querySelector('#recorded') !== null)`) != "true" {
 				t.Fatal("Back does not say it shows a recorded state")
 			}
-			if got := attr(`#lanes tr[data-broker="1"]`, "data-hw"); got != "0" {
+			if got := attr(`#run-lanes tr[data-broker="1"]`, "data-hw"); got != "0" {
 				t.Fatalf("after Back broker 1's HW %s, want 0", got)
 			}
 			// Next moves forward through the recorded state without asking again.

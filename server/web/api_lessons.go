@@ -248,9 +248,13 @@ func (s *Server) wsLab(c echo.Context) (Lab, error) {
 	if id == "" {
 		return s.opts.Lab, nil
 	}
-	r, err := s.run(c)
+	svc, err := s.lessonService()
 	if err != nil {
 		return nil, err
+	}
+	r, err := svc.Get(id) // a query parameter here, not the path's :run
+	if err != nil {
+		return nil, lessonError(err)
 	}
 	return r, nil
 }

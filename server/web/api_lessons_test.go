@@ -112,7 +112,7 @@ func TestLessonAPI(t *testing.T) {
 		t.Fatalf("get: %d", st.Cursor)
 	}
 	// The page renders the run.
-	if rec := send(t, h, "GET", "/lessons/runs/"+st.ID, ""); rec.Code != 200 || !strings.Contains(rec.Body.String(), `id="lanes"`) {
+	if rec := send(t, h, "GET", "/lessons/runs/"+st.ID, ""); rec.Code != 200 || !strings.Contains(rec.Body.String(), `id="run-lanes"`) {
 		t.Fatalf("run page: %d", rec.Code)
 	}
 	if rec := send(t, h, "DELETE", run, ""); rec.Code != 204 {
