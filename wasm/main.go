@@ -55,6 +55,25 @@ type app struct {
 	topic       string            // #panel's data-topic: show only this topic ("" all)
 	partition   int32             // #panel's data-partition: only this partition (-1 all)
 	funcs       []js.Func         // kept alive for the page's lifetime
+	laneShape   string            // the shapes of the figures in #lanes, in order
+	figs        []figDOM          // #lanes' figures as last rendered
+}
+
+// figDOM is a figure of #lanes as last rendered: its elements and the parts
+// they show, so a frame writes only the parts that changed. Replacing the
+// whole SVG every frame made Chromium re-parse, restyle and lay out every
+// record's text, which cost more than the frame.
+type figDOM struct {
+	el, caption, arrows js.Value
+	part                panel.Figure
+	lanes               []laneDOM
+}
+
+type laneDOM struct {
+	el, head, cells, marks js.Value
+	part                   panel.Lane
+	cellEls                map[string]js.Value // by Cell.Key
+	cellParts              map[string]panel.Cell
 }
 
 func main() {
@@ -306,7 +325,7 @@ func (a *app) render() {
 		}
 	}
 	a.setHTML("panel-brokers", panel.RenderBrokers(view, a.cat))
-	a.setHTML("lanes", panel.RenderLanes(view, motion, a.cat, a.topic, a.partition))
+	a.renderLanes(panel.LaneFigures(view, motion, a.cat, a.topic, a.partition))
 	var cursor uint64
 	if !s.Following {
 		cursor = view.Seq
@@ -350,6 +369,142 @@ func (a *app) render() {
 		a.renderLog = append(a.renderLog, []any{float64(s.Snap.Seq), t1, t1 - t0, a.handleMs})
 	}
 	a.handleMs = 0
+}
+
+// renderLanes shows figs in #lanes. While the figures keep their shape it
+// updates the changed attributes and parts in place, and keeps each cell
+// (record or truncated record) as long as it is in the window: a cell that
+// only moves gets a new transform, so only cells that are new or changed
+// are parsed and laid out.
+func (a *app) renderLanes(figs []panel.Figure) {
+	root := a.el("lanes")
+	if root.IsNull() {
+		return
+	}
+	var shape strings.Builder
+	for i := range figs {
+		shape.WriteString(figs[i].Key + "\x01" + figs[i].Shape + "\x02")
+	}
+	if shape.String() != a.laneShape {
+		var b strings.Builder
+		for i := range figs {
+			b.WriteString(figs[i].HTML())
+		}
+		root.Set("innerHTML", b.String())
+		a.laneShape = shape.String()
+		a.bindLanes(root, figs)
+		return
+	}
+	for i := range figs {
+		f, d := &figs[i], &a.figs[i]
+		setAttrs(d.el, d.part.Attrs, f.Attrs)
+		if f.Caption != d.part.Caption {
+			d.caption.Set("innerHTML", f.Caption)
+		}
+		if f.Arrows != d.part.Arrows {
+			d.arrows.Set("innerHTML", f.Arrows)
+		}
+		for j := range f.Lanes {
+			a.updateLane(&d.lanes[j], &f.Lanes[j])
+		}
+		d.part = *f
+		d.part.Lanes = nil
+	}
+}
+
+// bindLanes finds the elements of the figures #lanes was just set to.
+func (a *app) bindLanes(root js.Value, figs []panel.Figure) {
+	a.figs = make([]figDOM, len(figs))
+	fe := root.Get("children")
+	for i := range figs {
+		f := &figs[i]
+		el := fe.Index(i)
+		svg := el.Get("lastElementChild")
+		d := figDOM{el: el, caption: el.Get("firstElementChild"), arrows: svg.Get("lastElementChild"), part: *f}
+		d.part.Lanes = nil
+		le := svg.Get("children")
+		for j := range f.Lanes {
+			l := &f.Lanes[j]
+			g := le.Index(j)
+			parts := g.Get("children")
+			ld := laneDOM{el: g, head: parts.Index(0), cells: parts.Index(1), marks: parts.Index(2), part: *l,
+				cellEls: make(map[string]js.Value, len(l.Cells)), cellParts: make(map[string]panel.Cell, len(l.Cells))}
+			ld.part.Cells = nil
+			ce := ld.cells.Get("children")
+			for k, c := range l.Cells {
+				ld.cellEls[c.Key] = ce.Index(k)
+				ld.cellParts[c.Key] = c
+			}
+			d.lanes = append(d.lanes, ld)
+		}
+		a.figs[i] = d
+	}
+}
+
+func (a *app) updateLane(d *laneDOM, l *panel.Lane) {
+	setAttrs(d.el, d.part.Attrs, l.Attrs)
+	if l.Head != d.part.Head {
+		d.head.Set("innerHTML", l.Head)
+	}
+	if l.Marks != d.part.Marks {
+		d.marks.Set("innerHTML", l.Marks)
+	}
+	if l.CellsAt != d.part.CellsAt {
+		d.cells.Call("setAttribute", "transform", l.CellsAt)
+	}
+	d.part = *l
+	d.part.Cells = nil
+	// Cells: keep, move or change those still shown; add the new ones in
+	// one parse; remove the rest.
+	var added strings.Builder
+	var addedKeys []string
+	seen := make(map[string]bool, len(l.Cells))
+	for _, c := range l.Cells {
+		seen[c.Key] = true
+		old, ok := d.cellParts[c.Key]
+		if !ok || old.Inner != c.Inner {
+			if ok {
+				d.cellEls[c.Key].Call("remove")
+			}
+			added.WriteString(c.HTML())
+			addedKeys = append(addedKeys, c.Key)
+			d.cellParts[c.Key] = c
+			continue
+		}
+		el := d.cellEls[c.Key]
+		if old.Class != c.Class {
+			el.Call("setAttribute", "class", c.Class)
+		}
+		if old.X != c.X {
+			el.Call("setAttribute", "transform", c.Transform())
+		}
+		d.cellParts[c.Key] = c
+	}
+	for k, el := range d.cellEls {
+		if !seen[k] {
+			el.Call("remove")
+			delete(d.cellEls, k)
+			delete(d.cellParts, k)
+		}
+	}
+	if len(addedKeys) > 0 {
+		d.cells.Call("insertAdjacentHTML", "beforeend", added.String())
+		ce := d.cells.Get("children")
+		n := ce.Get("length").Int()
+		for i, k := range addedKeys {
+			d.cellEls[k] = ce.Index(n - len(addedKeys) + i)
+		}
+	}
+}
+
+// setAttrs sets the attributes of el that differ from old (same names, in
+// the same order: the shape of the element is unchanged).
+func setAttrs(el js.Value, old, attrs []panel.Attr) {
+	for i, at := range attrs {
+		if i >= len(old) || old[i] != at {
+			el.Call("setAttribute", at.Name, at.Value)
+		}
+	}
 }
 
 // setHTML replaces the content of element id unless it is already html.

@@ -96,6 +96,87 @@ func window(p *events.Partition) (lo, hi int64) {
 	return lo, lo + LaneCells - 1
 }
 
+// Attr is one attribute of an element: name and (unescaped) value.
+type Attr struct{ Name, Value string }
+
+// Figure is one partition's figure in parts, so the page can update only
+// what changed between frames instead of re-parsing the whole SVG: its
+// attributes, its caption's markup, its lanes and its fetch arrows.
+// Shape says how the figure is built (its SVG element, its lanes' keys):
+// while Shape stays the same, the parts are updated in place.
+type Figure struct {
+	Key     string // topic and partition
+	Shape   string
+	Attrs   []Attr
+	Caption string // inner markup of the figcaption
+	Lanes   []Lane
+	Arrows  string // inner markup of the fetch arrows' group
+}
+
+// Lane is one replica's lane: its attributes, its head (labels, numbers
+// and empty slots), its cells and its markers; head and markers are drawn
+// for the window shown.
+type Lane struct {
+	Key   string // broker id
+	Attrs []Attr
+	Head  string // inner markup of g.lane-head
+	Cells []Cell // records and truncated records, by offset
+	// CellsAt is the transform of g.cells: the window slides by moving the
+	// group, so cells that stay keep their layout.
+	CellsAt string
+	Marks   string // inner markup of g.marks: the HW and LEO markers, over the cells
+}
+
+// Cell is one record (Key "r"+offset) or truncated record ("t"+offset) of
+// a lane: a group of class Class holding Inner, placed at X. Inner does
+// not depend on the window shown, so a cell that only moves keeps its
+// element and gets a new transform.
+type Cell struct {
+	Key    string
+	Class  string
+	Offset int64
+	X      int64
+	Inner  string
+}
+
+// HTML returns the cell's markup.
+func (c *Cell) HTML() string {
+	return `<g class="` + esc(c.Class) + `" data-offset="` + i64(c.Offset) + `" transform="` + c.Transform() + `">` + c.Inner + `</g>`
+}
+
+// Transform returns the cell's transform attribute.
+func (c *Cell) Transform() string { return "translate(" + i64(c.X) + ",0)" }
+
+// HTML returns the lane's markup.
+func (l *Lane) HTML() string {
+	var b strings.Builder
+	b.WriteString(`<g` + attrs(l.Attrs) + `><g class="lane-head">` + l.Head + `</g><g class="cells" transform="` + l.CellsAt + `">`)
+	for i := range l.Cells {
+		b.WriteString(l.Cells[i].HTML())
+	}
+	b.WriteString(`</g><g class="marks">` + l.Marks + `</g></g>`)
+	return b.String()
+}
+
+// HTML returns the figure's markup.
+func (f *Figure) HTML() string {
+	var b strings.Builder
+	b.WriteString(`<figure` + attrs(f.Attrs) + `><figcaption>` + f.Caption + `</figcaption>` + f.Shape)
+	for i := range f.Lanes {
+		b.WriteString(f.Lanes[i].HTML())
+	}
+	b.WriteString(`<g class="arrows">` + f.Arrows + `</g></svg></figure>`)
+	return b.String()
+}
+
+func attrs(as []Attr) string {
+	var b strings.Builder
+	for _, a := range as {
+		b.WriteString(` ` + a.Name + `="` + esc(a.Value) + `"`)
+	}
+	return b.String()
+}
+
 // RenderLanes returns one figure per partition of v: a caption (leader,
 // leader epoch, ISR, HW) and an SVG with one lane per replica. Records are
 // blocks at their offset with the offset and leader epoch written in them;
@@ -107,6 +188,15 @@ func window(p *events.Partition) (lo, hi int64) {
 // only that topic, and partition >= 0 only that partition of it.
 func RenderLanes(v *events.Snapshot, m Motion, c Catalog, topic string, partition int32) string {
 	var b strings.Builder
+	for _, f := range LaneFigures(v, m, c, topic, partition) {
+		b.WriteString(f.HTML())
+	}
+	return b.String()
+}
+
+// LaneFigures returns what RenderLanes draws, in parts.
+func LaneFigures(v *events.Snapshot, m Motion, c Catalog, topic string, partition int32) []Figure {
+	var out []Figure
 	for ti := range v.Topics {
 		t := &v.Topics[ti]
 		if topic != "" && t.Name != topic {
@@ -116,13 +206,13 @@ func RenderLanes(v *events.Snapshot, m Motion, c Catalog, topic string, partitio
 			if partition >= 0 && t.Partitions[pi].Partition != partition {
 				continue
 			}
-			renderPartition(&b, v, t.Name, &t.Partitions[pi], m, c)
+			out = append(out, figure(v, t.Name, &t.Partitions[pi], m, c))
 		}
 	}
-	return b.String()
+	return out
 }
 
-func renderPartition(b *strings.Builder, v *events.Snapshot, topic string, p *events.Partition, m Motion, c Catalog) {
+func figure(v *events.Snapshot, topic string, p *events.Partition, m Motion, c Catalog) Figure {
 	pk := partKey{topic, p.Partition}
 	lo, hi := window(p)
 	hw := partitionHW(p)
@@ -131,14 +221,15 @@ func renderPartition(b *strings.Builder, v *events.Snapshot, topic string, p *ev
 	if m.elected[pk] {
 		figCls += " elected"
 	}
-	b.WriteString(`<figure class="` + figCls + `" data-topic="` + esc(topic) + `" data-partition="` + itoa(p.Partition) +
-		`" data-leader="` + itoa(p.Leader) + `" data-epoch="` + itoa(p.LeaderEpoch) + `" data-hw="` + i64(hw) + `" data-isr="` + esc(ids(p.ISR)) + `">`)
-	b.WriteString(`<figcaption><a href="/topics/` + esc(topic) + `/partitions/` + itoa(p.Partition) + `" title="` + esc(c.T("panel.open")) + `"><strong>` + esc(name) + `</strong></a> · <span class="meta">` +
-		esc(c.T("panel.lane.meta", brokerName(p.Leader, c), p.LeaderEpoch, ids(p.ISR), hw)) + `</span></figcaption>`)
+	f := Figure{Key: topic + "\x00" + itoa(p.Partition)}
+	f.Attrs = []Attr{{"class", figCls}, {"data-topic", topic}, {"data-partition", itoa(p.Partition)},
+		{"data-leader", itoa(p.Leader)}, {"data-epoch", itoa(p.LeaderEpoch)}, {"data-hw", i64(hw)}, {"data-isr", ids(p.ISR)}}
+	f.Caption = `<a href="/topics/` + esc(topic) + `/partitions/` + itoa(p.Partition) + `" title="` + esc(c.T("panel.open")) + `"><strong>` + esc(name) + `</strong></a> · <span class="meta">` +
+		esc(c.T("panel.lane.meta", brokerName(p.Leader, c), p.LeaderEpoch, ids(p.ISR), hw)) + `</span>`
 	width := labelW + (hi-lo+1)*cellW + 10
 	height := topPad + int64(len(p.ReplicaLogs))*laneH
-	b.WriteString(`<svg class="lanes-svg" viewBox="0 0 ` + i64(width) + ` ` + i64(height) + `" width="` + i64(width) + `" height="` + i64(height) +
-		`" role="group" aria-label="` + esc(name) + `">`)
+	f.Shape = `<svg class="lanes-svg" viewBox="0 0 ` + i64(width) + ` ` + i64(height) + `" width="` + i64(width) + `" height="` + i64(height) +
+		`" role="group" aria-label="` + esc(name) + `">`
 	y := int64(topPad)
 	laneY := map[int32]int64{}
 	for ri := range p.ReplicaLogs {
@@ -147,12 +238,14 @@ func renderPartition(b *strings.Builder, v *events.Snapshot, topic string, p *ev
 		if br := v.Broker(p.ReplicaLogs[ri].Broker); br != nil {
 			state = br.State
 		}
-		renderLane(b, topic, p, &p.ReplicaLogs[ri], state, y, lo, hi, hw, m, c)
+		f.Lanes = append(f.Lanes, lane(topic, p, &p.ReplicaLogs[ri], state, y, lo, hi, hw, m, c))
+		f.Shape += "|" + itoa(p.ReplicaLogs[ri].Broker) // lanes are keyed by broker, in this order
 		y += laneH
 	}
 	// Fetches: an arrow from the leader's lane to the follower's, at the
 	// offset fetched from.
 	if ly, ok := laneY[p.Leader]; ok {
+		var b strings.Builder
 		for _, r := range p.ReplicaLogs {
 			off, ok := m.fetched[replicaKey{pk, r.Broker}]
 			if !ok || r.Broker == p.Leader {
@@ -166,13 +259,14 @@ func renderPartition(b *strings.Builder, v *events.Snapshot, topic string, p *ev
 			}
 			b.WriteString(`<line class="fetch-arrow" x1="` + i64(x) + `" y1="` + i64(y1) + `" x2="` + i64(x) + `" y2="` + i64(y2) + `" data-broker="` + itoa(r.Broker) + `"/>`)
 		}
+		f.Arrows = b.String()
 	}
-	b.WriteString(`</svg></figure>`)
+	return f
 }
 
 func xOf(offset, lo int64) int64 { return labelW + (offset-lo)*cellW }
 
-func renderLane(b *strings.Builder, topic string, p *events.Partition, r *events.Replica, state events.BrokerState, y, lo, hi, hw int64, m Motion, c Catalog) {
+func lane(topic string, p *events.Partition, r *events.Replica, state events.BrokerState, y, lo, hi, hw int64, m Motion, c Catalog) Lane {
 	k := replicaKey{partKey{topic, p.Partition}, r.Broker}
 	cls := "replica lane"
 	leader := r.Broker == p.Leader
@@ -186,8 +280,13 @@ func renderLane(b *strings.Builder, topic string, p *events.Partition, r *events
 	if state != events.BrokerUp {
 		cls += " down"
 	}
-	b.WriteString(`<g class="` + cls + `" data-topic="` + esc(topic) + `" data-partition="` + itoa(p.Partition) + `" data-broker="` + itoa(r.Broker) +
-		`" data-leo="` + i64(r.LEO) + `" data-hw="` + i64(r.HW) + `" transform="translate(0,` + i64(y) + `)">`)
+	// Cells sit at their offset from base, which moves only every 1024
+	// offsets (coordinates stay small enough for float precision).
+	base := lo &^ 1023
+	l := Lane{Key: itoa(r.Broker), CellsAt: "translate(" + i64(xOf(base, lo)) + ",0)"}
+	l.Attrs = []Attr{{"class", cls}, {"data-topic", topic}, {"data-partition", itoa(p.Partition)}, {"data-broker", itoa(r.Broker)},
+		{"data-leo", i64(r.LEO)}, {"data-hw", i64(r.HW)}, {"transform", "translate(0," + i64(y) + ")"}}
+	var b strings.Builder
 	b.WriteString(`<title>` + esc(c.T("panel.lane.label", r.Broker, r.LEO, r.HW)) + `</title>`)
 	// Label: broker, leader star, ISR/OSR (words, not colour alone), numbers.
 	label := c.T("panel.broker", r.Broker)
@@ -204,19 +303,33 @@ func renderLane(b *strings.Builder, topic string, p *events.Partition, r *events
 		b.WriteString(`<text class="state-word" x="4" y="` + i64(14+cellH+14) + `">` + glyph(state) + ` ` + esc(c.T("panel.state."+string(state))) + `</text>`)
 	}
 	b.WriteString(`<text class="lane-nums" x="4" y="` + i64(14+cellH-2) + `">LEO ` + i64(r.LEO) + ` · HW ` + i64(r.HW) + `</text>`)
-	// Empty slots first: the grid of offsets, records drawn over it.
-	for o := lo; o <= hi; o++ {
-		if o >= r.LEO {
-			b.WriteString(`<rect class="slot" x="` + i64(xOf(o, lo)+1) + `" y="14" width="` + i64(cellW-2) + `" height="` + i64(cellH) + `" rx="3"/>`)
-		}
+	// Empty slots: the grid of offsets not yet written, records drawn in
+	// the cells.
+	for o := max(lo, r.LEO); o <= hi; o++ {
+		b.WriteString(`<rect class="slot" x="` + i64(xOf(o, lo)+1) + `" y="14" width="` + i64(cellW-2) + `" height="` + i64(cellH) + `" rx="3"/>`)
 	}
+	l.Head = b.String()
+	b.Reset()
+	// Markers: HW solid with its label above, LEO dashed with its label below.
+	if r.HW >= lo && r.HW <= hi+1 {
+		x := xOf(r.HW, lo)
+		mc := "marker hw"
+		if m.hwMoved[k] {
+			mc += " moved"
+		}
+		b.WriteString(`<g class="` + mc + `"><line x1="` + i64(x) + `" y1="8" x2="` + i64(x) + `" y2="` + i64(14+cellH+2) + `"/><text x="` + i64(x+2) + `" y="10">HW</text></g>`)
+	}
+	if r.LEO >= lo && r.LEO <= hi+1 {
+		x := xOf(r.LEO, lo)
+		b.WriteString(`<g class="marker leo"><line x1="` + i64(x) + `" y1="12" x2="` + i64(x) + `" y2="` + i64(14+cellH+ghostH+2) + `"/><text x="` + i64(x+2) + `" y="` + i64(14+cellH+ghostH+12) + `">LEO</text></g>`)
+	}
+	l.Marks = b.String()
 	// Records.
 	newFrom, appended := m.appended[k]
 	for _, rec := range r.Records {
 		if rec.Offset < lo || rec.Offset > hi {
 			continue
 		}
-		x := xOf(rec.Offset, lo)
 		rc := "rec ep" + strconv.Itoa(int(abs32(rec.LeaderEpoch)%8))
 		state := c.T("panel.lane.committed")
 		if rec.Offset < hw {
@@ -228,10 +341,11 @@ func renderLane(b *strings.Builder, topic string, p *events.Partition, r *events
 		if appended && rec.Offset >= newFrom {
 			rc += " new"
 		}
-		b.WriteString(`<g class="` + rc + `" data-offset="` + i64(rec.Offset) + `"><title>` + esc(c.T("panel.lane.rec", rec.Offset, rec.LeaderEpoch, state)) + `</title>`)
-		b.WriteString(`<rect x="` + i64(x+1) + `" y="14" width="` + i64(cellW-2) + `" height="` + i64(cellH) + `" rx="3"/>`)
-		b.WriteString(`<text class="off" x="` + i64(x+cellW/2) + `" y="` + i64(14+12) + `">` + i64(rec.Offset) + `</text>`)
-		b.WriteString(`<text class="ep" x="` + i64(x+cellW/2) + `" y="` + i64(14+cellH-4) + `">e` + itoa(rec.LeaderEpoch) + `</text></g>`)
+		l.Cells = append(l.Cells, Cell{Key: "r" + i64(rec.Offset), Class: rc, Offset: rec.Offset, X: (rec.Offset - base) * cellW,
+			Inner: `<title>` + esc(c.T("panel.lane.rec", rec.Offset, rec.LeaderEpoch, state)) + `</title>` +
+				`<rect x="1" y="14" width="` + i64(cellW-2) + `" height="` + i64(cellH) + `" rx="3"/>` +
+				`<text class="off" x="` + i64(cellW/2) + `" y="` + i64(14+12) + `">` + i64(rec.Offset) + `</text>` +
+				`<text class="ep" x="` + i64(cellW/2) + `" y="` + i64(14+cellH-4) + `">e` + itoa(rec.LeaderEpoch) + `</text>`})
 	}
 	// Truncated records, struck out at the offsets they had (the newest per offset).
 	ghost := map[int64]events.TruncatedRecord{}
@@ -250,26 +364,13 @@ func renderLane(b *strings.Builder, topic string, p *events.Partition, r *events
 		if m.truncated[k] {
 			gc += " new"
 		}
-		x := xOf(o, lo)
-		b.WriteString(`<g class="` + gc + `" data-offset="` + i64(o) + `"><title>` + esc(c.T("panel.lane.rec", t.Offset, t.LeaderEpoch, c.T("panel.lane.truncated"))) + `</title>`)
-		b.WriteString(`<rect x="` + i64(x+3) + `" y="` + i64(gy) + `" width="` + i64(cellW-6) + `" height="` + i64(ghostH-2) + `" rx="2"/>`)
-		b.WriteString(`<text x="` + i64(x+cellW/2) + `" y="` + i64(gy+ghostH-6) + `">` + i64(o) + `/e` + itoa(t.LeaderEpoch) + `</text>`)
-		b.WriteString(`<line x1="` + i64(x+2) + `" y1="` + i64(gy+ghostH/2) + `" x2="` + i64(x+cellW-2) + `" y2="` + i64(gy+ghostH/2-1) + `"/></g>`)
+		l.Cells = append(l.Cells, Cell{Key: "t" + i64(o), Class: gc, Offset: o, X: (o - base) * cellW,
+			Inner: `<title>` + esc(c.T("panel.lane.rec", t.Offset, t.LeaderEpoch, c.T("panel.lane.truncated"))) + `</title>` +
+				`<rect x="3" y="` + i64(gy) + `" width="` + i64(cellW-6) + `" height="` + i64(ghostH-2) + `" rx="2"/>` +
+				`<text x="` + i64(cellW/2) + `" y="` + i64(gy+ghostH-6) + `">` + i64(o) + `/e` + itoa(t.LeaderEpoch) + `</text>` +
+				`<line x1="2" y1="` + i64(gy+ghostH/2) + `" x2="` + i64(cellW-2) + `" y2="` + i64(gy+ghostH/2-1) + `"/>`})
 	}
-	// Markers: HW solid with its label above, LEO dashed with its label below.
-	if r.HW >= lo && r.HW <= hi+1 {
-		x := xOf(r.HW, lo)
-		mc := "marker hw"
-		if m.hwMoved[k] {
-			mc += " moved"
-		}
-		b.WriteString(`<g class="` + mc + `"><line x1="` + i64(x) + `" y1="8" x2="` + i64(x) + `" y2="` + i64(14+cellH+2) + `"/><text x="` + i64(x+2) + `" y="10">HW</text></g>`)
-	}
-	if r.LEO >= lo && r.LEO <= hi+1 {
-		x := xOf(r.LEO, lo)
-		b.WriteString(`<g class="marker leo"><line x1="` + i64(x) + `" y1="12" x2="` + i64(x) + `" y2="` + i64(14+cellH+ghostH+2) + `"/><text x="` + i64(x+2) + `" y="` + i64(14+cellH+ghostH+12) + `">LEO</text></g>`)
-	}
-	b.WriteString(`</g>`)
+	return l
 }
 
 func abs32(v int32) int32 {

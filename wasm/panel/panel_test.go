@@ -173,9 +173,9 @@ func TestRenderLanes(t *testing.T) {
 	for _, want := range []string{
 		`<g class="replica lane leader" data-topic="demo" data-partition="0" data-broker="1" data-leo="3" data-hw="2"`,
 		`<g class="replica lane osr down" data-topic="demo" data-partition="0" data-broker="2" data-leo="2" data-hw="2"`, "✕ crashed",
-		`<g class="rec ep0 committed" data-offset="1">`,
-		`<g class="rec ep1 uncommitted" data-offset="2">`,
-		`<g class="ghost" data-offset="2">`, "2/e0",
+		`<g class="rec ep0 committed" data-offset="1`,
+		`<g class="rec ep1 uncommitted" data-offset="2`,
+		`<g class="ghost" data-offset="2`, "2/e0",
 		`class="marker hw"`, `class="marker leo"`, "OSR", "broker 1 ★",
 		`data-leader="1" data-epoch="1" data-hw="2"`,
 	} {
@@ -197,7 +197,7 @@ func TestRenderLanes(t *testing.T) {
 		{Kind: events.KindElection, Topic: "demo", Leader: &events.Leadership{Leader: 1, LeaderEpoch: 1}},
 	})
 	out = RenderLanes(snap, m, en, "demo", 0)
-	for _, want := range []string{`<g class="rec ep1 uncommitted new" data-offset="2">`, `<g class="ghost new"`, `class="fetch-arrow"`, `class="marker hw moved"`, `class="lane-fig elected"`} {
+	for _, want := range []string{`<g class="rec ep1 uncommitted new" data-offset="2`, `<g class="ghost new"`, `class="fetch-arrow"`, `class="marker hw moved"`, `class="lane-fig elected"`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("animated lanes lack %q", want)
 		}
