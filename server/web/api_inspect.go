@@ -41,16 +41,8 @@ type RecordView = apiv1.RecordView
 type TruncationView = apiv1.TruncationView
 
 func (s *Server) getPartition(c echo.Context) error {
-	name, err := topicParam(c)
-	if err != nil {
-		return err
-	}
 	snap := s.opts.Lab.Snapshot()
-	t, err := snapTopic(&snap, name)
-	if err != nil {
-		return err
-	}
-	p, err := partitionParam(c, t)
+	name, p, err := pathPartition(c, &snap)
 	if err != nil {
 		return err
 	}

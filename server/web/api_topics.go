@@ -341,16 +341,8 @@ func (s *Server) consume(c echo.Context) error {
 	if s.cons == nil {
 		return notImplemented("consume")
 	}
-	name, err := topicParam(c)
-	if err != nil {
-		return err
-	}
 	snap := s.opts.Lab.Snapshot()
-	t, err := snapTopic(&snap, name)
-	if err != nil {
-		return err
-	}
-	p, err := partitionParam(c, t)
+	name, p, err := pathPartition(c, &snap)
 	if err != nil {
 		return err
 	}

@@ -65,16 +65,8 @@ func (s *Server) overview(c echo.Context) error {
 }
 
 func (s *Server) partitionPage(c echo.Context) error {
-	name, err := topicParam(c)
-	if err != nil {
-		return err
-	}
 	snap := s.opts.Lab.Snapshot()
-	t, err := snapTopic(&snap, name)
-	if err != nil {
-		return err
-	}
-	pt, err := partitionParam(c, t)
+	name, pt, err := pathPartition(c, &snap)
 	if err != nil {
 		return err
 	}

@@ -123,6 +123,24 @@ func topicParam(c echo.Context) (string, error) {
 	return name, nil
 }
 
+// pathPartition resolves the :topic and :partition path parameters against
+// snap: 400 for a bad name or number, 404 for an unknown topic or partition.
+func pathPartition(c echo.Context, snap *events.Snapshot) (string, *events.Partition, error) {
+	name, err := topicParam(c)
+	if err != nil {
+		return "", nil, err
+	}
+	t, err := snapTopic(snap, name)
+	if err != nil {
+		return "", nil, err
+	}
+	p, err := partitionParam(c, t)
+	if err != nil {
+		return "", nil, err
+	}
+	return name, p, nil
+}
+
 // snapTopic finds a topic in the snapshot (404 UNKNOWN_TOPIC_OR_PARTITION).
 func snapTopic(s *events.Snapshot, name string) (*events.Topic, error) {
 	if t := s.Topic(name); t != nil {
