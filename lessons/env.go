@@ -126,6 +126,20 @@ func (e *Env) ProduceAsync(topic, value string) (*Pending, error) {
 	return e.produceBytes(topic, value, storage.NewBatch([]storage.Record{{Value: []byte(value), Timestamp: e.c.Clock().Now().UnixMilli()}}))
 }
 
+// ProduceSettled produces value with acks=all, lets the followers fetch
+// until the replicas agree, and returns the offset the produce was
+// acknowledged at (or its error).
+func (e *Env) ProduceSettled(topic, value string) (int64, error) {
+	p, err := e.ProduceAsync(topic, value)
+	if err != nil {
+		return 0, err
+	}
+	if err := e.Settle(); err != nil {
+		return 0, err
+	}
+	return p.Wait()
+}
+
 func (e *Env) produceBytes(topic, value string, batch []byte) (*Pending, error) {
 	leader := e.Meta(topic).Leader
 	b := e.c.Broker(leader)

@@ -405,14 +405,7 @@ func init() {
 				Title:   T("Three in-sync replicas", "三个同步副本", "三個同步副本"),
 				Explain: T("m1 is written with acks=all and reaches all three replicas.", "以 acks=all 写入 m1，三个副本都收到了。", "以 acks=all 寫入 m1，三個副本都收到了。"),
 				Run: func(e *Env) error {
-					p, err := e.ProduceAsync(labTopic, "m1")
-					if err != nil {
-						return err
-					}
-					if err := e.Settle(); err != nil {
-						return err
-					}
-					off, err := p.Wait()
+					off, err := e.ProduceSettled(labTopic, "m1")
 					e.sayLanes(labTopic)
 					e.Check(T("m1 acknowledged by the ISR [1 2 3]", "m1 被 ISR [1 2 3] 确认", "m1 被 ISR [1 2 3] 確認"), err == nil && off == 0 && slices.Equal(e.Meta(labTopic).ISR, []int32{1, 2, 3}), "offset %d, %v", off, err)
 					return nil

@@ -243,14 +243,7 @@ func init() {
 				Title:   T("acks=all", "acks=all", "acks=all"),
 				Explain: T("all-1 is sent with acks=all; the followers fetch until the leader answers.", "以 acks=all 发送 all-1；follower 持续 fetch，直到 leader 应答。", "以 acks=all 發送 all-1；follower 持續 fetch，直到 leader 回應。"),
 				Run: func(e *Env) error {
-					p, err := e.ProduceAsync(labTopic, "all-1")
-					if err != nil {
-						return err
-					}
-					if err := e.Settle(); err != nil {
-						return err
-					}
-					off, err := p.Wait()
+					off, err := e.ProduceSettled(labTopic, "all-1")
 					e.Say(T("all-1 acknowledged at offset %d after every ISR member had it.", "所有 ISR 成员都拥有 all-1 后，它在 offset %d 得到确认。", "所有 ISR 成員都擁有 all-1 後，它在 offset %d 得到確認。").F(off))
 					e.Check(T("all-1 acknowledged", "all-1 已确认", "all-1 已確認"), err == nil && off == 0, "offset %d, %v", off, err)
 					return nil
@@ -345,14 +338,7 @@ func init() {
 				Title:   T("Both replicas have m1", "两个副本都有 m1", "兩個副本都有 m1"),
 				Explain: T("m1 is sent with acks=all, replicated to broker 2, and fsynced on broker 1.", "以 acks=all 发送 m1，复制到 broker 2，并在 broker 1 上 fsync。", "以 acks=all 發送 m1，複製到 broker 2，並在 broker 1 上 fsync。"),
 				Run: func(e *Env) error {
-					p, err := e.ProduceAsync(labTopic, "m1")
-					if err != nil {
-						return err
-					}
-					if err := e.Settle(); err != nil {
-						return err
-					}
-					off, err := p.Wait()
+					off, err := e.ProduceSettled(labTopic, "m1")
 					if err := e.Flush(1); err != nil {
 						return err
 					}
