@@ -149,19 +149,7 @@ func startBrowserLab(t testing.TB, paused bool) *browserLab {
 		}
 	})
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 1000),
-	)
+	opts := chromeOptions(t, chromium, 1280, 1000)
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
 	bctx, cancelBrowser := chromedp.NewContext(allocCtx)
 	t.Cleanup(func() { cancelBrowser(); cancelAlloc() })
@@ -550,4 +538,23 @@ func apiCall(t testing.TB, base, method, path, body string, v any) {
 			t.Fatalf("%s %s: %v: %s", method, path, err, b)
 		}
 	}
+}
+
+// chromeOptions are the flags every browser test starts headless Chromium
+// with, in a fresh profile: the machine's network is closed, so background
+// networking, QUIC, component updates and sync are off.
+func chromeOptions(t testing.TB, chromium string, width, height int) []chromedp.ExecAllocatorOption {
+	return append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromium),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(width, height),
+	)
 }

@@ -87,15 +87,6 @@ func offline(t events.Topic) (n int) {
 	return n
 }
 
-func contains(ids []int32, id int32) bool {
-	for _, x := range ids {
-		if x == id {
-			return true
-		}
-	}
-	return false
-}
-
 // epochClass picks one of eight colour classes for a leader epoch; the
 // epoch number is always printed next to it, so colour is never alone.
 func epochClass(epoch int32) string {
