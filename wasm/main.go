@@ -56,6 +56,8 @@ type app struct {
 	partition   int32             // #panel's data-partition: only this partition (-1 all)
 	funcs       []js.Func         // kept alive for the page's lifetime
 	laneShape   string            // the shapes of the figures in #lanes, in order
+	inbox       js.Value          // the current connection's queued messages (undefined: none)
+	listen      func()            // wakes Go at the connection's next message
 	figs        []figDOM          // #lanes' figures as last rendered
 }
 
@@ -70,10 +72,11 @@ type figDOM struct {
 }
 
 type laneDOM struct {
-	el, head, cells, marks js.Value
-	part                   panel.Lane
-	cellEls                map[string]js.Value // by Cell.Key
-	cellParts              map[string]panel.Cell
+	el, title, id, nums, slots, cells, marks js.Value
+	hw, leo                                  js.Value // the markers in marks (undefined when not shown)
+	part                                     panel.Lane
+	cellEls                                  map[string]js.Value // by Cell.Key
+	cellParts                                map[string]panel.Cell
 }
 
 func main() {
@@ -82,7 +85,7 @@ func main() {
 	if root.IsNull() {
 		return
 	}
-	a := &app{doc: doc, root: root, state: panel.NewState(), backoff: time.Second, cat: panel.Catalog{}, partition: -1}
+	a := &app{doc: doc, root: root, state: panel.NewState(), backoff: time.Second, cat: panel.Catalog{}, partition: -1, inbox: js.Undefined()}
 	if t := root.Get("dataset").Get("topic"); t.Type() == js.TypeString {
 		a.topic = t.String()
 		if p, err := strconv.Atoi(root.Get("dataset").Get("partition").String()); err == nil {
@@ -106,6 +109,14 @@ func main() {
 	a.setupPause()
 	a.setupTimeline()
 	a.setupForms()
+	// A hidden page gets no frames: handle what is queued, and each
+	// message as it comes until the page shows again.
+	a.on(doc, "visibilitychange", func(js.Value) {
+		if doc.Get("hidden").Bool() && a.listen != nil {
+			a.drain()
+			a.listen()
+		}
+	})
 	a.connect()
 	select {}
 }
@@ -246,27 +257,31 @@ func (a *app) connect() {
 		path = p.String() // e.g. a lesson run's stream: /ws?run=…
 	}
 	ws := js.Global().Get("WebSocket").New(scheme + "//" + loc.Get("host").String() + path)
-	var onMessage, onClose js.Func
-	onMessage = js.FuncOf(func(_ js.Value, args []js.Value) any {
-		t0 := a.now()
-		defer func() { a.handleMs += a.now() - t0 }()
-		var m events.Message
-		if err := json.Unmarshal([]byte(args[0].Get("data").String()), &m); err != nil {
-			js.Global().Get("console").Call("warn", "tidemark panel: bad message: "+err.Error())
+	// Messages queue up in a JS array (the listener is the array's own
+	// push, so no Go runs per message) and are handled once per frame:
+	// calling into Go for each of hundreds of messages a second cost the
+	// page more than decoding them. Go is woken by the first message after
+	// a frame only; while the page is hidden (no frames) each message is
+	// handled as it comes, so the queue stays short.
+	inbox := js.Global().Get("Array").New()
+	a.inbox = inbox
+	ws.Call("addEventListener", "message", inbox.Get("push").Call("bind", inbox))
+	var onWake, onClose js.Func
+	a.listen = func() { ws.Call("addEventListener", "message", onWake) }
+	onWake = js.FuncOf(func(js.Value, []js.Value) any {
+		if a.doc.Get("hidden").Bool() {
+			a.drain()
 			return nil
 		}
-		if a.state.Handle(m) {
-			if m.Type == events.MessageSnapshot {
-				a.backoff = time.Second
-				a.setStatus("live", a.cat.T("panel.live"))
-				a.rendered, a.listed = a.state.Snap.Seq, a.state.Snap.Seq
-			}
-			a.schedule()
-		}
+		ws.Call("removeEventListener", "message", onWake)
+		a.schedule()
 		return nil
 	})
+	a.listen()
 	onClose = js.FuncOf(func(js.Value, []js.Value) any {
-		onMessage.Release()
+		a.drain()
+		a.inbox, a.listen = js.Undefined(), nil
+		onWake.Release()
 		onClose.Release()
 		a.state.Disconnected()
 		a.setStatus("connecting", a.cat.T("panel.reconnect", a.backoff.String()))
@@ -275,12 +290,46 @@ func (a *app) connect() {
 		time.AfterFunc(wait, a.connect)
 		return nil
 	})
-	ws.Call("addEventListener", "message", onMessage)
 	ws.Call("addEventListener", "close", onClose)
 }
 
+// drain handles the queued messages, in order.
+func (a *app) drain() {
+	if a.inbox.IsUndefined() {
+		return
+	}
+	n := a.inbox.Length()
+	if n == 0 {
+		return
+	}
+	t0 := a.now()
+	for i := range n {
+		a.handle(a.inbox.Index(i).Get("data").String())
+	}
+	a.inbox.Set("length", 0)
+	a.handleMs += a.now() - t0
+}
+
+// handle decodes and applies one message.
+func (a *app) handle(data string) {
+	var m events.Message
+	if err := json.Unmarshal([]byte(data), &m); err != nil {
+		js.Global().Get("console").Call("warn", "tidemark panel: bad message: "+err.Error())
+		return
+	}
+	if a.state.Handle(m) {
+		if m.Type == events.MessageSnapshot {
+			a.backoff = time.Second
+			a.setStatus("live", a.cat.T("panel.live"))
+			a.rendered, a.listed = a.state.Snap.Seq, a.state.Snap.Seq
+		}
+		a.schedule()
+	}
+}
+
 // schedule renders on the next animation frame, once however many messages
-// arrive before it.
+// arrive before it. The frame first handles the queued messages, then
+// listens for the next one.
 func (a *app) schedule() {
 	if a.scheduled {
 		return
@@ -289,8 +338,12 @@ func (a *app) schedule() {
 	var frame js.Func
 	frame = js.FuncOf(func(js.Value, []js.Value) any {
 		frame.Release()
+		a.drain()
 		a.scheduled = false
 		a.render()
+		if a.listen != nil {
+			a.listen()
+		}
 		return nil
 	})
 	js.Global().Call("requestAnimationFrame", frame)
@@ -427,9 +480,12 @@ func (a *app) bindLanes(root js.Value, figs []panel.Figure) {
 			l := &f.Lanes[j]
 			g := le.Index(j)
 			parts := g.Get("children")
-			ld := laneDOM{el: g, head: parts.Index(0), cells: parts.Index(1), marks: parts.Index(2), part: *l,
+			head := parts.Index(0).Get("children")
+			ld := laneDOM{el: g, title: head.Index(0), id: head.Index(1), nums: head.Index(2), slots: head.Index(3),
+				cells: parts.Index(1), marks: parts.Index(2), part: *l,
 				cellEls: make(map[string]js.Value, len(l.Cells)), cellParts: make(map[string]panel.Cell, len(l.Cells))}
 			ld.part.Cells = nil
+			ld.bindMarks()
 			ce := ld.cells.Get("children")
 			for k, c := range l.Cells {
 				ld.cellEls[c.Key] = ce.Index(k)
@@ -441,19 +497,55 @@ func (a *app) bindLanes(root js.Value, figs []panel.Figure) {
 	}
 }
 
+// bindMarks finds the markers d.marks was just set to.
+func (d *laneDOM) bindMarks() {
+	ms := d.marks.Get("children")
+	d.hw, d.leo = js.Undefined(), js.Undefined()
+	i := 0
+	if d.part.HWX >= 0 {
+		d.hw = ms.Index(i)
+		i++
+	}
+	if d.part.LEOX >= 0 {
+		d.leo = ms.Index(i)
+	}
+}
+
 func (a *app) updateLane(d *laneDOM, l *panel.Lane) {
-	setAttrs(d.el, d.part.Attrs, l.Attrs)
-	if l.Head != d.part.Head {
-		d.head.Set("innerHTML", l.Head)
+	old := d.part
+	setAttrs(d.el, old.Attrs, l.Attrs)
+	if l.Title != old.Title {
+		d.title.Set("textContent", l.Title)
 	}
-	if l.Marks != d.part.Marks {
-		d.marks.Set("innerHTML", l.Marks)
+	if l.Head != old.Head {
+		d.id.Set("innerHTML", l.Head)
 	}
-	if l.CellsAt != d.part.CellsAt {
+	if l.Nums != old.Nums {
+		d.nums.Set("textContent", l.Nums)
+	}
+	if l.Slots != old.Slots {
+		d.slots.Set("innerHTML", l.Slots)
+	}
+	if l.CellsAt != old.CellsAt {
 		d.cells.Call("setAttribute", "transform", l.CellsAt)
 	}
 	d.part = *l
 	d.part.Cells = nil
+	// Markers: moved by their transform while the same ones are shown.
+	if (l.HWX >= 0) != (old.HWX >= 0) || (l.LEOX >= 0) != (old.LEOX >= 0) {
+		d.marks.Set("innerHTML", l.Marks())
+		d.bindMarks()
+	} else {
+		if l.HWX >= 0 && l.HWX != old.HWX {
+			d.hw.Call("setAttribute", "transform", panel.MarkAt(l.HWX))
+		}
+		if l.HWX >= 0 && l.HWMoved != old.HWMoved {
+			d.hw.Call("setAttribute", "class", l.HWClass())
+		}
+		if l.LEOX >= 0 && l.LEOX != old.LEOX {
+			d.leo.Call("setAttribute", "transform", panel.MarkAt(l.LEOX))
+		}
+	}
 	// Cells: keep, move or change those still shown; add the new ones in
 	// one parse; remove the rest.
 	var added strings.Builder
@@ -474,6 +566,9 @@ func (a *app) updateLane(d *laneDOM, l *panel.Lane) {
 		el := d.cellEls[c.Key]
 		if old.Class != c.Class {
 			el.Call("setAttribute", "class", c.Class)
+		}
+		if old.Title != c.Title {
+			el.Get("firstElementChild").Set("textContent", c.Title)
 		}
 		if old.X != c.X {
 			el.Call("setAttribute", "transform", c.Transform())

@@ -113,35 +113,45 @@ type Figure struct {
 	Arrows  string // inner markup of the fetch arrows' group
 }
 
-// Lane is one replica's lane: its attributes, its head (labels, numbers
-// and empty slots), its cells and its markers; head and markers are drawn
-// for the window shown.
+// Lane is one replica's lane: its attributes, its head (tooltip, labels,
+// numbers and empty slots), its cells and its markers; slots and markers
+// are drawn for the window shown. The parts that change with every record
+// (tooltip, numbers, marker positions) are kept apart from the markup, so
+// a frame sets them without re-parsing (and re-laying out) any text.
 type Lane struct {
 	Key   string // broker id
 	Attrs []Attr
-	Head  string // inner markup of g.lane-head
+	Title string // the lane's tooltip (text)
+	Head  string // inner markup of g.lane-id: labels of broker, ISR/OSR and state
+	Nums  string // text of the LEO and HW numbers
+	Slots string // inner markup of g.slots: the empty slots of the window
 	Cells []Cell // records and truncated records, by offset
 	// CellsAt is the transform of g.cells: the window slides by moving the
 	// group, so cells that stay keep their layout.
 	CellsAt string
-	Marks   string // inner markup of g.marks: the HW and LEO markers, over the cells
+	// The HW and LEO markers, over the cells: the x of each (-1 when out
+	// of the window), and whether the HW moved (animated).
+	HWX, LEOX int64
+	HWMoved   bool
 }
 
 // Cell is one record (Key "r"+offset) or truncated record ("t"+offset) of
-// a lane: a group of class Class holding Inner, placed at X. Inner does
-// not depend on the window shown, so a cell that only moves keeps its
-// element and gets a new transform.
+// a lane: a group of class Class holding its tooltip Title (text) and
+// Inner, placed at X. Inner does not depend on the window shown, so a cell
+// that only moves keeps its element and gets a new transform; one that is
+// committed gets a new class and tooltip.
 type Cell struct {
 	Key    string
 	Class  string
 	Offset int64
 	X      int64
+	Title  string
 	Inner  string
 }
 
 // HTML returns the cell's markup.
 func (c *Cell) HTML() string {
-	return `<g class="` + esc(c.Class) + `" data-offset="` + i64(c.Offset) + `" transform="` + c.Transform() + `">` + c.Inner + `</g>`
+	return `<g class="` + esc(c.Class) + `" data-offset="` + i64(c.Offset) + `" transform="` + c.Transform() + `"><title>` + esc(c.Title) + `</title>` + c.Inner + `</g>`
 }
 
 // Transform returns the cell's transform attribute.
@@ -150,13 +160,40 @@ func (c *Cell) Transform() string { return "translate(" + i64(c.X) + ",0)" }
 // HTML returns the lane's markup.
 func (l *Lane) HTML() string {
 	var b strings.Builder
-	b.WriteString(`<g` + attrs(l.Attrs) + `><g class="lane-head">` + l.Head + `</g><g class="cells" transform="` + l.CellsAt + `">`)
+	b.WriteString(`<g` + attrs(l.Attrs) + `><g class="lane-head"><title>` + esc(l.Title) + `</title><g class="lane-id">` + l.Head +
+		`</g><text class="lane-nums" x="4" y="` + i64(14+cellH-2) + `">` + esc(l.Nums) + `</text><g class="slots">` + l.Slots +
+		`</g></g><g class="cells" transform="` + l.CellsAt + `">`)
 	for i := range l.Cells {
 		b.WriteString(l.Cells[i].HTML())
 	}
-	b.WriteString(`</g><g class="marks">` + l.Marks + `</g></g>`)
+	b.WriteString(`</g><g class="marks">` + l.Marks() + `</g></g>`)
 	return b.String()
 }
+
+// Marks returns the inner markup of g.marks: the HW marker (solid, its
+// label above) and the LEO marker (dashed, its label below), each a group
+// placed by its transform so that moving it re-lays out nothing.
+func (l *Lane) Marks() string {
+	var b strings.Builder
+	if l.HWX >= 0 {
+		b.WriteString(`<g class="` + l.HWClass() + `" transform="` + MarkAt(l.HWX) + `"><line x1="0" y1="8" x2="0" y2="` + i64(14+cellH+2) + `"/><text x="2" y="10">HW</text></g>`)
+	}
+	if l.LEOX >= 0 {
+		b.WriteString(`<g class="marker leo" transform="` + MarkAt(l.LEOX) + `"><line x1="0" y1="12" x2="0" y2="` + i64(14+cellH+ghostH+2) + `"/><text x="2" y="` + i64(14+cellH+ghostH+12) + `">LEO</text></g>`)
+	}
+	return b.String()
+}
+
+// HWClass returns the class of the HW marker.
+func (l *Lane) HWClass() string {
+	if l.HWMoved {
+		return "marker hw moved"
+	}
+	return "marker hw"
+}
+
+// MarkAt returns the transform of a marker at x.
+func MarkAt(x int64) string { return "translate(" + i64(x) + ",0)" }
 
 // HTML returns the figure's markup.
 func (f *Figure) HTML() string {
@@ -286,8 +323,8 @@ func lane(topic string, p *events.Partition, r *events.Replica, state events.Bro
 	l := Lane{Key: itoa(r.Broker), CellsAt: "translate(" + i64(xOf(base, lo)) + ",0)"}
 	l.Attrs = []Attr{{"class", cls}, {"data-topic", topic}, {"data-partition", itoa(p.Partition)}, {"data-broker", itoa(r.Broker)},
 		{"data-leo", i64(r.LEO)}, {"data-hw", i64(r.HW)}, {"transform", "translate(0," + i64(y) + ")"}}
+	l.Title = c.T("panel.lane.label", r.Broker, r.LEO, r.HW)
 	var b strings.Builder
-	b.WriteString(`<title>` + esc(c.T("panel.lane.label", r.Broker, r.LEO, r.HW)) + `</title>`)
 	// Label: broker, leader star, ISR/OSR (words, not colour alone), numbers.
 	label := c.T("panel.broker", r.Broker)
 	if leader {
@@ -302,28 +339,23 @@ func lane(topic string, p *events.Partition, r *events.Replica, state events.Bro
 	if state != events.BrokerUp {
 		b.WriteString(`<text class="state-word" x="4" y="` + i64(14+cellH+14) + `">` + glyph(state) + ` ` + esc(c.T("panel.state."+string(state))) + `</text>`)
 	}
-	b.WriteString(`<text class="lane-nums" x="4" y="` + i64(14+cellH-2) + `">LEO ` + i64(r.LEO) + ` · HW ` + i64(r.HW) + `</text>`)
+	l.Head = b.String()
+	b.Reset()
+	l.Nums = "LEO " + i64(r.LEO) + " · HW " + i64(r.HW)
 	// Empty slots: the grid of offsets not yet written, records drawn in
 	// the cells.
 	for o := max(lo, r.LEO); o <= hi; o++ {
 		b.WriteString(`<rect class="slot" x="` + i64(xOf(o, lo)+1) + `" y="14" width="` + i64(cellW-2) + `" height="` + i64(cellH) + `" rx="3"/>`)
 	}
-	l.Head = b.String()
-	b.Reset()
+	l.Slots = b.String()
 	// Markers: HW solid with its label above, LEO dashed with its label below.
+	l.HWX, l.LEOX, l.HWMoved = -1, -1, m.hwMoved[k]
 	if r.HW >= lo && r.HW <= hi+1 {
-		x := xOf(r.HW, lo)
-		mc := "marker hw"
-		if m.hwMoved[k] {
-			mc += " moved"
-		}
-		b.WriteString(`<g class="` + mc + `"><line x1="` + i64(x) + `" y1="8" x2="` + i64(x) + `" y2="` + i64(14+cellH+2) + `"/><text x="` + i64(x+2) + `" y="10">HW</text></g>`)
+		l.HWX = xOf(r.HW, lo)
 	}
 	if r.LEO >= lo && r.LEO <= hi+1 {
-		x := xOf(r.LEO, lo)
-		b.WriteString(`<g class="marker leo"><line x1="` + i64(x) + `" y1="12" x2="` + i64(x) + `" y2="` + i64(14+cellH+ghostH+2) + `"/><text x="` + i64(x+2) + `" y="` + i64(14+cellH+ghostH+12) + `">LEO</text></g>`)
+		l.LEOX = xOf(r.LEO, lo)
 	}
-	l.Marks = b.String()
 	// Records.
 	newFrom, appended := m.appended[k]
 	for _, rec := range r.Records {
@@ -342,8 +374,8 @@ func lane(topic string, p *events.Partition, r *events.Replica, state events.Bro
 			rc += " new"
 		}
 		l.Cells = append(l.Cells, Cell{Key: "r" + i64(rec.Offset), Class: rc, Offset: rec.Offset, X: (rec.Offset - base) * cellW,
-			Inner: `<title>` + esc(c.T("panel.lane.rec", rec.Offset, rec.LeaderEpoch, state)) + `</title>` +
-				`<rect x="1" y="14" width="` + i64(cellW-2) + `" height="` + i64(cellH) + `" rx="3"/>` +
+			Title: c.T("panel.lane.rec", rec.Offset, rec.LeaderEpoch, state),
+			Inner: `<rect x="1" y="14" width="` + i64(cellW-2) + `" height="` + i64(cellH) + `" rx="3"/>` +
 				`<text class="off" x="` + i64(cellW/2) + `" y="` + i64(14+12) + `">` + i64(rec.Offset) + `</text>` +
 				`<text class="ep" x="` + i64(cellW/2) + `" y="` + i64(14+cellH-4) + `">e` + itoa(rec.LeaderEpoch) + `</text>`})
 	}
@@ -365,8 +397,8 @@ func lane(topic string, p *events.Partition, r *events.Replica, state events.Bro
 			gc += " new"
 		}
 		l.Cells = append(l.Cells, Cell{Key: "t" + i64(o), Class: gc, Offset: o, X: (o - base) * cellW,
-			Inner: `<title>` + esc(c.T("panel.lane.rec", t.Offset, t.LeaderEpoch, c.T("panel.lane.truncated"))) + `</title>` +
-				`<rect x="3" y="` + i64(gy) + `" width="` + i64(cellW-6) + `" height="` + i64(ghostH-2) + `" rx="2"/>` +
+			Title: c.T("panel.lane.rec", t.Offset, t.LeaderEpoch, c.T("panel.lane.truncated")),
+			Inner: `<rect x="3" y="` + i64(gy) + `" width="` + i64(cellW-6) + `" height="` + i64(ghostH-2) + `" rx="2"/>` +
 				`<text x="` + i64(cellW/2) + `" y="` + i64(gy+ghostH-6) + `">` + i64(o) + `/e` + itoa(t.LeaderEpoch) + `</text>` +
 				`<line x1="2" y1="` + i64(gy+ghostH/2) + `" x2="` + i64(cellW-2) + `" y2="` + i64(gy+ghostH/2-1) + `"/>`})
 	}
