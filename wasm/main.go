@@ -59,6 +59,7 @@ type app struct {
 	inbox       js.Value          // the current connection's queued messages (undefined: none)
 	listen      func()            // wakes Go at the connection's next message
 	figs        []figDOM          // #lanes' figures as last rendered
+	lanes       panel.Lanes       // draws the figures, remembering cell texts
 }
 
 // figDOM is a figure of #lanes as last rendered: its elements and the parts
@@ -378,7 +379,7 @@ func (a *app) render() {
 		}
 	}
 	a.setHTML("panel-brokers", panel.RenderBrokers(view, a.cat))
-	a.renderLanes(panel.LaneFigures(view, motion, a.cat, a.topic, a.partition))
+	a.renderLanes(a.lanes.Figures(view, motion, a.cat, a.topic, a.partition))
 	var cursor uint64
 	if !s.Following {
 		cursor = view.Seq
@@ -387,7 +388,13 @@ func (a *app) render() {
 	// most every 250 ms, which leaves the frame to the lanes.
 	if !a.paused || !s.Following {
 		if wait := 250 - (t0 - a.listAt); wait <= 0 || !s.Following {
-			a.setHTML("panel-events", s.RenderEvents(a.listed, cursor, a.cat))
+			// Like the lanes, highlight what a learner can follow: under
+			// a stream every item would flash, and keep the page busy.
+			newSince := a.listed
+			if len(a.newEvents(a.listed)) > maxAnimated {
+				newSince = s.Snap.Seq
+			}
+			a.setHTML("panel-events", s.RenderEvents(newSince, cursor, a.cat))
 			a.listed, a.listAt = s.Snap.Seq, t0
 		} else if !a.listPending && a.listed != s.Snap.Seq {
 			a.listPending = true

@@ -1,7 +1,6 @@
 package panel
 
 import (
-	"strconv"
 	"strings"
 
 	"tidemark/events"
@@ -233,6 +232,66 @@ func RenderLanes(v *events.Snapshot, m Motion, c Catalog, topic string, partitio
 
 // LaneFigures returns what RenderLanes draws, in parts.
 func LaneFigures(v *events.Snapshot, m Motion, c Catalog, topic string, partition int32) []Figure {
+	return (&Lanes{}).Figures(v, m, c, topic, partition)
+}
+
+// Lanes draws lane figures frame after frame, remembering the text of the
+// cells it drew: a record's tooltip and markup depend only on its offset,
+// epoch and state, so a frame builds only those of new records instead of
+// formatting every record of every lane again. A Lanes is for one Catalog.
+type Lanes struct {
+	cells map[cellID]cellText
+}
+
+type cellID struct {
+	offset int64
+	epoch  int32
+	state  uint8 // cellCommitted, cellUncommitted or cellTruncated
+}
+
+const (
+	cellCommitted = iota
+	cellUncommitted
+	cellTruncated
+)
+
+type cellText struct{ title, inner string }
+
+// maxCellTexts bounds the texts a Lanes remembers (a frame shows a few
+// hundred cells at most).
+const maxCellTexts = 4096
+
+// cell returns the tooltip and markup of a cell.
+func (lz *Lanes) cell(id cellID, c Catalog) cellText {
+	if t, ok := lz.cells[id]; ok {
+		return t
+	}
+	var t cellText
+	if id.state == cellTruncated {
+		gy := int64(14 + cellH + 2)
+		t.title = c.T("panel.lane.rec", id.offset, id.epoch, c.T("panel.lane.truncated"))
+		t.inner = `<rect x="3" y="` + i64(gy) + `" width="` + i64(cellW-6) + `" height="` + i64(ghostH-2) + `" rx="2"/>` +
+			`<text x="` + i64(cellW/2) + `" y="` + i64(gy+ghostH-6) + `">` + i64(id.offset) + `/e` + itoa(id.epoch) + `</text>` +
+			`<line x1="2" y1="` + i64(gy+ghostH/2) + `" x2="` + i64(cellW-2) + `" y2="` + i64(gy+ghostH/2-1) + `"/>`
+	} else {
+		state := c.T("panel.lane.committed")
+		if id.state == cellUncommitted {
+			state = c.T("panel.lane.uncommitted")
+		}
+		t.title = c.T("panel.lane.rec", id.offset, id.epoch, state)
+		t.inner = `<rect x="1" y="14" width="` + i64(cellW-2) + `" height="` + i64(cellH) + `" rx="3"/>` +
+			`<text class="off" x="` + i64(cellW/2) + `" y="` + i64(14+12) + `">` + i64(id.offset) + `</text>` +
+			`<text class="ep" x="` + i64(cellW/2) + `" y="` + i64(14+cellH-4) + `">e` + itoa(id.epoch) + `</text>`
+	}
+	if lz.cells == nil || len(lz.cells) >= maxCellTexts {
+		lz.cells = make(map[cellID]cellText, 256)
+	}
+	lz.cells[id] = t
+	return t
+}
+
+// Figures is LaneFigures, remembering cell texts between calls.
+func (lz *Lanes) Figures(v *events.Snapshot, m Motion, c Catalog, topic string, partition int32) []Figure {
 	var out []Figure
 	for ti := range v.Topics {
 		t := &v.Topics[ti]
@@ -243,13 +302,13 @@ func LaneFigures(v *events.Snapshot, m Motion, c Catalog, topic string, partitio
 			if partition >= 0 && t.Partitions[pi].Partition != partition {
 				continue
 			}
-			out = append(out, figure(v, t.Name, &t.Partitions[pi], m, c))
+			out = append(out, lz.figure(v, t.Name, &t.Partitions[pi], m, c))
 		}
 	}
 	return out
 }
 
-func figure(v *events.Snapshot, topic string, p *events.Partition, m Motion, c Catalog) Figure {
+func (lz *Lanes) figure(v *events.Snapshot, topic string, p *events.Partition, m Motion, c Catalog) Figure {
 	pk := partKey{topic, p.Partition}
 	lo, hi := window(p)
 	hw := partitionHW(p)
@@ -275,7 +334,7 @@ func figure(v *events.Snapshot, topic string, p *events.Partition, m Motion, c C
 		if br := v.Broker(p.ReplicaLogs[ri].Broker); br != nil {
 			state = br.State
 		}
-		f.Lanes = append(f.Lanes, lane(topic, p, &p.ReplicaLogs[ri], state, y, lo, hi, hw, m, c))
+		f.Lanes = append(f.Lanes, lz.lane(topic, p, &p.ReplicaLogs[ri], state, y, lo, hi, hw, m, c))
 		f.Shape += "|" + itoa(p.ReplicaLogs[ri].Broker) // lanes are keyed by broker, in this order
 		y += laneH
 	}
@@ -303,7 +362,7 @@ func figure(v *events.Snapshot, topic string, p *events.Partition, m Motion, c C
 
 func xOf(offset, lo int64) int64 { return labelW + (offset-lo)*cellW }
 
-func lane(topic string, p *events.Partition, r *events.Replica, state events.BrokerState, y, lo, hi, hw int64, m Motion, c Catalog) Lane {
+func (lz *Lanes) lane(topic string, p *events.Partition, r *events.Replica, state events.BrokerState, y, lo, hi, hw int64, m Motion, c Catalog) Lane {
 	k := replicaKey{partKey{topic, p.Partition}, r.Broker}
 	cls := "replica lane"
 	leader := r.Broker == p.Leader
@@ -362,32 +421,32 @@ func lane(topic string, p *events.Partition, r *events.Replica, state events.Bro
 		if rec.Offset < lo || rec.Offset > hi {
 			continue
 		}
-		rc := "rec ep" + strconv.Itoa(int(abs32(rec.LeaderEpoch)%8))
-		state := c.T("panel.lane.committed")
+		rc := epClass[abs32(rec.LeaderEpoch)%8]
+		id := cellID{rec.Offset, rec.LeaderEpoch, cellCommitted}
 		if rec.Offset < hw {
 			rc += " committed"
 		} else {
 			rc += " uncommitted"
-			state = c.T("panel.lane.uncommitted")
+			id.state = cellUncommitted
 		}
 		if appended && rec.Offset >= newFrom {
 			rc += " new"
 		}
+		t := lz.cell(id, c)
 		l.Cells = append(l.Cells, Cell{Key: "r" + i64(rec.Offset), Class: rc, Offset: rec.Offset, X: (rec.Offset - base) * cellW,
-			Title: c.T("panel.lane.rec", rec.Offset, rec.LeaderEpoch, state),
-			Inner: `<rect x="1" y="14" width="` + i64(cellW-2) + `" height="` + i64(cellH) + `" rx="3"/>` +
-				`<text class="off" x="` + i64(cellW/2) + `" y="` + i64(14+12) + `">` + i64(rec.Offset) + `</text>` +
-				`<text class="ep" x="` + i64(cellW/2) + `" y="` + i64(14+cellH-4) + `">e` + itoa(rec.LeaderEpoch) + `</text>`})
+			Title: t.title, Inner: t.inner})
 	}
 	// Truncated records, struck out at the offsets they had (the newest per offset).
-	ghost := map[int64]events.TruncatedRecord{}
+	var ghost map[int64]events.TruncatedRecord
 	for _, t := range r.Truncated {
 		if t.Offset >= lo && t.Offset <= hi {
+			if ghost == nil {
+				ghost = map[int64]events.TruncatedRecord{}
+			}
 			ghost[t.Offset] = t
 		}
 	}
-	gy := int64(14 + cellH + 2)
-	for o := lo; o <= hi; o++ {
+	for o := lo; o <= hi && ghost != nil; o++ {
 		t, ok := ghost[o]
 		if !ok {
 			continue
@@ -396,14 +455,13 @@ func lane(topic string, p *events.Partition, r *events.Replica, state events.Bro
 		if m.truncated[k] {
 			gc += " new"
 		}
-		l.Cells = append(l.Cells, Cell{Key: "t" + i64(o), Class: gc, Offset: o, X: (o - base) * cellW,
-			Title: c.T("panel.lane.rec", t.Offset, t.LeaderEpoch, c.T("panel.lane.truncated")),
-			Inner: `<rect x="3" y="` + i64(gy) + `" width="` + i64(cellW-6) + `" height="` + i64(ghostH-2) + `" rx="2"/>` +
-				`<text x="` + i64(cellW/2) + `" y="` + i64(gy+ghostH-6) + `">` + i64(o) + `/e` + itoa(t.LeaderEpoch) + `</text>` +
-				`<line x1="2" y1="` + i64(gy+ghostH/2) + `" x2="` + i64(cellW-2) + `" y2="` + i64(gy+ghostH/2-1) + `"/>`})
+		ct := lz.cell(cellID{o, t.LeaderEpoch, cellTruncated}, c)
+		l.Cells = append(l.Cells, Cell{Key: "t" + i64(o), Class: gc, Offset: o, X: (o - base) * cellW, Title: ct.title, Inner: ct.inner})
 	}
 	return l
 }
+
+var epClass = [8]string{"rec ep0", "rec ep1", "rec ep2", "rec ep3", "rec ep4", "rec ep5", "rec ep6", "rec ep7"}
 
 func abs32(v int32) int32 {
 	if v < 0 {

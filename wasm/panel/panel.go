@@ -20,9 +20,8 @@ import (
 // MaxRecent is how many recent events the panel lists.
 const MaxRecent = 50
 
-// MaxHistory is how many events the timeline keeps (up to a quarter more
-// between foldings); older ones are folded into Base, so memory stays
-// bounded however long the page stays open.
+// MaxHistory is how many events the timeline keeps; older ones are folded
+// into Base, so memory stays bounded however long the page stays open.
 const MaxHistory = 5000
 
 // Catalog translates the panel's strings (the "panel." keys of the i18n
@@ -96,15 +95,24 @@ func (s *State) Handle(m events.Message) bool {
 		if n := len(s.Recent) - MaxRecent; n > 0 {
 			s.Recent = append(s.Recent[:0:0], s.Recent[n:]...)
 		}
-		// Fold in chunks of a quarter: copying the history on every message
-		// would cost more than the messages themselves at high rates.
-		if n := len(s.Hist) - MaxHistory; n > MaxHistory/4 {
+		// Fold as the events come, a few at a time: folding a thousand at
+		// once stalled a frame. Hist is resliced, not copied; appending
+		// reallocates it (live events only) as its capacity runs out.
+		if n := len(s.Hist) - MaxHistory; n > 0 {
 			for _, e := range s.Hist[:n] {
 				s.Base.Apply(e)
 			}
-			s.Hist = append(s.Hist[:0:0], s.Hist[n:]...)
+			clear(s.Hist[:n]) // let the folded events' records go
+			s.Hist = s.Hist[n:]
+			// The past state shown is the same after folding, unless it
+			// was folded itself.
+			keep := s.viewPos == s.Pos && s.Pos >= n
 			s.Pos = max(0, s.Pos-n)
-			s.viewPos = -1
+			if keep {
+				s.viewPos = s.Pos
+			} else {
+				s.viewPos = -1
+			}
 		}
 		return changed
 	}
