@@ -60,6 +60,10 @@ type app struct {
 	listen      func()            // wakes Go at the connection's next message
 	figs        []figDOM          // #lanes' figures as last rendered
 	lanes       panel.Lanes       // draws the figures, remembering cell texts
+	parses      []parseJob        // markup to parse at the end of the frame
+	scratch     js.Value          // a detached SVG group to parse it in
+	appendFn    js.Value          // Element.prototype.append
+	replaceFn   js.Value          // Element.prototype.replaceChildren
 }
 
 // figDOM is a figure of #lanes as last rendered: its elements and the parts
@@ -67,9 +71,9 @@ type app struct {
 // whole SVG every frame made Chromium re-parse, restyle and lay out every
 // record's text, which cost more than the frame.
 type figDOM struct {
-	el, caption, arrows js.Value
-	part                panel.Figure
-	lanes               []laneDOM
+	el, caption, meta, arrows js.Value
+	part                      panel.Figure
+	lanes                     []laneDOM
 }
 
 type laneDOM struct {
@@ -86,7 +90,7 @@ func main() {
 	if root.IsNull() {
 		return
 	}
-	a := &app{doc: doc, root: root, state: panel.NewState(), backoff: time.Second, cat: panel.Catalog{}, partition: -1, inbox: js.Undefined()}
+	a := &app{doc: doc, root: root, state: panel.NewState(), backoff: time.Second, cat: panel.Catalog{}, partition: -1, inbox: js.Undefined(), scratch: js.Undefined()}
 	if t := root.Get("dataset").Get("topic"); t.Type() == js.TypeString {
 		a.topic = t.String()
 		if p, err := strconv.Atoi(root.Get("dataset").Get("partition").String()); err == nil {
@@ -459,10 +463,13 @@ func (a *app) renderLanes(figs []panel.Figure) {
 		f, d := &figs[i], &a.figs[i]
 		setAttrs(d.el, d.part.Attrs, f.Attrs)
 		if f.Caption != d.part.Caption {
-			d.caption.Set("innerHTML", f.Caption)
+			d.caption.Set("innerHTML", f.Caption+`<span class="meta">`+htmlEscape(f.Meta)+`</span>`)
+			d.meta = d.caption.Get("lastElementChild")
+		} else if f.Meta != d.part.Meta {
+			d.meta.Set("textContent", f.Meta)
 		}
 		if f.Arrows != d.part.Arrows {
-			d.arrows.Set("innerHTML", f.Arrows)
+			a.parseInto(d.arrows, true, f.Arrows, nil)
 		}
 		for j := range f.Lanes {
 			a.updateLane(&d.lanes[j], &f.Lanes[j])
@@ -470,6 +477,53 @@ func (a *app) renderLanes(figs []panel.Figure) {
 		d.part = *f
 		d.part.Lanes = nil
 	}
+	a.flushParses()
+}
+
+// parseJob is markup to parse into an element of the lanes.
+type parseJob struct {
+	into    js.Value
+	replace bool // replace the element's children (else append to them)
+	markup  string
+	bind    func(els js.Value) // if set, is given the parsed elements (an HTMLCollection)
+}
+
+// parseInto queues markup to parse into el at the end of the frame.
+func (a *app) parseInto(el js.Value, replace bool, markup string, bind func(js.Value)) {
+	a.parses = append(a.parses, parseJob{el, replace, markup, bind})
+}
+
+// flushParses parses the queued markup in one go, in a detached SVG group,
+// and moves each part where it goes: starting the HTML parser costs more
+// than most of the parts it parses.
+func (a *app) flushParses() {
+	if len(a.parses) == 0 {
+		return
+	}
+	if a.scratch.IsUndefined() {
+		a.scratch = a.doc.Call("createElementNS", "http://www.w3.org/2000/svg", "g")
+		proto := js.Global().Get("Element").Get("prototype")
+		a.appendFn, a.replaceFn = proto.Get("append"), proto.Get("replaceChildren")
+	}
+	var b strings.Builder
+	for _, j := range a.parses {
+		b.WriteString("<g>" + j.markup + "</g>")
+	}
+	a.scratch.Set("innerHTML", b.String())
+	groups := a.scratch.Get("children")
+	for k, j := range a.parses {
+		els := groups.Index(k).Get("children")
+		if j.bind != nil {
+			j.bind(els)
+		}
+		fn := a.appendFn
+		if j.replace {
+			fn = a.replaceFn
+		}
+		fn.Call("apply", j.into, els)
+	}
+	clear(a.parses)
+	a.parses = a.parses[:0]
 }
 
 // bindLanes finds the elements of the figures #lanes was just set to.
@@ -481,6 +535,7 @@ func (a *app) bindLanes(root js.Value, figs []panel.Figure) {
 		el := fe.Index(i)
 		svg := el.Get("lastElementChild")
 		d := figDOM{el: el, caption: el.Get("firstElementChild"), arrows: svg.Get("lastElementChild"), part: *f}
+		d.meta = d.caption.Get("lastElementChild")
 		d.part.Lanes = nil
 		le := svg.Get("children")
 		for j := range f.Lanes {
@@ -531,7 +586,7 @@ func (a *app) updateLane(d *laneDOM, l *panel.Lane) {
 		d.nums.Set("textContent", l.Nums)
 	}
 	if l.Slots != old.Slots {
-		d.slots.Set("innerHTML", l.Slots)
+		a.parseInto(d.slots, true, l.Slots, nil)
 	}
 	if l.CellsAt != old.CellsAt {
 		d.cells.Call("setAttribute", "transform", l.CellsAt)
@@ -590,12 +645,11 @@ func (a *app) updateLane(d *laneDOM, l *panel.Lane) {
 		}
 	}
 	if len(addedKeys) > 0 {
-		d.cells.Call("insertAdjacentHTML", "beforeend", added.String())
-		ce := d.cells.Get("children")
-		n := ce.Get("length").Int()
-		for i, k := range addedKeys {
-			d.cellEls[k] = ce.Index(n - len(addedKeys) + i)
-		}
+		a.parseInto(d.cells, false, added.String(), func(els js.Value) {
+			for i, k := range addedKeys {
+				d.cellEls[k] = els.Index(i)
+			}
+		})
 	}
 }
 

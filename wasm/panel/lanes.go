@@ -107,7 +107,8 @@ type Figure struct {
 	Key     string // topic and partition
 	Shape   string
 	Attrs   []Attr
-	Caption string // inner markup of the figcaption
+	Caption string // markup of the figcaption before its meta span: the link to the partition
+	Meta    string // text of the caption's meta span: leader, epoch, ISR, HW
 	Lanes   []Lane
 	Arrows  string // inner markup of the fetch arrows' group
 }
@@ -197,7 +198,7 @@ func MarkAt(x int64) string { return "translate(" + i64(x) + ",0)" }
 // HTML returns the figure's markup.
 func (f *Figure) HTML() string {
 	var b strings.Builder
-	b.WriteString(`<figure` + attrs(f.Attrs) + `><figcaption>` + f.Caption + `</figcaption>` + f.Shape)
+	b.WriteString(`<figure` + attrs(f.Attrs) + `><figcaption>` + f.Caption + `<span class="meta">` + esc(f.Meta) + `</span></figcaption>` + f.Shape)
 	for i := range f.Lanes {
 		b.WriteString(f.Lanes[i].HTML())
 	}
@@ -320,8 +321,8 @@ func (lz *Lanes) figure(v *events.Snapshot, topic string, p *events.Partition, m
 	f := Figure{Key: topic + "\x00" + itoa(p.Partition)}
 	f.Attrs = []Attr{{"class", figCls}, {"data-topic", topic}, {"data-partition", itoa(p.Partition)},
 		{"data-leader", itoa(p.Leader)}, {"data-epoch", itoa(p.LeaderEpoch)}, {"data-hw", i64(hw)}, {"data-isr", ids(p.ISR)}}
-	f.Caption = `<a href="/topics/` + esc(topic) + `/partitions/` + itoa(p.Partition) + `" title="` + esc(c.T("panel.open")) + `"><strong>` + esc(name) + `</strong></a> · <span class="meta">` +
-		esc(c.T("panel.lane.meta", brokerName(p.Leader, c), p.LeaderEpoch, ids(p.ISR), hw)) + `</span>`
+	f.Caption = `<a href="/topics/` + esc(topic) + `/partitions/` + itoa(p.Partition) + `" title="` + esc(c.T("panel.open")) + `"><strong>` + esc(name) + `</strong></a> · `
+	f.Meta = c.T("panel.lane.meta", brokerName(p.Leader, c), p.LeaderEpoch, ids(p.ISR), hw)
 	width := labelW + (hi-lo+1)*cellW + 10
 	height := topPad + int64(len(p.ReplicaLogs))*laneH
 	f.Shape = `<svg class="lanes-svg" viewBox="0 0 ` + i64(width) + ` ` + i64(height) + `" width="` + i64(width) + `" height="` + i64(height) +
