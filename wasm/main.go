@@ -20,6 +20,7 @@ package main
 
 import (
 	"encoding/json"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall/js"
@@ -60,10 +61,14 @@ type app struct {
 	listen      func()            // wakes Go at the connection's next message
 	figs        []figDOM          // #lanes' figures as last rendered
 	lanes       panel.Lanes       // draws the figures, remembering cell texts
-	parses      []parseJob        // markup to parse at the end of the frame
-	scratch     js.Value          // a detached SVG group to parse it in
-	appendFn    js.Value          // Element.prototype.append
-	replaceFn   js.Value          // Element.prototype.replaceChildren
+	tlRange     js.Value          // the timeline's slider, status line and live button (undefined: no timeline)
+	tlStatus    js.Value
+	tlLive      js.Value
+	tlShown     timelineShown // what the timeline and #panel's data show
+	parses      []parseJob    // markup to parse at the end of the frame
+	scratch     js.Value      // a detached SVG group to parse it in
+	appendFn    js.Value      // Element.prototype.append
+	replaceFn   js.Value      // Element.prototype.replaceChildren
 }
 
 // figDOM is a figure of #lanes as last rendered: its elements and the parts
@@ -76,6 +81,15 @@ type figDOM struct {
 	lanes                     []laneDOM
 }
 
+// timelineShown is what the timeline and #panel's data-* show.
+type timelineShown struct {
+	set          bool // anything was shown yet
+	pos, end     int
+	text         string
+	following    bool
+	seq, viewSeq uint64
+}
+
 type laneDOM struct {
 	el, title, id, nums, slots, cells, marks js.Value
 	hw, leo                                  js.Value // the markers in marks (undefined when not shown)
@@ -84,7 +98,15 @@ type laneDOM struct {
 	cellParts                                map[string]panel.Cell
 }
 
+// gcPercent is the panel's GOGC. Its live heap is small and bounded
+// (MaxHistory events, the records of the lanes' windows), while a stream
+// of events allocates megabytes a second; WebAssembly has one thread, so
+// every collection stalls the page, and at the default they came several
+// times a second.
+const gcPercent = 800
+
 func main() {
+	debug.SetGCPercent(gcPercent)
 	doc := js.Global().Get("document")
 	root := doc.Call("getElementById", "panel")
 	if root.IsNull() {
@@ -183,10 +205,12 @@ func (a *app) setupTimeline() {
 		`<button type="button" id="tl-live" aria-pressed="true">`+esc("panel.tl.live")+`</button></div>`+
 		`<p id="tl-status" class="tl-status" aria-live="polite"></p>`)
 	tl.Set("hidden", false)
+	a.tlRange, a.tlStatus, a.tlLive = a.el("tl-range"), a.el("tl-status"), a.el("tl-live")
 	a.on(a.el("tl-back"), "click", func(js.Value) { a.state.Back(); a.schedule() })
 	a.on(a.el("tl-fwd"), "click", func(js.Value) { a.state.Forward(); a.schedule() })
 	a.on(a.el("tl-live"), "click", func(js.Value) { a.state.GoLive(); a.schedule() })
 	a.on(a.el("tl-range"), "input", func(ev js.Value) {
+		a.tlShown.pos = -1 // the slider moved: set its value again
 		pos, _ := strconv.Atoi(ev.Get("target").Get("value").String())
 		a.state.Seek(pos)
 		a.schedule()
@@ -409,25 +433,40 @@ func (a *app) render() {
 		}
 	}
 	a.rendered = s.Snap.Seq
+	// The timeline and #panel's data: only what changed is written.
 	pos, end := s.Position()
-	if r := a.el("tl-range"); !r.IsNull() {
-		r.Set("max", end)
-		r.Set("value", pos)
+	tl := timelineShown{pos: pos, end: end, text: s.TimelineText(a.cat), following: s.Following, seq: s.Snap.Seq, viewSeq: view.Seq}
+	old := a.tlShown
+	a.tlShown = tl
+	if r := a.tlRange; r.Truthy() {
+		if tl.end != old.end {
+			r.Set("max", tl.end)
+		}
+		if tl.pos != old.pos || tl.end != old.end {
+			r.Set("value", tl.pos)
+		}
 	}
-	if st := a.el("tl-status"); !st.IsNull() {
-		st.Set("textContent", s.TimelineText(a.cat))
-	}
-	if b := a.el("tl-live"); !b.IsNull() {
-		b.Call("setAttribute", "aria-pressed", strconv.FormatBool(s.Following))
-	}
-	mode := "past"
-	if s.Following {
-		mode = "live"
+	if st := a.tlStatus; st.Truthy() && tl.text != old.text {
+		st.Set("textContent", tl.text)
 	}
 	ds := a.root.Get("dataset")
-	ds.Set("mode", mode)
-	ds.Set("seq", s.Snap.Seq)
-	ds.Set("viewSeq", view.Seq)
+	if tl.following != old.following || !old.set {
+		if b := a.tlLive; b.Truthy() {
+			b.Call("setAttribute", "aria-pressed", strconv.FormatBool(tl.following))
+		}
+		mode := "past"
+		if tl.following {
+			mode = "live"
+		}
+		ds.Set("mode", mode)
+	}
+	a.tlShown.set = true
+	if tl.seq != old.seq || !old.set {
+		ds.Set("seq", tl.seq)
+	}
+	if tl.viewSeq != old.viewSeq || !old.set {
+		ds.Set("viewSeq", tl.viewSeq)
+	}
 	if len(a.renderLog) < maxRenderLog {
 		t1 := a.now()
 		a.renderLog = append(a.renderLog, []any{float64(s.Snap.Seq), t1, t1 - t0, a.handleMs})
