@@ -82,6 +82,11 @@ func (s *State) Handle(m events.Message) bool {
 		s.Snapshots++
 		return true
 	case events.MessageEvents:
+		// Hist grows by MaxHistory at a time, so the folding below moves
+		// it to a new array only every MaxHistory events.
+		if need := len(s.Hist) + len(m.Events); need > cap(s.Hist) {
+			s.Hist = append(make([]events.Event, 0, need+MaxHistory), s.Hist...)
+		}
 		changed := false
 		for _, e := range m.Events {
 			if e.Seq <= s.Snap.Seq {
@@ -92,12 +97,14 @@ func (s *State) Handle(m events.Message) bool {
 			s.Hist = append(s.Hist, e)
 			changed = true
 		}
+		// Resliced, not copied: appending moves the recent events to a
+		// new array only as its capacity runs out.
 		if n := len(s.Recent) - MaxRecent; n > 0 {
-			s.Recent = append(s.Recent[:0:0], s.Recent[n:]...)
+			clear(s.Recent[:n])
+			s.Recent = s.Recent[n:]
 		}
 		// Fold as the events come, a few at a time: folding a thousand at
-		// once stalled a frame. Hist is resliced, not copied; appending
-		// reallocates it (live events only) as its capacity runs out.
+		// once stalled a frame. Hist is resliced, not copied.
 		if n := len(s.Hist) - MaxHistory; n > 0 {
 			for _, e := range s.Hist[:n] {
 				s.Base.Apply(e)
