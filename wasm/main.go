@@ -94,8 +94,15 @@ type laneDOM struct {
 	el, title, id, nums, slots, cells, marks js.Value
 	hw, leo                                  js.Value // the markers in marks (undefined when not shown)
 	part                                     panel.Lane
-	cellEls                                  map[string]js.Value // by Cell.Key
-	cellParts                                map[string]panel.Cell
+	cellMap                                  map[int64]*cellDOM // by Cell.Key
+	gen                                      uint32             // counts updates, to find the cells no longer shown
+}
+
+// cellDOM is a cell of a lane as last rendered.
+type cellDOM struct {
+	el   js.Value
+	part panel.Cell
+	gen  uint32 // the lane's gen when last shown
 }
 
 // gcPercent is the panel's GOGC. Its live heap is small and bounded
@@ -584,13 +591,12 @@ func (a *app) bindLanes(root js.Value, figs []panel.Figure) {
 			head := parts.Index(0).Get("children")
 			ld := laneDOM{el: g, title: head.Index(0), id: head.Index(1), nums: head.Index(2), slots: head.Index(3),
 				cells: parts.Index(1), marks: parts.Index(2), part: *l,
-				cellEls: make(map[string]js.Value, len(l.Cells)), cellParts: make(map[string]panel.Cell, len(l.Cells))}
+				cellMap: make(map[int64]*cellDOM, len(l.Cells))}
 			ld.part.Cells = nil
 			ld.bindMarks()
 			ce := ld.cells.Get("children")
 			for k, c := range l.Cells {
-				ld.cellEls[c.Key] = ce.Index(k)
-				ld.cellParts[c.Key] = c
+				ld.cellMap[c.Key] = &cellDOM{el: ce.Index(k), part: c}
 			}
 			d.lanes = append(d.lanes, ld)
 		}
@@ -650,43 +656,43 @@ func (a *app) updateLane(d *laneDOM, l *panel.Lane) {
 	// Cells: keep, move or change those still shown; add the new ones in
 	// one parse; remove the rest.
 	var added strings.Builder
-	var addedKeys []string
-	seen := make(map[string]bool, len(l.Cells))
-	for _, c := range l.Cells {
-		seen[c.Key] = true
-		old, ok := d.cellParts[c.Key]
-		if !ok || old.Inner != c.Inner {
-			if ok {
-				d.cellEls[c.Key].Call("remove")
+	var addedCells []*cellDOM
+	d.gen++
+	for i := range l.Cells {
+		c := &l.Cells[i]
+		cd := d.cellMap[c.Key]
+		if cd == nil || cd.part.Inner != c.Inner {
+			if cd != nil {
+				cd.el.Call("remove")
 			}
+			cd = &cellDOM{part: *c, gen: d.gen}
+			d.cellMap[c.Key] = cd
 			added.WriteString(c.HTML())
-			addedKeys = append(addedKeys, c.Key)
-			d.cellParts[c.Key] = c
+			addedCells = append(addedCells, cd)
 			continue
 		}
-		el := d.cellEls[c.Key]
+		old := &cd.part
 		if old.Class != c.Class {
-			el.Call("setAttribute", "class", c.Class)
+			cd.el.Call("setAttribute", "class", c.Class)
 		}
 		if old.Title != c.Title {
-			el.Get("firstElementChild").Set("textContent", c.Title)
+			cd.el.Get("firstElementChild").Set("textContent", c.Title)
 		}
 		if old.X != c.X {
-			el.Call("setAttribute", "transform", c.Transform())
+			cd.el.Call("setAttribute", "transform", c.Transform())
 		}
-		d.cellParts[c.Key] = c
+		cd.part, cd.gen = *c, d.gen
 	}
-	for k, el := range d.cellEls {
-		if !seen[k] {
-			el.Call("remove")
-			delete(d.cellEls, k)
-			delete(d.cellParts, k)
+	for k, cd := range d.cellMap {
+		if cd.gen != d.gen {
+			cd.el.Call("remove")
+			delete(d.cellMap, k)
 		}
 	}
-	if len(addedKeys) > 0 {
+	if len(addedCells) > 0 {
 		a.parseInto(d.cells, false, added.String(), func(els js.Value) {
-			for i, k := range addedKeys {
-				d.cellEls[k] = els.Index(i)
+			for i, cd := range addedCells {
+				cd.el = els.Index(i)
 			}
 		})
 	}

@@ -135,13 +135,13 @@ type Lane struct {
 	HWMoved   bool
 }
 
-// Cell is one record (Key "r"+offset) or truncated record ("t"+offset) of
+// Cell is one record (Key 2×offset) or truncated record (2×offset+1) of
 // a lane: a group of class Class holding its tooltip Title (text) and
 // Inner, placed at X. Inner does not depend on the window shown, so a cell
 // that only moves keeps its element and gets a new transform; one that is
 // committed gets a new class and tooltip.
 type Cell struct {
-	Key    string
+	Key    int64
 	Class  string
 	Offset int64
 	X      int64
@@ -434,7 +434,7 @@ func (lz *Lanes) lane(topic string, p *events.Partition, r *events.Replica, stat
 			rc += " new"
 		}
 		t := lz.cell(id, c)
-		l.Cells = append(l.Cells, Cell{Key: "r" + i64(rec.Offset), Class: rc, Offset: rec.Offset, X: (rec.Offset - base) * cellW,
+		l.Cells = append(l.Cells, Cell{Key: 2 * rec.Offset, Class: rc, Offset: rec.Offset, X: (rec.Offset - base) * cellW,
 			Title: t.title, Inner: t.inner})
 	}
 	// Truncated records, struck out at the offsets they had (the newest per offset).
@@ -457,7 +457,7 @@ func (lz *Lanes) lane(topic string, p *events.Partition, r *events.Replica, stat
 			gc += " new"
 		}
 		ct := lz.cell(cellID{o, t.LeaderEpoch, cellTruncated}, c)
-		l.Cells = append(l.Cells, Cell{Key: "t" + i64(o), Class: gc, Offset: o, X: (o - base) * cellW, Title: ct.title, Inner: ct.inner})
+		l.Cells = append(l.Cells, Cell{Key: 2*o + 1, Class: gc, Offset: o, X: (o - base) * cellW, Title: ct.title, Inner: ct.inner})
 	}
 	return l
 }
