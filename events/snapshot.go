@@ -12,6 +12,20 @@ const (
 	BrokerFenced  BrokerState = "fenced"  // running but fenced by the controller (missed heartbeats)
 )
 
+// Glyph is the shape shown beside a broker's state, so the state never
+// depends on colour alone: ● up, ✕ crashed, ▲ fenced, ? anything else.
+func (st BrokerState) Glyph() string {
+	switch st {
+	case BrokerUp:
+		return "●"
+	case BrokerCrashed:
+		return "✕"
+	case BrokerFenced:
+		return "▲"
+	}
+	return "?"
+}
+
 // RecordWindow is how many of a replica's newest records (and truncated records)
 // a Snapshot keeps; older ones are only on disk.
 const RecordWindow = 64

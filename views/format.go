@@ -54,18 +54,6 @@ func joinIDs(ids []int32) string {
 func id32(v int32) string { return strconv.Itoa(int(v)) }
 func i64(v int64) string  { return strconv.FormatInt(v, 10) }
 
-func stateGlyph(st events.BrokerState) string {
-	switch st {
-	case events.BrokerUp:
-		return "●"
-	case events.BrokerCrashed:
-		return "✕"
-	case events.BrokerFenced:
-		return "▲"
-	}
-	return "?"
-}
-
 // underReplicated counts partitions with a leader and an ISR smaller than the
 // replica set; offline partitions are counted by offline instead, as Kafka's
 // UnderReplicatedPartitions metric (reported by leaders) does.

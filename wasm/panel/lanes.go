@@ -397,7 +397,7 @@ func (lz *Lanes) lane(topic string, p *events.Partition, r *events.Replica, stat
 	}
 	b.WriteString(`<text class="` + badgeCls + `" x="110" y="` + i64(14+12) + `">` + badge + `</text>`)
 	if state != events.BrokerUp {
-		b.WriteString(`<text class="state-word" x="4" y="` + i64(14+cellH+14) + `">` + glyph(state) + ` ` + esc(c.T("panel.state."+string(state))) + `</text>`)
+		b.WriteString(`<text class="state-word" x="4" y="` + i64(14+cellH+14) + `">` + state.Glyph() + ` ` + esc(c.T("panel.state."+string(state))) + `</text>`)
 	}
 	l.Head = b.String()
 	b.Reset()

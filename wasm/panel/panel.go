@@ -213,7 +213,7 @@ func RenderBrokers(v *events.Snapshot, c Catalog) string {
 		st := string(br.State)
 		b.WriteString(`<div class="broker-card state-` + esc(st) + `" data-broker="` + itoa(br.ID) + `">`)
 		b.WriteString(`<strong>` + esc(c.T("panel.broker", br.ID)) + `</strong> `)
-		b.WriteString(`<span class="badge state-` + esc(st) + `"><span aria-hidden="true">` + glyph(br.State) + `</span> ` + esc(c.T("panel.state."+st)) + `</span>`)
+		b.WriteString(`<span class="badge state-` + esc(st) + `"><span aria-hidden="true">` + br.State.Glyph() + `</span> ` + esc(c.T("panel.state."+st)) + `</span>`)
 		var roles []string
 		if br.ID == v.Controller {
 			roles = append(roles, c.T("panel.controller"))
@@ -382,16 +382,4 @@ func ids(v []int32) string {
 		parts[i] = itoa(id)
 	}
 	return "[" + strings.Join(parts, ",") + "]"
-}
-
-func glyph(st events.BrokerState) string {
-	switch st {
-	case events.BrokerUp:
-		return "●"
-	case events.BrokerCrashed:
-		return "✕"
-	case events.BrokerFenced:
-		return "▲"
-	}
-	return "?"
 }
