@@ -15,6 +15,26 @@ import (
 	"tidemark/server/broker"
 )
 
+// produceTimed produces n records of 100 bytes through cl without waiting
+// for each, flushes, and returns how long it all took.
+func produceTimed(b *testing.B, cl *kgo.Client, n int, timeout time.Duration) time.Duration {
+	value := bytes.Repeat([]byte("x"), 100)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		cl.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				b.Error(err)
+			}
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		b.Fatal(err)
+	}
+	return time.Since(start)
+}
+
 func medianDuration(ds []time.Duration) time.Duration {
 	s := slices.Clone(ds)
 	slices.Sort(s)
@@ -50,24 +70,8 @@ func BenchmarkProduceReplication(b *testing.B) {
 	one, three := client(kgo.LeaderAck(), "rf1"), client(kgo.AllISRAcks(), "rf3")
 	defer one.Close()
 	defer three.Close()
-	value := bytes.Repeat([]byte("x"), 100)
 	const perRound = 50_000
-	produce := func(cl *kgo.Client) time.Duration {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		start := time.Now()
-		for i := 0; i < perRound; i++ {
-			cl.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
-				if err != nil {
-					b.Error(err)
-				}
-			})
-		}
-		if err := cl.Flush(ctx); err != nil {
-			b.Fatal(err)
-		}
-		return time.Since(start)
-	}
+	produce := func(cl *kgo.Client) time.Duration { return produceTimed(b, cl, perRound, time.Minute) }
 	produce(one) // warm up connections and metadata
 	produce(three)
 	var d1, d3 []time.Duration

@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
 	"testing"
 	"time"
@@ -57,23 +56,7 @@ func BenchmarkVersusKfake(b *testing.B) {
 		}
 		return cl
 	}
-	value := bytes.Repeat([]byte("x"), 100)
-	produce := func(cl *kgo.Client) time.Duration {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		start := time.Now()
-		for i := 0; i < kfakeBenchRecords; i++ {
-			cl.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
-				if err != nil {
-					b.Error(err)
-				}
-			})
-		}
-		if err := cl.Flush(ctx); err != nil {
-			b.Fatal(err)
-		}
-		return time.Since(start)
-	}
+	produce := func(cl *kgo.Client) time.Duration { return produceTimed(b, cl, kfakeBenchRecords, 2*time.Minute) }
 	// consume reads the first kfakeBenchRecords records of topic with a new
 	// consumer.
 	consume := func(seeds []string, topic string) time.Duration {
