@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"tidemark/lessons"
+	"tidemark/server/chaos"
 	"tidemark/server/cluster"
 	"tidemark/server/labs"
 	"tidemark/server/web"
@@ -143,7 +144,13 @@ func run(ctx context.Context, cfg config, out io.Writer, started func(url string
 	}
 	defer lessonRuns.Close()
 
-	ws, err := web.New(web.Options{Lab: lab{cl}, Static: cfg.static, Logger: logger, Lessons: lessonRuns})
+	chaosRuns, err := chaos.NewService(chaos.ServiceOptions{Labs: hosted, Logger: logger})
+	if err != nil {
+		return err
+	}
+	defer chaosRuns.Close()
+
+	ws, err := web.New(web.Options{Lab: lab{cl}, Static: cfg.static, Logger: logger, Lessons: lessonRuns, Chaos: chaosRuns})
 	if err != nil {
 		return err
 	}
