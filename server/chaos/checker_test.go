@@ -41,7 +41,7 @@ func clean() Input {
 func TestCheckCleanRun(t *testing.T) {
 	r := Check(clean())
 	c := r.Counts()
-	if c.Violations() != 0 || c.UnsyncedLost != 0 || c.Writes != 3 || c.Acked != 2 {
+	if c.Violations() != 0 || c.Unreadable != 0 || c.UnsyncedLost != 0 || c.Writes != 3 || c.Acked != 2 {
 		t.Fatalf("a clean run: %+v\n%+v", c, r)
 	}
 }
@@ -49,6 +49,7 @@ func TestCheckCleanRun(t *testing.T) {
 func TestCheckLostWithElection(t *testing.T) {
 	in := clean()
 	in.Final.Consumed[0] = in.Final.Consumed[0][:1] // p3-1 is gone
+	in.Final.Replicas[0][0].Records = in.Final.Consumed[0]
 	// Broker 3 held it from seq 7 until it truncated at seq 30; brokers 1
 	// and 2 lost power at 20; broker 2 was elected at 25 without it.
 	in.Copies = []Copy{
@@ -79,6 +80,9 @@ func TestCheckLostWithElection(t *testing.T) {
 func TestCheckUnsyncedLoss(t *testing.T) {
 	in := clean()
 	in.Final.Consumed[0] = nil
+	for i := range in.Final.Replicas[0] {
+		in.Final.Replicas[0][i].Records, in.Final.Replicas[0][i].HW = nil, 0
+	}
 	in.Copies = nil
 	for _, b := range []int32{1, 2, 3} {
 		in.Copies = append(in.Copies,
@@ -165,7 +169,13 @@ func TestCheckHWBackwardsAndLeaderOutsideISR(t *testing.T) {
 }
 
 func TestCheckUnreadable(t *testing.T) {
+	// The leader holds p3-1 but its HW never passed it.
 	in := clean()
+	in.Final.Consumed[0] = in.Final.Consumed[0][:1]
+	if c := Check(in).Counts(); c.Unreadable != 1 || c.Lost != 0 {
+		t.Fatalf("%+v", c)
+	}
+	in = clean()
 	in.Final.Offline = []int32{0}
 	delete(in.Final.Consumed, 0)
 	if c := Check(in).Counts(); c.Unreadable != 2 || c.Lost != 0 {
