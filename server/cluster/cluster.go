@@ -345,6 +345,7 @@ func (c *Cluster) resync() {
 		s.Cuts = append(s.Cuts, events.Fault{Kind: events.FaultCut, From: l.From, To: l.To, OneWay: true})
 	}
 	s.Paused = c.clock.Paused()
+	s.Configs = map[string]string{controller.ConfigFencingRule: c.controller.FencingRule().String()}
 	c.snapMu.Lock()
 	s.Seq = c.bus.LastSeq()
 	c.snap = s

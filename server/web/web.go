@@ -135,6 +135,7 @@ func New(opts Options) (*Server, error) {
 	e.GET("/api/v1/openapi.json", s.getOpenAPI)
 	s.apiRoutes(e)
 	s.lessonRoutes(e)
+	s.fencingRoutes(e)
 	e.GET("/ws", s.serveWS)
 	e.GET("/static/*", s.serveStatic)
 	s.echo = e
