@@ -139,6 +139,7 @@ func New(opts Options) (*Server, error) {
 	e.GET("/api/v1/openapi.json", s.getOpenAPI)
 	s.apiRoutes(e)
 	s.lessonRoutes(e)
+	s.fencingRoutes(e)
 	s.chaosRoutes(e)
 	e.GET("/ws", s.serveWS)
 	e.GET("/static/*", s.serveStatic)
