@@ -407,6 +407,17 @@ func (l controllerLink) Register(reg controller.Registration) (int64, error) {
 	return e, err
 }
 
+func (l controllerLink) ReportLogs(id int32, epoch int64, logs []controller.LogInfo) error {
+	if !l.there() {
+		return errControllerUnreachable
+	}
+	err := l.c.controller.ReportLogs(id, epoch, logs)
+	if !l.back() {
+		return errControllerUnreachable
+	}
+	return err
+}
+
 func (l controllerLink) Heartbeat(id int32, epoch int64) (uint64, error) {
 	if !l.there() {
 		return 0, errControllerUnreachable
