@@ -24,6 +24,11 @@ var ErrInjected = errors.New("injected I/O error")
 // errors.Is(ErrInjectedTorn, ErrInjected) holds.
 var ErrInjectedTorn = fmt.Errorf("%w (torn: half the bytes were written)", ErrInjected)
 
+// ErrInjectedLate is an injected write failure reported after all the
+// bytes reached the file, as an I/O error surfacing late leaves it.
+// errors.Is(ErrInjectedLate, ErrInjected) holds.
+var ErrInjectedLate = fmt.Errorf("%w (late: the bytes were written)", ErrInjected)
+
 // OpKind is a kind of file-system operation.
 type OpKind int
 
@@ -70,6 +75,19 @@ type InjectorFunc func(Op) error
 // MaybeError calls f.
 func (f InjectorFunc) MaybeError(op Op) error { return f(op) }
 
+// Any returns an Injector that fails an operation if any of injs does
+// (each is asked in turn until one fails it).
+func Any(injs ...Injector) Injector {
+	return InjectorFunc(func(op Op) error {
+		for _, inj := range injs {
+			if err := inj.MaybeError(op); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
 // Rule fails the operations of one kind, optionally only on paths whose
 // base name matches a glob: it lets Skip matching operations through, fails
 // the next one, and with Sticky every later one too (a dead disk). The zero
@@ -80,6 +98,7 @@ type Rule struct {
 	Skip   int    // matching operations let through before the first failure
 	Sticky bool   // keep failing every matching operation after the first failure
 	Torn   bool   // a failing write first writes half its bytes (ErrInjectedTorn)
+	Late   bool   // a failing write first writes all its bytes (ErrInjectedLate)
 
 	mu    sync.Mutex
 	seen  int
@@ -103,8 +122,11 @@ func (r *Rule) MaybeError(op Op) error {
 		return nil
 	}
 	r.fired++
-	if r.Torn && op.Kind == OpWrite {
+	switch {
+	case r.Torn && op.Kind == OpWrite:
 		return ErrInjectedTorn
+	case r.Late && op.Kind == OpWrite:
+		return ErrInjectedLate
 	}
 	return ErrInjected
 }
@@ -242,25 +264,32 @@ func (f *file) ReadAt(p []byte, off int64) (int, error) {
 }
 
 func (f *file) Write(p []byte) (int, error) {
-	if err := f.fs.maybeError(OpWrite, f.Name()); err != nil {
-		if errors.Is(err, ErrInjectedTorn) {
-			n, _ := f.File.Write(p[:len(p)/2])
-			return n, err
-		}
-		return 0, err
+	err := f.fs.maybeError(OpWrite, f.Name())
+	if err == nil {
+		return f.File.Write(p)
 	}
-	return f.File.Write(p)
+	n, _ := f.File.Write(p[:written(err, len(p))])
+	return n, err
 }
 
 func (f *file) WriteAt(p []byte, off int64) (int, error) {
-	if err := f.fs.maybeError(OpWrite, f.Name()); err != nil {
-		if errors.Is(err, ErrInjectedTorn) {
-			n, _ := f.File.WriteAt(p[:len(p)/2], off)
-			return n, err
-		}
-		return 0, err
+	err := f.fs.maybeError(OpWrite, f.Name())
+	if err == nil {
+		return f.File.WriteAt(p, off)
 	}
-	return f.File.WriteAt(p, off)
+	n, _ := f.File.WriteAt(p[:written(err, len(p))], off)
+	return n, err
+}
+
+// written is how many of n bytes a write failing with err still writes.
+func written(err error, n int) int {
+	switch {
+	case errors.Is(err, ErrInjectedLate):
+		return n
+	case errors.Is(err, ErrInjectedTorn):
+		return n / 2
+	}
+	return 0
 }
 
 func (f *file) Stat() (fs.FileInfo, error) {
