@@ -184,11 +184,21 @@ func (l *Log) append(records []byte, leaderEpoch int32, asLeader bool) (AppendIn
 	defer l.mu.Unlock()
 	leo := l.leo()
 	info, err := l.appendLocked(records, leaderEpoch, asLeader)
-	if err != nil && isIOError(err) {
+	switch {
+	case err == nil:
+		return info, nil
+	case isIOError(err):
 		l.rollbackLocked(leo)
 		return AppendInfo{}, l.env.health.fail("append to "+l.tp.String(), err)
+	case l.leo() != leo:
+		// A later batch of the record set failed its CRC: undo the earlier
+		// ones, so the request stays all or nothing.
+		l.rollbackLocked(leo)
+		if ioErr := l.env.health.check(); ioErr != nil {
+			return AppendInfo{}, ioErr
+		}
 	}
-	return info, err
+	return AppendInfo{}, err
 }
 
 // rollbackLocked undoes an append that hit an I/O error: it truncates the
@@ -218,50 +228,52 @@ func (l *Log) appendLocked(records []byte, leaderEpoch int32, asLeader bool) (in
 	if len(records) == 0 {
 		return info, fmt.Errorf("%w: empty record set", ErrCorruptMessage)
 	}
-	// Validate everything before writing anything: a request is all or
-	// nothing. The checked batches are kept so the CRC runs once per batch.
+	// Check every header before writing anything, so that a request the
+	// headers condemn writes nothing. The headers are kept (on the stack for
+	// the usual few batches) so each is parsed once.
+	var stack [4]BatchHeader
+	headers := stack[:0]
 	next := l.leo()
 	var numRecords int64
-	type checked struct {
-		h     BatchHeader
-		batch []byte
-	}
-	var batches []checked
-	err = splitBatches(records, func(h BatchHeader, batch []byte) error {
+	for rest := records; len(rest) > 0; {
+		var h BatchHeader
+		if h, _, rest, err = nextBatch(rest); err != nil {
+			return info, err
+		}
 		if h.Size() > int64(l.env.cfg.MaxMessageBytes) {
-			return fmt.Errorf("%w: batch of %d bytes, max.message.bytes is %d", ErrMessageTooLarge, h.Size(), l.env.cfg.MaxMessageBytes)
+			return info, fmt.Errorf("%w: batch of %d bytes, max.message.bytes is %d", ErrMessageTooLarge, h.Size(), l.env.cfg.MaxMessageBytes)
 		}
 		if asLeader {
 			if h.NumRecords < 1 || int64(h.LastOffsetDelta) != int64(h.NumRecords)-1 {
-				return fmt.Errorf("%w: a produced batch needs dense offsets (%d records, last offset delta %d)", ErrCorruptMessage, h.NumRecords, h.LastOffsetDelta)
+				return info, fmt.Errorf("%w: a produced batch needs dense offsets (%d records, last offset delta %d)", ErrCorruptMessage, h.NumRecords, h.LastOffsetDelta)
 			}
 			next += int64(h.NumRecords)
 		} else {
 			if h.BaseOffset != next {
-				return fmt.Errorf("%w: batch at offset %d does not start at the log end offset %d", ErrCorruptMessage, h.BaseOffset, next)
+				return info, fmt.Errorf("%w: batch at offset %d does not start at the log end offset %d", ErrCorruptMessage, h.BaseOffset, next)
 			}
 			next = h.NextOffset()
 		}
 		numRecords += int64(h.NumRecords)
-		batches = append(batches, checked{h, batch})
-		return nil
-	})
-	if err != nil {
-		return info, err
+		headers = append(headers, h)
 	}
+	now := l.env.now()
 	info.FirstOffset, info.MaxTimestamp = -1, -1
-	for _, c := range batches {
-		if err = l.appendBatch(c.h, c.batch, leaderEpoch, asLeader, &info); err != nil {
+	pos := 0
+	for _, h := range headers {
+		batch := records[pos : pos+int(h.Size())]
+		pos += len(batch)
+		if err = l.appendBatch(h, batch, leaderEpoch, asLeader, now, &info); err != nil {
 			return info, err
 		}
 	}
 	info.LogEndOffset = l.leo()
 	if l.unflushed == 0 {
-		l.firstUnflushed = l.env.now()
+		l.firstUnflushed = now
 	}
 	l.unflushed += numRecords
 	flushed := info.Rolled // a roll flushes the sealed segment
-	if l.flushDueLocked() {
+	if l.flushDueLocked(now) {
 		if err := l.flushLocked(); err != nil {
 			return info, err
 		}
@@ -273,14 +285,14 @@ func (l *Log) appendLocked(records []byte, leaderEpoch int32, asLeader bool) (in
 	return info, nil
 }
 
-// appendBatch writes one checked batch, rolling first if needed, and adds it
-// to info.
-func (l *Log) appendBatch(h BatchHeader, batch []byte, leaderEpoch int32, asLeader bool, info *AppendInfo) error {
+// appendBatch writes one batch whose header was checked, rolling first if
+// needed, and adds it to info. Its CRC is checked by the segment's append.
+func (l *Log) appendBatch(h BatchHeader, batch []byte, leaderEpoch int32, asLeader bool, now time.Time, info *AppendInfo) error {
 	if asLeader {
 		h.BaseOffset, h.PartitionLeaderEpoch = l.leo(), leaderEpoch
 		stampBatch(batch, h.BaseOffset, h.PartitionLeaderEpoch)
 	}
-	rolled, err := l.maybeRoll(h)
+	rolled, err := l.maybeRoll(h, now)
 	if err != nil {
 		return err
 	}
@@ -308,14 +320,14 @@ func (l *Log) active() *segment { return l.segments[len(l.segments)-1] }
 // full index, or cannot hold h's offsets relative to its base. Like Kafka,
 // rolling flushes the old segment, which moves the recovery point to the new
 // segment's base offset.
-func (l *Log) maybeRoll(h BatchHeader) (bool, error) {
+func (l *Log) maybeRoll(h BatchHeader, now time.Time) (bool, error) {
 	s := l.active()
 	if s.size == 0 {
 		return false, nil
 	}
 	cfg := l.env.cfg
 	if s.size+h.Size() <= cfg.SegmentBytes &&
-		l.env.now().Sub(s.created) < cfg.SegmentMs &&
+		now.Sub(s.created) < cfg.SegmentMs &&
 		len(s.index) < cfg.maxIndexEntries() &&
 		int64(len(s.timeIndex)) < cfg.SegmentIndexBytes/timeIndexEntrySize &&
 		h.LastOffset()-s.baseOffset <= 1<<31-1 {
@@ -373,13 +385,13 @@ func (l *Log) mutate(op string, fn func() error) error {
 // flushDueLocked applies flush.messages and flush.ms. flush.ms counts whole
 // milliseconds, as Kafka does, so a FlushMs under 1 ms is Kafka's
 // flush.ms=0: every append is flushed.
-func (l *Log) flushDueLocked() bool {
+func (l *Log) flushDueLocked(now time.Time) bool {
 	if l.unflushed == 0 {
 		return false
 	}
 	cfg := l.env.cfg
 	return l.unflushed >= cfg.FlushMessages ||
-		cfg.FlushMs > 0 && l.env.now().Sub(l.firstUnflushed) >= cfg.FlushMs.Truncate(time.Millisecond)
+		cfg.FlushMs > 0 && now.Sub(l.firstUnflushed) >= cfg.FlushMs.Truncate(time.Millisecond)
 }
 
 // Flush fsyncs every segment written since the last flush and moves the
@@ -398,7 +410,7 @@ func (l *Log) Flush() error {
 // reports whether it flushed.
 func (l *Log) FlushIfDue() (flushed bool, err error) {
 	err = l.mutate("flush", func() error {
-		if l.closed || !l.flushDueLocked() {
+		if l.closed || !l.flushDueLocked(l.env.now()) {
 			return nil
 		}
 		if err := l.flushLocked(); err != nil {
