@@ -436,7 +436,7 @@ func init() {
 	})
 
 	register(&Lesson{
-		ID: "10-unclean", Brokers: 2,
+		ID: "10-unclean", Brokers: 2, Fencing: zookeeperRule(),
 		Title: T("Unclean leader election: CP or AP", "unclean leader 选举：CP 还是 AP", "unclean leader 選舉：CP 還是 AP"),
 		Summary: T("When every ISR member is down, Kafka either waits for one to return (consistent, unavailable) or lets an out-of-sync replica lead (available, losing acknowledged writes). Two topics with the two settings go through the same faults side by side.",
 			"当所有 ISR 成员都宕机时，Kafka 要么等待其中一个回来（一致但不可用），要么让不同步的副本当 leader（可用但丢失已确认的写入）。两个分别采用两种设置的 topic 并排经历同样的故障。",
