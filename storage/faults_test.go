@@ -107,6 +107,11 @@ func faultCases() []faultCase {
 				return &errorfs.Rule{Op: errorfs.OpRename, Path: LeaderEpochCheckpointFile + ".tmp"}
 			},
 			act: func(l *Log) error { return appendOne(l, 1, 6) }, kept: 6, flushed: 3},
+		{name: "replication-offset checkpoint", cfg: DefaultConfig(),
+			rule: func() errorfs.Injector {
+				return &errorfs.Rule{Op: errorfs.OpRename, Path: ReplicationCheckpointFile + ".tmp"}
+			},
+			act: func(l *Log) error { return l.dl.WriteHighWatermarks(map[TopicPartition]int64{demoTP: 4}) }, kept: 6, flushed: 3},
 		{name: "open of a new segment at a roll", cfg: DefaultConfig(), rule: func() errorfs.Injector { return &errorfs.Rule{Op: errorfs.OpOpen, Path: "*.log"} },
 			act: func(l *Log) error {
 				if err := appendOne(l, 0, 6); err != nil {
