@@ -189,7 +189,7 @@ func (l *Log) append(records []byte, leaderEpoch int32, asLeader bool) (AppendIn
 		return info, nil
 	case isIOError(err):
 		l.rollbackLocked(leo)
-		return AppendInfo{}, l.env.health.fail("append to "+l.tp.String(), err)
+		return AppendInfo{}, l.env.health.fail("append to", l.tp, err)
 	case l.leo() != leo:
 		// A later batch of the record set failed its CRC: undo the earlier
 		// ones, so the request stays all or nothing.
@@ -379,7 +379,7 @@ func (l *Log) mutate(op string, fn func() error) error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.env.health.fail(op+" "+l.tp.String(), fn())
+	return l.env.health.fail(op, l.tp, fn())
 }
 
 // flushDueLocked applies flush.messages and flush.ms. flush.ms counts whole
@@ -480,7 +480,7 @@ func (l *Log) Read(offset, maxOffset int64, maxBytes int64) (FetchData, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	d, err := l.readLocked(offset, maxOffset, maxBytes)
-	return d, l.env.health.fail("read "+l.tp.String(), err)
+	return d, l.env.health.fail("read", l.tp, err)
 }
 
 func (l *Log) readLocked(offset, maxOffset int64, maxBytes int64) (FetchData, error) {
@@ -590,7 +590,7 @@ func (l *Log) locate(offset int64, trace *LookupTrace) (location, error) {
 	}
 	for pos < s.size {
 		h, err := s.readHeader(pos, s.size)
-		if isIOError(err) {
+		if err != nil && isIOError(err) {
 			return location{}, err
 		}
 		if err != nil {
@@ -642,7 +642,7 @@ func (l *Log) Lookup(offset int64) (LookupTrace, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	t, err := l.lookupLocked(offset)
-	return t, l.env.health.fail("look up in "+l.tp.String(), err)
+	return t, l.env.health.fail("look up in", l.tp, err)
 }
 
 func (l *Log) lookupLocked(offset int64) (LookupTrace, error) {
@@ -672,7 +672,7 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset int64, ok bool, err error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	offset, ok, err = l.offsetForTimestampLocked(ts)
-	return offset, ok, l.env.health.fail("look up a timestamp in "+l.tp.String(), err)
+	return offset, ok, l.env.health.fail("look up a timestamp in", l.tp, err)
 }
 
 func (l *Log) offsetForTimestampLocked(ts int64) (offset int64, ok bool, err error) {
@@ -746,7 +746,7 @@ func (l *Log) Segments() ([]SegmentInfo, error) {
 	out := make([]SegmentInfo, 0, len(l.segments))
 	for i, s := range l.segments {
 		if err := s.ensureLoaded(); err != nil {
-			return nil, l.env.health.fail("load a segment of "+l.tp.String(), err)
+			return nil, l.env.health.fail("load a segment of", l.tp, err)
 		}
 		synced, ok := l.env.tracker.get(s.path(LogFileSuffix))
 		if !ok {
@@ -965,7 +965,7 @@ func (l *Log) close(clean bool) error {
 	}
 	var err error
 	if clean && l.env.health.check() == nil {
-		err = l.env.health.fail("flush "+l.tp.String(), l.flushLocked())
+		err = l.env.health.fail("flush", l.tp, l.flushLocked())
 	}
 	for _, s := range l.segments {
 		s.close()

@@ -159,7 +159,7 @@ func (d *LogDir) CreateLog(tp TopicPartition, cfg Config) (*Log, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	l, err := d.createLogLocked(tp, cfg)
-	return l, d.health.fail("create log "+tp.String(), err)
+	return l, d.health.fail("create log", tp, err)
 }
 
 func (d *LogDir) createLogLocked(tp TopicPartition, cfg Config) (*Log, error) {
@@ -212,7 +212,7 @@ func (d *LogDir) DeleteLog(tp TopicPartition) error {
 	if err := d.health.check(); err != nil {
 		return err
 	}
-	return d.health.fail("delete log "+tp.String(), d.deleteLog(tp))
+	return d.health.fail("delete log", tp, d.deleteLog(tp))
 }
 
 func (d *LogDir) deleteLog(tp TopicPartition) error {
@@ -267,7 +267,7 @@ func (d *LogDir) WriteHighWatermarks(hws map[TopicPartition]int64) error {
 			d.hws[tp] = hw
 		}
 	}
-	return d.health.fail("write "+ReplicationCheckpointFile, d.writeHighWatermarksLocked())
+	return d.health.fail("write "+ReplicationCheckpointFile, TopicPartition{}, d.writeHighWatermarksLocked())
 }
 
 func (d *LogDir) writeHighWatermarksLocked() error {
@@ -333,9 +333,9 @@ func (d *LogDir) Close() error {
 	d.closed = true
 	d.mu.Unlock()
 	if err := errors.Join(errs...); err != nil {
-		return d.health.fail("close", err)
+		return d.health.fail("close", TopicPartition{}, err)
 	}
-	return d.health.fail("close", writeFileAtomic(d.fs, filepath.Join(d.path, CleanShutdownFile), nil))
+	return d.health.fail("close", TopicPartition{}, writeFileAtomic(d.fs, filepath.Join(d.path, CleanShutdownFile), nil))
 }
 
 // Crash closes every file without flushing or writing the marker, as a

@@ -32,6 +32,9 @@ func (e *StorageError) Unwrap() []error { return []error{ErrKafkaStorage, e.Err}
 // I/O failures as *fs.PathError, *os.LinkError or *os.SyscallError), as
 // opposed to a rejected request (a kerr code) or a closed log.
 func isIOError(err error) bool {
+	if err == nil {
+		return false
+	}
 	var pe *fs.PathError
 	var le *os.LinkError
 	var se *os.SyscallError
@@ -63,14 +66,18 @@ func (h *dirHealth) check() error {
 
 // fail takes the dir offline if err is an I/O error and returns what the
 // caller should return: err itself if it is not an I/O error, else a
-// *StorageError saying that op failed.
-func (h *dirHealth) fail(op string, err error) error {
+// *StorageError saying that op (on tp's log, if tp is set) failed. The
+// message is only built on failure: fail runs on every read and append.
+func (h *dirHealth) fail(op string, tp TopicPartition, err error) error {
 	if err == nil || !isIOError(err) {
 		return err
 	}
 	var se *StorageError
 	if errors.As(err, &se) {
 		return err
+	}
+	if tp.Topic != "" {
+		op += " " + tp.String()
 	}
 	se = &StorageError{Dir: h.path, Op: op, Err: err}
 	if h.err.CompareAndSwap(nil, se) {

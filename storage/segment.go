@@ -143,11 +143,21 @@ func (s *segment) readHeader(pos, limit int64) (BatchHeader, error) {
 	if limit-pos < batchHeaderSize {
 		return BatchHeader{}, io.ErrUnexpectedEOF
 	}
-	var buf [batchHeaderSize]byte
-	if _, err := s.log.ReadAt(buf[:], pos); err != nil {
+	// A lookup reads several headers: on the OS's own files the buffer
+	// stays on the stack, which it cannot when passed through the vfs.File
+	// interface.
+	if f, ok := s.log.(*os.File); ok {
+		var buf [batchHeaderSize]byte
+		if _, err := f.ReadAt(buf[:], pos); err != nil {
+			return BatchHeader{}, err
+		}
+		return parseBatchHeader(buf[:])
+	}
+	buf := make([]byte, batchHeaderSize)
+	if _, err := s.log.ReadAt(buf, pos); err != nil {
 		return BatchHeader{}, err
 	}
-	return parseBatchHeader(buf[:])
+	return parseBatchHeader(buf)
 }
 
 // rebuild re-reads the whole .log file: it validates each batch (length,
