@@ -198,3 +198,28 @@ func TestConnectionLimitDefaults(t *testing.T) {
 		t.Fatalf("defaults %v, %d", o.ConnectionsMaxIdle, o.MaxConnectionsPerIP)
 	}
 }
+
+// TestClientRedialsAfterIdle: a Client idle for longer than its own
+// connections.max.idle.ms replaces the connection the broker has closed in
+// the meantime, so the next request just works.
+func TestClientRedialsAfterIdle(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := serveListener(t, labHandler(new(atomic.Int64)), Options{ConnectionsMaxIdle: 100 * time.Millisecond}, ln)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := DialOptions(ctx, ln.Addr().String(), "idle-client", ClientOptions{ConnectionsMaxIdle: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Negotiate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the broker to close the idle connection", func() bool { return s.Stats().IdleClosed == 1 })
+	if _, err := c.Request(ctx, kmsg.NewPtrMetadataRequest()); err != nil {
+		t.Fatalf("request after the broker closed the idle connection: %v", err)
+	}
+}
