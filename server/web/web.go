@@ -55,6 +55,11 @@ type Options struct {
 	// Lessons runs the guided lessons (api_lessons.go); nil: the lesson
 	// routes answer 501.
 	Lessons *lessons.Service
+	// AllowedHosts are Host names besides loopback ones (localhost,
+	// 127.0.0.1, [::1] at the served port) that the lab answers to: "name"
+	// for any port, "name:port" for one. Every other Host gets 421 (see
+	// hosts.go: DNS rebinding). Default none.
+	AllowedHosts []string
 }
 
 func (o *Options) setDefaults() error {
@@ -95,6 +100,7 @@ type Server struct {
 	clock  LabClock
 	insp   Inspector
 	echo   *echo.Echo
+	hosts  hostPolicy
 	files  map[string]*staticFile
 	ctx    context.Context // cancelled by Close: websocket writers say goodbye
 	cancel context.CancelFunc
@@ -114,7 +120,11 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{opts: opts, files: files}
+	hosts, err := newHostPolicy(opts.AllowedHosts)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{opts: opts, files: files, hosts: hosts}
 	s.topics, _ = opts.Lab.(TopicAdmin)
 	s.prod, _ = opts.Lab.(Producer)
 	s.cons, _ = opts.Lab.(Consumer)
@@ -126,6 +136,7 @@ func New(opts Options) (*Server, error) {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
+	e.Pre(s.checkHost)
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true, DisablePrintStack: true}))
 	e.Use(securityHeaders)
 
