@@ -15,11 +15,13 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	"tidemark/lessons"
 	"tidemark/server/cluster"
+	"tidemark/server/controller"
 	"tidemark/server/labs"
 	"tidemark/server/web"
 )
@@ -31,6 +33,9 @@ type config struct {
 	brokers   int    // how many brokers the cluster runs
 	kafkaPort int    // first broker's Kafka listener port; broker i listens on kafkaPort+i-1; 0 picks free ports
 	paused    bool   // start with the lab clock paused
+
+	allowedHosts         []string // Host names the web UI answers besides loopback ones
+	maxPartitionReplicas int      // the lab's partition-replica budget; 0: computed from the machine
 
 	static fs.FS        // tests: the static tree to serve instead of the embedded one
 	logger *slog.Logger // tests: where the cluster logs (default stderr, warnings and up)
@@ -55,6 +60,17 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 	fs.IntVar(&c.brokers, "brokers", 3, fmt.Sprintf("number of brokers (1..%d)", maxBrokers))
 	fs.IntVar(&c.kafkaPort, "kafka-port", 9092, "Kafka listener port of the first broker; the others use the following ports (0: any free ports)")
 	fs.BoolVar(&c.paused, "paused", false, "start with the lab clock paused (step it from the UI or the API)")
+	fs.Func("allowed-hosts", "comma-separated Host names (name or name:port) the web UI answers besides localhost, 127.0.0.1 and [::1]", func(v string) error {
+		for _, h := range strings.Split(v, ",") {
+			if h = strings.TrimSpace(h); h != "" {
+				c.allowedHosts = append(c.allowedHosts, h)
+			}
+		}
+		return nil
+	})
+	fs.IntVar(&c.maxPartitionReplicas, "max-partition-replicas", 0, fmt.Sprintf(
+		"most partition replicas (partitions × replication factor, all topics) a lab may hold; 0: computed from the descriptor limit and memory (%d here)",
+		controller.DefaultMaxPartitionReplicas()))
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -73,6 +89,9 @@ func (c config) validate() error {
 	}
 	if c.dataDir == "" {
 		return errors.New("--data-dir must not be empty")
+	}
+	if c.maxPartitionReplicas < 0 {
+		return fmt.Errorf("--max-partition-replicas %d: must be positive (or 0 for the computed default)", c.maxPartitionReplicas)
 	}
 	host, _, err := net.SplitHostPort(c.addr)
 	if err != nil {
@@ -108,6 +127,7 @@ func run(ctx context.Context, cfg config, out io.Writer, started func(url string
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
+	controller.SetMaxPartitionReplicas(cfg.maxPartitionReplicas)
 	cl, err := cluster.Open(cluster.Options{DataDir: cfg.dataDir, Brokers: cfg.brokers, KafkaPort: cfg.kafkaPort,
 		Paused: cfg.paused, Logger: logger})
 	if err != nil {
@@ -143,7 +163,7 @@ func run(ctx context.Context, cfg config, out io.Writer, started func(url string
 	}
 	defer lessonRuns.Close()
 
-	ws, err := web.New(web.Options{Lab: lab{cl}, Static: cfg.static, Logger: logger, Lessons: lessonRuns})
+	ws, err := web.New(web.Options{Lab: lab{cl}, Static: cfg.static, Logger: logger, Lessons: lessonRuns, AllowedHosts: cfg.allowedHosts})
 	if err != nil {
 		return err
 	}
