@@ -15,6 +15,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -35,6 +36,9 @@ type config struct {
 	paused    bool   // start with the lab clock paused
 	// fencingRule is the controller's fencing rule; "" keeps the stored one.
 	fencingRule string
+
+	allowedHosts         []string // Host names the web UI answers besides loopback ones
+	maxPartitionReplicas int      // the lab's partition-replica budget; 0: computed from the machine
 
 	static fs.FS        // tests: the static tree to serve instead of the embedded one
 	logger *slog.Logger // tests: where the cluster logs (default stderr, warnings and up)
@@ -60,6 +64,17 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 	fs.IntVar(&c.kafkaPort, "kafka-port", 9092, "Kafka listener port of the first broker; the others use the following ports (0: any free ports)")
 	fs.BoolVar(&c.paused, "paused", false, "start with the lab clock paused (step it from the UI or the API)")
 	fs.StringVar(&c.fencingRule, "fencing-rule", "", "the controller's fencing rule: kraft-elr (KIP-966), kraft (KIP-903) or zookeeper (before KRaft); empty keeps the one stored in --data-dir (kraft-elr at first)")
+	fs.Func("allowed-hosts", "comma-separated Host names (name or name:port) the web UI answers besides localhost, 127.0.0.1 and [::1]", func(v string) error {
+		for _, h := range strings.Split(v, ",") {
+			if h = strings.TrimSpace(h); h != "" {
+				c.allowedHosts = append(c.allowedHosts, h)
+			}
+		}
+		return nil
+	})
+	fs.IntVar(&c.maxPartitionReplicas, "max-partition-replicas", 0, fmt.Sprintf(
+		"most partition replicas (partitions × replication factor, all topics) a lab may hold; 0: computed from the descriptor limit and memory (%d here)",
+		controller.DefaultMaxPartitionReplicas()))
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -83,6 +98,9 @@ func (c config) validate() error {
 		if _, err := controller.ParseFencingRule(c.fencingRule); err != nil {
 			return fmt.Errorf("--fencing-rule: %v", err)
 		}
+	}
+	if c.maxPartitionReplicas < 0 {
+		return fmt.Errorf("--max-partition-replicas %d: must be positive (or 0 for the computed default)", c.maxPartitionReplicas)
 	}
 	host, _, err := net.SplitHostPort(c.addr)
 	if err != nil {
@@ -123,6 +141,7 @@ func run(ctx context.Context, cfg config, out io.Writer, started func(url string
 		r, _ := controller.ParseFencingRule(cfg.fencingRule) // validated
 		rule = &r
 	}
+	controller.SetMaxPartitionReplicas(cfg.maxPartitionReplicas)
 	cl, err := cluster.Open(cluster.Options{DataDir: cfg.dataDir, Brokers: cfg.brokers, KafkaPort: cfg.kafkaPort,
 		Paused: cfg.paused, Logger: logger, FencingRule: rule})
 	if err != nil {
@@ -164,7 +183,8 @@ func run(ctx context.Context, cfg config, out io.Writer, started func(url string
 	}
 	defer chaosRuns.Close()
 
-	ws, err := web.New(web.Options{Lab: lab{cl}, Static: cfg.static, Logger: logger, Lessons: lessonRuns, Chaos: chaosRuns})
+	ws, err := web.New(web.Options{Lab: lab{cl}, Static: cfg.static, Logger: logger, Lessons: lessonRuns, Chaos: chaosRuns,
+		AllowedHosts: cfg.allowedHosts})
 	if err != nil {
 		return err
 	}

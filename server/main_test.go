@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -24,7 +25,12 @@ func TestParseFlags(t *testing.T) {
 	if err != nil || c.addr != "[::1]:0" || c.brokers != 5 || c.kafkaPort != 19092 || c.dataDir != "/tmp/x" || !c.paused {
 		t.Fatalf("parsed = %+v, %v", c, err)
 	}
+	c, err = parseFlags([]string{"--allowed-hosts", "lab.example, tunnel.example:9000", "--max-partition-replicas", "300"}, io.Discard)
+	if err != nil || !slices.Equal(c.allowedHosts, []string{"lab.example", "tunnel.example:9000"}) || c.maxPartitionReplicas != 300 {
+		t.Fatalf("limits = %q %d, %v", c.allowedHosts, c.maxPartitionReplicas, err)
+	}
 	for _, args := range [][]string{
+		{"--max-partition-replicas", "-1"},
 		{"--brokers", "0"}, {"--brokers", "8"}, {"--brokers", "x"},
 		{"--kafka-port", "-1"}, {"--kafka-port", "65534", "--brokers", "3"},
 		{"--addr", "0.0.0.0:8080"}, {"--addr", "example.com:80"}, {"--addr", "nonsense"},

@@ -67,6 +67,11 @@ func (b *Broker) Produce(ctx context.Context, topic string, partition int32, ack
 	if r == nil {
 		return ProduceResult{Err: kerr.UnknownTopicOrPartition}
 	}
+	// Validate before the replica's lock: a batch that passes its CRC but
+	// does not decode would be replicated and stop every reader at its offset.
+	if _, err := storage.ValidateProducedBatch(records); err != nil {
+		return ProduceResult{Err: err, BaseOffset: -1, LastOffset: -1}
+	}
 	if timeout <= 0 {
 		timeout = b.cfg.RequestTimeout
 	}
@@ -108,6 +113,11 @@ func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) km
 				if res.Err != nil {
 					out.ErrorCode = errorCode(res.Err)
 					out.BaseOffset = -1
+					if errors.Is(res.Err, kerr.InvalidRecord) || errors.Is(res.Err, kerr.CorruptMessage) ||
+						errors.Is(res.Err, kerr.UnsupportedCompressionType) {
+						msg := res.Err.Error() // v8+: the producer learns why
+						out.ErrorMessage = &msg
+					}
 				}
 			}(t.Topic, p.Partition, p.Records)
 		}
@@ -157,6 +167,7 @@ func (b *Broker) handleFetch(ctx context.Context, req *kmsg.FetchRequest) kmsg.R
 		replicaID = req.ReplicaState.ID
 	}
 	var parts []*fetchPart
+	req.Topics = dedupeFetchTopics(req.Topics)
 	for _, t := range req.Topics {
 		rt := kmsg.NewFetchResponseTopic()
 		rt.Topic = t.Topic
@@ -216,14 +227,17 @@ func (b *Broker) handleFetch(ctx context.Context, req *kmsg.FetchRequest) kmsg.R
 			fp.refresh(replicaID >= 0)
 		}
 	}
-	budget := int64(req.MaxBytes)
-	if req.MaxBytes <= 0 {
-		budget = 1 << 30
+	budget := int64(FetchMaxBytes)
+	if req.MaxBytes > 0 {
+		budget = min(budget, int64(req.MaxBytes))
 	}
 	for _, fp := range parts {
+		if budget <= 0 {
+			break // only the first partition with data may go over (one whole batch)
+		}
 		maxBytes := int64(fp.req.PartitionMaxBytes)
 		if maxBytes <= 0 || maxBytes > budget {
-			maxBytes = max(budget, 1)
+			maxBytes = budget
 		}
 		d, err := fp.r.log.Read(fp.req.FetchOffset, fp.upTo, maxBytes)
 		if err != nil {

@@ -23,7 +23,8 @@ const MaxPartitions = 1000
 // epochs start at 0. Errors: INVALID_TOPIC_EXCEPTION (bad name, or one that
 // collides with another once '.' and '_' are treated alike, as Kafka's metric
 // names do), TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS (outside [1, 1000]),
-// INVALID_REPLICATION_FACTOR (outside [1, unfenced brokers]), INVALID_CONFIG.
+// INVALID_REPLICATION_FACTOR (outside [1, unfenced brokers]), INVALID_CONFIG,
+// POLICY_VIOLATION (the lab's partition-replica budget, budget.go).
 func (c *Controller) CreateTopic(name string, partitions int32, replicationFactor int16, configs map[string]string) (Topic, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -59,6 +60,9 @@ func (c *Controller) CreateTopic(name string, partitions int32, replicationFacto
 		return Topic{}, err
 	}
 	if err := cfg.Validate(int(replicationFactor)); err != nil {
+		return Topic{}, err
+	}
+	if err := c.checkReplicaBudget(name, partitions, replicationFactor); err != nil {
 		return Topic{}, err
 	}
 	t := &topicState{name: name, configs: cloneConfigs(configs), cfg: cfg, parts: make([]*Partition, partitions)}

@@ -36,7 +36,7 @@ func send(t *testing.T, h http.Handler, method, target, body string) *httptest.R
 	if body != "" {
 		r = strings.NewReader(body)
 	}
-	req := httptest.NewRequest(method, target, r)
+	req := loopbackRequest(method, target, r)
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}

@@ -2,6 +2,8 @@ package web
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -151,7 +153,34 @@ func (s *Server) createTopic(c echo.Context) error {
 	if err != nil { // deleted again at once by someone else
 		return err
 	}
+	if err := s.checkReplicasOpen(&snap, t); err != nil {
+		return err
+	}
 	return c.JSON(http.StatusCreated, topicInfo(t))
+}
+
+// checkReplicasOpen makes a created topic whose replicas did not open on a
+// running broker (out of descriptors, say) an error rather than a 201: its
+// partitions would answer UNKNOWN_TOPIC_OR_PARTITION to every producer. The
+// lab tells every running broker about a new topic before CreateTopic
+// returns, so a missing log is a failure or a cut link to the controller.
+func (s *Server) checkReplicasOpen(snap *events.Snapshot, t *events.Topic) error {
+	if s.insp == nil {
+		return nil
+	}
+	for _, p := range t.Partitions {
+		for _, id := range p.Replicas {
+			if b := snap.Broker(id); b == nil || b.State != events.BrokerUp {
+				continue
+			}
+			if _, _, err := s.insp.ReplicaLog(id, t.Name, p.Partition); errors.Is(err, kerr.UnknownTopicOrPartition) {
+				return KafkaError(http.StatusInternalServerError, kerr.KafkaStorageError, fmt.Sprintf(
+					"topic %s was created, but broker %d has no log for %s-%d: it could not open the files (the lab's log says why) or has not heard of the topic (a cut link to the controller)",
+					t.Name, id, t.Name, p.Partition))
+			}
+		}
+	}
+	return nil
 }
 
 // DeleteTopicResponse is the body of DELETE /api/v1/topics/{topic}.

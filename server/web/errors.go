@@ -50,6 +50,7 @@ var kafkaStatus = map[*kerr.Error]int{
 	kerr.InvalidPartitions:            http.StatusBadRequest,
 	kerr.InvalidReplicationFactor:     http.StatusBadRequest,
 	kerr.InvalidConfig:                http.StatusBadRequest,
+	kerr.PolicyViolation:              http.StatusBadRequest,
 	kerr.InvalidRequest:               http.StatusBadRequest,
 	kerr.InvalidRequiredAcks:          http.StatusBadRequest,
 	kerr.InvalidRecord:                http.StatusBadRequest,

@@ -2,7 +2,6 @@ package web
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
@@ -164,7 +163,7 @@ func (s *Server) runAction(c echo.Context, lang i18n.Lang) ActionResult {
 		e := toError(err)
 		return ActionResult{Text: errText(e.Code, e.Message), Status: e.Status}
 	}
-	status, body := s.callAPI(c.Request().Context(), call)
+	status, body := s.callAPI(c.Request(), call)
 	if status/100 != 2 {
 		var eb struct {
 			Error struct{ Code, Message string }
@@ -273,17 +272,18 @@ func pathSegment(s string) string {
 	return s
 }
 
-// callAPI sends one request through the app's own routes and returns the
-// status and body.
-func (s *Server) callAPI(ctx context.Context, call apiCall) (int, []byte) {
+// callAPI sends one request through the app's own routes, on behalf of
+// the form post from, and returns the status and body.
+func (s *Server) callAPI(from *http.Request, call apiCall) (int, []byte) {
 	var body bytes.Buffer
 	if call.body != nil {
 		json.NewEncoder(&body).Encode(call.body)
 	}
-	req, err := http.NewRequestWithContext(ctx, call.method, call.path, &body)
+	req, err := http.NewRequestWithContext(from.Context(), call.method, call.path, &body)
 	if err != nil {
 		return http.StatusBadRequest, []byte(`{"error":{"code":"INVALID_REQUEST","message":"bad request"}}`)
 	}
+	req.Host = from.Host // already checked: the API's Host check passes it again
 	if call.body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}

@@ -13,7 +13,7 @@ import (
 )
 
 func postForm(h http.Handler, form url.Values, hdr map[string]string) *httptest.ResponseRecorder {
-	req := httptest.NewRequest("POST", "/ui/action", strings.NewReader(form.Encode()))
+	req := loopbackRequest("POST", "/ui/action", strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	for k, v := range hdr {
 		req.Header.Set(k, v)

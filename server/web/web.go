@@ -59,6 +59,11 @@ type Options struct {
 	// Chaos runs the durability checker's chaos runs (api_chaos.go); nil:
 	// the chaos routes answer 501.
 	Chaos *chaos.Service
+	// AllowedHosts are Host names besides loopback ones (localhost,
+	// 127.0.0.1, [::1] at the served port) that the lab answers to: "name"
+	// for any port, "name:port" for one. Every other Host gets 421 (see
+	// hosts.go: DNS rebinding). Default none.
+	AllowedHosts []string
 }
 
 func (o *Options) setDefaults() error {
@@ -99,6 +104,7 @@ type Server struct {
 	clock  LabClock
 	insp   Inspector
 	echo   *echo.Echo
+	hosts  hostPolicy
 	files  map[string]*staticFile
 	ctx    context.Context // cancelled by Close: websocket writers say goodbye
 	cancel context.CancelFunc
@@ -118,7 +124,11 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{opts: opts, files: files}
+	hosts, err := newHostPolicy(opts.AllowedHosts)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{opts: opts, files: files, hosts: hosts}
 	s.topics, _ = opts.Lab.(TopicAdmin)
 	s.prod, _ = opts.Lab.(Producer)
 	s.cons, _ = opts.Lab.(Consumer)
@@ -130,6 +140,7 @@ func New(opts Options) (*Server, error) {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
+	e.Pre(s.checkHost)
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true, DisablePrintStack: true}))
 	e.Use(securityHeaders)
 

@@ -33,7 +33,17 @@ type ClientOptions struct {
 	// MaxResponseBytes bounds one response frame; 0 means
 	// DefaultMaxResponseBytes. A larger size prefix breaks the connection.
 	MaxResponseBytes int32
+	// ConnectionsMaxIdle is the client's connections.max.idle.ms: a request
+	// after the connection has been unused this long first replaces it with
+	// a fresh one, so the broker's own idle timeout (longer, as in Kafka:
+	// 9 against 10 minutes) never closes it under a request. 0 means
+	// DefaultClientConnectionsMaxIdle; negative never redials.
+	ConnectionsMaxIdle time.Duration
 }
+
+// DefaultClientConnectionsMaxIdle is Kafka clients' default
+// connections.max.idle.ms (9 minutes), below the broker's 10.
+const DefaultClientConnectionsMaxIdle = 9 * time.Minute
 
 // ErrClientBroken is wrapped by every error of a Client whose connection an
 // earlier failure (I/O error, cancellation mid-request, protocol error)
@@ -54,6 +64,12 @@ type Client struct {
 	buf      []byte
 	broken   error
 	versions VersionTable // from Negotiate; nil before it
+
+	addr     string
+	remote   net.Addr // the first connection's; set once
+	dial     Dialer
+	maxIdle  time.Duration
+	lastUsed time.Time
 }
 
 // Dial connects to addr with net.Dialer, naming itself clientID in request
@@ -74,16 +90,31 @@ func DialOptions(ctx context.Context, addr, clientID string, opts ClientOptions)
 	if opts.MaxResponseBytes < 4 {
 		return nil, fmt.Errorf("wire: MaxResponseBytes %d is below a response header", opts.MaxResponseBytes)
 	}
-	conn, err := dial(ctx, "tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("wire: dial %s: %w", addr, err)
+	if opts.ConnectionsMaxIdle == 0 {
+		opts.ConnectionsMaxIdle = DefaultClientConnectionsMaxIdle
 	}
-	return &Client{
-		conn:    conn,
-		br:      bufio.NewReaderSize(conn, 16<<10),
+	c := &Client{
 		format:  kmsg.NewRequestFormatter(kmsg.FormatterClientID(clientID)),
 		maxResp: opts.MaxResponseBytes,
-	}, nil
+		addr:    addr,
+		dial:    dial,
+		maxIdle: opts.ConnectionsMaxIdle,
+	}
+	if err := c.connect(ctx); err != nil {
+		return nil, err
+	}
+	c.remote = c.conn.RemoteAddr()
+	return c, nil
+}
+
+// connect dials c's broker and makes the new connection c's.
+func (c *Client) connect(ctx context.Context) error {
+	conn, err := c.dial(ctx, "tcp", c.addr)
+	if err != nil {
+		return fmt.Errorf("wire: dial %s: %w", c.addr, err)
+	}
+	c.conn, c.br, c.lastUsed = conn, bufio.NewReaderSize(conn, 16<<10), time.Now()
+	return nil
 }
 
 // Close closes the connection; requests after it fail.
@@ -97,7 +128,7 @@ func (c *Client) Close() error {
 }
 
 // RemoteAddr returns the address of the broker.
-func (c *Client) RemoteAddr() net.Addr { return c.conn.RemoteAddr() }
+func (c *Client) RemoteAddr() net.Addr { return c.remote }
 
 // Versions returns the broker's table learned by Negotiate; nil before it.
 func (c *Client) Versions() VersionTable {
@@ -180,6 +211,15 @@ func (c *Client) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if c.maxIdle > 0 && time.Since(c.lastUsed) > c.maxIdle {
+		// Nothing is in flight, so a fresh connection loses nothing.
+		c.conn.Close()
+		if err := c.connect(ctx); err != nil {
+			c.broken = err
+			return nil, err
+		}
+	}
+	defer func() { c.lastUsed = time.Now() }()
 	deadline, _ := ctx.Deadline() // zero: none
 	if err := c.conn.SetDeadline(deadline); err != nil {
 		return nil, c.fail(ctx, err)

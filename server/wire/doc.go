@@ -61,6 +61,17 @@
 // logged. Other connections are never affected, and a panic is recovered per
 // connection.
 //
+// # Limits
+//
+// A listener closes a connection that has had no request and no response
+// for connections.max.idle.ms (Options.ConnectionsMaxIdle, 10 minutes), and
+// closes at once any connection from an address that already holds
+// max.connections.per.ip (Options.MaxConnectionsPerIP, 500). When Accept
+// fails because the process is out of file descriptors (EMFILE, ENFILE) it
+// waits, 5 ms doubling up to 1 s as net/http does, and accepts again; those
+// failures and refusals are counted (Server.Stats) and logged at most once
+// per Options.LogInterval with a count, so a flood cannot flood the log.
+//
 // # Zero copy
 //
 // Fetch responses mostly carry record batches that already sit, encoded, in

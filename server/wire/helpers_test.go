@@ -109,15 +109,23 @@ func (a *attrSink) Handle(_ context.Context, r slog.Record) error {
 // and returns its address and log.
 func startServer(t testing.TB, h Handler, opts Options) (string, *logSink) {
 	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sink := serveListener(t, h, opts, ln)
+	return ln.Addr().String(), sink
+}
+
+// serveListener serves h on ln until the test ends and returns the Server
+// and its log.
+func serveListener(t testing.TB, h Handler, opts Options, ln net.Listener) (*Server, *logSink) {
+	t.Helper()
 	sink := newLogSink()
 	if opts.Logger == nil {
 		opts.Logger = slog.New(sink)
 	}
 	s, err := NewServer(h, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +138,7 @@ func startServer(t testing.TB, h Handler, opts Options) (string, *logSink) {
 			t.Errorf("Serve: %v", err)
 		}
 	})
-	return ln.Addr().String(), sink
+	return s, sink
 }
 
 // metadataHandler answers Metadata with one broker (the listener itself,

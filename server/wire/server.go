@@ -12,6 +12,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -67,9 +68,27 @@ type Options struct {
 	// that do not implement syscall.Conn (wrappers) always copy.
 	CopyFileRegions bool
 
+	// ConnectionsMaxIdle is Kafka's connections.max.idle.ms: a connection
+	// that has had no request and no response for this long, with none in
+	// flight, is closed. 0 means DefaultConnectionsMaxIdle (10 minutes, as
+	// in Kafka); negative never closes idle connections.
+	ConnectionsMaxIdle time.Duration
+
+	// MaxConnectionsPerIP is Kafka's max.connections.per.ip: a connection
+	// from an address that already holds this many is closed as soon as it
+	// is accepted, and counted (Stats). 0 means DefaultMaxConnectionsPerIP;
+	// negative means no limit.
+	MaxConnectionsPerIP int
+
 	// Logger receives one record per connection closed by the server,
-	// with the reason. nil means slog.Default().
+	// with the reason, and the listener's state (accept failures, refused
+	// connections: at most one line per LogInterval each, with a count).
+	// nil means slog.Default().
 	Logger *slog.Logger
+
+	// LogInterval is the most often a repeated listener error is logged.
+	// 0 means 10s.
+	LogInterval time.Duration
 }
 
 // validate fills defaults and rejects contradictions.
@@ -89,6 +108,15 @@ func (o *Options) validate() error {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	if o.ConnectionsMaxIdle == 0 {
+		o.ConnectionsMaxIdle = DefaultConnectionsMaxIdle
+	}
+	if o.MaxConnectionsPerIP == 0 {
+		o.MaxConnectionsPerIP = DefaultMaxConnectionsPerIP
+	}
+	if o.LogInterval <= 0 {
+		o.LogInterval = 10 * time.Second
+	}
 	return nil
 }
 
@@ -101,6 +129,7 @@ type Server struct {
 	table   VersionTable // handler's table plus ApiVersions
 	handled VersionTable // handler's table
 	connIDs atomic.Uint64
+	limits  listenerLimits // limits.go
 }
 
 // NewServer returns a Server for h, or an error if opts or h's version table
@@ -113,7 +142,9 @@ func NewServer(h Handler, opts Options) (*Server, error) {
 	if err := validateHandlerTable(handled); err != nil {
 		return nil, err
 	}
-	return &Server{h: h, opts: opts, table: advertised(handled), handled: handled}, nil
+	s := &Server{h: h, opts: opts, table: advertised(handled), handled: handled}
+	s.limits.init(opts)
+	return s, nil
 }
 
 // Advertised returns a copy of the table the server sends in ApiVersions
@@ -129,9 +160,13 @@ func Serve(ctx context.Context, ln net.Listener, h Handler, opts Options) error 
 	return s.Serve(ctx, ln)
 }
 
-// Serve accepts connections on ln until ctx is done or Accept fails, then
-// closes ln and every connection it accepted, waits for their handlers to
-// return, and returns nil if ctx ended it or Accept's error otherwise.
+// Serve accepts connections on ln until ctx is done or Accept fails for
+// good, then closes ln and every connection it accepted, waits for their
+// handlers to return, and returns nil if ctx ended it or Accept's error
+// otherwise, which it also logs: a listener never stops unnoticed. A
+// temporary Accept error (out of file descriptors: EMFILE, ENFILE) does not
+// stop it: it waits, 5 ms doubling up to 1 s as net/http does, and accepts
+// again. A connection over MaxConnectionsPerIP is closed at once.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
@@ -140,18 +175,41 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	defer stop()
 
 	var wg sync.WaitGroup
+	var delay time.Duration // backoff after temporary Accept errors
 	for {
 		c, err := ln.Accept()
-		if err != nil {
+		if err != nil && parent.Err() == nil && isTemporary(err) {
+			delay = nextDelay(delay)
+			s.limits.acceptFailed(s.opts.Logger, ln.Addr(), err, delay)
+			select {
+			case <-time.After(delay):
+				continue
+			case <-parent.Done():
+			}
+		}
+		if err != nil || parent.Err() != nil {
+			if c != nil {
+				c.Close()
+			}
 			cancel()
 			wg.Wait()
 			if parent.Err() != nil {
 				return nil
 			}
+			s.opts.Logger.Error("Kafka listener stopped: accept failed", "listener", ln.Addr().String(), "err", err)
 			return fmt.Errorf("wire: accept: %w", err)
 		}
+		delay = 0
+		release, ok := s.limits.admit(s.opts.Logger, c)
+		if !ok {
+			c.Close()
+			continue
+		}
 		id := s.connIDs.Add(1)
-		wg.Go(func() { s.serveConn(ctx, c, id) })
+		wg.Go(func() {
+			defer release()
+			s.serveConn(ctx, c, id)
+		})
 	}
 }
 
@@ -175,18 +233,22 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn, id uint64) {
 	stop := context.AfterFunc(ctx, func() { c.Close() })
 	defer stop()
 
+	idle := s.watchIdle(ctx, cancel)
 	items := make(chan connItem, s.opts.QueuedRequests)
 	readerDone := make(chan struct{})
 	go func() {
 		defer close(readerDone)
 		defer close(items)
-		s.readLoop(ctx, c, items, log)
+		s.readLoop(ctx, c, items, idle, log)
 	}()
 	defer func() { <-readerDone }()
 	defer cancel() // runs before the wait: closes c, so the reader's Read returns
 
-	reason, err := s.processLoop(ctx, c, id, items)
+	reason, err := s.processLoop(ctx, c, id, items, idle)
 	switch {
+	case idle.expired.Load():
+		s.limits.idleClosed.Add(1)
+		log.Info("closing idle connection", "idle", s.opts.ConnectionsMaxIdle.String(), "config", "connections.max.idle.ms")
 	case ctx.Err() != nil:
 		log.Debug("connection closed: server stopping")
 	case errors.Is(err, errClosed):
@@ -199,7 +261,7 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn, id uint64) {
 // readLoop reads and decodes frames into items until an error, which it
 // sends as the last item. It recovers from panics so one connection's bad
 // bytes can never take down the process.
-func (s *Server) readLoop(ctx context.Context, c net.Conn, items chan<- connItem, log *slog.Logger) {
+func (s *Server) readLoop(ctx context.Context, c net.Conn, items chan<- connItem, idle *activity, log *slog.Logger) {
 	send := func(it connItem) bool {
 		select {
 		case items <- it:
@@ -224,6 +286,7 @@ func (s *Server) readLoop(ctx context.Context, c net.Conn, items chan<- connItem
 			send(connItem{err: err})
 			return
 		}
+		idle.begin()
 		req, err := s.decode(frame)
 		if !send(connItem{req: req, err: err}) {
 			return
@@ -255,7 +318,7 @@ func (s *Server) decode(frame []byte) (*Request, error) {
 
 // processLoop handles items in order until one ends the connection, and
 // returns a short reason with the error. A handler panic is recovered here.
-func (s *Server) processLoop(ctx context.Context, c net.Conn, id uint64, items <-chan connItem) (reason string, err error) {
+func (s *Server) processLoop(ctx context.Context, c net.Conn, id uint64, items <-chan connItem, idle *activity) (reason string, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			reason = "panic while handling request"
@@ -279,10 +342,11 @@ func (s *Server) processLoop(ctx context.Context, c net.Conn, id uint64, items <
 		if err != nil {
 			return reason, fmt.Errorf("%s: %w", describeKey(hdr.APIKey, hdr.APIVersion), err)
 		}
-		if resp == nil {
-			continue
+		if resp != nil {
+			err = w.write(hdr.CorrelationID, resp)
 		}
-		if err := w.write(hdr.CorrelationID, resp); err != nil {
+		idle.end()
+		if err != nil {
 			return "write failed", fmt.Errorf("%s response: %w", describeKey(hdr.APIKey, hdr.APIVersion), err)
 		}
 	}

@@ -1,0 +1,185 @@
+package storage
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+	"testing"
+
+	"github.com/klauspost/compress/s2"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// sealed returns a copy of batch after edit, with its length and CRC-32C
+// made right again, so only the edit is wrong.
+func sealed(batch []byte, edit func(b []byte) []byte) []byte {
+	b := edit(bytes.Clone(batch))
+	binary.BigEndian.PutUint32(b[batchLengthOffset:], uint32(len(b)-batchLogOverhead))
+	binary.BigEndian.PutUint32(b[batchCRCOffset:], crc32.Checksum(b[batchAttrOffset:], crc32c))
+	return b
+}
+
+// withRecords replaces a batch's records with body and sets its codec.
+func withRecords(codec int16, body []byte) func([]byte) []byte {
+	return func(b []byte) []byte {
+		attrs := binary.BigEndian.Uint16(b[batchAttrOffset:])&^compressionMask | uint16(codec)
+		binary.BigEndian.PutUint16(b[batchAttrOffset:], attrs)
+		return append(b[:batchHeaderSize], body...)
+	}
+}
+
+// setField writes v at off (a header field) as big-endian of v's size.
+func setField[T int16 | int32 | int64](off int, v T) func([]byte) []byte {
+	return func(b []byte) []byte {
+		switch x := any(v).(type) {
+		case int16:
+			binary.BigEndian.PutUint16(b[off:], uint16(x))
+		case int32:
+			binary.BigEndian.PutUint32(b[off:], uint32(x))
+		case int64:
+			binary.BigEndian.PutUint64(b[off:], uint64(x))
+		}
+		return b
+	}
+}
+
+func gzipped(t testing.TB, p []byte) []byte {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write(p)
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// Header field offsets used by the cases below.
+const (
+	lastOffsetDeltaAt = 23
+	producerIDAt      = 43
+	numRecordsAt      = 57
+)
+
+// badBatches are produced record sets Kafka refuses, each with the error it
+// answers. good is a valid three-record batch to derive them from.
+func badBatches(t testing.TB, good []byte) []struct {
+	name    string
+	records []byte
+	want    *kerr.Error
+} {
+	body := good[batchHeaderSize:]
+	oneRecord := NewBatch([]Record{{Value: []byte("x")}})
+	// A record whose offset delta is 5 instead of 1.
+	var skewed []byte
+	for i, d := range []int32{0, 5} {
+		r := kmsg.Record{OffsetDelta: d, Value: []byte{byte('a' + i)}}
+		r.Length = int32(len(r.AppendTo(nil)) - 1)
+		skewed = r.AppendTo(skewed)
+	}
+	// A record whose length prefix claims one byte more than its fields.
+	padded := kmsg.Record{Value: []byte("p")}
+	padded.Length = int32(len(padded.AppendTo(nil)))
+	paddedBytes := append(padded.AppendTo(nil), 0)
+	return []struct {
+		name    string
+		records []byte
+		want    *kerr.Error
+	}{
+		{"empty", nil, kerr.InvalidRecord},
+		{"short of a header", good[:30], kerr.CorruptMessage},
+		{"bad CRC", func() []byte { b := bytes.Clone(good); b[len(b)-1] ^= 1; return b }(), kerr.CorruptMessage},
+		{"magic 1", func() []byte { b := bytes.Clone(good); b[batchMagicOffset] = 1; return b }(), kerr.CorruptMessage},
+		{"two batches", append(bytes.Clone(good), good...), kerr.InvalidRecord},
+		{"codec 7", sealed(good, withRecords(7, body)), kerr.UnsupportedCompressionType},
+		{"codec 5", sealed(good, withRecords(5, body)), kerr.UnsupportedCompressionType},
+		{"gzip flag on plain bytes", sealed(good, withRecords(1, body)), kerr.CorruptMessage},
+		{"snappy flag on plain bytes", sealed(good, withRecords(2, body)), kerr.CorruptMessage},
+		{"zstd flag on gzip bytes", sealed(good, withRecords(4, gzipped(t, body))), kerr.CorruptMessage},
+		{"records that do not parse", sealed(good, withRecords(0, bytes.Repeat([]byte{0xff}, 40))), kerr.CorruptMessage},
+		{"gzip of garbage records", sealed(good, withRecords(1, gzipped(t, []byte{6, 1, 2, 3}))), kerr.CorruptMessage},
+		{"fewer records than the count", sealed(good, withRecords(0, body[:len(body)/2])), kerr.CorruptMessage},
+		{"more records than the count", sealed(good, withRecords(0, append(bytes.Clone(body), oneRecord[batchHeaderSize:]...))), kerr.InvalidRecord},
+		{"count and last offset delta disagree", sealed(good, setField(numRecordsAt, int32(2))), kerr.InvalidRecord},
+		{"zero records", sealed(good, func(b []byte) []byte {
+			return setField(lastOffsetDeltaAt, int32(-1))(setField(numRecordsAt, int32(0))(b[:batchHeaderSize]))
+		}), kerr.CorruptMessage},
+		{"offset deltas skip", sealed(good, func(b []byte) []byte {
+			b = withRecords(0, skewed)(b)
+			return setField(lastOffsetDeltaAt, int32(1))(setField(numRecordsAt, int32(2))(b))
+		}), kerr.InvalidRecord},
+		{"record longer than its fields", sealed(oneRecord, withRecords(0, paddedBytes)), kerr.InvalidRecord},
+		{"base offset not 0", sealed(good, setField(0, int64(7))), kerr.InvalidRecord},
+		{"control batch", sealed(good, setField(batchAttrOffset, int16(controlBatchBit))), kerr.InvalidRecord},
+		{"producer id without sequence", sealed(good, setField(producerIDAt, int64(9))), kerr.InvalidRecord},
+	}
+}
+
+func goodBatch() []byte {
+	return NewBatch([]Record{{Key: []byte("k"), Value: []byte("v0"), Timestamp: 10},
+		{Value: []byte("v1"), Headers: []kmsg.Header{{Key: "h", Value: []byte("1")}}, Timestamp: 11},
+		{Value: nil, Timestamp: 12}})
+}
+
+// TestValidateProducedBatch refuses each kind of bad batch with Kafka's code
+// and passes good batches in every codec.
+func TestValidateProducedBatch(t *testing.T) {
+	good := goodBatch()
+	for _, tc := range badBatches(t, good) {
+		_, err := ValidateProducedBatch(tc.records)
+		if !errors.Is(err, tc.want) {
+			t.Errorf("%s: got %v, want %s", tc.name, err, tc.want.Message)
+		}
+	}
+	body := good[batchHeaderSize:]
+	for name, b := range map[string][]byte{
+		"none":   good,
+		"gzip":   sealed(good, withRecords(1, gzipped(t, body))),
+		"snappy": sealed(good, withRecords(2, s2.EncodeSnappy(nil, body))),
+	} {
+		h, err := ValidateProducedBatch(b)
+		if err != nil || h.NumRecords != 3 {
+			t.Errorf("%s: %v (%d records)", name, err, h.NumRecords)
+		}
+	}
+}
+
+// FuzzValidateProducedBatch feeds arbitrary bytes, and good batches with one
+// byte changed and the CRC fixed, to the validator: it must never panic, and
+// whatever it passes must decode completely, as a consumer would decode it.
+func FuzzValidateProducedBatch(f *testing.F) {
+	good := goodBatch()
+	f.Add(good, -1, byte(0))
+	for _, tc := range badBatches(f, good) {
+		f.Add(tc.records, -1, byte(0))
+	}
+	f.Add(good, batchHeaderSize+3, byte(0x7f)) // a record field
+	f.Add(good, batchAttrOffset+1, byte(3))    // lz4 flag on plain bytes
+	f.Fuzz(func(t *testing.T, records []byte, at int, b byte) {
+		if at >= batchAttrOffset && at < len(records) { // a CRC-covered byte: fix the CRC up
+			records = sealed(records, func(r []byte) []byte { r[at] = b; return r })
+		}
+		h, err := ValidateProducedBatch(records)
+		if err != nil {
+			var ke *kerr.Error
+			if !errors.As(err, &ke) {
+				t.Fatalf("error without a Kafka code: %v", err)
+			}
+			return
+		}
+		d, err := DecodeBatch(records)
+		if err != nil {
+			t.Fatalf("validated batch does not decode: %v", err)
+		}
+		if int32(len(d.Records)) != h.NumRecords {
+			t.Fatalf("validated batch decodes to %d records, header says %d", len(d.Records), h.NumRecords)
+		}
+		for i, r := range d.Records {
+			if r.Offset != int64(i) {
+				t.Fatalf("record %d at offset %d", i, r.Offset)
+			}
+		}
+	})
+}
