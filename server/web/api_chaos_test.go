@@ -110,7 +110,7 @@ func TestChaosWithoutService(t *testing.T) {
 
 func TestChaosForm(t *testing.T) {
 	s := chaosServer(t, 1)
-	req := httptest.NewRequest("POST", "/chaos/start", strings.NewReader("seed=3&config=strict&actions=20"))
+	req := loopbackRequest("POST", "/chaos/start", strings.NewReader("seed=3&config=strict&actions=20"))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	rec := httptest.NewRecorder()
 	s.Handler().ServeHTTP(rec, req)
@@ -120,7 +120,7 @@ func TestChaosForm(t *testing.T) {
 	}
 	waitChaos(t, s, strings.TrimPrefix(loc, "/chaos/runs/"))
 	// A bad seed comes back to the form with the error.
-	req = httptest.NewRequest("POST", "/chaos/start", strings.NewReader("seed=x&config=strict"))
+	req = loopbackRequest("POST", "/chaos/start", strings.NewReader("seed=x&config=strict"))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	rec = httptest.NewRecorder()
 	s.Handler().ServeHTTP(rec, req)
