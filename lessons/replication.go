@@ -324,7 +324,7 @@ func init() {
 	})
 
 	register(&Lesson{
-		ID: "09-min-isr", Brokers: 2,
+		ID: "09-min-isr", Brokers: 2, Fencing: zookeeperRule(),
 		Title: T("min.insync.replicas", "min.insync.replicas", "min.insync.replicas"),
 		Summary: T("acks=all waits for the ISR, and the ISR can shrink to the leader alone: then acks=all is no better than acks=1. min.insync.replicas=2 refuses such writes instead.",
 			"acks=all 等待的是 ISR，而 ISR 可能缩小到只剩 leader：此时 acks=all 并不比 acks=1 更安全。min.insync.replicas=2 会直接拒绝这样的写入。",

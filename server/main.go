@@ -19,7 +19,9 @@ import (
 	"time"
 
 	"tidemark/lessons"
+	"tidemark/server/chaos"
 	"tidemark/server/cluster"
+	"tidemark/server/controller"
 	"tidemark/server/labs"
 	"tidemark/server/web"
 )
@@ -31,6 +33,8 @@ type config struct {
 	brokers   int    // how many brokers the cluster runs
 	kafkaPort int    // first broker's Kafka listener port; broker i listens on kafkaPort+i-1; 0 picks free ports
 	paused    bool   // start with the lab clock paused
+	// fencingRule is the controller's fencing rule; "" keeps the stored one.
+	fencingRule string
 
 	static fs.FS        // tests: the static tree to serve instead of the embedded one
 	logger *slog.Logger // tests: where the cluster logs (default stderr, warnings and up)
@@ -55,6 +59,7 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 	fs.IntVar(&c.brokers, "brokers", 3, fmt.Sprintf("number of brokers (1..%d)", maxBrokers))
 	fs.IntVar(&c.kafkaPort, "kafka-port", 9092, "Kafka listener port of the first broker; the others use the following ports (0: any free ports)")
 	fs.BoolVar(&c.paused, "paused", false, "start with the lab clock paused (step it from the UI or the API)")
+	fs.StringVar(&c.fencingRule, "fencing-rule", "", "the controller's fencing rule: kraft-elr (KIP-966), kraft (KIP-903) or zookeeper (before KRaft); empty keeps the one stored in --data-dir (kraft-elr at first)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -73,6 +78,11 @@ func (c config) validate() error {
 	}
 	if c.dataDir == "" {
 		return errors.New("--data-dir must not be empty")
+	}
+	if c.fencingRule != "" {
+		if _, err := controller.ParseFencingRule(c.fencingRule); err != nil {
+			return fmt.Errorf("--fencing-rule: %v", err)
+		}
 	}
 	host, _, err := net.SplitHostPort(c.addr)
 	if err != nil {
@@ -108,8 +118,13 @@ func run(ctx context.Context, cfg config, out io.Writer, started func(url string
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
+	var rule *controller.FencingRule
+	if cfg.fencingRule != "" {
+		r, _ := controller.ParseFencingRule(cfg.fencingRule) // validated
+		rule = &r
+	}
 	cl, err := cluster.Open(cluster.Options{DataDir: cfg.dataDir, Brokers: cfg.brokers, KafkaPort: cfg.kafkaPort,
-		Paused: cfg.paused, Logger: logger})
+		Paused: cfg.paused, Logger: logger, FencingRule: rule})
 	if err != nil {
 		if errors.Is(err, syscall.EADDRINUSE) {
 			err = fmt.Errorf("%w (another lab running? --kafka-port picks other ports)", err)
@@ -143,7 +158,13 @@ func run(ctx context.Context, cfg config, out io.Writer, started func(url string
 	}
 	defer lessonRuns.Close()
 
-	ws, err := web.New(web.Options{Lab: lab{cl}, Static: cfg.static, Logger: logger, Lessons: lessonRuns})
+	chaosRuns, err := chaos.NewService(chaos.ServiceOptions{Labs: hosted, Logger: logger})
+	if err != nil {
+		return err
+	}
+	defer chaosRuns.Close()
+
+	ws, err := web.New(web.Options{Lab: lab{cl}, Static: cfg.static, Logger: logger, Lessons: lessonRuns, Chaos: chaosRuns})
 	if err != nil {
 		return err
 	}

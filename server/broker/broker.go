@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -36,6 +37,7 @@ import (
 // whose calls fail while the broker↔controller link is cut.
 type Controller interface {
 	Register(reg controller.Registration) (brokerEpoch int64, err error)
+	ReportLogs(id int32, brokerEpoch int64, logs []controller.LogInfo) error
 	Heartbeat(id int32, brokerEpoch int64) (metadataVersion uint64, err error)
 	Metadata() (controller.Metadata, error)
 	AlterPartition(topic string, partition int32, brokerID int32, brokerEpoch int64, req replication.AlterPartitionRequest) (replication.AlterPartitionResponse, error)
@@ -321,8 +323,7 @@ func (b *Broker) register() bool {
 	// from a process whose logs never went away.
 	clean := b.registeredOnce || b.dir.WasCleanShutdown()
 	b.mu.Unlock()
-	epoch, err := b.cfg.Controller.Register(controller.Registration{ID: b.cfg.ID, Listener: b.Addr(),
-		CleanShutdown: clean, Logs: b.logInfos()})
+	epoch, err := b.cfg.Controller.Register(controller.Registration{ID: b.cfg.ID, Listener: b.Addr(), CleanShutdown: clean})
 	if err != nil {
 		b.logger.Debug("registration failed", "err", err)
 		return false
@@ -333,21 +334,38 @@ func (b *Broker) register() bool {
 	return true
 }
 
-// logInfos reports every log's last leader epoch and LEO, for the
-// controller's unclean recovery.
-func (b *Broker) logInfos() []controller.LogInfo {
-	var out []controller.LogInfo
-	for _, l := range b.dir.Logs() {
-		tp := l.TopicPartition()
-		last, leo := int32(-1), l.LogEndOffset()
-		for _, e := range l.Epochs() { // the epoch of the last record, not of an empty leadership
-			if e.StartOffset < leo {
-				last = e.Epoch
+// reportLogs tells the controller what this broker's logs of the
+// partitions waiting for unclean recovery (no leader, ISR or ELR) hold now.
+func (b *Broker) reportLogs(md controller.Metadata) {
+	var infos []controller.LogInfo
+	for _, t := range md.Topics {
+		for _, p := range t.Partitions {
+			if !p.NeedsRecovery() || !slices.Contains(p.Replicas, b.cfg.ID) {
+				continue
 			}
+			r := b.replicaFor(t.Name, p.Partition)
+			if r == nil {
+				continue
+			}
+			r.mu.Lock()
+			st := r.rp.Status()
+			r.mu.Unlock()
+			last := int32(-1)
+			for _, e := range st.EpochCache { // the epoch of the last record, not of an empty leadership
+				if e.StartOffset < st.LogEndOffset {
+					last = e.Epoch
+				}
+			}
+			infos = append(infos, controller.LogInfo{Topic: t.Name, Partition: p.Partition, PartitionEpoch: p.PartitionEpoch,
+				LastEpoch: last, LogEndOffset: st.LogEndOffset})
 		}
-		out = append(out, controller.LogInfo{Topic: tp.Topic, Partition: tp.Partition, LastEpoch: last, LogEndOffset: leo})
 	}
-	return out
+	if len(infos) == 0 {
+		return
+	}
+	if err := b.cfg.Controller.ReportLogs(b.cfg.ID, b.BrokerEpoch(), infos); err != nil {
+		b.logger.Debug("reporting logs for unclean recovery", "err", err)
+	}
 }
 
 // Heartbeat sends one heartbeat and, if the metadata changed, applies it

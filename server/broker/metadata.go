@@ -82,6 +82,7 @@ func (b *Broker) RefreshMetadata() {
 		}
 	}
 	b.updateFetchers(md)
+	b.reportLogs(md)
 }
 
 func (b *Broker) ensureReplica(tp storage.TopicPartition, tc controller.TopicConfig, configs map[string]string) (*replica, error) {

@@ -20,6 +20,9 @@ type directController struct{ c *controller.Controller }
 func (d directController) Register(reg controller.Registration) (int64, error) {
 	return d.c.Register(reg)
 }
+func (d directController) ReportLogs(id int32, epoch int64, logs []controller.LogInfo) error {
+	return d.c.ReportLogs(id, epoch, logs)
+}
 func (d directController) Heartbeat(id int32, epoch int64) (uint64, error) {
 	return d.c.Heartbeat(id, epoch)
 }

@@ -345,6 +345,7 @@ func (c *Cluster) resync() {
 		s.Cuts = append(s.Cuts, events.Fault{Kind: events.FaultCut, From: l.From, To: l.To, OneWay: true})
 	}
 	s.Paused = c.clock.Paused()
+	s.Configs = map[string]string{controller.ConfigFencingRule: c.controller.FencingRule().String()}
 	c.snapMu.Lock()
 	s.Seq = c.bus.LastSeq()
 	c.snap = s
@@ -404,6 +405,17 @@ func (l controllerLink) Register(reg controller.Registration) (int64, error) {
 		return 0, errControllerUnreachable
 	}
 	return e, err
+}
+
+func (l controllerLink) ReportLogs(id int32, epoch int64, logs []controller.LogInfo) error {
+	if !l.there() {
+		return errControllerUnreachable
+	}
+	err := l.c.controller.ReportLogs(id, epoch, logs)
+	if !l.back() {
+		return errControllerUnreachable
+	}
+	return err
 }
 
 func (l controllerLink) Heartbeat(id int32, epoch int64) (uint64, error) {

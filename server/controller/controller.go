@@ -185,8 +185,8 @@ type Controller struct {
 	registered map[int32]bool
 	topics     map[string]*topicState
 	rule       FencingRule
-	// logs is what each broker reported of its logs at its last
-	// registration, for KIP-966's unclean recovery.
+	// logs is what each broker last reported of its logs (ReportLogs),
+	// for KIP-966's unclean recovery.
 	logs map[int32]map[topicPartition]LogInfo
 }
 
@@ -363,11 +363,8 @@ func (c *Controller) Register(reg Registration) (brokerEpoch int64, err error) {
 	b.Listener, b.Epoch, b.LastHeartbeat = reg.Listener, int64(c.version+1), c.now()
 	b.Fenced = !(withinSession && c.rule == FencingZooKeeper)
 	ch.brokers[id] = true
-	logs := make(map[topicPartition]LogInfo, len(reg.Logs))
-	for _, l := range reg.Logs {
-		logs[topicPartition{l.Topic, l.Partition}] = l
-	}
-	c.logs[id] = logs
+	// What it knew of its logs before this incarnation is stale.
+	delete(c.logs, id)
 	c.reRegister(ch, b, reg, withinSession)
 	if err := c.commit(ch); err != nil {
 		return 0, err

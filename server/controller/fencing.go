@@ -69,12 +69,17 @@ func ParseFencingRule(s string) (FencingRule, error) {
 	return 0, fmt.Errorf("%w: unknown fencing rule %q (want kraft-elr, kraft or zookeeper)", kerr.InvalidConfig, s)
 }
 
-// LogInfo is what a registering broker reports of one of its logs, so the
-// controller can recover a partition that has no eligible leader left by
-// electing the replica with the longest log (KIP-966's GetReplicaLogInfo).
+// LogInfo is what a broker reports of one of its logs, so the controller
+// can recover a partition that has no eligible leader left by electing the
+// replica with the longest log (KIP-966's GetReplicaLogInfo).
 type LogInfo struct {
 	Topic     string
 	Partition int32
+	// PartitionEpoch is the partition epoch the broker saw when it read the
+	// log: only reports made in the current epoch count, since a log may
+	// have grown or been cut before the partition lost its last eligible
+	// leader.
+	PartitionEpoch int32
 	// LastEpoch is the leader epoch of the log's last record; -1 if empty.
 	LastEpoch int32
 	// LogEndOffset is the log's LEO.
@@ -88,8 +93,6 @@ type Registration struct {
 	// CleanShutdown says the broker's last stop was clean (Kafka compares
 	// the previous broker epoch the broker stored at its clean shutdown).
 	CleanShutdown bool
-	// Logs are the broker's logs as recovered at start.
-	Logs []LogInfo
 }
 
 // FencingRule returns the rule in force.
@@ -254,7 +257,7 @@ func (c *Controller) offlineWhy(t *topicState, p *Partition) string {
 // epoch, then highest LEO, as its broker reported them at registration).
 // It reports whether it elected one. Callers hold c.mu.
 func (c *Controller) recoverUnclean(ch *change, t *topicState, p *Partition, reason string) bool {
-	if c.rule != FencingKRaftELR || p.Leader != replication.NoLeader || len(p.ISR) > 0 || len(p.ELR) > 0 {
+	if c.rule != FencingKRaftELR || !p.NeedsRecovery() {
 		return false
 	}
 	best, bestInfo := replication.NoLeader, LogInfo{LastEpoch: -2, LogEndOffset: -1}
@@ -263,8 +266,8 @@ func (c *Controller) recoverUnclean(ch *change, t *topicState, p *Partition, rea
 			return false
 		}
 		info, ok := c.logs[r][topicPartition{p.Topic, p.Partition}]
-		if !ok {
-			info = LogInfo{LastEpoch: -1, LogEndOffset: 0}
+		if !ok || info.PartitionEpoch != p.PartitionEpoch {
+			return false // wait for every replica's report of its log as it is now
 		}
 		if info.LastEpoch > bestInfo.LastEpoch || info.LastEpoch == bestInfo.LastEpoch && info.LogEndOffset > bestInfo.LogEndOffset {
 			best, bestInfo = r, info
@@ -296,4 +299,38 @@ func (c *Controller) minISRChanged(ch *change, t *topicState) {
 				ISR: slices.Clone(p.ISR), Message: fmt.Sprintf("%s-%d: the ISR %v reaches min.insync.replicas=%d: ELR cleared", p.Topic, p.Partition, p.ISR, t.minISR())})
 		}
 	}
+}
+
+// ReportLogs records what broker id's logs hold now, for the partitions
+// that need KIP-966's unclean recovery (no leader, ISR or ELR), and
+// recovers those whose every replica has reported in their current
+// partition epoch. A stale broker epoch is STALE_BROKER_EPOCH.
+func (c *Controller) ReportLogs(id int32, brokerEpoch int64, logs []LogInfo) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.usable(); err != nil {
+		return err
+	}
+	b := c.brokers[id]
+	if b == nil || b.Epoch != brokerEpoch {
+		return fmt.Errorf("%w: broker %d sent broker epoch %d", kerr.StaleBrokerEpoch, id, brokerEpoch)
+	}
+	if c.logs[id] == nil {
+		c.logs[id] = map[topicPartition]LogInfo{}
+	}
+	ch := newChange()
+	for _, l := range logs {
+		tp := topicPartition{l.Topic, l.Partition}
+		c.logs[id][tp] = l
+		if t := c.topics[l.Topic]; t != nil && l.Partition >= 0 && int(l.Partition) < len(t.parts) {
+			c.recoverUnclean(ch, t, t.parts[l.Partition], fmt.Sprintf("broker %d reported its log", id))
+		}
+	}
+	return c.commit(ch)
+}
+
+// NeedsRecovery reports whether p waits for KIP-966's unclean recovery: no
+// leader, no ISR, no ELR.
+func (p *Partition) NeedsRecovery() bool {
+	return p.Leader == replication.NoLeader && len(p.ISR) == 0 && len(p.ELR) == 0
 }

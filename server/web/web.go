@@ -20,6 +20,7 @@ import (
 
 	"tidemark/events"
 	"tidemark/lessons"
+	"tidemark/server/chaos"
 	"tidemark/static"
 )
 
@@ -55,6 +56,9 @@ type Options struct {
 	// Lessons runs the guided lessons (api_lessons.go); nil: the lesson
 	// routes answer 501.
 	Lessons *lessons.Service
+	// Chaos runs the durability checker's chaos runs (api_chaos.go); nil:
+	// the chaos routes answer 501.
+	Chaos *chaos.Service
 }
 
 func (o *Options) setDefaults() error {
@@ -135,6 +139,8 @@ func New(opts Options) (*Server, error) {
 	e.GET("/api/v1/openapi.json", s.getOpenAPI)
 	s.apiRoutes(e)
 	s.lessonRoutes(e)
+	s.fencingRoutes(e)
+	s.chaosRoutes(e)
 	e.GET("/ws", s.serveWS)
 	e.GET("/static/*", s.serveStatic)
 	s.echo = e
