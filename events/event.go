@@ -31,11 +31,12 @@ const (
 	// KindLEO: a replica's (Broker) log end offset moved to Offsets.LEO without an
 	// append (for example after recovery).
 	KindLEO Kind = "leo"
-	// KindISR: the partition's in-sync replica set became ISR.
+	// KindISR: the partition's in-sync replica set became ISR and its
+	// eligible leader replicas (KIP-966) ELR.
 	KindISR Kind = "isr"
 	// KindElection: the partition got a new leader: Leader.Leader (-1 when offline),
-	// Leader.LeaderEpoch, Leader.PreviousLeader, Leader.Unclean; ISR is the ISR
-	// after the election.
+	// Leader.LeaderEpoch, Leader.PreviousLeader, Leader.Unclean; ISR and ELR are
+	// the ISR and ELR after the election.
 	KindElection Kind = "election"
 	// KindEpoch: a replica (Broker) added Leader.LeaderEpoch starting at
 	// Leader.StartOffset to its leader-epoch cache.
@@ -97,6 +98,7 @@ type Event struct {
 	Offsets      *Offsets          `json:"offsets,omitempty"`
 	Leader       *Leadership       `json:"leader,omitempty"`
 	ISR          []int32           `json:"isr,omitempty"`
+	ELR          []int32           `json:"elr,omitempty"`
 	Error        string            `json:"error,omitempty"`
 	Acks         Acks              `json:"acks,omitempty"`
 	Records      []Record          `json:"records,omitempty"`

@@ -61,11 +61,14 @@ type Topic struct {
 // Partition is one partition as the controller and its replicas see it.
 // Leader is NoBroker while the partition is offline.
 type Partition struct {
-	Partition   int32     `json:"partition"`
-	Leader      int32     `json:"leader"`
-	LeaderEpoch int32     `json:"leader_epoch"`
-	Replicas    []int32   `json:"replicas"`
-	ISR         []int32   `json:"isr"`
+	Partition   int32   `json:"partition"`
+	Leader      int32   `json:"leader"`
+	LeaderEpoch int32   `json:"leader_epoch"`
+	Replicas    []int32 `json:"replicas"`
+	ISR         []int32 `json:"isr"`
+	// ELR is the eligible leader replicas (KIP-966); empty unless the
+	// kraft-elr fencing rule put replicas there.
+	ELR         []int32   `json:"elr,omitempty"`
 	ReplicaLogs []Replica `json:"replica_logs"`
 }
 
@@ -123,6 +126,7 @@ func (s *Snapshot) Clone() Snapshot {
 		for j, p := range t.Partitions {
 			p.Replicas = append([]int32(nil), p.Replicas...)
 			p.ISR = append([]int32(nil), p.ISR...)
+			p.ELR = append([]int32(nil), p.ELR...)
 			rs := make([]Replica, len(p.ReplicaLogs))
 			for k, r := range p.ReplicaLogs {
 				r.EpochCache = append([]EpochEntry(nil), r.EpochCache...)
@@ -222,6 +226,7 @@ func (s *Snapshot) Apply(e Event) {
 	case KindISR:
 		if p := s.Partition(e.Topic, e.Partition); p != nil {
 			p.ISR = append([]int32(nil), e.ISR...)
+			p.ELR = append([]int32(nil), e.ELR...)
 		}
 	case KindElection:
 		if p := s.Partition(e.Topic, e.Partition); p != nil && e.Leader != nil {
@@ -230,6 +235,7 @@ func (s *Snapshot) Apply(e Event) {
 			if e.ISR != nil {
 				p.ISR = append([]int32(nil), e.ISR...)
 			}
+			p.ELR = append([]int32(nil), e.ELR...)
 		}
 	case KindEpoch:
 		if r := s.replica(e); r != nil && e.Leader != nil {

@@ -50,7 +50,7 @@ func waitBoth(e *Env, value string, want int64) {
 
 func init() {
 	register(&Lesson{
-		ID: "11-kip101-hw-truncation", Brokers: 2,
+		ID: "11-kip101-hw-truncation", Brokers: 2, Fencing: zookeeperRule(),
 		Title: T("Truncating to the HW loses an acknowledged write", "截断到 HW 会丢失已确认的写入", "截斷到 HW 會遺失已確認的寫入"),
 		Summary: T("KIP-101 scenario 1. A follower learns the HW one fetch late; if it restarts and truncates to its own HW, then becomes leader before fetching again, an acknowledged record is gone. Leader epochs let it ask the leader where to truncate instead. Topic hw uses the old rule, topic le leader epochs, side by side.",
 			"KIP-101 场景 1。follower 晚一轮才知道 HW；如果它重启后截断到自己的 HW，又在再次 fetch 前成为 leader，已确认的记录就没了。leader epoch 让它改为询问 leader 应截断到哪里。topic hw 使用旧规则，topic le 使用 leader epoch，并排对比。",
@@ -167,7 +167,7 @@ func init() {
 	})
 
 	register(&Lesson{
-		ID: "12-kip101-divergence", Brokers: 2,
+		ID: "12-kip101-divergence", Brokers: 2, Fencing: zookeeperRule(),
 		Title: T("Two failures, two different logs", "两次故障，两份不同的 log", "兩次故障，兩份不同的 log"),
 		Summary: T("KIP-101 scenario 2. Both replicas lose power; the follower had m2 only in its page cache, comes back first, leads and writes m3 at offset 1. Truncating to the HW leaves two replicas with different records at the same offset; leader epochs make them identical again.",
 			"KIP-101 场景 2。两个副本同时断电；follower 的 m2 只在 page cache 中，它先恢复、成为 leader 并在 offset 1 写入 m3。截断到 HW 会让两个副本在同一 offset 上有不同记录；leader epoch 让它们重新一致。",

@@ -19,6 +19,7 @@ import (
 
 	"tidemark/i18n"
 	"tidemark/server/broker"
+	"tidemark/server/controller"
 )
 
 // Text is one text in every language Tidemark speaks. It may hold fmt verbs
@@ -78,6 +79,10 @@ type Lesson struct {
 	// Broker tunes the brokers (default: the HW checkpoint only when a
 	// step writes it, so KIP-101 timings are exact).
 	Broker broker.Config
+	// Fencing is the controller's fencing rule; nil is the lab's default
+	// (kraft-elr). The KIP-101 stories need the ZooKeeper-era rule, under
+	// which they happened.
+	Fencing *controller.FencingRule
 	// Setup creates the lesson's topics before the first step; its events
 	// are part of the starting lanes.
 	Setup func(e *Env) error
@@ -185,4 +190,11 @@ func ByID(id string) *Lesson {
 		}
 	}
 	return nil
+}
+
+// zookeeperRule is the ZooKeeper-era fencing rule, for the lessons whose
+// stories happened under it.
+func zookeeperRule() *controller.FencingRule {
+	r := controller.FencingZooKeeper
+	return &r
 }

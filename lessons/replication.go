@@ -324,7 +324,7 @@ func init() {
 	})
 
 	register(&Lesson{
-		ID: "09-min-isr", Brokers: 2,
+		ID: "09-min-isr", Brokers: 2, Fencing: zookeeperRule(),
 		Title: T("min.insync.replicas", "min.insync.replicas", "min.insync.replicas"),
 		Summary: T("acks=all waits for the ISR, and the ISR can shrink to the leader alone: then acks=all is no better than acks=1. min.insync.replicas=2 refuses such writes instead.",
 			"acks=all 等待的是 ISR，而 ISR 可能缩小到只剩 leader：此时 acks=all 并不比 acks=1 更安全。min.insync.replicas=2 会直接拒绝这样的写入。",
@@ -436,7 +436,7 @@ func init() {
 	})
 
 	register(&Lesson{
-		ID: "10-unclean", Brokers: 2,
+		ID: "10-unclean", Brokers: 2, Fencing: zookeeperRule(),
 		Title: T("Unclean leader election: CP or AP", "unclean leader 选举：CP 还是 AP", "unclean leader 選舉：CP 還是 AP"),
 		Summary: T("When every ISR member is down, Kafka either waits for one to return (consistent, unavailable) or lets an out-of-sync replica lead (available, losing acknowledged writes). Two topics with the two settings go through the same faults side by side.",
 			"当所有 ISR 成员都宕机时，Kafka 要么等待其中一个回来（一致但不可用），要么让不同步的副本当 leader（可用但丢失已确认的写入）。两个分别采用两种设置的 topic 并排经历同样的故障。",

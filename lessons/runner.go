@@ -115,7 +115,7 @@ func (s *Service) Start(lessonID string, speed Speed) (*Run, error) {
 	if bcfg.HighWatermarkCheckpointInterval == 0 {
 		bcfg.HighWatermarkCheckpointInterval = time.Hour // only explicit checkpoints
 	}
-	lab, err := s.opts.Labs.Open(cluster.Options{Brokers: l.Brokers, Broker: bcfg, Logger: s.opts.Logger}, r.onClose)
+	lab, err := s.opts.Labs.Open(cluster.Options{Brokers: l.Brokers, Broker: bcfg, Logger: s.opts.Logger, FencingRule: l.Fencing}, r.onClose)
 	if err != nil {
 		cancel()
 		return nil, err

@@ -354,7 +354,7 @@ func init() {
 	})
 
 	register(&Lesson{
-		ID: "04-recovery", Brokers: 1,
+		ID: "04-recovery", Brokers: 1, Fencing: zookeeperRule(),
 		Title: T("Crash and power loss: recovery", "崩溃与断电：恢复", "崩潰與斷電：復原"),
 		Summary: T("A broker writes to the page cache and fsyncs now and then; the recovery point is the offset below which everything is on disk. After an unclean stop it re-reads only the segments from the recovery point on, cuts a torn tail and rebuilds their indexes.",
 			"broker 先写入 page cache，不时 fsync；recovery point 之前的数据都已落盘。非正常停止后，它只重新读取 recovery point 之后的 segment，切掉残缺的尾部，并重建其索引。",

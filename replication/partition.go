@@ -48,7 +48,8 @@ type PartitionState struct {
 	PartitionEpoch int32
 	// Replicas is the assignment (AR), in preference order.
 	Replicas []int32
-	// ISR is the in-sync replica set, never empty.
+	// ISR is the in-sync replica set; empty only while there is no leader
+	// (KIP-966 lets the last member leave).
 	ISR []int32
 }
 
@@ -56,8 +57,8 @@ func (st PartitionState) validate() error {
 	if len(st.Replicas) == 0 {
 		return errors.New("replication: partition state has no replicas")
 	}
-	if len(st.ISR) == 0 {
-		return errors.New("replication: partition state has an empty ISR")
+	if len(st.ISR) == 0 && st.Leader != NoLeader {
+		return errors.New("replication: partition state has a leader and an empty ISR")
 	}
 	for _, r := range st.ISR {
 		if !slices.Contains(st.Replicas, r) {
@@ -183,6 +184,9 @@ const (
 	// TruncateFullyAndStartAt means OFFSET_OUT_OF_RANGE and the leader's log
 	// starts after ours ends; the whole log goes.
 	TruncateFullyAndStartAt
+	// TruncateBatchBoundary means the leader's fetched batch starts inside
+	// this replica's last batch.
+	TruncateBatchBoundary
 )
 
 // String names the cause.
@@ -196,6 +200,8 @@ func (c TruncationCause) String() string {
 		return "leader-end-offset"
 	case TruncateFullyAndStartAt:
 		return "truncate-fully"
+	case TruncateBatchBoundary:
+		return "batch-boundary"
 	}
 	return fmt.Sprintf("cause(%d)", int(c))
 }
@@ -584,6 +590,64 @@ func (p *Partition) NextFetch() (FetchRequest, bool) {
 	return req, true
 }
 
+// CurrentFetch reports whether the answer to req may still be applied: this
+// replica is still a follower in the same leader epoch and its LEO has not
+// moved since req was made (Kafka's fetcher drops a response whose partition
+// fetch state changed meanwhile). A response that is not current must be
+// dropped before anything from it is appended: a replica that has just become
+// leader must never write its old leader's records.
+func (p *Partition) CurrentFetch(req FetchRequest) bool {
+	return p.role == RoleFollower && p.leader != NoLeader && p.leaderEpoch == req.CurrentLeaderEpoch && p.leo == req.FetchOffset
+}
+
+// TruncateBeforeAppend is called on a follower when the leader's first
+// fetched batch starts at base, inside this replica's last batch (the two
+// logs cut batches differently after a divergence): the follower truncates
+// to base so the leader's batch can be appended whole. Act on Ready before
+// appending.
+func (p *Partition) TruncateBeforeAppend(base int64) error {
+	if p.role != RoleFollower {
+		return kerr.NotLeaderForPartition
+	}
+	if base >= p.leo {
+		return nil
+	}
+	p.truncate(base, TruncateBatchBoundary,
+		fmt.Sprintf("leader %d's batch starts at %d, inside this replica's last batch: truncate there", p.leader, base))
+	return nil
+}
+
+// LogTruncated reports the LEO the runtime's log really has after applying
+// a Truncation: storage removes whole batches, so a cut inside a batch ends
+// at the batch's base offset, below the Truncation's ToOffset. The rules
+// take that LEO (and cut the epoch cache and HW to it); a leo at or above
+// the rules' own changes nothing.
+func (p *Partition) LogTruncated(leo int64) {
+	if leo >= p.leo {
+		return
+	}
+	leo = max(leo, p.logStart)
+	if e, ok := truncateEpochsFromEnd(p.epochs, leo); ok {
+		p.setEpochs(e)
+	}
+	p.leo = leo
+	if p.hw > leo {
+		p.setHW(leo)
+	}
+}
+
+// LogStartOffsetAdvanced tells the rules that retention (or DeleteRecords)
+// moved the log start offset to off; the HW is never below it.
+func (p *Partition) LogStartOffsetAdvanced(off int64) {
+	if off <= p.logStart {
+		return
+	}
+	p.logStart = min(off, p.leo)
+	if p.hw < p.logStart {
+		p.setHW(p.logStart)
+	}
+}
+
 // HandleFetchResponse applies the leader's answer on a follower. appended
 // are the batches the runtime already wrote from the response, in order. A
 // diverging epoch or OFFSET_OUT_OF_RANGE produces a Truncation; other errors
@@ -692,15 +756,25 @@ func (p *Partition) truncate(to int64, cause TruncationCause, reason string) {
 // AlterPartitionResponse applies the controller's answer to the proposal in
 // flight. Accepted: the new ISR and partition epoch become current (which may
 // move the HW, or fail acks=all waiters if the ISR is now below
-// min.insync.replicas). Rejected: the proposal is dropped and no new one is
-// made until LeaderAndIsr brings newer state.
+// min.insync.replicas). Rejected, as Kafka's Partition.handleAlterPartitionError
+// does: INELIGIBLE_REPLICA (a proposed member is fenced, or was proposed with
+// an old broker epoch) and OPERATION_NOT_ATTEMPTED mean the controller kept
+// the committed state, so the leader goes back to it and proposes again at
+// the next fetch or tick; FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION,
+// NOT_LEADER_OR_FOLLOWER and UNKNOWN_TOPIC_OR_PARTITION mean this leader's
+// state is stale, so no new proposal is made until LeaderAndIsr brings newer
+// state (which is what keeps a zombie from committing alone); any other error
+// (a stale broker epoch, a timeout) is retried.
 func (p *Partition) AlterPartitionResponse(r AlterPartitionResponse) error {
 	if p.role != RoleLeader || p.inflight == nil {
 		return nil // an answer to a proposal that newer state already replaced
 	}
 	if r.Err != nil {
 		p.inflight = nil
-		p.isrFenced = true
+		p.isrFenced = staleLeaderState(r.Err)
+		if !p.isrFenced {
+			p.maybeIncrementHW() // the maximal ISR shrank back to the committed one
+		}
 		return nil
 	}
 	if r.LeaderEpoch != p.leaderEpoch || r.PartitionEpoch <= p.partitionEpoch {
@@ -715,6 +789,17 @@ func (p *Partition) AlterPartitionResponse(r AlterPartitionResponse) error {
 	p.checkMinIsr()
 	p.maybeIncrementHW()
 	return nil
+}
+
+// staleLeaderState reports whether an AlterPartition error means the leader
+// must wait for newer metadata before proposing again.
+func staleLeaderState(err error) bool {
+	for _, e := range []error{kerr.FencedLeaderEpoch, kerr.InvalidUpdateVersion, kerr.NotLeaderForPartition, kerr.UnknownTopicOrPartition} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // maximalIsr is the ISR plus any additions in flight: the set the HW must

@@ -638,3 +638,27 @@ func TestAPIWrongMethods(t *testing.T) {
 	}
 
 }
+
+// TestAPIFencingRule: the rule is in the snapshot, switched through the
+// API (and through the overview's form), and an unknown one is refused.
+func TestAPIFencingRule(t *testing.T) {
+	a := newAPILab(t)
+	var got web.FencingRuleBody
+	a.ok(200, "GET", "/api/v1/cluster/fencing-rule", "", &got)
+	if got.Rule != "kraft-elr" {
+		t.Fatalf("default rule %q, want kraft-elr", got.Rule)
+	}
+	a.ok(200, "PUT", "/api/v1/cluster/fencing-rule", `{"rule":"zookeeper"}`, &got)
+	if got.Rule != "zookeeper" || a.cl.Snapshot().Configs["fencing.rule"] != "zookeeper" {
+		t.Fatalf("after PUT: %q, snapshot %v", got.Rule, a.cl.Snapshot().Configs)
+	}
+	a.fails(400, "INVALID_CONFIG", "PUT", "/api/v1/cluster/fencing-rule", `{"rule":"raft"}`)
+	rec := a.do("POST", "/ui/action", "action=fencing-rule&rule=kraft", "Content-Type", "application/x-www-form-urlencoded", "Accept", "application/json")
+	if rec.Code != 200 || a.cl.FencingRule() != "kraft" {
+		t.Fatalf("form: %d %s; rule %s", rec.Code, rec.Body, a.cl.FencingRule())
+	}
+	body := a.do("GET", "/", "").Body.String()
+	if !strings.Contains(body, `id="fencing-rule">kraft<`) {
+		t.Fatal("the overview does not show the rule in force")
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"tidemark/lessons"
+	"tidemark/server/chaos"
 	"tidemark/server/cluster"
 	"tidemark/server/controller"
 	"tidemark/server/labs"
@@ -33,6 +34,8 @@ type config struct {
 	brokers   int    // how many brokers the cluster runs
 	kafkaPort int    // first broker's Kafka listener port; broker i listens on kafkaPort+i-1; 0 picks free ports
 	paused    bool   // start with the lab clock paused
+	// fencingRule is the controller's fencing rule; "" keeps the stored one.
+	fencingRule string
 
 	allowedHosts         []string // Host names the web UI answers besides loopback ones
 	maxPartitionReplicas int      // the lab's partition-replica budget; 0: computed from the machine
@@ -71,6 +74,7 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 	fs.IntVar(&c.maxPartitionReplicas, "max-partition-replicas", 0, fmt.Sprintf(
 		"most partition replicas (partitions × replication factor, all topics) a lab may hold; 0: computed from the descriptor limit and memory (%d here)",
 		controller.DefaultMaxPartitionReplicas()))
+	fs.StringVar(&c.fencingRule, "fencing-rule", "", "the controller's fencing rule: kraft-elr (KIP-966), kraft (KIP-903) or zookeeper (before KRaft); empty keeps the one stored in --data-dir (kraft-elr at first)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -92,6 +96,11 @@ func (c config) validate() error {
 	}
 	if c.maxPartitionReplicas < 0 {
 		return fmt.Errorf("--max-partition-replicas %d: must be positive (or 0 for the computed default)", c.maxPartitionReplicas)
+	}
+	if c.fencingRule != "" {
+		if _, err := controller.ParseFencingRule(c.fencingRule); err != nil {
+			return fmt.Errorf("--fencing-rule: %v", err)
+		}
 	}
 	host, _, err := net.SplitHostPort(c.addr)
 	if err != nil {
@@ -128,8 +137,13 @@ func run(ctx context.Context, cfg config, out io.Writer, started func(url string
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
 	controller.SetMaxPartitionReplicas(cfg.maxPartitionReplicas)
+	var rule *controller.FencingRule
+	if cfg.fencingRule != "" {
+		r, _ := controller.ParseFencingRule(cfg.fencingRule) // validated
+		rule = &r
+	}
 	cl, err := cluster.Open(cluster.Options{DataDir: cfg.dataDir, Brokers: cfg.brokers, KafkaPort: cfg.kafkaPort,
-		Paused: cfg.paused, Logger: logger})
+		Paused: cfg.paused, Logger: logger, FencingRule: rule})
 	if err != nil {
 		if errors.Is(err, syscall.EADDRINUSE) {
 			err = fmt.Errorf("%w (another lab running? --kafka-port picks other ports)", err)
@@ -163,7 +177,14 @@ func run(ctx context.Context, cfg config, out io.Writer, started func(url string
 	}
 	defer lessonRuns.Close()
 
-	ws, err := web.New(web.Options{Lab: lab{cl}, Static: cfg.static, Logger: logger, Lessons: lessonRuns, AllowedHosts: cfg.allowedHosts})
+	chaosRuns, err := chaos.NewService(chaos.ServiceOptions{Labs: hosted, Logger: logger})
+	if err != nil {
+		return err
+	}
+	defer chaosRuns.Close()
+
+	ws, err := web.New(web.Options{Lab: lab{cl}, Static: cfg.static, Logger: logger, Lessons: lessonRuns, Chaos: chaosRuns,
+		AllowedHosts: cfg.allowedHosts})
 	if err != nil {
 		return err
 	}

@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -35,7 +36,8 @@ import (
 // Controller is what a broker needs from the controller. The lab passes one
 // whose calls fail while the broker↔controller link is cut.
 type Controller interface {
-	RegisterBroker(id int32, listener string) (brokerEpoch int64, err error)
+	Register(reg controller.Registration) (brokerEpoch int64, err error)
+	ReportLogs(id int32, brokerEpoch int64, logs []controller.LogInfo) error
 	Heartbeat(id int32, brokerEpoch int64) (metadataVersion uint64, err error)
 	Metadata() (controller.Metadata, error)
 	AlterPartition(topic string, partition int32, brokerID int32, brokerEpoch int64, req replication.AlterPartitionRequest) (replication.AlterPartitionResponse, error)
@@ -124,8 +126,11 @@ func (c *Config) setDefaults() {
 // (clean), Crash or PowerLoss. A stopped Broker is not restarted: Start a new
 // one on the same LogDir, which recovers from disk.
 //
-// Lock order: Broker.mu before replica.mu; neither is held while calling the
-// controller or the network.
+// Lock order: Broker.applyMu, then Broker.mu, then replica.mu, then
+// fetcher.partsMu; none is held while calling the controller (except
+// applyMu, around the Metadata read it applies) or the network, and no lock
+// at all while publishing events (each replica gathers its events in an
+// outbox and publishes them after releasing replica.mu).
 type Broker struct {
 	cfg    Config
 	logger *slog.Logger
@@ -136,8 +141,16 @@ type Broker struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
+	// applyMu serializes RefreshMetadata: metadata is applied in version
+	// order from one place.
+	applyMu sync.Mutex
+	// refresh asks the metadata goroutine to apply newer metadata, so a
+	// slow apply (a topic with many partitions) never delays heartbeats.
+	refresh chan struct{}
+
 	mu               sync.Mutex
 	brokerEpoch      int64
+	registeredOnce   bool
 	metadataVersion  uint64
 	metadata         controller.Metadata
 	replicas         map[storage.TopicPartition]*replica
@@ -154,7 +167,7 @@ func Start(cfg Config) (*Broker, error) {
 	if cfg.Controller == nil || cfg.Network == nil || cfg.Clock == nil {
 		return nil, errors.New("broker: Config needs Controller, Network and Clock")
 	}
-	b := &Broker{cfg: cfg, logger: cfg.Logger.With("broker", cfg.ID),
+	b := &Broker{cfg: cfg, logger: cfg.Logger.With("broker", cfg.ID), refresh: make(chan struct{}, 1),
 		replicas: map[storage.TopicPartition]*replica{}, fetchers: map[int32]*fetcher{}}
 	var err error
 	b.dir, err = storage.OpenLogDir(cfg.LogDir, storage.Options{
@@ -186,9 +199,10 @@ func Start(cfg Config) (*Broker, error) {
 	// Registration may fail while the link to the controller is cut; the
 	// heartbeat loop keeps trying.
 	b.register()
-	b.wg.Add(2)
+	b.wg.Add(3)
 	go b.heartbeatLoop()
 	go b.tickLoop()
+	go b.metadataLoop()
 	return b, nil
 }
 
@@ -303,28 +317,77 @@ func (b *Broker) PowerLoss() (map[string]int64, error) {
 
 // register asks the controller for a broker epoch.
 func (b *Broker) register() bool {
-	epoch, err := b.cfg.Controller.RegisterBroker(b.cfg.ID, b.Addr())
+	b.mu.Lock()
+	// Only the first registration of this process reports how the last
+	// stop went; a later one (the controller lost this incarnation) comes
+	// from a process whose logs never went away.
+	clean := b.registeredOnce || b.dir.WasCleanShutdown()
+	b.mu.Unlock()
+	epoch, err := b.cfg.Controller.Register(controller.Registration{ID: b.cfg.ID, Listener: b.Addr(), CleanShutdown: clean})
 	if err != nil {
 		b.logger.Debug("registration failed", "err", err)
 		return false
 	}
 	b.mu.Lock()
-	b.brokerEpoch = epoch
+	b.brokerEpoch, b.registeredOnce = epoch, true
 	b.mu.Unlock()
 	return true
 }
 
-// Heartbeat sends one heartbeat and, if the metadata changed, applies it.
+// reportLogs tells the controller what this broker's logs of the
+// partitions waiting for unclean recovery (no leader, ISR or ELR) hold now.
+func (b *Broker) reportLogs(md controller.Metadata) {
+	var infos []controller.LogInfo
+	for _, t := range md.Topics {
+		for _, p := range t.Partitions {
+			if !p.NeedsRecovery() || !slices.Contains(p.Replicas, b.cfg.ID) {
+				continue
+			}
+			r := b.replicaFor(t.Name, p.Partition)
+			if r == nil {
+				continue
+			}
+			r.mu.Lock()
+			st := r.rp.Status()
+			r.mu.Unlock()
+			last := int32(-1)
+			for _, e := range st.EpochCache { // the epoch of the last record, not of an empty leadership
+				if e.StartOffset < st.LogEndOffset {
+					last = e.Epoch
+				}
+			}
+			infos = append(infos, controller.LogInfo{Topic: t.Name, Partition: p.Partition, PartitionEpoch: p.PartitionEpoch,
+				LastEpoch: last, LogEndOffset: st.LogEndOffset})
+		}
+	}
+	if len(infos) == 0 {
+		return
+	}
+	if err := b.cfg.Controller.ReportLogs(b.cfg.ID, b.BrokerEpoch(), infos); err != nil {
+		b.logger.Debug("reporting logs for unclean recovery", "err", err)
+	}
+}
+
+// Heartbeat sends one heartbeat and, if the metadata changed, applies it
+// before returning (the lab's steps rely on that).
 func (b *Broker) Heartbeat() {
+	if b.heartbeat() {
+		b.RefreshMetadata()
+	}
+}
+
+// heartbeat sends one heartbeat (registering first if needed) and reports
+// whether the controller's metadata version differs from the applied one.
+func (b *Broker) heartbeat() (changed bool) {
 	b.mu.Lock()
 	epoch, stopped := b.brokerEpoch, b.stopped
 	b.mu.Unlock()
 	if stopped {
-		return
+		return false
 	}
 	if epoch == 0 {
 		if !b.register() {
-			return
+			return false
 		}
 		b.mu.Lock()
 		epoch = b.brokerEpoch
@@ -335,19 +398,38 @@ func (b *Broker) Heartbeat() {
 		if errors.Is(err, errStaleBrokerEpoch) {
 			b.register()
 		}
-		return
+		return false
 	}
 	b.mu.Lock()
-	changed := version != b.metadataVersion
-	b.mu.Unlock()
-	if changed {
-		b.RefreshMetadata()
-	}
+	defer b.mu.Unlock()
+	return version != b.metadataVersion
 }
 
+// heartbeatLoop heartbeats on time and hands metadata changes to
+// metadataLoop, never applying them itself.
 func (b *Broker) heartbeatLoop() {
 	defer b.wg.Done()
-	b.every(b.cfg.HeartbeatInterval, b.Heartbeat)
+	b.every(b.cfg.HeartbeatInterval, func() {
+		if b.heartbeat() {
+			select {
+			case b.refresh <- struct{}{}:
+			default: // a refresh is already due; it reads the newest version
+			}
+		}
+	})
+}
+
+// metadataLoop applies metadata when heartbeatLoop asks.
+func (b *Broker) metadataLoop() {
+	defer b.wg.Done()
+	for {
+		select {
+		case <-b.ctx.Done():
+			return
+		case <-b.refresh:
+			b.RefreshMetadata()
+		}
+	}
 }
 
 func (b *Broker) tickLoop() {

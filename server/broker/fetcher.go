@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -284,13 +285,14 @@ func (r *replica) nextFetch(leader int32) (replication.FetchRequest, bool) {
 	after := r.processReady()
 	fr, ok := r.rp.NextFetch()
 	ok = ok && r.rp.Status().Leader == leader
-	r.mu.Unlock()
-	runAll(after)
+	r.unlock(after)
 	return fr, ok
 }
 
 // handleFetchResponse appends what the leader sent and lets the rules see
-// the answer (HW, diverging epoch, errors).
+// the answer (HW, diverging epoch, errors). A response to a fetch made in
+// another state (this replica became leader, or a new leader epoch began, or
+// its log moved meanwhile) is dropped whole, before anything is appended.
 func (r *replica) handleFetchResponse(leader int32, sent replication.FetchRequest, p *kmsg.FetchResponseTopicPartition, leaderLEO int64, stepped bool) {
 	r.mu.Lock()
 	if r.stopped {
@@ -299,6 +301,12 @@ func (r *replica) handleFetchResponse(leader int32, sent replication.FetchReques
 	}
 	b := r.b
 	r.advance(b.nowMs())
+	if !r.rp.CurrentFetch(sent) {
+		b.logger.Debug("dropping a fetch response made in an older state", "partition", r.tp, "leader", leader,
+			"epoch", sent.CurrentLeaderEpoch, "fetchOffset", sent.FetchOffset)
+		r.unlock(r.processReady())
+		return
+	}
 	res := replication.FetchResult{HighWatermark: p.HighWatermark, LogStartOffset: p.LogStartOffset, LogEndOffset: leaderLEO}
 	if p.ErrorCode != 0 {
 		res.Err = kerr.ErrorForCode(p.ErrorCode)
@@ -306,35 +314,34 @@ func (r *replica) handleFetchResponse(leader int32, sent replication.FetchReques
 	if p.DivergingEpoch.Epoch >= 0 {
 		res.DivergingEpoch = &replication.EpochEndOffset{Epoch: p.DivergingEpoch.Epoch, EndOffset: p.DivergingEpoch.EndOffset}
 	}
-	var evs []events.Event
+	var after []func()
 	var appended []replication.Batch
 	last := sent.FetchOffset - 1
+	fetchAt := len(r.outbox) // the fetch event goes before what it caused
 	if res.Err == nil && res.DivergingEpoch == nil && len(p.RecordBatches) > 0 {
-		records, ev, err := r.prepareFollowerAppend(p.RecordBatches)
-		if ev != nil {
-			evs = append(evs, *ev)
-		}
-		if err == nil && len(records) > 0 {
-			var info storage.AppendInfo
-			info, err = r.log.AppendAsFollower(records)
-			if err == nil {
+		var records []byte
+		records, after = r.prepareFollowerAppend(p.RecordBatches)
+		if len(records) > 0 {
+			info, err := r.log.AppendAsFollower(records)
+			if err != nil {
+				// Nothing was appended (storage rolls a failed append back);
+				// the rules' LEO stays where the log's is.
+				b.logger.Warn("follower append", "partition", r.tp, "err", err)
+			} else {
 				hs := storage.ScanBatchHeaders(records) // AppendAsFollower checked them
 				for _, h := range hs {
 					appended = append(appended, replication.Batch{BaseOffset: h.BaseOffset, LastOffset: h.LastOffset(), Epoch: h.PartitionLeaderEpoch})
 				}
 				last = info.LastOffset
-				evs = append(evs, r.appendEvent(info, hs[len(hs)-1].PartitionLeaderEpoch, records))
+				r.outbox = append(r.outbox, outboxEvent{ev: r.appendEvent(info, hs[len(hs)-1].PartitionLeaderEpoch), raw: records})
 			}
-		}
-		if err != nil {
-			b.logger.Warn("follower append", "partition", r.tp, "err", err)
 		}
 	}
 	hwBefore := r.hw
 	if err := r.rp.HandleFetchResponse(res, appended); err != nil {
-		b.logger.Debug("fetch response", "partition", r.tp, "err", err)
+		b.logger.Error("fetch response not accepted by the replication rules", "partition", r.tp, "err", err)
 	}
-	after := r.processReady()
+	after = append(after, r.processReady()...)
 	// Report a fetch when it changed something or was stepped by hand; a
 	// repeated error is reported once, not at every retry.
 	errName := ""
@@ -353,18 +360,16 @@ func (r *replica) handleFetchResponse(leader int32, sent replication.FetchReques
 		if res.DivergingEpoch != nil {
 			ev.Message = fmt.Sprintf("leader says the log diverges after epoch %d, which ends at offset %d", res.DivergingEpoch.Epoch, res.DivergingEpoch.EndOffset)
 		}
-		evs = append([]events.Event{ev}, evs...)
+		r.outbox = slices.Insert(r.outbox, fetchAt, outboxEvent{ev: ev})
 	}
-	r.mu.Unlock()
-	b.publish(evs...)
-	runAll(after)
+	r.unlock(after)
 }
 
 // prepareFollowerAppend drops batches the log already holds and, if the
 // leader's first batch starts inside the log's last batch (the two logs cut
-// batches differently after a divergence), truncates to where it starts.
-// Callers hold r.mu.
-func (r *replica) prepareFollowerAppend(records []byte) ([]byte, *events.Event, error) {
+// batches differently after a divergence), has the rules truncate to where
+// it starts. Callers hold r.mu.
+func (r *replica) prepareFollowerAppend(records []byte) ([]byte, []func()) {
 	// Headers only: AppendAsFollower checks every batch's CRC. A partial
 	// batch at the end (a size-capped response) is dropped, as Kafka does.
 	hs := storage.ScanBatchHeaders(records)
@@ -379,9 +384,14 @@ func (r *replica) prepareFollowerAppend(records []byte) ([]byte, *events.Event, 
 		hs = hs[1:]
 	}
 	if len(hs) == 0 || hs[0].BaseOffset >= leo {
-		return records, nil, nil
+		return records, nil
 	}
-	ev := r.truncate(replication.Truncation{FromOffset: leo, ToOffset: hs[0].BaseOffset, Rule: r.rule,
-		Reason: "the leader's batch starts inside this replica's last batch"})
-	return records, &ev, nil
+	if err := r.rp.TruncateBeforeAppend(hs[0].BaseOffset); err != nil {
+		return nil, nil
+	}
+	after := r.processReady()
+	if r.log.LogEndOffset() != hs[0].BaseOffset {
+		return nil, after // the cut ended elsewhere: fetch again from the new LEO
+	}
+	return records, after
 }

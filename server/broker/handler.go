@@ -295,8 +295,7 @@ func (b *Broker) followerFetchState(fp *fetchPart, replicaID int32) {
 	after := r.processReady()
 	fp.upTo = r.log.LogEndOffset()
 	fp.waitOn = r.newData
-	r.mu.Unlock()
-	runAll(after)
+	r.unlock(after)
 	fp.out.HighWatermark, fp.out.LastStableOffset = res.HighWatermark, res.HighWatermark
 	fp.out.LogStartOffset = res.LogStartOffset
 	if res.Err != nil {

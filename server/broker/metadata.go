@@ -26,7 +26,13 @@ func brokerLive(md controller.Metadata, id int32) bool {
 // replication state for every partition assigned here, LeaderAndIsr for
 // each, topic configs, logs of deleted topics removed, and the fetchers
 // rearranged to follow the current leaders.
+//
+// This is the one place a broker applies metadata: applyMu serializes it,
+// and the version check and the whole apply happen under it, so versions
+// are applied in order and an older one can never undo a newer one.
 func (b *Broker) RefreshMetadata() {
+	b.applyMu.Lock()
+	defer b.applyMu.Unlock()
 	md, err := b.cfg.Controller.Metadata()
 	if err != nil {
 		return
@@ -76,6 +82,7 @@ func (b *Broker) RefreshMetadata() {
 		}
 	}
 	b.updateFetchers(md)
+	b.reportLogs(md)
 }
 
 func (b *Broker) ensureReplica(tp storage.TopicPartition, tc controller.TopicConfig, configs map[string]string) (*replica, error) {
@@ -117,6 +124,5 @@ func (b *Broker) sendAlterPartition(r *replica, req replication.AlterPartitionRe
 		b.logger.Debug("AlterPartition response", "partition", r.tp, "err", err)
 	}
 	after := r.processReady()
-	r.mu.Unlock()
-	runAll(after)
+	r.unlock(after)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"tidemark/replication"
 	"tidemark/storage"
 )
 
@@ -290,34 +291,37 @@ func (r *replica) producersAppended(pc producerCheck, info storage.AppendInfo) {
 
 // awaitDuplicate answers an exact retry of a batch already in the log with
 // its original offsets, once acks allows: for acks=all, when the HW has
-// passed it (the original append may still be waiting for followers).
-func (r *replica) awaitDuplicate(ctx context.Context, acks int16, dup producerBatch, timeout time.Duration) ProduceResult {
+// passed it (the original append may still be waiting for followers). The
+// answer is success only while this replica still leads in epoch: after a
+// leadership change the original may have been truncated and its offsets
+// reused, so the producer must retry against the new leader.
+func (r *replica) awaitDuplicate(ctx context.Context, acks int16, epoch int32, dup producerBatch, timeout time.Duration) ProduceResult {
 	res := ProduceResult{BaseOffset: dup.firstOffset, LastOffset: dup.lastOffset}
 	if acks != -1 {
 		return res
 	}
-	deadline := time.Now().Add(timeout)
-	t := time.NewTicker(5 * time.Millisecond)
+	t := time.NewTimer(timeout)
 	defer t.Stop()
 	for {
 		r.mu.Lock()
-		hw, stopped := r.hw, r.stopped
+		hw, stopped, wake := r.hw, r.stopped, r.newData
+		st := r.rp.Status()
 		r.mu.Unlock()
 		switch {
-		case hw > dup.lastOffset:
-			return res
-		case stopped:
+		case stopped || st.Role != replication.RoleLeader || st.LeaderEpoch != epoch:
 			res.Err = kerr.NotLeaderForPartition
 			return res
-		case time.Now().After(deadline):
-			res.Err = kerr.RequestTimedOut
+		case hw > dup.lastOffset:
 			return res
 		}
-		select {
+		select { // newData is closed on every append and HW change
+		case <-wake:
 		case <-ctx.Done():
 			res.Err = kerr.RequestTimedOut
 			return res
 		case <-t.C:
+			res.Err = kerr.RequestTimedOut
+			return res
 		}
 	}
 }

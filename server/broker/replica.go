@@ -49,6 +49,44 @@ type replica struct {
 	// tickedMs is the last time the rules were shown (Tick).
 	tickedMs int64
 	stopped  bool
+	// outbox gathers the events made under mu; unlock publishes them after
+	// releasing it, so no lock of the event bus or the lab is ever taken
+	// under a replica's.
+	outbox []outboxEvent
+}
+
+// outboxEvent is an event waiting for mu to be released. raw, when set, is
+// a just-appended record set whose newest records are decoded into the
+// event then, off the produce path's lock.
+type outboxEvent struct {
+	ev  events.Event
+	raw []byte
+}
+
+// emit queues events for publishing at unlock. Callers hold r.mu.
+func (r *replica) emit(evs ...events.Event) {
+	for _, ev := range evs {
+		r.outbox = append(r.outbox, outboxEvent{ev: ev})
+	}
+}
+
+// unlock releases r.mu, then publishes the queued events and runs the
+// calls that must not hold it (ISR proposals to the controller).
+func (r *replica) unlock(after []func()) {
+	out := r.outbox
+	r.outbox = nil
+	r.mu.Unlock()
+	if len(out) > 0 {
+		evs := make([]events.Event, len(out))
+		for i, o := range out {
+			evs[i] = o.ev
+			if o.raw != nil {
+				evs[i].Records = decodeForUI(o.raw)
+			}
+		}
+		r.b.publish(evs...)
+	}
+	runAll(after)
 }
 
 // newReplica builds the replication state from what the log holds and the
@@ -121,9 +159,7 @@ func (r *replica) apply(p controller.Partition, tc controller.TopicConfig, confi
 			r.pendingAlter = nil // newer state supersedes any proposal in flight
 		}
 	}
-	after := r.processReady()
-	r.mu.Unlock()
-	runAll(after)
+	r.unlock(r.processReady())
 }
 
 func mapsEqual(a, b map[string]string) bool {
@@ -159,21 +195,24 @@ func (r *replica) tick(nowMs int64) {
 		r.pendingAlter = nil
 		after = append(after, func() { r.b.sendAlterPartition(r, req) })
 	}
-	hw := r.hw
-	r.mu.Unlock()
-	runAll(after)
-	if _, err := r.log.FlushIfDue(); err != nil && !errors.Is(err, storage.ErrClosed) {
-		r.b.logger.Error("flush", "partition", r.tp, "err", err)
-	}
-	deleted, err := r.log.ApplyRetention(hw)
+	// Retention removes whole segments below the HW; the rules learn the
+	// new log start offset under the same lock, so they never offer a
+	// follower offsets the log no longer has.
+	deleted, err := r.log.ApplyRetention(r.hw)
 	if err != nil && !errors.Is(err, storage.ErrClosed) {
 		r.b.logger.Error("retention", "partition", r.tp, "err", err)
 	}
 	if len(deleted) > 0 {
+		r.rp.LogStartOffsetAdvanced(r.log.LogStartOffset())
 		ev := r.event(events.KindLEO)
-		ev.Offsets = &events.Offsets{Base: r.log.LogStartOffset(), LEO: r.log.LogEndOffset(), HW: hw}
+		ev.Offsets = &events.Offsets{Base: r.log.LogStartOffset(), LEO: r.log.LogEndOffset(), HW: r.hw}
 		ev.Message = fmt.Sprintf("retention deleted %d whole segment(s); log start offset is now %d", len(deleted), r.log.LogStartOffset())
-		r.b.publish(ev)
+		r.emit(ev)
+		after = append(after, r.processReady()...)
+	}
+	r.unlock(after)
+	if _, err := r.log.FlushIfDue(); err != nil && !errors.Is(err, storage.ErrClosed) {
+		r.b.logger.Error("flush", "partition", r.tp, "err", err)
 	}
 }
 
@@ -192,40 +231,44 @@ func (r *replica) advance(nowMs int64) {
 
 // processReady acts on the replication rules' decisions in their required
 // order: truncations and the epoch cache are persisted first, then the HW,
-// then completed produce requests are answered. Sending an ISR proposal to
-// the controller is returned as a function to run after r.mu is released.
-// Callers hold r.mu.
+// then completed produce requests are answered. What the log really did is
+// reported back (a cut inside a batch ends lower), and the rules' answer to
+// that is processed in turn. Events go to the outbox; sending an ISR
+// proposal to the controller is returned as a function to run after r.mu is
+// released. Callers hold r.mu.
 func (r *replica) processReady() []func() {
-	rd := r.rp.Ready()
-	if rd.Empty() {
-		return nil
-	}
-	var evs []events.Event
 	var after []func()
-	for _, t := range rd.Truncations {
-		evs = append(evs, r.truncate(t))
-	}
-	if rd.EpochCacheChanged {
-		evs = append(evs, r.syncEpochCache(rd.EpochCache)...)
-	}
-	if rd.HighWatermarkChanged && rd.HighWatermark != r.hw {
-		r.hw = rd.HighWatermark
-		ev := r.event(events.KindHW)
-		ev.Offsets = &events.Offsets{HW: r.hw, LEO: r.log.LogEndOffset()}
-		evs = append(evs, ev)
-	}
-	if rd.AlterPartition != nil {
-		req := *rd.AlterPartition
-		after = append(after, func() { r.b.sendAlterPartition(r, req) })
-	}
-	for _, c := range rd.Completed {
-		if ch, ok := r.waiters[c.ID]; ok {
-			ch <- c // buffered: never blocks
-			delete(r.waiters, c.ID)
+	for range 4 { // a report back settles in one more round
+		rd := r.rp.Ready()
+		if rd.Empty() {
+			break
 		}
-		evs = append(evs, r.produceEvent(c))
+		for _, t := range rd.Truncations {
+			r.emit(r.truncate(t))
+			r.rp.LogTruncated(r.log.LogEndOffset())
+		}
+		if rd.EpochCacheChanged {
+			r.emit(r.syncEpochCache(rd.EpochCache)...)
+		}
+		if rd.HighWatermarkChanged && rd.HighWatermark != r.hw {
+			r.hw = rd.HighWatermark
+			ev := r.event(events.KindHW)
+			ev.Offsets = &events.Offsets{HW: r.hw, LEO: r.log.LogEndOffset()}
+			r.emit(ev)
+			r.wake() // consumers wait for the HW, not for appends
+		}
+		if rd.AlterPartition != nil {
+			req := *rd.AlterPartition
+			after = append(after, func() { r.b.sendAlterPartition(r, req) })
+		}
+		for _, c := range rd.Completed {
+			if ch, ok := r.waiters[c.ID]; ok {
+				ch <- c // buffered: never blocks
+				delete(r.waiters, c.ID)
+			}
+			r.emit(r.produceEvent(c))
+		}
 	}
-	r.b.publish(evs...)
 	return after
 }
 
@@ -270,8 +313,10 @@ func (r *replica) truncate(t replication.Truncation) events.Event {
 	ev := r.event(events.KindTruncation)
 	leo := r.log.LogEndOffset()
 	from := max(min(t.ToOffset, leo), r.log.LogStartOffset())
-	if leo > from {
-		batches, err := r.log.ReadBatches(from, leo, 1<<20)
+	// Only the newest records are shown struck out: reading a long cut
+	// whole would hold the replica up for nothing the lanes can show.
+	if from = max(from, leo-events.RecordWindow); leo > from {
+		batches, err := r.log.ReadBatches(from, leo, events.RecordWindow)
 		if err != nil {
 			r.b.logger.Warn("reading records before truncation", "partition", r.tp, "err", err)
 		}
@@ -337,6 +382,7 @@ func (r *replica) stop() {
 		ch <- replication.ProduceResult{ID: id, Err: kerr.NotLeaderForPartition}
 		delete(r.waiters, id)
 	}
+	r.outbox = nil // a stopped replica reports nothing more
 	r.wake()
 }
 
@@ -372,7 +418,7 @@ func (r *replica) produce(ctx context.Context, acks int16, records []byte, timeo
 	}
 	if pc.dup != nil {
 		r.mu.Unlock()
-		return r.awaitDuplicate(ctx, acks, *pc.dup, timeout)
+		return r.awaitDuplicate(ctx, acks, epoch, *pc.dup, timeout)
 	}
 	r.producersAppended(pc, info)
 	r.wake()
@@ -380,19 +426,19 @@ func (r *replica) produce(ctx context.Context, acks int16, records []byte, timeo
 	id := r.nextID
 	ch := make(chan replication.ProduceResult, 1)
 	r.waiters[id] = ch
-	ev := r.appendEvent(info, epoch, records)
-	r.b.publish(ev)
+	r.outbox = append(r.outbox, outboxEvent{ev: r.appendEvent(info, epoch), raw: records})
 	err = r.rp.ProduceAppended(replication.ProduceRequest{ID: id, Acks: acks,
 		Batch:      replication.Batch{BaseOffset: info.FirstOffset, LastOffset: info.LastOffset, Epoch: epoch},
 		DeadlineMs: now + timeout.Milliseconds()})
 	if err != nil {
+		// The rules refused an append the log made: the runtime and the
+		// rules disagree, which must never be hidden.
+		r.b.logger.Error("append not accepted by the replication rules", "partition", r.tp, "err", err)
 		delete(r.waiters, id)
-		r.mu.Unlock()
+		r.unlock(nil)
 		return ProduceResult{Err: err}
 	}
-	after := r.processReady()
-	r.mu.Unlock()
-	runAll(after)
+	r.unlock(r.processReady())
 	select {
 	case res := <-ch:
 		return ProduceResult{BaseOffset: info.FirstOffset, LastOffset: info.LastOffset, Err: res.Err}
@@ -409,17 +455,16 @@ func (r *replica) produce(ctx context.Context, acks int16, records []byte, timeo
 func (r *replica) refuseProduceLocked(acks int16, err error) ProduceResult {
 	ev := r.event(events.KindProduceError)
 	ev.Acks, ev.Error, ev.Message = acksName(acks), errorName(err), err.Error()
-	r.mu.Unlock()
-	r.b.publish(ev)
+	r.emit(ev)
+	r.unlock(nil)
 	return ProduceResult{Err: err}
 }
 
-// appendEvent describes an append with its records decoded for the UI.
-func (r *replica) appendEvent(info storage.AppendInfo, epoch int32, records []byte) events.Event {
+// appendEvent describes an append; its records are decoded at unlock.
+func (r *replica) appendEvent(info storage.AppendInfo, epoch int32) events.Event {
 	ev := r.event(events.KindAppend)
 	ev.Offsets = &events.Offsets{Base: info.FirstOffset, Last: info.LastOffset, LEO: info.LogEndOffset, HW: r.hw}
 	ev.Leader = &events.Leadership{Leader: r.applied.Leader, LeaderEpoch: epoch}
-	ev.Records = decodeForUI(records)
 	return ev
 }
 

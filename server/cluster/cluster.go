@@ -42,6 +42,9 @@ type Options struct {
 	Paused bool
 	// SessionTimeout is broker.session.timeout.ms (lab default 2s).
 	SessionTimeout time.Duration
+	// FencingRule, when set, is the controller's fencing rule (else the one
+	// stored in DataDir, else kraft-elr).
+	FencingRule *controller.FencingRule
 	// Bus receives every event; default a new one.
 	Bus    *events.Bus
 	Logger *slog.Logger
@@ -102,6 +105,7 @@ func Open(opts Options) (*Cluster, error) {
 	c.snap = events.Snapshot{Controller: ControllerNode, Paused: opts.Paused}
 	ctl, err := controller.Open(filepath.Join(opts.DataDir, "meta"), controller.Options{
 		Now: c.clock.Now, SessionTimeout: opts.SessionTimeout, Events: publisher{c}, Logger: opts.Logger,
+		FencingRule: opts.FencingRule,
 	})
 	if err != nil {
 		return nil, err
@@ -341,6 +345,7 @@ func (c *Cluster) resync() {
 		s.Cuts = append(s.Cuts, events.Fault{Kind: events.FaultCut, From: l.From, To: l.To, OneWay: true})
 	}
 	s.Paused = c.clock.Paused()
+	s.Configs = map[string]string{controller.ConfigFencingRule: c.controller.FencingRule().String()}
 	c.snapMu.Lock()
 	s.Seq = c.bus.LastSeq()
 	c.snap = s
@@ -391,15 +396,26 @@ var errControllerUnreachable = fmt.Errorf("%w: controller unreachable (link cut)
 func (l controllerLink) there() bool { return l.c.network.Allowed(l.id, ControllerNode) }
 func (l controllerLink) back() bool  { return l.c.network.Allowed(ControllerNode, l.id) }
 
-func (l controllerLink) RegisterBroker(id int32, listener string) (int64, error) {
+func (l controllerLink) Register(reg controller.Registration) (int64, error) {
 	if !l.there() {
 		return 0, errControllerUnreachable
 	}
-	e, err := l.c.controller.RegisterBroker(id, listener)
+	e, err := l.c.controller.Register(reg)
 	if !l.back() {
 		return 0, errControllerUnreachable
 	}
 	return e, err
+}
+
+func (l controllerLink) ReportLogs(id int32, epoch int64, logs []controller.LogInfo) error {
+	if !l.there() {
+		return errControllerUnreachable
+	}
+	err := l.c.controller.ReportLogs(id, epoch, logs)
+	if !l.back() {
+		return errControllerUnreachable
+	}
+	return err
 }
 
 func (l controllerLink) Heartbeat(id int32, epoch int64) (uint64, error) {

@@ -416,3 +416,20 @@ func (c *Cluster) StepFetch(ctx context.Context, id int32) error {
 	}
 	return b.FetchRound(ctx)
 }
+
+// FencingRule returns the name of the controller's fencing rule.
+func (c *Cluster) FencingRule() string { return c.controller.FencingRule().String() }
+
+// SetFencingRule switches the controller's fencing rule (kraft-elr, kraft or
+// zookeeper; INVALID_CONFIG otherwise); brokers learn it at once.
+func (c *Cluster) SetFencingRule(name string) error {
+	r, err := controller.ParseFencingRule(name)
+	if err != nil {
+		return err
+	}
+	if err := c.controller.SetFencingRule(r); err != nil {
+		return err
+	}
+	c.propagate()
+	return nil
+}

@@ -30,6 +30,9 @@ type Options struct {
 	// Logger receives the controller's and badger's log lines; nil discards
 	// them.
 	Logger *slog.Logger
+	// FencingRule, when set, is the rule to use from Open on (else the one
+	// stored with the metadata, else kraft-elr).
+	FencingRule *FencingRule
 }
 
 // DefaultSessionTimeout is the lab's broker.session.timeout.ms.
@@ -58,6 +61,11 @@ type Broker struct {
 // Replicas, in preference order), the leader (replication.NoLeader, -1, while
 // offline), the leader epoch (bumped at every leader change), the partition
 // epoch (bumped at every leader or ISR change) and the ISR (never empty).
+//
+// Under the kraft-elr fencing rule the ISR may be empty while the partition
+// is offline, and ELR lists the eligible leader replicas (KIP-966): replicas
+// that left the ISR while it was below min.insync.replicas, and so hold
+// every committed record; nil when none.
 type Partition struct {
 	Topic          string
 	Partition      int32
@@ -66,6 +74,7 @@ type Partition struct {
 	LeaderEpoch    int32
 	PartitionEpoch int32
 	ISR            []int32
+	ELR            []int32
 }
 
 // State returns p as the replication rules take it (a LeaderAndIsr), sharing
@@ -76,18 +85,19 @@ func (p Partition) State() replication.PartitionState {
 }
 
 func (p Partition) clone() Partition {
-	p.Replicas, p.ISR = slices.Clone(p.Replicas), slices.Clone(p.ISR)
+	p.Replicas, p.ISR, p.ELR = slices.Clone(p.Replicas), slices.Clone(p.ISR), slices.Clone(p.ELR)
 	return p
 }
 
-// check reports a record that breaks the invariants (ISR non-empty and within
-// AR, leader in ISR, epochs non-negative).
+// check reports a record that breaks the invariants (ISR and ELR within AR,
+// the ISR non-empty while there is a leader, leader in ISR, epochs
+// non-negative).
 func (p *Partition) check() error {
 	switch {
 	case len(p.Replicas) == 0:
 		return errors.New("no replicas")
-	case len(p.ISR) == 0:
-		return errors.New("empty ISR")
+	case len(p.ISR) == 0 && p.Leader != replication.NoLeader:
+		return errors.New("empty ISR with a leader")
 	case p.Leader != replication.NoLeader && !slices.Contains(p.ISR, p.Leader):
 		return fmt.Errorf("leader %d not in ISR %v", p.Leader, p.ISR)
 	case p.LeaderEpoch < 0 || p.PartitionEpoch < 0:
@@ -96,6 +106,11 @@ func (p *Partition) check() error {
 	for _, r := range p.ISR {
 		if !slices.Contains(p.Replicas, r) {
 			return fmt.Errorf("ISR member %d not in replicas %v", r, p.Replicas)
+		}
+	}
+	for _, r := range p.ELR {
+		if !slices.Contains(p.Replicas, r) || slices.Contains(p.ISR, r) {
+			return fmt.Errorf("ELR member %d not in replicas %v or also in ISR %v", r, p.Replicas, p.ISR)
 		}
 	}
 	return nil
@@ -169,6 +184,10 @@ type Controller struct {
 	// broker's first registration is a plain one, so leaderships stay put.
 	registered map[int32]bool
 	topics     map[string]*topicState
+	rule       FencingRule
+	// logs is what each broker last reported of its logs (ReportLogs),
+	// for KIP-966's unclean recovery.
+	logs map[int32]map[topicPartition]LogInfo
 }
 
 type topicState struct {
@@ -208,10 +227,23 @@ func Open(dir string, opts Options) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("controller: opening metadata store %s: %w", dir, err)
 	}
-	c := &Controller{db: db, opts: opts, log: opts.Logger, brokers: map[int32]*Broker{}, registered: map[int32]bool{}, topics: map[string]*topicState{}}
+	c := &Controller{db: db, opts: opts, log: opts.Logger, brokers: map[int32]*Broker{}, registered: map[int32]bool{},
+		topics: map[string]*topicState{}, logs: map[int32]map[topicPartition]LogInfo{}}
 	if err := c.load(); err != nil {
 		db.Close()
 		return nil, err
+	}
+	if opts.FencingRule != nil && *opts.FencingRule != c.rule {
+		// Chosen at start: stored, but not a metadata change brokers see.
+		if _, err := ParseFencingRule(opts.FencingRule.String()); err != nil {
+			db.Close()
+			return nil, err
+		}
+		c.rule = *opts.FencingRule
+		if err := db.Update(func(txn *badger.Txn) error { return txn.Set([]byte(keyFencingRule), []byte(c.rule.String())) }); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("controller: storing the fencing rule: %w", err)
+		}
 	}
 	return c, nil
 }
@@ -251,11 +283,12 @@ type deletedTopic struct {
 // change collects what one method call changed, so it is written in one
 // badger transaction and its events are published only once it is durable.
 type change struct {
-	brokers map[int32]bool
-	topics  map[string]bool
-	parts   map[topicPartition]bool
-	deleted []deletedTopic
-	evs     []events.Event
+	settings bool // the fencing rule changed
+	brokers  map[int32]bool
+	topics   map[string]bool
+	parts    map[topicPartition]bool
+	deleted  []deletedTopic
+	evs      []events.Event
 }
 
 func newChange() *change {
@@ -263,7 +296,7 @@ func newChange() *change {
 }
 
 func (ch *change) empty() bool {
-	return len(ch.brokers) == 0 && len(ch.topics) == 0 && len(ch.parts) == 0 && len(ch.deleted) == 0
+	return !ch.settings && len(ch.brokers) == 0 && len(ch.topics) == 0 && len(ch.parts) == 0 && len(ch.deleted) == 0
 }
 
 func (ch *change) partition(p *Partition) { ch.parts[topicPartition{p.Topic, p.Partition}] = true }
@@ -295,43 +328,44 @@ func (c *Controller) commit(ch *change) error {
 	return nil
 }
 
-// RegisterBroker registers broker id (Kafka's BrokerRegistration) and returns
-// its new broker epoch; every registration is a new incarnation, so the
-// epoch changes each time. The broker stays fenced until its first Heartbeat
-// with that epoch. Re-registering a broker that was not fenced means it
-// restarted without being noticed: it is fenced first, leaving every ISR and
-// leadership it held, because a restarted replica has to catch up again.
+// RegisterBroker registers broker id after a clean shutdown, with no logs
+// to report: Register with the least to say.
 func (c *Controller) RegisterBroker(id int32, listener string) (brokerEpoch int64, err error) {
+	return c.Register(Registration{ID: id, Listener: listener, CleanShutdown: true})
+}
+
+// Register registers a broker (Kafka's BrokerRegistration) and returns its
+// new broker epoch; every registration is a new incarnation, so the epoch
+// changes each time. The broker stays fenced until its first Heartbeat with
+// that epoch. What a re-registration does to the broker's ISR places and
+// leaderships is the fencing rule's business (FencingRule): under
+// zookeeper a broker back within its session keeps its ISR places; under
+// kraft it is fenced first and leaves them; under kraft-elr, also, a broker
+// back from an unclean shutdown leaves every ISR and ELR.
+func (c *Controller) Register(reg Registration) (brokerEpoch int64, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.usable(); err != nil {
 		return 0, err
 	}
+	id := reg.ID
 	if id < 0 {
 		return 0, fmt.Errorf("%w: broker id %d: must not be negative", kerr.InvalidRequest, id)
 	}
 	ch := newChange()
 	b := c.brokers[id]
-	restarted := b != nil && !b.Fenced && c.registered[id]
+	withinSession := b != nil && !b.Fenced && c.registered[id]
 	c.registered[id] = true
 	if b == nil {
 		b = &Broker{ID: id}
 		c.brokers[id] = b
 	}
-	b.Listener, b.Epoch, b.Fenced, b.LastHeartbeat = listener, int64(c.version+1), !restarted, c.now()
+	b.Listener, b.Epoch, b.LastHeartbeat = reg.Listener, int64(c.version+1), c.now()
+	b.Fenced = !(withinSession && c.rule == FencingZooKeeper)
 	ch.brokers[id] = true
-	if restarted {
-		// Back before its session expired: as with ZooKeeper-era Kafka, the
-		// controller never saw it gone, so it keeps its ISR places (which is
-		// what lets KIP-101's restarted follower be elected cleanly). It
-		// lost its in-memory state, so it gives up the leaderships it held.
-		ch.evs = append(ch.evs, events.Event{Kind: events.KindBroker, Broker: id, BrokerState: events.BrokerUp,
-			Listener: listener, Message: fmt.Sprintf("broker %d re-registered within its session (broker epoch %d): it keeps its ISR places", id, b.Epoch)})
-		c.handOverLeaderships(ch, id, fmt.Sprintf("broker %d restarted", id))
-	} else {
-		ch.evs = append(ch.evs, events.Event{Kind: events.KindBroker, Broker: id, BrokerState: events.BrokerFenced,
-			Listener: listener, Message: fmt.Sprintf("broker %d registered with broker epoch %d; fenced until its first heartbeat", id, b.Epoch)})
-	}
+	// What it knew of its logs before this incarnation is stale.
+	delete(c.logs, id)
+	c.reRegister(ch, b, reg, withinSession)
 	if err := c.commit(ch); err != nil {
 		return 0, err
 	}

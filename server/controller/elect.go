@@ -14,6 +14,10 @@ import (
 // leaderships. The ISR never becomes empty: a last member stays in it, and a
 // partition whose last ISR member was its leader goes offline unless an
 // unclean election is allowed.
+//
+// Under the kraft-elr rule the last member leaves too (the ISR may be
+// empty), and a member leaving an ISR that is then below
+// min.insync.replicas joins the ELR (updateELR).
 func (c *Controller) leaveReplicaSets(ch *change, id int32, reason string) {
 	for _, name := range c.topicNames() {
 		t := c.topics[name]
@@ -23,13 +27,13 @@ func (c *Controller) leaveReplicaSets(ch *change, id int32, reason string) {
 				continue
 			}
 			isr := p.ISR
-			if inISR && len(isr) > 1 {
+			if inISR && (len(isr) > 1 || c.rule == FencingKRaftELR) {
 				isr = slices.DeleteFunc(slices.Clone(isr), func(r int32) bool { return r == id })
 			}
 			if p.Leader == id {
 				c.elect(ch, t, p, isr, reason)
 			} else if len(isr) != len(p.ISR) {
-				c.setISR(ch, p, isr, id, fmt.Sprintf("%s: removed from the ISR of %s-%d", reason, p.Topic, p.Partition))
+				c.setISR(ch, t, p, isr, id, fmt.Sprintf("%s: removed from the ISR of %s-%d", reason, p.Topic, p.Partition))
 			}
 		}
 	}
@@ -90,12 +94,26 @@ func (c *Controller) electOfflineIn(ch *change, t *topicState, reason string) {
 // with itself as the whole ISR (unclean: records only the old ISR had are
 // lost). Otherwise p is offline (leader -1) with isr. A leader change bumps
 // the leader epoch; any change bumps the partition epoch.
+//
+// Under the kraft-elr rule a live ELR member is next in line after the ISR
+// (a clean election: it holds every committed record), and a partition with
+// neither an ISR nor an ELR is recovered when every replica is back
+// (recoverUnclean).
 func (c *Controller) elect(ch *change, t *topicState, p *Partition, isr []int32, reason string) {
-	leader, unclean := replication.NoLeader, false
+	old := p.ISR
+	leader, unclean, fromELR := replication.NoLeader, false, false
 	for _, r := range p.Replicas {
 		if slices.Contains(isr, r) && c.live(r) {
 			leader = r
 			break
+		}
+	}
+	if leader == replication.NoLeader && c.rule == FencingKRaftELR {
+		for _, r := range p.Replicas {
+			if slices.Contains(p.ELR, r) && !slices.Contains(isr, r) && c.live(r) {
+				leader, fromELR, isr = r, true, append(slices.Clone(isr), r)
+				break
+			}
 		}
 	}
 	if leader == replication.NoLeader && t.cfg.UncleanLeaderElection {
@@ -108,7 +126,10 @@ func (c *Controller) elect(ch *change, t *topicState, p *Partition, isr []int32,
 	}
 	if leader == p.Leader {
 		if !slices.Equal(isr, p.ISR) {
-			c.setISR(ch, p, isr, events.NoBroker, reason)
+			c.setISR(ch, t, p, isr, events.NoBroker, reason)
+		}
+		if leader == replication.NoLeader {
+			c.recoverUnclean(ch, t, p, reason)
 		}
 		return
 	}
@@ -117,32 +138,47 @@ func (c *Controller) elect(ch *change, t *topicState, p *Partition, isr []int32,
 	p.LeaderEpoch++
 	p.PartitionEpoch++
 	p.ISR = slices.Clone(isr)
+	if unclean {
+		p.ELR = nil
+	}
+	c.updateELR(t, p, old)
 	ch.partition(p)
 	how := "clean"
 	switch {
 	case unclean:
 		how = "unclean (records only the old ISR had may be lost)"
+	case fromELR:
+		how = fmt.Sprintf("clean, from the ELR (broker %d left the ISR while it was below min.insync.replicas, so it holds every committed record)", leader)
 	case leader == replication.NoLeader:
-		how = "offline: no live ISR member"
-		if !t.cfg.UncleanLeaderElection {
-			how += " and unclean.leader.election.enable=false"
+		how = c.offlineWhy(t, p)
+		if !t.cfg.UncleanLeaderElection && c.rule != FencingKRaftELR {
+			how += " (unclean.leader.election.enable=false)"
 		}
 	}
 	ch.evs = append(ch.evs, events.Event{Kind: events.KindElection, Broker: leader, Topic: p.Topic, Partition: p.Partition,
 		Leader: &events.Leadership{Leader: leader, PreviousLeader: prev, LeaderEpoch: p.LeaderEpoch, Unclean: unclean},
-		ISR:    slices.Clone(p.ISR),
+		ISR:    slices.Clone(p.ISR), ELR: slices.Clone(p.ELR),
 		Message: fmt.Sprintf("%s: %s-%d leader %d → %d, leader epoch %d, %s", reason, p.Topic, p.Partition,
 			prev, leader, p.LeaderEpoch, how)})
+	if leader == replication.NoLeader {
+		c.recoverUnclean(ch, t, p, reason)
+	}
 }
 
-// setISR changes p's ISR (bumping the partition epoch) and reports it with
-// broker as the broker concerned.
-func (c *Controller) setISR(ch *change, p *Partition, isr []int32, broker int32, msg string) {
+// setISR changes p's ISR (bumping the partition epoch), keeps its ELR in
+// line, and reports it with broker as the broker concerned.
+func (c *Controller) setISR(ch *change, t *topicState, p *Partition, isr []int32, broker int32, msg string) {
+	old := p.ISR
 	p.ISR = slices.Clone(isr)
+	c.updateELR(t, p, old)
 	p.PartitionEpoch++
 	ch.partition(p)
+	elr := ""
+	if len(p.ELR) > 0 {
+		elr = fmt.Sprintf(", ELR %v", p.ELR)
+	}
 	ch.evs = append(ch.evs, events.Event{Kind: events.KindISR, Broker: broker, Topic: p.Topic, Partition: p.Partition,
-		ISR: slices.Clone(p.ISR), Message: fmt.Sprintf("%s; ISR %v, partition epoch %d", msg, p.ISR, p.PartitionEpoch)})
+		ISR: slices.Clone(p.ISR), ELR: slices.Clone(p.ELR), Message: fmt.Sprintf("%s; ISR %v%s, partition epoch %d", msg, p.ISR, elr, p.PartitionEpoch)})
 }
 
 // AlterPartition is a leader's ISR proposal (Kafka's AlterPartition). It is
@@ -182,7 +218,7 @@ func (c *Controller) AlterPartition(topic string, partition int32, brokerID int3
 		return reject(err)
 	}
 	ch := newChange()
-	c.setISR(ch, p, req.NewISR, brokerID, fmt.Sprintf("leader %d changed the ISR of %s-%d", brokerID, topic, partition))
+	c.setISR(ch, t, p, req.NewISR, brokerID, fmt.Sprintf("leader %d changed the ISR of %s-%d", brokerID, topic, partition))
 	if err := c.commit(ch); err != nil {
 		return reject(err)
 	}

@@ -41,11 +41,16 @@ type lab struct {
 	bus    *events.Bus
 	c      *Controller
 	epochs map[int32]int64
+	rule   FencingRule
 }
 
-func newLab(t *testing.T) *lab {
+// newLab is a lab under the ZooKeeper-era fencing rule, which most tests
+// here were written for; newRuleLab picks another.
+func newLab(t *testing.T) *lab { return newRuleLab(t, FencingZooKeeper) }
+
+func newRuleLab(t *testing.T, rule FencingRule) *lab {
 	t.Helper()
-	l := &lab{t: t, dir: t.TempDir(), clk: newClock(), epochs: map[int32]int64{}}
+	l := &lab{t: t, dir: t.TempDir(), clk: newClock(), epochs: map[int32]int64{}, rule: rule}
 	l.bus = events.NewBus(events.BusOptions{Now: l.clk.Now, History: 1 << 16})
 	l.open()
 	return l
@@ -53,7 +58,7 @@ func newLab(t *testing.T) *lab {
 
 func (l *lab) open() {
 	l.t.Helper()
-	c, err := Open(l.dir, Options{Now: l.clk.Now, Events: l.bus})
+	c, err := Open(l.dir, Options{Now: l.clk.Now, Events: l.bus, FencingRule: &l.rule})
 	if err != nil {
 		l.t.Fatalf("Open: %v", err)
 	}

@@ -22,6 +22,7 @@ import (
 // Topic names cannot contain '/', so the prefixes never collide.
 const (
 	keyVersion      = "version"
+	keyFencingRule  = "fencing-rule"
 	prefixBroker    = "broker/"
 	prefixTopic     = "topic/"
 	prefixPartition = "partition/"
@@ -47,6 +48,7 @@ type partitionRecord struct {
 	LeaderEpoch    int32   `json:"leader_epoch"`
 	PartitionEpoch int32   `json:"partition_epoch"`
 	ISR            []int32 `json:"isr"`
+	ELR            []int32 `json:"elr,omitempty"`
 }
 
 func brokerKey(id int32) []byte   { return fmt.Appendf(nil, "%s%010d", prefixBroker, id) }
@@ -93,6 +95,11 @@ func (c *Controller) write(ch *change, version uint64) error {
 		if err := txn.Set([]byte(keyVersion), v[:]); err != nil {
 			return err
 		}
+		if ch.settings {
+			if err := txn.Set([]byte(keyFencingRule), []byte(c.rule.String())); err != nil {
+				return err
+			}
+		}
 		for _, d := range ch.deleted {
 			if err := txn.Delete(topicKey(d.name)); err != nil {
 				return err
@@ -124,7 +131,7 @@ func (c *Controller) write(ch *change, version uint64) error {
 				continue
 			}
 			p := t.parts[tp.partition]
-			rec := partitionRecord{Replicas: p.Replicas, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, ISR: p.ISR}
+			rec := partitionRecord{Replicas: p.Replicas, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, ISR: p.ISR, ELR: p.ELR}
 			if err := setJSON(txn, partitionKey(tp.topic, tp.partition), rec); err != nil {
 				return err
 			}
@@ -148,6 +155,7 @@ func (c *Controller) load() error {
 	brokers := make(map[int32]*Broker)
 	topics := make(map[string]*topicState)
 	parts := make(map[string]map[int32]partitionRecord)
+	rule := FencingKRaftELR
 	err := c.db.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.DefaultIteratorOptions)
 		defer it.Close()
@@ -164,6 +172,10 @@ func (c *Controller) load() error {
 					return fmt.Errorf("key %q: %d bytes, want 8", key, len(val))
 				}
 				version = binary.BigEndian.Uint64(val)
+			case key == keyFencingRule:
+				if rule, err = ParseFencingRule(string(val)); err != nil {
+					return fmt.Errorf("key %q: %w", key, err)
+				}
 			case strings.HasPrefix(key, prefixBroker):
 				var r brokerRecord
 				if err := json.Unmarshal(val, &r); err != nil {
@@ -215,7 +227,7 @@ func (c *Controller) load() error {
 				return fmt.Errorf("controller: reading metadata: topic %q has no record for partition %d", name, p)
 			}
 			t.parts[p] = &Partition{Topic: name, Partition: int32(p), Replicas: r.Replicas, Leader: r.Leader,
-				LeaderEpoch: r.LeaderEpoch, PartitionEpoch: r.PartitionEpoch, ISR: r.ISR}
+				LeaderEpoch: r.LeaderEpoch, PartitionEpoch: r.PartitionEpoch, ISR: r.ISR, ELR: r.ELR}
 			if err := t.parts[p].check(); err != nil {
 				return fmt.Errorf("controller: reading metadata: %s-%d: %w", name, p, err)
 			}
@@ -232,6 +244,6 @@ func (c *Controller) load() error {
 			b.LastHeartbeat = old.LastHeartbeat
 		}
 	}
-	c.version, c.brokers, c.topics = version, brokers, topics
+	c.version, c.brokers, c.topics, c.rule = version, brokers, topics, rule
 	return nil
 }

@@ -195,6 +195,7 @@ func (c *Controller) AlterConfigs(topic string, changes map[string]*string) (Top
 	}
 	t.configs, t.cfg = cloneConfigs(next), cfg
 	ch.topics[topic] = true
+	c.minISRChanged(ch, t)
 	if cfg.UncleanLeaderElection {
 		c.electOfflineIn(ch, t, ConfigUncleanLeaderElection+"=true")
 	}

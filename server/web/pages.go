@@ -257,6 +257,8 @@ func formCall(action string, get func(string) string) (apiCall, error) {
 			return bad("no config to change: fill in at least one field")
 		}
 		return apiCall{"PATCH", "/api/v1/topics/" + pathSegment(get("topic")) + "/configs", changes}, nil
+	case "fencing-rule":
+		return apiCall{"PUT", "/api/v1/cluster/fencing-rule", FencingRuleBody{Rule: get("rule")}}, nil
 	}
 	return bad("unknown action " + strconv.Quote(truncate(action, 30)))
 }
@@ -326,6 +328,8 @@ func doneText(lang i18n.Lang, action string, get func(string) string, body []byt
 		return i18n.T(lang, "ui.done.step", get("ms"))
 	case "cut":
 		return i18n.T(lang, "ui.done.cut", get("from"), get("to"))
+	case "fencing-rule":
+		return i18n.T(lang, "ui.done.fencing-rule", get("rule"))
 	}
 	return i18n.T(lang, "ui.done."+action)
 }

@@ -20,6 +20,7 @@ import (
 
 	"tidemark/events"
 	"tidemark/lessons"
+	"tidemark/server/chaos"
 	"tidemark/static"
 )
 
@@ -60,6 +61,9 @@ type Options struct {
 	// for any port, "name:port" for one. Every other Host gets 421 (see
 	// hosts.go: DNS rebinding). Default none.
 	AllowedHosts []string
+	// Chaos runs the durability checker's chaos runs (api_chaos.go); nil:
+	// the chaos routes answer 501.
+	Chaos *chaos.Service
 }
 
 func (o *Options) setDefaults() error {
@@ -146,6 +150,8 @@ func New(opts Options) (*Server, error) {
 	e.GET("/api/v1/openapi.json", s.getOpenAPI)
 	s.apiRoutes(e)
 	s.lessonRoutes(e)
+	s.fencingRoutes(e)
+	s.chaosRoutes(e)
 	e.GET("/ws", s.serveWS)
 	e.GET("/static/*", s.serveStatic)
 	s.echo = e

@@ -1,0 +1,150 @@
+// Command chaos runs many seeded chaos schedules per configuration on
+// private lab clusters (loopback only) and prints, per configuration, what
+// the durability checker found: go tool task chaos -- -runs 200 -configs strict.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"tidemark/server/chaos"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "chaos:", err)
+		os.Exit(1)
+	}
+}
+
+// tally is one configuration's row.
+type tally struct {
+	runs    int
+	counts  chaos.Counts
+	failing []uint64 // seeds with a violation (anything but unsynced power loss)
+	broken  []uint64 // seeds the engine could not finish
+}
+
+func run(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
+	runs := fs.Int("runs", 1000, "schedules per configuration (seeds first..first+runs-1)")
+	first := fs.Uint64("seed", 1, "first seed")
+	actions := fs.Int("actions", chaos.DefaultActions, fmt.Sprintf("actions per schedule (1..%d)", chaos.MaxActions))
+	configs := fs.String("configs", "strict,acks1,unclean,hw-truncation", "comma-separated configurations")
+	parallel := fs.Int("parallel", runtime.GOMAXPROCS(0), "runs at once")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *runs < 1 || *actions < 1 || *actions > chaos.MaxActions || *parallel < 1 {
+		return fmt.Errorf("-runs, -parallel ≥ 1 and -actions in 1..%d", chaos.MaxActions)
+	}
+	var cfgs []chaos.Config
+	for _, s := range strings.Split(*configs, ",") {
+		c, err := chaos.ParseConfig(strings.TrimSpace(s))
+		if err != nil {
+			return err
+		}
+		cfgs = append(cfgs, c)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+
+	start := time.Now()
+	tallies := map[chaos.Config]*tally{}
+	var mu sync.Mutex
+	type job struct {
+		cfg  chaos.Config
+		seed uint64
+	}
+	jobs := make(chan job)
+	var wg sync.WaitGroup
+	for range *parallel {
+		wg.Go(func() {
+			for j := range jobs {
+				res, err := chaos.Run(ctx, j.seed, j.cfg, chaos.Generate(j.seed, *actions), chaos.Options{})
+				mu.Lock()
+				t := tallies[j.cfg]
+				t.runs++
+				switch {
+				case err != nil:
+					if ctx.Err() == nil {
+						fmt.Fprintf(os.Stderr, "chaos: %s seed %d: %v\n", j.cfg, j.seed, err)
+					}
+					t.broken = append(t.broken, j.seed)
+				default:
+					t.counts.Add(res.Counts)
+					if res.Counts.Violations() > 0 {
+						t.failing = append(t.failing, j.seed)
+					}
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	for _, c := range cfgs {
+		tallies[c] = &tally{}
+	}
+feed:
+	for _, c := range cfgs {
+		for s := *first; s < *first+uint64(*runs); s++ {
+			select {
+			case jobs <- job{c, s}:
+			case <-ctx.Done():
+				break feed
+			}
+		}
+	}
+	close(jobs)
+	wg.Wait()
+
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "config\truns\tacked writes\tlost\tlost to unsynced power loss\tduplicated\twrong offset\treplicas differing\tHW backwards\t(unsynced)\tleader outside ISR\tunreadable\t")
+	for _, c := range cfgs {
+		t := tallies[c]
+		n := t.counts
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", c, t.runs, n.Acked, n.Lost, n.UnsyncedLost,
+			n.Duplicated, n.WrongOffset, n.ReplicasDiffer, n.HWBackwards, n.UnsyncedHWBackwards, n.LeaderOutsideISR, n.Unreadable)
+	}
+	tw.Flush()
+	fmt.Fprintln(out)
+	for _, c := range cfgs {
+		t := tallies[c]
+		slices.Sort(t.failing)
+		slices.Sort(t.broken)
+		fmt.Fprintf(out, "%s: %d of %d runs with violations; seeds %s\n", c, len(t.failing), t.runs, seedList(t.failing))
+		if len(t.broken) > 0 {
+			fmt.Fprintf(out, "%s: %d runs could not finish; seeds %s\n", c, len(t.broken), seedList(t.broken))
+		}
+	}
+	fmt.Fprintf(out, "\n%d actions per schedule, %v\n", *actions, time.Since(start).Round(time.Second))
+	return ctx.Err()
+}
+
+// seedList prints seeds, the first 50 of them.
+func seedList(seeds []uint64) string {
+	if len(seeds) == 0 {
+		return "none"
+	}
+	var b strings.Builder
+	for i, s := range seeds {
+		if i == 50 {
+			fmt.Fprintf(&b, " … (%d more)", len(seeds)-50)
+			break
+		}
+		if i > 0 {
+			b.WriteString(" ")
+		}
+		fmt.Fprint(&b, s)
+	}
+	return b.String()
+}

@@ -1,0 +1,500 @@
+package chaos
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+)
+
+// Write is one value a producer sent, acknowledged or not.
+type Write struct {
+	Value      string `json:"value"`
+	Producer   int    `json:"producer"`
+	Idempotent bool   `json:"idempotent,omitempty"`
+	// Acks is what the producer asked for: "1" or "all".
+	Acks      string `json:"acks"`
+	Partition int32  `json:"partition"`
+	Acked     bool   `json:"acked"`
+	// Offset is the offset the acknowledgement named; -1 when not acked.
+	Offset int64 `json:"offset"`
+	// Error is the last answer's Kafka error name; empty when acked or never answered.
+	Error string `json:"error,omitempty"`
+	// Attempts counts the produce requests that carried the value (an
+	// idempotent producer's retries resend the same batch).
+	Attempts int `json:"attempts"`
+}
+
+// Removal names how a replica lost a copy of a record.
+type Removal string
+
+// The removals.
+const (
+	// RemovedByPowerLoss: the broker lost power while the record was above
+	// its log's recovery point (not yet fsynced there).
+	RemovedByPowerLoss Removal = "power-loss"
+	// RemovedByTruncation: the replica truncated its log (a new leader's
+	// epoch or its own HW said so).
+	RemovedByTruncation Removal = "truncation"
+	// RemovedByRecovery: the record was gone when the broker restarted
+	// although it had been fsynced or the stop was a crash.
+	RemovedByRecovery Removal = "recovery"
+)
+
+// Copy is the time one replica held one record: from the bus sequence
+// number at which it was first seen to the one at which it went (To 0:
+// still held at the end).
+type Copy struct {
+	Value     string  `json:"value"`
+	Partition int32   `json:"partition"`
+	Broker    int32   `json:"broker"`
+	Offset    int64   `json:"offset"`
+	From      uint64  `json:"from_seq"`
+	To        uint64  `json:"to_seq,omitempty"`
+	Action    int     `json:"action"` // the action during which it went; -1 while held
+	Removal   Removal `json:"removal,omitempty"`
+	// Detail is the truncation's reason as the broker reported it.
+	Detail string `json:"detail,omitempty"`
+}
+
+// Election is one leader election the controller published.
+type Election struct {
+	Seq            uint64  `json:"seq"`
+	Action         int     `json:"action"`
+	Partition      int32   `json:"partition"`
+	Leader         int32   `json:"leader"`
+	PreviousLeader int32   `json:"previous_leader"`
+	LeaderEpoch    int32   `json:"leader_epoch"`
+	Unclean        bool    `json:"unclean,omitempty"`
+	ISR            []int32 `json:"isr,omitempty"`
+}
+
+// HWSample is the HW a consumer could see (ListOffsets latest at the
+// partition's leader) after one action.
+type HWSample struct {
+	Action      int   `json:"action"`
+	Partition   int32 `json:"partition"`
+	Leader      int32 `json:"leader"`
+	LeaderEpoch int32 `json:"leader_epoch"`
+	HW          int64 `json:"hw"`
+}
+
+// LeaderSample is who led a partition with which ISR after one action, as
+// the controller or the leading broker itself (Source) saw it.
+type LeaderSample struct {
+	Action      int     `json:"action"`
+	Partition   int32   `json:"partition"`
+	Source      string  `json:"source"`
+	Leader      int32   `json:"leader"`
+	LeaderEpoch int32   `json:"leader_epoch"`
+	ISR         []int32 `json:"isr"`
+}
+
+// Rec is one record as read back.
+type Rec struct {
+	Offset      int64  `json:"offset"`
+	LeaderEpoch int32  `json:"leader_epoch"`
+	Value       string `json:"value"`
+}
+
+// ReplicaLog is one replica's whole log and HW at the end of a run.
+type ReplicaLog struct {
+	Broker  int32 `json:"broker"`
+	Leader  bool  `json:"leader,omitempty"`
+	HW      int64 `json:"hw"`
+	Records []Rec `json:"records"`
+}
+
+// Final is what is there once the cluster has settled.
+type Final struct {
+	// Consumed is what a consumer read from each partition's leader, below
+	// its HW. A partition without a leader is in Offline instead.
+	Consumed map[int32][]Rec        `json:"consumed"`
+	Offline  []int32                `json:"offline,omitempty"`
+	Replicas map[int32][]ReplicaLog `json:"replicas"`
+}
+
+// Input is everything the checker looks at.
+type Input struct {
+	Writes    []Write
+	Copies    []Copy
+	Elections []Election
+	HWs       []HWSample
+	Leaders   []LeaderSample
+	Final     Final
+}
+
+// Loss is an acknowledged write a consumer cannot read.
+type Loss struct {
+	Write Write `json:"write"`
+	// Election is the first election, after a replica held the record, of
+	// a leader that did not hold it: from then on the partition's history
+	// went on without it. Nil when no such election was seen (the last copy
+	// went some other way).
+	Election *Election `json:"election,omitempty"`
+	// Copies is every copy the replicas held and how each went.
+	Copies []Copy `json:"copies"`
+	// Unsynced is set when every copy went to a power loss before it was
+	// fsynced there: only fsync on every write could have kept it.
+	Unsynced bool `json:"unsynced,omitempty"`
+	// Cause says the above in one English sentence.
+	Cause string `json:"cause"`
+}
+
+// Duplicate is a value found more than once in a partition.
+type Duplicate struct {
+	Write   Write   `json:"write"`
+	Offsets []int64 `json:"offsets"`
+}
+
+// Misplaced is an acknowledged write found, but not at the acknowledged offset.
+type Misplaced struct {
+	Write   Write   `json:"write"`
+	Offsets []int64 `json:"offsets"`
+}
+
+// Divergence is a follower whose log differs from its leader's below both HWs.
+type Divergence struct {
+	Partition int32 `json:"partition"`
+	Leader    int32 `json:"leader"`
+	Follower  int32 `json:"follower"`
+	// Offset is the first offset where they differ.
+	Offset int64 `json:"offset"`
+	// LeaderRec and FollowerRec are what each holds there (nil: nothing).
+	LeaderRec   *Rec `json:"leader_record,omitempty"`
+	FollowerRec *Rec `json:"follower_record,omitempty"`
+}
+
+// Regression is the consumer-visible HW of a partition going backwards.
+type Regression struct {
+	Partition int32    `json:"partition"`
+	From      HWSample `json:"from"`
+	To        HWSample `json:"to"`
+}
+
+// Report is the checker's verdict. Its slices are never nil, so the JSON
+// always has every list.
+type Report struct {
+	Writes int `json:"writes"`
+	Acked  int `json:"acked"`
+	// Lost holds losses some setting could have prevented; UnsyncedLost the
+	// ones only fsync could have.
+	Lost         []Loss `json:"lost"`
+	UnsyncedLost []Loss `json:"unsynced_lost"`
+	// Unreadable holds acknowledged writes a consumer cannot read although
+	// nothing lost them: the partition was left without a leader, or the
+	// leader holds them above a HW that never reached them.
+	Unreadable     []Write      `json:"unreadable"`
+	Duplicated     []Duplicate  `json:"duplicated"`
+	WrongOffset    []Misplaced  `json:"wrong_offset"`
+	ReplicasDiffer []Divergence `json:"replicas_differ"`
+	HWBackwards    []Regression `json:"hw_backwards"`
+	// UnsyncedHWBackwards are the HW regressions where every record between
+	// the new and the old HW was lost to power loss before any fsync.
+	UnsyncedHWBackwards []Regression   `json:"unsynced_hw_backwards"`
+	LeaderOutsideISR    []LeaderSample `json:"leader_outside_isr"`
+}
+
+// Counts is a Report's numbers, the table's row.
+type Counts struct {
+	Writes         int `json:"writes"`
+	Acked          int `json:"acked"`
+	Lost           int `json:"lost"`
+	UnsyncedLost   int `json:"unsynced_lost"`
+	Unreadable     int `json:"unreadable"`
+	Duplicated     int `json:"duplicated"`
+	WrongOffset    int `json:"wrong_offset"`
+	ReplicasDiffer int `json:"replicas_differ"`
+	HWBackwards    int `json:"hw_backwards"`
+	// UnsyncedHWBackwards is not a violation: it follows from UnsyncedLost.
+	UnsyncedHWBackwards int `json:"unsynced_hw_backwards"`
+	LeaderOutsideISR    int `json:"leader_outside_isr"`
+}
+
+// Counts returns the report's numbers.
+func (r Report) Counts() Counts {
+	return Counts{Writes: r.Writes, Acked: r.Acked, Lost: len(r.Lost), UnsyncedLost: len(r.UnsyncedLost),
+		Unreadable: len(r.Unreadable), Duplicated: len(r.Duplicated), WrongOffset: len(r.WrongOffset),
+		ReplicasDiffer: len(r.ReplicasDiffer), HWBackwards: len(r.HWBackwards), UnsyncedHWBackwards: len(r.UnsyncedHWBackwards),
+		LeaderOutsideISR: len(r.LeaderOutsideISR)}
+}
+
+// Add adds another run's counts.
+func (c *Counts) Add(o Counts) {
+	c.Writes += o.Writes
+	c.Acked += o.Acked
+	c.Lost += o.Lost
+	c.UnsyncedLost += o.UnsyncedLost
+	c.Unreadable += o.Unreadable
+	c.Duplicated += o.Duplicated
+	c.WrongOffset += o.WrongOffset
+	c.ReplicasDiffer += o.ReplicasDiffer
+	c.HWBackwards += o.HWBackwards
+	c.UnsyncedHWBackwards += o.UnsyncedHWBackwards
+	c.LeaderOutsideISR += o.LeaderOutsideISR
+}
+
+// Violations is the number of durability findings: what the strict
+// configuration must keep at zero. Unsynced power losses (and the HW
+// regressions over them) are not among them, nor Unreadable: a partition
+// left offline is unavailable, not known to have lost anything, and is
+// counted on its own, as are writes stuck above a HW that never reached them.
+func (c Counts) Violations() int {
+	return c.Lost + c.Duplicated + c.WrongOffset + c.ReplicasDiffer + c.HWBackwards + c.LeaderOutsideISR
+}
+
+// Check compares what the producers were told with what is there.
+func Check(in Input) Report {
+	r := Report{Lost: []Loss{}, UnsyncedLost: []Loss{}, Unreadable: []Write{}, Duplicated: []Duplicate{},
+		WrongOffset: []Misplaced{}, ReplicasDiffer: []Divergence{}, HWBackwards: []Regression{}, UnsyncedHWBackwards: []Regression{},
+		LeaderOutsideISR: []LeaderSample{}}
+	// Where each value is in what a consumer reads.
+	found := map[int32]map[string][]int64{}
+	for p, recs := range in.Final.Consumed {
+		m := map[string][]int64{}
+		for _, x := range recs {
+			m[x.Value] = append(m[x.Value], x.Offset)
+		}
+		found[p] = m
+	}
+	copies := map[string][]Copy{}
+	for _, c := range in.Copies {
+		copies[c.Value] = append(copies[c.Value], c)
+	}
+	for _, w := range in.Writes {
+		r.Writes++
+		at := found[w.Partition][w.Value]
+		if len(at) > 1 {
+			r.Duplicated = append(r.Duplicated, Duplicate{Write: w, Offsets: at})
+		}
+		if !w.Acked {
+			continue
+		}
+		r.Acked++
+		switch {
+		case slices.Contains(in.Final.Offline, w.Partition), len(at) == 0 && leaderHolds(in.Final.Replicas[w.Partition], w.Value):
+			r.Unreadable = append(r.Unreadable, w)
+		case len(at) == 0:
+			l := explainLoss(w, copies[w.Value], in.Elections)
+			if l.Unsynced {
+				r.UnsyncedLost = append(r.UnsyncedLost, l)
+			} else {
+				r.Lost = append(r.Lost, l)
+			}
+		case !slices.Contains(at, w.Offset):
+			r.WrongOffset = append(r.WrongOffset, Misplaced{Write: w, Offsets: at})
+		}
+	}
+	r.ReplicasDiffer = diverging(in.Final.Replicas)
+	for _, g := range regressions(in.HWs) {
+		if unsyncedBetween(in.Copies, g.Partition, g.To.HW, g.From.HW) {
+			r.UnsyncedHWBackwards = append(r.UnsyncedHWBackwards, g)
+		} else {
+			r.HWBackwards = append(r.HWBackwards, g)
+		}
+	}
+	// One finding per leadership (partition, epoch, who saw it), however
+	// many actions it lasted.
+	type leadership struct {
+		p      int32
+		source string
+		epoch  int32
+	}
+	seen := map[leadership]bool{}
+	for _, s := range in.Leaders {
+		k := leadership{s.Partition, s.Source, s.LeaderEpoch}
+		if s.Leader >= 0 && !slices.Contains(s.ISR, s.Leader) && !seen[k] {
+			seen[k] = true
+			r.LeaderOutsideISR = append(r.LeaderOutsideISR, s)
+		}
+	}
+	return r
+}
+
+// leaderHolds reports whether the partition's leader has value in its log.
+func leaderHolds(logs []ReplicaLog, value string) bool {
+	for _, l := range logs {
+		if l.Leader && slices.ContainsFunc(l.Records, func(x Rec) bool { return x.Value == value }) {
+			return true
+		}
+	}
+	return false
+}
+
+// explainLoss finds, for a lost write, how each copy went and the election
+// that left it behind.
+func explainLoss(w Write, cs []Copy, elections []Election) Loss {
+	l := Loss{Write: w, Copies: cs}
+	if l.Copies == nil {
+		l.Copies = []Copy{}
+	}
+	l.Unsynced = len(cs) > 0
+	for _, c := range cs {
+		l.Unsynced = l.Unsynced && c.Removal == RemovedByPowerLoss
+	}
+	if len(cs) > 0 {
+		first := cs[0].From
+		for _, c := range cs {
+			first = min(first, c.From)
+		}
+		for i := range elections {
+			e := elections[i]
+			if e.Partition != w.Partition || e.Seq < first || e.Leader < 0 || held(cs, e.Leader, e.Seq) {
+				continue
+			}
+			l.Election = &e
+			break
+		}
+	}
+	l.Cause = lossCause(l)
+	return l
+}
+
+// unsyncedBetween reports whether every record ever held at offsets
+// [from, to) of a partition was lost to power loss on every replica that
+// held it (and there was one): a HW falling back over them is what losing
+// unsynced data looks like, not a separate fault.
+func unsyncedBetween(cs []Copy, p int32, from, to int64) bool {
+	values := map[string]bool{}
+	for _, c := range cs {
+		if c.Partition == p && c.Offset >= from && c.Offset < to {
+			values[c.Value] = true
+		}
+	}
+	for _, c := range cs {
+		if values[c.Value] && c.Removal != RemovedByPowerLoss {
+			return false
+		}
+	}
+	return len(values) > 0
+}
+
+// held reports whether broker held a copy at bus sequence seq.
+func held(cs []Copy, broker int32, seq uint64) bool {
+	for _, c := range cs {
+		if c.Broker == broker && c.From <= seq && (c.To == 0 || seq < c.To) {
+			return true
+		}
+	}
+	return false
+}
+
+func lossCause(l Loss) string {
+	var s string
+	switch e := l.Election; {
+	case len(l.Copies) == 0:
+		return "no replica was ever seen holding it"
+	case e != nil:
+		kind := "clean"
+		if e.Unclean {
+			kind = "unclean"
+		}
+		s = fmt.Sprintf("lost when broker %d was elected (%s) at leader epoch %d without it", e.Leader, kind, e.LeaderEpoch)
+	case l.Unsynced:
+		s = "lost to power loss before any replica had fsynced it"
+	default:
+		s = "lost without an election of a replica lacking it"
+	}
+	for _, c := range l.Copies {
+		switch c.Removal {
+		case "":
+			s += fmt.Sprintf("; broker %d still holds it at offset %d", c.Broker, c.Offset)
+		case RemovedByPowerLoss:
+			s += fmt.Sprintf("; broker %d lost it to power loss (not yet fsynced)", c.Broker)
+		default:
+			s += fmt.Sprintf("; broker %d removed it (%s", c.Broker, c.Removal)
+			if c.Detail != "" {
+				s += ": " + c.Detail
+			}
+			s += ")"
+		}
+	}
+	return s
+}
+
+// diverging compares each follower with its partition's leader below both
+// HWs, offset by offset.
+func diverging(replicas map[int32][]ReplicaLog) []Divergence {
+	out := []Divergence{}
+	parts := make([]int32, 0, len(replicas))
+	for p := range replicas {
+		parts = append(parts, p)
+	}
+	slices.Sort(parts)
+	for _, p := range parts {
+		logs := replicas[p]
+		li := slices.IndexFunc(logs, func(x ReplicaLog) bool { return x.Leader })
+		if li < 0 {
+			continue
+		}
+		leader := logs[li]
+		for _, f := range logs {
+			if f.Broker == leader.Broker {
+				continue
+			}
+			if d, ok := firstDifference(leader, f); ok {
+				d.Partition = p
+				out = append(out, d)
+			}
+		}
+	}
+	return out
+}
+
+func firstDifference(leader, f ReplicaLog) (Divergence, bool) {
+	below := min(leader.HW, f.HW)
+	at := func(l ReplicaLog) map[int64]Rec {
+		m := map[int64]Rec{}
+		for _, x := range l.Records {
+			if x.Offset < below {
+				m[x.Offset] = x
+			}
+		}
+		return m
+	}
+	lm, fm := at(leader), at(f)
+	var offs []int64
+	for o := range lm {
+		offs = append(offs, o)
+	}
+	for o := range fm {
+		if _, ok := lm[o]; !ok {
+			offs = append(offs, o)
+		}
+	}
+	sort.Slice(offs, func(i, j int) bool { return offs[i] < offs[j] })
+	for _, o := range offs {
+		lr, lok := lm[o]
+		fr, fok := fm[o]
+		if lok && fok && lr == fr {
+			continue
+		}
+		d := Divergence{Leader: leader.Broker, Follower: f.Broker, Offset: o}
+		if lok {
+			d.LeaderRec = &lr
+		}
+		if fok {
+			d.FollowerRec = &fr
+		}
+		return d, true
+	}
+	return Divergence{}, false
+}
+
+// regressions finds every step down of a partition's consumer-visible HW
+// (a HW staying low counts once), each with the highest HW seen before it.
+func regressions(hws []HWSample) []Regression {
+	out := []Regression{}
+	best := map[int32]HWSample{}
+	last := map[int32]int64{}
+	for _, s := range hws {
+		b, ok := best[s.Partition]
+		if ok && s.HW < last[s.Partition] {
+			out = append(out, Regression{Partition: s.Partition, From: b, To: s})
+		}
+		if !ok || s.HW > b.HW {
+			best[s.Partition] = s
+		}
+		last[s.Partition] = s.HW
+	}
+	return out
+}

@@ -1,0 +1,184 @@
+package chaos
+
+import (
+	"strings"
+	"testing"
+)
+
+// clean is a hand-built run where nothing went wrong: two acknowledged
+// writes on three replicas that agree, a HW that only grows, leaders in
+// their ISR.
+func clean() Input {
+	recs := []Rec{{0, 0, "p1-1"}, {1, 0, "p3-1"}}
+	in := Input{
+		Writes: []Write{
+			{Value: "p1-1", Producer: 1, Acks: "all", Partition: 0, Acked: true, Offset: 0, Attempts: 1},
+			{Value: "p3-1", Producer: 3, Idempotent: true, Acks: "all", Partition: 0, Acked: true, Offset: 1, Attempts: 2},
+			{Value: "p1-2", Producer: 1, Acks: "all", Partition: 0, Offset: -1, Error: "NOT_ENOUGH_REPLICAS", Attempts: 1},
+		},
+		HWs: []HWSample{{Action: 1, HW: 0}, {Action: 2, HW: 1}, {Action: 3, HW: 2}, {Action: 4, HW: 2}},
+		Leaders: []LeaderSample{
+			{Action: 1, Source: "controller", Leader: 1, LeaderEpoch: 0, ISR: []int32{1, 2, 3}},
+			{Action: 2, Source: "broker 1", Leader: 1, LeaderEpoch: 0, ISR: []int32{1, 2}},
+		},
+		Final: Final{
+			Consumed: map[int32][]Rec{0: recs},
+			Replicas: map[int32][]ReplicaLog{0: {
+				{Broker: 1, Leader: true, HW: 2, Records: recs},
+				{Broker: 2, HW: 2, Records: recs},
+				// A follower behind: it differs only above its HW.
+				{Broker: 3, HW: 1, Records: []Rec{{0, 0, "p1-1"}, {1, 1, "other"}}},
+			}},
+		},
+	}
+	for _, b := range []int32{1, 2, 3} {
+		in.Copies = append(in.Copies, Copy{Value: "p1-1", Broker: b, Offset: 0, From: 5, Action: -1},
+			Copy{Value: "p3-1", Broker: b, Offset: 1, From: 7, Action: -1})
+	}
+	return in
+}
+
+func TestCheckCleanRun(t *testing.T) {
+	r := Check(clean())
+	c := r.Counts()
+	if c.Violations() != 0 || c.Unreadable != 0 || c.UnsyncedLost != 0 || c.Writes != 3 || c.Acked != 2 {
+		t.Fatalf("a clean run: %+v\n%+v", c, r)
+	}
+}
+
+func TestCheckLostWithElection(t *testing.T) {
+	in := clean()
+	in.Final.Consumed[0] = in.Final.Consumed[0][:1] // p3-1 is gone
+	in.Final.Replicas[0][0].Records = in.Final.Consumed[0]
+	// Broker 3 held it from seq 7 until it truncated at seq 30; brokers 1
+	// and 2 lost power at 20; broker 2 was elected at 25 without it.
+	in.Copies = []Copy{
+		{Value: "p3-1", Broker: 1, Offset: 1, From: 7, To: 20, Removal: RemovedByPowerLoss},
+		{Value: "p3-1", Broker: 2, Offset: 1, From: 7, To: 20, Removal: RemovedByPowerLoss},
+		{Value: "p3-1", Broker: 3, Offset: 1, From: 7, To: 30, Removal: RemovedByTruncation, Detail: "diverging-epoch"},
+	}
+	in.Elections = []Election{
+		{Seq: 3, Partition: 0, Leader: 1, LeaderEpoch: 0},  // before it was written
+		{Seq: 10, Partition: 1, Leader: 2, LeaderEpoch: 1}, // another partition
+		{Seq: 12, Partition: 0, Leader: 3, LeaderEpoch: 1}, // a holder
+		{Seq: 25, Partition: 0, Leader: 2, LeaderEpoch: 2, Unclean: false},
+		{Seq: 40, Partition: 0, Leader: 1, LeaderEpoch: 3},
+	}
+	r := Check(in)
+	if len(r.Lost) != 1 || len(r.UnsyncedLost) != 0 {
+		t.Fatalf("lost %+v unsynced %+v", r.Lost, r.UnsyncedLost)
+	}
+	l := r.Lost[0]
+	if l.Write.Value != "p3-1" || l.Election == nil || l.Election.Seq != 25 || l.Election.Leader != 2 || len(l.Copies) != 3 {
+		t.Fatalf("loss %+v election %+v", l, l.Election)
+	}
+	if !strings.Contains(l.Cause, "broker 2 was elected (clean) at leader epoch 2") || !strings.Contains(l.Cause, "broker 3 removed it (truncation: diverging-epoch)") {
+		t.Fatalf("cause %q", l.Cause)
+	}
+}
+
+func TestCheckUnsyncedLoss(t *testing.T) {
+	in := clean()
+	in.Final.Consumed[0] = nil
+	for i := range in.Final.Replicas[0] {
+		in.Final.Replicas[0][i].Records, in.Final.Replicas[0][i].HW = nil, 0
+	}
+	in.Copies = nil
+	for _, b := range []int32{1, 2, 3} {
+		in.Copies = append(in.Copies,
+			Copy{Value: "p1-1", Broker: b, Offset: 0, From: 5, To: 20, Removal: RemovedByPowerLoss},
+			Copy{Value: "p3-1", Broker: b, Offset: 1, From: 7, To: 20, Removal: RemovedByPowerLoss})
+	}
+	// The HW a consumer saw fell from 2 to 0 with them.
+	in.HWs = append(in.HWs, HWSample{Action: 9, HW: 0})
+	r := Check(in)
+	c := r.Counts()
+	if c.UnsyncedLost != 2 || c.Lost != 0 || c.UnsyncedHWBackwards != 1 || c.HWBackwards != 0 || c.Violations() != 0 {
+		t.Fatalf("%+v", c)
+	}
+	if !r.UnsyncedLost[0].Unsynced || !strings.Contains(r.UnsyncedLost[0].Cause, "power loss before any replica had fsynced it") {
+		t.Fatalf("%+v", r.UnsyncedLost[0])
+	}
+	// One replica that truncated it instead makes it a real loss.
+	in.Copies[4].Removal = RemovedByTruncation
+	if c := Check(in).Counts(); c.Lost != 1 || c.UnsyncedLost != 1 || c.HWBackwards != 1 {
+		t.Fatalf("%+v", c)
+	}
+}
+
+func TestCheckDuplicateAndWrongOffset(t *testing.T) {
+	in := clean()
+	// p3-1 was appended twice (a retry), p1-1 sits at another offset.
+	in.Final.Consumed[0] = []Rec{{0, 0, "p3-1"}, {1, 0, "p3-1"}, {2, 0, "p1-1"}}
+	r := Check(in)
+	c := r.Counts()
+	if c.Duplicated != 1 || c.WrongOffset != 1 || c.Lost != 0 {
+		t.Fatalf("%+v", c)
+	}
+	if d := r.Duplicated[0]; d.Write.Value != "p3-1" || len(d.Offsets) != 2 {
+		t.Fatalf("%+v", d)
+	}
+	if m := r.WrongOffset[0]; m.Write.Value != "p1-1" || m.Offsets[0] != 2 {
+		t.Fatalf("%+v", m)
+	}
+	// An unacknowledged idempotent write appended twice is a duplicate too.
+	in = clean()
+	in.Writes[2].Producer, in.Writes[2].Idempotent = 3, true
+	in.Final.Consumed[0] = append(in.Final.Consumed[0], Rec{2, 0, "p1-2"}, Rec{3, 0, "p1-2"})
+	if c := Check(in).Counts(); c.Duplicated != 1 {
+		t.Fatalf("%+v", c)
+	}
+}
+
+func TestCheckReplicasDiffer(t *testing.T) {
+	in := clean()
+	in.Final.Replicas[0][1].Records = []Rec{{0, 0, "p1-1"}, {1, 1, "stale"}}
+	r := Check(in)
+	if len(r.ReplicasDiffer) != 1 {
+		t.Fatalf("%+v", r.ReplicasDiffer)
+	}
+	d := r.ReplicasDiffer[0]
+	if d.Follower != 2 || d.Leader != 1 || d.Offset != 1 || d.FollowerRec.Value != "stale" || d.LeaderRec.Value != "p3-1" {
+		t.Fatalf("%+v", d)
+	}
+	// A record missing on one side counts too.
+	in = clean()
+	in.Final.Replicas[0][1].Records = in.Final.Replicas[0][1].Records[1:]
+	if r := Check(in); len(r.ReplicasDiffer) != 1 || r.ReplicasDiffer[0].FollowerRec != nil || r.ReplicasDiffer[0].Offset != 0 {
+		t.Fatalf("%+v", r.ReplicasDiffer)
+	}
+}
+
+func TestCheckHWBackwardsAndLeaderOutsideISR(t *testing.T) {
+	in := clean()
+	// 2 → 1 → 1 → 2 → 0: two steps down; staying low counts once.
+	in.HWs = append(in.HWs, HWSample{Action: 5, HW: 1}, HWSample{Action: 6, HW: 1}, HWSample{Action: 7, HW: 2}, HWSample{Action: 8, HW: 0},
+		HWSample{Action: 8, Partition: 1, HW: 5}) // another partition
+	in.Leaders = append(in.Leaders,
+		LeaderSample{Action: 5, Source: "controller", Leader: 2, LeaderEpoch: 1, ISR: []int32{1, 3}},
+		LeaderSample{Action: 6, Source: "controller", Leader: 2, LeaderEpoch: 1, ISR: []int32{1, 3}}, // the same one
+		LeaderSample{Action: 6, Source: "broker 2", Leader: 2, LeaderEpoch: 1, ISR: []int32{3}},
+		LeaderSample{Action: 7, Source: "controller", Leader: -1, LeaderEpoch: 2, ISR: []int32{3}}) // offline is not outside
+	r := Check(in)
+	if len(r.HWBackwards) != 2 || r.HWBackwards[0].From.HW != 2 || r.HWBackwards[0].To.HW != 1 || r.HWBackwards[1].To.Action != 8 {
+		t.Fatalf("%+v", r.HWBackwards)
+	}
+	if len(r.LeaderOutsideISR) != 2 {
+		t.Fatalf("%+v", r.LeaderOutsideISR)
+	}
+}
+
+func TestCheckUnreadable(t *testing.T) {
+	// The leader holds p3-1 but its HW never passed it.
+	in := clean()
+	in.Final.Consumed[0] = in.Final.Consumed[0][:1]
+	if c := Check(in).Counts(); c.Unreadable != 1 || c.Lost != 0 {
+		t.Fatalf("%+v", c)
+	}
+	in = clean()
+	in.Final.Offline = []int32{0}
+	delete(in.Final.Consumed, 0)
+	if c := Check(in).Counts(); c.Unreadable != 2 || c.Lost != 0 {
+		t.Fatalf("%+v", c)
+	}
+}

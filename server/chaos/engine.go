@@ -1,0 +1,830 @@
+package chaos
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"tidemark/events"
+	"tidemark/replication"
+	"tidemark/server/broker"
+	"tidemark/server/cluster"
+	"tidemark/storage"
+)
+
+// Progress is where a run is, with its live counts: Lost counts the
+// acknowledged writes missing from their partition's current leader (a
+// later election may bring some back; the final report decides).
+type Progress struct {
+	Phase  Phase  `json:"phase"`
+	Action int    `json:"action"` // actions done
+	Total  int    `json:"total"`
+	Counts Counts `json:"counts"`
+}
+
+// Phase names a stage of a run.
+type Phase string
+
+// The phases.
+const (
+	PhaseStarting Phase = "starting"
+	PhaseSchedule Phase = "schedule" // playing the schedule
+	PhaseSettle   Phase = "settle"   // healed, restarted, fetching until nothing changes
+	PhaseDone     Phase = "done"
+	PhaseFailed   Phase = "failed"
+)
+
+// Options tune a run; the zero value is usable.
+type Options struct {
+	// Open starts the run's cluster from opts (paused, 3 brokers, a bus
+	// that keeps every event of the run) and returns it with its closer.
+	// Default: a cluster in a new temporary directory, removed at the end.
+	Open func(opts cluster.Options) (*cluster.Cluster, func() error, error)
+	// Progress is called after every action (from the run's goroutine).
+	Progress func(Progress)
+	Logger   *slog.Logger
+}
+
+// RequestTimeout is every produce's timeout (Kafka's request.timeout.ms):
+// lab time for acks=all, and the real-time bound of the broker's wait.
+const RequestTimeout = 30 * time.Second
+
+// handOff bounds the real-time waits for something the run knows is on
+// its way (an append, an answer already decided).
+const handOff = 10 * time.Second
+
+// settleRounds bounds the fetch rounds of the settle phase.
+const settleRounds = 40
+
+// ErrRun marks a run the engine could not finish (not a finding about the
+// cluster: a hand-off that never came, events lost).
+var ErrRun = errors.New("chaos: run failed")
+
+// Run plays actions on a fresh cluster under cfg, heals it, restarts every
+// broker, lets it settle, reads everything back and checks it.
+func Run(ctx context.Context, seed uint64, cfg Config, actions []Action, o Options) (*Result, error) {
+	if _, err := ParseConfig(string(cfg)); err != nil {
+		return nil, err
+	}
+	if len(actions) > MaxActions {
+		return nil, fmt.Errorf("%w: %d actions; at most %d", kerr.InvalidRequest, len(actions), MaxActions)
+	}
+	for _, a := range actions {
+		if err := a.validate(); err != nil {
+			return nil, err
+		}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if o.Open == nil {
+		o.Open = openTemp
+	}
+	report := func(p Progress) {
+		if o.Progress != nil {
+			o.Progress(p)
+		}
+	}
+	report(Progress{Phase: PhaseStarting, Total: len(actions)})
+	c, closeCluster, err := o.Open(cluster.Options{Brokers: Brokers, Paused: true, Logger: o.Logger,
+		Bus: events.NewBus(events.BusOptions{History: 1 << 16})})
+	if err != nil {
+		return nil, err
+	}
+	r := newRunner(ctx, c, cfg, actions, report)
+	res, err := r.run(seed)
+	r.closeClients()
+	cerr := closeCluster()
+	// Closing answers the produces still waiting; their goroutines end.
+	r.wg.Wait()
+	if err == nil && cerr != nil {
+		err = cerr
+	}
+	return res, err
+}
+
+// openTemp opens a cluster in a new temporary directory and removes it on close.
+func openTemp(opts cluster.Options) (*cluster.Cluster, func() error, error) {
+	dir, err := os.MkdirTemp("", "tidemark-chaos-")
+	if err != nil {
+		return nil, nil, err
+	}
+	opts.DataDir = dir
+	c, err := cluster.Open(opts)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	return c, func() error { return errors.Join(c.Close(), os.RemoveAll(dir)) }, nil
+}
+
+// Replay plays an exported run again: the same configuration and actions.
+func Replay(ctx context.Context, exported []byte, o Options) (*Result, error) {
+	res, err := Import(exported)
+	if err != nil {
+		return nil, err
+	}
+	return Run(ctx, res.Seed, res.Config, res.Actions, o)
+}
+
+// --- producers ---
+
+// producer is one client of the workload. Each has at most one request in
+// flight per partition (Kafka's max.in.flight=1 keeps a retry in order).
+type producer struct {
+	id         int
+	idempotent bool
+	pid        int64
+	epoch      int16
+	n          int                // values made so far
+	seq        [Partitions]int32  // next sequence per partition
+	retry      [Partitions]*batch // a batch to send (again) before any new one
+	inflight   [Partitions]*pending
+	leader     [Partitions]int32 // metadata cache; -1: look it up
+}
+
+// batch is one single-record batch; an idempotent producer's retry resends
+// it as it is (same producer epoch and sequence).
+type batch struct {
+	w     *Write
+	seq   int32
+	epoch int16
+}
+
+// pending is a produce waiting in its goroutine for the leader's answer.
+type pending struct {
+	pr     *producer
+	b      *batch
+	broker int32
+	gen    int   // the broker's start generation when sent
+	offset int64 // where the leader appended it
+	done   chan broker.ProduceResult
+}
+
+// runner plays one run. Only its goroutine touches it, except the produce
+// goroutines, which only send on their pending's channel.
+type runner struct {
+	ctx      context.Context
+	c        *cluster.Cluster
+	cfg      Config
+	actions  []Action
+	progress func(Progress)
+
+	action    int    // index of the action being played
+	seq       uint64 // the last bus event processed
+	evs       []events.Event
+	producers []*producer
+	pending   []*pending
+	writes    []*Write
+	gen       map[int32]int // bumped at every crash and power loss
+	wg        sync.WaitGroup
+
+	// What each running replica held at the last sample, and its copies.
+	held       map[int32]map[int32]map[string]int64 // broker → partition → value → offset
+	open       map[copyKey]int                      // index in copies of a held copy
+	copies     []Copy
+	restarted  map[int32]map[int32]*powerCut // broker → partition → how it stopped, until sampled
+	elections  []Election
+	hws        []HWSample
+	leaders    []LeaderSample
+	outcomes   []string
+	clients    map[int32]*wireClient
+	settleDone int
+}
+
+type copyKey struct {
+	value  string
+	broker int32
+}
+
+// powerCut is how a stopped broker's log of one partition stopped: the bus
+// sequence number then and its recovery point (-1 after a crash, which
+// keeps what was written).
+type powerCut struct {
+	seq           uint64
+	recoveryPoint int64 // -1 after a crash
+}
+
+func newRunner(ctx context.Context, c *cluster.Cluster, cfg Config, actions []Action, progress func(Progress)) *runner {
+	r := &runner{ctx: ctx, c: c, cfg: cfg, actions: actions, progress: progress, gen: map[int32]int{},
+		held: map[int32]map[int32]map[string]int64{}, open: map[copyKey]int{}, restarted: map[int32]map[int32]*powerCut{},
+		clients: map[int32]*wireClient{}}
+	for id := 1; id <= Producers; id++ {
+		p := &producer{id: id, idempotent: idempotent(id), pid: -1, epoch: -1}
+		for i := range p.leader {
+			p.leader[i] = -1
+		}
+		r.producers = append(r.producers, p)
+	}
+	return r
+}
+
+func (r *runner) run(seed uint64) (*Result, error) {
+	res := &Result{Seed: seed, Config: r.cfg, Actions: r.actions}
+	if _, err := r.c.CreateTopic(Topic, Partitions, Brokers, r.cfg.TopicConfigs()); err != nil {
+		return res, fmt.Errorf("%w: creating the topic: %v", ErrRun, err)
+	}
+	for _, p := range r.producers {
+		if p.idempotent {
+			resp := r.c.Coordinator().InitProducerID(kmsg.NewPtrInitProducerIDRequest())
+			if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+				return res, fmt.Errorf("%w: InitProducerId: %v", ErrRun, err)
+			}
+			p.pid, p.epoch = resp.ProducerID, resp.ProducerEpoch
+		}
+	}
+	r.seq = r.c.Bus().LastSeq()
+	for i, a := range r.actions {
+		if err := r.ctx.Err(); err != nil {
+			return res, err
+		}
+		r.action = i
+		out, err := r.play(a)
+		if err != nil {
+			return res, err
+		}
+		r.outcomes = append(r.outcomes, out)
+		if err := r.observe(a); err != nil {
+			return res, err
+		}
+		r.report(PhaseSchedule, i+1)
+	}
+	if err := r.settle(); err != nil {
+		return res, err
+	}
+	final, err := r.readBack()
+	if err != nil {
+		return res, err
+	}
+	res.Outcomes, res.SettleRounds = r.outcomes, r.settleDone
+	res.Elections = r.elections
+	for _, w := range r.writes {
+		res.Writes = append(res.Writes, *w)
+	}
+	res.Report = Check(Input{Writes: res.Writes, Copies: r.copies, Elections: r.elections, HWs: r.hws, Leaders: r.leaders, Final: final})
+	res.Counts = res.Report.Counts()
+	res.Final = final
+	r.progress(Progress{Phase: PhaseDone, Action: len(r.actions), Total: len(r.actions), Counts: res.Counts})
+	return res, nil
+}
+
+// report sends the live counts.
+func (r *runner) report(phase Phase, done int) {
+	cs := Counts{}
+	for _, w := range r.writes {
+		cs.Writes++
+		if w.Acked {
+			cs.Acked++
+			if r.missingAtLeader(w) {
+				cs.Lost++
+			}
+		}
+	}
+	live := Check(Input{HWs: r.hws, Leaders: r.leaders})
+	cs.HWBackwards, cs.LeaderOutsideISR = len(live.HWBackwards), len(live.LeaderOutsideISR)
+	r.progress(Progress{Phase: phase, Action: done, Total: len(r.actions), Counts: cs})
+}
+
+// missingAtLeader reports whether an acknowledged write is missing from the
+// log of its partition's leader, as last sampled.
+func (r *runner) missingAtLeader(w *Write) bool {
+	t, ok := r.c.Controller().Topic(Topic)
+	if !ok {
+		return false
+	}
+	l := t.Partitions[w.Partition].Leader
+	m, ok := r.held[l][w.Partition]
+	if !ok || r.c.Broker(l) == nil {
+		return false // no leader to ask
+	}
+	_, there := m[w.Value]
+	return !there
+}
+
+// play runs one action and returns its outcome ("ok" or a Kafka error name).
+func (r *runner) play(a Action) (string, error) {
+	var err error
+	switch a.Kind {
+	case ActProduce:
+		return r.produce(r.producers[a.Producer-1], a.Partition)
+	case ActFetch:
+		err = r.c.StepFetch(r.ctx, a.Broker)
+	case ActStep:
+		err = r.c.Step(time.Duration(a.StepMs) * time.Millisecond)
+	case ActCrash:
+		if err = r.c.Crash(a.Broker); err == nil {
+			r.stopped(a.Broker, nil)
+		}
+	case ActPowerLoss:
+		rps := r.recoveryPoints(a.Broker)
+		if _, err = r.c.PowerLoss(a.Broker); r.c.Broker(a.Broker) == nil && rps != nil {
+			r.stopped(a.Broker, rps)
+		}
+	case ActRestart:
+		err = r.c.Restart(a.Broker)
+	case ActCut:
+		err = r.c.Cut(a.From, a.To, a.OneWay)
+	case ActHeal:
+		r.c.Heal()
+	}
+	return outcome(err), nil
+}
+
+// recoveryPoints reads, before a power loss, each log's recovery point: the
+// offset below which it is fsynced. Nil if the broker is not running.
+func (r *runner) recoveryPoints(id int32) map[int32]int64 {
+	b := r.c.Broker(id)
+	if b == nil {
+		return nil
+	}
+	out := map[int32]int64{}
+	for p := range int32(Partitions) {
+		if rep := b.Replica(Topic, p); rep != nil {
+			out[p] = rep.Log().RecoveryPoint()
+		}
+	}
+	return out
+}
+
+// stopped notes that a broker stopped: its waiting produces are answered
+// (decided), and when it restarts its logs are compared with what it held
+// then. recoveryPoints is nil for a crash, which keeps everything written.
+func (r *runner) stopped(id int32, recoveryPoints map[int32]int64) {
+	r.gen[id]++
+	cut := map[int32]*powerCut{}
+	for p := range int32(Partitions) {
+		rp, ok := recoveryPoints[p]
+		if !ok {
+			rp = -1
+		}
+		cut[p] = &powerCut{seq: r.c.Bus().LastSeq(), recoveryPoint: rp}
+	}
+	r.restarted[id] = cut
+	r.closeClient(id)
+}
+
+func outcome(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	return kafkaName(err)
+}
+
+// kafkaName is an error's Kafka name (code 6 by today's name), or a name
+// for the lab's own failures that is the same in every run.
+func kafkaName(err error) string {
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		if ke == kerr.NotLeaderForPartition {
+			return "NOT_LEADER_OR_FOLLOWER"
+		}
+		return ke.Message
+	}
+	switch {
+	case errors.Is(err, broker.ErrLinkCut):
+		return "LINK_CUT"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "CONNECTION_REFUSED" // a leader that stopped (its port differs from run to run)
+	}
+	return "ERROR"
+}
+
+// produce sends producer pr's next batch to partition p's leader as pr
+// knows it, and returns once the leader appended it or answered.
+func (r *runner) produce(pr *producer, p int32) (string, error) {
+	if pr.inflight[p] != nil {
+		return "in-flight", nil
+	}
+	b := pr.retry[p]
+	if b == nil {
+		pr.n++
+		acks := r.cfg.Acks()
+		if pr.idempotent {
+			acks = "all"
+		}
+		w := &Write{Value: fmt.Sprintf("p%d-%d", pr.id, pr.n), Producer: pr.id, Idempotent: pr.idempotent,
+			Acks: acks, Partition: p, Offset: -1}
+		r.writes = append(r.writes, w)
+		b = &batch{w: w, seq: pr.seq[p], epoch: pr.epoch}
+		if pr.idempotent {
+			pr.seq[p]++
+		}
+		pr.retry[p] = b // until it is sent and answered
+	}
+	if pr.leader[p] < 0 {
+		if t, ok := r.c.Controller().Topic(Topic); ok {
+			pr.leader[p] = t.Partitions[p].Leader
+		}
+	}
+	leader := pr.leader[p]
+	if leader < 0 {
+		return kafkaName(kerr.LeaderNotAvailable), nil
+	}
+	br := r.c.Broker(leader)
+	var rep *broker.Replica
+	if br != nil {
+		rep = br.Replica(Topic, p)
+	}
+	if rep == nil {
+		pr.leader[p] = -1
+		return kafkaName(kerr.BrokerNotAvailable), nil
+	}
+	// A retry of a batch the leader holds uncommitted would wait for the
+	// HW without a trace the run could follow; send it once it is settled
+	// either way (committed, or truncated away).
+	if b.w.Attempts > 0 {
+		if off, ok := findValue(rep.Log(), b.w.Value); ok && off >= rep.Status().HighWatermark {
+			return "retry-backoff", nil
+		}
+	}
+	records := storage.NewBatch([]storage.Record{{Value: []byte(b.w.Value), Timestamp: r.c.Clock().Now().UnixMilli()}})
+	if pr.idempotent {
+		setProducer(records, pr.pid, b.epoch, b.seq)
+	}
+	acks := int16(-1)
+	if b.w.Acks == "1" {
+		acks = 1
+	}
+	b.w.Attempts++
+	pd := &pending{pr: pr, b: b, broker: leader, gen: r.gen[leader], offset: -1, done: make(chan broker.ProduceResult, 1)}
+	before := rep.Log().LogEndOffset()
+	r.wg.Go(func() { pd.done <- br.Produce(context.Background(), Topic, p, acks, records, RequestTimeout) })
+	// The hand-off: the leader appended the batch, or answered.
+	deadline := time.Now().Add(handOff)
+	for rep.Log().LogEndOffset() <= before {
+		select {
+		case res := <-pd.done:
+			r.answered(pd, res)
+			return "answered", nil
+		default:
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("%w: produce of %s to broker %d neither appended nor answered", ErrRun, b.w.Value, leader)
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	if off, ok := findValue(rep.Log(), b.w.Value); ok {
+		pd.offset = off
+	}
+	pr.inflight[p] = pd
+	r.pending = append(r.pending, pd)
+	return "appended", nil
+}
+
+// answered applies a produce's answer to its producer.
+func (r *runner) answered(pd *pending, res broker.ProduceResult) {
+	pr, b, p := pd.pr, pd.b, pd.b.w.Partition
+	pr.inflight[p] = nil
+	if res.Err == nil {
+		b.w.Acked, b.w.Offset, b.w.Error = true, res.BaseOffset, ""
+		pr.retry[p] = nil
+		return
+	}
+	b.w.Error = kafkaName(res.Err)
+	var ke *kerr.Error
+	retriable := errors.As(res.Err, &ke) && ke.Retriable
+	if retriable || !errors.As(res.Err, &ke) {
+		pr.leader[p] = -1 // refresh the metadata before the next send
+	}
+	switch {
+	case !pr.idempotent:
+		pr.retry[p] = nil // a plain producer does not resend: no duplicates by design
+	case retriable && b.epoch == pr.epoch:
+		// kept in retry: the same batch goes again
+	case errors.Is(res.Err, kerr.OutOfOrderSequenceNumber), errors.Is(res.Err, kerr.InvalidProducerEpoch),
+		errors.Is(res.Err, kerr.UnknownProducerID):
+		// The sequence broke (a truncation took batches the producer
+		// counted on): bump the epoch and start every partition again at
+		// sequence 0, dropping what waited to be resent (KIP-360).
+		pr.epoch++
+		for i := range pr.seq {
+			pr.seq[i] = 0
+			if pr.inflight[i] == nil {
+				pr.retry[i] = nil
+			}
+		}
+	default:
+		pr.retry[p] = nil
+	}
+}
+
+// setProducer makes a batch idempotent: producer id, epoch and base
+// sequence in the RecordBatch header, CRC-32C recomputed over what follows it.
+func setProducer(b []byte, pid int64, epoch int16, seq int32) {
+	be := binary.BigEndian
+	be.PutUint64(b[43:], uint64(pid))
+	be.PutUint16(b[51:], uint16(epoch))
+	be.PutUint32(b[53:], uint32(seq))
+	be.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
+}
+
+// findValue returns the offset of value in a log.
+func findValue(l *storage.Log, value string) (int64, bool) {
+	for _, x := range readLog(l) {
+		if x.Value == value {
+			return x.Offset, true
+		}
+	}
+	return 0, false
+}
+
+// readLog reads a whole log; nil if it cannot be read (closed meanwhile).
+func readLog(l *storage.Log) []Rec {
+	bs, err := l.ReadBatches(l.LogStartOffset(), l.LogEndOffset(), 1<<20)
+	if err != nil {
+		return nil
+	}
+	var out []Rec
+	for _, b := range bs {
+		for _, x := range b.Records {
+			out = append(out, Rec{Offset: x.Offset, LeaderEpoch: b.Header.PartitionLeaderEpoch, Value: string(x.Value)})
+		}
+	}
+	return out
+}
+
+// --- after every action ---
+
+// observe takes in what an action did: its events (elections, answers
+// decided), every replica's log, the HW a consumer sees and who leads.
+func (r *runner) observe(a Action) error {
+	evs, oldest := r.c.Bus().Since(r.seq, 0)
+	if oldest > r.seq+1 {
+		return fmt.Errorf("%w: events %d..%d were dropped before the checker read them", ErrRun, r.seq+1, oldest-1)
+	}
+	if n := len(evs); n > 0 {
+		r.seq = evs[n-1].Seq
+	}
+	r.evs = evs
+	for _, e := range evs {
+		if e.Kind == events.KindElection && e.Topic == Topic && e.Leader != nil {
+			r.elections = append(r.elections, Election{Seq: e.Seq, Action: r.action, Partition: e.Partition,
+				Leader: e.Leader.Leader, PreviousLeader: e.Leader.PreviousLeader, LeaderEpoch: e.Leader.LeaderEpoch,
+				Unclean: e.Leader.Unclean, ISR: slices.Clone(e.ISR)})
+		}
+	}
+	if err := r.collect(); err != nil {
+		return err
+	}
+	r.sample(a)
+	r.sampleLeaders()
+	return nil
+}
+
+// collect takes the answers of the waiting produces whose fate this action
+// decided: an ack or produce-error event for their offsets, or their
+// broker stopped. Undecided ones keep waiting, so the run does not depend
+// on how fast goroutines are scheduled.
+func (r *runner) collect() error {
+	kept := r.pending[:0]
+	for _, pd := range r.pending {
+		decided := r.gen[pd.broker] != pd.gen
+		for _, e := range r.evs {
+			if (e.Kind == events.KindAck || e.Kind == events.KindProduceError) && e.Broker == pd.broker &&
+				e.Topic == Topic && e.Partition == pd.b.w.Partition && e.Offsets != nil && e.Offsets.Base == pd.offset {
+				decided = true
+			}
+		}
+		if !decided {
+			kept = append(kept, pd)
+			continue
+		}
+		select {
+		case res := <-pd.done:
+			r.answered(pd, res)
+		case <-time.After(handOff):
+			return fmt.Errorf("%w: the answer to %s (decided) never arrived", ErrRun, pd.b.w.Value)
+		}
+	}
+	r.pending = kept
+	return nil
+}
+
+// sample reads every running replica's log and updates the copies: new
+// values open one, values gone close it with the cause the run can see.
+func (r *runner) sample(a Action) {
+	now := r.seq
+	for _, id := range r.c.BrokerIDs() {
+		b := r.c.Broker(id)
+		if b == nil {
+			continue
+		}
+		if r.held[id] == nil {
+			r.held[id] = map[int32]map[string]int64{}
+		}
+		for p := range int32(Partitions) {
+			rep := b.Replica(Topic, p)
+			if rep == nil {
+				continue
+			}
+			recs := readLog(rep.Log())
+			have := make(map[string]int64, len(recs))
+			for _, x := range recs {
+				have[x.Value] = x.Offset
+			}
+			cut := r.restarted[id][p]
+			delete(r.restarted[id], p)
+			for v, off := range r.held[id][p] {
+				if noff, ok := have[v]; ok && noff == off {
+					continue
+				}
+				r.closeCopy(v, id, p, off, cut, now)
+			}
+			for _, x := range recs {
+				k := copyKey{x.Value, id}
+				if _, ok := r.open[k]; !ok {
+					r.open[k] = len(r.copies)
+					r.copies = append(r.copies, Copy{Value: x.Value, Partition: p, Broker: id, Offset: x.Offset, From: now, Action: -1})
+				}
+			}
+			r.held[id][p] = have
+		}
+	}
+}
+
+// closeCopy records why broker id no longer holds value: lost to a power
+// cut if it was above the recovery point then, removed by a truncation
+// event that names it, or otherwise gone in recovery.
+func (r *runner) closeCopy(value string, id, p int32, off int64, cut *powerCut, now uint64) {
+	k := copyKey{value, id}
+	i, ok := r.open[k]
+	if !ok {
+		return
+	}
+	delete(r.open, k)
+	c := &r.copies[i]
+	c.To, c.Action = now, r.action
+	if cut != nil && cut.recoveryPoint >= 0 && off >= cut.recoveryPoint {
+		c.To, c.Removal = cut.seq, RemovedByPowerLoss
+		return
+	}
+	digest := events.Digest(nil, []byte(value))
+	for _, e := range r.evs {
+		if e.Kind != events.KindTruncation || e.Broker != id || e.Topic != Topic || e.Partition != p {
+			continue
+		}
+		for _, t := range e.Truncated {
+			if t.Digest == digest && t.Offset == off {
+				c.To, c.Removal, c.Detail = e.Seq, RemovedByTruncation, e.Message
+				return
+			}
+		}
+	}
+	c.Removal = RemovedByRecovery
+	if cut == nil {
+		c.Removal = RemovedByTruncation // gone from a running replica: a truncation the events did not list
+	}
+}
+
+// sampleLeaders records who leads each partition with which ISR (the
+// controller's view and the leader's own) and the HW a consumer sees.
+func (r *runner) sampleLeaders() {
+	t, ok := r.c.Controller().Topic(Topic)
+	if !ok {
+		return
+	}
+	for _, p := range t.Partitions {
+		r.leaders = append(r.leaders, LeaderSample{Action: r.action, Partition: p.Partition, Source: "controller",
+			Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, ISR: slices.Clone(p.ISR)})
+		b := r.c.Broker(p.Leader)
+		if b == nil {
+			continue
+		}
+		rep := b.Replica(Topic, p.Partition)
+		if rep == nil {
+			continue
+		}
+		st := rep.Status()
+		if st.Role != replication.RoleLeader || st.LeaderEpoch != p.LeaderEpoch {
+			continue // not leading yet: nothing a consumer can ask
+		}
+		r.leaders = append(r.leaders, LeaderSample{Action: r.action, Partition: p.Partition, Source: fmt.Sprintf("broker %d", p.Leader),
+			Leader: p.Leader, LeaderEpoch: st.LeaderEpoch, ISR: slices.Clone(st.ISR)})
+		if hw, ok := r.visibleHW(b, p.Partition); ok {
+			r.hws = append(r.hws, HWSample{Action: r.action, Partition: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, HW: hw})
+		}
+	}
+}
+
+// --- the end ---
+
+// settle heals every link, restarts every stopped broker, and then steps
+// time a little and lets every broker fetch until nothing changes (bounded).
+func (r *runner) settle() error {
+	end := len(r.actions)
+	r.action = end
+	r.c.Heal()
+	for _, id := range r.c.BrokerIDs() {
+		if r.c.Broker(id) == nil {
+			if err := r.c.Restart(id); err != nil {
+				return fmt.Errorf("%w: restarting broker %d to settle: %v", ErrRun, id, err)
+			}
+		}
+	}
+	if err := r.observe(Action{Kind: ActHeal}); err != nil {
+		return err
+	}
+	last, same := "", 0
+	for round := 1; round <= settleRounds; round++ {
+		r.action = end + round
+		if err := r.c.Step(100 * time.Millisecond); err != nil {
+			return fmt.Errorf("%w: %v", ErrRun, err)
+		}
+		for _, id := range r.c.BrokerIDs() {
+			r.c.StepFetch(r.ctx, id) // an error (nothing to fetch yet) is part of settling
+		}
+		if err := r.observe(Action{Kind: ActFetch}); err != nil {
+			return err
+		}
+		r.settleDone = round
+		r.report(PhaseSettle, end)
+		if s := r.state(); s == last {
+			if same++; same == 2 {
+				return nil
+			}
+		} else {
+			last, same = s, 0
+		}
+	}
+	return nil // still moving: the checker says what that left behind
+}
+
+// state sums up leaders, ISRs and every replica's role, epoch, LEO and HW.
+func (r *runner) state() string {
+	var s string
+	if t, ok := r.c.Controller().Topic(Topic); ok {
+		for _, p := range t.Partitions {
+			s += fmt.Sprintf("p%d:%d/%d/%v ", p.Partition, p.Leader, p.LeaderEpoch, p.ISR)
+		}
+	}
+	for _, id := range r.c.BrokerIDs() {
+		b := r.c.Broker(id)
+		if b == nil {
+			continue
+		}
+		for p := range int32(Partitions) {
+			if rep := b.Replica(Topic, p); rep != nil {
+				st := rep.Status()
+				s += fmt.Sprintf("b%d/%d:%s/%d/%d/%d ", id, p, st.Role, st.LeaderEpoch, st.LogEndOffset, st.HighWatermark)
+			}
+		}
+	}
+	return s
+}
+
+// readBack reads what a consumer reads from each partition's leader and
+// every replica's whole log.
+func (r *runner) readBack() (Final, error) {
+	f := Final{Consumed: map[int32][]Rec{}, Replicas: map[int32][]ReplicaLog{}}
+	t, _ := r.c.Controller().Topic(Topic)
+	hws := map[int32]int64{}
+	var seeds []string
+	for _, id := range r.c.BrokerIDs() {
+		b := r.c.Broker(id)
+		if b == nil {
+			continue
+		}
+		seeds = append(seeds, b.Addr())
+		for p := range int32(Partitions) {
+			rep := b.Replica(Topic, p)
+			if rep == nil {
+				continue
+			}
+			st := rep.Status()
+			f.Replicas[p] = append(f.Replicas[p], ReplicaLog{Broker: id, Leader: st.Role == replication.RoleLeader && id == t.Partitions[p].Leader,
+				HW: st.HighWatermark, Records: readLog(rep.Log())})
+		}
+	}
+	for _, p := range t.Partitions {
+		b := r.c.Broker(p.Leader)
+		hw, ok := int64(0), false
+		if b != nil {
+			hw, ok = r.visibleHW(b, p.Partition)
+		}
+		if !ok {
+			f.Offline = append(f.Offline, p.Partition)
+			continue
+		}
+		hws[p.Partition] = hw
+	}
+	consumed, err := consume(r.ctx, seeds, hws)
+	if err != nil {
+		return f, fmt.Errorf("%w: reading back as a consumer: %v", ErrRun, err)
+	}
+	for p := range hws {
+		f.Consumed[p] = consumed[p]
+	}
+	return f, nil
+}

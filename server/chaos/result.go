@@ -1,0 +1,51 @@
+package chaos
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// Result is a finished run: everything needed to play it again (Seed,
+// Config, Actions) and what it found. Its JSON is the export format.
+type Result struct {
+	Seed    uint64   `json:"seed"`
+	Config  Config   `json:"config"`
+	Actions []Action `json:"actions"`
+	// Outcomes is each action's outcome: "ok", a Kafka error name, or for
+	// produces "appended", "answered", "in-flight" or "retry-backoff".
+	Outcomes []string `json:"outcomes"`
+	// SettleRounds is how many step-and-fetch rounds settling took.
+	SettleRounds int        `json:"settle_rounds"`
+	Writes       []Write    `json:"writes"`
+	Elections    []Election `json:"elections"`
+	Counts       Counts     `json:"counts"`
+	Report       Report     `json:"report"`
+	// Final is what was read back at the end.
+	Final Final `json:"final"`
+}
+
+// Export returns the run as indented JSON.
+func (r *Result) Export() ([]byte, error) { return json.MarshalIndent(r, "", "  ") }
+
+// Import reads an exported run; only its seed, configuration and actions
+// matter for a replay, and they are checked.
+func Import(data []byte) (*Result, error) {
+	var r Result
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("%w: not an exported chaos run: %v", kerr.InvalidRequest, err)
+	}
+	if _, err := ParseConfig(string(r.Config)); err != nil {
+		return nil, err
+	}
+	if len(r.Actions) == 0 || len(r.Actions) > MaxActions {
+		return nil, fmt.Errorf("%w: %d actions; a run has 1 to %d", kerr.InvalidRequest, len(r.Actions), MaxActions)
+	}
+	for _, a := range r.Actions {
+		if err := a.validate(); err != nil {
+			return nil, err
+		}
+	}
+	return &r, nil
+}

@@ -1,0 +1,219 @@
+package chaos
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"tidemark/server/controller"
+)
+
+// Config is a named setting the checker runs under; the names are API values.
+type Config string
+
+// The configurations.
+const (
+	// Strict is acks=all, min.insync.replicas=2, unclean election off,
+	// truncation.rule=leader-epoch: nothing but unsynced power loss may lose
+	// an acknowledged write.
+	Strict Config = "strict"
+	// Acks1 is Strict with acks=1 for the plain producers.
+	Acks1 Config = "acks1"
+	// Unclean is Strict with unclean.leader.election.enable=true.
+	Unclean Config = "unclean"
+	// HWTruncation is Strict with truncation.rule=high-watermark (before KIP-101).
+	HWTruncation Config = "hw-truncation"
+)
+
+// Configs returns every configuration, Strict first.
+func Configs() []Config { return []Config{Strict, Acks1, Unclean, HWTruncation} }
+
+// ParseConfig returns the configuration named s; INVALID_CONFIG names the
+// valid ones otherwise.
+func ParseConfig(s string) (Config, error) {
+	if c := Config(s); slices.Contains(Configs(), c) {
+		return c, nil
+	}
+	return "", fmt.Errorf("%w: no chaos configuration %q (one of %v)", kerr.InvalidConfig, s, Configs())
+}
+
+// Acks is what the plain producers ask for under c: "all" or "1".
+// Idempotent producers always ask for all, as Kafka requires.
+func (c Config) Acks() string {
+	if c == Acks1 {
+		return "1"
+	}
+	return "all"
+}
+
+// TopicConfigs returns the topic configs of c's topic.
+func (c Config) TopicConfigs() map[string]string {
+	m := map[string]string{
+		controller.ConfigMinInsyncReplicas:     "2",
+		controller.ConfigUncleanLeaderElection: "false",
+		controller.ConfigTruncationRule:        "leader-epoch",
+	}
+	switch c {
+	case Unclean:
+		m[controller.ConfigUncleanLeaderElection] = "true"
+	case HWTruncation:
+		m[controller.ConfigTruncationRule] = "high-watermark"
+	}
+	return m
+}
+
+// The cluster every run uses: 3 brokers, one topic of 3 partitions, RF 3.
+const (
+	Brokers    = 3
+	Partitions = 3
+	Topic      = "chaos"
+)
+
+// The producers: 1 and 2 are plain (the configuration's acks), 3 and 4
+// idempotent (acks=all, producer id, epoch and sequence on every batch).
+const Producers = 4
+
+func idempotent(producer int) bool { return producer >= 3 }
+
+// Lab timing the schedule steps past (the lab's defaults).
+const (
+	SessionTimeout      = 2 * time.Second // broker.session.timeout.ms
+	ReplicaLagTimeMaxMs = 3000            // replica.lag.time.max.ms
+)
+
+// Kind names an action.
+type Kind string
+
+// The actions.
+const (
+	// ActProduce: Producer sends its next batch (or retries its failed one)
+	// to Partition.
+	ActProduce Kind = "produce"
+	// ActFetch: Broker's followers each send one Fetch.
+	ActFetch Kind = "fetch"
+	// ActStep: the lab clock moves by StepMs.
+	ActStep Kind = "step"
+	// ActCrash, ActPowerLoss, ActRestart act on Broker.
+	ActCrash     Kind = "crash"
+	ActPowerLoss Kind = "power-loss"
+	ActRestart   Kind = "restart"
+	// ActCut cuts From→To, and back unless OneWay; node 0 is the controller.
+	ActCut Kind = "cut"
+	// ActHeal restores every link.
+	ActHeal Kind = "heal"
+)
+
+// Action is one step of a schedule.
+type Action struct {
+	Kind      Kind  `json:"kind"`
+	Producer  int   `json:"producer,omitempty"`
+	Partition int32 `json:"partition,omitempty"`
+	Broker    int32 `json:"broker,omitempty"`
+	From      int32 `json:"from,omitempty"`
+	To        int32 `json:"to,omitempty"`
+	OneWay    bool  `json:"oneway,omitempty"`
+	StepMs    int64 `json:"step_ms,omitempty"`
+}
+
+func (a Action) String() string {
+	switch a.Kind {
+	case ActProduce:
+		return fmt.Sprintf("produce p%d→%d", a.Producer, a.Partition)
+	case ActFetch:
+		return fmt.Sprintf("fetch b%d", a.Broker)
+	case ActStep:
+		return fmt.Sprintf("step %dms", a.StepMs)
+	case ActCut:
+		if a.OneWay {
+			return fmt.Sprintf("cut %d→%d", a.From, a.To)
+		}
+		return fmt.Sprintf("cut %d↔%d", a.From, a.To)
+	case ActHeal:
+		return "heal"
+	}
+	return fmt.Sprintf("%s b%d", a.Kind, a.Broker)
+}
+
+// validate rejects an action that names nothing the lab has.
+func (a Action) validate() error {
+	node := func(id int32) bool { return id >= 0 && id <= Brokers }
+	ok := false
+	switch a.Kind {
+	case ActProduce:
+		ok = a.Producer >= 1 && a.Producer <= Producers && a.Partition >= 0 && a.Partition < Partitions
+	case ActFetch, ActCrash, ActPowerLoss, ActRestart:
+		ok = a.Broker >= 1 && a.Broker <= Brokers
+	case ActStep:
+		ok = a.StepMs > 0 && a.StepMs <= 60_000
+	case ActCut:
+		ok = node(a.From) && node(a.To) && a.From != a.To
+	case ActHeal:
+		ok = true
+	}
+	if !ok {
+		return fmt.Errorf("%w: bad chaos action %+v", kerr.InvalidRequest, a)
+	}
+	return nil
+}
+
+// MaxActions bounds a schedule; DefaultActions is a run's usual length.
+const (
+	MaxActions     = 400
+	DefaultActions = 100
+)
+
+// Generate returns the schedule of n actions a seed gives: mostly produces
+// and fetch rounds, with steps of time (some past the session timeout, some
+// past replica.lag.time.max.ms) and faults picked at random. It keeps track
+// of which brokers it stopped, so restarts restart a stopped broker and
+// crashes stop a running one.
+func Generate(seed uint64, n int) []Action {
+	rng := rand.New(rand.NewPCG(seed, 0x7469_6465_6d61_726b)) // "tidemark"
+	broker := func() int32 { return 1 + rng.Int32N(Brokers) }
+	down := map[int32]bool{}
+	var out []Action
+	for len(out) < n {
+		var a Action
+		switch x := rng.IntN(100); {
+		case x < 36:
+			a = Action{Kind: ActProduce, Producer: 1 + rng.IntN(Producers), Partition: rng.Int32N(Partitions)}
+		case x < 65:
+			a = Action{Kind: ActFetch, Broker: broker()}
+		case x < 73:
+			a = Action{Kind: ActStep, StepMs: 50 + rng.Int64N(450)}
+		case x < 77:
+			a = Action{Kind: ActStep, StepMs: SessionTimeout.Milliseconds() + 100 + rng.Int64N(500)}
+		case x < 80:
+			a = Action{Kind: ActStep, StepMs: ReplicaLagTimeMaxMs + 100 + rng.Int64N(500)}
+		case x < 83:
+			a = Action{Kind: ActCrash, Broker: broker()}
+		case x < 86:
+			a = Action{Kind: ActPowerLoss, Broker: broker()}
+		case x < 91:
+			a = Action{Kind: ActRestart, Broker: broker()}
+		case x < 96:
+			from := rng.Int32N(Brokers + 1) // 0 is the controller
+			to := (from + 1 + rng.Int32N(Brokers)) % (Brokers + 1)
+			a = Action{Kind: ActCut, From: from, To: to, OneWay: rng.IntN(2) == 0}
+		default:
+			a = Action{Kind: ActHeal}
+		}
+		switch a.Kind {
+		case ActCrash, ActPowerLoss:
+			if down[a.Broker] {
+				continue
+			}
+			down[a.Broker] = true
+		case ActRestart:
+			if !down[a.Broker] {
+				continue
+			}
+			delete(down, a.Broker)
+		}
+		out = append(out, a)
+	}
+	return out
+}

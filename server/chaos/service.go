@@ -1,0 +1,217 @@
+package chaos
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"tidemark/server/cluster"
+	"tidemark/server/labs"
+)
+
+// ErrUnknownRun is returned for a run id the Service does not know (never
+// started, or forgotten to keep the newest MaxKept).
+var ErrUnknownRun = errors.New("chaos: no such run")
+
+// MaxSeed is the largest seed the API takes: 2^53-1, the largest integer a
+// JSON number keeps exactly in every client.
+const MaxSeed = 1<<53 - 1
+
+// ServiceOptions configures a Service.
+type ServiceOptions struct {
+	// Labs hosts each run's cluster and bounds how many run at once
+	// (required).
+	Labs *labs.Labs
+	// MaxKept is how many runs (running or finished) are remembered,
+	// oldest finished forgotten first. Default 32.
+	MaxKept int
+	Logger  *slog.Logger
+}
+
+// Service runs chaos runs in the background, each on its own lab cluster,
+// and keeps their progress and results. Its methods are safe for
+// concurrent use.
+type Service struct {
+	opts ServiceOptions
+
+	mu     sync.Mutex // guards runs, order and closed, and every RunState
+	runs   map[string]*RunState
+	order  []string // ids, oldest first
+	closed bool
+	wg     sync.WaitGroup
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// RunState is a run as the API shows it. Result is set once it finished.
+type RunState struct {
+	ID       string   `json:"id"`
+	Seed     uint64   `json:"seed"`
+	Config   Config   `json:"config"`
+	Actions  int      `json:"actions"`
+	Progress Progress `json:"progress"`
+	Error    string   `json:"error,omitempty"`
+	// Lost and UnsyncedLost are the finished run's losses with their causes.
+	Lost         []Loss  `json:"lost,omitempty"`
+	UnsyncedLost []Loss  `json:"unsynced_lost,omitempty"`
+	Result       *Result `json:"-"`
+}
+
+// Done reports whether the run finished, well or not.
+func (st *RunState) Done() bool {
+	return st.Progress.Phase == PhaseDone || st.Progress.Phase == PhaseFailed
+}
+
+// NewService returns a Service on opts.Labs.
+func NewService(opts ServiceOptions) (*Service, error) {
+	if opts.Labs == nil {
+		return nil, errors.New("chaos: ServiceOptions.Labs is required")
+	}
+	if opts.MaxKept <= 0 {
+		opts.MaxKept = 32
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	s := &Service{opts: opts, runs: map[string]*RunState{}}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	return s, nil
+}
+
+// Start begins a run of seed under cfg in the background: actions, if
+// given, are its schedule; otherwise Generate(seed, n) is (n 0: DefaultActions).
+// A full lab is THROTTLING_QUOTA_EXCEEDED (labs.ErrFull).
+func (s *Service) Start(seed uint64, cfg Config, n int, actions []Action) (RunState, error) {
+	if _, err := ParseConfig(string(cfg)); err != nil {
+		return RunState{}, err
+	}
+	if seed > MaxSeed {
+		return RunState{}, fmt.Errorf("%w: seed %d is larger than %d", kerr.InvalidRequest, seed, uint64(MaxSeed))
+	}
+	if actions == nil {
+		if n == 0 {
+			n = DefaultActions
+		}
+		if n < 1 || n > MaxActions {
+			return RunState{}, fmt.Errorf("%w: %d actions; a run has 1 to %d", kerr.InvalidRequest, n, MaxActions)
+		}
+		actions = Generate(seed, n)
+	}
+	if len(actions) == 0 || len(actions) > MaxActions {
+		return RunState{}, fmt.Errorf("%w: %d actions; a run has 1 to %d", kerr.InvalidRequest, len(actions), MaxActions)
+	}
+	for _, a := range actions {
+		if err := a.validate(); err != nil {
+			return RunState{}, err
+		}
+	}
+	ctx, cancel := context.WithCancel(s.ctx)
+	lab, err := s.opts.Labs.Open(cluster.Options{Brokers: Brokers, Logger: s.opts.Logger}, cancel)
+	if err != nil {
+		cancel()
+		return RunState{}, err
+	}
+	st := &RunState{ID: newRunID(), Seed: seed, Config: cfg, Actions: len(actions),
+		Progress: Progress{Phase: PhaseStarting, Total: len(actions)}}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		cancel()
+		s.opts.Labs.Remove(lab.ID)
+		return RunState{}, errors.New("chaos: service closed")
+	}
+	s.runs[st.ID] = st
+	s.order = append(s.order, st.ID)
+	s.forgetLocked()
+	out := *st
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.wg.Done()
+		defer cancel()
+		opened := false
+		res, err := Run(ctx, seed, cfg, actions, Options{
+			Logger: s.opts.Logger,
+			Open: func(cluster.Options) (*cluster.Cluster, func() error, error) {
+				if opened {
+					return nil, nil, errors.New("chaos: one cluster per run")
+				}
+				opened = true
+				return lab.Cluster(), func() error { return s.opts.Labs.Remove(lab.ID) }, nil
+			},
+			Progress: func(p Progress) {
+				if p.Phase == PhaseDone {
+					return // done is when the result is in, below
+				}
+				s.mu.Lock()
+				st.Progress = p
+				s.mu.Unlock()
+			},
+		})
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if err != nil {
+			st.Progress.Phase, st.Error = PhaseFailed, err.Error()
+			return
+		}
+		st.Result, st.Lost, st.UnsyncedLost = res, res.Report.Lost, res.Report.UnsyncedLost
+		st.Progress = Progress{Phase: PhaseDone, Action: len(actions), Total: len(actions), Counts: res.Counts}
+	}()
+	return out, nil
+}
+
+// forgetLocked drops the oldest finished runs beyond MaxKept.
+func (s *Service) forgetLocked() {
+	for i := 0; len(s.order) > s.opts.MaxKept && i < len(s.order); {
+		id := s.order[i]
+		if st := s.runs[id]; st.Done() {
+			delete(s.runs, id)
+			s.order = append(s.order[:i], s.order[i+1:]...)
+			continue
+		}
+		i++
+	}
+}
+
+// Get returns a run's state (a copy); ErrUnknownRun if there is none.
+func (s *Service) Get(id string) (RunState, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, ok := s.runs[id]
+	if !ok {
+		return RunState{}, fmt.Errorf("%w: %q", ErrUnknownRun, id)
+	}
+	return *st, nil
+}
+
+// List returns every remembered run, newest first.
+func (s *Service) List() []RunState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]RunState, 0, len(s.order))
+	for i := len(s.order) - 1; i >= 0; i-- {
+		out = append(out, *s.runs[s.order[i]])
+	}
+	return out
+}
+
+// Close stops every run and waits for them.
+func (s *Service) Close() {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.cancel()
+	s.wg.Wait()
+}
+
+func newRunID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,336 @@
+package controller
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"tidemark/events"
+	"tidemark/replication"
+)
+
+// FencingRule is how the controller treats a broker that registers again
+// (a restart) and which replicas it may elect: the three generations of
+// Kafka's rules, selectable per lab. The zero value is FencingKRaftELR.
+type FencingRule int
+
+const (
+	// FencingKRaftELR is KIP-966 on top of FencingKRaft: replicas that leave
+	// the ISR while it is below min.insync.replicas become eligible leader
+	// replicas (ELR) and may be elected cleanly; the ISR may become empty; a
+	// broker back from an unclean shutdown (no clean-shutdown marker: a crash
+	// or a power loss) leaves every ISR and ELR, so it is never elected with
+	// a log that may have lost acknowledged records. A partition left with
+	// neither is recovered once every replica is back, by electing the one
+	// with the longest log (KIP-966's "balanced" unclean recovery), or at
+	// once by an unclean election where the topic allows it.
+	FencingKRaftELR FencingRule = iota
+	// FencingKRaft is KRaft with KIP-903: every registration is a new
+	// incarnation with a new broker epoch; a broker that re-registers leaves
+	// every ISR (except as an ISR's last member) and its leaderships, and
+	// rejoins an ISR only after catching up.
+	FencingKRaft
+	// FencingZooKeeper is the ZooKeeper-era rule: a broker that restarts
+	// within its session keeps its ISR places (it gives up its leaderships),
+	// so it can be elected with a log it lost part of.
+	FencingZooKeeper
+)
+
+// ConfigFencingRule is the lab-wide setting that names the fencing rule in
+// the snapshot's Configs.
+const ConfigFencingRule = "fencing.rule"
+
+// FencingRules lists the rules, newest first.
+func FencingRules() []FencingRule {
+	return []FencingRule{FencingKRaftELR, FencingKRaft, FencingZooKeeper}
+}
+
+// String returns the rule's name: "kraft-elr", "kraft" or "zookeeper".
+func (r FencingRule) String() string {
+	switch r {
+	case FencingKRaftELR:
+		return "kraft-elr"
+	case FencingKRaft:
+		return "kraft"
+	case FencingZooKeeper:
+		return "zookeeper"
+	}
+	return fmt.Sprintf("fencing(%d)", int(r))
+}
+
+// ParseFencingRule parses a rule's name; anything else is INVALID_CONFIG.
+func ParseFencingRule(s string) (FencingRule, error) {
+	for _, r := range FencingRules() {
+		if r.String() == s {
+			return r, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: unknown fencing rule %q (want kraft-elr, kraft or zookeeper)", kerr.InvalidConfig, s)
+}
+
+// LogInfo is what a broker reports of one of its logs, so the controller
+// can recover a partition that has no eligible leader left by electing the
+// replica with the longest log (KIP-966's GetReplicaLogInfo).
+type LogInfo struct {
+	Topic     string
+	Partition int32
+	// PartitionEpoch is the partition epoch the broker saw when it read the
+	// log: only reports made in the current epoch count, since a log may
+	// have grown or been cut before the partition lost its last eligible
+	// leader.
+	PartitionEpoch int32
+	// LastEpoch is the leader epoch of the log's last record; -1 if empty.
+	LastEpoch int32
+	// LogEndOffset is the log's LEO.
+	LogEndOffset int64
+}
+
+// Registration is a broker's BrokerRegistration request.
+type Registration struct {
+	ID       int32
+	Listener string
+	// CleanShutdown says the broker's last stop was clean (Kafka compares
+	// the previous broker epoch the broker stored at its clean shutdown).
+	CleanShutdown bool
+}
+
+// FencingRule returns the rule in force.
+func (c *Controller) FencingRule() FencingRule {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.rule
+}
+
+// SetFencingRule changes the rule from the next registration or election
+// on; leaving kraft-elr clears every ELR. The rule is stored with the
+// metadata, so it survives a restart of the lab.
+func (c *Controller) SetFencingRule(r FencingRule) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.usable(); err != nil {
+		return err
+	}
+	if r == c.rule {
+		return nil
+	}
+	if _, err := ParseFencingRule(r.String()); err != nil {
+		return err
+	}
+	ch := newChange()
+	prev := c.rule
+	c.rule = r
+	ch.evs = append(ch.evs, events.Event{Kind: events.KindConfig, Broker: events.NoBroker,
+		Config:  &events.ConfigChange{Key: ConfigFencingRule, Value: r.String(), Previous: prev.String()},
+		Message: fmt.Sprintf("fencing rule is now %s (was %s)", r, prev)})
+	ch.settings = true
+	if r != FencingKRaftELR {
+		for _, name := range c.topicNames() {
+			for _, p := range c.topics[name].parts {
+				if len(p.ELR) > 0 {
+					p.ELR = nil
+					p.PartitionEpoch++
+					ch.partition(p)
+				}
+			}
+		}
+	}
+	return c.commit(ch)
+}
+
+// minISR is the topic's min.insync.replicas.
+func (t *topicState) minISR() int { return t.cfg.Replication().MinInsyncReplicas }
+
+// updateELR keeps KIP-966's invariant after p's ISR changed from old: a
+// replica that leaves an ISR now below min.insync.replicas joins the ELR
+// (the HW cannot move without it, so it holds every committed record); one
+// that joins the ISR leaves the ELR; an ISR back at min.insync.replicas
+// clears the ELR (the HW may move without its members again).
+func (c *Controller) updateELR(t *topicState, p *Partition, old []int32) {
+	if c.rule != FencingKRaftELR {
+		p.ELR = nil
+		return
+	}
+	if len(p.ISR) >= t.minISR() {
+		p.ELR = nil
+		return
+	}
+	elr := slices.DeleteFunc(slices.Clone(p.ELR), func(r int32) bool { return slices.Contains(p.ISR, r) })
+	for _, r := range old {
+		if !slices.Contains(p.ISR, r) && !slices.Contains(elr, r) {
+			elr = append(elr, r)
+		}
+	}
+	if len(elr) == 0 {
+		elr = nil
+	}
+	p.ELR = elr
+}
+
+// reRegister applies a registration of a broker the controller already knows
+// under the rule in force. Callers hold c.mu.
+func (c *Controller) reRegister(ch *change, b *Broker, reg Registration, withinSession bool) {
+	id := b.ID
+	switch {
+	case c.rule == FencingZooKeeper && withinSession:
+		// Back before its session expired: as with ZooKeeper-era Kafka, the
+		// controller never saw it gone, so it keeps its ISR places (which is
+		// what lets KIP-101's restarted follower be elected cleanly). It
+		// lost its in-memory state, so it gives up the leaderships it held.
+		ch.evs = append(ch.evs, events.Event{Kind: events.KindBroker, Broker: id, BrokerState: events.BrokerUp,
+			Listener: b.Listener, Message: fmt.Sprintf("broker %d re-registered within its session (broker epoch %d): it keeps its ISR places (zookeeper rule)", id, b.Epoch)})
+		c.handOverLeaderships(ch, id, fmt.Sprintf("broker %d restarted", id))
+		return
+	case c.rule != FencingZooKeeper && withinSession:
+		// KRaft: a new incarnation. The old one is fenced first, so the new
+		// one earns its ISR places back by catching up (KIP-903).
+		ch.evs = append(ch.evs, events.Event{Kind: events.KindBroker, Broker: id, BrokerState: events.BrokerFenced,
+			Listener: b.Listener, Message: fmt.Sprintf("broker %d re-registered with a new broker epoch %d: fenced, it leaves every ISR until it has caught up (%s rule)", id, b.Epoch, c.rule)})
+		c.leaveReplicaSets(ch, id, fmt.Sprintf("broker %d restarted", id))
+	default:
+		ch.evs = append(ch.evs, events.Event{Kind: events.KindBroker, Broker: id, BrokerState: events.BrokerFenced,
+			Listener: b.Listener, Message: fmt.Sprintf("broker %d registered with broker epoch %d; fenced until its first heartbeat", id, b.Epoch)})
+	}
+	if c.rule == FencingKRaftELR && !reg.CleanShutdown {
+		c.forgetUnclean(ch, id)
+	}
+}
+
+// forgetUnclean removes broker id, back from an unclean shutdown, from
+// every ISR and ELR: its log may have lost records it acknowledged
+// (KIP-966). Callers hold c.mu; the broker is fenced.
+func (c *Controller) forgetUnclean(ch *change, id int32) {
+	for _, name := range c.topicNames() {
+		t := c.topics[name]
+		for _, p := range t.parts {
+			inISR, inELR := slices.Contains(p.ISR, id), slices.Contains(p.ELR, id)
+			if !inISR && !inELR {
+				continue
+			}
+			p.ISR = slices.DeleteFunc(slices.Clone(p.ISR), func(r int32) bool { return r == id })
+			p.ELR = slices.DeleteFunc(slices.Clone(p.ELR), func(r int32) bool { return r == id })
+			if p.Leader == id {
+				// Its ISR place is already gone, so the election cannot put
+				// it in the ELR either.
+				c.elect(ch, t, p, p.ISR, fmt.Sprintf("broker %d restarted after an unclean shutdown", id))
+				continue
+			}
+			c.updateELR(t, p, nil)
+			p.PartitionEpoch++
+			ch.partition(p)
+			msg := fmt.Sprintf("broker %d restarted after an unclean shutdown: it may have lost acknowledged records, so it leaves the ISR and ELR of %s-%d; ISR %v, ELR %v",
+				id, p.Topic, p.Partition, p.ISR, p.ELR)
+			if p.Leader == replication.NoLeader {
+				msg += "; " + c.offlineWhy(t, p)
+			}
+			ch.evs = append(ch.evs, events.Event{Kind: events.KindISR, Broker: id, Topic: p.Topic, Partition: p.Partition,
+				ISR: slices.Clone(p.ISR), ELR: slices.Clone(p.ELR), Message: msg})
+		}
+	}
+}
+
+// offlineWhy says why a partition has no leader and what would bring one
+// back.
+func (c *Controller) offlineWhy(t *topicState, p *Partition) string {
+	switch {
+	case len(p.ISR) > 0:
+		s := fmt.Sprintf("offline: no ISR member %v is running", p.ISR)
+		if len(p.ELR) > 0 {
+			s += fmt.Sprintf(" and no ELR member %v", p.ELR)
+		}
+		return s + "; restarting one brings it back"
+	case len(p.ELR) > 0:
+		return fmt.Sprintf("offline: the ISR is empty and no ELR member %v is running; restarting one brings it back", p.ELR)
+	case c.rule == FencingKRaftELR:
+		s := "offline: no replica is known to hold every acknowledged record (the ISR and ELR are empty); once every replica is back, the one with the longest log is elected"
+		if !t.cfg.UncleanLeaderElection {
+			s += ", or now with unclean.leader.election.enable=true (records may be lost)"
+		}
+		return s
+	}
+	return "offline"
+}
+
+// recoverUnclean is KIP-966's "balanced" unclean recovery: a partition
+// with no leader, ISR or ELR, all of whose replicas are registered and
+// running, elects the replica with the longest log (highest last leader
+// epoch, then highest LEO, as its broker reported them at registration).
+// It reports whether it elected one. Callers hold c.mu.
+func (c *Controller) recoverUnclean(ch *change, t *topicState, p *Partition, reason string) bool {
+	if c.rule != FencingKRaftELR || !p.NeedsRecovery() {
+		return false
+	}
+	best, bestInfo := replication.NoLeader, LogInfo{LastEpoch: -2, LogEndOffset: -1}
+	for _, r := range p.Replicas {
+		if !c.live(r) {
+			return false
+		}
+		info, ok := c.logs[r][topicPartition{p.Topic, p.Partition}]
+		if !ok || info.PartitionEpoch != p.PartitionEpoch {
+			return false // wait for every replica's report of its log as it is now
+		}
+		if info.LastEpoch > bestInfo.LastEpoch || info.LastEpoch == bestInfo.LastEpoch && info.LogEndOffset > bestInfo.LogEndOffset {
+			best, bestInfo = r, info
+		}
+	}
+	prev := p.Leader
+	p.Leader, p.ISR, p.ELR = best, []int32{best}, nil
+	p.LeaderEpoch++
+	p.PartitionEpoch++
+	ch.partition(p)
+	ch.evs = append(ch.evs, events.Event{Kind: events.KindElection, Broker: best, Topic: p.Topic, Partition: p.Partition,
+		Leader: &events.Leadership{Leader: best, PreviousLeader: prev, LeaderEpoch: p.LeaderEpoch},
+		ISR:    slices.Clone(p.ISR),
+		Message: fmt.Sprintf("%s: %s-%d recovered: every replica is back and broker %d has the longest log (last epoch %d, LEO %d); leader epoch %d",
+			reason, p.Topic, p.Partition, best, bestInfo.LastEpoch, bestInfo.LogEndOffset, p.LeaderEpoch)})
+	return true
+}
+
+// minISRChanged clears the ELR of every partition of t whose ISR now
+// reaches min.insync.replicas (the HW may move without the ELR again).
+// Callers hold c.mu.
+func (c *Controller) minISRChanged(ch *change, t *topicState) {
+	for _, p := range t.parts {
+		if len(p.ELR) > 0 && len(p.ISR) >= t.minISR() {
+			p.ELR = nil
+			p.PartitionEpoch++
+			ch.partition(p)
+			ch.evs = append(ch.evs, events.Event{Kind: events.KindISR, Broker: events.NoBroker, Topic: p.Topic, Partition: p.Partition,
+				ISR: slices.Clone(p.ISR), Message: fmt.Sprintf("%s-%d: the ISR %v reaches min.insync.replicas=%d: ELR cleared", p.Topic, p.Partition, p.ISR, t.minISR())})
+		}
+	}
+}
+
+// ReportLogs records what broker id's logs hold now, for the partitions
+// that need KIP-966's unclean recovery (no leader, ISR or ELR), and
+// recovers those whose every replica has reported in their current
+// partition epoch. A stale broker epoch is STALE_BROKER_EPOCH.
+func (c *Controller) ReportLogs(id int32, brokerEpoch int64, logs []LogInfo) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.usable(); err != nil {
+		return err
+	}
+	b := c.brokers[id]
+	if b == nil || b.Epoch != brokerEpoch {
+		return fmt.Errorf("%w: broker %d sent broker epoch %d", kerr.StaleBrokerEpoch, id, brokerEpoch)
+	}
+	if c.logs[id] == nil {
+		c.logs[id] = map[topicPartition]LogInfo{}
+	}
+	ch := newChange()
+	for _, l := range logs {
+		tp := topicPartition{l.Topic, l.Partition}
+		c.logs[id][tp] = l
+		if t := c.topics[l.Topic]; t != nil && l.Partition >= 0 && int(l.Partition) < len(t.parts) {
+			c.recoverUnclean(ch, t, t.parts[l.Partition], fmt.Sprintf("broker %d reported its log", id))
+		}
+	}
+	return c.commit(ch)
+}
+
+// NeedsRecovery reports whether p waits for KIP-966's unclean recovery: no
+// leader, no ISR, no ELR.
+func (p *Partition) NeedsRecovery() bool {
+	return p.Leader == replication.NoLeader && len(p.ISR) == 0 && len(p.ELR) == 0
+}

@@ -1,0 +1,209 @@
+package web
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"tidemark/i18n"
+	"tidemark/server/chaos"
+	"tidemark/server/labs"
+	"tidemark/views"
+)
+
+// The chaos routes: POST /api/v1/chaos starts a durability-checker run on
+// its own lab cluster, GET /api/v1/chaos/{id} shows its progress and live
+// counts, GET /api/v1/chaos/{id}/export the whole run as JSON (it replays
+// exactly). The page /chaos starts runs and shows them. Without
+// Options.Chaos every chaos route answers 501 NOT_IMPLEMENTED.
+
+func (s *Server) chaosRoutes(e *echo.Echo) {
+	e.POST("/api/v1/chaos", s.startChaos, sameOrigin)
+	e.GET("/api/v1/chaos/:id", s.getChaos)
+	e.GET("/api/v1/chaos/:id/export", s.exportChaos)
+	e.GET("/chaos", s.chaosPage)
+	e.POST("/chaos/start", s.startChaosForm, sameOrigin)
+	e.GET("/chaos/runs/:id", s.chaosRunPage)
+}
+
+// ChaosRequest is the body of POST /api/v1/chaos. Actions is either how
+// many actions to generate from the seed (default 100) or a whole schedule
+// (an exported run's "actions"), played as it is.
+type ChaosRequest struct {
+	Seed    uint64          `json:"seed"`
+	Config  string          `json:"config"`
+	Actions json.RawMessage `json:"actions,omitempty"`
+}
+
+func (s *Server) chaosService() (*chaos.Service, error) {
+	if s.opts.Chaos == nil {
+		return nil, notImplemented("run chaos schedules")
+	}
+	return s.opts.Chaos, nil
+}
+
+// chaosError maps a chaos or labs error to the API's: unknown runs 404, a
+// full lab 429 THROTTLING_QUOTA_EXCEEDED, bad input 400 with its Kafka code.
+func chaosError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, chaos.ErrUnknownRun):
+		return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: err.Error()}
+	case errors.Is(err, labs.ErrFull):
+		return KafkaError(http.StatusTooManyRequests, kerr.ThrottlingQuotaExceeded, err.Error())
+	}
+	return LabError(err)
+}
+
+func (s *Server) startChaos(c echo.Context) error {
+	svc, err := s.chaosService()
+	if err != nil {
+		return err
+	}
+	var req ChaosRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	cfg := chaos.Strict
+	if req.Config != "" {
+		if cfg, err = chaos.ParseConfig(req.Config); err != nil {
+			return chaosError(err)
+		}
+	}
+	var n int
+	var actions []chaos.Action
+	if raw := strings.TrimSpace(string(req.Actions)); raw != "" && raw != "null" {
+		if raw[0] == '[' {
+			err = json.Unmarshal(req.Actions, &actions)
+		} else {
+			err = json.Unmarshal(req.Actions, &n)
+		}
+		if err != nil || (actions == nil && n == 0) {
+			return KafkaError(http.StatusBadRequest, kerr.InvalidRequest,
+				fmt.Sprintf("actions must be a count (1..%d) or a list of actions", chaos.MaxActions))
+		}
+	}
+	st, err := svc.Start(req.Seed, cfg, n, actions)
+	if err != nil {
+		return chaosError(err)
+	}
+	return c.JSON(http.StatusCreated, st)
+}
+
+func (s *Server) chaosRun(c echo.Context) (chaos.RunState, error) {
+	svc, err := s.chaosService()
+	if err != nil {
+		return chaos.RunState{}, err
+	}
+	st, err := svc.Get(c.Param("id"))
+	return st, chaosError(err)
+}
+
+func (s *Server) getChaos(c echo.Context) error {
+	st, err := s.chaosRun(c)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, st)
+}
+
+func (s *Server) exportChaos(c echo.Context) error {
+	st, err := s.chaosRun(c)
+	if err != nil {
+		return err
+	}
+	if st.Result == nil {
+		return KafkaError(http.StatusConflict, kerr.InvalidRequest, "run "+st.ID+" has not finished: "+string(st.Progress.Phase))
+	}
+	b, err := st.Result.Export()
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set(echo.HeaderContentDisposition, `attachment; filename="chaos-`+st.ID+`.json"`)
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, b)
+}
+
+// --- pages ---
+
+func (s *Server) chaosPage(c echo.Context) error {
+	svc, err := s.chaosService()
+	if err != nil {
+		return err
+	}
+	lang := Lang(c)
+	p := s.page(c, i18n.T(lang, "chaos.title"))
+	v := views.ChaosListView{Actions: chaos.DefaultActions, MaxActions: chaos.MaxActions}
+	for _, cfg := range chaos.Configs() {
+		v.Configs = append(v.Configs, string(cfg))
+	}
+	for _, st := range svc.List() {
+		v.Runs = append(v.Runs, chaosRunView(st))
+	}
+	return Render(c, http.StatusOK, views.ChaosList(p, v))
+}
+
+func (s *Server) startChaosForm(c echo.Context) error {
+	svc, err := s.chaosService()
+	if err != nil {
+		return err
+	}
+	seed, err := strconv.ParseUint(strings.TrimSpace(c.FormValue("seed")), 10, 64)
+	if err != nil {
+		flash(c, false, kerr.InvalidRequest.Message+": seed "+strconv.Quote(truncate(c.FormValue("seed"), 30)))
+		return c.Redirect(http.StatusSeeOther, "/chaos")
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(c.FormValue("actions")))
+	if err != nil {
+		n = -1 // Start names the range
+	}
+	st, err := svc.Start(seed, chaos.Config(c.FormValue("config")), n, nil)
+	if err != nil {
+		e := toError(chaosError(err))
+		flash(c, false, e.Code+": "+e.Message)
+		return c.Redirect(http.StatusSeeOther, "/chaos")
+	}
+	return c.Redirect(http.StatusSeeOther, "/chaos/runs/"+url.PathEscape(st.ID))
+}
+
+func (s *Server) chaosRunPage(c echo.Context) error {
+	st, err := s.chaosRun(c)
+	if err != nil {
+		return err
+	}
+	p := s.page(c, i18n.T(Lang(c), "chaos.run.title", st.ID))
+	return Render(c, http.StatusOK, views.ChaosRun(p, chaosRunView(st)))
+}
+
+// chaosRunView is a run as its page shows it.
+func chaosRunView(st chaos.RunState) views.ChaosRunView {
+	n := st.Progress.Counts
+	v := views.ChaosRunView{ID: st.ID, Seed: st.Seed, Config: string(st.Config), Phase: string(st.Progress.Phase),
+		Action: st.Progress.Action, Total: st.Progress.Total, Done: st.Done(), Error: st.Error,
+		Counts: []views.ChaosCount{
+			{Key: "writes", N: n.Writes}, {Key: "acked", N: n.Acked},
+			{Key: "lost", N: n.Lost, Bad: true}, {Key: "unsynced_lost", N: n.UnsyncedLost},
+			{Key: "unreadable", N: n.Unreadable, Bad: true}, {Key: "duplicated", N: n.Duplicated, Bad: true},
+			{Key: "wrong_offset", N: n.WrongOffset, Bad: true}, {Key: "replicas_differ", N: n.ReplicasDiffer, Bad: true},
+			{Key: "hw_backwards", N: n.HWBackwards, Bad: true}, {Key: "unsynced_hw_backwards", N: n.UnsyncedHWBackwards},
+			{Key: "leader_outside_isr", N: n.LeaderOutsideISR, Bad: true},
+		}}
+	for _, l := range append(append([]chaos.Loss(nil), st.Lost...), st.UnsyncedLost...) {
+		lv := views.ChaosLossView{Value: l.Write.Value, Partition: l.Write.Partition, Offset: l.Write.Offset, Unsynced: l.Unsynced, Elected: -1}
+		if e := l.Election; e != nil {
+			lv.Elected, lv.Epoch, lv.Unclean = e.Leader, e.LeaderEpoch, e.Unclean
+		}
+		for _, cp := range l.Copies {
+			lv.Copies = append(lv.Copies, views.ChaosCopyView{Broker: cp.Broker, Removal: string(cp.Removal)})
+		}
+		v.Losses = append(v.Losses, lv)
+	}
+	return v
+}

@@ -1,0 +1,130 @@
+package web
+
+import (
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"tidemark/events"
+	"tidemark/server/chaos"
+	"tidemark/server/labs"
+)
+
+func chaosServer(t *testing.T, max int) *Server {
+	t.Helper()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ls, err := labs.New(labs.Options{Root: filepath.Join(t.TempDir(), "labs"), MaxClusters: max, SweepInterval: -1, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := chaos.NewService(chaos.ServiceOptions{Labs: ls, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { svc.Close(); ls.Close() })
+	return newTestServer(t, newTestLab(events.BusOptions{}), Options{Chaos: svc})
+}
+
+// waitChaos polls a run (bounded) until it is done.
+func waitChaos(t *testing.T, s *Server, id string) chaos.RunState {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		rec := send(t, s.Handler(), "GET", "/api/v1/chaos/"+id, "")
+		var st chaos.RunState
+		if err := json.Unmarshal(rec.Body.Bytes(), &st); rec.Code != 200 || err != nil {
+			t.Fatalf("get: %d %v %s", rec.Code, err, rec.Body)
+		}
+		if st.Done() {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run %s not done: %+v", id, st.Progress)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestChaosAPI starts a short run through the API on its own cluster,
+// follows it to the end, exports it and plays the export again as a
+// schedule; then the errors: a bad configuration, seed or schedule (400),
+// a full lab (429), an unknown run (404).
+func TestChaosAPI(t *testing.T) {
+	s := chaosServer(t, 1)
+	h := s.Handler()
+	rec := send(t, h, "POST", "/api/v1/chaos", `{"seed":7,"config":"acks1","actions":40}`)
+	var st chaos.RunState
+	if err := json.Unmarshal(rec.Body.Bytes(), &st); rec.Code != 201 || err != nil || st.ID == "" || st.Actions != 40 {
+		t.Fatalf("start: %d %v %s", rec.Code, err, rec.Body)
+	}
+	wantError(t, send(t, h, "POST", "/api/v1/chaos", `{"seed":8}`), 429, "THROTTLING_QUOTA_EXCEEDED")
+	done := waitChaos(t, s, st.ID)
+	if done.Progress.Phase != chaos.PhaseDone || done.Error != "" || done.Progress.Counts.Writes == 0 {
+		t.Fatalf("run: %+v", done)
+	}
+	rec = send(t, h, "GET", "/api/v1/chaos/"+st.ID+"/export", "")
+	res, err := chaos.Import(rec.Body.Bytes())
+	if rec.Code != 200 || err != nil || res.Seed != 7 || res.Config != chaos.Acks1 || len(res.Actions) != 40 {
+		t.Fatalf("export: %d %v", rec.Code, err)
+	}
+	// The exported schedule, played again, gives the same counts.
+	actions, _ := json.Marshal(res.Actions)
+	rec = send(t, h, "POST", "/api/v1/chaos", `{"seed":7,"config":"acks1","actions":`+string(actions)+`}`)
+	if err := json.Unmarshal(rec.Body.Bytes(), &st); rec.Code != 201 || err != nil {
+		t.Fatalf("replay: %d %s", rec.Code, rec.Body)
+	}
+	if again := waitChaos(t, s, st.ID); again.Progress.Counts != res.Counts {
+		t.Fatalf("replay counts %+v, export %+v", again.Progress.Counts, res.Counts)
+	}
+
+	wantError(t, send(t, h, "POST", "/api/v1/chaos", `{"seed":1,"config":"lax"}`), 400, "INVALID_CONFIG")
+	wantError(t, send(t, h, "POST", "/api/v1/chaos", `{"seed":9007199254740992}`), 400, "INVALID_REQUEST")
+	wantError(t, send(t, h, "POST", "/api/v1/chaos", `{"seed":1,"actions":0}`), 400, "INVALID_REQUEST")
+	wantError(t, send(t, h, "POST", "/api/v1/chaos", `{"seed":1,"actions":5000}`), 400, "INVALID_REQUEST")
+	wantError(t, send(t, h, "POST", "/api/v1/chaos", `{"seed":1,"actions":[{"kind":"crash","broker":9}]}`), 400, "INVALID_REQUEST")
+	wantError(t, send(t, h, "POST", "/api/v1/chaos", `{"seed":1,"actions":"many"}`), 400, "INVALID_REQUEST")
+	wantError(t, send(t, h, "GET", "/api/v1/chaos/nope", ""), 404, CodeNotFound)
+	wantError(t, send(t, h, "GET", "/api/v1/chaos/nope/export", ""), 404, CodeNotFound)
+
+	// The pages: the list links the runs, a run shows its counts and losses.
+	rec = send(t, h, "GET", "/chaos", "")
+	if rec.Code != 200 || !strings.Contains(rec.Body.String(), "/chaos/runs/"+st.ID) || !strings.Contains(rec.Body.String(), `name="seed"`) {
+		t.Fatalf("chaos page: %d %s", rec.Code, rec.Body)
+	}
+	rec = send(t, h, "GET", "/chaos/runs/"+st.ID, "")
+	if body := rec.Body.String(); rec.Code != 200 || !strings.Contains(body, "at another offset than acknowledged") || strings.Contains(body, "http-equiv") {
+		t.Fatalf("run page: %d %s", rec.Code, body)
+	}
+}
+
+func TestChaosWithoutService(t *testing.T) {
+	s := newTestServer(t, newTestLab(events.BusOptions{}), Options{})
+	wantError(t, send(t, s.Handler(), "POST", "/api/v1/chaos", `{"seed":1}`), 501, CodeNotImplemented)
+	wantError(t, send(t, s.Handler(), "GET", "/api/v1/chaos/x", ""), 501, CodeNotImplemented)
+}
+
+func TestChaosForm(t *testing.T) {
+	s := chaosServer(t, 1)
+	req := loopbackRequest("POST", "/chaos/start", strings.NewReader("seed=3&config=strict&actions=20"))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, req)
+	loc := rec.Header().Get("Location")
+	if rec.Code != 303 || !strings.HasPrefix(loc, "/chaos/runs/") {
+		t.Fatalf("form: %d %q", rec.Code, loc)
+	}
+	waitChaos(t, s, strings.TrimPrefix(loc, "/chaos/runs/"))
+	// A bad seed comes back to the form with the error.
+	req = loopbackRequest("POST", "/chaos/start", strings.NewReader("seed=x&config=strict"))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	rec = httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, req)
+	if rec.Code != 303 || rec.Header().Get("Location") != "/chaos" {
+		t.Fatalf("bad form: %d %q", rec.Code, rec.Header().Get("Location"))
+	}
+}
