@@ -48,7 +48,7 @@ func newAPILab(t *testing.T) *apiLab {
 func (a *apiLab) do(method, path, body string, hdr ...string) *httptest.ResponseRecorder {
 	a.t.Helper()
 	req := httptest.NewRequest(method, path, strings.NewReader(body))
-	req.Host = "127.0.0.1" // the lab answers loopback Hosts only, not example.com
+	req.Host = "127.0.0.1:8080" // the lab answers to loopback names only
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}

@@ -63,6 +63,7 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 	fs.IntVar(&c.brokers, "brokers", 3, fmt.Sprintf("number of brokers (1..%d)", maxBrokers))
 	fs.IntVar(&c.kafkaPort, "kafka-port", 9092, "Kafka listener port of the first broker; the others use the following ports (0: any free ports)")
 	fs.BoolVar(&c.paused, "paused", false, "start with the lab clock paused (step it from the UI or the API)")
+	fs.StringVar(&c.fencingRule, "fencing-rule", "", "the controller's fencing rule: kraft-elr (KIP-966), kraft (KIP-903) or zookeeper (before KRaft); empty keeps the one stored in --data-dir (kraft-elr at first)")
 	fs.Func("allowed-hosts", "comma-separated Host names (name or name:port) the web UI answers besides localhost, 127.0.0.1 and [::1]", func(v string) error {
 		for _, h := range strings.Split(v, ",") {
 			if h = strings.TrimSpace(h); h != "" {
@@ -74,7 +75,6 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 	fs.IntVar(&c.maxPartitionReplicas, "max-partition-replicas", 0, fmt.Sprintf(
 		"most partition replicas (partitions × replication factor, all topics) a lab may hold; 0: computed from the descriptor limit and memory (%d here)",
 		controller.DefaultMaxPartitionReplicas()))
-	fs.StringVar(&c.fencingRule, "fencing-rule", "", "the controller's fencing rule: kraft-elr (KIP-966), kraft (KIP-903) or zookeeper (before KRaft); empty keeps the one stored in --data-dir (kraft-elr at first)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -94,13 +94,13 @@ func (c config) validate() error {
 	if c.dataDir == "" {
 		return errors.New("--data-dir must not be empty")
 	}
-	if c.maxPartitionReplicas < 0 {
-		return fmt.Errorf("--max-partition-replicas %d: must be positive (or 0 for the computed default)", c.maxPartitionReplicas)
-	}
 	if c.fencingRule != "" {
 		if _, err := controller.ParseFencingRule(c.fencingRule); err != nil {
 			return fmt.Errorf("--fencing-rule: %v", err)
 		}
+	}
+	if c.maxPartitionReplicas < 0 {
+		return fmt.Errorf("--max-partition-replicas %d: must be positive (or 0 for the computed default)", c.maxPartitionReplicas)
 	}
 	host, _, err := net.SplitHostPort(c.addr)
 	if err != nil {
@@ -136,12 +136,12 @@ func run(ctx context.Context, cfg config, out io.Writer, started func(url string
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	controller.SetMaxPartitionReplicas(cfg.maxPartitionReplicas)
 	var rule *controller.FencingRule
 	if cfg.fencingRule != "" {
 		r, _ := controller.ParseFencingRule(cfg.fencingRule) // validated
 		rule = &r
 	}
+	controller.SetMaxPartitionReplicas(cfg.maxPartitionReplicas)
 	cl, err := cluster.Open(cluster.Options{DataDir: cfg.dataDir, Brokers: cfg.brokers, KafkaPort: cfg.kafkaPort,
 		Paused: cfg.paused, Logger: logger, FencingRule: rule})
 	if err != nil {

@@ -116,33 +116,46 @@ func checkBatch(b []byte) (BatchHeader, error) {
 	if h.Size() != int64(len(b)) {
 		return h, fmt.Errorf("%w: batch length says %d bytes, have %d", ErrCorruptMessage, h.Size(), len(b))
 	}
+	return h, checkCRC(h, b)
+}
+
+// checkCRC checks a whole batch's CRC-32C against its header's.
+func checkCRC(h BatchHeader, b []byte) error {
 	if got := crc32.Checksum(b[batchAttrOffset:], crc32c); got != h.CRC {
-		return h, fmt.Errorf("%w: CRC-32C %08x, batch says %08x", ErrCorruptMessage, got, h.CRC)
+		return fmt.Errorf("%w: CRC-32C %08x, batch says %08x", ErrCorruptMessage, got, h.CRC)
 	}
-	return h, nil
+	return nil
+}
+
+// nextBatch splits the first batch off a record set, checking its header
+// and that it is whole, but not its CRC.
+func nextBatch(records []byte) (h BatchHeader, batch, rest []byte, err error) {
+	if len(records) < batchHeaderSize {
+		return h, nil, nil, fmt.Errorf("%w: %d trailing bytes are not a batch", ErrCorruptMessage, len(records))
+	}
+	if h, err = parseBatchHeader(records); err != nil {
+		return h, nil, nil, err
+	}
+	if h.Size() > int64(len(records)) {
+		return h, nil, nil, fmt.Errorf("%w: batch of %d bytes, only %d given", ErrCorruptMessage, h.Size(), len(records))
+	}
+	return h, records[:h.Size()], records[h.Size():], nil
 }
 
 // splitBatches walks a record set (batches back to back), checking each.
 func splitBatches(records []byte, fn func(h BatchHeader, batch []byte) error) error {
 	for len(records) > 0 {
-		if len(records) < batchHeaderSize {
-			return fmt.Errorf("%w: %d trailing bytes are not a batch", ErrCorruptMessage, len(records))
-		}
-		h, err := parseBatchHeader(records)
+		h, batch, rest, err := nextBatch(records)
 		if err != nil {
 			return err
 		}
-		if h.Size() > int64(len(records)) {
-			return fmt.Errorf("%w: batch of %d bytes, only %d given", ErrCorruptMessage, h.Size(), len(records))
-		}
-		batch := records[:h.Size()]
-		if _, err := checkBatch(batch); err != nil {
+		if err := checkCRC(h, batch); err != nil {
 			return err
 		}
 		if err := fn(h, batch); err != nil {
 			return err
 		}
-		records = records[h.Size():]
+		records = rest
 	}
 	return nil
 }

@@ -3,12 +3,16 @@ package storage
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+
+	"tidemark/storage/vfs"
 )
 
 // Kafka's checkpoint files are text: a version line ("0"), a line with the
@@ -29,19 +33,19 @@ const (
 // writeCheckpoint writes lines in the checkpoint format atomically: a temp
 // file, fsync, rename over the old file, fsync of the directory. A reader (or a
 // power cut) sees the old file or the new one, never half of one.
-func writeCheckpoint(path string, lines []string) error {
+func writeCheckpoint(fsys vfs.FS, path string, lines []string) error {
 	var buf bytes.Buffer
 	fmt.Fprintf(&buf, "%d\n%d\n", checkpointVersion, len(lines))
 	for _, l := range lines {
 		buf.WriteString(l)
 		buf.WriteByte('\n')
 	}
-	return writeFileAtomic(path, buf.Bytes())
+	return writeFileAtomic(fsys, path, buf.Bytes())
 }
 
-func writeFileAtomic(path string, data []byte) error {
+func writeFileAtomic(fsys vfs.FS, path string, data []byte) error {
 	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := fsys.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}
@@ -56,26 +60,17 @@ func writeFileAtomic(path string, data []byte) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := fsys.Rename(tmp, path); err != nil {
 		return err
 	}
-	return syncDir(filepath.Dir(path))
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return vfs.SyncDir(fsys, filepath.Dir(path))
 }
 
 // readCheckpoint returns the entry lines, each split into fields, each with
 // exactly want fields. A missing file is no entries.
-func readCheckpoint(path string, want int) ([][]string, error) {
-	data, err := os.ReadFile(path)
-	if os.IsNotExist(err) {
+func readCheckpoint(fsys vfs.FS, path string, want int) ([][]string, error) {
+	data, err := vfs.ReadFile(fsys, path)
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
@@ -114,7 +109,7 @@ func readCheckpoint(path string, want int) ([][]string, error) {
 }
 
 // writeOffsetCheckpoint writes a per-log-dir "<topic> <partition> <offset>" file.
-func writeOffsetCheckpoint(path string, offsets map[TopicPartition]int64) error {
+func writeOffsetCheckpoint(fsys vfs.FS, path string, offsets map[TopicPartition]int64) error {
 	tps := make([]TopicPartition, 0, len(offsets))
 	for tp := range offsets {
 		tps = append(tps, tp)
@@ -129,13 +124,13 @@ func writeOffsetCheckpoint(path string, offsets map[TopicPartition]int64) error 
 	for i, tp := range tps {
 		lines[i] = fmt.Sprintf("%s %d %d", tp.Topic, tp.Partition, offsets[tp])
 	}
-	return writeCheckpoint(path, lines)
+	return writeCheckpoint(fsys, path, lines)
 }
 
 // readOffsetCheckpoint reads a file written by writeOffsetCheckpoint. A
 // missing file is an empty map.
-func readOffsetCheckpoint(path string) (map[TopicPartition]int64, error) {
-	entries, err := readCheckpoint(path, 3)
+func readOffsetCheckpoint(fsys vfs.FS, path string) (map[TopicPartition]int64, error) {
+	entries, err := readCheckpoint(fsys, path, 3)
 	if err != nil {
 		return nil, err
 	}

@@ -22,11 +22,15 @@ type Config struct {
 	// IndexIntervalBytes (index.interval.bytes) is how many bytes are
 	// appended between two offset-index entries. Default 4096.
 	IndexIntervalBytes int64
-	// FlushMessages (flush.messages) fsyncs after this many unflushed
-	// records. Default math.MaxInt64: rely on the page cache, as Kafka does.
+	// FlushMessages (flush.messages) fsyncs, before the append returns, the
+	// append that brings the unflushed records to this many. Default
+	// math.MaxInt64: rely on the page cache, as Kafka does.
 	FlushMessages int64
 	// FlushMs (flush.ms) fsyncs once the oldest unflushed append is this
-	// old. Zero or negative: never by time (Kafka's default).
+	// old: at the next append, or at the broker's next FlushIfDue. It counts
+	// whole milliseconds, as Kafka does, so under 1 ms (e.g. 1ns) is Kafka's
+	// flush.ms=0: every append is flushed. Zero or negative: never by time
+	// (Kafka's default).
 	FlushMs time.Duration
 	// RetentionMs (retention.ms) deletes whole segments whose newest record
 	// is older than this. Negative: keep forever. Default 7 days.

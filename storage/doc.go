@@ -24,6 +24,19 @@
 // rebuilds those segments' indexes. That is why recovery is fast no matter
 // how long the log is.
 //
+// flush.messages and flush.ms are applied by the append itself, before it
+// returns (Kafka's UnifiedLog.append), and by FlushIfDue on the broker's
+// timer for flush.ms when no append comes.
+//
+// Every file operation goes through a vfs.FS (Options.FS; the OS's by
+// default), so tests can make a chosen write, fsync, truncate, rename or
+// open fail (package vfs/errorfs). Storage failures stick, as in Kafka: the
+// first I/O or fsync error in a log dir takes the whole dir offline
+// (LogDir.Offline, LogDir.OfflineC); the failing call and every later call
+// that would touch its files return a *StorageError, which is
+// KAFKA_STORAGE_ERROR. A failed append never moves the LEO and is cut off
+// again, so neither a reader nor a restart sees part of it.
+//
 // The package knows files, not replicas: it has no idea what a leader is.
 // Replication decides high watermarks and truncation points and calls
 // TruncateTo, ApplyRetention and the checkpoint writers here.

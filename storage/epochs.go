@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
+
+	"tidemark/storage/vfs"
 )
 
 // EpochEntry is one line of the leader-epoch cache: the first offset written
@@ -26,15 +28,15 @@ func (l *Log) Epochs() []EpochEntry {
 // when it takes over, before it writes anything (Kafka's assign on
 // becoming leader); appended batches assign their epochs themselves.
 func (l *Log) AssignLeaderEpoch(epoch int32, startOffset int64) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		return ErrClosed
-	}
-	if startOffset < l.logStartOffset || startOffset > l.leo() {
-		return &OffsetOutOfRangeError{startOffset, l.logStartOffset, l.leo()}
-	}
-	return l.assignEpoch(epoch, startOffset)
+	return l.mutate("assign a leader epoch in", func() error {
+		if l.closed {
+			return ErrClosed
+		}
+		if startOffset < l.logStartOffset.Load() || startOffset > l.leo() {
+			return &OffsetOutOfRangeError{startOffset, l.logStartOffset.Load(), l.leo()}
+		}
+		return l.assignEpoch(epoch, startOffset)
+	})
 }
 
 // assignEpoch records that epoch starts at offset if epoch is newer than the
@@ -89,13 +91,13 @@ func (l *Log) writeEpochCheckpoint() error {
 	for i, e := range l.epochs {
 		lines[i] = fmt.Sprintf("%d %d", e.Epoch, e.StartOffset)
 	}
-	return writeCheckpoint(filepath.Join(l.dir, LeaderEpochCheckpointFile), lines)
+	return writeCheckpoint(l.env.fs, filepath.Join(l.dir, LeaderEpochCheckpointFile), lines)
 }
 
 // readEpochCheckpoint loads a partition's leader-epoch-checkpoint, keeping
 // only a well-ordered list (epochs and start offsets increasing).
-func readEpochCheckpoint(dir string) ([]EpochEntry, error) {
-	entries, err := readCheckpoint(filepath.Join(dir, LeaderEpochCheckpointFile), 2)
+func readEpochCheckpoint(fsys vfs.FS, dir string) ([]EpochEntry, error) {
+	entries, err := readCheckpoint(fsys, filepath.Join(dir, LeaderEpochCheckpointFile), 2)
 	if err != nil {
 		return nil, err
 	}

@@ -18,6 +18,9 @@ var (
 	ErrMessageTooLarge = kerr.MessageTooLarge
 	// ErrOffsetOutOfRange is OFFSET_OUT_OF_RANGE; reads return *OffsetOutOfRangeError.
 	ErrOffsetOutOfRange = kerr.OffsetOutOfRange
+	// ErrKafkaStorage is KAFKA_STORAGE_ERROR: file I/O failed and the log
+	// dir is offline; such errors are *StorageError.
+	ErrKafkaStorage = kerr.KafkaStorageError
 	// ErrClosed is returned by every call on a closed Log.
 	ErrClosed = errors.New("storage: log is closed")
 )

@@ -1,21 +1,28 @@
 package storage
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"tidemark/storage/vfs"
 )
 
-// env is what a log's segments share: the clock, the logger, the log dir's
-// record of synced file lengths, and the log's config.
+// env is what a log's segments share: the clock, the logger, the file
+// system, the log dir's record of synced file lengths and its health, and
+// the log's config.
 type env struct {
 	now     func() time.Time
 	logger  *slog.Logger
+	fs      vfs.FS
 	tracker *syncTracker
+	health  *dirHealth
 	cfg     Config
 }
 
@@ -26,21 +33,28 @@ func (e *env) indexIntervalBytes() int64 { return e.cfg.IndexIntervalBytes }
 //
 // One goroutine appends, truncates and deletes (the writer); any number read
 // at the same time. mu guards the segment list and every field below it;
-// readers hold it shared. Lock order: LogDir.mu before Log.mu before
-// segment.mu.
+// readers hold it shared. Lock order: Log.mu before LogDir.mu (a log writes
+// the dir's checkpoints while it holds its own lock) before segment.mu.
 type Log struct {
 	dir string
 	tp  TopicPartition
-	dl  *LogDir // notified when checkpointed values change; nil in tests of a bare log
+	dl  *LogDir // its checkpoints are rewritten when the log's values change
 
 	mu       sync.RWMutex
 	env      *env
 	segments []*segment // sorted by base offset; the last is the active segment
-	// logStartOffset is the first offset a reader may ask for.
-	logStartOffset int64
-	// recoveryPoint: every offset below it has been fsynced.
-	recoveryPoint int64
-	epochs        []EpochEntry
+	// logStartOffset is the first offset a reader may ask for;
+	// recoveryPoint: every offset below it has been fsynced. Both change
+	// under mu but are atomic, so the log dir's checkpoint writer reads them
+	// without it.
+	logStartOffset atomic.Int64
+	recoveryPoint  atomic.Int64
+	// offlineLEO is what LogEndOffset reports after an append failed and
+	// could not be rolled back on disk (-1 otherwise): the LEO from before
+	// the failed append, which the log never moved past as far as any
+	// caller knew.
+	offlineLEO int64
+	epochs     []EpochEntry
 	// unflushed counts records appended since the last fsync, for
 	// flush.messages; firstUnflushed is when the oldest of them was appended.
 	unflushed      int64
@@ -86,9 +100,13 @@ func (l *Log) SetConfig(cfg Config) error {
 }
 
 // LogEndOffset returns the LEO: the offset the next appended record gets.
+// An append that failed never moves it.
 func (l *Log) LogEndOffset() int64 {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
+	if l.offlineLEO >= 0 {
+		return l.offlineLEO
+	}
 	return l.leo()
 }
 
@@ -99,14 +117,14 @@ func (l *Log) leo() int64 { return l.segments[len(l.segments)-1].nextOffset }
 func (l *Log) LogStartOffset() int64 {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return l.logStartOffset
+	return l.logStartOffset.Load()
 }
 
 // RecoveryPoint returns the offset below which everything is fsynced.
 func (l *Log) RecoveryPoint() int64 {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return l.recoveryPoint
+	return l.recoveryPoint.Load()
 }
 
 // Size returns the total bytes of the log's .log files.
@@ -135,6 +153,17 @@ func (l *Log) Recovery() RecoveryReport {
 // that moment) and the leader epoch. records is modified in place. Each
 // batch must pass its CRC and be within max.message.bytes; a producer's
 // batch holds dense offsets (last offset delta = records - 1).
+//
+// An append is all or nothing. A rejected record set writes nothing. If the
+// file system fails (a write, an fsync, a roll, a checkpoint), the append
+// returns a *StorageError (KAFKA_STORAGE_ERROR), the log dir goes offline,
+// the LEO stays where it was, and the bytes already written are cut off
+// again, so neither a reader nor a restart sees part of a failed append.
+//
+// Once flush.messages unflushed records have accumulated, or the oldest
+// unflushed append is flush.ms old, the append fsyncs before it returns
+// (Kafka's UnifiedLog.append): with flush.messages=1 every acknowledged
+// append is on stable storage.
 func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendInfo, error) {
 	return l.append(records, leaderEpoch, true)
 }
@@ -142,90 +171,128 @@ func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendInfo, err
 // AppendAsFollower appends batches fetched from the leader as they are:
 // offsets and partition leader epochs were assigned by the leader. Each
 // batch must start where the previous one ended, the first at the LEO.
+// Failures and flushing are as for AppendAsLeader.
 func (l *Log) AppendAsFollower(records []byte) (AppendInfo, error) {
 	return l.append(records, -1, false)
 }
 
 func (l *Log) append(records []byte, leaderEpoch int32, asLeader bool) (AppendInfo, error) {
-	l.mu.Lock()
-	info, flushed, err := l.appendLocked(records, leaderEpoch, asLeader)
-	l.mu.Unlock()
-	if flushed && l.dl != nil {
-		l.dl.recoveryPointsChanged()
+	if err := l.env.health.check(); err != nil {
+		return AppendInfo{}, err
 	}
-	return info, err
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	leo := l.leo()
+	info, err := l.appendLocked(records, leaderEpoch, asLeader)
+	switch {
+	case err == nil:
+		return info, nil
+	case isIOError(err):
+		l.rollbackLocked(leo)
+		return AppendInfo{}, l.env.health.fail("append to", l.tp, err)
+	case l.leo() != leo:
+		// A later batch of the record set failed its CRC: undo the earlier
+		// ones, so the request stays all or nothing.
+		l.rollbackLocked(leo)
+		if ioErr := l.env.health.check(); ioErr != nil {
+			return AppendInfo{}, ioErr
+		}
+	}
+	return AppendInfo{}, err
 }
 
-func (l *Log) appendLocked(records []byte, leaderEpoch int32, asLeader bool) (info AppendInfo, flushed bool, err error) {
+// rollbackLocked undoes an append that hit an I/O error: it truncates the
+// log back to leo, the LEO before the append, and cuts whatever a failed
+// write left past the active segment's end (even a whole batch, if the
+// write wrote it and still failed), so that a restart does not find it.
+// The disk is failing, so this is best effort: if it fails too, the log
+// keeps reporting leo and a restart may find the append's whole batches.
+func (l *Log) rollbackLocked(leo int64) {
+	var err error
+	if l.leo() > leo {
+		_, err = l.truncateLocked(leo)
+	}
+	if s := l.active(); s.log != nil {
+		err = errors.Join(err, s.log.Truncate(s.size))
+	}
+	if err != nil || l.leo() != leo {
+		l.offlineLEO = leo
+		l.env.logger.Error("rolling back a failed append", "logEndOffset", leo, "err", err)
+	}
+}
+
+func (l *Log) appendLocked(records []byte, leaderEpoch int32, asLeader bool) (info AppendInfo, err error) {
 	if l.closed {
-		return info, false, ErrClosed
+		return info, ErrClosed
 	}
 	if len(records) == 0 {
-		return info, false, fmt.Errorf("%w: empty record set", ErrCorruptMessage)
+		return info, fmt.Errorf("%w: empty record set", ErrCorruptMessage)
 	}
-	// Validate everything before writing anything: a request is all or
-	// nothing. The checked batches are kept so the CRC runs once per batch.
+	// Check every header before writing anything, so that a request the
+	// headers condemn writes nothing. The headers are kept (on the stack for
+	// the usual few batches) so each is parsed once.
+	var stack [4]BatchHeader
+	headers := stack[:0]
 	next := l.leo()
 	var numRecords int64
-	type checked struct {
-		h     BatchHeader
-		batch []byte
-	}
-	var batches []checked
-	err = splitBatches(records, func(h BatchHeader, batch []byte) error {
+	for rest := records; len(rest) > 0; {
+		var h BatchHeader
+		if h, _, rest, err = nextBatch(rest); err != nil {
+			return info, err
+		}
 		if h.Size() > int64(l.env.cfg.MaxMessageBytes) {
-			return fmt.Errorf("%w: batch of %d bytes, max.message.bytes is %d", ErrMessageTooLarge, h.Size(), l.env.cfg.MaxMessageBytes)
+			return info, fmt.Errorf("%w: batch of %d bytes, max.message.bytes is %d", ErrMessageTooLarge, h.Size(), l.env.cfg.MaxMessageBytes)
 		}
 		if asLeader {
 			if h.NumRecords < 1 || int64(h.LastOffsetDelta) != int64(h.NumRecords)-1 {
-				return fmt.Errorf("%w: a produced batch needs dense offsets (%d records, last offset delta %d)", ErrCorruptMessage, h.NumRecords, h.LastOffsetDelta)
+				return info, fmt.Errorf("%w: a produced batch needs dense offsets (%d records, last offset delta %d)", ErrCorruptMessage, h.NumRecords, h.LastOffsetDelta)
 			}
 			next += int64(h.NumRecords)
 		} else {
 			if h.BaseOffset != next {
-				return fmt.Errorf("%w: batch at offset %d does not start at the log end offset %d", ErrCorruptMessage, h.BaseOffset, next)
+				return info, fmt.Errorf("%w: batch at offset %d does not start at the log end offset %d", ErrCorruptMessage, h.BaseOffset, next)
 			}
 			next = h.NextOffset()
 		}
 		numRecords += int64(h.NumRecords)
-		batches = append(batches, checked{h, batch})
-		return nil
-	})
-	if err != nil {
-		return info, false, err
+		headers = append(headers, h)
 	}
+	now := l.env.now()
 	info.FirstOffset, info.MaxTimestamp = -1, -1
-	for _, c := range batches {
-		if err = l.appendBatch(c.h, c.batch, leaderEpoch, asLeader, &info); err != nil {
-			break
+	pos := 0
+	for _, h := range headers {
+		batch := records[pos : pos+int(h.Size())]
+		pos += len(batch)
+		if err = l.appendBatch(h, batch, leaderEpoch, asLeader, now, &info); err != nil {
+			return info, err
 		}
 	}
-	flushed = info.Rolled
 	info.LogEndOffset = l.leo()
-	if err != nil {
-		return info, flushed, err
-	}
 	if l.unflushed == 0 {
-		l.firstUnflushed = l.env.now()
+		l.firstUnflushed = now
 	}
 	l.unflushed += numRecords
-	if l.flushDueLocked() {
+	flushed := info.Rolled // a roll flushes the sealed segment
+	if l.flushDueLocked(now) {
 		if err := l.flushLocked(); err != nil {
-			return info, flushed, err
+			return info, err
 		}
 		flushed = true
 	}
-	return info, flushed, nil
+	if flushed {
+		return info, l.dl.writeRecoveryPoints()
+	}
+	return info, nil
 }
 
-// appendBatch writes one checked batch, rolling first if needed, and adds it
-// to info.
-func (l *Log) appendBatch(h BatchHeader, batch []byte, leaderEpoch int32, asLeader bool, info *AppendInfo) error {
+// appendBatch writes one batch whose header was checked, rolling first if
+// needed, and adds it to info. Its CRC is checked by the segment's append.
+func (l *Log) appendBatch(h BatchHeader, batch []byte, leaderEpoch int32, asLeader bool, now time.Time, info *AppendInfo) error {
 	if asLeader {
 		h.BaseOffset, h.PartitionLeaderEpoch = l.leo(), leaderEpoch
 		stampBatch(batch, h.BaseOffset, h.PartitionLeaderEpoch)
 	}
-	rolled, err := l.maybeRoll(h)
+	rolled, err := l.maybeRoll(h, now)
 	if err != nil {
 		return err
 	}
@@ -253,14 +320,14 @@ func (l *Log) active() *segment { return l.segments[len(l.segments)-1] }
 // full index, or cannot hold h's offsets relative to its base. Like Kafka,
 // rolling flushes the old segment, which moves the recovery point to the new
 // segment's base offset.
-func (l *Log) maybeRoll(h BatchHeader) (bool, error) {
+func (l *Log) maybeRoll(h BatchHeader, now time.Time) (bool, error) {
 	s := l.active()
 	if s.size == 0 {
 		return false, nil
 	}
 	cfg := l.env.cfg
 	if s.size+h.Size() <= cfg.SegmentBytes &&
-		l.env.now().Sub(s.created) < cfg.SegmentMs &&
+		now.Sub(s.created) < cfg.SegmentMs &&
 		len(s.index) < cfg.maxIndexEntries() &&
 		int64(len(s.timeIndex)) < cfg.SegmentIndexBytes/timeIndexEntrySize &&
 		h.LastOffset()-s.baseOffset <= 1<<31-1 {
@@ -283,67 +350,76 @@ func (l *Log) roll(base int64) error {
 		return err
 	}
 	l.segments = append(l.segments, s)
-	l.recoveryPoint = max(l.recoveryPoint, base)
+	l.recoveryPoint.Store(max(l.recoveryPoint.Load(), base))
 	return nil
 }
 
 // Roll starts a new empty segment at the LEO (unless the active one is
 // empty), as segment.bytes or segment.ms would.
 func (l *Log) Roll() error {
+	return l.mutate("roll", func() error {
+		if l.closed {
+			return ErrClosed
+		}
+		if l.active().size == 0 {
+			return nil
+		}
+		if err := l.roll(l.leo()); err != nil {
+			return err
+		}
+		return l.dl.writeRecoveryPoints()
+	})
+}
+
+// mutate runs fn under the log's write lock unless the log dir is offline,
+// and takes the dir offline if fn hits an I/O error; op names what fn does.
+func (l *Log) mutate(op string, fn func() error) error {
+	if err := l.env.health.check(); err != nil {
+		return err
+	}
 	l.mu.Lock()
-	err := l.rollNow()
-	l.mu.Unlock()
-	if err == nil && l.dl != nil {
-		l.dl.recoveryPointsChanged()
-	}
-	return err
+	defer l.mu.Unlock()
+	return l.env.health.fail(op, l.tp, fn())
 }
 
-func (l *Log) rollNow() error {
-	if l.closed {
-		return ErrClosed
-	}
-	if l.active().size == 0 {
-		return nil
-	}
-	return l.roll(l.leo())
-}
-
-func (l *Log) flushDueLocked() bool {
+// flushDueLocked applies flush.messages and flush.ms. flush.ms counts whole
+// milliseconds, as Kafka does, so a FlushMs under 1 ms is Kafka's
+// flush.ms=0: every append is flushed.
+func (l *Log) flushDueLocked(now time.Time) bool {
 	if l.unflushed == 0 {
 		return false
 	}
 	cfg := l.env.cfg
 	return l.unflushed >= cfg.FlushMessages ||
-		cfg.FlushMs > 0 && l.env.now().Sub(l.firstUnflushed) >= cfg.FlushMs
+		cfg.FlushMs > 0 && now.Sub(l.firstUnflushed) >= cfg.FlushMs.Truncate(time.Millisecond)
 }
 
 // Flush fsyncs every segment written since the last flush and moves the
 // recovery point to the LEO.
 func (l *Log) Flush() error {
-	l.mu.Lock()
-	err := l.flushLocked()
-	l.mu.Unlock()
-	if err == nil && l.dl != nil {
-		l.dl.recoveryPointsChanged()
-	}
-	return err
+	return l.mutate("flush", func() error {
+		if err := l.flushLocked(); err != nil {
+			return err
+		}
+		return l.dl.writeRecoveryPoints()
+	})
 }
 
 // FlushIfDue flushes if flush.messages or flush.ms says so; the broker calls
-// it from a timer. It reports whether it flushed.
-func (l *Log) FlushIfDue() (bool, error) {
-	l.mu.Lock()
-	due := !l.closed && l.flushDueLocked()
-	var err error
-	if due {
-		err = l.flushLocked()
-	}
-	l.mu.Unlock()
-	if due && err == nil && l.dl != nil {
-		l.dl.recoveryPointsChanged()
-	}
-	return due, err
+// it from a timer (appends flush themselves when they make a flush due). It
+// reports whether it flushed.
+func (l *Log) FlushIfDue() (flushed bool, err error) {
+	err = l.mutate("flush", func() error {
+		if l.closed || !l.flushDueLocked(l.env.now()) {
+			return nil
+		}
+		if err := l.flushLocked(); err != nil {
+			return err
+		}
+		flushed = true
+		return l.dl.writeRecoveryPoints()
+	})
+	return flushed, err
 }
 
 func (l *Log) flushLocked() error {
@@ -355,7 +431,7 @@ func (l *Log) flushLocked() error {
 			return err
 		}
 	}
-	l.recoveryPoint = l.leo()
+	l.recoveryPoint.Store(l.leo())
 	l.unflushed = 0
 	return nil
 }
@@ -398,13 +474,21 @@ type FetchData struct {
 // at the LEO (or at maxOffset) returns an empty region. An offset outside
 // [log start offset, LEO] is an *OffsetOutOfRangeError.
 func (l *Log) Read(offset, maxOffset int64, maxBytes int64) (FetchData, error) {
+	if err := l.env.health.check(); err != nil {
+		return FetchData{}, err
+	}
 	l.mu.RLock()
 	defer l.mu.RUnlock()
+	d, err := l.readLocked(offset, maxOffset, maxBytes)
+	return d, l.env.health.fail("read", l.tp, err)
+}
+
+func (l *Log) readLocked(offset, maxOffset int64, maxBytes int64) (FetchData, error) {
 	if l.closed {
 		return FetchData{}, ErrClosed
 	}
-	if offset < l.logStartOffset || offset > l.leo() {
-		return FetchData{}, &OffsetOutOfRangeError{offset, l.logStartOffset, l.leo()}
+	if offset < l.logStartOffset.Load() || offset > l.leo() {
+		return FetchData{}, &OffsetOutOfRangeError{offset, l.logStartOffset.Load(), l.leo()}
 	}
 	empty := FetchData{FirstOffset: offset, NextOffset: offset}
 	if offset >= min(maxOffset, l.leo()) {
@@ -415,7 +499,7 @@ func (l *Log) Read(offset, maxOffset int64, maxBytes int64) (FetchData, error) {
 		return FetchData{}, err
 	}
 	s := loc.seg
-	out := FetchData{Region: FileRegion{File: s.log, Position: loc.pos}, FirstOffset: loc.header.BaseOffset, NextOffset: loc.header.BaseOffset}
+	out := FetchData{Region: FileRegion{File: vfs.OSFile(s.log), Position: loc.pos}, FirstOffset: loc.header.BaseOffset, NextOffset: loc.header.BaseOffset}
 	pos := loc.pos
 	h := loc.header
 	for {
@@ -506,6 +590,9 @@ func (l *Log) locate(offset int64, trace *LookupTrace) (location, error) {
 	}
 	for pos < s.size {
 		h, err := s.readHeader(pos, s.size)
+		if err != nil && isIOError(err) {
+			return location{}, err
+		}
 		if err != nil {
 			return location{}, fmt.Errorf("%w: reading batch header at %s:%d: %v", ErrCorruptMessage, s.path(LogFileSuffix), pos, err)
 		}
@@ -549,13 +636,21 @@ type ScanStep struct {
 
 // Lookup finds offset the way a fetch does and returns each step taken.
 func (l *Log) Lookup(offset int64) (LookupTrace, error) {
+	if err := l.env.health.check(); err != nil {
+		return LookupTrace{}, err
+	}
 	l.mu.RLock()
 	defer l.mu.RUnlock()
+	t, err := l.lookupLocked(offset)
+	return t, l.env.health.fail("look up in", l.tp, err)
+}
+
+func (l *Log) lookupLocked(offset int64) (LookupTrace, error) {
 	if l.closed {
 		return LookupTrace{}, ErrClosed
 	}
-	if offset < l.logStartOffset || offset >= l.leo() {
-		return LookupTrace{}, &OffsetOutOfRangeError{offset, l.logStartOffset, l.leo()}
+	if offset < l.logStartOffset.Load() || offset >= l.leo() {
+		return LookupTrace{}, &OffsetOutOfRangeError{offset, l.logStartOffset.Load(), l.leo()}
 	}
 	t := LookupTrace{Offset: offset}
 	loc, err := l.locate(offset, &t)
@@ -571,8 +666,16 @@ func (l *Log) Lookup(offset int64) (LookupTrace, error) {
 // timestamp reaches ts, the last .timeindex entry at or below ts, then a scan
 // from that entry's offset. ok is false if no record is that late.
 func (l *Log) OffsetForTimestamp(ts int64) (offset int64, ok bool, err error) {
+	if err := l.env.health.check(); err != nil {
+		return 0, false, err
+	}
 	l.mu.RLock()
 	defer l.mu.RUnlock()
+	offset, ok, err = l.offsetForTimestampLocked(ts)
+	return offset, ok, l.env.health.fail("look up a timestamp in", l.tp, err)
+}
+
+func (l *Log) offsetForTimestampLocked(ts int64) (offset int64, ok bool, err error) {
 	if l.closed {
 		return 0, false, ErrClosed
 	}
@@ -580,10 +683,10 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset int64, ok bool, err error) {
 		if err := s.ensureLoaded(); err != nil {
 			return 0, false, err
 		}
-		if s.maxTimestamp < ts || s.nextOffset <= l.logStartOffset {
+		if s.maxTimestamp < ts || s.nextOffset <= l.logStartOffset.Load() {
 			continue
 		}
-		from := max(s.baseOffset, l.logStartOffset)
+		from := max(s.baseOffset, l.logStartOffset.Load())
 		i, _ := floorSearch(len(s.timeIndex), ts, func(i int) int64 { return s.timeIndex[i].Timestamp })
 		if i >= 0 {
 			from = max(from, s.baseOffset+int64(s.timeIndex[i].RelativeOffset))
@@ -594,7 +697,7 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset int64, ok bool, err error) {
 			if err != nil {
 				return 0, false, err
 			}
-			if h.MaxTimestamp >= ts && h.LastOffset() >= l.logStartOffset {
+			if h.MaxTimestamp >= ts && h.LastOffset() >= l.logStartOffset.Load() {
 				buf := make([]byte, h.Size())
 				if _, err := s.log.ReadAt(buf, pos); err != nil {
 					return 0, false, err
@@ -604,7 +707,7 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset int64, ok bool, err error) {
 					return 0, false, err
 				}
 				for _, r := range b.Records {
-					if r.Timestamp >= ts && r.Offset >= l.logStartOffset {
+					if r.Timestamp >= ts && r.Offset >= l.logStartOffset.Load() {
 						return r.Offset, true, nil
 					}
 				}
@@ -632,6 +735,9 @@ type SegmentInfo struct {
 
 // Segments describes every segment, oldest first.
 func (l *Log) Segments() ([]SegmentInfo, error) {
+	if err := l.env.health.check(); err != nil {
+		return nil, err
+	}
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.closed {
@@ -640,7 +746,7 @@ func (l *Log) Segments() ([]SegmentInfo, error) {
 	out := make([]SegmentInfo, 0, len(l.segments))
 	for i, s := range l.segments {
 		if err := s.ensureLoaded(); err != nil {
-			return nil, err
+			return nil, l.env.health.fail("load a segment of", l.tp, err)
 		}
 		synced, ok := l.env.tracker.get(s.path(LogFileSuffix))
 		if !ok {
@@ -668,14 +774,13 @@ func (l *Log) Segments() ([]SegmentInfo, error) {
 // one. Later segments are deleted, the indexes and the leader-epoch cache are
 // cut back, and the cut is fsynced. Truncating below the log start offset
 // empties the log and starts it again at offset. It returns the new LEO.
-func (l *Log) TruncateTo(offset int64) (int64, error) {
-	l.mu.Lock()
-	leo, err := l.truncateLocked(offset)
-	l.mu.Unlock()
-	if err == nil && l.dl != nil {
-		l.dl.recoveryPointsChanged()
-		l.dl.logStartOffsetsChanged()
-	}
+func (l *Log) TruncateTo(offset int64) (leo int64, err error) {
+	err = l.mutate("truncate", func() error {
+		if leo, err = l.truncateLocked(offset); err != nil {
+			return err
+		}
+		return l.dl.writeTruncationCheckpoints()
+	})
 	return leo, err
 }
 
@@ -689,7 +794,7 @@ func (l *Log) truncateLocked(offset int64) (int64, error) {
 	if offset >= l.leo() {
 		return l.leo(), nil
 	}
-	if offset <= l.logStartOffset {
+	if offset <= l.logStartOffset.Load() {
 		return offset, l.truncateFullyLocked(offset)
 	}
 	loc, err := l.locate(offset, nil)
@@ -719,10 +824,10 @@ func (l *Log) truncateLocked(offset int64) (int64, error) {
 	if err := s.sync(); err != nil {
 		return 0, err
 	}
-	if err := syncDir(l.dir); err != nil {
+	if err := vfs.SyncDir(l.env.fs, l.dir); err != nil {
 		return 0, err
 	}
-	l.recoveryPoint = min(l.recoveryPoint, l.leo())
+	l.recoveryPoint.Store(min(l.recoveryPoint.Load(), l.leo()))
 	return l.leo(), l.truncateEpochsFromEnd(l.leo())
 }
 
@@ -733,17 +838,15 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 	if offset < 0 {
 		return fmt.Errorf("%w: cannot restart at negative offset %d", ErrOffsetOutOfRange, offset)
 	}
-	l.mu.Lock()
-	err := ErrClosed
-	if !l.closed {
-		err = l.truncateFullyLocked(offset)
-	}
-	l.mu.Unlock()
-	if err == nil && l.dl != nil {
-		l.dl.recoveryPointsChanged()
-		l.dl.logStartOffsetsChanged()
-	}
-	return err
+	return l.mutate("truncate fully", func() error {
+		if l.closed {
+			return ErrClosed
+		}
+		if err := l.truncateFullyLocked(offset); err != nil {
+			return err
+		}
+		return l.dl.writeTruncationCheckpoints()
+	})
 }
 
 // truncateFullyLocked deletes every segment and starts an empty one at offset.
@@ -758,7 +861,8 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 		return err
 	}
 	l.segments = []*segment{s}
-	l.logStartOffset, l.recoveryPoint = offset, offset
+	l.logStartOffset.Store(offset)
+	l.recoveryPoint.Store(offset)
 	l.epochs = nil
 	return l.writeEpochCheckpoint()
 }
@@ -767,33 +871,28 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 // DeleteRecords) to offset, which must not pass upperBound (the high
 // watermark) or the LEO, and deletes segments that now lie wholly below it.
 func (l *Log) SetLogStartOffset(offset, upperBound int64) error {
-	l.mu.Lock()
-	err := l.setLogStartLocked(offset, upperBound)
-	l.mu.Unlock()
-	if err == nil && l.dl != nil {
-		l.dl.logStartOffsetsChanged()
-	}
-	return err
-}
-
-func (l *Log) setLogStartLocked(offset, upperBound int64) error {
-	if l.closed {
-		return ErrClosed
-	}
-	if offset > min(upperBound, l.leo()) {
-		return &OffsetOutOfRangeError{offset, l.logStartOffset, min(upperBound, l.leo()) + 1}
-	}
-	if offset <= l.logStartOffset {
-		return nil
-	}
-	l.logStartOffset = offset
-	for len(l.segments) > 1 && l.segments[1].baseOffset <= offset {
-		if err := l.segments[0].remove(); err != nil {
+	return l.mutate("delete records from", func() error {
+		if l.closed {
+			return ErrClosed
+		}
+		if offset > min(upperBound, l.leo()) {
+			return &OffsetOutOfRangeError{offset, l.logStartOffset.Load(), min(upperBound, l.leo()) + 1}
+		}
+		if offset <= l.logStartOffset.Load() {
+			return nil
+		}
+		l.logStartOffset.Store(offset)
+		for len(l.segments) > 1 && l.segments[1].baseOffset <= offset {
+			if err := l.segments[0].remove(); err != nil {
+				return err
+			}
+			l.segments = l.segments[1:]
+		}
+		if err := l.truncateEpochsFromStart(offset); err != nil {
 			return err
 		}
-		l.segments = l.segments[1:]
-	}
-	return l.truncateEpochsFromStart(offset)
+		return l.dl.writeLogStartOffsets()
+	})
 }
 
 // ApplyRetention deletes whole oldest segments that retention.ms (newest
@@ -802,13 +901,13 @@ func (l *Log) setLogStartLocked(offset, upperBound int64) error {
 // deletes the active segment nor a segment holding offsets at or above
 // upperBound (the high watermark), and moves the log start offset to the
 // new first segment. It returns the deleted segments.
-func (l *Log) ApplyRetention(upperBound int64) ([]SegmentInfo, error) {
-	l.mu.Lock()
-	deleted, err := l.retentionLocked(upperBound)
-	l.mu.Unlock()
-	if len(deleted) > 0 && l.dl != nil {
-		l.dl.logStartOffsetsChanged()
-	}
+func (l *Log) ApplyRetention(upperBound int64) (deleted []SegmentInfo, err error) {
+	err = l.mutate("apply retention to", func() error {
+		if deleted, err = l.retentionLocked(upperBound); err != nil || len(deleted) == 0 {
+			return err
+		}
+		return l.dl.writeLogStartOffsets()
+	})
 	return deleted, err
 }
 
@@ -833,7 +932,7 @@ func (l *Log) retentionLocked(upperBound int64) ([]SegmentInfo, error) {
 		}
 		byTime := cfg.RetentionMs >= 0 && s.maxTimestamp >= 0 && now.UnixMilli()-s.maxTimestamp > cfg.RetentionMs.Milliseconds()
 		bySize := cfg.RetentionBytes >= 0 && total-s.size >= cfg.RetentionBytes
-		belowStart := next.baseOffset <= l.logStartOffset
+		belowStart := next.baseOffset <= l.logStartOffset.Load()
 		if !byTime && !bySize && !belowStart {
 			break
 		}
@@ -844,19 +943,20 @@ func (l *Log) retentionLocked(upperBound int64) ([]SegmentInfo, error) {
 			return deleted, err
 		}
 		l.segments = l.segments[1:]
-		l.logStartOffset = max(l.logStartOffset, next.baseOffset)
+		l.logStartOffset.Store(max(l.logStartOffset.Load(), next.baseOffset))
 	}
 	if len(deleted) > 0 {
-		if err := syncDir(l.dir); err != nil {
+		if err := vfs.SyncDir(l.env.fs, l.dir); err != nil {
 			return deleted, err
 		}
-		return deleted, l.truncateEpochsFromStart(l.logStartOffset)
+		return deleted, l.truncateEpochsFromStart(l.logStartOffset.Load())
 	}
 	return nil, nil
 }
 
 // close closes the files; with clean set it first flushes, so the next open
-// needs no recovery.
+// needs no recovery — unless the log dir is offline: then nothing more is
+// written.
 func (l *Log) close(clean bool) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -864,8 +964,8 @@ func (l *Log) close(clean bool) error {
 		return nil
 	}
 	var err error
-	if clean {
-		err = l.flushLocked()
+	if clean && l.env.health.check() == nil {
+		err = l.env.health.fail("flush", l.tp, l.flushLocked())
 	}
 	for _, s := range l.segments {
 		s.close()

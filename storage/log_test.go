@@ -359,3 +359,41 @@ func TestTopicNames(t *testing.T) {
 		t.Fatal("created a log with a negative partition")
 	}
 }
+
+// A record set whose later batch fails its CRC is refused whole: the batches
+// before it, already written, are cut off again, so neither a reader nor a
+// restart finds them. The log dir stays online: bad input is not a storage
+// failure.
+func TestCorruptLaterBatchLeavesNothing(t *testing.T) {
+	cfg := smallConfig()
+	for _, asLeader := range []bool{true, false} {
+		d, l, clock := openTestLog(t, cfg)
+		produce(t, l, 0, 0, 3, 2, 100)
+		size := l.Size()
+		first := NewBatch([]Record{{Key: []byte("a"), Value: value(7, 100)}})
+		second := NewBatch([]Record{{Key: []byte("b"), Value: value(8, 100)}})
+		second[len(second)-1] ^= 0xff
+		var err error
+		if asLeader {
+			_, err = l.AppendAsLeader(append(first, second...), 0)
+		} else {
+			stampBatch(first, 6, 0)
+			stampBatch(second, 7, 0)
+			_, err = l.AppendAsFollower(append(first, second...))
+		}
+		if !errors.Is(err, ErrCorruptMessage) {
+			t.Fatalf("leader %v: err = %v, want CORRUPT_MESSAGE", asLeader, err)
+		}
+		if l.LogEndOffset() != 6 || l.Size() != size || d.Offline() != nil {
+			t.Fatalf("leader %v: LEO %d, %d bytes (want 6, %d), offline %v", asLeader, l.LogEndOffset(), l.Size(), size, d.Offline())
+		}
+		st, err := os.Stat(filepath.Join(l.Dir(), segmentFileName(0, LogFileSuffix)))
+		if err != nil || st.Size() != size {
+			t.Fatalf("leader %v: .log file is %d bytes, want %d (%v)", asLeader, st.Size(), size, err)
+		}
+		d.Crash()
+		if _, l2 := reopen(t, d, clock, cfg); l2.LogEndOffset() != 6 {
+			t.Fatalf("leader %v: LEO %d after restart, want 6", asLeader, l2.LogEndOffset())
+		}
+	}
+}

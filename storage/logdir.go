@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"tidemark/storage/vfs"
 )
 
 // Options configures a LogDir.
@@ -22,18 +25,27 @@ type Options struct {
 	// ConfigFor gives the config of each log found on disk at open; default
 	// DefaultConfig for all.
 	ConfigFor func(TopicPartition) Config
+	// FS is the file system every file of the dir is read and written
+	// through; default vfs.Default, the OS's. Tests pass an errorfs.FS to
+	// make chosen operations fail.
+	FS vfs.FS
 }
 
 // LogDir is one broker's log directory: a <topic>-<partition> directory per
 // log, plus the per-directory checkpoint files recovery-point-offset-checkpoint,
 // replication-offset-checkpoint and log-start-offset-checkpoint, and the
 // clean-shutdown marker.
+//
+// The first I/O or fsync error in the dir takes it offline, as Kafka does:
+// see Offline and StorageError.
 type LogDir struct {
 	path    string
 	opts    Options
+	fs      vfs.FS
 	tracker *syncTracker
+	health  *dirHealth
 
-	mu     sync.Mutex // guards logs and closed; held while writing checkpoints
+	mu     sync.Mutex // guards logs, hws and closed; held while writing checkpoints
 	logs   map[TopicPartition]*Log
 	hws    map[TopicPartition]int64
 	clean  bool // the last shutdown was clean
@@ -43,8 +55,16 @@ type LogDir struct {
 // OpenLogDir opens (creating if needed) a log dir and every log in it. If
 // the clean-shutdown marker is missing, each log is recovered from the
 // segment holding its recovery point. The marker is removed, so a crash from
-// now on is detected at the next open.
-func OpenLogDir(path string, opts Options) (*LogDir, error) {
+// now on is detected at the next open. An I/O error is a *StorageError.
+func OpenLogDir(path string, opts Options) (_ *LogDir, err error) {
+	defer func() {
+		if err != nil && isIOError(err) && !errors.Is(err, ErrKafkaStorage) {
+			err = &StorageError{Dir: path, Op: "open", Err: err}
+		}
+	}()
+	if opts.FS == nil {
+		opts.FS = vfs.Default
+	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -54,25 +74,30 @@ func OpenLogDir(path string, opts Options) (*LogDir, error) {
 	if opts.ConfigFor == nil {
 		opts.ConfigFor = func(TopicPartition) Config { return DefaultConfig() }
 	}
-	if err := os.MkdirAll(path, 0o755); err != nil {
+	fsys := opts.FS
+	if err := fsys.MkdirAll(path, 0o755); err != nil {
 		return nil, err
 	}
-	d := &LogDir{path: path, opts: opts, tracker: newSyncTracker(), logs: map[TopicPartition]*Log{}}
+	d := &LogDir{path: path, opts: opts, fs: fsys, tracker: newSyncTracker(), health: newDirHealth(path, opts.Logger),
+		logs: map[TopicPartition]*Log{}}
 	marker := filepath.Join(path, CleanShutdownFile)
-	_, err := os.Stat(marker)
+	_, err = fsys.Stat(marker)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
 	d.clean = err == nil
-	rps, err := readOffsetCheckpoint(filepath.Join(path, RecoveryPointCheckpointFile))
+	rps, err := readOffsetCheckpoint(fsys, filepath.Join(path, RecoveryPointCheckpointFile))
 	if err != nil {
 		return nil, err
 	}
-	starts, err := readOffsetCheckpoint(filepath.Join(path, LogStartCheckpointFile))
+	starts, err := readOffsetCheckpoint(fsys, filepath.Join(path, LogStartCheckpointFile))
 	if err != nil {
 		return nil, err
 	}
-	if d.hws, err = readOffsetCheckpoint(filepath.Join(path, ReplicationCheckpointFile)); err != nil {
+	if d.hws, err = readOffsetCheckpoint(fsys, filepath.Join(path, ReplicationCheckpointFile)); err != nil {
 		return nil, err
 	}
-	entries, err := os.ReadDir(path)
+	entries, err := fsys.ReadDir(path)
 	if err != nil {
 		return nil, err
 	}
@@ -104,10 +129,10 @@ func OpenLogDir(path string, opts Options) (*LogDir, error) {
 		return nil, err
 	}
 	if d.clean {
-		if err := os.Remove(marker); err != nil {
+		if err := fsys.Remove(marker); err != nil {
 			return nil, err
 		}
-		if err := syncDir(path); err != nil {
+		if err := vfs.SyncDir(fsys, path); err != nil {
 			return nil, err
 		}
 	}
@@ -128,8 +153,16 @@ func (d *LogDir) CreateLog(tp TopicPartition, cfg Config) (*Log, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if err := d.health.check(); err != nil {
+		return nil, err
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	l, err := d.createLogLocked(tp, cfg)
+	return l, d.health.fail("create log", tp, err)
+}
+
+func (d *LogDir) createLogLocked(tp TopicPartition, cfg Config) (*Log, error) {
 	if d.closed {
 		return nil, ErrClosed
 	}
@@ -137,10 +170,10 @@ func (d *LogDir) CreateLog(tp TopicPartition, cfg Config) (*Log, error) {
 		return l, nil
 	}
 	dir := filepath.Join(d.path, tp.String())
-	if err := os.Mkdir(dir, 0o755); err != nil && !os.IsExist(err) {
+	if err := d.fs.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 		return nil, err
 	}
-	if err := syncDir(d.path); err != nil {
+	if err := vfs.SyncDir(d.fs, d.path); err != nil {
 		return nil, err
 	}
 	l, err := d.openLog(tp, cfg, 0, 0)
@@ -176,6 +209,13 @@ func (d *LogDir) Logs() []*Log {
 
 // DeleteLog closes a log and removes its directory.
 func (d *LogDir) DeleteLog(tp TopicPartition) error {
+	if err := d.health.check(); err != nil {
+		return err
+	}
+	return d.health.fail("delete log", tp, d.deleteLog(tp))
+}
+
+func (d *LogDir) deleteLog(tp TopicPartition) error {
 	d.mu.Lock()
 	l, ok := d.logs[tp]
 	delete(d.logs, tp)
@@ -190,13 +230,18 @@ func (d *LogDir) DeleteLog(tp TopicPartition) error {
 			d.tracker.forget(s.path(suffix))
 		}
 	}
-	if err := os.RemoveAll(l.dir); err != nil {
+	if err := d.fs.RemoveAll(l.dir); err != nil {
 		return err
 	}
-	if err := syncDir(d.path); err != nil {
+	if err := vfs.SyncDir(d.fs, d.path); err != nil {
 		return err
 	}
-	return errors.Join(d.writeRecoveryPoints(), d.writeLogStartOffsets(), d.writeHighWatermarksLocked())
+	if err := d.writeTruncationCheckpoints(); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.writeHighWatermarksLocked()
 }
 
 // HighWatermark returns the high watermark last written for tp to
@@ -212,6 +257,9 @@ func (d *LogDir) HighWatermark(tp TopicPartition) (hw int64, ok bool) {
 // replication-offset-checkpoint (the broker calls it periodically, as Kafka
 // does every replica.high.watermark.checkpoint.interval.ms).
 func (d *LogDir) WriteHighWatermarks(hws map[TopicPartition]int64) error {
+	if err := d.health.check(); err != nil {
+		return err
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for tp, hw := range hws {
@@ -219,38 +267,38 @@ func (d *LogDir) WriteHighWatermarks(hws map[TopicPartition]int64) error {
 			d.hws[tp] = hw
 		}
 	}
-	return d.writeHighWatermarksLocked()
+	return d.health.fail("write "+ReplicationCheckpointFile, TopicPartition{}, d.writeHighWatermarksLocked())
 }
 
 func (d *LogDir) writeHighWatermarksLocked() error {
 	if d.closed {
 		return ErrClosed
 	}
-	return writeOffsetCheckpoint(filepath.Join(d.path, ReplicationCheckpointFile), d.hws)
+	return writeOffsetCheckpoint(d.fs, filepath.Join(d.path, ReplicationCheckpointFile), d.hws)
 }
 
-// recoveryPointsChanged rewrites recovery-point-offset-checkpoint after a
-// flush. Kafka writes it on a timer; writing it at once keeps the lab exact.
-func (d *LogDir) recoveryPointsChanged() {
-	if err := d.writeRecoveryPoints(); err != nil && !errors.Is(err, ErrClosed) {
-		d.opts.Logger.Error("writing recovery point checkpoint", "dir", d.path, "err", err)
-	}
-}
-
-func (d *LogDir) logStartOffsetsChanged() {
-	if err := d.writeLogStartOffsets(); err != nil && !errors.Is(err, ErrClosed) {
-		d.opts.Logger.Error("writing log start offset checkpoint", "dir", d.path, "err", err)
-	}
-}
-
+// writeRecoveryPoints rewrites recovery-point-offset-checkpoint; a log
+// calls it after each flush, under its own lock. Kafka writes it on a timer;
+// writing it at once keeps the lab exact.
 func (d *LogDir) writeRecoveryPoints() error {
-	return d.writeOffsets(RecoveryPointCheckpointFile, (*Log).RecoveryPoint)
+	return d.writeOffsets(RecoveryPointCheckpointFile, func(l *Log) int64 { return l.recoveryPoint.Load() })
 }
 
+// writeLogStartOffsets rewrites log-start-offset-checkpoint.
 func (d *LogDir) writeLogStartOffsets() error {
-	return d.writeOffsets(LogStartCheckpointFile, (*Log).LogStartOffset)
+	return d.writeOffsets(LogStartCheckpointFile, func(l *Log) int64 { return l.logStartOffset.Load() })
 }
 
+// writeTruncationCheckpoints rewrites both: a truncation can move either.
+func (d *LogDir) writeTruncationCheckpoints() error {
+	if err := d.writeRecoveryPoints(); err != nil {
+		return err
+	}
+	return d.writeLogStartOffsets()
+}
+
+// writeOffsets writes one per-dir checkpoint from every log's value; get
+// must not take the log's lock (the caller may hold it).
 func (d *LogDir) writeOffsets(name string, get func(*Log) int64) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -261,15 +309,23 @@ func (d *LogDir) writeOffsets(name string, get func(*Log) int64) error {
 	for tp, l := range d.logs {
 		m[tp] = get(l)
 	}
-	return writeOffsetCheckpoint(filepath.Join(d.path, name), m)
+	return writeOffsetCheckpoint(d.fs, filepath.Join(d.path, name), m)
 }
 
 // Close shuts down cleanly: every log is flushed, the checkpoints are
 // written, then the clean-shutdown marker, so the next open skips recovery.
+// An offline dir is only closed: nothing more is written, Close returns the
+// error that took it offline, and the next open recovers.
 func (d *LogDir) Close() error {
 	var errs []error
 	for _, l := range d.Logs() {
 		errs = append(errs, l.close(true))
+	}
+	if err := d.health.check(); err != nil {
+		d.mu.Lock()
+		d.closed = true
+		d.mu.Unlock()
+		return err
 	}
 	errs = append(errs, d.writeRecoveryPoints(), d.writeLogStartOffsets())
 	d.mu.Lock()
@@ -277,12 +333,9 @@ func (d *LogDir) Close() error {
 	d.closed = true
 	d.mu.Unlock()
 	if err := errors.Join(errs...); err != nil {
-		return err
+		return d.health.fail("close", TopicPartition{}, err)
 	}
-	if err := writeFileAtomic(filepath.Join(d.path, CleanShutdownFile), nil); err != nil {
-		return err
-	}
-	return nil
+	return d.health.fail("close", TopicPartition{}, writeFileAtomic(d.fs, filepath.Join(d.path, CleanShutdownFile), nil))
 }
 
 // Crash closes every file without flushing or writing the marker, as a
@@ -299,14 +352,17 @@ func (d *LogDir) Crash() {
 
 // PowerLoss crashes the log dir and then cuts every file written through it
 // back to the length that was last fsynced, as losing the page cache would.
-// It returns how many bytes were lost per file (relative to the log dir).
+// It acts on the disk itself (vfs.Root of the dir's file system), so
+// injected faults do not stop it. It returns how many bytes were lost per
+// file (relative to the log dir).
 func (d *LogDir) PowerLoss() (map[string]int64, error) {
 	d.Crash()
+	disk := vfs.Root(d.fs)
 	lost := map[string]int64{}
 	var errs []error
 	for path, synced := range d.tracker.all() {
-		st, err := os.Stat(path)
-		if os.IsNotExist(err) {
+		st, err := disk.Stat(path)
+		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil {
@@ -314,7 +370,7 @@ func (d *LogDir) PowerLoss() (map[string]int64, error) {
 			continue
 		}
 		if st.Size() > synced {
-			if err := os.Truncate(path, synced); err != nil {
+			if err := truncateFile(disk, path, synced); err != nil {
 				errs = append(errs, err)
 				continue
 			}
@@ -345,9 +401,9 @@ type RecoveryReport struct {
 // openLog loads one partition's segments and recovers them if needed.
 func (d *LogDir) openLog(tp TopicPartition, cfg Config, recoveryPoint, logStart int64) (*Log, error) {
 	dir := filepath.Join(d.path, tp.String())
-	l := &Log{dir: dir, tp: tp, dl: d,
-		env: &env{now: d.opts.Now, logger: d.opts.Logger.With("log", tp.String()), tracker: d.tracker, cfg: cfg}}
-	entries, err := os.ReadDir(dir)
+	l := &Log{dir: dir, tp: tp, dl: d, offlineLEO: -1,
+		env: &env{now: d.opts.Now, logger: d.opts.Logger.With("log", tp.String()), fs: d.fs, tracker: d.tracker, health: d.health, cfg: cfg}}
+	entries, err := d.fs.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -364,13 +420,13 @@ func (d *LogDir) openLog(tp TopicPartition, cfg Config, recoveryPoint, logStart 
 		b, _ := isSegmentFile(strings.TrimSuffix(strings.TrimSuffix(name, IndexFileSuffix), TimeIndexFileSuffix)+LogFileSuffix, LogFileSuffix)
 		stray := strings.HasSuffix(name, ".tmp") || strings.HasSuffix(name, ".deleted") || strings.HasSuffix(name, ".cleaned") || strings.HasSuffix(name, ".swap")
 		if stray || (isIdx || isTidx) && !bases[b] {
-			if err := os.Remove(filepath.Join(dir, name)); err != nil {
+			if err := d.fs.Remove(filepath.Join(dir, name)); err != nil {
 				return nil, err
 			}
 		}
 	}
 	for b := range bases {
-		st, err := os.Stat(filepath.Join(dir, segmentFileName(b, LogFileSuffix)))
+		st, err := d.fs.Stat(filepath.Join(dir, segmentFileName(b, LogFileSuffix)))
 		if err != nil {
 			return nil, err
 		}
@@ -378,7 +434,7 @@ func (d *LogDir) openLog(tp TopicPartition, cfg Config, recoveryPoint, logStart 
 			maxTimestamp: -1, offsetOfMaxTimestamp: -1})
 	}
 	sortSegments(l.segments)
-	if l.epochs, err = readEpochCheckpoint(dir); err != nil {
+	if l.epochs, err = readEpochCheckpoint(d.fs, dir); err != nil {
 		l.env.logger.Warn("leader epoch checkpoint unreadable; rebuilding it from the log", "err", err)
 		l.epochs = nil
 		recoveryPoint = 0 // re-read everything so the epochs come back
@@ -393,18 +449,18 @@ func (d *LogDir) openLog(tp TopicPartition, cfg Config, recoveryPoint, logStart 
 	if err := l.recover(d.clean, recoveryPoint); err != nil {
 		return nil, err
 	}
-	l.logStartOffset = max(logStart, l.segments[0].baseOffset)
-	if l.logStartOffset > l.leo() {
+	l.logStartOffset.Store(max(logStart, l.segments[0].baseOffset))
+	if l.logStartOffset.Load() > l.leo() {
 		// Power loss cut data the log start had passed: nothing below it may
 		// come back, so start again empty at the log start.
-		if err := l.truncateFullyLocked(l.logStartOffset); err != nil {
+		if err := l.truncateFullyLocked(l.logStartOffset.Load()); err != nil {
 			return nil, err
 		}
 	}
-	if err := l.truncateEpochsFromStart(l.logStartOffset); err != nil {
+	if err := l.truncateEpochsFromStart(l.logStartOffset.Load()); err != nil {
 		return nil, err
 	}
-	l.recoveryPoint = l.leo()
+	l.recoveryPoint.Store(l.leo())
 	l.recovery.LogEndOffset = l.leo()
 	return l, nil
 }
@@ -445,7 +501,7 @@ func (l *Log) recover(clean bool, recoveryPoint int64) error {
 	var headers []BatchHeader
 	for i := first; i < len(l.segments); i++ {
 		s := l.segments[i]
-		f, err := os.OpenFile(s.path(LogFileSuffix), os.O_RDWR, 0)
+		f, err := l.env.fs.OpenFile(s.path(LogFileSuffix), os.O_RDWR, 0)
 		if err != nil {
 			return err
 		}
@@ -485,7 +541,7 @@ func (l *Log) recover(clean bool, recoveryPoint int64) error {
 			s.nextOffset = max(s.nextOffset, l.segments[i+1].baseOffset)
 		}
 	}
-	if err := syncDir(l.dir); err != nil {
+	if err := vfs.SyncDir(l.env.fs, l.dir); err != nil {
 		return err
 	}
 	return l.rebuildEpochs(headers)
@@ -500,6 +556,16 @@ func (l *Log) rebuildEpochs(headers []BatchHeader) error {
 		}
 	}
 	return l.truncateEpochsFromEnd(l.leo())
+}
+
+// truncateFile cuts the named file to size.
+func truncateFile(fsys vfs.FS, path string, size int64) error {
+	f, err := fsys.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Truncate(size)
 }
 
 // syncTracker remembers, per file path, how many bytes are known to be on

@@ -286,7 +286,7 @@ func Check(in Input) Report {
 	}
 	r.ReplicasDiffer = diverging(in.Final.Replicas)
 	for _, g := range regressions(in.HWs) {
-		if unsyncedBetween(in.Copies, g.Partition, g.To.HW, g.From.HW) {
+		if unsyncedBetween(in.Copies, g.Partition, g.To.HW, g.From.HW, g.To.Action) {
 			r.UnsyncedHWBackwards = append(r.UnsyncedHWBackwards, g)
 		} else {
 			r.HWBackwards = append(r.HWBackwards, g)
@@ -349,14 +349,16 @@ func explainLoss(w Write, cs []Copy, elections []Election) Loss {
 	return l
 }
 
-// unsyncedBetween reports whether every record ever held at offsets
-// [from, to) of a partition was lost to power loss on every replica that
-// held it (and there was one): a HW falling back over them is what losing
-// unsynced data looks like, not a separate fault.
-func unsyncedBetween(cs []Copy, p int32, from, to int64) bool {
+// unsyncedBetween reports whether every record held at offsets [from, to)
+// of a partition and gone by action by was lost to power loss on every
+// replica that held it (and there was one): a HW falling back over them is
+// what losing unsynced data looks like, not a separate fault.
+func unsyncedBetween(cs []Copy, p int32, from, to int64, by int) bool {
 	values := map[string]bool{}
 	for _, c := range cs {
-		if c.Partition == p && c.Offset >= from && c.Offset < to {
+		// Only the records gone by the regression count: a record written
+		// at the same offset afterwards was never under the old HW.
+		if c.Partition == p && c.Offset >= from && c.Offset < to && c.To != 0 && c.Action <= by {
 			values[c.Value] = true
 		}
 	}

@@ -99,6 +99,12 @@ func TestCheckUnsyncedLoss(t *testing.T) {
 	if !r.UnsyncedLost[0].Unsynced || !strings.Contains(r.UnsyncedLost[0].Cause, "power loss before any replica had fsynced it") {
 		t.Fatalf("%+v", r.UnsyncedLost[0])
 	}
+	// A record written at the freed offset after the regression changes
+	// nothing.
+	in.Copies = append(in.Copies, Copy{Value: "p1-9", Broker: 1, Offset: 0, From: 30, Action: -1})
+	if c := Check(in).Counts(); c.UnsyncedHWBackwards != 1 || c.HWBackwards != 0 {
+		t.Fatalf("a later record at the same offset: %+v", c)
+	}
 	// One replica that truncated it instead makes it a real loss.
 	in.Copies[4].Removal = RemovedByTruncation
 	if c := Check(in).Counts(); c.Lost != 1 || c.UnsyncedLost != 1 || c.HWBackwards != 1 {

@@ -56,14 +56,14 @@ type Options struct {
 	// Lessons runs the guided lessons (api_lessons.go); nil: the lesson
 	// routes answer 501.
 	Lessons *lessons.Service
+	// Chaos runs the durability checker's chaos runs (api_chaos.go); nil:
+	// the chaos routes answer 501.
+	Chaos *chaos.Service
 	// AllowedHosts are Host names besides loopback ones (localhost,
 	// 127.0.0.1, [::1] at the served port) that the lab answers to: "name"
 	// for any port, "name:port" for one. Every other Host gets 421 (see
 	// hosts.go: DNS rebinding). Default none.
 	AllowedHosts []string
-	// Chaos runs the durability checker's chaos runs (api_chaos.go); nil:
-	// the chaos routes answer 501.
-	Chaos *chaos.Service
 }
 
 func (o *Options) setDefaults() error {
