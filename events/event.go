@@ -173,6 +173,9 @@ const (
 	FaultRestart   FaultKind = "restart"    // a stopped broker starts and recovers
 	FaultCut       FaultKind = "cut"        // network link From→To (and back unless OneWay) cut
 	FaultHeal      FaultKind = "heal"       // all cut links restored
+	// FaultDiskFailure: the broker's disk fails every write and fsync from
+	// now on; its log dir goes offline and the broker halts.
+	FaultDiskFailure FaultKind = "disk-failure"
 )
 
 // Fault describes a fault event. From and To are the link's brokers for cut;

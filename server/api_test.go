@@ -662,3 +662,26 @@ func TestAPIFencingRule(t *testing.T) {
 		t.Fatal("the overview does not show the rule in force")
 	}
 }
+
+// TestAPIDiskFailure: a failed disk refuses the next produce with
+// KAFKA_STORAGE_ERROR, the broker halts, and restart brings it back.
+func TestAPIDiskFailure(t *testing.T) {
+	a := newAPILab(t)
+	snap := a.cl.Snapshot()
+	leader := snap.Partition("demo", 0).Leader
+	path := fmt.Sprintf("/api/v1/brokers/%d/disk-failure", leader)
+	a.ok(200, "POST", path, "", nil)
+	a.fails(503, "KAFKA_STORAGE_ERROR", "POST", "/api/v1/topics/demo/records", `{"partition":0,"acks":"1","records":[{"value":"x"}]}`)
+	deadline := time.Now().Add(10 * time.Second)
+	for a.cl.Broker(leader) != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the broker did not halt")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	a.fails(409, "BROKER_NOT_AVAILABLE", "POST", path, "")
+	a.ok(200, "POST", fmt.Sprintf("/api/v1/brokers/%d/restart", leader), "", nil)
+	if a.cl.Broker(leader) == nil {
+		t.Fatal("not restarted")
+	}
+}

@@ -31,6 +31,7 @@ import (
 	"tidemark/server/controller"
 	"tidemark/server/wire"
 	"tidemark/storage"
+	"tidemark/storage/vfs"
 )
 
 // Controller is what a broker needs from the controller. The lab passes one
@@ -96,6 +97,13 @@ type Config struct {
 	// CopyFileRegions serves fetched record data by copying it through user
 	// space instead of with sendfile; it exists to measure what zero copy saves.
 	CopyFileRegions bool
+	// FS is the file system the log dir is read and written through
+	// (default the OS's); the lab passes one it can make fail.
+	FS vfs.FS
+	// OnHalt, when set, is called (on its own goroutine) when the broker
+	// halts because its log dir went offline: Kafka halts a broker whose
+	// every log dir failed. It should Crash the broker.
+	OnHalt func(id int32, cause error)
 }
 
 func (c *Config) setDefaults() {
@@ -174,6 +182,7 @@ func Start(cfg Config) (*Broker, error) {
 		Now:       cfg.Clock.Now,
 		Logger:    b.logger,
 		ConfigFor: b.configFromDisk,
+		FS:        cfg.FS,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("broker %d: %w", cfg.ID, err)
@@ -199,11 +208,32 @@ func Start(cfg Config) (*Broker, error) {
 	// Registration may fail while the link to the controller is cut; the
 	// heartbeat loop keeps trying.
 	b.register()
-	b.wg.Add(3)
+	b.wg.Add(4)
 	go b.heartbeatLoop()
 	go b.tickLoop()
 	go b.metadataLoop()
+	go b.watchLogDir()
 	return b, nil
+}
+
+// watchLogDir halts the broker when its log dir goes offline (an I/O or
+// fsync error): with its only log dir gone, a Kafka broker halts rather
+// than serve from a disk it cannot trust. Until it is stopped, every
+// request touching the log gets KAFKA_STORAGE_ERROR.
+func (b *Broker) watchLogDir() {
+	defer b.wg.Done()
+	select {
+	case <-b.ctx.Done():
+		return
+	case <-b.dir.OfflineC():
+	}
+	cause := b.dir.Offline()
+	b.logger.Error("log dir offline: the broker halts", "dir", b.cfg.LogDir, "err", cause)
+	b.publish(events.Event{Kind: events.KindBroker, Broker: b.cfg.ID, BrokerState: events.BrokerCrashed, Listener: b.Addr(),
+		Error: "KAFKA_STORAGE_ERROR", Message: fmt.Sprintf("broker %d's log dir went offline (%v); with no log dir left it halts, as Kafka does", b.cfg.ID, cause)})
+	if b.cfg.OnHalt != nil {
+		go b.cfg.OnHalt(b.cfg.ID, cause) // it stops b, which waits for this goroutine
+	}
 }
 
 // configFromDisk gives storage a config for logs found at open; the real

@@ -26,6 +26,8 @@ import (
 	"tidemark/server/controller"
 	"tidemark/server/coordinator"
 	"tidemark/storage"
+	"tidemark/storage/vfs"
+	"tidemark/storage/vfs/errorfs"
 )
 
 // Options configures a cluster.
@@ -68,10 +70,12 @@ type Cluster struct {
 	cancel     context.CancelFunc
 	wg         sync.WaitGroup
 
-	mu      sync.Mutex // guards brokers and closed
+	mu      sync.Mutex // guards brokers, disks and closed
 	brokers map[int32]*broker.Broker
 	ports   map[int32]string
-	closed  bool
+	// disks is each broker's file system, which FailDisk makes fail.
+	disks  map[int32]*errorfs.FS
+	closed bool
 
 	snapMu sync.Mutex // guards snap; held while publishing so Seq matches contents
 	snap   events.Snapshot
@@ -98,7 +102,7 @@ func Open(opts Options) (*Cluster, error) {
 		return nil, err
 	}
 	c := &Cluster{opts: opts, logger: opts.Logger, clock: NewClock(), network: NewNetwork(), bus: opts.Bus,
-		brokers: map[int32]*broker.Broker{}, ports: map[int32]string{}}
+		brokers: map[int32]*broker.Broker{}, ports: map[int32]string{}, disks: map[int32]*errorfs.FS{}}
 	if opts.Paused {
 		c.clock.Pause()
 	}
@@ -171,6 +175,16 @@ func (c *Cluster) startBroker(id int32, addr string) (*broker.Broker, error) {
 	cfg.Clock = c.clock
 	cfg.Events = publisher{c}
 	cfg.Logger = c.logger
+	c.mu.Lock()
+	disk := c.disks[id]
+	if disk == nil {
+		disk = errorfs.Wrap(vfs.Default)
+		c.disks[id] = disk
+	}
+	c.mu.Unlock()
+	disk.Inject(nil) // a restarted broker has a working disk again
+	cfg.FS = disk
+	cfg.OnHalt = c.halted
 	b, err := broker.Start(cfg)
 	if err != nil {
 		return nil, err

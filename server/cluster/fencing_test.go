@@ -6,9 +6,14 @@ package cluster
 // clock paused.
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"tidemark/server/controller"
 )
@@ -171,4 +176,36 @@ func TestISRReexpandsAfterIneligibleReplica(t *testing.T) {
 	l.wantLeader(1, 0, 1, 2, 3)
 	l.commitAll("m2")
 	l.finish()
+}
+
+// TestDiskFailureHaltsBroker: the leader's disk fails. The produce that
+// hits it is refused with KAFKA_STORAGE_ERROR (nothing half-written is
+// acknowledged or kept visible), the broker halts as Kafka does when its
+// last log dir fails, the controller elects another leader once the
+// session expires, and the broker comes back on a working disk with what
+// it had written before.
+func TestDiskFailureHaltsBroker(t *testing.T) {
+	l := ruleLab(t, controller.FencingKRaftELR, strictConfigs)
+	l.commitAll("m1", "m2")
+	if err := l.c.FailDisk(1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.c.Produce(context.Background(), scenarioTopic, 0, -1, []Record{{Value: []byte("m3")}}, time.Second); !errors.Is(err, kerr.KafkaStorageError) {
+		l.fatalf("produce on a failed disk: %v, want KAFKA_STORAGE_ERROR", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for l.c.Broker(1) != nil {
+		if time.Now().After(deadline) {
+			l.fatalf("broker 1 did not halt")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	l.step(failover)
+	l.wantLeader(2, 1, 2, 3)
+	l.commitAll("m4")
+	l.restart(1)
+	l.step(failover)
+	l.settle()
+	l.finish()
+	l.want(1, 3, 3, "m1", "m2", "m4")
 }

@@ -11,6 +11,7 @@ import (
 	"tidemark/server/broker"
 	"tidemark/server/controller"
 	"tidemark/storage"
+	"tidemark/storage/vfs/errorfs"
 )
 
 // CreateTopic creates a topic through the controller and lets every broker
@@ -217,6 +218,41 @@ func (c *Cluster) Crash(id int32) error {
 	err = b.Crash()
 	c.publishFault(events.FaultCrash, id, fmt.Sprintf("broker %d crashed: its process stopped; data it wrote stays in the page cache", id))
 	return err
+}
+
+// FailDisk makes broker id's disk fail every write and fsync from now on
+// (a dead disk): at its next write its log dir goes offline, clients get
+// KAFKA_STORAGE_ERROR, and the broker halts, as Kafka does when its last
+// log dir fails; the controller moves its leaderships once it misses its
+// session. Restart brings it back on a working disk; what reached the disk
+// before the failure (the page cache included) is recovered.
+func (c *Cluster) FailDisk(id int32) error {
+	c.mu.Lock()
+	b, disk := c.brokers[id], c.disks[id]
+	c.mu.Unlock()
+	if b == nil || disk == nil {
+		return fmt.Errorf("%w: broker %d is not running", kerr.BrokerNotAvailable, id)
+	}
+	fail := func(op errorfs.Op) error {
+		if op.Kind == errorfs.OpWrite || op.Kind == errorfs.OpSync {
+			return fmt.Errorf("%w: disk failed", errorfs.ErrInjected)
+		}
+		return nil
+	}
+	disk.Inject(errorfs.InjectorFunc(fail))
+	c.publishFault(events.FaultDiskFailure, id, fmt.Sprintf("broker %d's disk failed: every write and fsync fails from now on", id))
+	return nil
+}
+
+// halted takes a broker that halted itself (its log dir went offline) out
+// of the running set, as a crash would.
+func (c *Cluster) halted(id int32, cause error) {
+	b, err := c.takeBroker(id)
+	if err != nil {
+		return // already stopped
+	}
+	b.Crash()
+	c.publishFault(events.FaultCrash, id, fmt.Sprintf("broker %d halted: its log dir went offline (%v)", id, cause))
 }
 
 // PowerLoss stops a broker and loses everything it had not fsynced.

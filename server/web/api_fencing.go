@@ -25,6 +25,7 @@ type FencingRuleBody struct {
 func (s *Server) fencingRoutes(e *echo.Echo) {
 	e.GET("/api/v1/cluster/fencing-rule", s.getFencingRule)
 	e.PUT("/api/v1/cluster/fencing-rule", s.setFencingRule, sameOrigin)
+	e.POST("/api/v1/brokers/:id/disk-failure", s.failDisk, sameOrigin)
 }
 
 func (s *Server) fencing() (Fencing, error) {
@@ -56,4 +57,26 @@ func (s *Server) setFencingRule(c echo.Context) error {
 		return LabError(err)
 	}
 	return c.JSON(http.StatusOK, FencingRuleBody{Rule: f.FencingRule()})
+}
+
+// DiskFaults fails a broker's disk.
+type DiskFaults interface {
+	// FailDisk makes every later write and fsync of broker id's disk fail:
+	// its log dir goes offline and the broker halts.
+	FailDisk(id int32) error
+}
+
+func (s *Server) failDisk(c echo.Context) error {
+	df, ok := s.opts.Lab.(DiskFaults)
+	if !ok {
+		return notImplemented("fail disks")
+	}
+	id, err := s.faultBroker(c, true)
+	if err != nil {
+		return err
+	}
+	if err := df.FailDisk(id); err != nil {
+		return LabError(err)
+	}
+	return c.JSON(http.StatusOK, s.brokerResponse(id))
 }

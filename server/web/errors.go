@@ -66,7 +66,7 @@ var kafkaStatus = map[*kerr.Error]int{
 	kerr.FencedLeaderEpoch:            http.StatusServiceUnavailable,
 	kerr.RequestTimedOut:              http.StatusGatewayTimeout,
 	kerr.UnknownServerError:           http.StatusInternalServerError,
-	kerr.KafkaStorageError:            http.StatusInternalServerError,
+	kerr.KafkaStorageError:            http.StatusServiceUnavailable,
 }
 
 // LabError turns an error from a lab control into an *Error: a Kafka error

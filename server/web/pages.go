@@ -196,7 +196,7 @@ func formCall(action string, get func(string) string) (apiCall, error) {
 		return id, nil
 	}
 	switch action {
-	case "crash", "power-loss", "restart", "fetch":
+	case "crash", "power-loss", "restart", "fetch", "disk-failure":
 		id, err := broker()
 		if err != nil {
 			return apiCall{}, err
@@ -322,7 +322,7 @@ func doneText(lang i18n.Lang, action string, get func(string) string, body []byt
 			}
 			return i18n.T(lang, "ui.done.produce", r.LastOffset-r.BaseOffset+1, r.Partition, r.BaseOffset, r.LastOffset, get("acks"))
 		}
-	case "crash", "power-loss", "restart", "fetch":
+	case "crash", "power-loss", "restart", "fetch", "disk-failure":
 		return i18n.T(lang, "ui.done."+action, get("broker"))
 	case "step":
 		return i18n.T(lang, "ui.done.step", get("ms"))
