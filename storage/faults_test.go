@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -307,5 +308,50 @@ func TestFileRegionOnErrorFS(t *testing.T) {
 	}
 	if _, ok := any(d.Region.File).(*os.File); !ok {
 		t.Fatal("region file is not an *os.File")
+	}
+}
+
+// Readers running while appends fail never see part of a failed append:
+// every read returns whole, valid batches below the LEO the failed append
+// left, or KAFKA_STORAGE_ERROR once the dir is offline.
+func TestReadersDuringAFailure(t *testing.T) {
+	cfg := flushEvery() // the fsync after the write fails: the batch was whole in the file
+	d, l, _, fsys := openFaultyLog(t, cfg)
+	for i := 0; i < 20; i++ {
+		if err := appendOne(l, 0, i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 3)
+	for r := 0; r < 3; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				batches, err := l.ReadBatches(0, 1<<40, 1<<20)
+				if errors.Is(err, kerr.KafkaStorageError) {
+					return
+				}
+				if err == nil && len(batches) > 0 && batches[len(batches)-1].Header.NextOffset() > 20 {
+					err = fmt.Errorf("read up to offset %d, past the last append that succeeded", batches[len(batches)-1].Header.NextOffset())
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	fsys.Inject(&errorfs.Rule{Op: errorfs.OpSync, Path: "*.log"})
+	isStorageError(t, "append", appendOne(l, 0, 20))
+	wg.Wait()
+	select {
+	case err := <-errs:
+		t.Fatal(err)
+	default:
+	}
+	if d.Offline() == nil || l.LogEndOffset() != 20 {
+		t.Fatalf("offline %v, LEO %d, want offline at 20", d.Offline(), l.LogEndOffset())
 	}
 }

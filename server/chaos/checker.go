@@ -44,14 +44,16 @@ const (
 // number at which it was first seen to the one at which it went (To 0:
 // still held at the end).
 type Copy struct {
-	Value     string  `json:"value"`
-	Partition int32   `json:"partition"`
-	Broker    int32   `json:"broker"`
-	Offset    int64   `json:"offset"`
-	From      uint64  `json:"from_seq"`
-	To        uint64  `json:"to_seq,omitempty"`
-	Action    int     `json:"action"` // the action during which it went; -1 while held
-	Removal   Removal `json:"removal,omitempty"`
+	Value     string `json:"value"`
+	Partition int32  `json:"partition"`
+	Broker    int32  `json:"broker"`
+	Offset    int64  `json:"offset"`
+	From      uint64 `json:"from_seq"`
+	To        uint64 `json:"to_seq,omitempty"`
+	// FromAction is the action after which it was first seen.
+	FromAction int     `json:"from_action"`
+	Action     int     `json:"action"` // the action during which it went; -1 while held
+	Removal    Removal `json:"removal,omitempty"`
 	// Detail is the truncation's reason as the broker reported it.
 	Detail string `json:"detail,omitempty"`
 }
@@ -71,11 +73,13 @@ type Election struct {
 // HWSample is the HW a consumer could see (ListOffsets latest at the
 // partition's leader) after one action.
 type HWSample struct {
-	Action      int   `json:"action"`
-	Partition   int32 `json:"partition"`
-	Leader      int32 `json:"leader"`
-	LeaderEpoch int32 `json:"leader_epoch"`
-	HW          int64 `json:"hw"`
+	Action int `json:"action"`
+	// Seq is the bus sequence when it was taken (the copies' clock).
+	Seq         uint64 `json:"seq"`
+	Partition   int32  `json:"partition"`
+	Leader      int32  `json:"leader"`
+	LeaderEpoch int32  `json:"leader_epoch"`
+	HW          int64  `json:"hw"`
 }
 
 // LeaderSample is who led a partition with which ISR after one action, as
@@ -286,7 +290,7 @@ func Check(in Input) Report {
 	}
 	r.ReplicasDiffer = diverging(in.Final.Replicas)
 	for _, g := range regressions(in.HWs) {
-		if unsyncedBetween(in.Copies, g.Partition, g.To.HW, g.From.HW, g.To.Action) {
+		if unsyncedBetween(in.Copies, g) {
 			r.UnsyncedHWBackwards = append(r.UnsyncedHWBackwards, g)
 		} else {
 			r.HWBackwards = append(r.HWBackwards, g)
@@ -349,16 +353,18 @@ func explainLoss(w Write, cs []Copy, elections []Election) Loss {
 	return l
 }
 
-// unsyncedBetween reports whether every record held at offsets [from, to)
-// of a partition and gone by action by was lost to power loss on every
+// unsyncedBetween reports whether every record the HW regression g fell
+// back over (held at offsets [g.To.HW, g.From.HW) when the old HW was seen,
+// and gone by the time the new one was) was lost to power loss on every
 // replica that held it (and there was one): a HW falling back over them is
-// what losing unsynced data looks like, not a separate fault.
-func unsyncedBetween(cs []Copy, p int32, from, to int64, by int) bool {
+// what losing unsynced data looks like, not a separate fault. A record
+// written at those offsets earlier and truncated before the old HW was
+// seen, or later, was never under that HW.
+func unsyncedBetween(cs []Copy, g Regression) bool {
 	values := map[string]bool{}
 	for _, c := range cs {
-		// Only the records gone by the regression count: a record written
-		// at the same offset afterwards was never under the old HW.
-		if c.Partition == p && c.Offset >= from && c.Offset < to && c.To != 0 && c.Action <= by {
+		if c.Partition == g.Partition && c.Offset >= g.To.HW && c.Offset < g.From.HW && c.To != 0 &&
+			c.From <= g.From.Seq && c.To > g.From.Seq && c.To <= g.To.Seq {
 			values[c.Value] = true
 		}
 	}

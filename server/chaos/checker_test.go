@@ -16,7 +16,7 @@ func clean() Input {
 			{Value: "p3-1", Producer: 3, Idempotent: true, Acks: "all", Partition: 0, Acked: true, Offset: 1, Attempts: 2},
 			{Value: "p1-2", Producer: 1, Acks: "all", Partition: 0, Offset: -1, Error: "NOT_ENOUGH_REPLICAS", Attempts: 1},
 		},
-		HWs: []HWSample{{Action: 1, HW: 0}, {Action: 2, HW: 1}, {Action: 3, HW: 2}, {Action: 4, HW: 2}},
+		HWs: []HWSample{{Action: 1, Seq: 2, HW: 0}, {Action: 2, Seq: 4, HW: 1}, {Action: 3, Seq: 8, HW: 2}, {Action: 4, Seq: 10, HW: 2}},
 		Leaders: []LeaderSample{
 			{Action: 1, Source: "controller", Leader: 1, LeaderEpoch: 0, ISR: []int32{1, 2, 3}},
 			{Action: 2, Source: "broker 1", Leader: 1, LeaderEpoch: 0, ISR: []int32{1, 2}},
@@ -86,11 +86,11 @@ func TestCheckUnsyncedLoss(t *testing.T) {
 	in.Copies = nil
 	for _, b := range []int32{1, 2, 3} {
 		in.Copies = append(in.Copies,
-			Copy{Value: "p1-1", Broker: b, Offset: 0, From: 5, To: 20, Removal: RemovedByPowerLoss},
-			Copy{Value: "p3-1", Broker: b, Offset: 1, From: 7, To: 20, Removal: RemovedByPowerLoss})
+			Copy{Value: "p1-1", Broker: b, Offset: 0, From: 5, To: 20, FromAction: 1, Action: 8, Removal: RemovedByPowerLoss},
+			Copy{Value: "p3-1", Broker: b, Offset: 1, From: 7, To: 20, FromAction: 2, Action: 8, Removal: RemovedByPowerLoss})
 	}
 	// The HW a consumer saw fell from 2 to 0 with them.
-	in.HWs = append(in.HWs, HWSample{Action: 9, HW: 0})
+	in.HWs = append(in.HWs, HWSample{Action: 9, Seq: 25, HW: 0})
 	r := Check(in)
 	c := r.Counts()
 	if c.UnsyncedLost != 2 || c.Lost != 0 || c.UnsyncedHWBackwards != 1 || c.HWBackwards != 0 || c.Violations() != 0 {
@@ -101,10 +101,14 @@ func TestCheckUnsyncedLoss(t *testing.T) {
 	}
 	// A record written at the freed offset after the regression changes
 	// nothing.
-	in.Copies = append(in.Copies, Copy{Value: "p1-9", Broker: 1, Offset: 0, From: 30, Action: -1})
+	in.Copies = append(in.Copies, Copy{Value: "p1-9", Broker: 1, Offset: 0, From: 30, FromAction: 10, Action: -1})
+	// Nor does one written there before and truncated before the old HW
+	// was seen (it was never under it).
+	in.Copies = append(in.Copies, Copy{Value: "p2-9", Broker: 3, Offset: 0, From: 1, To: 2, FromAction: 0, Action: 0, Removal: RemovedByTruncation})
 	if c := Check(in).Counts(); c.UnsyncedHWBackwards != 1 || c.HWBackwards != 0 {
-		t.Fatalf("a later record at the same offset: %+v", c)
+		t.Fatalf("other records at the same offset: %+v", c)
 	}
+	in.Copies = in.Copies[:len(in.Copies)-2]
 	// One replica that truncated it instead makes it a real loss.
 	in.Copies[4].Removal = RemovedByTruncation
 	if c := Check(in).Counts(); c.Lost != 1 || c.UnsyncedLost != 1 || c.HWBackwards != 1 {

@@ -369,7 +369,17 @@ func (r *runner) stopped(id int32, recoveryPoints map[int32]int64) {
 		if !ok {
 			rp = -1
 		}
-		cut[p] = &powerCut{seq: r.c.Bus().LastSeq(), recoveryPoint: rp}
+		c := &powerCut{seq: r.c.Bus().LastSeq(), recoveryPoint: rp}
+		// A stop before the replica was sampled again (a power loss, a
+		// restart, then a crash) adds to the earlier one: what the first
+		// power loss took is still its doing, and a crash takes nothing.
+		if prev := r.restarted[id][p]; prev != nil && prev.recoveryPoint >= 0 {
+			c.seq = prev.seq
+			if rp < 0 || prev.recoveryPoint < rp {
+				c.recoveryPoint = prev.recoveryPoint
+			}
+		}
+		cut[p] = c
 	}
 	r.restarted[id] = cut
 	r.closeClient(id)
@@ -646,7 +656,8 @@ func (r *runner) sample(a Action) {
 				k := copyKey{x.Value, id}
 				if _, ok := r.open[k]; !ok {
 					r.open[k] = len(r.copies)
-					r.copies = append(r.copies, Copy{Value: x.Value, Partition: p, Broker: id, Offset: x.Offset, From: now, Action: -1})
+					r.copies = append(r.copies, Copy{Value: x.Value, Partition: p, Broker: id, Offset: x.Offset, From: now,
+						FromAction: r.action, Action: -1})
 				}
 			}
 			r.held[id][p] = have
@@ -713,7 +724,7 @@ func (r *runner) sampleLeaders() {
 		r.leaders = append(r.leaders, LeaderSample{Action: r.action, Partition: p.Partition, Source: fmt.Sprintf("broker %d", p.Leader),
 			Leader: p.Leader, LeaderEpoch: st.LeaderEpoch, ISR: slices.Clone(st.ISR)})
 		if hw, ok := r.visibleHW(b, p.Partition); ok {
-			r.hws = append(r.hws, HWSample{Action: r.action, Partition: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, HW: hw})
+			r.hws = append(r.hws, HWSample{Action: r.action, Seq: r.c.Bus().LastSeq(), Partition: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, HW: hw})
 		}
 	}
 }
