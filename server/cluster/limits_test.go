@@ -169,9 +169,11 @@ func TestFetchDuplicatePartitions(t *testing.T) {
 	if got := len(resp.Topics[0].Partitions[0].RecordBatches); got == 0 || got > 64<<10 {
 		t.Fatalf("partition 0: %d bytes of records, want its ~40 KB", got)
 	}
-	// The request itself is ~1.4 MB on the wire and ~5 MB decoded on each
-	// side; 100,000 reads and answers would be hundreds of MB.
-	if grown > 64<<20 {
+	// The request is ~1.4 MB on the wire and is decoded twice by the
+	// listener (the trailing-bytes check) and built once by the test: 45 MB
+	// in all (59 MB under -race). Answering all 100,000 copies allocated
+	// 135 MB more, besides the reads.
+	if grown > 96<<20 {
 		t.Errorf("the fetch allocated %d MB", grown>>20)
 	}
 
