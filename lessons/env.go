@@ -30,14 +30,16 @@ type Env struct {
 	// the next: what each producer heard ("topic/value"), every value sent
 	// (to name truncated records), producer ids, what consumers read, the
 	// last offset lookup and time lookup, and marked times.
-	results    map[string]*result
-	sent       map[string]bool
-	pids       map[string]int64
-	consumed   map[string][]string
-	consumeErr map[string]error
-	lookup     *storage.LookupTrace
-	timeOffset int64
-	times      map[string]int64
+	results     map[string]*result
+	sent        map[string]bool
+	pids        map[string]int64
+	consumed    map[string][]string
+	consumeErr  map[string]error
+	lookup      *storage.LookupTrace
+	lookupAt    int32
+	lookupTopic string
+	timeOffset  int64
+	times       map[string]int64
 
 	wg  sync.WaitGroup // pending produces
 	out Outcome

@@ -178,4 +178,3 @@ func (s Speed) Pause() (d time.Duration, ok bool) {
 	}
 	return 0, false
 }
-

@@ -31,12 +31,14 @@ type Value struct {
 	err  error
 }
 
-func num(n int64) Value            { return Value{kind: vNum, n: n} }
-func str(s string) Value           { return Value{kind: vStr, s: s} }
-func list(l []string) Value        { return Value{kind: vList, list: l} }
-func truth(b bool) Value           { return Value{kind: vBool, b: b} }
-func errValue(err error) Value     { return Value{kind: vErr, err: err} }
-func ints32(l []int32) Value       { return list(mapS(l, func(x int32) string { return strconv.Itoa(int(x)) })) }
+func num(n int64) Value        { return Value{kind: vNum, n: n} }
+func str(s string) Value       { return Value{kind: vStr, s: s} }
+func list(l []string) Value    { return Value{kind: vList, list: l} }
+func truth(b bool) Value       { return Value{kind: vBool, b: b} }
+func errValue(err error) Value { return Value{kind: vErr, err: err} }
+func ints32(l []int32) Value {
+	return list(mapS(l, func(x int32) string { return strconv.Itoa(int(x)) }))
+}
 func mapS[T any](l []T, f func(T) string) []string {
 	out := make([]string, 0, len(l))
 	for _, x := range l {
@@ -115,7 +117,7 @@ var kafkaErrors = map[string]Text{
 	"KAFKA_STORAGE_ERROR": T("the broker's disk failed while accessing the log",
 		"访问 log 时 broker 的磁盘出错", "存取 log 時 broker 的磁碟出錯"),
 	"UNKNOWN_TOPIC_OR_PARTITION": T("no such topic or partition", "没有这个 topic 或分区", "沒有這個 topic 或分區"),
-	"OFFSET_OUT_OF_RANGE": T("the offset is outside the log", "offset 超出 log 范围", "offset 超出 log 範圍"),
+	"OFFSET_OUT_OF_RANGE":        T("the offset is outside the log", "offset 超出 log 范围", "offset 超出 log 範圍"),
 }
 
 // ErrorText is an error as a learner reads it: OK for none, a Kafka error

@@ -289,7 +289,7 @@ func init() {
 			if err != nil {
 				return err
 			}
-			e.lookup = &tr
+			e.lookup, e.lookupAt, e.lookupTopic = &tr, id(a[0]), a[1]
 			e.Point(Pointer{Kind: "file", Broker: id(a[0]), Topic: a[1], File: tr.SegmentFile, Offset: tr.SegmentBaseOffset})
 			e.Point(Pointer{Kind: "record", Broker: id(a[0]), Topic: a[1], Offset: off})
 			return nil
@@ -350,11 +350,11 @@ func init() {
 		}},
 	}
 	queries = map[string]querySpec{
-		"leo":              {"broker topic", statusQuery(func(l *storage.Log, s statusT) int64 { return s.LogEndOffset })},
-		"hw":               {"broker topic", statusQuery(func(l *storage.Log, s statusT) int64 { return s.HighWatermark })},
-		"log-start":        {"broker topic", statusQuery(func(l *storage.Log, s statusT) int64 { return l.LogStartOffset() })},
-		"recovery-point":   {"broker topic", statusQuery(func(l *storage.Log, s statusT) int64 { return l.RecoveryPoint() })},
-		"values":           {"broker topic", func(e *Env, a []string) (Value, error) { return list(e.Values(id(a[0]), a[1])), nil }},
+		"leo":            {"broker topic", statusQuery(func(l *storage.Log, s statusT) int64 { return s.LogEndOffset })},
+		"hw":             {"broker topic", statusQuery(func(l *storage.Log, s statusT) int64 { return s.HighWatermark })},
+		"log-start":      {"broker topic", statusQuery(func(l *storage.Log, s statusT) int64 { return l.LogStartOffset() })},
+		"recovery-point": {"broker topic", statusQuery(func(l *storage.Log, s statusT) int64 { return l.RecoveryPoint() })},
+		"values":         {"broker topic", func(e *Env, a []string) (Value, error) { return list(e.Values(id(a[0]), a[1])), nil }},
 		"value-at": {"broker topic int", func(e *Env, a []string) (Value, error) {
 			off, _ := strconv.ParseInt(a[2], 10, 64)
 			for _, r := range e.Records(id(a[0]), a[1]) {
@@ -522,28 +522,18 @@ func init() {
 			}
 			return num(int64(tr.IndexEntry.Position))
 		})},
-		"lookup-start":      {"", lookupQuery(func(tr *storage.LookupTrace) Value { return num(tr.StartPosition) })},
-		"lookup-scanned":    {"", lookupQuery(func(tr *storage.LookupTrace) Value { return num(int64(len(tr.Scanned))) })},
-		"lookup-position":   {"", lookupQuery(func(tr *storage.LookupTrace) Value { return num(tr.Position) })},
+		"lookup-start":       {"", lookupQuery(func(tr *storage.LookupTrace) Value { return num(tr.StartPosition) })},
+		"lookup-scanned":     {"", lookupQuery(func(tr *storage.LookupTrace) Value { return num(int64(len(tr.Scanned))) })},
+		"lookup-position":    {"", lookupQuery(func(tr *storage.LookupTrace) Value { return num(tr.Position) })},
 		"lookup-batch-first": {"", lookupQuery(func(tr *storage.LookupTrace) Value { return num(tr.Batch.BaseOffset) })},
 		"lookup-batch-last":  {"", lookupQuery(func(tr *storage.LookupTrace) Value { return num(tr.Batch.LastOffset()) })},
-		"index-entries": {"broker topic int", func(e *Env, a []string) (Value, error) {
-			base, _ := strconv.ParseInt(a[2], 10, 64)
-			for _, s := range segments(e, id(a[0]), a[1]) {
-				if s.BaseOffset == base {
-					return num(int64(len(s.Index))), nil
-				}
-			}
-			return num(0), nil
+		"lookup-index-entries": {"", func(e *Env, _ []string) (Value, error) {
+			s, err := e.lookupSegment()
+			return num(int64(len(s.Index))), err
 		}},
-		"segment-records": {"broker topic int", func(e *Env, a []string) (Value, error) {
-			base, _ := strconv.ParseInt(a[2], 10, 64)
-			for _, s := range segments(e, id(a[0]), a[1]) {
-				if s.BaseOffset == base {
-					return num(s.NextOffset - s.BaseOffset), nil
-				}
-			}
-			return num(0), nil
+		"lookup-segment-records": {"", func(e *Env, _ []string) (Value, error) {
+			s, err := e.lookupSegment()
+			return num(s.NextOffset - s.BaseOffset), err
 		}},
 		"last-segment-at-or-below": {"broker topic int", func(e *Env, a []string) (Value, error) {
 			off, _ := strconv.ParseInt(a[2], 10, 64)
@@ -633,6 +623,19 @@ func init() {
 			return num(readCheckpoint(filepath.Join(b.LogDir().Path(), "replication-offset-checkpoint"), a[1])), nil
 		}},
 	}
+}
+
+// lookupSegment is the segment the last lookup chose.
+func (e *Env) lookupSegment() (storage.SegmentInfo, error) {
+	if e.lookup == nil {
+		return storage.SegmentInfo{}, errors.New("no lookup yet (do lookup BROKER TOPIC OFFSET first)")
+	}
+	for _, s := range segments(e, e.lookupAt, e.lookupTopic) {
+		if s.BaseOffset == e.lookup.SegmentBaseOffset {
+			return s, nil
+		}
+	}
+	return storage.SegmentInfo{}, errors.New("the looked-up segment is gone")
 }
 
 type statusT = struct{ LogEndOffset, HighWatermark int64 }
