@@ -355,6 +355,9 @@ func init() {
 		"log-start":      {"broker topic", statusQuery(func(l *storage.Log, s statusT) int64 { return l.LogStartOffset() })},
 		"recovery-point": {"broker topic", statusQuery(func(l *storage.Log, s statusT) int64 { return l.RecoveryPoint() })},
 		"values":         {"broker topic", func(e *Env, a []string) (Value, error) { return list(e.Values(id(a[0]), a[1])), nil }},
+		"leader-values": {"topic", func(e *Env, a []string) (Value, error) {
+			return list(e.Values(e.Meta(a[0]).Leader, a[0])), nil
+		}},
 		"value-at": {"broker topic int", func(e *Env, a []string) (Value, error) {
 			off, _ := strconv.ParseInt(a[2], 10, 64)
 			for _, r := range e.Records(id(a[0]), a[1]) {
