@@ -2,7 +2,6 @@ package lessons
 
 import (
 	"embed"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -33,7 +32,7 @@ var (
 // that TestBuiltinLessonsParse reports; here it panics.
 func loadBuiltin() {
 	builtinOnce.Do(func() {
-		ls, err := loadFS(builtin, "data", nil)
+		ls, err := loadFS(builtin, "data", nil, "")
 		if err != nil {
 			panic("lessons: a built-in lesson is broken: " + err.Error())
 		}
@@ -45,7 +44,7 @@ func loadBuiltin() {
 
 // loadFS parses and compiles every lesson file of dir, and checks the set
 // together with have: ids unique, builds-on naming earlier lessons.
-func loadFS(fsys fs.FS, dir string, have []*Lesson) ([]*Lesson, error) {
+func loadFS(fsys fs.FS, dir string, have []*Lesson, shownDir string) ([]*Lesson, error) {
 	names, err := fs.Glob(fsys, path.Join(dir, "*"+Ext))
 	if err != nil {
 		return nil, err
@@ -56,7 +55,7 @@ func loadFS(fsys fs.FS, dir string, have []*Lesson) ([]*Lesson, error) {
 		if err != nil {
 			return nil, err
 		}
-		s, err := ParseScript(path.Base(name), src)
+		s, err := ParseScript(filepath.Join(shownDir, path.Base(name)), src)
 		if err != nil {
 			return nil, err
 		}
@@ -101,9 +100,10 @@ func checkPath(all []*Lesson) error {
 	return nil
 }
 
-// AddDir loads every *.lesson file of dir into the catalog, after the
-// built-in ones. A bad file refuses the whole directory with the file, its
-// line and what is wrong; nothing is added then.
+// AddDir loads every *.lesson file of dir into the catalog, beside the
+// built-in ones; loading a directory again replaces what it added before.
+// A bad file refuses the whole directory with the file, its line and what
+// is wrong; the catalog is unchanged then.
 func AddDir(dir string) ([]*Lesson, error) {
 	st, err := os.Stat(dir)
 	if err != nil {
@@ -115,15 +115,13 @@ func AddDir(dir string) ([]*Lesson, error) {
 	loadBuiltin()
 	catalogMu.Lock()
 	defer catalogMu.Unlock()
-	ls, err := loadFS(os.DirFS(dir), ".", catalog)
+	dir = filepath.Clean(dir)
+	others := slices.DeleteFunc(slices.Clone(catalog), func(l *Lesson) bool { return filepath.Dir(l.File) == dir })
+	ls, err := loadFS(os.DirFS(dir), ".", others, dir)
 	if err != nil {
-		var pe *ParseError
-		if errors.As(err, &pe) {
-			pe.File = filepath.Join(dir, pe.File)
-		}
 		return nil, err
 	}
-	catalog = append(catalog, ls...)
+	catalog = append(others, ls...)
 	sortLessons(catalog)
 	return ls, nil
 }
