@@ -155,8 +155,16 @@ type parser struct {
 	step  *ScriptStep
 	inSet bool
 	slot  *textSlot
-	// topics created so far, so an action naming an unknown topic is refused.
-	topics map[string]bool
+	// topics created anywhere in the file, and where each topic is named:
+	// a name no create-topic makes is refused at the end.
+	topics    map[string]bool
+	topicRefs []topicRef
+	lineNo    int
+}
+
+type topicRef struct {
+	line int
+	name string
 }
 
 // ParseScript reads one lesson file. A bad file gives a *ParseError with
@@ -234,6 +242,7 @@ func placeholders(s string) []string {
 }
 
 func (p *parser) line(n int, raw string) error {
+	p.lineNo = n
 	if !strings.ContainsRune(raw, '\t') && strings.ContainsFunc(raw, func(r rune) bool { return r < ' ' }) {
 		return p.errf(n, "control character in the line")
 	}
@@ -457,6 +466,11 @@ func (p *parser) finish(n int) error {
 	if err := p.endStep(); err != nil {
 		return err
 	}
+	for _, r := range p.topicRefs {
+		if !p.topics[r.name] {
+			return p.errf(r.line, "topic %q is never created (do create-topic %s … in setup)", r.name, r.name)
+		}
+	}
 	s := p.s
 	switch {
 	case s.ID == "":
@@ -609,9 +623,7 @@ func (p *parser) checkArg(kind, a string) error {
 			return fmt.Errorf("%s %q: want %d to %d", kind, a, lo, p.s.Brokers)
 		}
 	case "topic":
-		if !p.topics[a] {
-			return fmt.Errorf("topic %q is not created (do create-topic %s … in setup)", a, a)
-		}
+		p.topicRefs = append(p.topicRefs, topicRef{p.lineNo, a})
 	case "int":
 		if _, err := strconv.ParseInt(a, 10, 64); err != nil {
 			return fmt.Errorf("%q is not a whole number", a)
