@@ -233,6 +233,18 @@ func init() {
 			}
 			return nil
 		}},
+		"await-halt": {"broker", nil, func(e *Env, a []string, _ map[string]string) error {
+			// A broker whose last log dir failed halts on its own goroutine.
+			deadline := time.Now().Add(10 * time.Second)
+			for e.c.Broker(id(a[0])) != nil {
+				if time.Now().After(deadline) {
+					return fmt.Errorf("broker %s did not halt", a[0])
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			e.wait()
+			return nil
+		}},
 		"step": {"duration", nil, func(e *Env, a []string, _ map[string]string) error {
 			d, _ := time.ParseDuration(a[0])
 			return e.Step(d)
