@@ -118,9 +118,9 @@ func (e *Env) eval(c Cond) (bool, Text, error) {
 			return false, Text{}, fmt.Errorf("%s: %w", t.Q, err)
 		}
 		all = all && ok
-		got = append(got, T("%s: %s", "%s：%s", "%s：%s").F(t.Q.String(), v.Human()))
+		got = append(got, v.Human())
 	}
-	return all, joinTexts(got, T("; ", "；", "；")), nil
+	return all, joinTexts(got, T(" · ", " · ", " · ")), nil
 }
 
 func joinTexts(ts []Text, sep Text) Text {

@@ -72,6 +72,9 @@ func walk(t *testing.T, r *Run) {
 			}
 		}
 		for _, x := range texts {
+			for _, p := range zhProblems(x) {
+				t.Errorf("step %d: %s", i+1, p)
+			}
 			for _, l := range i18n.Languages() {
 				if v := x.In(l); strings.TrimSpace(v) == "" || strings.Contains(v, "%!") {
 					t.Errorf("step %d: outcome text %q in %s: %q", i+1, x.En, l, v)
