@@ -131,7 +131,11 @@ func TestBrowserLessons(t *testing.T) {
 			}
 			// The live panel follows the run's own cluster, not the main one.
 			poll(`document.querySelector('#panel[data-status="live"] [data-topic="lab"][data-broker="1"][data-leo="1"]') !== null`)
-			// Step 2 asks for a prediction: pick "nothing" and run.
+			// Step 2 asks for a prediction with nothing chosen for the learner.
+			if n := js(`String(document.querySelectorAll('#predict input:checked').length)`); n != "0" {
+				t.Fatalf("%s choices preselected", n)
+			}
+			// Pick "nothing" and run.
 			if err := chromedp.Do(bctx, chromedp.Click(chromedp.CSS(`#predict input[value="nothing"]`))); err != nil {
 				t.Fatal(err)
 			}
@@ -144,6 +148,13 @@ func TestBrowserLessons(t *testing.T) {
 			}
 			if n := js(`String(document.querySelectorAll('#checks li[data-pass="false"]').length)`); n != "0" {
 				t.Fatalf("%s checks failed", n)
+			}
+			// Every choice now says why it is right or wrong; the learner's is marked.
+			if n := js(`String(document.querySelectorAll('#choices-why li').length)`); n != "2" {
+				t.Fatalf("%s choices explained, want 2", n)
+			}
+			if got := attr(`#choices-why li[data-choice="nothing"]`, "data-chosen"); got != "true" {
+				t.Fatalf("the chosen answer is not marked: %q", got)
 			}
 			// Back: the lanes after step 1, rebuilt from the recorded events.
 			click("#back", at(1))
