@@ -193,3 +193,47 @@ func TestRuleSwitch(t *testing.T) {
 		t.Fatal("no-progress diverging epoch accepted")
 	}
 }
+
+// TestISRProposalsCarryBrokerEpochs: a proposal names, for each member, the
+// broker epoch of its last fetch (KIP-903), and -1 for the leader.
+func TestISRProposalsCarryBrokerEpochs(t *testing.T) {
+	p, err := New(1, DefaultConfig(), LogState{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.LeaderAndIsr(PartitionState{Leader: 1, LeaderEpoch: 0, PartitionEpoch: 0, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 3}}); err != nil {
+		t.Fatal(err)
+	}
+	p.Ready()
+	p.FollowerFetch(FetchRequest{ReplicaID: 2, FetchOffset: 0, CurrentLeaderEpoch: 0, LastFetchedEpoch: -1, ReplicaEpoch: 42})
+	rd := p.Ready()
+	if rd.AlterPartition == nil || !slices.Equal(rd.AlterPartition.NewISR, []int32{1, 2, 3}) ||
+		!slices.Equal(rd.AlterPartition.NewISRBrokerEpochs, []int64{-1, 42, -1}) {
+		t.Fatalf("proposal %+v; want ISR [1 2 3] with broker epochs [-1 42 -1]", rd.AlterPartition)
+	}
+}
+
+// TestIneligibleReplicaRetried: an ISR proposal refused with
+// INELIGIBLE_REPLICA is dropped and made again at the next fetch (the
+// controller kept the committed state); one refused with
+// INVALID_UPDATE_VERSION waits for new state.
+func TestIneligibleReplicaRetried(t *testing.T) {
+	for _, tc := range []struct {
+		err     error
+		retried bool
+	}{{kerr.IneligibleReplica, true}, {kerr.InvalidUpdateVersion, false}, {kerr.FencedLeaderEpoch, false}, {kerr.StaleBrokerEpoch, true}} {
+		p, _ := New(1, DefaultConfig(), LogState{}, 0)
+		p.LeaderAndIsr(PartitionState{Leader: 1, Replicas: []int32{1, 2}, ISR: []int32{1}})
+		p.Ready()
+		fetch := FetchRequest{ReplicaID: 2, CurrentLeaderEpoch: 0, LastFetchedEpoch: -1}
+		p.FollowerFetch(fetch)
+		if p.Ready().AlterPartition == nil {
+			t.Fatal("no proposal")
+		}
+		p.AlterPartitionResponse(AlterPartitionResponse{Err: tc.err})
+		p.FollowerFetch(fetch)
+		if got := p.Ready().AlterPartition != nil; got != tc.retried {
+			t.Errorf("after %v: proposed again %v, want %v", tc.err, got, tc.retried)
+		}
+	}
+}

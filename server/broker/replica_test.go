@@ -95,9 +95,9 @@ func TestStaleFetchResponseDroppedAfterBecomingLeader(t *testing.T) {
 	defer cl.Close()
 	req := kmsg.NewPtrFetchRequest()
 	req.SetVersion(fetchVersion)
-	req.ReplicaID, req.MaxBytes, req.SessionEpoch = followerID, 1<<20, -1
+	req.ReplicaState.ID, req.ReplicaState.Epoch, req.MaxBytes, req.SessionEpoch = followerID, follower.BrokerEpoch(), 1<<20, -1
 	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic = "t"
+	rt.TopicID = tc.ID
 	rp := kmsg.NewFetchRequestTopicPartition()
 	rp.FetchOffset, rp.CurrentLeaderEpoch, rp.LastFetchedEpoch, rp.PartitionMaxBytes = sent.FetchOffset, sent.CurrentLeaderEpoch, sent.LastFetchedEpoch, 1<<20
 	rt.Partitions = append(rt.Partitions, rp)
