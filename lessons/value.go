@@ -74,6 +74,9 @@ func errCode(err error) string {
 	}
 	var ke *kerr.Error
 	if errors.As(err, &ke) {
+		if ke.Code == kerr.NotLeaderForPartition.Code {
+			return "NOT_LEADER_OR_FOLLOWER" // code 6's name since Kafka 2.6 (franz-go keeps the old one)
+		}
 		return ke.Message
 	}
 	return err.Error()
@@ -111,7 +114,7 @@ var kafkaErrors = map[string]Text{
 		"已写入 log，但同步副本数少于 min.insync.replicas", "已寫入 log，但同步副本數少於 min.insync.replicas"),
 	"LEADER_NOT_AVAILABLE": T("the partition has no leader right now",
 		"该分区目前没有 leader", "該分區目前沒有 leader"),
-	"NOT_LEADER_FOR_PARTITION": T("this broker is not the partition's leader",
+	"NOT_LEADER_OR_FOLLOWER": T("this broker is not the partition's leader",
 		"该 broker 不是这个分区的 leader", "該 broker 不是這個分區的 leader"),
 	"REQUEST_TIMED_OUT": T("the request timed out", "请求超时", "請求逾時"),
 	"KAFKA_STORAGE_ERROR": T("the broker's disk failed while accessing the log",
