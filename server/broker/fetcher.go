@@ -188,7 +188,15 @@ func (f *fetcher) round(ctx context.Context, maxWait time.Duration, stepped bool
 	if len(sentParts) == 0 {
 		return false, nil
 	}
-	if !b.cfg.Network.Allowed(b.cfg.ID, f.leader) {
+	there := b.cfg.Network.Allowed(b.cfg.ID, f.leader)
+	reqEvs := make([]events.Event, len(sentParts))
+	for i, sp := range sentParts {
+		reqEvs[i] = sp.r.event(events.KindFetchRequest)
+		reqEvs[i].Wire = &events.Wire{From: b.cfg.ID, To: f.leader, FetchOffset: sp.req.FetchOffset,
+			LastFetchedEpoch: sp.req.LastFetchedEpoch, Lost: !there}
+	}
+	b.publish(reqEvs...)
+	if !there {
 		return true, ErrLinkCut
 	}
 	if d := b.cfg.Network.Delay(b.cfg.ID, f.leader); d > 0 {
@@ -209,10 +217,12 @@ func (f *fetcher) round(ctx context.Context, maxWait time.Duration, stepped bool
 	}
 	// A link cut the other way loses the response: the leader counted the
 	// fetch, the follower never hears back.
-	if !b.cfg.Network.Allowed(f.leader, b.cfg.ID) {
+	back := b.cfg.Network.Allowed(f.leader, b.cfg.ID)
+	resp := raw.(*kmsg.FetchResponse)
+	b.publish(fetchResponseEvents(resp, f.leader, b.cfg.ID, !back)...)
+	if !back {
 		return true, ErrLinkCut
 	}
-	resp := raw.(*kmsg.FetchResponse)
 	if resp.ErrorCode != 0 {
 		return true, kerr.ErrorForCode(resp.ErrorCode)
 	}
@@ -394,4 +404,29 @@ func (r *replica) prepareFollowerAppend(records []byte) ([]byte, []func()) {
 		return nil, after // the cut ended elsewhere: fetch again from the new LEO
 	}
 	return records, after
+}
+
+// fetchResponseEvents describes resp, one event per partition, for the
+// stage: what the leader answered and its HW.
+func fetchResponseEvents(resp *kmsg.FetchResponse, leader, follower int32, lost bool) []events.Event {
+	var evs []events.Event
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			e := events.Event{Kind: events.KindFetchResponse, Broker: follower, Topic: t.Topic, Partition: p.Partition,
+				Wire: &events.Wire{From: leader, To: follower, HW: p.HighWatermark, Records: countRecords(p.RecordBatches), Lost: lost}}
+			if p.ErrorCode != 0 {
+				e.Error = kerr.ErrorForCode(p.ErrorCode).Error()
+			}
+			evs = append(evs, e)
+		}
+	}
+	return evs
+}
+
+// countRecords counts the records in a record set from its batch headers.
+func countRecords(records []byte) (n int) {
+	for _, h := range storage.ScanBatchHeaders(records) {
+		n += int(h.NumRecords)
+	}
+	return n
 }
