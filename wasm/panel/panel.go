@@ -93,7 +93,9 @@ func (s *State) Handle(m events.Message) bool {
 				continue
 			}
 			s.Snap.Apply(e)
-			s.Recent = append(s.Recent, e)
+			if !e.Kind.IsMessage() { // drawn in flight on the stage, not listed
+				s.Recent = append(s.Recent, e)
+			}
 			s.Hist = append(s.Hist, e)
 			changed = true
 		}
@@ -352,6 +354,9 @@ func Describe(e events.Event, c Catalog) string {
 		} else {
 			d = c.T("panel.ev.topic.deleted", e.Topic)
 		}
+	}
+	if e.Kind.IsMessage() && e.Wire != nil {
+		d = c.T("stage.ev.msg", nodeName(e.Wire.From, c), nodeName(e.Wire.To, c), MessageLabel(e, c))
 	}
 	if d == "" {
 		d = string(e.Kind)
