@@ -143,9 +143,12 @@ func StageShape(v *events.Snapshot) string {
 	return b.String()
 }
 
-// pct places an HTML element over the stage at p.
+// pct is where an HTML element goes over the stage at p: "left%,top%",
+// in its data-pos attribute. The page's policy forbids inline styles, so
+// the panel places the element from it (PlaceJS); without the panel the
+// nodes are listed in order instead.
 func pct(p Point) string {
-	return `left:` + f1(p.X*100/StageW) + `%;top:` + f1(p.Y*100/StageH) + `%`
+	return f1(p.X*100/StageW) + `,` + f1(p.Y*100/StageH)
 }
 
 // StageNodesHTML returns the stage's nodes: the controller, the client and
@@ -157,14 +160,14 @@ func StageNodesHTML(v *events.Snapshot, c Catalog, next string) string {
 	ids := brokerIDs(v)
 	pos := StageLayout(ids)
 	var b strings.Builder
-	b.WriteString(`<div class="node controller" data-testid="node-0" data-state="up" style="` + pct(pos[0]) + `"><span class="node-name">` +
+	b.WriteString(`<div class="node controller" data-testid="node-0" data-state="up" data-pos="` + pct(pos[0]) + `"><span class="node-name">` +
 		esc(c.T("panel.controller")) + `</span><span class="node-state">` + esc(c.T("stage.node0")) + `</span></div>`)
-	b.WriteString(`<div class="node client" data-testid="node-client" style="` + pct(pos[ClientNode]) + `"><span class="node-name">` +
+	b.WriteString(`<div class="node client" data-testid="node-client" data-pos="` + pct(pos[ClientNode]) + `"><span class="node-name">` +
 		esc(c.T("stage.producer")) + `</span><span class="node-state" id="stage-producer">` + esc(c.T("stage.producer.idle")) + `</span></div>`)
 	for _, nv := range StageNodes(v, c) {
 		sid := itoa(nv.ID)
 		b.WriteString(`<details class="node broker state-` + esc(nv.State) + `" data-testid="node-` + sid + `" data-broker="` + sid +
-			`" data-state="` + esc(nv.State) + `" style="` + pct(pos[nv.ID]) + `"><summary aria-label="` + esc(c.T("stage.menu.broker", nv.ID)) + `">` +
+			`" data-state="` + esc(nv.State) + `" data-pos="` + pct(pos[nv.ID]) + `"><summary aria-label="` + esc(c.T("stage.menu.broker", nv.ID)) + `">` +
 			`<span class="node-name">` + esc(c.T("panel.broker", nv.ID)) + `</span><span class="node-state">` + esc(nv.Text) +
 			`</span><span class="node-role">` + esc(nv.Role) + `</span></summary><div class="menu">`)
 		for _, act := range []string{"crash", "power-loss", "disk-failure", "restart", "fetch"} {
@@ -202,7 +205,7 @@ func StageLinkMenusHTML(v *events.Snapshot, c Catalog, next string) string {
 		p, q := pos[l.From], pos[l.To]
 		mid := Point{(p.X + q.X) / 2, (p.Y + q.Y) / 2}
 		na, nz := nodeName(l.From, c), nodeName(l.To, c)
-		b.WriteString(`<details class="linkctl" data-testid="linkctl-` + a + `-` + z + `" style="` + pct(mid) + `"><summary aria-label="` +
+		b.WriteString(`<details class="linkctl" data-testid="linkctl-` + a + `-` + z + `" data-pos="` + pct(mid) + `"><summary aria-label="` +
 			esc(c.T("stage.menu.link", na, nz)) + `"><span aria-hidden="true">⋯</span></summary><div class="menu">`)
 		b.WriteString(actionForm(next, "cut", c.T("stage.act.cut1", na, nz), "from", a, "to", z, "oneway", "true"))
 		b.WriteString(actionForm(next, "cut", c.T("stage.act.cut1", nz, na), "from", z, "to", a, "oneway", "true"))
