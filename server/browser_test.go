@@ -315,14 +315,15 @@ func TestBrowserPanel(t *testing.T) {
 
 	// Crash the leader with its button: a new leader and a new leader epoch.
 	leader, epoch := p0.Leader, p0.LeaderEpoch
-	b.click(`#brokers tr[data-broker="` + strconv.Itoa(int(leader)) + `"] form[data-action="crash"] button`)
+	b.click(`[data-testid="node-` + strconv.Itoa(int(leader)) + `"] > summary`) // the stage's broker menu
+	b.click(`[data-testid="node-` + strconv.Itoa(int(leader)) + `"] form[data-action="crash"] button`)
 	b.poll(`(()=>{const f=document.querySelector('`+fig(0)+`');return f && +f.dataset.leader>0 && +f.dataset.leader!==`+strconv.Itoa(int(leader))+` && +f.dataset.epoch>`+strconv.Itoa(int(epoch))+`})()`,
 		"a new leader and leader epoch for demo-0")
 	b.poll(`document.querySelector('#panel-brokers .broker-card.state-crashed[data-broker="`+strconv.Itoa(int(leader))+`"]') !== null`, "the crashed broker's card")
 	b.shot("2-leader-crashed")
 
 	// Restart it: it recovers, catches up and rejoins the ISR.
-	b.click(`#brokers tr[data-broker="` + strconv.Itoa(int(leader)) + `"] form[data-action="restart"] button`)
+	b.click(`[data-testid="node-` + strconv.Itoa(int(leader)) + `"] form[data-action="restart"] button`) // its menu is still open
 	b.poll(`(document.querySelector('`+fig(0)+`')||{dataset:{}}).dataset.isr?.split(/[\[\],]/).includes("`+strconv.Itoa(int(leader))+`")`,
 		fmt.Sprintf("broker %d to rejoin the ISR of demo-0", leader))
 	b.poll(`document.querySelector('`+lane(0, leader)+`:not(.osr)') !== null`, "the restarted broker's lane marked ISR")

@@ -203,7 +203,8 @@ func StageLinkMenusHTML(v *events.Snapshot, c Catalog, next string) string {
 		}
 		a, z := itoa(l.From), itoa(l.To)
 		p, q := pos[l.From], pos[l.To]
-		mid := Point{(p.X + q.X) / 2, (p.Y + q.Y) / 2}
+		// 40% of the way, not half: the middles of 0–2 and 1–3 nearly meet.
+		mid := Point{p.X + (q.X-p.X)*0.4, p.Y + (q.Y-p.Y)*0.4}
 		na, nz := nodeName(l.From, c), nodeName(l.To, c)
 		b.WriteString(`<details class="linkctl" data-testid="linkctl-` + a + `-` + z + `" data-pos="` + pct(mid) + `"><summary aria-label="` +
 			esc(c.T("stage.menu.link", na, nz)) + `"><span aria-hidden="true">⋯</span></summary><div class="menu">`)
