@@ -95,9 +95,9 @@ func TestStaleFetchResponseDroppedAfterBecomingLeader(t *testing.T) {
 	defer cl.Close()
 	req := kmsg.NewPtrFetchRequest()
 	req.SetVersion(fetchVersion)
-	req.ReplicaID, req.MaxBytes, req.SessionEpoch = followerID, 1<<20, -1
+	req.ReplicaState.ID, req.ReplicaState.Epoch, req.MaxBytes, req.SessionEpoch = followerID, follower.BrokerEpoch(), 1<<20, -1
 	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic = "t"
+	rt.TopicID = tc.ID
 	rp := kmsg.NewFetchRequestTopicPartition()
 	rp.FetchOffset, rp.CurrentLeaderEpoch, rp.LastFetchedEpoch, rp.PartitionMaxBytes = sent.FetchOffset, sent.CurrentLeaderEpoch, sent.LastFetchedEpoch, 1<<20
 	rt.Partitions = append(rt.Partitions, rp)
@@ -123,5 +123,71 @@ func TestStaleFetchResponseDroppedAfterBecomingLeader(t *testing.T) {
 	st := (&Replica{r}).Status()
 	if leo := r.log.LogEndOffset(); leo != 0 || st.LogEndOffset != 0 {
 		t.Fatalf("after a stale fetch response: log LEO %d, rules' LEO %d; want both 0 (nothing appended)", leo, st.LogEndOffset)
+	}
+}
+
+// TestHeartbeatDoesNotWaitForMetadata: while metadata is being applied
+// (here: held), the heartbeat loop still beats, so a broker applying a
+// topic with many partitions is not fenced for missing its session.
+func TestHeartbeatDoesNotWaitForMetadata(t *testing.T) {
+	dir := t.TempDir()
+	clk := pausedClock{time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)}
+	ctl, err := controller.Open(filepath.Join(dir, "meta"), controller.Options{Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctl.Close()
+	b, err := Start(Config{ID: 1, LogDir: LogDirPath(dir, 1), ListenAddr: "127.0.0.1:0",
+		Controller: directController{ctl}, Network: openNetwork{}, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	b.Heartbeat()
+	if _, err := ctl.CreateTopic("t", 1, 1, nil); err != nil { // the metadata changes
+		t.Fatal(err)
+	}
+	b.applyMu.Lock() // an apply in progress
+	done := make(chan struct{})
+	go func() { b.heartbeatOnce(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the heartbeat waited for the metadata apply")
+	}
+	b.applyMu.Unlock()
+	b.RefreshMetadata()
+	if b.replicaFor("t", 0) == nil {
+		t.Fatal("the metadata was not applied afterwards")
+	}
+}
+
+// TestListenerStopHaltsBroker: a broker whose Kafka listener stops for good
+// halts (the lab then shows it down) instead of looking up while nobody can
+// reach it.
+func TestListenerStopHaltsBroker(t *testing.T) {
+	dir := t.TempDir()
+	clk := pausedClock{time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)}
+	ctl, err := controller.Open(filepath.Join(dir, "meta"), controller.Options{Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctl.Close()
+	halted := make(chan error, 1)
+	b, err := Start(Config{ID: 1, LogDir: LogDirPath(dir, 1), ListenAddr: "127.0.0.1:0",
+		Controller: directController{ctl}, Network: openNetwork{}, Clock: clk,
+		OnHalt: func(id int32, cause error) { halted <- cause }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Crash()
+	b.ln.Close() // the listener dies under the broker
+	select {
+	case cause := <-halted:
+		if cause == nil {
+			t.Fatal("halted without a cause")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the broker did not halt")
 	}
 }
