@@ -229,19 +229,25 @@ func (f *fetcher) round(ctx context.Context, maxWait time.Duration, stepped bool
 	// fetch, the follower never hears back.
 	back := b.cfg.Network.Allowed(f.leader, b.cfg.ID)
 	resp := raw.(*kmsg.FetchResponse)
-	b.publish(fetchResponseEvents(resp, f.leader, b.cfg.ID, !back)...)
-	if !back {
-		return true, ErrLinkCut
-	}
-	if resp.ErrorCode != 0 {
-		return true, kerr.ErrorForCode(resp.ErrorCode)
-	}
 	answers := map[storage.TopicPartition]*kmsg.FetchResponseTopicPartition{}
 	for i := range resp.Topics {
 		for j := range resp.Topics[i].Partitions {
 			p := &resp.Topics[i].Partitions[j]
 			answers[storage.TopicPartition{Topic: names[resp.Topics[i].TopicID], Partition: p.Partition}] = p
 		}
+	}
+	resEvs := make([]events.Event, 0, len(sentParts))
+	for _, sp := range sentParts {
+		if p := answers[sp.r.tp]; p != nil {
+			resEvs = append(resEvs, fetchResponseEvent(sp.r, p, f.leader, !back))
+		}
+	}
+	b.publish(resEvs...)
+	if !back {
+		return true, ErrLinkCut
+	}
+	if resp.ErrorCode != 0 {
+		return true, kerr.ErrorForCode(resp.ErrorCode)
 	}
 	var failed int
 	for _, sp := range sentParts {
@@ -416,21 +422,15 @@ func (r *replica) prepareFollowerAppend(records []byte) ([]byte, []func()) {
 	return records, after
 }
 
-// fetchResponseEvents describes resp, one event per partition, for the
-// stage: what the leader answered and its HW.
-func fetchResponseEvents(resp *kmsg.FetchResponse, leader, follower int32, lost bool) []events.Event {
-	var evs []events.Event
-	for _, t := range resp.Topics {
-		for _, p := range t.Partitions {
-			e := events.Event{Kind: events.KindFetchResponse, Broker: follower, Topic: t.Topic, Partition: p.Partition,
-				Wire: &events.Wire{From: leader, To: follower, HW: p.HighWatermark, Records: countRecords(p.RecordBatches), Lost: lost}}
-			if p.ErrorCode != 0 {
-				e.Error = kerr.ErrorForCode(p.ErrorCode).Error()
-			}
-			evs = append(evs, e)
-		}
+// fetchResponseEvent describes the leader's answer to r's fetch, for the
+// stage: how many records and the leader's HW.
+func fetchResponseEvent(r *replica, p *kmsg.FetchResponseTopicPartition, leader int32, lost bool) events.Event {
+	e := r.event(events.KindFetchResponse)
+	e.Wire = &events.Wire{From: leader, To: r.b.cfg.ID, HW: p.HighWatermark, Records: countRecords(p.RecordBatches), Lost: lost}
+	if p.ErrorCode != 0 {
+		e.Error = kerr.ErrorForCode(p.ErrorCode).Error()
 	}
-	return evs
+	return e
 }
 
 // countRecords counts the records in a record set from its batch headers.
