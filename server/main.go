@@ -151,7 +151,7 @@ func run(ctx context.Context, cfg config, out io.Writer, started func(url string
 		rule = &r
 	}
 	controller.SetMaxPartitionReplicas(cfg.maxPartitionReplicas)
-	cl, err := cluster.Open(cluster.Options{DataDir: cfg.dataDir, Brokers: cfg.brokers, KafkaPort: cfg.kafkaPort,
+	cl, err := cluster.Open(cluster.Options{MessageEvents: true, DataDir: cfg.dataDir, Brokers: cfg.brokers, KafkaPort: cfg.kafkaPort,
 		Paused: cfg.paused, Logger: logger, FencingRule: rule})
 	if err != nil {
 		if errors.Is(err, syscall.EADDRINUSE) {

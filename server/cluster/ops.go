@@ -104,6 +104,8 @@ func (c *Cluster) Produce(ctx context.Context, topic string, partition int32, ac
 	for i, r := range records {
 		recs[i] = storage.Record{Key: r.Key, Value: r.Value, Timestamp: now}
 	}
+	c.publishMessage(events.KindProduceRequest, leader, events.Wire{From: events.NoBroker, To: leader, Client: UIClientID, Records: len(records)},
+		func(e *events.Event) { e.Topic, e.Partition, e.Acks = topic, partition, acksName(acks) })
 	out := b.Produce(ctx, topic, partition, acks, storage.NewBatch(recs), timeout)
 	res.BaseOffset, res.LastOffset = out.BaseOffset, out.LastOffset
 	return res, out.Err
