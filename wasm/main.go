@@ -261,7 +261,7 @@ func (a *app) setupForms() {
 // send posts a control (URLSearchParams) to /ui/action and shows the
 // outcome in #flash.
 func (a *app) send(body js.Value) {
-	a.flash(true, a.cat.T("panel.sending"))
+	a.showFlash("flash pending", "… ", a.cat.T("panel.sending")) // not a success yet
 	opts := map[string]any{
 		"method":      "POST",
 		"body":        body,
@@ -288,13 +288,19 @@ func (a *app) send(body js.Value) {
 }
 
 func (a *app) flash(ok bool, text string) {
+	if ok {
+		a.showFlash("flash ok", "✓ ", text)
+	} else {
+		a.showFlash("flash bad", "✕ ", text)
+	}
+}
+
+// showFlash shows text in #flash with a class and a mark that says what it
+// is (success, failure, or a request still on its way).
+func (a *app) showFlash(cls, mark, text string) {
 	f := a.el("flash")
 	if f.IsNull() {
 		return
-	}
-	cls, mark := "flash ok", "✓ "
-	if !ok {
-		cls, mark = "flash bad", "✕ "
 	}
 	f.Set("innerHTML", `<p class="`+cls+`"><span aria-hidden="true">`+mark+`</span>`+htmlEscape(text)+`</p>`)
 }
