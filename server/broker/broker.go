@@ -143,6 +143,9 @@ func (c *Config) setDefaults() {
 type Broker struct {
 	cfg    Config
 	logger *slog.Logger
+	// errLog logs errors that repeat (each tick, each partition) at most
+	// once per errorLogInterval each.
+	errLog *limitedLog
 	dir    *storage.LogDir
 	server *wire.Server
 	ln     net.Listener
@@ -176,7 +179,8 @@ func Start(cfg Config) (*Broker, error) {
 	if cfg.Controller == nil || cfg.Network == nil || cfg.Clock == nil {
 		return nil, errors.New("broker: Config needs Controller, Network and Clock")
 	}
-	b := &Broker{cfg: cfg, logger: cfg.Logger.With("broker", cfg.ID), refresh: make(chan struct{}, 1),
+	logger := cfg.Logger.With("broker", cfg.ID)
+	b := &Broker{cfg: cfg, logger: logger, errLog: newLimitedLog(logger, errorLogInterval), refresh: make(chan struct{}, 1),
 		replicas: map[storage.TopicPartition]*replica{}, fetchers: map[int32]*fetcher{}}
 	var err error
 	b.dir, err = storage.OpenLogDir(cfg.LogDir, storage.Options{
@@ -531,7 +535,7 @@ func (b *Broker) checkpointHighWatermarks() {
 		return
 	}
 	if err := b.dir.WriteHighWatermarks(hws); err != nil && !errors.Is(err, storage.ErrClosed) {
-		b.logger.Error("writing the high watermark checkpoint", "err", err)
+		b.errLog.log("writing the high watermark checkpoint", "err", err)
 	}
 }
 

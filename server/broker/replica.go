@@ -192,7 +192,7 @@ func (r *replica) tick(nowMs int64) {
 	// follower offsets the log no longer has.
 	deleted, err := r.log.ApplyRetention(r.hw)
 	if err != nil && !errors.Is(err, storage.ErrClosed) {
-		r.b.logger.Error("retention", "partition", r.tp, "err", err)
+		r.b.errLog.log("retention", "partition", r.tp, "err", err)
 	}
 	if len(deleted) > 0 {
 		r.rp.LogStartOffsetAdvanced(r.log.LogStartOffset())
@@ -204,7 +204,7 @@ func (r *replica) tick(nowMs int64) {
 	}
 	r.unlock(after)
 	if _, err := r.log.FlushIfDue(); err != nil && !errors.Is(err, storage.ErrClosed) {
-		r.b.logger.Error("flush", "partition", r.tp, "err", err)
+		r.b.errLog.log("flush", "partition", r.tp, "err", err)
 	}
 }
 
