@@ -258,20 +258,49 @@ func (d *LogDir) Logs() []*Log {
 
 // DeleteLog closes a log and removes its directory.
 func (d *LogDir) DeleteLog(tp TopicPartition) error {
+	return d.DeleteLogs([]TopicPartition{tp})
+}
+
+// DeleteLogs closes the logs of tps (a deleted topic's) and removes their
+// directories, then makes that durable and rewrites the per-dir checkpoints
+// once for all of them: deleting a thousand partitions costs one directory
+// fsync and three checkpoint writes, not a thousand of each.
+func (d *LogDir) DeleteLogs(tps []TopicPartition) error {
 	if err := d.health.check(); err != nil {
 		return err
 	}
-	return d.health.fail("delete log", tp, d.deleteLog(tp))
+	var errs []error
+	removed := false
+	for _, tp := range tps {
+		ok, err := d.removeLog(tp)
+		if err != nil {
+			return d.health.fail("delete log", tp, err)
+		}
+		removed = removed || ok
+	}
+	if !removed {
+		return nil
+	}
+	if err := vfs.SyncDir(d.fs, d.path); err != nil {
+		return d.health.fail("delete logs", TopicPartition{}, err)
+	}
+	errs = append(errs, d.writeTruncationCheckpoints())
+	d.mu.Lock()
+	errs = append(errs, d.writeHighWatermarksLocked())
+	d.mu.Unlock()
+	return d.health.fail("delete logs", TopicPartition{}, errors.Join(errs...))
 }
 
-func (d *LogDir) deleteLog(tp TopicPartition) error {
+// removeLog closes tp's log and removes its directory; false if there is
+// no such log.
+func (d *LogDir) removeLog(tp TopicPartition) (bool, error) {
 	d.mu.Lock()
 	l, ok := d.logs[tp]
 	delete(d.logs, tp)
 	delete(d.hws, tp)
 	d.mu.Unlock()
 	if !ok {
-		return nil
+		return false, nil
 	}
 	l.close(false)
 	d.tracker.forgetDir(l.dir)
@@ -280,18 +309,7 @@ func (d *LogDir) deleteLog(tp TopicPartition) error {
 			d.tracker.forget(s.path(suffix))
 		}
 	}
-	if err := d.fs.RemoveAll(l.dir); err != nil {
-		return err
-	}
-	if err := vfs.SyncDir(d.fs, d.path); err != nil {
-		return err
-	}
-	if err := d.writeTruncationCheckpoints(); err != nil {
-		return err
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.writeHighWatermarksLocked()
+	return true, d.fs.RemoveAll(l.dir)
 }
 
 // HighWatermark returns the high watermark last written for tp to

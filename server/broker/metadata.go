@@ -74,14 +74,17 @@ func (b *Broker) RefreshMetadata() {
 		if !assigned[tp] {
 			gone = append(gone, r)
 			delete(b.replicas, tp)
+			b.sorted = nil
 		}
 	}
 	b.mu.Unlock()
+	tps := make([]storage.TopicPartition, 0, len(gone))
 	for _, r := range gone {
 		r.stop()
-		if err := b.dir.DeleteLog(r.tp); err != nil {
-			b.logger.Error("deleting the log of a deleted topic", "partition", r.tp, "err", err)
-		}
+		tps = append(tps, r.tp)
+	}
+	if err := b.dir.DeleteLogs(tps); err != nil {
+		b.errLog.log("deleting the logs of deleted topics", "partitions", len(tps), "err", err)
 	}
 	b.updateFetchers(md)
 	b.reportLogs(md)
@@ -136,6 +139,7 @@ func (b *Broker) createReplicas(hosted []hostedPartition) {
 			continue
 		}
 		b.replicas[r.tp] = r
+		b.sorted = nil
 	}
 }
 
