@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -45,11 +46,15 @@ func (c *Cluster) AlterConfigs(topic string, changes map[string]*string) (contro
 }
 
 // propagate makes every running broker fetch the metadata now instead of
-// at its next heartbeat, so a change is visible when the call returns.
+// at its next heartbeat, so a change is visible when the call returns. The
+// brokers apply it at the same time: each applies its own metadata in
+// order (under its applyMu), and they share nothing while doing it.
 func (c *Cluster) propagate() {
+	var wg sync.WaitGroup
 	for _, b := range c.liveBrokers() {
-		b.Heartbeat()
+		wg.Go(b.Heartbeat)
 	}
+	wg.Wait()
 }
 
 // Record is one record to produce.
