@@ -19,12 +19,9 @@
 package main
 
 import (
-	"encoding/json"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall/js"
-	"time"
 
 	"tidemark/events"
 	"tidemark/wasm/panel"
@@ -44,8 +41,8 @@ type app struct {
 	state       *panel.State
 	rendered    uint64 // live Seq at the last render (what is "new")
 	scheduled   bool
-	paused      bool // the event list is frozen (state keeps updating)
-	backoff     time.Duration
+	paused      bool     // the event list is frozen (state keeps updating)
+	backoffMs   int      // before the next reconnection
 	reduce      js.Value // matchMedia("(prefers-reduced-motion: reduce)")
 	renderLog   []any
 	handleMs    float64           // time spent decoding and applying messages since the last render
@@ -124,29 +121,23 @@ type cellDOM struct {
 	gen  uint32 // the lane's gen when last shown
 }
 
-// gcPercent is the panel's GOGC. Its live heap is small and bounded
-// (MaxHistory events, the records of the lanes' windows), while a stream
-// of events allocates megabytes a second; WebAssembly has one thread, so
-// every collection stalls the page, and at the default they came several
-// times a second.
-const gcPercent = 800
-
 func main() {
-	debug.SetGCPercent(gcPercent)
 	doc := js.Global().Get("document")
 	root := doc.Call("getElementById", "panel")
 	if root.IsNull() {
 		return
 	}
-	a := &app{doc: doc, root: root, state: panel.NewState(), backoff: time.Second, cat: panel.Catalog{}, partition: -1, inbox: js.Undefined(), scratch: js.Undefined()}
+	a := &app{doc: doc, root: root, state: panel.NewState(), backoffMs: 1000, cat: panel.Catalog{}, partition: -1, inbox: js.Undefined(), scratch: js.Undefined()}
 	if t := root.Get("dataset").Get("topic"); t.Type() == js.TypeString {
 		a.topic = t.String()
-		if p, err := strconv.Atoi(root.Get("dataset").Get("partition").String()); err == nil {
+		if p, ok := panel.Atoi(root.Get("dataset").Get("partition").String()); ok {
 			a.partition = int32(p)
 		}
 	}
 	if el := doc.Call("getElementById", "tm-i18n"); !el.IsNull() {
-		json.Unmarshal([]byte(el.Get("textContent").String()), &a.cat)
+		if m, err := events.DecodeStrings([]byte(el.Get("textContent").String())); err == nil {
+			a.cat = m
+		}
 	}
 	if mm := js.Global().Get("matchMedia"); mm.Type() == js.TypeFunction {
 		a.reduce = js.Global().Call("matchMedia", "(prefers-reduced-motion: reduce)")
@@ -173,6 +164,18 @@ func main() {
 	})
 	a.connect()
 	select {}
+}
+
+// after calls f in ms milliseconds, from the page's event loop (the time
+// package's timers would bring its scheduler code into the panel).
+func (a *app) after(ms float64, f func()) {
+	var cb js.Func
+	cb = js.FuncOf(func(js.Value, []js.Value) any {
+		cb.Release()
+		f()
+		return nil
+	})
+	js.Global().Call("setTimeout", cb, ms)
 }
 
 func (a *app) el(id string) js.Value { return a.doc.Call("getElementById", id) }
@@ -238,7 +241,7 @@ func (a *app) setupTimeline() {
 	a.on(a.el("tl-live"), "click", func(js.Value) { a.state.GoLive(); a.schedule() })
 	a.on(a.el("tl-range"), "input", func(ev js.Value) {
 		a.tlShown.pos = -1 // the slider moved: set its value again
-		pos, _ := strconv.Atoi(ev.Get("target").Get("value").String())
+		pos, _ := panel.Atoi(ev.Get("target").Get("value").String())
 		a.state.Seek(pos)
 		a.schedule()
 	})
@@ -351,10 +354,10 @@ func (a *app) connect() {
 		onWake.Release()
 		onClose.Release()
 		a.state.Disconnected()
-		a.setStatus("connecting", a.cat.T("panel.reconnect", a.backoff.String()))
-		wait := a.backoff
-		a.backoff = min(2*a.backoff, 30*time.Second)
-		time.AfterFunc(wait, a.connect)
+		a.setStatus("connecting", a.cat.T("panel.reconnect", strconv.Itoa(a.backoffMs/1000)+"s"))
+		wait := a.backoffMs
+		a.backoffMs = min(2*a.backoffMs, 30_000)
+		a.after(float64(wait), a.connect)
 		return nil
 	})
 	ws.Call("addEventListener", "close", onClose)
@@ -379,14 +382,14 @@ func (a *app) drain() {
 
 // handle decodes and applies one message.
 func (a *app) handle(data string) {
-	var m events.Message
-	if err := json.Unmarshal([]byte(data), &m); err != nil {
+	m, err := events.DecodeMessage([]byte(data))
+	if err != nil {
 		js.Global().Get("console").Call("warn", "tidemark panel: bad message: "+err.Error())
 		return
 	}
 	if a.state.Handle(m) {
 		if m.Type == events.MessageSnapshot {
-			a.backoff = time.Second
+			a.backoffMs = 1000
 			a.setStatus("live", a.cat.T("panel.live"))
 			// The server-rendered tables would go stale: the stage shows
 			// the same facts live.
@@ -473,7 +476,7 @@ func (a *app) render() {
 			a.listed, a.listAt = s.Snap.Seq, t0
 		} else if !a.listPending && a.listed != s.Snap.Seq {
 			a.listPending = true
-			time.AfterFunc(time.Duration(wait)*time.Millisecond, func() {
+			a.after(wait, func() {
 				a.listPending = false
 				a.schedule()
 			})
@@ -762,23 +765,4 @@ func (a *app) setHTML(id, html string) {
 	}
 }
 
-func htmlEscape(s string) string {
-	b := make([]byte, 0, len(s))
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; c {
-		case '<':
-			b = append(b, "&lt;"...)
-		case '>':
-			b = append(b, "&gt;"...)
-		case '&':
-			b = append(b, "&amp;"...)
-		case '"':
-			b = append(b, "&#34;"...)
-		case '\'':
-			b = append(b, "&#39;"...)
-		default:
-			b = append(b, c)
-		}
-	}
-	return string(b)
-}
+func htmlEscape(s string) string { return panel.Esc(s) }

@@ -41,8 +41,8 @@ func (a *app) setupStage() {
 	for i := range btns.Length() {
 		btn := btns.Index(i)
 		a.on(btn, "click", func(js.Value) {
-			v, err := strconv.ParseFloat(btn.Get("dataset").Get("speed").String(), 64)
-			if err != nil || v <= 0 {
+			v := speedOf(btn.Get("dataset").Get("speed").String())
+			if v == 0 {
 				return
 			}
 			a.stage.speed = v
@@ -188,8 +188,21 @@ func (a *app) fly(fs []panel.Flight) {
 	a.flushParses()
 }
 
+// speedOf reads a speed button's data-speed (0 if it is none of them).
+func speedOf(s string) float64 {
+	switch s {
+	case "0.25":
+		return 0.25
+	case "1":
+		return 1
+	case "4":
+		return 4
+	}
+	return 0
+}
+
 func frame(p panel.Point, opacity float64) map[string]any {
-	return map[string]any{"transform": "translate(" + strconv.FormatFloat(p.X, 'f', 1, 64) + "px," + strconv.FormatFloat(p.Y, 'f', 1, 64) + "px)", "opacity": opacity}
+	return map[string]any{"transform": "translate(" + panel.F1(p.X) + "px," + panel.F1(p.Y) + "px)", "opacity": opacity}
 }
 
 // path is the page's path, where the stage's forms return without the panel.

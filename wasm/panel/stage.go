@@ -2,7 +2,7 @@ package panel
 
 import (
 	"math"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -74,7 +74,7 @@ func brokerIDs(v *events.Snapshot) []int32 {
 	for _, b := range v.Brokers {
 		ids = append(ids, b.ID)
 	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	slices.Sort(ids)
 	return ids
 }
 
@@ -93,7 +93,22 @@ func linkPath(pos map[int32]Point, from, to int32) (Point, Point) {
 	return Point{a.X + ux*inset + ox, a.Y + uy*inset + oy}, Point{b.X - ux*inset + ox, b.Y - uy*inset + oy}
 }
 
-func f1(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
+func f1(v float64) string { return F1(v) }
+
+// F1 formats v with one decimal, as strconv.FormatFloat(v, 'f', 1, 64)
+// does for the coordinates the stage uses (a tie may round the other way),
+// with integer arithmetic:
+// float formatting brought tens of KiB of tables into the WASM panel.
+func F1(v float64) string {
+	n := int64(math.Round(v * 10))
+	b := make([]byte, 0, 12)
+	if n < 0 {
+		b = append(b, '-')
+		n = -n
+	}
+	b = strconv.AppendInt(b, n/10, 10)
+	return string(append(b, '.', byte('0'+n%10)))
+}
 
 // StageLinksSVG returns the markup of the links' group: one line per
 // direction, with an arrowhead; a cut direction is dashed, in vermillion,

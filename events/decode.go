@@ -1,0 +1,857 @@
+package events
+
+import (
+	"errors"
+	"time"
+	"unicode/utf8"
+)
+
+// DecodeMessage decodes one websocket Message from its JSON, as
+// encoding/json would, without reflection: the WASM panel decodes with it,
+// because encoding/json (and the reflection it keeps alive) was a third of
+// the panel's size. Unknown fields are skipped; a field of the wrong type or
+// malformed JSON is an error. TestDecodeMessageMatchesJSON keeps it in step
+// with the struct tags.
+func DecodeMessage(data []byte) (Message, error) {
+	d := decoder{b: data}
+	var m Message
+	d.object(func(k string) {
+		switch k {
+		case "type":
+			m.Type = MessageType(d.str())
+		case "snapshot":
+			if !d.null() {
+				m.Snapshot = new(Snapshot)
+				d.snapshot(m.Snapshot)
+			}
+		case "events":
+			if d.list() {
+				m.Events = []Event{}
+			}
+			d.array(func() {
+				m.Events = append(m.Events, Event{})
+				d.event(&m.Events[len(m.Events)-1])
+			})
+		default:
+			d.skip()
+		}
+	})
+	d.end()
+	return m, d.err
+}
+
+// DecodeStrings decodes a JSON object of strings, such as the panel's
+// catalogue.
+func DecodeStrings(data []byte) (map[string]string, error) {
+	d := decoder{b: data}
+	m := d.strMap()
+	d.end()
+	return m, d.err
+}
+
+// errSyntax is the error of every malformed input: the panel only logs it.
+var errSyntax = errors.New("events: malformed JSON message")
+
+// decoder reads JSON from b at i. After the first error it reads nothing
+// more: every method then returns zero values.
+type decoder struct {
+	b     []byte
+	i     int
+	err   error
+	depth int // of the values skip is inside
+}
+
+// maxSkipDepth bounds how deep skip follows unknown values.
+const maxSkipDepth = 64
+
+func (d *decoder) fail() {
+	if d.err == nil {
+		d.err = errSyntax
+	}
+	d.i = len(d.b)
+}
+
+func (d *decoder) ws() {
+	for d.i < len(d.b) {
+		switch d.b[d.i] {
+		case ' ', '\t', '\n', '\r':
+			d.i++
+		default:
+			return
+		}
+	}
+}
+
+// peek returns the next byte that is not white space (0 at the end).
+func (d *decoder) peek() byte {
+	d.ws()
+	if d.i < len(d.b) {
+		return d.b[d.i]
+	}
+	return 0
+}
+
+func (d *decoder) expect(c byte) bool {
+	if d.peek() != c {
+		d.fail()
+		return false
+	}
+	d.i++
+	return true
+}
+
+// end checks that nothing but white space follows the value.
+func (d *decoder) end() {
+	if d.peek() != 0 {
+		d.fail()
+	}
+}
+
+// literal consumes word (true, false, null) if it comes next.
+func (d *decoder) literal(word string) bool {
+	d.ws()
+	if len(d.b)-d.i >= len(word) && string(d.b[d.i:d.i+len(word)]) == word {
+		d.i += len(word)
+		return true
+	}
+	return false
+}
+
+// null consumes a null if one comes next.
+func (d *decoder) null() bool { return d.literal("null") }
+
+// object calls field for each key of an object (or of none, for null);
+// field must consume the value.
+func (d *decoder) object(field func(key string)) {
+	if d.null() || !d.expect('{') {
+		return
+	}
+	if d.peek() == '}' {
+		d.i++
+		return
+	}
+	for d.err == nil {
+		k := d.str()
+		if !d.expect(':') {
+			return
+		}
+		field(k)
+		switch d.peek() {
+		case ',':
+			d.i++
+		case '}':
+			d.i++
+			return
+		default:
+			d.fail()
+		}
+	}
+}
+
+// array calls elem for each element of an array (or of none, for null);
+// elem must consume it.
+func (d *decoder) array(elem func()) {
+	if d.null() || !d.expect('[') {
+		return
+	}
+	if d.peek() == ']' {
+		d.i++
+		return
+	}
+	for d.err == nil {
+		elem()
+		switch d.peek() {
+		case ',':
+			d.i++
+		case ']':
+			d.i++
+			return
+		default:
+			d.fail()
+		}
+	}
+}
+
+// str reads a string (null reads as "").
+func (d *decoder) str() string {
+	if d.null() || !d.expect('"') {
+		return ""
+	}
+	start := d.i
+	for d.i < len(d.b) {
+		switch c := d.b[d.i]; {
+		case c == '"':
+			s := string(d.b[start:d.i])
+			d.i++
+			return s
+		case c == '\\':
+			return d.escaped(start)
+		case c < 0x20:
+			d.fail()
+			return ""
+		default:
+			d.i++
+		}
+	}
+	d.fail()
+	return ""
+}
+
+// escaped finishes a string that started at start and has escapes from
+// d.i on.
+func (d *decoder) escaped(start int) string {
+	out := append([]byte(nil), d.b[start:d.i]...)
+	for d.i < len(d.b) {
+		c := d.b[d.i]
+		switch {
+		case c == '"':
+			d.i++
+			return string(out)
+		case c < 0x20:
+			d.fail()
+			return ""
+		case c != '\\':
+			out = append(out, c)
+			d.i++
+			continue
+		}
+		if d.i+1 >= len(d.b) {
+			break
+		}
+		e := d.b[d.i+1]
+		d.i += 2
+		switch e {
+		case '"', '\\', '/':
+			out = append(out, e)
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			r := d.hex4()
+			if r >= 0xD800 && r < 0xDC00 { // a surrogate pair's first half
+				r2 := rune(-1)
+				if d.i+1 < len(d.b) && d.b[d.i] == '\\' && d.b[d.i+1] == 'u' {
+					save := d.i
+					d.i += 2
+					if r2 = d.hex4(); r2 < 0xDC00 || r2 >= 0xE000 {
+						d.i, r2 = save, -1 // not its second half: leave it
+					}
+				}
+				if r2 >= 0 {
+					r = 0x10000 + (r-0xD800)<<10 + (r2 - 0xDC00)
+				} else {
+					r = utf8.RuneError
+				}
+			} else if r >= 0xDC00 && r < 0xE000 {
+				r = utf8.RuneError
+			}
+			out = utf8.AppendRune(out, r)
+		default:
+			d.fail()
+			return ""
+		}
+	}
+	d.fail()
+	return ""
+}
+
+// hex4 reads the 4 hex digits of a \u escape.
+func (d *decoder) hex4() rune {
+	if d.i+4 > len(d.b) {
+		d.fail()
+		return 0
+	}
+	var r rune
+	for _, c := range d.b[d.i : d.i+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			d.fail()
+			return 0
+		}
+	}
+	d.i += 4
+	return r
+}
+
+// number returns the text of a number.
+func (d *decoder) number() string {
+	d.ws()
+	start := d.i
+	for d.i < len(d.b) {
+		c := d.b[d.i]
+		if (c < '0' || c > '9') && c != '-' && c != '+' && c != '.' && c != 'e' && c != 'E' {
+			break
+		}
+		d.i++
+	}
+	return string(d.b[start:d.i])
+}
+
+// int reads an integer that fits in bits (null reads as 0).
+func (d *decoder) int(bits uint) int64 {
+	if d.null() {
+		return 0
+	}
+	n := d.number()
+	neg := len(n) > 0 && n[0] == '-'
+	if neg {
+		n = n[1:]
+	}
+	u, ok := parseUint(n, 1<<(bits-1))
+	if !ok || !neg && u == 1<<(bits-1) {
+		d.fail()
+		return 0
+	}
+	if neg {
+		return -int64(u)
+	}
+	return int64(u)
+}
+
+// parseUint parses decimal digits up to limit (strconv's parsers would
+// bring their error type, and its quoting, into the panel).
+func parseUint(s string, limit uint64) (uint64, bool) {
+	if s == "" {
+		return 0, false
+	}
+	var v uint64
+	for _, c := range []byte(s) {
+		if c < '0' || c > '9' || v > (limit-uint64(c-'0'))/10 {
+			return 0, false
+		}
+		v = v*10 + uint64(c-'0')
+	}
+	return v, true
+}
+
+func (d *decoder) i32() int32 { return int32(d.int(32)) }
+func (d *decoder) i64() int64 { return d.int(64) }
+
+func (d *decoder) u64() uint64 {
+	if d.null() {
+		return 0
+	}
+	v, ok := parseUint(d.number(), 1<<64-1)
+	if !ok {
+		d.fail()
+	}
+	return v
+}
+
+func (d *decoder) bool() bool {
+	switch {
+	case d.literal("true"):
+		return true
+	case d.literal("false"), d.null():
+		return false
+	}
+	d.fail()
+	return false
+}
+
+// skip consumes a value of any type.
+func (d *decoder) skip() {
+	if d.depth++; d.depth > maxSkipDepth {
+		d.fail()
+	}
+	defer func() { d.depth-- }()
+	switch d.peek() {
+	case '{':
+		d.object(func(string) { d.skip() })
+	case '[':
+		d.array(d.skip)
+	case '"':
+		d.str()
+	case 't', 'f', 'n':
+		if !d.literal("true") && !d.literal("false") && !d.null() {
+			d.fail()
+		}
+	default:
+		if d.number() == "" {
+			d.fail()
+		}
+	}
+}
+
+// time reads an RFC 3339 time as encoding/json writes it
+// (2006-01-02T15:04:05.999999999Z07:00), in UTC; null reads as the zero
+// time.
+func (d *decoder) time() time.Time {
+	s := d.str()
+	if s == "" || d.err != nil {
+		return time.Time{}
+	}
+	t, ok := parseRFC3339(s)
+	if !ok {
+		d.fail()
+	}
+	return t
+}
+
+// parseRFC3339 parses s without the time package's layout machinery.
+func parseRFC3339(s string) (time.Time, bool) {
+	num := func(from, n int) int {
+		if from+n > len(s) {
+			return -1
+		}
+		v := 0
+		for _, c := range []byte(s[from : from+n]) {
+			if c < '0' || c > '9' {
+				return -1
+			}
+			v = v*10 + int(c-'0')
+		}
+		return v
+	}
+	if len(s) < 20 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' {
+		return time.Time{}, false
+	}
+	year, mon, day, hh, mm, ss := num(0, 4), num(5, 2), num(8, 2), num(11, 2), num(14, 2), num(17, 2)
+	if year < 0 || mon < 1 || mon > 12 || day < 1 || hh < 0 || mm < 0 || ss < 0 {
+		return time.Time{}, false
+	}
+	i, nsec := 19, 0
+	if s[i] == '.' {
+		i++
+		digits := 0
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			if digits < 9 {
+				nsec = nsec*10 + int(s[i]-'0')
+				digits++
+			}
+			i++
+		}
+		for ; digits < 9; digits++ {
+			nsec *= 10
+		}
+	}
+	if i >= len(s) {
+		return time.Time{}, false
+	}
+	offset := 0
+	switch s[i] {
+	case 'Z':
+		i++
+	case '+', '-':
+		oh, om := num(i+1, 2), num(i+4, 2)
+		if oh < 0 || om < 0 || i+3 >= len(s) || s[i+3] != ':' {
+			return time.Time{}, false
+		}
+		offset = (oh*60 + om) * 60
+		if s[i] == '-' {
+			offset = -offset
+		}
+		i += 6
+	default:
+		return time.Time{}, false
+	}
+	if i != len(s) {
+		return time.Time{}, false
+	}
+	// In UTC: the same instant; a zone would bring the time package's
+	// zone code into the panel.
+	return time.Date(year, time.Month(mon), day, hh, mm, ss, nsec, time.UTC).Add(-time.Duration(offset) * time.Second), true
+}
+
+func (d *decoder) i32s() (v []int32) {
+	if d.list() {
+		v = []int32{}
+	}
+	d.array(func() { v = append(v, d.i32()) })
+	return v
+}
+
+// list reports whether an array (not null) comes next: [] decodes as an
+// empty slice, null as nil, as encoding/json makes them. (Not a generic
+// function: its dictionaries would mark the types as used in interfaces
+// and keep every String method of their fields, time's formatting among
+// them, in the panel.)
+func (d *decoder) list() bool { return d.peek() == '[' }
+
+func (d *decoder) strMap() map[string]string {
+	if d.null() {
+		return nil
+	}
+	m := map[string]string{}
+	d.object(func(k string) { m[k] = d.str() })
+	return m
+}
+
+func (d *decoder) snapshot(s *Snapshot) {
+	d.object(func(k string) {
+		switch k {
+		case "seq":
+			s.Seq = d.u64()
+		case "time":
+			s.Time = d.time()
+		case "brokers":
+			if d.list() {
+				s.Brokers = []Broker{}
+			}
+			d.array(func() {
+				s.Brokers = append(s.Brokers, Broker{})
+				b := &s.Brokers[len(s.Brokers)-1]
+				d.object(func(k string) {
+					switch k {
+					case "id":
+						b.ID = d.i32()
+					case "state":
+						b.State = BrokerState(d.str())
+					case "listener":
+						b.Listener = d.str()
+					default:
+						d.skip()
+					}
+				})
+			})
+		case "controller":
+			s.Controller = d.i32()
+		case "topics":
+			if d.list() {
+				s.Topics = []Topic{}
+			}
+			d.array(func() {
+				s.Topics = append(s.Topics, Topic{})
+				d.topic(&s.Topics[len(s.Topics)-1])
+			})
+		case "configs":
+			s.Configs = d.strMap()
+		case "cuts":
+			if d.list() {
+				s.Cuts = []Fault{}
+			}
+			d.array(func() {
+				s.Cuts = append(s.Cuts, Fault{})
+				d.fault(&s.Cuts[len(s.Cuts)-1])
+			})
+		case "paused":
+			s.Paused = d.bool()
+		default:
+			d.skip()
+		}
+	})
+}
+
+func (d *decoder) topic(t *Topic) {
+	d.object(func(k string) {
+		switch k {
+		case "name":
+			t.Name = d.str()
+		case "configs":
+			t.Configs = d.strMap()
+		case "partitions":
+			if d.list() {
+				t.Partitions = []Partition{}
+			}
+			d.array(func() {
+				t.Partitions = append(t.Partitions, Partition{})
+				d.partition(&t.Partitions[len(t.Partitions)-1])
+			})
+		default:
+			d.skip()
+		}
+	})
+}
+
+func (d *decoder) partition(p *Partition) {
+	d.object(func(k string) {
+		switch k {
+		case "partition":
+			p.Partition = d.i32()
+		case "leader":
+			p.Leader = d.i32()
+		case "leader_epoch":
+			p.LeaderEpoch = d.i32()
+		case "replicas":
+			p.Replicas = d.i32s()
+		case "isr":
+			p.ISR = d.i32s()
+		case "elr":
+			p.ELR = d.i32s()
+		case "replica_logs":
+			if d.list() {
+				p.ReplicaLogs = []Replica{}
+			}
+			d.array(func() {
+				p.ReplicaLogs = append(p.ReplicaLogs, Replica{})
+				d.replica(&p.ReplicaLogs[len(p.ReplicaLogs)-1])
+			})
+		default:
+			d.skip()
+		}
+	})
+}
+
+func (d *decoder) replica(r *Replica) {
+	d.object(func(k string) {
+		switch k {
+		case "broker":
+			r.Broker = d.i32()
+		case "leo":
+			r.LEO = d.i64()
+		case "hw":
+			r.HW = d.i64()
+		case "log_start_offset":
+			r.LogStartOffset = d.i64()
+		case "epoch_cache":
+			if d.list() {
+				r.EpochCache = []EpochEntry{}
+			}
+			d.array(func() {
+				r.EpochCache = append(r.EpochCache, EpochEntry{})
+				e := &r.EpochCache[len(r.EpochCache)-1]
+				d.object(func(k string) {
+					switch k {
+					case "epoch":
+						e.Epoch = d.i32()
+					case "start_offset":
+						e.StartOffset = d.i64()
+					default:
+						d.skip()
+					}
+				})
+			})
+		case "records":
+			r.Records = d.records()
+		case "truncated":
+			r.Truncated = d.truncated()
+		default:
+			d.skip()
+		}
+	})
+}
+
+func (d *decoder) records() (v []Record) {
+	if d.list() {
+		v = []Record{}
+	}
+	d.array(func() {
+		v = append(v, Record{})
+		r := &v[len(v)-1]
+		d.object(func(k string) {
+			switch k {
+			case "offset":
+				r.Offset = d.i64()
+			case "leader_epoch":
+				r.LeaderEpoch = d.i32()
+			case "key":
+				r.Key = d.str()
+			case "value":
+				r.Value = d.str()
+			default:
+				d.skip()
+			}
+		})
+	})
+	return v
+}
+
+func (d *decoder) truncated() (v []TruncatedRecord) {
+	if d.list() {
+		v = []TruncatedRecord{}
+	}
+	d.array(func() {
+		v = append(v, TruncatedRecord{})
+		r := &v[len(v)-1]
+		d.object(func(k string) {
+			switch k {
+			case "offset":
+				r.Offset = d.i64()
+			case "leader_epoch":
+				r.LeaderEpoch = d.i32()
+			case "digest":
+				r.Digest = d.str()
+			default:
+				d.skip()
+			}
+		})
+	})
+	return v
+}
+
+func (d *decoder) fault(f *Fault) {
+	d.object(func(k string) {
+		switch k {
+		case "kind":
+			f.Kind = FaultKind(d.str())
+		case "from":
+			f.From = d.i32()
+		case "to":
+			f.To = d.i32()
+		case "oneway":
+			f.OneWay = d.bool()
+		default:
+			d.skip()
+		}
+	})
+}
+
+func (d *decoder) event(e *Event) {
+	d.object(func(k string) {
+		switch k {
+		case "seq":
+			e.Seq = d.u64()
+		case "time":
+			e.Time = d.time()
+		case "kind":
+			e.Kind = Kind(d.str())
+		case "broker":
+			e.Broker = d.i32()
+		case "topic":
+			e.Topic = d.str()
+		case "partition":
+			e.Partition = d.i32()
+		case "message":
+			e.Message = d.str()
+		case "offsets":
+			if d.null() {
+				return
+			}
+			o := new(Offsets)
+			d.object(func(k string) {
+				switch k {
+				case "base":
+					o.Base = d.i64()
+				case "last":
+					o.Last = d.i64()
+				case "leo":
+					o.LEO = d.i64()
+				case "hw":
+					o.HW = d.i64()
+				default:
+					d.skip()
+				}
+			})
+			e.Offsets = o
+		case "leader":
+			if d.null() {
+				return
+			}
+			l := new(Leadership)
+			d.object(func(k string) {
+				switch k {
+				case "leader":
+					l.Leader = d.i32()
+				case "previous_leader":
+					l.PreviousLeader = d.i32()
+				case "leader_epoch":
+					l.LeaderEpoch = d.i32()
+				case "start_offset":
+					l.StartOffset = d.i64()
+				case "unclean":
+					l.Unclean = d.bool()
+				default:
+					d.skip()
+				}
+			})
+			e.Leader = l
+		case "isr":
+			e.ISR = d.i32s()
+		case "elr":
+			e.ELR = d.i32s()
+		case "error":
+			e.Error = d.str()
+		case "acks":
+			e.Acks = Acks(d.str())
+		case "records":
+			e.Records = d.records()
+		case "truncated":
+			e.Truncated = d.truncated()
+		case "fault":
+			if d.null() {
+				return
+			}
+			e.Fault = new(Fault)
+			d.fault(e.Fault)
+		case "config":
+			if d.null() {
+				return
+			}
+			c := new(ConfigChange)
+			d.object(func(k string) {
+				switch k {
+				case "key":
+					c.Key = d.str()
+				case "value":
+					c.Value = d.str()
+				case "previous":
+					c.Previous = d.str()
+				default:
+					d.skip()
+				}
+			})
+			e.Config = c
+		case "clock":
+			if d.null() {
+				return
+			}
+			c := new(ClockChange)
+			d.object(func(k string) {
+				switch k {
+				case "action":
+					c.Action = ClockAction(d.str())
+				case "step_ms":
+					c.StepMs = d.i64()
+				default:
+					d.skip()
+				}
+			})
+			e.Clock = c
+		case "broker_state":
+			e.BrokerState = BrokerState(d.str())
+		case "listener":
+			e.Listener = d.str()
+		case "topic_created":
+			if d.null() {
+				return
+			}
+			e.TopicCreated = new(Topic)
+			d.topic(e.TopicCreated)
+		case "wire":
+			if d.null() {
+				return
+			}
+			w := new(Wire)
+			d.object(func(k string) {
+				switch k {
+				case "from":
+					w.From = d.i32()
+				case "to":
+					w.To = d.i32()
+				case "client":
+					w.Client = d.str()
+				case "fetch_offset":
+					w.FetchOffset = d.i64()
+				case "last_fetched_epoch":
+					w.LastFetchedEpoch = d.i32()
+				case "hw":
+					w.HW = d.i64()
+				case "records":
+					w.Records = int(d.i64())
+				case "version":
+					w.Version = d.u64()
+				case "lost":
+					w.Lost = d.bool()
+				default:
+					d.skip()
+				}
+			})
+			e.Wire = w
+		default:
+			d.skip()
+		}
+	})
+}

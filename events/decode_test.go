@@ -1,0 +1,122 @@
+package events
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fullMessages returns messages in which every field of every type is set,
+// so a field the decoder misses fails TestDecodeMessageMatchesJSON.
+func fullMessages() []Message {
+	at := time.Date(2025, 3, 4, 5, 6, 7, 890123456, time.UTC)
+	recs := []Record{{Offset: 7, LeaderEpoch: 2, Key: "k\"1", Value: "héllo <wörld> & \u2028 \U0001F600 \n\t\\"}}
+	trunc := []TruncatedRecord{{Offset: 8, LeaderEpoch: 1, Digest: "0a1b2c3d"}}
+	topic := Topic{Name: "demo", Configs: map[string]string{"min.insync.replicas": "2"}, Partitions: []Partition{{
+		Partition: 1, Leader: 2, LeaderEpoch: 3, Replicas: []int32{1, 2, 3}, ISR: []int32{2, 3}, ELR: []int32{1},
+		ReplicaLogs: []Replica{{Broker: 2, LEO: 9, HW: 8, LogStartOffset: 1,
+			EpochCache: []EpochEntry{{Epoch: 1, StartOffset: 3}}, Records: recs, Truncated: trunc}},
+	}}}
+	snap := &Snapshot{Seq: 42, Time: at, Brokers: []Broker{{ID: 1, State: BrokerUp, Listener: "127.0.0.1:9092"}},
+		Controller: 0, Topics: []Topic{topic}, Configs: map[string]string{"unclean.leader.election.enable": "false"},
+		Cuts: []Fault{{Kind: FaultCut, From: 1, To: 2, OneWay: true}}, Paused: true}
+	ev := Event{Seq: 43, Time: at, Kind: KindAppend, Broker: 2, Topic: "demo", Partition: 1, Message: "m",
+		Offsets: &Offsets{Base: 1, Last: 2, LEO: 3, HW: 4}, Leader: &Leadership{Leader: 1, PreviousLeader: 2, LeaderEpoch: 3, StartOffset: 4, Unclean: true},
+		ISR: []int32{1}, ELR: []int32{2}, Error: "NOT_ENOUGH_REPLICAS", Acks: AcksAll, Records: recs, Truncated: trunc,
+		Fault: &Fault{Kind: FaultCut, From: 1, To: 3, OneWay: true}, Config: &ConfigChange{Key: "k", Value: "v", Previous: "p"},
+		Clock: &ClockChange{Action: ClockStep, StepMs: 100}, BrokerState: BrokerFenced, Listener: "127.0.0.1:9093",
+		TopicCreated: &topic, Wire: &Wire{From: 1, To: 2, Client: "kcat", FetchOffset: 5, LastFetchedEpoch: 6, HW: 7, Records: 8, Version: 9, Lost: true}}
+	return []Message{
+		{Type: MessageSnapshot, Snapshot: snap},
+		{Type: MessageEvents, Events: []Event{ev, {Seq: 44, Kind: KindHW, Broker: NoBroker, Partition: -1}}},
+		{Type: MessageSnapshot, Snapshot: &Snapshot{Brokers: []Broker{}, Topics: []Topic{{Name: "e", Partitions: []Partition{{Replicas: []int32{}}}}}}},
+	}
+}
+
+// zeroFields lists the fields of v (a struct, followed through pointers,
+// slices' first elements and maps) that are zero.
+func zeroFields(v reflect.Value, path string, out *[]string) {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if !v.IsNil() {
+			zeroFields(v.Elem(), path, out)
+		}
+	case reflect.Slice:
+		if v.Len() > 0 {
+			zeroFields(v.Index(0), path+"[0]", out)
+		}
+	case reflect.Struct:
+		if v.Type() == reflect.TypeFor[time.Time]() {
+			return
+		}
+		for i := range v.NumField() {
+			f := v.Field(i)
+			p := path + "." + v.Type().Field(i).Name
+			if f.IsZero() && p != ".Snapshot.Controller" && p != ".Events" {
+				*out = append(*out, p)
+			}
+			zeroFields(f, p, out)
+		}
+	}
+}
+
+func TestDecodeMessageMatchesJSON(t *testing.T) {
+	msgs := fullMessages()
+	var zero []string
+	zeroFields(reflect.ValueOf(msgs[0]), "", &zero)
+	zeroFields(reflect.ValueOf(msgs[1].Events[0]), ".Event", &zero)
+	if len(zero) > 0 {
+		t.Fatalf("the fixture leaves fields unset, so the test would not see them decoded: %v", zero)
+	}
+	for i, m := range msgs {
+		data, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want Message
+		if err := json.Unmarshal(data, &want); err != nil {
+			t.Fatal(err)
+		}
+		got, err := DecodeMessage(data)
+		if err != nil {
+			t.Fatalf("message %d: %v\n%s", i, err, data)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("message %d decoded as\n%+v\nwant\n%+v", i, got, want)
+		}
+	}
+}
+
+func TestDecodeMessageTimesAndEscapes(t *testing.T) {
+	m, err := DecodeMessage([]byte(` {"type":"events","unknown":[1,{"a":null},-2.5e3,true],"events":[
+		{"seq":1,"time":"2025-01-02T03:04:05.5+02:30","kind":"fault","message":"\u00e9\ud83d\ude00\/\b\f\r","fault":null}]} `))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := m.Events[0]
+	if want := time.Date(2025, 1, 2, 0, 34, 5, 5e8, time.UTC); !e.Time.Equal(want) {
+		t.Errorf("time %v, want %v", e.Time, want)
+	}
+	if e.Message != "é😀/\b\f\r" || e.Fault != nil {
+		t.Errorf("message %q, fault %v", e.Message, e.Fault)
+	}
+}
+
+func TestDecodeMessageRefusesMalformed(t *testing.T) {
+	for _, in := range []string{``, `{`, `{"type":}`, `{"type":"events","events":[{"seq":-1}]}`, `{"type":"x"} x`,
+		`{"events":[{"broker":99999999999}]}`, `{"type":"a` + "\n" + `"}`, `{"snapshot":{"paused":"yes"}}`, `[`, `{"type":"\u12"}`,
+		strings.Repeat(`[`, 10) + `]`} {
+		if _, err := DecodeMessage([]byte(in)); err == nil {
+			t.Errorf("DecodeMessage(%q) succeeded", in)
+		}
+	}
+}
+
+func TestDecodeStrings(t *testing.T) {
+	m, err := DecodeStrings([]byte(`{"panel.broker":"broker %d","x":"\u4e2d"}`))
+	if err != nil || m["panel.broker"] != "broker %d" || m["x"] != "中" {
+		t.Fatalf("%v %v", m, err)
+	}
+}
