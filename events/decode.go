@@ -674,6 +674,10 @@ func (d *decoder) truncated() (v []TruncatedRecord) {
 				r.LeaderEpoch = d.i32()
 			case "digest":
 				r.Digest = d.str()
+			case "value":
+				r.Value = d.str()
+			case "reason":
+				r.Reason = d.str()
 			default:
 				d.skip()
 			}

@@ -13,7 +13,7 @@ import (
 func fullMessages() []Message {
 	at := time.Date(2025, 3, 4, 5, 6, 7, 890123456, time.UTC)
 	recs := []Record{{Offset: 7, LeaderEpoch: 2, Key: "k\"1", Value: "héllo <wörld> & \u2028 \U0001F600 \n\t\\"}}
-	trunc := []TruncatedRecord{{Offset: 8, LeaderEpoch: 1, Digest: "0a1b2c3d"}}
+	trunc := []TruncatedRecord{{Offset: 8, LeaderEpoch: 1, Digest: "0a1b2c3d", Value: "v", Reason: "r"}}
 	topic := Topic{Name: "demo", Configs: map[string]string{"min.insync.replicas": "2"}, Partitions: []Partition{{
 		Partition: 1, Leader: 2, LeaderEpoch: 3, Replicas: []int32{1, 2, 3}, ISR: []int32{2, 3}, ELR: []int32{1},
 		ReplicaLogs: []Replica{{Broker: 2, LEO: 9, HW: 8, LogStartOffset: 1,

@@ -197,11 +197,16 @@ type Record struct {
 }
 
 // TruncatedRecord is a record a truncation removed: where it was, its epoch and
-// a Digest of its content, so a learner can tell whether it came back.
+// a Digest of its content, so a learner can tell whether it came back. In a
+// Snapshot, Value is the record's value (when the replica's record window
+// still held it) and Reason the truncation event's Message: the rule
+// applied and why; events leave both empty.
 type TruncatedRecord struct {
 	Offset      int64  `json:"offset"`
 	LeaderEpoch int32  `json:"leader_epoch"`
 	Digest      string `json:"digest"`
+	Value       string `json:"value,omitempty"`
+	Reason      string `json:"reason,omitempty"`
 }
 
 // FaultKind names an injected fault or its repair.

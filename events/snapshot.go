@@ -247,9 +247,17 @@ func (s *Snapshot) Apply(e Event) {
 			to := e.Offsets.LEO
 			r.LEO = to
 			r.HW = min(r.HW, to)
+			cut := make([]TruncatedRecord, len(e.Truncated))
+			for i, t := range e.Truncated {
+				t.Reason = e.Message
+				if v, ok := valueAt(r.Records, t.Offset, t.LeaderEpoch); ok {
+					t.Value = v
+				}
+				cut[i] = t
+			}
 			r.Records = keepBelow(r.Records, to)
 			r.EpochCache, _ = leaderepoch.TruncateFromEnd(r.EpochCache, to)
-			r.Truncated = appendWindow(r.Truncated, e.Truncated)
+			r.Truncated = appendWindow(r.Truncated, cut)
 		}
 	case KindFault:
 		s.applyFault(e)
@@ -349,6 +357,16 @@ func appendWindow[T any](w, add []T) []T {
 		w = append(w[:0:0], w[n:]...)
 	}
 	return w
+}
+
+// valueAt returns the value of the record at offset with epoch in rs.
+func valueAt(rs []Record, offset int64, epoch int32) (string, bool) {
+	for i := len(rs) - 1; i >= 0; i-- {
+		if rs[i].Offset == offset && rs[i].LeaderEpoch == epoch {
+			return rs[i].Value, true
+		}
+	}
+	return "", false
 }
 
 func keepBelow(rs []Record, offset int64) []Record {

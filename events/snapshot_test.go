@@ -33,7 +33,7 @@ func TestApplySequence(t *testing.T) {
 	apply(Event{Kind: KindFault, Broker: 1, Fault: &Fault{Kind: FaultCrash}})
 	apply(Event{Kind: KindElection, Broker: NoBroker, Topic: "demo", Leader: &Leadership{Leader: 2, PreviousLeader: 1, LeaderEpoch: 1}, ISR: []int32{2, 3}})
 	apply(Event{Kind: KindEpoch, Broker: 1, Topic: "demo", Leader: &Leadership{LeaderEpoch: 1, StartOffset: 1}})
-	apply(Event{Kind: KindTruncation, Broker: 1, Topic: "demo", Offsets: &Offsets{LEO: 1},
+	apply(Event{Kind: KindTruncation, Broker: 1, Topic: "demo", Offsets: &Offsets{LEO: 1}, Message: "why",
 		Truncated: []TruncatedRecord{{Offset: 1, LeaderEpoch: 0, Digest: Digest(nil, []byte("b"))}}})
 	apply(Event{Kind: KindConfig, Topic: "demo", Config: &ConfigChange{Key: "min.insync.replicas", Value: "2"}})
 	apply(Event{Kind: KindConfig, Config: &ConfigChange{Key: "truncation.rule", Value: "high-watermark"}})
@@ -54,7 +54,8 @@ func TestApplySequence(t *testing.T) {
 	wantR1 := Replica{Broker: 1, LEO: 1, HW: 1,
 		EpochCache: []EpochEntry{{Epoch: 0, StartOffset: 0}},
 		Records:    recs[:1],
-		Truncated:  []TruncatedRecord{{Offset: 1, LeaderEpoch: 0, Digest: Digest(nil, []byte("b"))}},
+		// The snapshot keeps the removed record's value and why it went.
+		Truncated: []TruncatedRecord{{Offset: 1, LeaderEpoch: 0, Digest: Digest(nil, []byte("b")), Value: "b", Reason: "why"}},
 	}
 	if !reflect.DeepEqual(*r1, wantR1) {
 		t.Errorf("replica 1 = %+v\nwant %+v", *r1, wantR1)

@@ -2,6 +2,7 @@ package panel
 
 import (
 	"strings"
+	"unicode/utf8"
 
 	"tidemark/events"
 )
@@ -14,12 +15,36 @@ const LaneCells = 20
 // SVG geometry, in user units.
 const (
 	labelW = 170 // lane label column
-	cellW  = 34
-	cellH  = 30
-	ghostH = 20 // the row of truncated records under a lane
-	laneH  = 14 + cellH + ghostH + 18
+	cellW  = 40
+	cellH  = 40
+	ghostY = 14 + cellH + 4 // the row of truncated records, full size, under a lane that has any
 	topPad = 16
 )
+
+// laneHeight is the height of a lane, with or without its row of
+// truncated records.
+func laneHeight(ghosts bool) int64 {
+	if ghosts {
+		return ghostY + cellH + 18
+	}
+	return 14 + cellH + 18
+}
+
+// valueRunes is how many characters of a record's value its cell shows.
+const valueRunes = 5
+
+// shortValue returns v as its cell shows it: at most valueRunes
+// characters, the last an ellipsis when it is longer.
+func shortValue(v string) string {
+	n := 0
+	for i := range v {
+		if n == valueRunes-1 && utf8.RuneCountInString(v[i:]) > 1 {
+			return v[:i] + "…"
+		}
+		n++
+	}
+	return v
+}
 
 // Motion says what changed since the last render, so the lanes can animate
 // it: appended offsets, fetches, HW moves, elections and truncations. The
@@ -119,13 +144,14 @@ type Figure struct {
 // (tooltip, numbers, marker positions) are kept apart from the markup, so
 // a frame sets them without re-parsing (and re-laying out) any text.
 type Lane struct {
-	Key   string // broker id
-	Attrs []Attr
-	Title string // the lane's tooltip (text)
-	Head  string // inner markup of g.lane-id: labels of broker, ISR/OSR and state
-	Nums  string // text of the LEO and HW numbers
-	Slots string // inner markup of g.slots: the empty slots of the window
-	Cells []Cell // records and truncated records, by offset
+	Key    string // broker id
+	Ghosts bool   // the lane has a row of truncated records
+	Attrs  []Attr
+	Title  string // the lane's tooltip (text)
+	Head   string // inner markup of g.lane-id: labels of broker, ISR/OSR and state
+	Nums   string // text of the LEO and HW numbers
+	Slots  string // inner markup of g.slots: the empty slots of the window
+	Cells  []Cell // records and truncated records, by offset
 	// CellsAt is the transform of g.cells: the window slides by moving the
 	// group, so cells that stay keep their layout.
 	CellsAt string
@@ -179,7 +205,8 @@ func (l *Lane) Marks() string {
 		b.WriteString(`<g class="` + l.HWClass() + `" transform="` + MarkAt(l.HWX) + `"><line x1="0" y1="8" x2="0" y2="` + i64(14+cellH+2) + `"/><text x="2" y="10">HW</text></g>`)
 	}
 	if l.LEOX >= 0 {
-		b.WriteString(`<g class="marker leo" transform="` + MarkAt(l.LEOX) + `"><line x1="0" y1="12" x2="0" y2="` + i64(14+cellH+ghostH+2) + `"/><text x="2" y="` + i64(14+cellH+ghostH+12) + `">LEO</text></g>`)
+		bottom := laneHeight(l.Ghosts) - 18
+		b.WriteString(`<g class="marker leo" transform="` + MarkAt(l.LEOX) + `"><line x1="0" y1="12" x2="0" y2="` + i64(bottom+2) + `"/><text x="2" y="` + i64(bottom+12) + `">LEO</text></g>`)
 	}
 	return b.String()
 }
@@ -247,7 +274,9 @@ type Lanes struct {
 type cellID struct {
 	offset int64
 	epoch  int32
-	state  uint8 // cellCommitted, cellUncommitted or cellTruncated
+	state  uint8  // cellCommitted, cellUncommitted or cellTruncated
+	value  string // shortened
+	reason string // a truncated record's: why
 }
 
 const (
@@ -268,21 +297,39 @@ func (lz *Lanes) cell(id cellID, c Catalog) cellText {
 		return t
 	}
 	var t cellText
+	mid := i64(cellW / 2)
 	if id.state == cellTruncated {
-		gy := int64(14 + cellH + 2)
+		// Full size, in the row under the lane: offset and epoch, the
+		// value struck out, and a cross; the tooltip says why.
+		gy := int64(ghostY)
 		t.title = c.T("panel.lane.rec", id.offset, id.epoch, c.T("panel.lane.truncated"))
-		t.inner = `<rect x="3" y="` + i64(gy) + `" width="` + i64(cellW-6) + `" height="` + i64(ghostH-2) + `" rx="2"/>` +
-			`<text x="` + i64(cellW/2) + `" y="` + i64(gy+ghostH-6) + `">` + i64(id.offset) + `/e` + itoa(id.epoch) + `</text>` +
-			`<line x1="2" y1="` + i64(gy+ghostH/2) + `" x2="` + i64(cellW-2) + `" y2="` + i64(gy+ghostH/2-1) + `"/>`
+		if id.reason != "" {
+			t.title += " — " + id.reason
+		}
+		t.inner = `<rect x="1" y="` + i64(gy) + `" width="` + i64(cellW-2) + `" height="` + i64(cellH) + `" rx="3"/>` +
+			`<text class="off" x="` + mid + `" y="` + i64(gy+11) + `">` + i64(id.offset) + ` e` + itoa(id.epoch) + `</text>` +
+			`<text class="val" x="` + mid + `" y="` + i64(gy+24) + `">` + esc(id.value) + `</text>` +
+			`<line x1="3" y1="` + i64(gy+20) + `" x2="` + i64(cellW-3) + `" y2="` + i64(gy+20) + `"/>` +
+			`<text class="x" x="` + mid + `" y="` + i64(gy+cellH-3) + `">✕</text>`
 	} else {
+		// Committed: filled in its epoch's colour. Not committed: white,
+		// a heavy dashed border and only a band of the colour on top, with
+		// a ? under the value: unmistakable without colour too.
 		state := c.T("panel.lane.committed")
+		band, mark := "", ""
 		if id.state == cellUncommitted {
 			state = c.T("panel.lane.uncommitted")
+			band = `<rect class="band" x="1" y="14" width="` + i64(cellW-2) + `" height="6" rx="2"/>`
+			mark = "?"
 		}
 		t.title = c.T("panel.lane.rec", id.offset, id.epoch, state)
-		t.inner = `<rect x="1" y="14" width="` + i64(cellW-2) + `" height="` + i64(cellH) + `" rx="3"/>` +
-			`<text class="off" x="` + i64(cellW/2) + `" y="` + i64(14+12) + `">` + i64(id.offset) + `</text>` +
-			`<text class="ep" x="` + i64(cellW/2) + `" y="` + i64(14+cellH-4) + `">e` + itoa(id.epoch) + `</text>`
+		if id.value != "" {
+			t.title += ": " + id.value
+		}
+		t.inner = `<rect class="box" x="1" y="14" width="` + i64(cellW-2) + `" height="` + i64(cellH) + `" rx="3"/>` + band +
+			`<text class="off" x="` + mid + `" y="` + i64(14+15) + `">` + i64(id.offset) + `</text>` +
+			`<text class="val" x="` + mid + `" y="` + i64(14+27) + `">` + esc(id.value) + `</text>` +
+			`<text class="ep" x="` + mid + `" y="` + i64(14+cellH-3) + `">e` + itoa(id.epoch) + mark + `</text>`
 	}
 	if lz.cells == nil || len(lz.cells) >= maxCellTexts {
 		lz.cells = make(map[cellID]cellText, 256)
@@ -324,7 +371,10 @@ func (lz *Lanes) figure(v *events.Snapshot, topic string, p *events.Partition, m
 	f.Caption = `<a href="/topics/` + esc(topic) + `/partitions/` + itoa(p.Partition) + `" title="` + esc(c.T("panel.open")) + `"><strong>` + esc(name) + `</strong></a> · `
 	f.Meta = c.T("panel.lane.meta", brokerName(p.Leader, c), p.LeaderEpoch, ids(p.ISR), hw)
 	width := labelW + (hi-lo+1)*cellW + 10
-	height := topPad + int64(len(p.ReplicaLogs))*laneH
+	height := int64(topPad)
+	for ri := range p.ReplicaLogs {
+		height += laneHeight(hasGhosts(&p.ReplicaLogs[ri], lo, hi))
+	}
 	f.Shape = `<svg class="lanes-svg" viewBox="0 0 ` + i64(width) + ` ` + i64(height) + `" width="` + i64(width) + `" height="` + i64(height) +
 		`" role="group" aria-label="` + esc(name) + `">`
 	y := int64(topPad)
@@ -335,9 +385,15 @@ func (lz *Lanes) figure(v *events.Snapshot, topic string, p *events.Partition, m
 		if br := v.Broker(p.ReplicaLogs[ri].Broker); br != nil {
 			state = br.State
 		}
-		f.Lanes = append(f.Lanes, lz.lane(topic, p, &p.ReplicaLogs[ri], state, y, lo, hi, hw, m, c))
-		f.Shape += "|" + itoa(p.ReplicaLogs[ri].Broker) // lanes are keyed by broker, in this order
-		y += laneH
+		l := lz.lane(topic, p, &p.ReplicaLogs[ri], state, y, lo, hi, hw, m, c)
+		f.Lanes = append(f.Lanes, l)
+		// Lanes are keyed by broker, in this order, and sized by their
+		// rows.
+		f.Shape += "|" + itoa(p.ReplicaLogs[ri].Broker)
+		if l.Ghosts {
+			f.Shape += "+"
+		}
+		y += laneHeight(l.Ghosts)
 	}
 	// Fetches: an arrow from the leader's lane to the follower's, at the
 	// offset fetched from.
@@ -361,6 +417,30 @@ func (lz *Lanes) figure(v *events.Snapshot, topic string, p *events.Partition, m
 	return f
 }
 
+// hasGhosts reports whether r has truncated records in the window.
+func hasGhosts(r *events.Replica, lo, hi int64) bool {
+	for _, t := range r.Truncated {
+		if t.Offset >= lo && t.Offset <= hi {
+			return true
+		}
+	}
+	return false
+}
+
+// ruleOf returns the rule a truncation's reason names ("… (rule X): …"),
+// or "".
+func ruleOf(reason string) string {
+	_, after, ok := strings.Cut(reason, "(rule ")
+	if !ok {
+		return ""
+	}
+	rule, _, ok := strings.Cut(after, ")")
+	if !ok {
+		return ""
+	}
+	return rule
+}
+
 func xOf(offset, lo int64) int64 { return labelW + (offset-lo)*cellW }
 
 func (lz *Lanes) lane(topic string, p *events.Partition, r *events.Replica, state events.BrokerState, y, lo, hi, hw int64, m Motion, c Catalog) Lane {
@@ -380,7 +460,7 @@ func (lz *Lanes) lane(topic string, p *events.Partition, r *events.Replica, stat
 	// Cells sit at their offset from base, which moves only every 1024
 	// offsets (coordinates stay small enough for float precision).
 	base := lo &^ 1023
-	l := Lane{Key: itoa(r.Broker), CellsAt: "translate(" + i64(xOf(base, lo)) + ",0)"}
+	l := Lane{Key: itoa(r.Broker), Ghosts: hasGhosts(r, lo, hi), CellsAt: "translate(" + i64(xOf(base, lo)) + ",0)"}
 	l.Attrs = []Attr{{"class", cls}, {"data-topic", topic}, {"data-partition", itoa(p.Partition)}, {"data-broker", itoa(r.Broker)},
 		{"data-leo", i64(r.LEO)}, {"data-hw", i64(r.HW)}, {"transform", "translate(0," + i64(y) + ")"}}
 	l.Title = c.T("panel.lane.label", r.Broker, r.LEO, r.HW)
@@ -398,6 +478,18 @@ func (lz *Lanes) lane(topic string, p *events.Partition, r *events.Replica, stat
 	b.WriteString(`<text class="` + badgeCls + `" x="110" y="` + i64(14+12) + `">` + badge + `</text>`)
 	if state != events.BrokerUp {
 		b.WriteString(`<text class="state-word" x="4" y="` + i64(14+cellH+14) + `">` + state.Glyph() + ` ` + esc(c.T("panel.state."+string(state))) + `</text>`)
+	}
+	if l.Ghosts {
+		// Why the struck-out records went: the rule of the newest
+		// truncation (each cell's tooltip has the whole reason).
+		why := c.T("stage.lane.truncated")
+		for i := len(r.Truncated) - 1; i >= 0; i-- {
+			if rule := ruleOf(r.Truncated[i].Reason); rule != "" {
+				why = c.T("stage.lane.truncated.rule", rule)
+				break
+			}
+		}
+		b.WriteString(`<text class="ghost-why" x="4" y="` + i64(ghostY+cellH-6) + `">✕ ` + esc(why) + `</text>`)
 	}
 	l.Head = b.String()
 	b.Reset()
@@ -423,7 +515,7 @@ func (lz *Lanes) lane(topic string, p *events.Partition, r *events.Replica, stat
 			continue
 		}
 		rc := epClass[abs32(rec.LeaderEpoch)%8]
-		id := cellID{rec.Offset, rec.LeaderEpoch, cellCommitted}
+		id := cellID{offset: rec.Offset, epoch: rec.LeaderEpoch, value: shortValue(rec.Value)}
 		if rec.Offset < hw {
 			rc += " committed"
 		} else {
@@ -456,7 +548,7 @@ func (lz *Lanes) lane(topic string, p *events.Partition, r *events.Replica, stat
 		if m.truncated[k] {
 			gc += " new"
 		}
-		ct := lz.cell(cellID{o, t.LeaderEpoch, cellTruncated}, c)
+		ct := lz.cell(cellID{offset: o, epoch: t.LeaderEpoch, state: cellTruncated, value: shortValue(t.Value), reason: t.Reason}, c)
 		l.Cells = append(l.Cells, Cell{Key: 2*o + 1, Class: gc, Offset: o, X: (o - base) * cellW, Title: ct.title, Inner: ct.inner})
 	}
 	return l

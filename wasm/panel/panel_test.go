@@ -162,20 +162,33 @@ func TestRenderEscapesAndMarksNew(t *testing.T) {
 // TestRenderLanes: blocks at their offsets with their epochs, committed or
 // not by the partition's HW, truncated records struck out where they were,
 // markers, and animation classes only when Motion asks.
+func TestShortValue(t *testing.T) {
+	for in, want := range map[string]string{"": "", "abcde": "abcde", "abcdef": "abcd…", "中文中文中文": "中文中文…", "中文中文中": "中文中文中"} {
+		if got := shortValue(in); got != want {
+			t.Errorf("shortValue(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
 func TestRenderLanes(t *testing.T) {
 	snap := snapshot(0)
 	p := &snap.Topics[0].Partitions[0]
 	p.LeaderEpoch = 1
-	p.ReplicaLogs[0] = events.Replica{Broker: 1, LEO: 3, HW: 2, Records: []events.Record{{Offset: 0}, {Offset: 1}, {Offset: 2, LeaderEpoch: 1}}}
+	p.ReplicaLogs[0] = events.Replica{Broker: 1, LEO: 3, HW: 2, Records: []events.Record{{Offset: 0}, {Offset: 1, Value: "hello world"}, {Offset: 2, LeaderEpoch: 1, Value: "<b>"}}}
 	p.ReplicaLogs[1] = events.Replica{Broker: 2, LEO: 2, HW: 2, Records: []events.Record{{Offset: 0}, {Offset: 1}},
-		Truncated: []events.TruncatedRecord{{Offset: 2, LeaderEpoch: 0, Digest: "00000000"}}}
+		Truncated: []events.TruncatedRecord{{Offset: 2, LeaderEpoch: 0, Digest: "00000000", Value: "lost",
+			Reason: "truncate-to (rule high-watermark): follower restarted"}}}
 	out := RenderLanes(snap, Motion{}, en, "", -1)
 	for _, want := range []string{
 		`<g class="replica lane leader" data-topic="demo" data-partition="0" data-broker="1" data-leo="3" data-hw="2"`,
 		`<g class="replica lane osr down" data-topic="demo" data-partition="0" data-broker="2" data-leo="2" data-hw="2"`, "✕ crashed",
 		`<g class="rec ep0 committed" data-offset="1`,
 		`<g class="rec ep1 uncommitted" data-offset="2`,
-		`<g class="ghost" data-offset="2`, "2/e0",
+		`<g class="ghost" data-offset="2`, "2 e0",
+		// Values, shortened and escaped; not committed: a band and a ?.
+		`<text class="val" x="20" y="41">hell…</text>`, `&lt;b&gt;`, `class="band"`, "e1?",
+		// A truncated record: full size, its value, and why in the lane's label.
+		`<text class="val" x="20" y="82">lost</text>`, "follower restarted", "✕ truncated (high-watermark rule)",
 		`class="marker hw"`, `class="marker leo"`, "OSR", "broker 1 ★",
 		`data-leader="1" data-epoch="1" data-hw="2"`,
 	} {
