@@ -83,8 +83,10 @@ const (
 	// Wire.To).
 	KindProduceRequest Kind = "produce-request"
 	// KindClientFetch: a consumer (Wire.To NoBroker, Wire.Client) was
-	// answered by Broker (Wire.From) with Wire.Records records from
-	// Wire.FetchOffset, up to the HW (Wire.HW).
+	// answered by Broker (Wire.From) from Wire.FetchOffset, up to the HW
+	// (Wire.HW); Wire.Records is how many records lay between the two
+	// (the consumer's lag as the answer left; the answer may hold fewer,
+	// by its size limits).
 	KindClientFetch Kind = "client-fetch"
 	// KindHeartbeat: a broker (Broker, Wire.From) heartbeated the controller
 	// (Wire.To, node 0).
@@ -135,6 +137,18 @@ const (
 	AcksLeader Acks = "1"
 	AcksAll    Acks = "all"
 )
+
+// AcksOf spells a produce request's acks field as Kafka's configs do:
+// 0, 1, and all for -1.
+func AcksOf(acks int16) Acks {
+	switch acks {
+	case 0:
+		return AcksNone
+	case 1:
+		return AcksLeader
+	}
+	return AcksAll
+}
 
 // Valid reports whether a is one of "0", "1" or "all"; the empty Acks is not valid.
 func (a Acks) Valid() bool { return a == AcksNone || a == AcksLeader || a == AcksAll }

@@ -72,13 +72,14 @@ type app struct {
 // stageDOM is the stage as last rendered: its shape (the brokers), each
 // node's view and the message speed.
 type stageDOM struct {
-	on     bool
-	shape  string
-	nodes  map[int32]panel.NodeView
-	speed  float64 // 0.25, 1 or 4: how fast messages cross a link
-	flown  uint64  // the newest event drawn in flight
-	clock  string  // "pause" or "resume": what the clock form does now
-	status string  // the producer's status shown
+	on      bool
+	shape   string
+	nodes   map[int32]panel.NodeView
+	speed   float64       // 0.25, 1 or 4: how fast messages cross a link
+	flown   uint64        // the newest event drawn in flight
+	clock   string        // "pause" or "resume": what the clock form does now
+	status  string        // the producer's status shown
+	clients panel.Clients // the external Kafka clients seen
 }
 
 // maxFlights is the most messages one frame puts in flight.

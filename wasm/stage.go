@@ -89,8 +89,12 @@ func (a *app) renderStage(v *events.Snapshot) {
 	}
 	a.setHTML("topo-links", panel.StageLinksSVG(v, a.cat))
 	a.renderClockButton(v.Paused)
+	evs := a.newEvents(st.flown)
+	st.clients.Observe(evs)
+	if h := st.clients.HTML(a.cat); h != "" {
+		a.setHTML("stage-clients", h)
+	}
 	if a.state.Following {
-		evs := a.newEvents(st.flown)
 		a.renderProducer(evs)
 		a.fly(panel.Flights(v, evs, a.cat, maxFlights))
 	}

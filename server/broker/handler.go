@@ -41,9 +41,12 @@ func (h *handler) Versions() wire.VersionTable {
 func (h *handler) Handle(ctx context.Context, rc *wire.RequestContext, req kmsg.Request) (kmsg.Response, error) {
 	switch req := req.(type) {
 	case *kmsg.ProduceRequest:
+		h.b.publishProduceRequest(rc, req)
 		return h.b.handleProduce(ctx, req), nil
 	case *kmsg.FetchRequest:
-		return h.b.handleFetch(ctx, req), nil
+		resp := h.b.handleFetch(ctx, req)
+		h.b.publishClientFetch(rc, req)
+		return resp, nil
 	case *kmsg.ListOffsetsRequest:
 		return h.b.handleListOffsets(req), nil
 	case *kmsg.MetadataRequest:

@@ -81,12 +81,4 @@ func (c *Cluster) publishMessage(kind events.Kind, broker int32, w events.Wire, 
 const UIClientID = "tidemark-ui"
 
 // acksName spells a produce request's acks as Kafka's configs do.
-func acksName(acks int16) events.Acks {
-	switch acks {
-	case 0:
-		return events.AcksNone
-	case 1:
-		return events.AcksLeader
-	}
-	return events.AcksAll
-}
+func acksName(acks int16) events.Acks { return events.AcksOf(acks) }

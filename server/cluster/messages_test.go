@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"tidemark/events"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // TestMessageEvents checks the stage's messages in flight on a paused
@@ -101,5 +103,75 @@ func TestMessageEvents(t *testing.T) {
 		if e.Kind.IsMessage() {
 			t.Fatalf("message event %s published without MessageEvents", e.Kind)
 		}
+	}
+}
+
+// TestClientMessageEvents checks that external Kafka clients show on the
+// stage: a franz-go producer's Produce (client id, records, acks) and a
+// consumer's answered Fetch (its position and the HW it reads up to).
+func TestClientMessageEvents(t *testing.T) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	c, err := Open(Options{DataDir: t.TempDir(), Brokers: 3, Paused: true, MessageEvents: true, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if _, err := c.CreateTopic("demo", 1, 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	snap := c.Snapshot()
+	leader := snap.Partition("demo", 0).Leader
+	from := c.Bus().LastSeq()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	prod, err := kgo.NewClient(kgo.SeedBrokers(seeds(c)...), kgo.ClientID("stage-producer"), kgo.DefaultProduceTopic("demo"),
+		kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	if err := prod.ProduceSync(ctx, &kgo.Record{Value: []byte("a")}, &kgo.Record{Value: []byte("b")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []int32{1, 2, 3} {
+		if id != leader {
+			stepFetchAll(t, c, id, id) // fetch a, b; then learn the HW
+		}
+	}
+	cons, err := kgo.NewClient(kgo.SeedBrokers(seeds(c)...), kgo.ClientID("stage-consumer"), kgo.ConsumeTopics("demo"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	for got := 0; got < 2; {
+		fs := cons.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("consumed %d of 2 records: %v", got, err)
+		}
+		got += fs.NumRecords()
+	}
+
+	evs, _ := c.Bus().Since(from, 0)
+	var produced, fetched bool
+	for _, e := range evs {
+		switch {
+		case e.Kind == events.KindProduceRequest && e.Wire.Client == "stage-producer":
+			if e.Broker != leader || e.Wire.To != leader || e.Wire.From != events.NoBroker || e.Wire.Records != 2 || e.Acks != events.AcksLeader || e.Topic != "demo" {
+				t.Errorf("produce request %+v acks %q", *e.Wire, e.Acks)
+			}
+			produced = true
+		case e.Kind == events.KindClientFetch && e.Wire.Client == "stage-consumer":
+			if e.Wire.From != leader || e.Wire.To != events.NoBroker || e.Wire.HW != 2 || e.Topic != "demo" ||
+				e.Wire.Records != int(2-e.Wire.FetchOffset) {
+				t.Errorf("client fetch %+v", *e.Wire)
+			}
+			fetched = true
+		case e.Kind == events.KindClientFetch && e.Wire.Client != "stage-consumer":
+			t.Errorf("client fetch from %q", e.Wire.Client)
+		}
+	}
+	if !produced || !fetched {
+		t.Errorf("produce request seen %v, client fetch seen %v", produced, fetched)
 	}
 }

@@ -64,3 +64,34 @@ func TestFlights(t *testing.T) {
 		t.Errorf("Forward: pos %d following %v, want 2", s.Pos, s.Following)
 	}
 }
+
+// TestClients: external clients' produces and fetches are listed newest
+// first, one row per client, kind and partition; a consumer at the HW says
+// it stopped there; the UI's producer is left out.
+func TestClients(t *testing.T) {
+	var cs Clients
+	cs.Observe([]events.Event{
+		{Seq: 1, Kind: events.KindProduceRequest, Broker: 1, Topic: "demo", Acks: events.AcksAll,
+			Wire: &events.Wire{From: events.NoBroker, To: 1, Client: "rdkafka", Records: 3}},
+		{Seq: 2, Kind: events.KindProduceRequest, Broker: 1, Topic: "demo", Wire: &events.Wire{Client: UIClient, Records: 1}},
+		{Seq: 3, Kind: events.KindClientFetch, Broker: 1, Topic: "demo", Wire: &events.Wire{From: 1, To: events.NoBroker, Client: "kgo", FetchOffset: 1, HW: 3, Records: 2}},
+		{Seq: 4, Kind: events.KindHW, Broker: 1, Topic: "demo", Offsets: &events.Offsets{HW: 3}},
+		{Seq: 5, Kind: events.KindClientFetch, Broker: 1, Topic: "demo", Wire: &events.Wire{From: 1, To: events.NoBroker, Client: "kgo", FetchOffset: 3, HW: 3}},
+	})
+	rows := cs.Rows()
+	if len(rows) != 2 || rows[0].Client != "kgo" || rows[0].Offset != 3 || rows[1].Client != "rdkafka" || rows[1].Records != 3 {
+		t.Fatalf("rows %+v", rows)
+	}
+	out := cs.HTML(en)
+	for _, want := range []string{"produced 3 records to demo-0, acks=all, to broker 1", "reads demo-0 at offset 3; HW 3; lag 0", "stopped at the HW", `class="consumer at-hw"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("clients lack %q: %s", want, out)
+		}
+	}
+	for range 20 {
+		cs.Observe([]events.Event{{Kind: events.KindClientFetch, Topic: "t", Partition: int32(len(cs.Rows())), Wire: &events.Wire{Client: "c"}}})
+	}
+	if len(cs.Rows()) != MaxClientRows {
+		t.Errorf("%d rows, want at most %d", len(cs.Rows()), MaxClientRows)
+	}
+}
