@@ -32,37 +32,53 @@ const (
 // offset: that is the point, since a bad batch once appended is replicated
 // and served to every reader.
 func ValidateProducedBatch(records []byte) (BatchHeader, error) {
+	h, _, err := ValidateProducedBatchTail(records, 0)
+	return h, err
+}
+
+// ValidateProducedBatchTail is ValidateProducedBatch that also returns the
+// batch's last tail records, decoded by the same pass (offsets relative to
+// the produced batch's base offset 0; keys, values and headers copied), so
+// the leader can show what it appended without decompressing the batch
+// again.
+func ValidateProducedBatchTail(records []byte, tail int) (BatchHeader, []DecodedRecord, error) {
 	if len(records) == 0 {
-		return BatchHeader{}, fmt.Errorf("%w: the produce request has no record batch for this partition", kerr.InvalidRecord)
+		return BatchHeader{}, nil, fmt.Errorf("%w: the produce request has no record batch for this partition", kerr.InvalidRecord)
 	}
 	if len(records) < batchHeaderSize {
-		return BatchHeader{}, fmt.Errorf("%w: %d bytes cannot hold a record batch header (%d bytes)", ErrCorruptMessage, len(records), batchHeaderSize)
+		return BatchHeader{}, nil, fmt.Errorf("%w: %d bytes cannot hold a record batch header (%d bytes)", ErrCorruptMessage, len(records), batchHeaderSize)
 	}
 	h, err := parseBatchHeader(records)
 	if err != nil {
-		return h, err
+		return h, nil, err
 	}
 	if h.Size() > int64(len(records)) {
-		return h, fmt.Errorf("%w: the batch says %d bytes, %d were sent", ErrCorruptMessage, h.Size(), len(records))
+		return h, nil, fmt.Errorf("%w: the batch says %d bytes, %d were sent", ErrCorruptMessage, h.Size(), len(records))
 	}
 	if h.Size() < int64(len(records)) {
-		return h, fmt.Errorf("%w: a produce request may carry exactly one record batch per partition; %d bytes follow the first", kerr.InvalidRecord, int64(len(records))-h.Size())
+		return h, nil, fmt.Errorf("%w: a produce request may carry exactly one record batch per partition; %d bytes follow the first", kerr.InvalidRecord, int64(len(records))-h.Size())
 	}
 	if _, err := checkBatch(records); err != nil {
-		return h, err
+		return h, nil, err
 	}
 	if err := validateBatchHeader(h); err != nil {
-		return h, err
+		return h, nil, err
 	}
 	codec := h.Attributes & compressionMask
 	if codec > maxKnownCodec {
-		return h, fmt.Errorf("%w: compression codec %d is not one Kafka knows (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd)", kerr.UnsupportedCompressionType, codec)
+		return h, nil, fmt.Errorf("%w: compression codec %d is not one Kafka knows (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd)", kerr.UnsupportedCompressionType, codec)
 	}
-	raw, err := decompress(codec, records[batchHeaderSize:])
+	buf := getDecodeBuf()
+	raw, err := decompressTo(*buf, codec, records[batchHeaderSize:])
+	defer putDecodeBuf(buf, codec, raw)
 	if err != nil {
-		return h, fmt.Errorf("%w: the records do not decompress as %s: %v", ErrCorruptMessage, h.Compression(), err)
+		return h, nil, fmt.Errorf("%w: the records do not decompress as %s: %v", ErrCorruptMessage, h.Compression(), err)
 	}
-	return h, validateRecords(h, raw)
+	kept, err := validateRecords(h, raw, tail)
+	if err != nil {
+		return h, nil, err
+	}
+	return h, kept, nil
 }
 
 // validateBatchHeader checks the header fields LogValidator.validateBatch
@@ -86,30 +102,35 @@ func validateBatchHeader(h BatchHeader) error {
 // validateRecords walks the decompressed records: each is a varint length
 // and that many bytes, which must decode as a kmsg.Record using all of them,
 // with offset delta i for the i-th record; exactly h.NumRecords of them and
-// nothing after.
-func validateRecords(h BatchHeader, raw []byte) error {
+// nothing after. It returns copies of the last tail records.
+func validateRecords(h BatchHeader, raw []byte, tail int) ([]DecodedRecord, error) {
 	var r kmsg.Record
+	keepFrom := max(int64(h.NumRecords)-int64(tail), 0)
+	kept := make([]DecodedRecord, 0, int64(h.NumRecords)-keepFrom)
 	for i := int32(0); i < h.NumRecords; i++ {
 		length, n := binary.Varint(raw)
 		if n <= 0 || length < 0 || int64(len(raw)-n) < length {
-			return fmt.Errorf("%w: the batch says %d records, record %d is cut short", ErrCorruptMessage, h.NumRecords, i)
+			return nil, fmt.Errorf("%w: the batch says %d records, record %d is cut short", ErrCorruptMessage, h.NumRecords, i)
 		}
 		rec := raw[:n+int(length)]
 		raw = raw[n+int(length):]
 		if err := r.UnsafeReadFrom(rec); err != nil {
-			return fmt.Errorf("%w: record %d does not decode: %v", ErrCorruptMessage, i, err)
+			return nil, fmt.Errorf("%w: record %d does not decode: %v", ErrCorruptMessage, i, err)
 		}
 		if used := recordSize(&r); used != len(rec) {
-			return fmt.Errorf("%w: record %d says %d bytes, its fields take %d", kerr.InvalidRecord, i, len(rec), used)
+			return nil, fmt.Errorf("%w: record %d says %d bytes, its fields take %d", kerr.InvalidRecord, i, len(rec), used)
 		}
 		if r.OffsetDelta != i {
-			return fmt.Errorf("%w: record %d has offset delta %d; a batch's records must have offset deltas 0, 1, 2, …", kerr.InvalidRecord, i, r.OffsetDelta)
+			return nil, fmt.Errorf("%w: record %d has offset delta %d; a batch's records must have offset deltas 0, 1, 2, …", kerr.InvalidRecord, i, r.OffsetDelta)
+		}
+		if int64(i) >= keepFrom {
+			kept = append(kept, decodedRecord(h, &r, true))
 		}
 	}
 	if len(raw) != 0 {
-		return fmt.Errorf("%w: %d bytes after the batch's %d records", kerr.InvalidRecord, len(raw), h.NumRecords)
+		return nil, fmt.Errorf("%w: %d bytes after the batch's %d records", kerr.InvalidRecord, len(raw), h.NumRecords)
 	}
-	return nil
+	return kept, nil
 }
 
 // recordSize is the encoded size of r, length prefix included: what

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
+	"reflect"
 	"testing"
 
 	"github.com/klauspost/compress/s2"
@@ -182,4 +183,49 @@ func FuzzValidateProducedBatch(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestDecodedTailsOwnTheirBytes checks that the tails validation and
+// CopyBatchTail decode match DecodeBatchTail in every codec, and stay intact
+// when the pooled buffer they were decompressed into is reused.
+func TestDecodedTailsOwnTheirBytes(t *testing.T) {
+	good := goodBatch()
+	body := good[batchHeaderSize:]
+	other := NewBatch([]Record{{Key: []byte("zzzzzzzz"), Value: bytes.Repeat([]byte("z"), 64), Timestamp: 20}})
+	otherSnappy := sealed(other, withRecords(2, s2.EncodeSnappy(nil, other[batchHeaderSize:])))
+	for name, b := range map[string][]byte{
+		"none":   good,
+		"gzip":   sealed(good, withRecords(1, gzipped(t, body))),
+		"snappy": sealed(good, withRecords(2, s2.EncodeSnappy(nil, body))),
+	} {
+		for _, tail := range []int{0, 2, 10} {
+			want, err := DecodeBatchTail(bytes.Clone(b), tail)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, validated, err := ValidateProducedBatchTail(b, tail)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			copied, err := CopyBatchTail(b, tail)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			// Decompress other batches into the pooled buffers.
+			for range 4 {
+				if _, _, err := ValidateProducedBatchTail(otherSnappy, 1); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := CopyBatchTail(otherSnappy, 1); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !reflect.DeepEqual(validated, want.Records) && !(len(validated) == 0 && len(want.Records) == 0) {
+				t.Errorf("%s tail %d: validation kept %#v, want %#v", name, tail, validated, want.Records)
+			}
+			if !reflect.DeepEqual(copied.Records, want.Records) {
+				t.Errorf("%s tail %d: CopyBatchTail %+v, want %+v", name, tail, copied.Records, want.Records)
+			}
+		}
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"tidemark/events"
 	"tidemark/replication"
 	"tidemark/server/wire"
 	"tidemark/storage"
@@ -69,7 +70,9 @@ func (b *Broker) Produce(ctx context.Context, topic string, partition int32, ack
 	}
 	// Validate before the replica's lock: a batch that passes its CRC but
 	// does not decode would be replicated and stop every reader at its offset.
-	if _, err := storage.ValidateProducedBatch(records); err != nil {
+	// The same pass decodes the newest records for the append event.
+	h, tail, err := storage.ValidateProducedBatchTail(records, events.RecordWindow)
+	if err != nil {
 		return ProduceResult{Err: err, BaseOffset: -1, LastOffset: -1}
 	}
 	if timeout <= 0 {
@@ -77,7 +80,7 @@ func (b *Broker) Produce(ctx context.Context, topic string, partition int32, ack
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout+time.Second)
 	defer cancel()
-	return r.produce(ctx, acks, records, timeout)
+	return r.produce(ctx, acks, records, uiRecords(h, tail), timeout)
 }
 
 func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) kmsg.Response {
