@@ -104,9 +104,9 @@ func validateBatchHeader(h BatchHeader) error {
 // with offset delta i for the i-th record; exactly h.NumRecords of them and
 // nothing after. It returns copies of the last tail records.
 func validateRecords(h BatchHeader, raw []byte, tail int) ([]DecodedRecord, error) {
-	var r kmsg.Record
 	keepFrom := max(int64(h.NumRecords)-int64(tail), 0)
 	kept := make([]DecodedRecord, 0, int64(h.NumRecords)-keepFrom)
+	var r kmsg.Record
 	for i := int32(0); i < h.NumRecords; i++ {
 		length, n := binary.Varint(raw)
 		if n <= 0 || length < 0 || int64(len(raw)-n) < length {
@@ -114,16 +114,20 @@ func validateRecords(h BatchHeader, raw []byte, tail int) ([]DecodedRecord, erro
 		}
 		rec := raw[:n+int(length)]
 		raw = raw[n+int(length):]
-		if err := r.UnsafeReadFrom(rec); err != nil {
-			return nil, fmt.Errorf("%w: record %d does not decode: %v", ErrCorruptMessage, i, err)
+		offsetDelta, size, ok := scanRecord(rec)
+		if !ok {
+			return nil, fmt.Errorf("%w: record %d does not decode: %v", ErrCorruptMessage, i, kbin.ErrNotEnoughData)
 		}
-		if used := recordSize(&r); used != len(rec) {
-			return nil, fmt.Errorf("%w: record %d says %d bytes, its fields take %d", kerr.InvalidRecord, i, len(rec), used)
+		if size != len(rec) {
+			return nil, fmt.Errorf("%w: record %d says %d bytes, its fields take %d", kerr.InvalidRecord, i, len(rec), size)
 		}
-		if r.OffsetDelta != i {
-			return nil, fmt.Errorf("%w: record %d has offset delta %d; a batch's records must have offset deltas 0, 1, 2, …", kerr.InvalidRecord, i, r.OffsetDelta)
+		if offsetDelta != i {
+			return nil, fmt.Errorf("%w: record %d has offset delta %d; a batch's records must have offset deltas 0, 1, 2, …", kerr.InvalidRecord, i, offsetDelta)
 		}
 		if int64(i) >= keepFrom {
+			if err := r.UnsafeReadFrom(rec); err != nil { // scanRecord read it: cannot fail
+				return nil, fmt.Errorf("%w: record %d does not decode: %v", ErrCorruptMessage, i, err)
+			}
 			kept = append(kept, decodedRecord(h, &r, true))
 		}
 	}
@@ -133,19 +137,87 @@ func validateRecords(h BatchHeader, raw []byte, tail int) ([]DecodedRecord, erro
 	return kept, nil
 }
 
-// recordSize is the encoded size of r, length prefix included: what
-// r.AppendTo would write, counted without writing it.
-func recordSize(r *kmsg.Record) int {
-	bytesLen := func(b []byte) int {
-		if b == nil {
-			return kbin.VarintLen(-1)
+// scanRecord reads one record's fields in kmsg.Record's order by kbin's
+// rules, and fails (ok false) exactly where kmsg.Record.UnsafeReadFrom
+// fails: a varint that is cut short or too long, a length past the record's
+// end (a negative length is a null), fewer bytes left than headers. It
+// returns the record's offset delta and its size as kmsg.Record.AppendTo
+// would write it (every varint minimal, a null as -1, a header key as a
+// string), without building a kmsg.Record: a produced batch holds thousands
+// of records, and decoding each was most of what a produce cost the broker.
+// FuzzScanRecord checks it against kmsg.
+func scanRecord(rec []byte) (offsetDelta int32, size int, ok bool) {
+	// Every 32-bit varint's minimal size is kbin.UvarintLen of its
+	// zigzag-encoded form, so fields are sized without decoding them.
+	u, n := uvarint32(rec)
+	if n <= 0 || n >= len(rec) { // the length, then one byte of attributes
+		return 0, 0, false
+	}
+	size = kbin.UvarintLen(u) + 1
+	p := n + 1
+	ts, n := kbin.Varlong(rec[p:])
+	if n <= 0 {
+		return 0, 0, false
+	}
+	size += kbin.VarlongLen(ts)
+	p += n
+	if u, n = uvarint32(rec[p:]); n <= 0 {
+		return 0, 0, false
+	}
+	offsetDelta = int32(u>>1) ^ -int32(u&1)
+	size += kbin.UvarintLen(u)
+	p += n
+	if n, size, ok = skipBytes(rec, p, size); !ok { // key
+		return 0, 0, false
+	}
+	if p, size, ok = skipBytes(rec, n, size); !ok { // value
+		return 0, 0, false
+	}
+	if u, n = uvarint32(rec[p:]); n <= 0 {
+		return 0, 0, false
+	}
+	p += n
+	headers := int32(u>>1) ^ -int32(u&1)
+	if len(rec)-p < int(headers) { // kbin's VarintArrayLen: a byte at least per header
+		return 0, 0, false
+	}
+	size += kbin.VarintLen(max(headers, 0))
+	// A header key is a string: a negative length reads as "" and is
+	// written as 0, one byte either way, as skipBytes counts it.
+	for range 2 * max(headers, 0) {
+		if p, size, ok = skipBytes(rec, p, size); !ok {
+			return 0, 0, false
 		}
-		return kbin.VarintLen(int32(len(b))) + len(b)
 	}
-	n := 1 + kbin.VarlongLen(r.TimestampDelta64) + kbin.VarintLen(r.OffsetDelta) +
-		bytesLen(r.Key) + bytesLen(r.Value) + kbin.VarintLen(int32(len(r.Headers)))
-	for _, hd := range r.Headers {
-		n += kbin.VarintLen(int32(len(hd.Key))) + len(hd.Key) + bytesLen(hd.Value)
+	return offsetDelta, size, true
+}
+
+// skipBytes skips the varint-length bytes (negative: null) at rec[p:],
+// returning where they end and size plus their written size.
+func skipBytes(rec []byte, p, size int) (int, int, bool) {
+	u, n := uvarint32(rec[p:])
+	if n <= 0 {
+		return 0, 0, false
 	}
-	return kbin.VarintLen(r.Length) + n
+	p += n
+	l := int32(u>>1) ^ -int32(u&1)
+	if l < 0 {
+		return p, size + 1, true // a null: -1, one byte
+	}
+	if int(l) > len(rec)-p {
+		return 0, 0, false
+	}
+	return p + int(l), size + kbin.UvarintLen(u) + int(l), true
+}
+
+// uvarint32 is kbin.Uvarint (at most 5 bytes, a value within 32 bits) with
+// the one- and two-byte cases, nearly every length and delta, inline.
+func uvarint32(b []byte) (uint32, int) {
+	if len(b) > 0 && b[0] < 0x80 {
+		return uint32(b[0]), 1
+	}
+	if len(b) > 1 && b[1] < 0x80 {
+		return uint32(b[0]&0x7f) | uint32(b[1])<<7, 2
+	}
+	return kbin.Uvarint(b)
 }

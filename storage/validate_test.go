@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/klauspost/compress/s2"
+	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -228,4 +229,47 @@ func TestDecodedTailsOwnTheirBytes(t *testing.T) {
 			}
 		}
 	}
+}
+
+// recordSize is the encoded size of r, length prefix included: what
+// r.AppendTo would write (the reference scanRecord is checked against).
+func recordSize(r *kmsg.Record) int {
+	bytesLen := func(b []byte) int {
+		if b == nil {
+			return kbin.VarintLen(-1)
+		}
+		return kbin.VarintLen(int32(len(b))) + len(b)
+	}
+	n := 1 + kbin.VarlongLen(r.TimestampDelta64) + kbin.VarintLen(r.OffsetDelta) +
+		bytesLen(r.Key) + bytesLen(r.Value) + kbin.VarintLen(int32(len(r.Headers)))
+	for _, hd := range r.Headers {
+		n += kbin.VarintLen(int32(len(hd.Key))) + len(hd.Key) + bytesLen(hd.Value)
+	}
+	return kbin.VarintLen(r.Length) + n
+}
+
+// FuzzScanRecord checks scanRecord against decoding with
+// kmsg.Record.UnsafeReadFrom and sizing the decoded record: both fail alike
+// and otherwise agree on the offset delta and the size.
+func FuzzScanRecord(f *testing.F) {
+	for _, r := range []Record{{Key: []byte("k"), Value: []byte("v0"), Timestamp: 10},
+		{Value: []byte("v1"), Headers: []kmsg.Header{{Key: "h", Value: []byte("1")}, {Key: "", Value: nil}}, Timestamp: 11},
+		{Value: bytes.Repeat([]byte("x"), 300), Timestamp: -5}} {
+		b := NewBatch([]Record{r})
+		f.Add(b[batchHeaderSize:])
+	}
+	f.Add([]byte{0x02, 0x00, 0x01, 0x02, 0x01, 0x01, 0x7f})       // null key and value, header count -64
+	f.Add([]byte{0x10, 0x00, 0x00, 0x00, 0x80, 0x00, 0x01, 0x00}) // a non-minimal varint
+	f.Add([]byte{0x80})                                           // a varint cut short
+	f.Fuzz(func(t *testing.T, rec []byte) {
+		offsetDelta, size, ok := scanRecord(rec)
+		var r kmsg.Record
+		err := r.UnsafeReadFrom(rec)
+		if ok != (err == nil) {
+			t.Fatalf("scanRecord ok %v, kmsg error %v", ok, err)
+		}
+		if ok && (offsetDelta != r.OffsetDelta || size != recordSize(&r)) {
+			t.Fatalf("scanRecord: offset delta %d size %d; kmsg: %d %d", offsetDelta, size, r.OffsetDelta, recordSize(&r))
+		}
+	})
 }
