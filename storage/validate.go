@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"encoding/binary"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kbin"
@@ -108,7 +107,7 @@ func validateRecords(h BatchHeader, raw []byte, tail int) ([]DecodedRecord, erro
 	kept := make([]DecodedRecord, 0, int64(h.NumRecords)-keepFrom)
 	var r kmsg.Record
 	for i := int32(0); i < h.NumRecords; i++ {
-		length, n := binary.Varint(raw)
+		length, n := recordLength(raw)
 		if n <= 0 || length < 0 || int64(len(raw)-n) < length {
 			return nil, fmt.Errorf("%w: the batch says %d records, record %d is cut short", ErrCorruptMessage, h.NumRecords, i)
 		}

@@ -273,3 +273,23 @@ func FuzzScanRecord(f *testing.F) {
 		}
 	})
 }
+
+// TestRecordLength checks recordLength against binary.Varint on every
+// encoding of up to two bytes and on longer and cut-short ones.
+func TestRecordLength(t *testing.T) {
+	var cases [][]byte
+	for a := range 256 {
+		cases = append(cases, []byte{byte(a)})
+		for b := range 256 {
+			cases = append(cases, []byte{byte(a), byte(b)})
+		}
+	}
+	cases = append(cases, nil, binary.AppendVarint(nil, 1<<20), binary.AppendVarint(nil, -1<<40), []byte{0x80, 0x80})
+	for _, c := range cases {
+		v, n := recordLength(c)
+		wv, wn := binary.Varint(c)
+		if v != wv || n != wn {
+			t.Fatalf("% x: recordLength %d, %d; binary.Varint %d, %d", c, v, n, wv, wn)
+		}
+	}
+}
