@@ -148,19 +148,30 @@ func validateRecords(h BatchHeader, raw []byte, tail int) ([]DecodedRecord, erro
 func scanRecord(rec []byte) (offsetDelta int32, size int, ok bool) {
 	// Every 32-bit varint's minimal size is kbin.UvarintLen of its
 	// zigzag-encoded form, so fields are sized without decoding them.
-	u, n := uvarint32(rec)
+	u, n := uvarintShort(rec)
+	if n == 0 {
+		u, n = kbin.Uvarint(rec)
+	}
 	if n <= 0 || n >= len(rec) { // the length, then one byte of attributes
 		return 0, 0, false
 	}
 	size = kbin.UvarintLen(u) + 1
 	p := n + 1
-	ts, n := kbin.Varlong(rec[p:])
-	if n <= 0 {
-		return 0, 0, false
+	if u, n = uvarintShort(rec[p:]); n > 0 { // the timestamp delta, a varlong
+		size += kbin.UvarintLen(u)
+	} else {
+		ts, m := kbin.Varlong(rec[p:])
+		if m <= 0 {
+			return 0, 0, false
+		}
+		n = m
+		size += kbin.VarlongLen(ts)
 	}
-	size += kbin.VarlongLen(ts)
 	p += n
-	if u, n = uvarint32(rec[p:]); n <= 0 {
+	if u, n = uvarintShort(rec[p:]); n == 0 {
+		u, n = kbin.Uvarint(rec[p:])
+	}
+	if n <= 0 {
 		return 0, 0, false
 	}
 	offsetDelta = int32(u>>1) ^ -int32(u&1)
@@ -172,7 +183,10 @@ func scanRecord(rec []byte) (offsetDelta int32, size int, ok bool) {
 	if p, size, ok = skipBytes(rec, n, size); !ok { // value
 		return 0, 0, false
 	}
-	if u, n = uvarint32(rec[p:]); n <= 0 {
+	if u, n = uvarintShort(rec[p:]); n == 0 {
+		u, n = kbin.Uvarint(rec[p:])
+	}
+	if n <= 0 {
 		return 0, 0, false
 	}
 	p += n
@@ -194,7 +208,10 @@ func scanRecord(rec []byte) (offsetDelta int32, size int, ok bool) {
 // skipBytes skips the varint-length bytes (negative: null) at rec[p:],
 // returning where they end and size plus their written size.
 func skipBytes(rec []byte, p, size int) (int, int, bool) {
-	u, n := uvarint32(rec[p:])
+	u, n := uvarintShort(rec[p:])
+	if n == 0 {
+		u, n = kbin.Uvarint(rec[p:])
+	}
 	if n <= 0 {
 		return 0, 0, false
 	}
@@ -209,14 +226,15 @@ func skipBytes(rec []byte, p, size int) (int, int, bool) {
 	return p + int(l), size + kbin.UvarintLen(u) + int(l), true
 }
 
-// uvarint32 is kbin.Uvarint (at most 5 bytes, a value within 32 bits) with
-// the one- and two-byte cases, nearly every length and delta, inline.
-func uvarint32(b []byte) (uint32, int) {
+// uvarintShort decodes a uvarint of one or two bytes (nearly every length
+// and delta in a batch) and inlines; n is 0 for any other, which callers
+// hand to kbin.Uvarint (at most 5 bytes, a value within 32 bits).
+func uvarintShort(b []byte) (u uint32, n int) {
 	if len(b) > 0 && b[0] < 0x80 {
 		return uint32(b[0]), 1
 	}
 	if len(b) > 1 && b[1] < 0x80 {
 		return uint32(b[0]&0x7f) | uint32(b[1])<<7, 2
 	}
-	return kbin.Uvarint(b)
+	return 0, 0
 }

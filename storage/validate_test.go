@@ -274,8 +274,9 @@ func FuzzScanRecord(f *testing.F) {
 	})
 }
 
-// TestRecordLength checks recordLength against binary.Varint on every
-// encoding of up to two bytes and on longer and cut-short ones.
+// TestRecordLength checks recordLength against binary.Varint, and
+// uvarintShort against kbin.Uvarint, on every encoding of up to two bytes
+// and on longer and cut-short ones.
 func TestRecordLength(t *testing.T) {
 	var cases [][]byte
 	for a := range 256 {
@@ -290,6 +291,11 @@ func TestRecordLength(t *testing.T) {
 		wv, wn := binary.Varint(c)
 		if v != wv || n != wn {
 			t.Fatalf("% x: recordLength %d, %d; binary.Varint %d, %d", c, v, n, wv, wn)
+		}
+		if u, n := uvarintShort(c); n > 0 {
+			if wu, wn := kbin.Uvarint(c); u != wu || n != wn {
+				t.Fatalf("% x: uvarintShort %d, %d; kbin.Uvarint %d, %d", c, u, n, wu, wn)
+			}
 		}
 	}
 }
