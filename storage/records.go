@@ -78,7 +78,10 @@ func decodeBatchTail(b []byte, n int, pooled bool) (Batch, error) {
 	}
 	out := Batch{Header: h, Records: make([]DecodedRecord, 0, min(int(h.NumRecords-skip), 1<<16))}
 	for i := int32(0); i < h.NumRecords; i++ {
-		length, vn := recordLength(raw)
+		length, vn := shortLength(raw)
+		if vn == 0 {
+			length, vn = binary.Varint(raw)
+		}
 		if vn <= 0 || length < 0 || int64(len(raw)-vn) < length {
 			return Batch{}, fmt.Errorf("%w: record %d of %d is cut short", ErrCorruptMessage, i, h.NumRecords)
 		}
@@ -99,20 +102,13 @@ func decodeBatchTail(b []byte, n int, pooled bool) (Batch, error) {
 	return out, nil
 }
 
-// recordLength reads a record's length prefix as binary.Varint does, with
-// the one- and two-byte cases (records up to 8 KiB) inline: skipping the
-// records of a batch by their lengths is otherwise a quarter of decoding
-// its newest ones.
-func recordLength(b []byte) (int64, int) {
-	if len(b) > 0 && b[0] < 0x80 {
-		u := int64(b[0])
-		return u>>1 ^ -(u & 1), 1
-	}
-	if len(b) > 1 && b[1] < 0x80 {
-		u := int64(b[0]&0x7f) | int64(b[1])<<7
-		return u>>1 ^ -(u & 1), 2
-	}
-	return binary.Varint(b)
+// shortLength reads a record's length prefix of one or two bytes (records
+// up to 8 KiB) as binary.Varint does, and inlines; n is 0 for any other,
+// which callers hand to binary.Varint. Skipping the records of a batch by
+// their lengths was otherwise a quarter of decoding its newest ones.
+func shortLength(b []byte) (length int64, n int) {
+	u, n := uvarintShort(b)
+	return int64(u>>1) ^ -int64(u&1), n
 }
 
 // decodedRecord is r, a record of the batch with header h, with its offset

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kbin"
@@ -107,7 +108,10 @@ func validateRecords(h BatchHeader, raw []byte, tail int) ([]DecodedRecord, erro
 	kept := make([]DecodedRecord, 0, int64(h.NumRecords)-keepFrom)
 	var r kmsg.Record
 	for i := int32(0); i < h.NumRecords; i++ {
-		length, n := recordLength(raw)
+		length, n := shortLength(raw)
+		if n == 0 {
+			length, n = binary.Varint(raw)
+		}
 		if n <= 0 || length < 0 || int64(len(raw)-n) < length {
 			return nil, fmt.Errorf("%w: the batch says %d records, record %d is cut short", ErrCorruptMessage, h.NumRecords, i)
 		}

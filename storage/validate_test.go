@@ -274,7 +274,7 @@ func FuzzScanRecord(f *testing.F) {
 	})
 }
 
-// TestRecordLength checks recordLength against binary.Varint, and
+// TestRecordLength checks shortLength against binary.Varint, and
 // uvarintShort against kbin.Uvarint, on every encoding of up to two bytes
 // and on longer and cut-short ones.
 func TestRecordLength(t *testing.T) {
@@ -287,10 +287,12 @@ func TestRecordLength(t *testing.T) {
 	}
 	cases = append(cases, nil, binary.AppendVarint(nil, 1<<20), binary.AppendVarint(nil, -1<<40), []byte{0x80, 0x80})
 	for _, c := range cases {
-		v, n := recordLength(c)
 		wv, wn := binary.Varint(c)
-		if v != wv || n != wn {
-			t.Fatalf("% x: recordLength %d, %d; binary.Varint %d, %d", c, v, n, wv, wn)
+		if v, n := shortLength(c); n > 0 && (v != wv || n != wn) {
+			t.Fatalf("% x: shortLength %d, %d; binary.Varint %d, %d", c, v, n, wv, wn)
+		}
+		if _, n := shortLength(c); n == 0 && len(c) == 1 && c[0] < 0x80 || n == 0 && len(c) == 2 && c[1] < 0x80 {
+			t.Fatalf("% x: shortLength passes a short varint on", c)
 		}
 		if u, n := uvarintShort(c); n > 0 {
 			if wu, wn := kbin.Uvarint(c); u != wu || n != wn {
