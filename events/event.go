@@ -2,7 +2,8 @@
 // in the lab becomes, the Snapshot of the whole visible state they apply to, and
 // the Bus that fans them out.
 //
-// It imports only the standard library (and little of it) because the WASM panel
+// It imports only the standard library (and little of it) and the leader-epoch
+// cache rules (package leaderepoch, itself import-free) because the WASM panel
 // imports it too: the server and the panel share these types exactly.
 package events
 

@@ -1,6 +1,10 @@
 package events
 
-import "time"
+import (
+	"time"
+
+	"tidemark/leaderepoch"
+)
 
 // BrokerState is a broker's state as the UI shows it.
 type BrokerState string
@@ -92,10 +96,7 @@ type Replica struct {
 }
 
 // EpochEntry is one leader-epoch cache entry: the first offset written in Epoch.
-type EpochEntry struct {
-	Epoch       int32 `json:"epoch"`
-	StartOffset int64 `json:"start_offset"`
-}
+type EpochEntry = leaderepoch.Entry
 
 // MessageType tells a websocket Message's payload apart.
 type MessageType string
@@ -239,7 +240,7 @@ func (s *Snapshot) Apply(e Event) {
 		}
 	case KindEpoch:
 		if r := s.replica(e); r != nil && e.Leader != nil {
-			r.EpochCache = append(r.EpochCache, EpochEntry{Epoch: e.Leader.LeaderEpoch, StartOffset: e.Leader.StartOffset})
+			r.EpochCache, _ = leaderepoch.Assign(r.EpochCache, EpochEntry{Epoch: e.Leader.LeaderEpoch, StartOffset: e.Leader.StartOffset})
 		}
 	case KindTruncation:
 		if r := s.replica(e); r != nil && e.Offsets != nil {
@@ -247,13 +248,7 @@ func (s *Snapshot) Apply(e Event) {
 			r.LEO = to
 			r.HW = min(r.HW, to)
 			r.Records = keepBelow(r.Records, to)
-			keep := r.EpochCache[:0]
-			for _, ee := range r.EpochCache {
-				if ee.StartOffset < to {
-					keep = append(keep, ee)
-				}
-			}
-			r.EpochCache = keep
+			r.EpochCache, _ = leaderepoch.TruncateFromEnd(r.EpochCache, to)
 			r.Truncated = appendWindow(r.Truncated, e.Truncated)
 		}
 	case KindFault:

@@ -26,15 +26,28 @@ type Env struct {
 	start uint64 // bus Seq when the run's first step began
 	pause func() time.Duration
 
-	// Vars carries a lesson's own values from one step to the next.
-	Vars map[string]any
+	// What the script's actions left for its queries, from one step to
+	// the next: what each producer heard ("topic/value"), every value sent
+	// (to name truncated records), producer ids, what consumers read, the
+	// last offset lookup and time lookup, and marked times.
+	results     map[string]*result
+	sent        map[string]bool
+	pids        map[string]int64
+	consumed    map[string][]string
+	consumeErr  map[string]error
+	lookup      *storage.LookupTrace
+	lookupAt    int32
+	lookupTopic string
+	timeOffset  int64
+	times       map[string]int64
 
 	wg  sync.WaitGroup // pending produces
 	out Outcome
 }
 
 func newEnv(ctx context.Context, c *cluster.Cluster, pause func() time.Duration) *Env {
-	return &Env{ctx: ctx, c: c, pause: pause, Vars: map[string]any{}}
+	return &Env{ctx: ctx, c: c, pause: pause, results: map[string]*result{}, sent: map[string]bool{}, pids: map[string]int64{},
+		consumed: map[string][]string{}, consumeErr: map[string]error{}, times: map[string]int64{}}
 }
 
 // Cluster returns the run's cluster.
@@ -62,24 +75,15 @@ func (e *Env) Say(t Text) { e.out.Says = append(e.out.Says, t) }
 // Point adds a pointer to the step's outcome.
 func (e *Env) Point(p Pointer) { e.out.Pointers = append(e.out.Pointers, p) }
 
-// Check records an assertion about the real outcome with what was found.
-func (e *Env) Check(name Text, pass bool, got string, args ...any) bool {
-	if len(args) > 0 {
-		got = fmt.Sprintf(got, args...)
-	}
-	e.out.Checks = append(e.out.Checks, Check{Name: name, Pass: pass, Got: got})
-	return pass
-}
-
 // PointLog points at every record of a replica's log and its LEO and HW.
 func (e *Env) PointLog(id int32, topic string) {
 	st, ok := e.Status(id, topic)
 	if !ok {
-		e.Point(Pointer{Kind: "replica", Broker: id, Topic: topic, Note: "down"})
+		e.Point(Pointer{Kind: "replica", Broker: id, Topic: topic})
 		return
 	}
 	for _, r := range e.Records(id, topic) {
-		e.Point(Pointer{Kind: "record", Broker: id, Topic: topic, Offset: r.Offset, Value: r.Value, Note: fmt.Sprintf("leader epoch %d", r.Epoch)})
+		e.Point(Pointer{Kind: "record", Broker: id, Topic: topic, Offset: r.Offset, Value: r.Value, Note: fmt.Sprintf("e%d", r.Epoch)})
 	}
 	e.Point(Pointer{Kind: "leo", Broker: id, Topic: topic, Offset: st.LogEndOffset})
 	e.Point(Pointer{Kind: "hw", Broker: id, Topic: topic, Offset: st.HighWatermark})

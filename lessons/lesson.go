@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"tidemark/i18n"
-	"tidemark/server/broker"
 	"tidemark/server/controller"
 )
 
@@ -69,16 +68,22 @@ func T(en, hans, hant string) Text { return Text{en, hans, hant} }
 // Lesson is one walkthrough.
 type Lesson struct {
 	// ID is the URL name, "01-partitions" style; the number orders lessons.
-	ID      string
+	ID string
+	// Number is the lesson's place on the learning path (the id's digits).
+	Number int
+	// Part is the path's section: storage, replication, failures,
+	// delivery or comparisons.
+	Part string
+	// BuildsOn lists the earlier lessons this one needs.
+	BuildsOn []string
+	// File is where the lesson was read from.
+	File    string
 	Title   Text
 	Summary Text
 	// Concepts names what the lesson teaches, as the write-ups name it.
 	Concepts []string
 	// Brokers is the size of the lesson's fresh cluster.
 	Brokers int
-	// Broker tunes the brokers (default: the HW checkpoint only when a
-	// step writes it, so KIP-101 timings are exact).
-	Broker broker.Config
 	// Fencing is the controller's fencing rule; nil is the lab's default
 	// (kraft-elr). The KIP-101 stories need the ZooKeeper-era rule, under
 	// which they happened.
@@ -109,9 +114,11 @@ type Prediction struct {
 
 // Choice is one answer. Holds decides, after the step ran, whether the
 // answer describes what really happened; exactly one choice should hold.
+// Why explains why the answer is right or wrong, shown once it ran.
 type Choice struct {
 	ID    string
 	Text  Text
+	Why   Text
 	Holds func(e *Env) bool
 }
 
@@ -130,9 +137,9 @@ type Pointer struct {
 
 // Check is one assertion about the real outcome and its verdict.
 type Check struct {
-	Name Text   `json:"name"`
-	Pass bool   `json:"pass"`
-	Got  string `json:"got"`
+	Name Text `json:"name"`
+	Pass bool `json:"pass"`
+	Got  Text `json:"got"`
 }
 
 // Outcome is what a step reported after it ran.
@@ -170,31 +177,4 @@ func (s Speed) Pause() (d time.Duration, ok bool) {
 		return 900 * time.Millisecond, true
 	}
 	return 0, false
-}
-
-var catalog []*Lesson
-
-func register(l *Lesson) { catalog = append(catalog, l) }
-
-// All returns every lesson in order.
-func All() []*Lesson {
-	out := append([]*Lesson(nil), catalog...)
-	return out
-}
-
-// ByID returns the lesson with id; nil if there is none.
-func ByID(id string) *Lesson {
-	for _, l := range catalog {
-		if l.ID == id {
-			return l
-		}
-	}
-	return nil
-}
-
-// zookeeperRule is the ZooKeeper-era fencing rule, for the lessons whose
-// stories happened under it.
-func zookeeperRule() *controller.FencingRule {
-	r := controller.FencingZooKeeper
-	return &r
 }

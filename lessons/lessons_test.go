@@ -54,15 +54,27 @@ func walk(t *testing.T, r *Run) {
 		s := r.State().Steps[i]
 		for _, c := range s.Outcome.Checks {
 			if !c.Pass {
-				t.Errorf("step %d (%s): check %q failed: got %s\n%s", i+1, st.Title.En, c.Name.En, c.Got, says(s.Outcome))
+				t.Errorf("step %d (%s): check %q failed: got %s\n%s", i+1, st.Title.En, c.Name.En, c.Got.En, says(s.Outcome))
 			}
 		}
 		var texts []Text
 		texts = append(texts, s.Outcome.Says...)
 		for _, c := range s.Outcome.Checks {
-			texts = append(texts, c.Name)
+			texts = append(texts, c.Name, c.Got)
+		}
+		if p := s.Prediction; p != nil {
+			for _, c := range p.Choices {
+				if c.Why == nil {
+					t.Errorf("step %d: choice %s shows no why after the step ran", i+1, c.ID)
+				} else {
+					texts = append(texts, *c.Why)
+				}
+			}
 		}
 		for _, x := range texts {
+			for _, p := range zhProblems(x) {
+				t.Errorf("step %d: %s", i+1, p)
+			}
 			for _, l := range i18n.Languages() {
 				if v := x.In(l); strings.TrimSpace(v) == "" || strings.Contains(v, "%!") {
 					t.Errorf("step %d: outcome text %q in %s: %q", i+1, x.En, l, v)
@@ -87,7 +99,7 @@ func says(o *Outcome) string {
 		b.WriteString("  " + s.En + "\n")
 	}
 	for _, c := range o.Checks {
-		b.WriteString("  check " + c.Name.En + ": " + c.Got + "\n")
+		b.WriteString("  check " + c.Name.En + ": " + c.Got.En + "\n")
 	}
 	return b.String()
 }
@@ -216,14 +228,14 @@ func TestRunControls(t *testing.T) {
 	if _, err := s.Start("no-such", ""); !errors.Is(err, ErrUnknownLesson) {
 		t.Fatalf("unknown lesson: %v", err)
 	}
-	r, err := s.Start("06-hw", "")
+	r, err := s.Start("07-hw", "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r.Speed() != SpeedInstant {
 		t.Fatalf("default speed %s", r.Speed())
 	}
-	if _, err := s.Start("06-hw", ""); !errors.Is(err, labs.ErrFull) {
+	if _, err := s.Start("07-hw", ""); !errors.Is(err, labs.ErrFull) {
 		t.Fatalf("second run with a bound of 1: %v", err)
 	}
 	if err := r.Back(); !errors.Is(err, ErrAtStart) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"tidemark/events"
+	"tidemark/server/broker"
 	"tidemark/server/cluster"
 	"tidemark/server/labs"
 )
@@ -73,6 +75,8 @@ type Run struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
+	order [][]int // per step, the order its choices are shown in
+
 	mu      sync.Mutex // guards everything below; held while a step runs
 	env     *Env
 	speed   Speed
@@ -111,10 +115,18 @@ func (s *Service) Start(lessonID string, speed Speed) (*Run, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Run{Lesson: l, svc: s, ctx: ctx, cancel: cancel, speed: speed}
-	bcfg := l.Broker
-	if bcfg.HighWatermarkCheckpointInterval == 0 {
-		bcfg.HighWatermarkCheckpointInterval = time.Hour // only explicit checkpoints
+	// Each run shows the choices in its own order, so that the right one
+	// is not always in the same place.
+	for _, st := range l.Steps {
+		var order []int
+		if st.Predict != nil {
+			order = rand.Perm(len(st.Predict.Choices))
+		}
+		r.order = append(r.order, order)
 	}
+	// The HW checkpoint is written only when a step says so, so that the
+	// KIP-101 timings are exact.
+	bcfg := broker.Config{HighWatermarkCheckpointInterval: time.Hour}
 	lab, err := s.opts.Labs.Open(cluster.Options{Brokers: l.Brokers, Broker: bcfg, Logger: s.opts.Logger, FencingRule: l.Fencing}, r.onClose)
 	if err != nil {
 		cancel()
@@ -430,10 +442,12 @@ type PredictionState struct {
 	Right    *bool         `json:"right,omitempty"`
 }
 
-// ChoiceState is one answer as shown.
+// ChoiceState is one answer as shown; Why (why it is right or wrong) is
+// set once the step ran.
 type ChoiceState struct {
 	ID   string `json:"id"`
 	Text Text   `json:"text"`
+	Why  *Text  `json:"why,omitempty"`
 }
 
 // State returns the run as the API shows it.
@@ -456,8 +470,13 @@ func (r *Run) State() RunState {
 		ss := StepState{Index: i, Title: st.Title, Explain: st.Explain, Shown: i < r.cursor, Current: i == r.cursor, Ran: i < len(r.steps)}
 		if st.Predict != nil {
 			p := &PredictionState{Question: st.Predict.Question}
-			for _, c := range st.Predict.Choices {
-				p.Choices = append(p.Choices, ChoiceState{ID: c.ID, Text: c.Text})
+			for _, k := range r.order[i] {
+				c := st.Predict.Choices[k]
+				cs := ChoiceState{ID: c.ID, Text: c.Text}
+				if ss.Shown {
+					cs.Why = &c.Why
+				}
+				p.Choices = append(p.Choices, cs)
 			}
 			if ss.Shown {
 				rec := r.steps[i]

@@ -128,6 +128,11 @@ type FetchRequest struct {
 	// LastFetchedEpoch is the epoch of the follower's last record; -1 when
 	// unknown or when the follower uses RuleHighWatermark.
 	LastFetchedEpoch int32
+	// ReplicaEpoch is the follower's broker epoch (Fetch v15's
+	// ReplicaState.ReplicaEpoch); -1 when unknown. An ISR proposal carries
+	// it, so the controller can refuse a member whose fetches came from an
+	// earlier incarnation (KIP-903).
+	ReplicaEpoch int64
 }
 
 // FetchResult is the leader's answer to a follower's Fetch. On a follower it
@@ -156,6 +161,11 @@ type AlterPartitionRequest struct {
 	LeaderEpoch    int32
 	PartitionEpoch int32
 	NewISR         []int32
+	// NewISRBrokerEpochs holds, for each member of NewISR in order, the
+	// broker epoch its last fetch carried (AlterPartition v3's
+	// NewIsrWithEpochs, KIP-903); -1 for the leader itself and for a
+	// member not heard from in this leadership.
+	NewISRBrokerEpochs []int64
 }
 
 // AlterPartitionResponse is the controller's answer. Err is nil when the
@@ -243,6 +253,7 @@ func (r Ready) Empty() bool {
 }
 
 type followerState struct {
+	brokerEpoch        int64 // of its last fetch; -1 until then
 	leo                int64 // -1 until its first fetch under this leader
 	lastFetchLeaderLEO int64
 	lastFetchMs        int64
@@ -429,7 +440,7 @@ func (p *Partition) syncFollowers() {
 			continue
 		}
 		if _, ok := p.followers[r]; !ok {
-			f := &followerState{leo: -1, lastFetchLeaderLEO: -1}
+			f := &followerState{brokerEpoch: -1, leo: -1, lastFetchLeaderLEO: -1}
 			if slices.Contains(p.isr, r) {
 				f.lastCaughtUpMs = p.now
 			}
@@ -569,6 +580,7 @@ func (p *Partition) FollowerFetch(req FetchRequest) FetchResult {
 		f.lastCaughtUpMs = max(f.lastCaughtUpMs, f.lastFetchMs)
 	}
 	f.leo = req.FetchOffset
+	f.brokerEpoch = req.ReplicaEpoch
 	f.lastFetchLeaderLEO = p.leo
 	f.lastFetchMs = p.now
 	p.maybeExpandIsr(req.ReplicaID, f)
@@ -821,10 +833,17 @@ func (p *Partition) canPropose() bool {
 }
 
 func (p *Partition) propose(isr []int32) {
-	req := &AlterPartitionRequest{BrokerID: p.id, LeaderEpoch: p.leaderEpoch, PartitionEpoch: p.partitionEpoch, NewISR: isr}
+	epochs := make([]int64, len(isr))
+	for i, r := range isr {
+		epochs[i] = -1
+		if f := p.followers[r]; f != nil && r != p.id {
+			epochs[i] = f.brokerEpoch
+		}
+	}
+	req := &AlterPartitionRequest{BrokerID: p.id, LeaderEpoch: p.leaderEpoch, PartitionEpoch: p.partitionEpoch, NewISR: isr, NewISRBrokerEpochs: epochs}
 	p.inflight = req
 	c := *req
-	c.NewISR = slices.Clone(isr)
+	c.NewISR, c.NewISRBrokerEpochs = slices.Clone(isr), slices.Clone(epochs)
 	p.ready.AlterPartition = &c
 }
 

@@ -9,21 +9,21 @@ import (
 )
 
 func TestEndOffsetForEpoch(t *testing.T) {
-	cache := []EpochEntry{{0, 0}, {2, 5}, {5, 9}}
+	cache := []EpochEntry{{Epoch: 0, StartOffset: 0}, {Epoch: 2, StartOffset: 5}, {Epoch: 5, StartOffset: 9}}
 	for _, tc := range []struct {
 		cache     []EpochEntry
 		requested int32
 		want      EpochEndOffset
 	}{
-		{nil, 0, EpochEndOffset{UndefinedEpoch, UndefinedOffset}},
-		{cache, -1, EpochEndOffset{UndefinedEpoch, UndefinedOffset}},
-		{cache, 0, EpochEndOffset{0, 5}},
-		{cache, 1, EpochEndOffset{0, 5}}, // largest epoch ≤ 1 is 0 (KIP-279)
-		{cache, 2, EpochEndOffset{2, 9}},
-		{cache, 4, EpochEndOffset{2, 9}},
-		{cache, 5, EpochEndOffset{5, 12}}, // latest epoch ends at the LEO
-		{cache, 6, EpochEndOffset{UndefinedEpoch, UndefinedOffset}},
-		{[]EpochEntry{{3, 4}}, 1, EpochEndOffset{1, 4}}, // older than all: requested, first start
+		{nil, 0, EpochEndOffset{Epoch: UndefinedEpoch, EndOffset: UndefinedOffset}},
+		{cache, -1, EpochEndOffset{Epoch: UndefinedEpoch, EndOffset: UndefinedOffset}},
+		{cache, 0, EpochEndOffset{Epoch: 0, EndOffset: 5}},
+		{cache, 1, EpochEndOffset{Epoch: 0, EndOffset: 5}}, // largest epoch ≤ 1 is 0 (KIP-279)
+		{cache, 2, EpochEndOffset{Epoch: 2, EndOffset: 9}},
+		{cache, 4, EpochEndOffset{Epoch: 2, EndOffset: 9}},
+		{cache, 5, EpochEndOffset{Epoch: 5, EndOffset: 12}}, // latest epoch ends at the LEO
+		{cache, 6, EpochEndOffset{Epoch: UndefinedEpoch, EndOffset: UndefinedOffset}},
+		{[]EpochEntry{{Epoch: 3, StartOffset: 4}}, 1, EpochEndOffset{Epoch: 1, EndOffset: 4}}, // older than all: requested, first start
 	} {
 		if got := EndOffsetForEpoch(tc.cache, 12, tc.requested); got != tc.want {
 			t.Errorf("EndOffsetForEpoch(%v, 12, %d) = %v, want %v", tc.cache, tc.requested, got, tc.want)
@@ -32,20 +32,20 @@ func TestEndOffsetForEpoch(t *testing.T) {
 }
 
 func TestAssignEpoch(t *testing.T) {
-	c, ok := assignEpoch(nil, EpochEntry{0, 0})
-	if !ok || !slices.Equal(c, []EpochEntry{{0, 0}}) {
+	c, ok := assignEpoch(nil, EpochEntry{Epoch: 0, StartOffset: 0})
+	if !ok || !slices.Equal(c, []EpochEntry{{Epoch: 0, StartOffset: 0}}) {
 		t.Fatalf("first assign: %v %v", c, ok)
 	}
-	if _, ok := assignEpoch(c, EpochEntry{0, 3}); ok {
+	if _, ok := assignEpoch(c, EpochEntry{Epoch: 0, StartOffset: 3}); ok {
 		t.Fatal("same epoch at a later offset must not change the cache")
 	}
 	// Epoch 1 never got a record: epoch 2 at the same offset replaces it.
-	c, _ = assignEpoch([]EpochEntry{{0, 0}, {1, 4}}, EpochEntry{2, 4})
-	if !slices.Equal(c, []EpochEntry{{0, 0}, {2, 4}}) {
+	c, _ = assignEpoch([]EpochEntry{{Epoch: 0, StartOffset: 0}, {Epoch: 1, StartOffset: 4}}, EpochEntry{Epoch: 2, StartOffset: 4})
+	if !slices.Equal(c, []EpochEntry{{Epoch: 0, StartOffset: 0}, {Epoch: 2, StartOffset: 4}}) {
 		t.Fatalf("empty epoch not dropped: %v", c)
 	}
-	c, _ = truncateEpochsFromEnd([]EpochEntry{{0, 0}, {2, 4}, {3, 6}}, 4)
-	if !slices.Equal(c, []EpochEntry{{0, 0}}) {
+	c, _ = truncateEpochsFromEnd([]EpochEntry{{Epoch: 0, StartOffset: 0}, {Epoch: 2, StartOffset: 4}, {Epoch: 3, StartOffset: 6}}, 4)
+	if !slices.Equal(c, []EpochEntry{{Epoch: 0, StartOffset: 0}}) {
 		t.Fatalf("truncateEpochsFromEnd: %v", c)
 	}
 }
@@ -77,7 +77,7 @@ func TestConfigValidate(t *testing.T) {
 
 func leaderOf(t *testing.T, leo int64) *Partition {
 	t.Helper()
-	p, err := New(1, DefaultConfig(), LogState{LogEndOffset: leo, HighWatermark: leo, EpochCache: []EpochEntry{{0, 0}}}, 0)
+	p, err := New(1, DefaultConfig(), LogState{LogEndOffset: leo, HighWatermark: leo, EpochCache: []EpochEntry{{Epoch: 0, StartOffset: 0}}}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestFollowerFetchValidation(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := p2.FollowerFetch(FetchRequest{ReplicaID: 2, FetchOffset: 5, CurrentLeaderEpoch: 1, LastFetchedEpoch: 0})
-	if res.DivergingEpoch == nil || *res.DivergingEpoch != (EpochEndOffset{0, 3}) {
+	if res.DivergingEpoch == nil || *res.DivergingEpoch != (EpochEndOffset{Epoch: 0, EndOffset: 3}) {
 		t.Fatalf("diverging epoch = %v, want {0 3}", res.DivergingEpoch)
 	}
 }
@@ -162,14 +162,14 @@ func TestLeaderAndIsrValidation(t *testing.T) {
 	if _, err := New(1, DefaultConfig(), LogState{LogStartOffset: 5, LogEndOffset: 2}, 0); err == nil {
 		t.Error("New accepted log start after log end")
 	}
-	if _, err := New(1, DefaultConfig(), LogState{LogEndOffset: 9, EpochCache: []EpochEntry{{2, 0}, {1, 3}}}, 0); err == nil {
+	if _, err := New(1, DefaultConfig(), LogState{LogEndOffset: 9, EpochCache: []EpochEntry{{Epoch: 2, StartOffset: 0}, {Epoch: 1, StartOffset: 3}}}, 0); err == nil {
 		t.Error("New accepted a decreasing epoch cache")
 	}
 }
 
 // A rule switch at run time changes what the next fetch sends.
 func TestRuleSwitch(t *testing.T) {
-	p, _ := New(2, DefaultConfig(), LogState{LogEndOffset: 4, HighWatermark: 2, EpochCache: []EpochEntry{{0, 0}, {1, 2}}}, 0)
+	p, _ := New(2, DefaultConfig(), LogState{LogEndOffset: 4, HighWatermark: 2, EpochCache: []EpochEntry{{Epoch: 0, StartOffset: 0}, {Epoch: 1, StartOffset: 2}}}, 0)
 	if err := p.LeaderAndIsr(PartitionState{Leader: 1, LeaderEpoch: 3, PartitionEpoch: 3, Replicas: []int32{1, 2}, ISR: []int32{1}}); err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +189,51 @@ func TestRuleSwitch(t *testing.T) {
 		t.Fatalf("high-watermark rule sends last fetched epoch %d", req.LastFetchedEpoch)
 	}
 	// A diverging answer that changes nothing is an error, not a loop.
-	if err := p.HandleFetchResponse(FetchResult{DivergingEpoch: &EpochEndOffset{1, 9}}, nil); err == nil {
+	if err := p.HandleFetchResponse(FetchResult{DivergingEpoch: &EpochEndOffset{Epoch: 1, EndOffset: 9}}, nil); err == nil {
 		t.Fatal("no-progress diverging epoch accepted")
+	}
+}
+
+// TestISRProposalsCarryBrokerEpochs: a proposal names, for each member, the
+// broker epoch of its last fetch (KIP-903), and -1 for the leader.
+func TestISRProposalsCarryBrokerEpochs(t *testing.T) {
+	p, err := New(1, DefaultConfig(), LogState{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.LeaderAndIsr(PartitionState{Leader: 1, LeaderEpoch: 0, PartitionEpoch: 0, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 3}}); err != nil {
+		t.Fatal(err)
+	}
+	p.Ready()
+	p.FollowerFetch(FetchRequest{ReplicaID: 2, FetchOffset: 0, CurrentLeaderEpoch: 0, LastFetchedEpoch: -1, ReplicaEpoch: 42})
+	rd := p.Ready()
+	if rd.AlterPartition == nil || !slices.Equal(rd.AlterPartition.NewISR, []int32{1, 2, 3}) ||
+		!slices.Equal(rd.AlterPartition.NewISRBrokerEpochs, []int64{-1, 42, -1}) {
+		t.Fatalf("proposal %+v; want ISR [1 2 3] with broker epochs [-1 42 -1]", rd.AlterPartition)
+	}
+}
+
+// TestIneligibleReplicaRetried: an ISR proposal refused with
+// INELIGIBLE_REPLICA is dropped and made again at the next fetch (the
+// controller kept the committed state); one refused with
+// INVALID_UPDATE_VERSION waits for new state.
+func TestIneligibleReplicaRetried(t *testing.T) {
+	for _, tc := range []struct {
+		err     error
+		retried bool
+	}{{kerr.IneligibleReplica, true}, {kerr.InvalidUpdateVersion, false}, {kerr.FencedLeaderEpoch, false}, {kerr.StaleBrokerEpoch, true}} {
+		p, _ := New(1, DefaultConfig(), LogState{}, 0)
+		p.LeaderAndIsr(PartitionState{Leader: 1, Replicas: []int32{1, 2}, ISR: []int32{1}})
+		p.Ready()
+		fetch := FetchRequest{ReplicaID: 2, CurrentLeaderEpoch: 0, LastFetchedEpoch: -1}
+		p.FollowerFetch(fetch)
+		if p.Ready().AlterPartition == nil {
+			t.Fatal("no proposal")
+		}
+		p.AlterPartitionResponse(AlterPartitionResponse{Err: tc.err})
+		p.FollowerFetch(fetch)
+		if got := p.Ready().AlterPartition != nil; got != tc.retried {
+			t.Errorf("after %v: proposed again %v, want %v", tc.err, got, tc.retried)
+		}
 	}
 }

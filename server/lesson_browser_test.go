@@ -14,7 +14,7 @@ import (
 	"tidemark/server/cluster"
 )
 
-// TestBrowserLessons walks lesson 06-hw in headless Chromium in each
+// TestBrowserLessons walks lesson 07-hw in headless Chromium in each
 // language: the list and the run page are in that language, a step runs
 // with Next, a prediction is answered and its verdict and checks are shown,
 // Back shows the recorded lanes of the step before, Next moves forward
@@ -113,14 +113,14 @@ func TestBrowserLessons(t *testing.T) {
 			cur = t
 			// The language switch sets the cookie and returns to the list.
 			navigate("ui/lang?set=" + string(lang) + "&next=/lessons")
-			poll(`document.querySelector('[data-start="06-hw"]') !== null`)
+			poll(`document.querySelector('[data-start="07-hw"]') !== null`)
 			if got := attr("html", "lang"); got != string(lang) {
 				t.Fatalf("html lang %q", got)
 			}
 			if got, want := text("main h1"), i18n.T(lang, "lesson.list.title"); got != want {
 				t.Fatalf("list title %q, want %q", got, want)
 			}
-			click(`[data-start="06-hw"]`, at(0))
+			click(`[data-start="07-hw"]`, at(0))
 			if got, want := text("#next"), i18n.T(lang, "lesson.next"); got != want {
 				t.Fatalf("Next button %q, want %q", got, want)
 			}
@@ -131,7 +131,11 @@ func TestBrowserLessons(t *testing.T) {
 			}
 			// The live panel follows the run's own cluster, not the main one.
 			poll(`document.querySelector('#panel[data-status="live"] [data-topic="lab"][data-broker="1"][data-leo="1"]') !== null`)
-			// Step 2 asks for a prediction: pick "nothing" and run.
+			// Step 2 asks for a prediction with nothing chosen for the learner.
+			if n := js(`String(document.querySelectorAll('#predict input:checked').length)`); n != "0" {
+				t.Fatalf("%s choices preselected", n)
+			}
+			// Pick "nothing" and run.
 			if err := chromedp.Do(bctx, chromedp.Click(chromedp.CSS(`#predict input[value="nothing"]`))); err != nil {
 				t.Fatal(err)
 			}
@@ -144,6 +148,13 @@ func TestBrowserLessons(t *testing.T) {
 			}
 			if n := js(`String(document.querySelectorAll('#checks li[data-pass="false"]').length)`); n != "0" {
 				t.Fatalf("%s checks failed", n)
+			}
+			// Every choice now says why it is right or wrong; the learner's is marked.
+			if n := js(`String(document.querySelectorAll('#choices-why li').length)`); n != "2" {
+				t.Fatalf("%s choices explained, want 2", n)
+			}
+			if got := attr(`#choices-why li[data-choice="nothing"]`, "data-chosen"); got != "true" {
+				t.Fatalf("the chosen answer is not marked: %q", got)
 			}
 			// Back: the lanes after step 1, rebuilt from the recorded events.
 			click("#back", at(1))
@@ -158,7 +169,7 @@ func TestBrowserLessons(t *testing.T) {
 			if cursor() != 2 {
 				t.Fatalf("after Next: cursor %d", cursor())
 			}
-			click("#stop", `document.querySelector('[data-start="06-hw"]') !== null`)
+			click("#stop", `document.querySelector('[data-start="07-hw"]') !== null`)
 		})
 	}
 }

@@ -36,6 +36,9 @@ type config struct {
 	paused    bool   // start with the lab clock paused
 	// fencingRule is the controller's fencing rule; "" keeps the stored one.
 	fencingRule string
+	// lessonsDir is a teacher's directory of *.lesson files, added to the
+	// built-in lessons; "" adds none.
+	lessonsDir string
 
 	allowedHosts         []string // Host names the web UI answers besides loopback ones
 	maxPartitionReplicas int      // the lab's partition-replica budget; 0: computed from the machine
@@ -63,6 +66,7 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 	fs.IntVar(&c.brokers, "brokers", 3, fmt.Sprintf("number of brokers (1..%d)", maxBrokers))
 	fs.IntVar(&c.kafkaPort, "kafka-port", 9092, "Kafka listener port of the first broker; the others use the following ports (0: any free ports)")
 	fs.BoolVar(&c.paused, "paused", false, "start with the lab clock paused (step it from the UI or the API)")
+	fs.StringVar(&c.lessonsDir, "lessons-dir", "", "a directory of lesson files (*.lesson, the scenario language of lessons/data) added to the built-in lessons; a bad file is refused with its line and what is wrong")
 	fs.StringVar(&c.fencingRule, "fencing-rule", "", "the controller's fencing rule: kraft-elr (KIP-966), kraft (KIP-903) or zookeeper (before KRaft); empty keeps the one stored in --data-dir (kraft-elr at first)")
 	fs.Func("allowed-hosts", "comma-separated Host names (name or name:port) the web UI answers besides localhost, 127.0.0.1 and [::1]", func(v string) error {
 		for _, h := range strings.Split(v, ",") {
@@ -93,6 +97,11 @@ func (c config) validate() error {
 	}
 	if c.dataDir == "" {
 		return errors.New("--data-dir must not be empty")
+	}
+	if c.lessonsDir != "" {
+		if _, err := lessons.AddDir(c.lessonsDir); err != nil {
+			return fmt.Errorf("--lessons-dir: %v", err)
+		}
 	}
 	if c.fencingRule != "" {
 		if _, err := controller.ParseFencingRule(c.fencingRule); err != nil {

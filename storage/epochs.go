@@ -3,17 +3,17 @@ package storage
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 
+	"tidemark/leaderepoch"
 	"tidemark/storage/vfs"
 )
 
 // EpochEntry is one line of the leader-epoch cache: the first offset written
-// under a leader epoch.
-type EpochEntry struct {
-	Epoch       int32
-	StartOffset int64
-}
+// under a leader epoch. Its rules are package leaderepoch's, shared with the
+// replication rules and the UI.
+type EpochEntry = leaderepoch.Entry
 
 // Epochs returns the leader-epoch cache, oldest first; empty for an empty log
 // or one whose batches carry no epoch.
@@ -24,9 +24,9 @@ func (l *Log) Epochs() []EpochEntry {
 }
 
 // AssignLeaderEpoch records in the leader-epoch cache that epoch starts at
-// startOffset, if epoch is newer than every cached one. A new leader calls it
-// when it takes over, before it writes anything (Kafka's assign on
-// becoming leader); appended batches assign their epochs themselves.
+// startOffset (leaderepoch.Assign). A new leader calls it when it takes
+// over, before it writes anything (Kafka's assign on becoming leader);
+// appended batches assign their epochs themselves, by the same rule.
 func (l *Log) AssignLeaderEpoch(epoch int32, startOffset int64) error {
 	return l.mutate("assign a leader epoch in", func() error {
 		if l.closed {
@@ -39,50 +39,59 @@ func (l *Log) AssignLeaderEpoch(epoch int32, startOffset int64) error {
 	})
 }
 
-// assignEpoch records that epoch starts at offset if epoch is newer than the
-// latest one cached (each appended batch calls it; Kafka's
-// LeaderEpochFileCache.assign).
+// SetLeaderEpochs makes the leader-epoch cache exactly cache and writes
+// leader-epoch-checkpoint if that changes it: the replication rules own the
+// cache, and the broker writes what they decided. cache must be in order
+// (leaderepoch.Valid) and lie within the log.
+func (l *Log) SetLeaderEpochs(cache []EpochEntry) error {
+	if !leaderepoch.Valid(cache) {
+		return fmt.Errorf("storage: leader-epoch cache %v is not in order", cache)
+	}
+	return l.mutate("write the leader epochs of", func() error {
+		if l.closed {
+			return ErrClosed
+		}
+		if n := len(cache); n > 0 && cache[n-1].StartOffset > l.leo() {
+			return &OffsetOutOfRangeError{cache[n-1].StartOffset, l.logStartOffset.Load(), l.leo()}
+		}
+		if slices.Equal(cache, l.epochs) {
+			return nil
+		}
+		l.epochs = slices.Clone(cache)
+		return l.writeEpochCheckpoint()
+	})
+}
+
+// assignEpoch records that epoch starts at offset (each appended batch
+// calls it; Kafka's LeaderEpochFileCache.assign).
 func (l *Log) assignEpoch(epoch int32, offset int64) error {
-	if epoch < 0 {
+	e, changed := leaderepoch.Assign(l.epochs, EpochEntry{Epoch: epoch, StartOffset: offset})
+	if !changed {
 		return nil
 	}
-	if n := len(l.epochs); n > 0 && epoch <= l.epochs[n-1].Epoch {
-		return nil
-	}
-	l.epochs = append(l.epochs, EpochEntry{epoch, offset})
+	l.epochs = e
 	return l.writeEpochCheckpoint()
 }
 
 // truncateEpochsFromEnd drops the epochs that start at or above end, after
 // the log is truncated there.
 func (l *Log) truncateEpochsFromEnd(end int64) error {
-	n := len(l.epochs)
-	for n > 0 && l.epochs[n-1].StartOffset >= end {
-		n--
-	}
-	if n == len(l.epochs) {
+	e, changed := leaderepoch.TruncateFromEnd(l.epochs, end)
+	if !changed {
 		return nil
 	}
-	l.epochs = l.epochs[:n]
+	l.epochs = e
 	return l.writeEpochCheckpoint()
 }
 
 // truncateEpochsFromStart drops epochs wholly below the new log start
 // offset; the epoch still in force there is kept, starting at start.
 func (l *Log) truncateEpochsFromStart(start int64) error {
-	i := 0
-	for i+1 < len(l.epochs) && l.epochs[i+1].StartOffset <= start {
-		i++
-	}
-	changed := i > 0
-	l.epochs = l.epochs[i:]
-	if len(l.epochs) > 0 && l.epochs[0].StartOffset < start {
-		l.epochs[0].StartOffset = start
-		changed = true
-	}
+	e, changed := leaderepoch.TruncateFromStart(l.epochs, start)
 	if !changed {
 		return nil
 	}
+	l.epochs = e
 	return l.writeEpochCheckpoint()
 }
 
@@ -111,7 +120,7 @@ func readEpochCheckpoint(fsys vfs.FS, dir string) ([]EpochEntry, error) {
 		if n := len(out); n > 0 && (int32(epoch) <= out[n-1].Epoch || start < out[n-1].StartOffset) {
 			return nil, fmt.Errorf("%s: entries out of order at epoch %d", LeaderEpochCheckpointFile, epoch)
 		}
-		out = append(out, EpochEntry{int32(epoch), start})
+		out = append(out, EpochEntry{Epoch: int32(epoch), StartOffset: start})
 	}
 	return out, nil
 }

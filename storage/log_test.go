@@ -35,7 +35,7 @@ func TestAppendReadBack(t *testing.T) {
 			t.Fatalf("record %d timestamp %d", i, r.Timestamp)
 		}
 	}
-	if e := l.Epochs(); len(e) != 1 || e[0] != (EpochEntry{3, 0}) {
+	if e := l.Epochs(); len(e) != 1 || e[0] != (EpochEntry{Epoch: 3, StartOffset: 0}) {
 		t.Fatalf("epochs = %v, want [{3 0}]", e)
 	}
 }

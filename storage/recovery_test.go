@@ -90,7 +90,7 @@ func TestTornTailIsCut(t *testing.T) {
 	if len(recs) != 30 || !bytes.Equal(recs[29].Value, value(29, 100)) {
 		t.Fatalf("%d records after the cut and one more append", len(recs))
 	}
-	if e := l2.Epochs(); !reflect.DeepEqual(e, []EpochEntry{{2, 0}, {3, 29}}) {
+	if e := l2.Epochs(); !reflect.DeepEqual(e, []EpochEntry{{Epoch: 2, StartOffset: 0}, {Epoch: 3, StartOffset: 29}}) {
 		t.Fatalf("epochs %v", e)
 	}
 }

@@ -28,7 +28,7 @@ func TestTruncateTo(t *testing.T) {
 	if err != nil || leo != 40 {
 		t.Fatalf("TruncateTo(41) = %d, %v; want 40", leo, err)
 	}
-	if got := l.Epochs(); !reflect.DeepEqual(got, []EpochEntry{{1, 0}}) {
+	if got := l.Epochs(); !reflect.DeepEqual(got, []EpochEntry{{Epoch: 1, StartOffset: 0}}) {
 		t.Fatalf("epochs after truncation %v", got)
 	}
 	segs, _ := l.Segments()
@@ -45,7 +45,7 @@ func TestTruncateTo(t *testing.T) {
 	}
 	// Appends continue at the new LEO with the new epoch.
 	produce(t, l, 3, 40, 2, 2, 100)
-	if got := l.Epochs(); !reflect.DeepEqual(got, []EpochEntry{{1, 0}, {3, 40}}) {
+	if got := l.Epochs(); !reflect.DeepEqual(got, []EpochEntry{{Epoch: 1, StartOffset: 0}, {Epoch: 3, StartOffset: 40}}) {
 		t.Fatalf("epochs after append %v", got)
 	}
 	// The truncation is durable: a power cut must not bring back epoch 2.

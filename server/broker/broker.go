@@ -101,8 +101,9 @@ type Config struct {
 	// (default the OS's); the lab passes one it can make fail.
 	FS vfs.FS
 	// OnHalt, when set, is called (on its own goroutine) when the broker
-	// halts because its log dir went offline: Kafka halts a broker whose
-	// every log dir failed. It should Crash the broker.
+	// halts because its log dir went offline (Kafka halts a broker whose
+	// every log dir failed) or its Kafka listener stopped for good. It
+	// should Crash the broker.
 	OnHalt func(id int32, cause error)
 }
 
@@ -201,7 +202,19 @@ func Start(cfg Config) (*Broker, error) {
 	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()
-		b.server.Serve(b.ctx, b.ln)
+		err := b.server.Serve(b.ctx, b.ln)
+		if b.ctx.Err() != nil {
+			return // stopped on purpose
+		}
+		// The listener is gone for good (it survives running out of
+		// descriptors, so this is rare): a broker nobody can reach must
+		// not look up, so it halts and shows as down.
+		b.logger.Error("Kafka listener stopped: the broker halts", "addr", b.Addr(), "err", err)
+		b.publish(events.Event{Kind: events.KindBroker, Broker: b.cfg.ID, BrokerState: events.BrokerCrashed, Listener: b.Addr(),
+			Message: fmt.Sprintf("broker %d's Kafka listener stopped (%v): it halts", b.cfg.ID, err)})
+		if b.cfg.OnHalt != nil {
+			go b.cfg.OnHalt(b.cfg.ID, fmt.Errorf("Kafka listener stopped: %w", err))
+		}
 	}()
 	b.publish(events.Event{Kind: events.KindBroker, Broker: cfg.ID, BrokerState: events.BrokerUp, Listener: b.Addr(),
 		Message: b.recoveryMessage()})
@@ -232,7 +245,7 @@ func (b *Broker) watchLogDir() {
 	b.publish(events.Event{Kind: events.KindBroker, Broker: b.cfg.ID, BrokerState: events.BrokerCrashed, Listener: b.Addr(),
 		Error: "KAFKA_STORAGE_ERROR", Message: fmt.Sprintf("broker %d's log dir went offline (%v); with no log dir left it halts, as Kafka does", b.cfg.ID, cause)})
 	if b.cfg.OnHalt != nil {
-		go b.cfg.OnHalt(b.cfg.ID, cause) // it stops b, which waits for this goroutine
+		go b.cfg.OnHalt(b.cfg.ID, fmt.Errorf("its log dir went offline: %w", cause)) // it stops b, which waits for this goroutine
 	}
 }
 
@@ -439,14 +452,19 @@ func (b *Broker) heartbeat() (changed bool) {
 // metadataLoop, never applying them itself.
 func (b *Broker) heartbeatLoop() {
 	defer b.wg.Done()
-	b.every(b.cfg.HeartbeatInterval, func() {
-		if b.heartbeat() {
-			select {
-			case b.refresh <- struct{}{}:
-			default: // a refresh is already due; it reads the newest version
-			}
+	b.every(b.cfg.HeartbeatInterval, b.heartbeatOnce)
+}
+
+// heartbeatOnce is one beat of heartbeatLoop: it never waits for metadata
+// to be applied (a topic with a thousand partitions takes seconds), so a
+// busy broker is not fenced for missing its session.
+func (b *Broker) heartbeatOnce() {
+	if b.heartbeat() {
+		select {
+		case b.refresh <- struct{}{}:
+		default: // a refresh is already due; it reads the newest version
 		}
-	})
+	}
 }
 
 // metadataLoop applies metadata when heartbeatLoop asks.

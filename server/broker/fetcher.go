@@ -19,10 +19,11 @@ import (
 	"tidemark/storage"
 )
 
-// fetchVersion is the Fetch version followers send: v12 carries the current
-// leader epoch, the last fetched epoch and the diverging epoch, with topic
-// names rather than ids.
-const fetchVersion = 12
+// fetchVersion is the Fetch version followers send: v12 added the current
+// leader epoch, the last fetched epoch and the diverging epoch, v13 topic
+// ids instead of names, v15 the follower's broker epoch (KIP-903), which the
+// leader passes on with ISR proposals.
+const fetchVersion = 15
 
 // ErrLinkCut is returned by a fetch round over a cut link.
 var ErrLinkCut = errors.New("network link cut")
@@ -151,7 +152,7 @@ func (f *fetcher) round(ctx context.Context, maxWait time.Duration, stepped bool
 
 	req := kmsg.NewPtrFetchRequest()
 	req.SetVersion(fetchVersion)
-	req.ReplicaID = b.cfg.ID
+	req.ReplicaState.ID, req.ReplicaState.Epoch = b.cfg.ID, b.BrokerEpoch()
 	req.MaxWaitMillis = int32(maxWait.Milliseconds())
 	req.MinBytes = 1
 	req.MaxBytes = 16 << 20
@@ -162,7 +163,16 @@ func (f *fetcher) round(ctx context.Context, maxWait time.Duration, stepped bool
 	}
 	var sentParts []sentPart
 	byTopic := map[string]int{}
+	ids := b.topicIDs()
+	names := make(map[[16]byte]string, len(ids))
+	for name, id := range ids {
+		names[id] = name
+	}
 	for _, r := range parts {
+		id, known := ids[r.tp.Topic]
+		if !known {
+			continue // its metadata is not applied yet
+		}
 		fr, ok := r.nextFetch(f.leader)
 		if !ok {
 			continue
@@ -172,7 +182,7 @@ func (f *fetcher) round(ctx context.Context, maxWait time.Duration, stepped bool
 			i = len(req.Topics)
 			byTopic[r.tp.Topic] = i
 			t := kmsg.NewFetchRequestTopic()
-			t.Topic = r.tp.Topic
+			t.Topic, t.TopicID = r.tp.Topic, id
 			req.Topics = append(req.Topics, t)
 		}
 		p := kmsg.NewFetchRequestTopicPartition()
@@ -220,7 +230,7 @@ func (f *fetcher) round(ctx context.Context, maxWait time.Duration, stepped bool
 	for i := range resp.Topics {
 		for j := range resp.Topics[i].Partitions {
 			p := &resp.Topics[i].Partitions[j]
-			answers[storage.TopicPartition{Topic: resp.Topics[i].Topic, Partition: p.Partition}] = p
+			answers[storage.TopicPartition{Topic: names[resp.Topics[i].TopicID], Partition: p.Partition}] = p
 		}
 	}
 	var failed int

@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"fmt"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"tidemark/storage"
@@ -53,4 +55,46 @@ func dedupeFetchTopics(topics []kmsg.FetchRequestTopic) []kmsg.FetchRequestTopic
 		return topics
 	}
 	return out
+}
+
+// resolveTopicIDs names the topics of a Fetch v13+ (which carries topic
+// ids, not names) from the metadata this broker applied, and returns the
+// ids it does not know (UNKNOWN_TOPIC_ID); older versions carry names.
+func (b *Broker) resolveTopicIDs(req *kmsg.FetchRequest) map[[16]byte]bool {
+	if req.Version < 13 {
+		return nil
+	}
+	b.mu.Lock()
+	names := make(map[[16]byte]string, len(b.metadata.Topics))
+	for _, t := range b.metadata.Topics {
+		names[t.ID] = t.Name
+	}
+	b.mu.Unlock()
+	var unknown map[[16]byte]bool
+	for i := range req.Topics {
+		t := &req.Topics[i]
+		name, ok := names[t.TopicID]
+		if !ok {
+			if unknown == nil {
+				unknown = map[[16]byte]bool{}
+			}
+			unknown[t.TopicID] = true
+			// A name no topic can have (names are checked at creation), one
+			// per id, so each unknown id is answered on its own.
+			name = fmt.Sprintf("\x00unknown-topic-id-%x", t.TopicID)
+		}
+		t.Topic = name
+	}
+	return unknown
+}
+
+// topicIDs maps the topic names of the applied metadata to their ids.
+func (b *Broker) topicIDs() map[string][16]byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ids := make(map[string][16]byte, len(b.metadata.Topics))
+	for _, t := range b.metadata.Topics {
+		ids[t.Name] = t.ID
+	}
+	return ids
 }

@@ -27,7 +27,7 @@ type handler struct{ b *Broker }
 func (h *handler) Versions() wire.VersionTable {
 	t := wire.VersionTable{
 		0:  {Min: 3, Max: 11}, // Produce: RecordBatch v2 only
-		1:  {Min: 4, Max: 12}, // Fetch: v12 has the leader-epoch fields and topic names
+		1:  {Min: 4, Max: 15}, // Fetch: v12 has the leader-epoch fields, v13 topic ids, v15 the follower's broker epoch
 		2:  {Min: 1, Max: 7},  // ListOffsets
 		3:  {Min: 1, Max: 12}, // Metadata
 		23: {Min: 2, Max: 4},  // OffsetForLeaderEpoch
@@ -165,15 +165,16 @@ type fetchPart struct {
 func (b *Broker) handleFetch(ctx context.Context, req *kmsg.FetchRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	sp := wire.NewSpliced(resp)
-	replicaID := req.ReplicaID
+	replicaID, replicaEpoch := req.ReplicaID, int64(-1)
 	if req.Version >= 15 {
-		replicaID = req.ReplicaState.ID
+		replicaID, replicaEpoch = req.ReplicaState.ID, req.ReplicaState.Epoch
 	}
 	var parts []*fetchPart
+	unknownIDs := b.resolveTopicIDs(req)
 	req.Topics = dedupeFetchTopics(req.Topics)
 	for _, t := range req.Topics {
 		rt := kmsg.NewFetchResponseTopic()
-		rt.Topic = t.Topic
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
 		rt.Partitions = make([]kmsg.FetchResponseTopicPartition, len(t.Partitions))
 		resp.Topics = append(resp.Topics, rt)
 	}
@@ -187,11 +188,14 @@ func (b *Broker) handleFetch(ctx context.Context, req *kmsg.FetchRequest) kmsg.R
 			r := b.replicaFor(t.Topic, p.Partition)
 			if r == nil {
 				out.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				if unknownIDs[t.TopicID] {
+					out.ErrorCode = kerr.UnknownTopicID.Code
+				}
 				continue
 			}
 			fp := &fetchPart{r: r, req: p, out: out}
 			if replicaID >= 0 {
-				b.followerFetchState(fp, replicaID)
+				b.followerFetchState(fp, replicaID, replicaEpoch)
 			} else {
 				b.consumerFetchState(fp)
 			}
@@ -280,7 +284,7 @@ func (fp *fetchPart) refresh(follower bool) {
 
 // followerFetchState lets the replication rules see a follower's fetch: its
 // fetch offset becomes its LEO on the leader, which may move the HW.
-func (b *Broker) followerFetchState(fp *fetchPart, replicaID int32) {
+func (b *Broker) followerFetchState(fp *fetchPart, replicaID int32, replicaEpoch int64) {
 	r := fp.r
 	r.mu.Lock()
 	if r.stopped {
@@ -294,6 +298,7 @@ func (b *Broker) followerFetchState(fp *fetchPart, replicaID int32) {
 		FetchOffset:        fp.req.FetchOffset,
 		CurrentLeaderEpoch: fp.req.CurrentLeaderEpoch,
 		LastFetchedEpoch:   fp.req.LastFetchedEpoch,
+		ReplicaEpoch:       replicaEpoch,
 	})
 	after := r.processReady()
 	fp.upTo = r.log.LogEndOffset()

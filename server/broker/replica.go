@@ -101,7 +101,7 @@ func (b *Broker) newReplica(tp storage.TopicPartition, tc controller.TopicConfig
 		LogStartOffset: l.LogStartOffset(),
 		LogEndOffset:   l.LogEndOffset(),
 		HighWatermark:  hw,
-		EpochCache:     toReplicationEpochs(l.Epochs()),
+		EpochCache:     l.Epochs(),
 	}
 	now := b.nowMs()
 	rp, err := replication.New(b.cfg.ID, tc.Replication(), state, now)
@@ -112,14 +112,6 @@ func (b *Broker) newReplica(tp storage.TopicPartition, tc controller.TopicConfig
 	return &replica{b: b, tp: tp, log: l, rp: rp, configs: configs, unclean: tc.UncleanLeaderElection, rule: tc.Replication().TruncationRule,
 		hw: st.HighWatermark, tickedMs: now, waiters: map[uint64]chan replication.ProduceResult{}, newData: make(chan struct{}),
 		applied: controller.Partition{LeaderEpoch: -1, PartitionEpoch: -1, Leader: -1}}, nil
-}
-
-func toReplicationEpochs(es []storage.EpochEntry) []replication.EpochEntry {
-	out := make([]replication.EpochEntry, len(es))
-	for i, e := range es {
-		out[i] = replication.EpochEntry{Epoch: e.Epoch, StartOffset: e.StartOffset}
-	}
-	return out
 }
 
 func (r *replica) event(kind events.Kind) events.Event {
@@ -345,17 +337,19 @@ func (r *replica) truncate(t replication.Truncation) events.Event {
 	return ev
 }
 
-// syncEpochCache makes the log's leader-epoch cache match the rules' (new
-// epochs start when a replica becomes leader, before it writes anything).
+// syncEpochCache writes the rules' leader-epoch cache to the log (the rules
+// own it; the log applied the same rule to what it appended, so usually
+// nothing changes but a new leader's epoch, which starts before it writes
+// anything). Each new entry is reported.
 func (r *replica) syncEpochCache(cache []replication.EpochEntry) []events.Event {
 	have := r.log.Epochs()
+	if err := r.log.SetLeaderEpochs(cache); err != nil {
+		r.b.logger.Error("writing the leader epoch cache", "partition", r.tp, "err", err)
+		return nil
+	}
 	var evs []events.Event
 	for _, e := range cache {
-		if len(have) > 0 && e.Epoch <= have[len(have)-1].Epoch {
-			continue
-		}
-		if err := r.log.AssignLeaderEpoch(e.Epoch, e.StartOffset); err != nil {
-			r.b.logger.Error("writing the leader epoch cache", "partition", r.tp, "err", err)
+		if slices.Contains(have, e) {
 			continue
 		}
 		ev := r.event(events.KindEpoch)

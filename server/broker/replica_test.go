@@ -42,6 +42,31 @@ type pausedClock struct{ t time.Time }
 func (c pausedClock) Now() time.Time { return c.t }
 func (pausedClock) Paused() bool     { return true }
 
+// testBrokers starts n brokers (ids 1..n) on a paused clock with a real
+// controller, heartbeats each once and stops them at the end of the test.
+func testBrokers(t *testing.T, n int32, onHalt func(int32, error)) (*controller.Controller, map[int32]*Broker) {
+	t.Helper()
+	dir := t.TempDir()
+	clk := pausedClock{time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)}
+	ctl, err := controller.Open(filepath.Join(dir, "meta"), controller.Options{Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ctl.Close() })
+	brokers := map[int32]*Broker{}
+	for id := int32(1); id <= n; id++ {
+		b, err := Start(Config{ID: id, LogDir: LogDirPath(dir, id), ListenAddr: "127.0.0.1:0",
+			Controller: directController{ctl}, Network: openNetwork{}, Clock: clk, OnHalt: onHalt})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Crash() })
+		b.Heartbeat()
+		brokers[id] = b
+	}
+	return ctl, brokers
+}
+
 // TestStaleFetchResponseDroppedAfterBecomingLeader: a follower sends a
 // Fetch, becomes leader before the answer arrives, and then gets the
 // answer. It must drop it whole: appending its old leader's records as the
@@ -49,24 +74,7 @@ func (pausedClock) Paused() bool     { return true }
 // would then tell followers its epoch ends below its real end (they
 // truncated and refetched forever, and the HW froze).
 func TestStaleFetchResponseDroppedAfterBecomingLeader(t *testing.T) {
-	dir := t.TempDir()
-	clk := pausedClock{time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)}
-	ctl, err := controller.Open(filepath.Join(dir, "meta"), controller.Options{Now: clk.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ctl.Close()
-	brokers := map[int32]*Broker{}
-	for id := int32(1); id <= 2; id++ {
-		b, err := Start(Config{ID: id, LogDir: LogDirPath(dir, id), ListenAddr: "127.0.0.1:0",
-			Controller: directController{ctl}, Network: openNetwork{}, Clock: clk})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer b.Close()
-		b.Heartbeat()
-		brokers[id] = b
-	}
+	ctl, brokers := testBrokers(t, 2, nil)
 	tc, err := ctl.CreateTopic("t", 1, 2, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -95,9 +103,9 @@ func TestStaleFetchResponseDroppedAfterBecomingLeader(t *testing.T) {
 	defer cl.Close()
 	req := kmsg.NewPtrFetchRequest()
 	req.SetVersion(fetchVersion)
-	req.ReplicaID, req.MaxBytes, req.SessionEpoch = followerID, 1<<20, -1
+	req.ReplicaState.ID, req.ReplicaState.Epoch, req.MaxBytes, req.SessionEpoch = followerID, follower.BrokerEpoch(), 1<<20, -1
 	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic = "t"
+	rt.TopicID = tc.ID
 	rp := kmsg.NewFetchRequestTopicPartition()
 	rp.FetchOffset, rp.CurrentLeaderEpoch, rp.LastFetchedEpoch, rp.PartitionMaxBytes = sent.FetchOffset, sent.CurrentLeaderEpoch, sent.LastFetchedEpoch, 1<<20
 	rt.Partitions = append(rt.Partitions, rp)
@@ -123,5 +131,47 @@ func TestStaleFetchResponseDroppedAfterBecomingLeader(t *testing.T) {
 	st := (&Replica{r}).Status()
 	if leo := r.log.LogEndOffset(); leo != 0 || st.LogEndOffset != 0 {
 		t.Fatalf("after a stale fetch response: log LEO %d, rules' LEO %d; want both 0 (nothing appended)", leo, st.LogEndOffset)
+	}
+}
+
+// TestHeartbeatDoesNotWaitForMetadata: while metadata is being applied
+// (here: held), the heartbeat loop still beats, so a broker applying a
+// topic with many partitions is not fenced for missing its session.
+func TestHeartbeatDoesNotWaitForMetadata(t *testing.T) {
+	ctl, brokers := testBrokers(t, 1, nil)
+	b := brokers[1]
+	if _, err := ctl.CreateTopic("t", 1, 1, nil); err != nil { // the metadata changes
+		t.Fatal(err)
+	}
+	b.applyMu.Lock() // an apply in progress
+	done := make(chan struct{})
+	go func() { b.heartbeatOnce(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the heartbeat waited for the metadata apply")
+	}
+	b.applyMu.Unlock()
+	b.RefreshMetadata()
+	if b.replicaFor("t", 0) == nil {
+		t.Fatal("the metadata was not applied afterwards")
+	}
+}
+
+// TestListenerStopHaltsBroker: a broker whose Kafka listener stops for good
+// halts (the lab then shows it down) instead of looking up while nobody can
+// reach it.
+func TestListenerStopHaltsBroker(t *testing.T) {
+	halted := make(chan error, 1)
+	_, brokers := testBrokers(t, 1, func(id int32, cause error) { halted <- cause })
+	b := brokers[1]
+	b.ln.Close() // the listener dies under the broker
+	select {
+	case cause := <-halted:
+		if cause == nil {
+			t.Fatal("halted without a cause")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the broker did not halt")
 	}
 }

@@ -193,7 +193,18 @@ func Generate(seed uint64, n int) []Action {
 		case x < 86:
 			a = Action{Kind: ActPowerLoss, Broker: broker()}
 		case x < 91:
-			a = Action{Kind: ActRestart, Broker: broker()}
+			// A stopped broker comes back (the lowest id among them; none
+			// stopped: draw again), so faults do not pile up for good.
+			a = Action{Kind: ActRestart, Broker: 0}
+			for id := int32(1); id <= Brokers; id++ {
+				if down[id] {
+					a.Broker = id
+					break
+				}
+			}
+			if a.Broker == 0 {
+				continue
+			}
 		case x < 96:
 			from := rng.Int32N(Brokers + 1) // 0 is the controller
 			to := (from + 1 + rng.Int32N(Brokers)) % (Brokers + 1)

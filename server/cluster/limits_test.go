@@ -106,13 +106,17 @@ func TestProduceValidation(t *testing.T) {
 	}
 }
 
-// fetchOf is a Fetch (v12, as a consumer) of topic's partition at offset 0,
-// repeated copies times.
-func fetchOf(topic string, copies int, maxBytes int32) *kmsg.FetchRequest {
+// fetchOf is a Fetch (as a consumer) of topic's partition at offset 0,
+// repeated copies times; it names the topic by name and by id, since the
+// client picks the version (v13+ carry ids).
+func fetchOf(c *Cluster, topic string, copies int, maxBytes int32) *kmsg.FetchRequest {
 	req := kmsg.NewPtrFetchRequest()
 	req.Version, req.ReplicaID, req.MaxBytes, req.MaxWaitMillis = 12, -1, maxBytes, 0
 	ft := kmsg.NewFetchRequestTopic()
 	ft.Topic = topic
+	if t, ok := c.Controller().Topic(topic); ok {
+		ft.TopicID = t.ID
+	}
 	ft.Partitions = make([]kmsg.FetchRequestTopicPartition, copies)
 	for i := range ft.Partitions {
 		p := kmsg.NewFetchRequestTopicPartition()
@@ -156,7 +160,7 @@ func TestFetchDuplicatePartitions(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	resp, err := fetchOf("dup", 100_000, 50<<20).RequestWith(ctx, cl)
+	resp, err := fetchOf(c, "dup", 100_000, 50<<20).RequestWith(ctx, cl)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +181,7 @@ func TestFetchDuplicatePartitions(t *testing.T) {
 		t.Errorf("the fetch allocated %d MB", grown>>20)
 	}
 
-	many := fetchOf("dup", 0, 15_000)
+	many := fetchOf(c, "dup", 0, 15_000)
 	for p := range int32(8) {
 		fp := kmsg.NewFetchRequestTopicPartition()
 		fp.Partition, fp.PartitionMaxBytes = p, 1<<20

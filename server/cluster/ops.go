@@ -244,15 +244,15 @@ func (c *Cluster) FailDisk(id int32) error {
 	return nil
 }
 
-// halted takes a broker that halted itself (its log dir went offline) out
-// of the running set, as a crash would.
+// halted takes a broker that halted itself (its log dir went offline, or
+// its listener stopped) out of the running set, as a crash would.
 func (c *Cluster) halted(id int32, cause error) {
 	b, err := c.takeBroker(id)
 	if err != nil {
 		return // already stopped
 	}
 	b.Crash()
-	c.publishFault(events.FaultCrash, id, fmt.Sprintf("broker %d halted: its log dir went offline (%v)", id, cause))
+	c.publishFault(events.FaultCrash, id, fmt.Sprintf("broker %d halted: %v", id, cause))
 }
 
 // PowerLoss stops a broker and loses everything it had not fsynced.

@@ -259,6 +259,9 @@ func (l *lab) check() {
 		if leo := r.Log().LogEndOffset(); leo != st.LogEndOffset {
 			l.fatalf("b%d: replication LEO %d, log LEO %d", id, st.LogEndOffset, leo)
 		}
+		if es := r.Log().Epochs(); !slices.Equal(es, st.EpochCache) {
+			l.fatalf("b%d: replication epoch cache %v, log's %v", id, st.EpochCache, es)
+		}
 		if !(st.LogStartOffset <= st.HighWatermark && st.HighWatermark <= st.LogEndOffset) {
 			l.fatalf("b%d: log start %d ≤ HW %d ≤ LEO %d broken", id, st.LogStartOffset, st.HighWatermark, st.LogEndOffset)
 		}

@@ -251,6 +251,15 @@ func (c *Controller) checkAlterPartition(p *Partition, brokerID int32, req repli
 		if !c.live(r) {
 			return fmt.Errorf("%w: %s: new ISR member %d is fenced", kerr.IneligibleReplica, tp, r)
 		}
+		// KIP-903: a member proposed on the strength of fetches from an
+		// earlier incarnation of its broker has not caught up as the
+		// broker it is now. (The ZooKeeper-era rule knew no broker epochs.)
+		if i < len(req.NewISRBrokerEpochs) && c.rule != FencingZooKeeper {
+			if e := req.NewISRBrokerEpochs[i]; e >= 0 && e != c.brokers[r].Epoch {
+				return fmt.Errorf("%w: %s: new ISR member %d fetched as broker epoch %d, its current one is %d",
+					kerr.IneligibleReplica, tp, r, e, c.brokers[r].Epoch)
+			}
+		}
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package web
 import (
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 
@@ -41,8 +42,12 @@ func (s *Server) lessonRoutes(e *echo.Echo) {
 // LessonSummary is one lesson in GET /api/v1/lessons: its id, position,
 // and title and summary in every language.
 type LessonSummary struct {
-	ID       string       `json:"id"`
-	Number   int          `json:"number"`
+	ID     string `json:"id"`
+	Number int    `json:"number"`
+	// Part is the learning path's section; BuildsOn the earlier lessons
+	// this one needs.
+	Part     string       `json:"part"`
+	BuildsOn []string     `json:"builds_on"`
 	Title    lessons.Text `json:"title"`
 	Summary  lessons.Text `json:"summary"`
 	Concepts []string     `json:"concepts"`
@@ -64,8 +69,9 @@ type LessonStep struct {
 	Prediction *lessons.PredictionState `json:"prediction,omitempty"`
 }
 
-func lessonSummary(i int, l *lessons.Lesson) LessonSummary {
-	return LessonSummary{ID: l.ID, Number: i + 1, Title: l.Title, Summary: l.Summary, Concepts: l.Concepts, Brokers: l.Brokers, Steps: len(l.Steps)}
+func lessonSummary(l *lessons.Lesson) LessonSummary {
+	return LessonSummary{ID: l.ID, Number: l.Number, Part: l.Part, BuildsOn: append([]string{}, l.BuildsOn...), Title: l.Title,
+		Summary: l.Summary, Concepts: l.Concepts, Brokers: l.Brokers, Steps: len(l.Steps)}
 }
 
 func (s *Server) lessonService() (*lessons.Service, error) {
@@ -77,27 +83,25 @@ func (s *Server) lessonService() (*lessons.Service, error) {
 
 func (s *Server) listLessons(c echo.Context) error {
 	out := []LessonSummary{}
-	for i, l := range lessons.All() {
-		out = append(out, lessonSummary(i, l))
+	for _, l := range lessons.All() {
+		out = append(out, lessonSummary(l))
 	}
 	return c.JSON(http.StatusOK, out)
 }
 
-func findLesson(id string) (int, *lessons.Lesson, error) {
-	for i, l := range lessons.All() {
-		if l.ID == id {
-			return i, l, nil
-		}
+func findLesson(id string) (*lessons.Lesson, error) {
+	if l := lessons.ByID(id); l != nil {
+		return l, nil
 	}
-	return 0, nil, &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no lesson " + truncate(id, 60)}
+	return nil, &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no lesson " + truncate(id, 60)}
 }
 
 func (s *Server) getLesson(c echo.Context) error {
-	i, l, err := findLesson(c.Param("id"))
+	l, err := findLesson(c.Param("id"))
 	if err != nil {
 		return err
 	}
-	d := LessonDetail{LessonSummary: lessonSummary(i, l), StepList: []LessonStep{}}
+	d := LessonDetail{LessonSummary: lessonSummary(l), StepList: []LessonStep{}}
 	for _, st := range l.Steps {
 		ls := LessonStep{Title: st.Title, Explain: st.Explain}
 		if st.Predict != nil {
@@ -154,7 +158,7 @@ func (s *Server) startRun(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := findLesson(c.Param("id")); err != nil {
+	if _, err := findLesson(c.Param("id")); err != nil {
 		return err
 	}
 	var req StartRunRequest
@@ -264,11 +268,26 @@ func (s *Server) wsLab(c echo.Context) (Lab, error) {
 func (s *Server) lessonsPage(c echo.Context) error {
 	lang := Lang(c)
 	p := s.page(c, i18n.T(lang, "lesson.list.title"))
-	var items []views.LessonItem
-	for i, l := range lessons.All() {
-		items = append(items, views.LessonItem{ID: l.ID, Number: i + 1, Title: l.Title.In(lang), Summary: l.Summary.In(lang), Steps: len(l.Steps)})
+	var parts []views.LessonPart
+	for _, key := range lessons.Parts {
+		part := views.LessonPart{Key: key}
+		for _, l := range lessons.All() {
+			if l.Part != key {
+				continue
+			}
+			it := views.LessonItem{ID: l.ID, Number: l.Number, Part: l.Part, Title: l.Title.In(lang), Summary: l.Summary.In(lang), Steps: len(l.Steps)}
+			for _, b := range l.BuildsOn {
+				if d := lessons.ByID(b); d != nil {
+					it.BuildsOn = append(it.BuildsOn, views.LessonRef{ID: d.ID, Name: fmt.Sprintf("%02d · %s", d.Number, d.Title.In(lang))})
+				}
+			}
+			part.Items = append(part.Items, it)
+		}
+		if len(part.Items) > 0 {
+			parts = append(parts, part)
+		}
 	}
-	return Render(c, http.StatusOK, views.LessonList(p, items))
+	return Render(c, http.StatusOK, views.LessonList(p, parts))
 }
 
 // flash sets the outcome shown on the next page.
@@ -286,7 +305,7 @@ func (s *Server) startRunForm(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := findLesson(c.Param("id")); err != nil {
+	if _, err := findLesson(c.Param("id")); err != nil {
 		return err
 	}
 	r, err := svc.Start(c.Param("id"), lessons.Speed(c.FormValue("speed")))

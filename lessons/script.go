@@ -1,0 +1,648 @@
+package lessons
+
+import (
+	"bufio"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"tidemark/i18n"
+)
+
+// The scenario language. A lesson is a plain-text file read line by line;
+// indentation is free, blank lines and lines starting with # are skipped.
+// A line starts with a keyword:
+//
+//	lesson 07-hw              the id: "NN-name", NN its place on the path
+//	part replication          storage, replication, failures, delivery or comparisons
+//	builds-on 02-segments     lessons this one needs (earlier on the path)
+//	brokers 3                 the size of the lesson's fresh cluster
+//	fencing zookeeper         the controller's fencing rule (default kraft-elr)
+//	concepts LEO, HW          what it teaches, comma-separated
+//	title / summary           texts of the lesson
+//	setup                     actions before the first step (do lines)
+//	step                      a new step; then title, explain, question,
+//	                          choice, why, do, say and check lines
+//	choice ID when COND       an answer to the step's question, right when
+//	                          COND holds after the step ran
+//	why                       why that choice is right or wrong
+//	do ACTION ARGS            one operation on the cluster (see actions)
+//	say                       a sentence of the outcome
+//	check COND                an assertion about the real outcome
+//
+// A text (title, summary, explain, question, choice, why, say, check) is
+// followed by its three languages, one line each:
+//
+//	en: The leader's HW is {hw 1 lab}.
+//	zh-Hans: leader 的 HW 是 {hw 1 lab}。
+//	zh-Hant: leader 的 HW 是 {hw 1 lab}。
+//
+// {QUERY} in a text is replaced by the query's value, written for people
+// in the text's language. A COND is TERM [and TERM]…; a TERM is
+// QUERY OP VALUE with OP one of == != < <= > >= has lacks, VALUE a literal
+// (a list is written [m1 m2], an error by its Kafka name, none for no
+// error, yes/no for a truth) or {QUERY}.
+
+// Parts are the sections of the learning path, in order.
+var Parts = []string{"storage", "replication", "failures", "delivery", "comparisons"}
+
+// ParseError is a lesson file refused: the file, the line and what is wrong.
+type ParseError struct {
+	File string
+	Line int
+	Msg  string
+}
+
+func (e *ParseError) Error() string { return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg) }
+
+// Script is a parsed lesson file.
+type Script struct {
+	File     string
+	ID       string
+	Number   int
+	Part     string
+	BuildsOn []string
+	Brokers  int
+	Fencing  string
+	Concepts []string
+	Title    Text
+	Summary  Text
+	Setup    []Action
+	Steps    []ScriptStep
+}
+
+// ScriptStep is one step of a Script.
+type ScriptStep struct {
+	Line     int
+	Title    Text
+	Explain  Text
+	Question Text
+	Choices  []ScriptChoice
+	Items    []Item
+}
+
+// ScriptChoice is one answer with the condition that makes it right.
+type ScriptChoice struct {
+	Line int
+	ID   string
+	Text Text
+	Why  Text
+	When Cond
+}
+
+// Item is one thing a step does, in order: an action, a sentence or a check.
+type Item struct {
+	Line   int
+	Action *Action // do
+	Say    *Text   // say
+	Check  *Cond   // check, named by Name
+	Name   Text
+}
+
+// Action is one operation with its arguments.
+type Action struct {
+	Line int
+	Name string
+	Args []string
+}
+
+// Cond is a conjunction of terms.
+type Cond struct {
+	Line  int
+	Terms []Term
+}
+
+// Term compares a query's value with a literal or another query.
+type Term struct {
+	Q    Query
+	Op   string
+	Want string // the literal, when WantQ is nil
+	// WantQ is the query on the right, written {QUERY}.
+	WantQ *Query
+}
+
+// Query names a value of the real state.
+type Query struct {
+	Name string
+	Args []string
+}
+
+func (q Query) String() string { return strings.TrimSpace(q.Name + " " + strings.Join(q.Args, " ")) }
+
+var (
+	idPattern     = regexp.MustCompile(`^(\d{2})-[a-z0-9][a-z0-9-]*$`)
+	placeholderRe = regexp.MustCompile(`\{[^{}]*\}`)
+	ops           = []string{"==", "!=", "<=", ">=", "<", ">", "has", "lacks"}
+)
+
+// MaxScriptBytes bounds a lesson file.
+const MaxScriptBytes = 256 << 10
+
+// textSlot is the text the next language lines fill.
+type textSlot struct {
+	line int
+	what string
+	t    *Text
+	seen map[i18n.Lang]bool
+}
+
+type parser struct {
+	file  string
+	s     *Script
+	step  *ScriptStep
+	inSet bool
+	slot  *textSlot
+	// topics created anywhere in the file, and where each topic is named:
+	// a name no create-topic makes is refused at the end.
+	topics    map[string]bool
+	topicRefs []topicRef
+	lineNo    int
+}
+
+type topicRef struct {
+	line int
+	name string
+}
+
+// ParseScript reads one lesson file. A bad file gives a *ParseError with
+// its line number and what is wrong.
+func ParseScript(file string, src []byte) (*Script, error) {
+	if len(src) > MaxScriptBytes {
+		return nil, &ParseError{file, 0, fmt.Sprintf("file is %d bytes, more than the %d a lesson may have", len(src), MaxScriptBytes)}
+	}
+	p := &parser{file: file, s: &Script{File: file}, topics: map[string]bool{}}
+	sc := bufio.NewScanner(strings.NewReader(string(src)))
+	sc.Buffer(make([]byte, 0, 4096), MaxScriptBytes+1)
+	n := 0
+	for sc.Scan() {
+		n++
+		if err := p.line(n, sc.Text()); err != nil {
+			return nil, err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, &ParseError{file, n, err.Error()}
+	}
+	if err := p.finish(n); err != nil {
+		return nil, err
+	}
+	return p.s, nil
+}
+
+func (p *parser) errf(line int, format string, args ...any) error {
+	return &ParseError{p.file, line, fmt.Sprintf(format, args...)}
+}
+
+// open starts a text; the previous one must be complete.
+func (p *parser) open(line int, what string, t *Text) error {
+	if err := p.closeSlot(); err != nil {
+		return err
+	}
+	p.slot = &textSlot{line: line, what: what, t: t, seen: map[i18n.Lang]bool{}}
+	return nil
+}
+
+func (p *parser) closeSlot() error {
+	s := p.slot
+	if s == nil {
+		return nil
+	}
+	p.slot = nil
+	for _, l := range i18n.Languages() {
+		if !s.seen[l] {
+			return p.errf(s.line, "%s has no %s text (add a line \"%s: …\")", s.what, l, l)
+		}
+	}
+	// Every language must use the same placeholders.
+	want := placeholders(s.t.En)
+	for _, l := range i18n.Languages()[1:] {
+		if got := placeholders(s.t.In(l)); !slices.Equal(got, want) {
+			return p.errf(s.line, "%s: the %s text has placeholders %v, the English one %v", s.what, l, got, want)
+		}
+	}
+	for _, ph := range want {
+		q, err := parseQuery(strings.Fields(ph[1 : len(ph)-1]))
+		if err != nil {
+			return p.errf(s.line, "%s: placeholder %s: %v", s.what, ph, err)
+		}
+		if err := p.checkQuery(q); err != nil {
+			return p.errf(s.line, "%s: placeholder %s: %v", s.what, ph, err)
+		}
+	}
+	return nil
+}
+
+func placeholders(s string) []string {
+	out := placeholderRe.FindAllString(s, -1)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func (p *parser) line(n int, raw string) error {
+	p.lineNo = n
+	if !strings.ContainsRune(raw, '\t') && strings.ContainsFunc(raw, func(r rune) bool { return r < ' ' }) {
+		return p.errf(n, "control character in the line")
+	}
+	line := strings.TrimSpace(raw)
+	if line == "" || strings.HasPrefix(line, "#") {
+		return nil
+	}
+	kw, rest, _ := strings.Cut(line, " ")
+	rest = strings.TrimSpace(rest)
+	if lang, ok := strings.CutSuffix(kw, ":"); ok {
+		l := i18n.Lang(lang)
+		if !l.Valid() {
+			return p.errf(n, "unknown language %q (en, zh-Hans or zh-Hant)", lang)
+		}
+		if p.slot == nil {
+			return p.errf(n, "a %s text with nothing to belong to: put it after title, summary, explain, question, choice, why, say or check", lang)
+		}
+		if p.slot.seen[l] {
+			return p.errf(n, "%s has a second %s text", p.slot.what, lang)
+		}
+		if rest == "" {
+			return p.errf(n, "%s: the %s text is empty", p.slot.what, lang)
+		}
+		if strings.Count(rest, "{") != strings.Count(rest, "}") {
+			return p.errf(n, "unbalanced { } in the text")
+		}
+		p.slot.seen[l] = true
+		switch l {
+		case i18n.SimplifiedChinese:
+			p.slot.t.Hans = rest
+		case i18n.TraditionalChinese:
+			p.slot.t.Hant = rest
+		default:
+			p.slot.t.En = rest
+		}
+		return nil
+	}
+	if err := p.closeSlot(); err != nil {
+		return err
+	}
+	header := p.step == nil && !p.inSet
+	switch kw {
+	case "lesson", "part", "builds-on", "brokers", "fencing", "concepts", "summary":
+		if !header {
+			return p.errf(n, "%s belongs to the lesson's header, before setup and the first step", kw)
+		}
+		return p.header(n, kw, rest)
+	case "title":
+		if p.step != nil {
+			return p.open(n, "the step's title", &p.step.Title)
+		}
+		if !header {
+			return p.errf(n, "title inside setup: put it before setup")
+		}
+		return p.open(n, "the lesson's title", &p.s.Title)
+	case "setup":
+		if !header || p.inSet {
+			return p.errf(n, "setup must come once, before the first step")
+		}
+		if p.s.ID == "" || p.s.Brokers == 0 {
+			return p.errf(n, "setup before the lesson's id and brokers")
+		}
+		p.inSet = true
+		return nil
+	case "step":
+		if p.s.ID == "" || p.s.Brokers == 0 {
+			return p.errf(n, "step before the lesson's id and brokers")
+		}
+		if err := p.endStep(); err != nil {
+			return err
+		}
+		p.inSet = false
+		p.s.Steps = append(p.s.Steps, ScriptStep{Line: n})
+		p.step = &p.s.Steps[len(p.s.Steps)-1]
+		return nil
+	case "do":
+		a, err := p.action(n, rest)
+		if err != nil {
+			return err
+		}
+		if p.inSet {
+			p.s.Setup = append(p.s.Setup, a)
+			return nil
+		}
+		if p.step == nil {
+			return p.errf(n, "do outside setup and steps")
+		}
+		p.step.Items = append(p.step.Items, Item{Line: n, Action: &a})
+		return nil
+	}
+	if p.step == nil {
+		return p.errf(n, "unknown keyword %q here (a step's keywords need a step line first)", kw)
+	}
+	st := p.step
+	switch kw {
+	case "explain":
+		return p.open(n, "the step's explanation", &st.Explain)
+	case "question":
+		return p.open(n, "the question", &st.Question)
+	case "choice":
+		id, cond, ok := strings.Cut(rest, " when ")
+		id = strings.TrimSpace(id)
+		if !ok || id == "" || strings.ContainsAny(id, " \t") {
+			return p.errf(n, "a choice is written: choice ID when CONDITION")
+		}
+		if slices.ContainsFunc(st.Choices, func(c ScriptChoice) bool { return c.ID == id }) {
+			return p.errf(n, "choice %q twice in the step", id)
+		}
+		c, err := p.cond(n, cond)
+		if err != nil {
+			return err
+		}
+		st.Choices = append(st.Choices, ScriptChoice{Line: n, ID: id, When: c})
+		ch := &st.Choices[len(st.Choices)-1]
+		return p.open(n, "choice "+id, &ch.Text)
+	case "why":
+		if len(st.Choices) == 0 {
+			return p.errf(n, "why before any choice")
+		}
+		ch := &st.Choices[len(st.Choices)-1]
+		if ch.Why.En != "" {
+			return p.errf(n, "choice %s has a second why", ch.ID)
+		}
+		return p.open(n, "why of choice "+ch.ID, &ch.Why)
+	case "say":
+		st.Items = append(st.Items, Item{Line: n, Say: &Text{}})
+		return p.open(n, "say", st.Items[len(st.Items)-1].Say)
+	case "check":
+		c, err := p.cond(n, rest)
+		if err != nil {
+			return err
+		}
+		st.Items = append(st.Items, Item{Line: n, Check: &c})
+		return p.open(n, "check", &st.Items[len(st.Items)-1].Name)
+	}
+	return p.errf(n, "unknown keyword %q", kw)
+}
+
+func (p *parser) header(n int, kw, rest string) error {
+	if rest == "" && kw != "summary" {
+		return p.errf(n, "%s needs a value", kw)
+	}
+	switch kw {
+	case "lesson":
+		m := idPattern.FindStringSubmatch(rest)
+		if m == nil {
+			return p.errf(n, "lesson id %q: want two digits, a dash and lowercase words (07-hw)", rest)
+		}
+		if p.s.ID != "" {
+			return p.errf(n, "a second lesson id")
+		}
+		p.s.ID = rest
+		p.s.Number, _ = strconv.Atoi(m[1])
+	case "part":
+		if !slices.Contains(Parts, rest) {
+			return p.errf(n, "part %q: want one of %s", rest, strings.Join(Parts, ", "))
+		}
+		p.s.Part = rest
+	case "builds-on":
+		for _, id := range strings.Fields(rest) {
+			if !idPattern.MatchString(id) {
+				return p.errf(n, "builds-on %q is not a lesson id", id)
+			}
+			p.s.BuildsOn = append(p.s.BuildsOn, id)
+		}
+	case "brokers":
+		b, err := strconv.Atoi(rest)
+		if err != nil || b < 1 || b > 7 {
+			return p.errf(n, "brokers %q: want 1 to 7", rest)
+		}
+		p.s.Brokers = b
+	case "fencing":
+		if !slices.Contains(fencingRules, rest) {
+			return p.errf(n, "fencing %q: want one of %s", rest, strings.Join(fencingRules, ", "))
+		}
+		p.s.Fencing = rest
+	case "concepts":
+		for c := range strings.SplitSeq(rest, ",") {
+			if c = strings.TrimSpace(c); c != "" {
+				p.s.Concepts = append(p.s.Concepts, c)
+			}
+		}
+	case "summary":
+		return p.open(n, "the lesson's summary", &p.s.Summary)
+	}
+	return nil
+}
+
+var fencingRules = []string{"kraft-elr", "kraft", "zookeeper"}
+
+// endStep checks the step just read is complete.
+func (p *parser) endStep() error {
+	st := p.step
+	if st == nil {
+		return nil
+	}
+	switch {
+	case st.Title.En == "":
+		return p.errf(st.Line, "step has no title")
+	case st.Explain.En == "":
+		return p.errf(st.Line, "step has no explain")
+	case st.Question.En == "" && len(st.Choices) > 0:
+		return p.errf(st.Choices[0].Line, "choices without a question")
+	case st.Question.En != "" && len(st.Choices) < 2:
+		return p.errf(st.Line, "a question needs at least two choices")
+	case len(st.Items) == 0:
+		return p.errf(st.Line, "step does nothing: add do, say or check lines")
+	}
+	for _, c := range st.Choices {
+		if c.Why.En == "" {
+			return p.errf(c.Line, "choice %s has no why: every choice explains itself", c.ID)
+		}
+	}
+	return nil
+}
+
+func (p *parser) finish(n int) error {
+	if err := p.closeSlot(); err != nil {
+		return err
+	}
+	if err := p.endStep(); err != nil {
+		return err
+	}
+	for _, r := range p.topicRefs {
+		if !p.topics[r.name] {
+			return p.errf(r.line, "topic %q is never created (do create-topic %s … in setup)", r.name, r.name)
+		}
+	}
+	s := p.s
+	switch {
+	case s.ID == "":
+		return p.errf(n, "no lesson line: the file must name its id (lesson 07-hw)")
+	case s.Brokers == 0:
+		return p.errf(n, "no brokers line")
+	case s.Part == "":
+		return p.errf(n, "no part line")
+	case s.Title.En == "":
+		return p.errf(n, "no title")
+	case s.Summary.En == "":
+		return p.errf(n, "no summary")
+	case len(s.Steps) == 0:
+		return p.errf(n, "no steps")
+	}
+	return nil
+}
+
+func (p *parser) action(n int, rest string) (Action, error) {
+	f := strings.Fields(rest)
+	if len(f) == 0 {
+		return Action{}, p.errf(n, "do needs an action")
+	}
+	a := Action{Line: n, Name: f[0], Args: f[1:]}
+	spec, ok := actions[a.Name]
+	if !ok {
+		return a, p.errf(n, "unknown action %q (known: %s)", a.Name, strings.Join(actionNames(), ", "))
+	}
+	if err := p.checkArgs(spec.args, spec.keys, a.Args); err != nil {
+		return a, p.errf(n, "%s: %v (usage: do %s %s)", a.Name, err, a.Name, spec.args)
+	}
+	if a.Name == "create-topic" {
+		p.topics[a.Args[0]] = true
+	}
+	return a, nil
+}
+
+func (p *parser) cond(n int, s string) (Cond, error) {
+	c := Cond{Line: n}
+	for part := range strings.SplitSeq(s, " and ") {
+		f := strings.Fields(part)
+		i := slices.IndexFunc(f, func(w string) bool { return slices.Contains(ops, w) })
+		if i < 1 {
+			return c, p.errf(n, "condition %q: want QUERY OP VALUE with OP one of %s", strings.TrimSpace(part), strings.Join(ops, " "))
+		}
+		q, err := parseQuery(f[:i])
+		if err == nil {
+			err = p.checkQuery(q)
+		}
+		if err != nil {
+			return c, p.errf(n, "condition %q: %v", strings.TrimSpace(part), err)
+		}
+		t := Term{Q: q, Op: f[i], Want: strings.Join(f[i+1:], " ")}
+		if t.Want == "" {
+			return c, p.errf(n, "condition %q: nothing to compare with", strings.TrimSpace(part))
+		}
+		if strings.HasPrefix(t.Want, "{") && strings.HasSuffix(t.Want, "}") {
+			wq, err := parseQuery(strings.Fields(t.Want[1 : len(t.Want)-1]))
+			if err == nil {
+				err = p.checkQuery(wq)
+			}
+			if err != nil {
+				return c, p.errf(n, "condition %q: %v", strings.TrimSpace(part), err)
+			}
+			t.WantQ = &wq
+		}
+		c.Terms = append(c.Terms, t)
+	}
+	return c, nil
+}
+
+func parseQuery(f []string) (Query, error) {
+	if len(f) == 0 {
+		return Query{}, fmt.Errorf("empty query")
+	}
+	return Query{Name: f[0], Args: f[1:]}, nil
+}
+
+func (p *parser) checkQuery(q Query) error {
+	spec, ok := queries[q.Name]
+	if !ok {
+		return fmt.Errorf("unknown query %q (known: %s)", q.Name, strings.Join(queryNames(), ", "))
+	}
+	if err := p.checkArgs(spec.args, nil, q.Args); err != nil {
+		return fmt.Errorf("%s: %v (usage: %s %s)", q.Name, err, q.Name, spec.args)
+	}
+	return nil
+}
+
+// checkArgs checks args against a spec: space-separated kinds, the last
+// one may end in + (one or more) or * (zero or more), any may end in ?
+// (optional, at the end). Kinds: broker (1..brokers), node (0..brokers),
+// topic (created by an earlier create-topic), int, duration, word, and
+// key=value options with a key from keys.
+func (p *parser) checkArgs(spec string, keys []string, args []string) error {
+	kinds := strings.Fields(spec)
+	var opts []string
+	for len(args) > 0 && strings.Contains(args[len(args)-1], "=") && len(keys) > 0 {
+		opts = append([]string{args[len(args)-1]}, opts...)
+		args = args[:len(args)-1]
+	}
+	i := 0
+	for k, kind := range kinds {
+		if kind == "key=value*" {
+			continue
+		}
+		rep := strings.HasSuffix(kind, "+") || strings.HasSuffix(kind, "*")
+		opt := strings.HasSuffix(kind, "?") || strings.HasSuffix(kind, "*")
+		base := strings.TrimRight(kind, "+*?")
+		if i >= len(args) {
+			if opt {
+				continue
+			}
+			return fmt.Errorf("missing %s (argument %d)", base, k+1)
+		}
+		for first := true; i < len(args) && (first || rep); first = false {
+			if err := p.checkArg(base, args[i]); err != nil {
+				return err
+			}
+			i++
+		}
+	}
+	if i < len(args) {
+		return fmt.Errorf("too many arguments: %q", strings.Join(args[i:], " "))
+	}
+	for _, o := range opts {
+		k, v, _ := strings.Cut(o, "=")
+		if !slices.Contains(keys, k) {
+			return fmt.Errorf("unknown option %q (known: %s)", k, strings.Join(keys, ", "))
+		}
+		if v == "" {
+			return fmt.Errorf("option %s has no value", k)
+		}
+		if k == "acks" && !slices.Contains([]string{"0", "1", "all", "-1"}, v) {
+			return fmt.Errorf("acks=%s: want 0, 1 or all", v)
+		}
+	}
+	return nil
+}
+
+func (p *parser) checkArg(kind, a string) error {
+	switch kind {
+	case "broker", "node":
+		id, err := strconv.Atoi(a)
+		lo := 1
+		if kind == "node" {
+			lo = 0
+		}
+		if err != nil || id < lo || id > p.s.Brokers {
+			return fmt.Errorf("%s %q: want %d to %d", kind, a, lo, p.s.Brokers)
+		}
+	case "topic":
+		p.topicRefs = append(p.topicRefs, topicRef{p.lineNo, a})
+	case "int":
+		if _, err := strconv.ParseInt(a, 10, 64); err != nil {
+			return fmt.Errorf("%q is not a whole number", a)
+		}
+	case "duration":
+		d, err := time.ParseDuration(a)
+		if err != nil || d <= 0 || d > 24*time.Hour {
+			return fmt.Errorf("duration %q: want e.g. 2100ms, 1s, 10m (at most 24h)", a)
+		}
+	case "rule":
+		if !slices.Contains(fencingRules, a) {
+			return fmt.Errorf("fencing rule %q: want one of %s", a, strings.Join(fencingRules, ", "))
+		}
+	case "word":
+		if strings.ContainsAny(a, "{}") {
+			return fmt.Errorf("%q: braces are for texts", a)
+		}
+	default:
+		return fmt.Errorf("internal: unknown argument kind %s", kind)
+	}
+	return nil
+}

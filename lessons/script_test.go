@@ -1,0 +1,291 @@
+package lessons
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"tidemark/i18n"
+)
+
+// minimal is a valid lesson file that the cases below break one line at a
+// time.
+const minimal = `lesson 90-teacher
+part storage
+brokers 1
+title
+  en: A teacher's lesson
+  zh-Hans: 老师的课程
+  zh-Hant: 老師的課程
+summary
+  en: One message.
+  zh-Hans: 一条消息。
+  zh-Hant: 一筆訊息。
+setup
+  do create-topic t
+step
+  title
+    en: Write
+    zh-Hans: 写入
+    zh-Hant: 寫入
+  explain
+    en: m1 is written.
+    zh-Hans: 写入 m1。
+    zh-Hant: 寫入 m1。
+  question
+    en: Where does m1 go?
+    zh-Hans: m1 去哪里？
+    zh-Hant: m1 去哪裡？
+  choice zero when leo 1 t == 1
+    en: Offset 0
+    zh-Hans: offset 0
+    zh-Hant: offset 0
+  why
+    en: The first offset is 0.
+    zh-Hans: 第一个 offset 是 0。
+    zh-Hant: 第一個 offset 是 0。
+  choice one when leo 1 t == 2
+    en: Offset 1
+    zh-Hans: offset 1
+    zh-Hant: offset 1
+  why
+    en: Offsets start at 0.
+    zh-Hans: offset 从 0 开始。
+    zh-Hant: offset 從 0 開始。
+  do produce t m1 acks=1
+  check leo 1 t == 1
+    en: LEO is {leo 1 t}
+    zh-Hans: LEO 为 {leo 1 t}
+    zh-Hant: LEO 為 {leo 1 t}
+`
+
+func TestParseScriptMinimal(t *testing.T) {
+	s, err := ParseScript("m.lesson", []byte(minimal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.ID != "90-teacher" || s.Number != 90 || len(s.Steps) != 1 || len(s.Steps[0].Choices) != 2 || len(s.Steps[0].Items) != 2 {
+		t.Fatalf("parsed %+v", s)
+	}
+}
+
+// TestParseScriptErrors: each broken file is refused with the line at
+// fault and what is wrong.
+func TestParseScriptErrors(t *testing.T) {
+	for _, c := range []struct {
+		name, old, new string
+		line           int
+		msg            string
+	}{
+		{"unknown action", "do produce t m1 acks=1", "do produse t m1", 43, `unknown action "produse"`},
+		{"bad acks", "acks=1", "acks=2", 43, "acks=2: want 0, 1 or all"},
+		{"unknown topic", "do produce t m1", "do produce u m1", 43, `topic "u" is never created`},
+		{"broker out of range", "check leo 1 t == 1", "check leo 4 t == 1", 44, `broker "4": want 1 to 1`},
+		{"missing language", "    zh-Hant: 寫入 m1。\n", "", 19, "has no zh-Hant text"},
+		{"unknown language", "zh-Hant: 寫入 m1。", "fr: écrire m1", 22, `unknown language "fr"`},
+		{"no why", "  why\n    en: Offsets start at 0.\n    zh-Hans: offset 从 0 开始。\n    zh-Hant: offset 從 0 開始。\n", "", 35, "choice one has no why"},
+		{"one choice", "  choice one when leo 1 t == 2", "  #", 36, "why of choice zero has a second en text"},
+		{"bad condition", "leo 1 t == 2", "leo 1 t", 35, "want QUERY OP VALUE"},
+		{"unknown query", "when leo 1 t == 2", "when leno 1 t == 2", 35, `unknown query "leno"`},
+		{"placeholder differs", "zh-Hans: LEO 为 {leo 1 t}", "zh-Hans: LEO 为 {hw 1 t}", 44, "placeholders"},
+		{"bad id", "lesson 90-teacher", "lesson teacher", 1, "lesson id"},
+		{"bad part", "part storage", "part cooking", 2, `part "cooking"`},
+		{"bad duration", "do produce t m1 acks=1", "do step forever", 43, `duration "forever"`},
+		{"keyword misplaced", "brokers 1", "brokers 1\nstep\nbrokers 2", 5, "belongs to the lesson's header"},
+		{"control character", "  en: Write", "  en: Wr\x00ite", 16, "control character"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			src := strings.Replace(minimal, c.old, c.new, 1)
+			if src == minimal {
+				t.Fatalf("case does not change the file")
+			}
+			_, err := ParseScript("m.lesson", []byte(src))
+			var pe *ParseError
+			if !errors.As(err, &pe) {
+				t.Fatalf("err %v, want a ParseError", err)
+			}
+			if pe.Line != c.line || !strings.Contains(pe.Msg, c.msg) || pe.File != "m.lesson" {
+				t.Fatalf("got %v, want line %d with %q", err, c.line, c.msg)
+			}
+		})
+	}
+	if _, err := ParseScript("big.lesson", make([]byte, MaxScriptBytes+1)); err == nil {
+		t.Fatal("an oversized file was accepted")
+	}
+}
+
+// FuzzParseScript: any input is either a Script or a ParseError with a
+// line inside the file; never a panic.
+func FuzzParseScript(f *testing.F) {
+	f.Add([]byte(minimal))
+	for _, l := range All() {
+		if b, err := builtin.ReadFile("data/" + l.File); err == nil {
+			f.Add(b)
+		}
+	}
+	f.Add([]byte("lesson 01-x\nstep\nchoice a when {x} == {y}\n"))
+	f.Fuzz(func(t *testing.T, src []byte) {
+		s, err := ParseScript("f.lesson", src)
+		if err != nil {
+			var pe *ParseError
+			if !errors.As(err, &pe) {
+				t.Fatalf("not a ParseError: %v", err)
+			}
+			if pe.Line < 0 || pe.Line > strings.Count(string(src), "\n")+1 {
+				t.Fatalf("line %d outside the file: %v", pe.Line, err)
+			}
+			return
+		}
+		if s.ID == "" || len(s.Steps) == 0 {
+			t.Fatalf("accepted a lesson without id or steps: %+v", s)
+		}
+		if _, err := compile(s); err != nil {
+			var pe *ParseError
+			if !errors.As(err, &pe) {
+				t.Fatalf("compile: %v", err)
+			}
+		}
+	})
+}
+
+// TestAddDir: a teacher's directory adds its lessons to the path; a bad
+// file refuses the directory with the file, line and reason, and leaves
+// the catalog as it was.
+func TestAddDir(t *testing.T) {
+	before := len(All())
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "90-teacher.lesson"), []byte(minimal), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ls, err := AddDir(dir)
+	if err != nil || len(ls) != 1 {
+		t.Fatalf("AddDir: %v %d", err, len(ls))
+	}
+	t.Cleanup(func() {
+		os.Remove(filepath.Join(dir, "90-teacher.lesson"))
+		os.Remove(filepath.Join(dir, "91-bad.lesson"))
+		AddDir(dir) // removes them again
+	})
+	if ByID("90-teacher") == nil || len(All()) != before+1 || All()[len(All())-1].ID != "90-teacher" {
+		t.Fatal("the teacher's lesson is not on the path")
+	}
+	if _, err := AddDir(dir); err != nil || len(All()) != before+1 {
+		t.Fatalf("loading the directory again: %v, %d lessons", err, len(All()))
+	}
+	bad := strings.Replace(strings.Replace(minimal, "90-teacher", "91-bad", 1), "do produce t m1", "do produce t", 1)
+	if err := os.WriteFile(filepath.Join(dir, "91-bad.lesson"), []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = AddDir(dir)
+	var pe *ParseError
+	if !errors.As(err, &pe) || pe.File != filepath.Join(dir, "91-bad.lesson") || pe.Line != 43 {
+		t.Fatalf("bad file: %v", err)
+	}
+	if ByID("91-bad") != nil || len(All()) != before+1 {
+		t.Fatal("a refused directory changed the catalog")
+	}
+	dup := strings.Replace(minimal, "lesson 90-teacher", "lesson 07-hw", 1)
+	if err := os.WriteFile(filepath.Join(dir, "91-bad.lesson"), []byte(dup), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := AddDir(dir); err == nil || !strings.Contains(err.Error(), "taken") {
+		t.Fatalf("a duplicate id: %v", err)
+	}
+}
+
+// TestLearningPath: 20 or more lessons, numbered in order through the
+// parts, each building on earlier ones only, every question with a why
+// for each choice.
+func TestLearningPath(t *testing.T) {
+	all := All()
+	if len(all) < 20 {
+		t.Fatalf("%d lessons, want at least 20", len(all))
+	}
+	part := 0
+	for i, l := range all {
+		p := indexOf(Parts, l.Part)
+		if p < part {
+			t.Errorf("%s (%s) comes after a %s lesson", l.ID, l.Part, Parts[part])
+		}
+		part = max(part, p)
+		if i > 0 && l.Number <= all[i-1].Number {
+			t.Errorf("%s is not after %s", l.ID, all[i-1].ID)
+		}
+		if i > 0 && len(l.BuildsOn) == 0 {
+			t.Errorf("%s says nothing about what it builds on", l.ID)
+		}
+	}
+}
+
+func indexOf(s []string, x string) int {
+	for i, v := range s {
+		if v == x {
+			return i
+		}
+	}
+	return -1
+}
+
+// englishSentence is three or more English words in a row (Kafka's terms
+// are single words or hyphenated: leader epoch, acks=all, min.insync.replicas).
+var englishSentence = regexp.MustCompile(`[A-Za-z]{2,}(?:[ ,]+[A-Za-z]{2,}){2,}`)
+
+// allowed are the English phrases a Chinese text may keep: names of
+// things a learner types or reads in Kafka's own output.
+var allowed = regexp.MustCompile(`eligible leader replicas|log end offset|high watermark|unclean leader election|log start offset|leader epoch cache|NOT_[A-Z_]+`)
+
+// halfWidth is ASCII punctuation next to Chinese characters.
+var halfWidth = regexp.MustCompile(`[\p{Han}）。][,:;?!.]|[,:;?!(]\s*[\p{Han}（]`)
+
+// chineseTexts lists every text a learner sees in one Chinese language:
+// the lessons' own texts and, from a full run, what the steps reported.
+func zhProblems(x Text) []string {
+	var out []string
+	for _, l := range []i18n.Lang{i18n.SimplifiedChinese, i18n.TraditionalChinese} {
+		s := allowed.ReplaceAllString(x.In(l), "")
+		if m := englishSentence.FindString(s); m != "" {
+			out = append(out, string(l)+": "+m+" in "+x.In(l))
+		}
+		if strings.Contains(s, "<nil>") || strings.Contains(s, "%!") {
+			out = append(out, string(l)+": "+x.In(l))
+		}
+		if halfWidth.MatchString(s) {
+			out = append(out, string(l)+": half-width punctuation in "+x.In(l))
+		}
+	}
+	return out
+}
+
+// TestNoEnglishInChinese: no Chinese text a lesson shows, before or after
+// its steps run (Kafka's error descriptions included), holds an English
+// sentence.
+func TestNoEnglishInChinese(t *testing.T) {
+	if len(zhProblems(T("x", "messages are rejected since", "y"))) == 0 || len(zhProblems(T("x", "记录：a", "HW 为 1，然后:a"))) == 0 {
+		t.Fatal("the check finds nothing in English text")
+	}
+	for _, l := range All() {
+		texts := []Text{l.Title, l.Summary}
+		for _, st := range l.Steps {
+			texts = append(texts, st.Title, st.Explain)
+			if p := st.Predict; p != nil {
+				texts = append(texts, p.Question)
+				for _, c := range p.Choices {
+					texts = append(texts, c.Text, c.Why)
+				}
+			}
+		}
+		for _, x := range texts {
+			for _, p := range zhProblems(x) {
+				t.Errorf("%s: %s", l.ID, p)
+			}
+		}
+	}
+	for code, d := range kafkaErrors {
+		for _, p := range zhProblems(d) {
+			t.Errorf("error %s: %s", code, p)
+		}
+	}
+}
