@@ -97,6 +97,28 @@ func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) km
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
+	// one produces to one partition and fills in its response.
+	one := func(out *kmsg.ProduceResponseTopicPartition, topic string, partition int32, records []byte) {
+		res := b.Produce(ctx, topic, partition, req.Acks, records, timeout)
+		out.BaseOffset, out.LogStartOffset = res.BaseOffset, -1
+		if r := b.replicaFor(topic, partition); r != nil {
+			out.LogStartOffset = r.log.LogStartOffset()
+		}
+		out.LogAppendTime = -1
+		if res.Err != nil {
+			out.ErrorCode = errorCode(res.Err)
+			out.BaseOffset = -1
+			if errors.Is(res.Err, kerr.InvalidRecord) || errors.Is(res.Err, kerr.CorruptMessage) ||
+				errors.Is(res.Err, kerr.UnsupportedCompressionType) {
+				msg := res.Err.Error() // v8+: the producer learns why
+				out.ErrorMessage = &msg
+			}
+		}
+	}
+	// Partitions are produced to in parallel; a request for one partition
+	// (a producer writing one hot partition) runs on the connection's
+	// goroutine, without a hand-off on every request.
+	single := len(req.Topics) == 1 && len(req.Topics[0].Partitions) == 1
 	for i, t := range req.Topics {
 		for j, p := range t.Partitions {
 			out := &resp.Topics[i].Partitions[j]
@@ -104,25 +126,15 @@ func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) km
 				out.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 				continue
 			}
+			if single {
+				one(out, t.Topic, p.Partition, p.Records)
+				continue
+			}
 			wg.Add(1)
-			go func(topic string, partition int32, records []byte) {
+			go func(out *kmsg.ProduceResponseTopicPartition, topic string, partition int32, records []byte) {
 				defer wg.Done()
-				res := b.Produce(ctx, topic, partition, req.Acks, records, timeout)
-				out.BaseOffset, out.LogStartOffset = res.BaseOffset, -1
-				if r := b.replicaFor(topic, partition); r != nil {
-					out.LogStartOffset = r.log.LogStartOffset()
-				}
-				out.LogAppendTime = -1
-				if res.Err != nil {
-					out.ErrorCode = errorCode(res.Err)
-					out.BaseOffset = -1
-					if errors.Is(res.Err, kerr.InvalidRecord) || errors.Is(res.Err, kerr.CorruptMessage) ||
-						errors.Is(res.Err, kerr.UnsupportedCompressionType) {
-						msg := res.Err.Error() // v8+: the producer learns why
-						out.ErrorMessage = &msg
-					}
-				}
-			}(t.Topic, p.Partition, p.Records)
+				one(out, topic, partition, records)
+			}(out, t.Topic, p.Partition, p.Records)
 		}
 	}
 	wg.Wait()
