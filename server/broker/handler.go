@@ -222,17 +222,23 @@ func (b *Broker) handleFetch(ctx context.Context, req *kmsg.FetchRequest) kmsg.R
 		timer := time.NewTimer(maxWait)
 		cases := make(chan struct{}, 1)
 		stop := make(chan struct{})
-		for _, fp := range parts {
-			go func(ch chan struct{}) {
-				select {
-				case <-ch:
+		if len(parts) == 1 {
+			// A fetch of one partition waits on it directly: one wake-up
+			// fewer between an append (or a HW move) and the answer.
+			cases = parts[0].waitOn
+		} else {
+			for _, fp := range parts {
+				go func(ch chan struct{}) {
 					select {
-					case cases <- struct{}{}:
-					default:
+					case <-ch:
+						select {
+						case cases <- struct{}{}:
+						default:
+						}
+					case <-stop:
 					}
-				case <-stop:
-				}
-			}(fp.waitOn)
+				}(fp.waitOn)
+			}
 		}
 		select {
 		case <-cases:
