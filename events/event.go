@@ -65,7 +65,65 @@ const (
 	// KindTopic: a topic was created (TopicCreated holds it) or deleted
 	// (TopicCreated is nil).
 	KindTopic Kind = "topic"
+
+	// The message kinds report a request or response crossing a link of the
+	// lab's network, so the stage can draw it in flight; Wire says between
+	// which nodes and what it carries. They change no state, and the lab
+	// publishes them only at a bounded rate (every one while the clock is
+	// paused, a sample while it runs).
+
+	// KindFetchRequest: a follower (Broker, Wire.From) sent a Fetch to the
+	// leader (Wire.To) for Topic/Partition at Wire.FetchOffset with
+	// Wire.LastFetchedEpoch.
+	KindFetchRequest Kind = "fetch-request"
+	// KindFetchResponse: the leader (Wire.From) answered a follower
+	// (Broker, Wire.To) with Wire.Records records and its HW (Wire.HW);
+	// Error names the partition's Kafka error, if any.
+	KindFetchResponse Kind = "fetch-response"
+	// KindProduceRequest: a client (Wire.From NoBroker, Wire.Client its
+	// client id) sent Wire.Records records with Acks to the leader (Broker,
+	// Wire.To).
+	KindProduceRequest Kind = "produce-request"
+	// KindClientFetch: a consumer (Wire.To NoBroker, Wire.Client) was
+	// answered by Broker (Wire.From) with Wire.Records records from
+	// Wire.FetchOffset, up to the HW (Wire.HW).
+	KindClientFetch Kind = "client-fetch"
+	// KindHeartbeat: a broker (Broker, Wire.From) heartbeated the controller
+	// (Wire.To, node 0).
+	KindHeartbeat Kind = "heartbeat"
+	// KindAlterPartition: a leader (Broker, Wire.From) asked the controller
+	// (Wire.To) to change Topic/Partition's ISR to ISR.
+	KindAlterPartition Kind = "alter-partition"
+	// KindMetadata: the controller (Wire.From) gave a broker (Broker,
+	// Wire.To) metadata version Wire.Version, which carries LeaderAndIsr.
+	KindMetadata Kind = "metadata"
 )
+
+// IsMessage reports whether k is one of the message kinds: a request or
+// response in flight, which changes no state.
+func (k Kind) IsMessage() bool {
+	switch k {
+	case KindFetchRequest, KindFetchResponse, KindProduceRequest, KindClientFetch,
+		KindHeartbeat, KindAlterPartition, KindMetadata:
+		return true
+	}
+	return false
+}
+
+// Wire is a message kind's link and what the message carries. From and To
+// are node ids (0 the controller, 1.. the brokers, NoBroker a client).
+// Lost is set when a cut link dropped it on the way.
+type Wire struct {
+	From             int32  `json:"from"`
+	To               int32  `json:"to"`
+	Client           string `json:"client,omitempty"`
+	FetchOffset      int64  `json:"fetch_offset,omitempty"`
+	LastFetchedEpoch int32  `json:"last_fetched_epoch,omitempty"`
+	HW               int64  `json:"hw,omitempty"`
+	Records          int    `json:"records,omitempty"`
+	Version          uint64 `json:"version,omitempty"`
+	Lost             bool   `json:"lost,omitempty"`
+}
 
 // NoBroker is the Broker (and Leader) value for "none": Kafka's -1.
 const NoBroker int32 = -1
@@ -110,6 +168,7 @@ type Event struct {
 	BrokerState  BrokerState       `json:"broker_state,omitempty"`
 	Listener     string            `json:"listener,omitempty"`
 	TopicCreated *Topic            `json:"topic_created,omitempty"`
+	Wire         *Wire             `json:"wire,omitempty"`
 }
 
 // Offsets carries the offsets an event is about; which ones are meaningful

@@ -20,11 +20,13 @@ import (
 	"time"
 
 	"tidemark/lessons"
+	"tidemark/server/broker"
 	"tidemark/server/chaos"
 	"tidemark/server/cluster"
 	"tidemark/server/controller"
 	"tidemark/server/labs"
 	"tidemark/server/web"
+	"tidemark/server/wire"
 )
 
 // config is the parsed command line.
@@ -42,6 +44,8 @@ type config struct {
 
 	allowedHosts         []string // Host names the web UI answers besides loopback ones
 	maxPartitionReplicas int      // the lab's partition-replica budget; 0: computed from the machine
+	connectionsMaxIdle   time.Duration
+	maxConnectionsPerIP  int
 
 	static fs.FS        // tests: the static tree to serve instead of the embedded one
 	logger *slog.Logger // tests: where the cluster logs (default stderr, warnings and up)
@@ -79,6 +83,10 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 	fs.IntVar(&c.maxPartitionReplicas, "max-partition-replicas", 0, fmt.Sprintf(
 		"most partition replicas (partitions × replication factor, all topics) a lab may hold; 0: computed from the descriptor limit and memory (%d here)",
 		controller.DefaultMaxPartitionReplicas()))
+	fs.DurationVar(&c.connectionsMaxIdle, "connections-max-idle", wire.DefaultConnectionsMaxIdle,
+		"Kafka listeners' connections.max.idle.ms: a connection with no request for this long is closed (0: never)")
+	fs.IntVar(&c.maxConnectionsPerIP, "max-connections-per-ip", wire.DefaultMaxConnectionsPerIP,
+		"Kafka listeners' max.connections.per.ip: more connections from one address are closed at once (0: no limit)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -108,6 +116,9 @@ func (c config) validate() error {
 			return fmt.Errorf("--fencing-rule: %v", err)
 		}
 	}
+	if c.connectionsMaxIdle < 0 || c.maxConnectionsPerIP < 0 {
+		return errors.New("--connections-max-idle and --max-connections-per-ip must not be negative (0 turns them off)")
+	}
 	if c.maxPartitionReplicas < 0 {
 		return fmt.Errorf("--max-partition-replicas %d: must be positive (or 0 for the computed default)", c.maxPartitionReplicas)
 	}
@@ -120,6 +131,15 @@ func (c config) validate() error {
 		return fmt.Errorf("--addr %q: the lab only listens on loopback (127.0.0.1, ::1 or localhost)", c.addr)
 	}
 	return nil
+}
+
+// offIfZero maps a flag's 0 ("off") to wire.Options' negative ("off"; its
+// 0 is the default).
+func offIfZero[T int | time.Duration](v T) T {
+	if v == 0 {
+		return -1
+	}
+	return v
 }
 
 // Main parses the command-line flags and runs the lab until SIGINT or SIGTERM.
@@ -151,8 +171,9 @@ func run(ctx context.Context, cfg config, out io.Writer, started func(url string
 		rule = &r
 	}
 	controller.SetMaxPartitionReplicas(cfg.maxPartitionReplicas)
-	cl, err := cluster.Open(cluster.Options{DataDir: cfg.dataDir, Brokers: cfg.brokers, KafkaPort: cfg.kafkaPort,
-		Paused: cfg.paused, Logger: logger, FencingRule: rule})
+	cl, err := cluster.Open(cluster.Options{MessageEvents: true, DataDir: cfg.dataDir, Brokers: cfg.brokers, KafkaPort: cfg.kafkaPort,
+		Paused: cfg.paused, Logger: logger, FencingRule: rule, Broker: broker.Config{
+			ConnectionsMaxIdle: offIfZero(cfg.connectionsMaxIdle), MaxConnectionsPerIP: offIfZero(cfg.maxConnectionsPerIP)}})
 	if err != nil {
 		if errors.Is(err, syscall.EADDRINUSE) {
 			err = fmt.Errorf("%w (another lab running? --kafka-port picks other ports)", err)
@@ -210,8 +231,7 @@ func run(ctx context.Context, cfg config, out io.Writer, started func(url string
 	// the shutdown up.
 	baseCtx, cancelRequests := context.WithCancel(context.Background())
 	defer cancelRequests()
-	srv := &http.Server{Handler: ws.Handler(), ReadHeaderTimeout: 10 * time.Second,
-		BaseContext: func(net.Listener) context.Context { return baseCtx }}
+	srv := web.NewHTTPServer(ws.Handler(), baseCtx)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 

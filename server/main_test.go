@@ -29,8 +29,13 @@ func TestParseFlags(t *testing.T) {
 	if err != nil || !slices.Equal(c.allowedHosts, []string{"lab.example", "tunnel.example:9000"}) || c.maxPartitionReplicas != 300 {
 		t.Fatalf("limits = %q %d, %v", c.allowedHosts, c.maxPartitionReplicas, err)
 	}
+	c, err = parseFlags([]string{"--connections-max-idle", "90s", "--max-connections-per-ip", "0"}, io.Discard)
+	if err != nil || c.connectionsMaxIdle != 90*time.Second || offIfZero(c.maxConnectionsPerIP) != -1 {
+		t.Fatalf("listener limits = %v %d, %v", c.connectionsMaxIdle, c.maxConnectionsPerIP, err)
+	}
 	for _, args := range [][]string{
 		{"--max-partition-replicas", "-1"},
+		{"--connections-max-idle", "-1s"}, {"--max-connections-per-ip", "-2"},
 		{"--brokers", "0"}, {"--brokers", "8"}, {"--brokers", "x"},
 		{"--kafka-port", "-1"}, {"--kafka-port", "65534", "--brokers", "3"},
 		{"--addr", "0.0.0.0:8080"}, {"--addr", "example.com:80"}, {"--addr", "nonsense"},

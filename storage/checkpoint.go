@@ -34,13 +34,33 @@ const (
 // file, fsync, rename over the old file, fsync of the directory. A reader (or a
 // power cut) sees the old file or the new one, never half of one.
 func writeCheckpoint(fsys vfs.FS, path string, lines []string) error {
+	return writeFileAtomic(fsys, path, checkpointBytes(lines))
+}
+
+// writeLogCheckpoint is writeCheckpoint for a file inside a log's own
+// directory. While that directory is new (its log never flushed: see
+// syncTracker.newDirs) the file is only kept in memory and written, durably,
+// at the log's first flush. Nothing is lost by the wait: a log that was
+// never flushed is re-read from offset 0 after a crash, which rebuilds its
+// leader-epoch cache from its batches, and a power cut may take its whole
+// directory anyway. This keeps creating a thousand partitions from costing
+// thousands of file operations and fsyncs.
+func writeLogCheckpoint(e *env, path string, lines []string) error {
+	data := checkpointBytes(lines)
+	if e.tracker.deferWrite(filepath.Dir(path), path, data) {
+		return nil
+	}
+	return writeFileAtomic(e.fs, path, data)
+}
+
+func checkpointBytes(lines []string) []byte {
 	var buf bytes.Buffer
 	fmt.Fprintf(&buf, "%d\n%d\n", checkpointVersion, len(lines))
 	for _, l := range lines {
 		buf.WriteString(l)
 		buf.WriteByte('\n')
 	}
-	return writeFileAtomic(fsys, path, buf.Bytes())
+	return buf.Bytes()
 }
 
 func writeFileAtomic(fsys vfs.FS, path string, data []byte) error {

@@ -100,7 +100,7 @@ func (l *Log) writeEpochCheckpoint() error {
 	for i, e := range l.epochs {
 		lines[i] = fmt.Sprintf("%d %d", e.Epoch, e.StartOffset)
 	}
-	return writeCheckpoint(l.env.fs, filepath.Join(l.dir, LeaderEpochCheckpointFile), lines)
+	return writeLogCheckpoint(l.env, filepath.Join(l.dir, LeaderEpochCheckpointFile), lines)
 }
 
 // readEpochCheckpoint loads a partition's leader-epoch-checkpoint, keeping

@@ -61,6 +61,10 @@ type segment struct {
 	indexOnDisk, timeIndexOnDisk int // entries already written to the files
 	bytesSinceIndexEntry         int64
 	dirty                        bool // written since the last fsync
+	// unopened: the segment is a new log's first one and its files do not
+	// exist yet; the first write creates them (create). Until then it is
+	// empty and nothing reads its files.
+	unopened bool
 }
 
 func (s *segment) path(suffix string) string {
@@ -68,20 +72,20 @@ func (s *segment) path(suffix string) string {
 }
 
 // createSegment makes the three empty files of a new active segment and
-// makes their directory entries durable.
+// makes their directory entries durable. In a new log's directory (see
+// syncTracker.newDirs) it makes none: the segment's first write creates
+// them, so a topic of a thousand partitions costs a thousand mkdirs rather
+// than four thousand file operations, and nothing is fsynced before there
+// is data to keep.
 func createSegment(dir string, base int64, e *env) (*segment, error) {
 	s := &segment{dir: dir, baseOffset: base, nextOffset: base, env: e, created: e.now(),
 		loaded: true, maxTimestamp: -1, offsetOfMaxTimestamp: -1}
-	var err error
-	if s.log, err = e.fs.OpenFile(s.path(LogFileSuffix), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644); err != nil {
-		return nil, err
+	if e.tracker.isNew(dir) {
+		s.unopened = true
+		return s, nil
 	}
-	if err := s.openIndexWriters(true); err != nil {
-		s.close()
+	if err := s.create(); err != nil {
 		return nil, err
-	}
-	for _, suffix := range []string{LogFileSuffix, IndexFileSuffix, TimeIndexFileSuffix} {
-		e.tracker.set(s.path(suffix), 0)
 	}
 	if err := vfs.SyncDir(e.fs, dir); err != nil {
 		s.close()
@@ -90,7 +94,27 @@ func createSegment(dir string, base int64, e *env) (*segment, error) {
 	return s, nil
 }
 
+// create makes the segment's three files, empty, and opens them.
+func (s *segment) create() error {
+	var err error
+	if s.log, err = s.env.fs.OpenFile(s.path(LogFileSuffix), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644); err != nil {
+		return err
+	}
+	s.unopened = false
+	if err := s.openIndexWriters(true); err != nil {
+		s.close()
+		return err
+	}
+	for _, suffix := range []string{LogFileSuffix, IndexFileSuffix, TimeIndexFileSuffix} {
+		s.env.tracker.set(s.path(suffix), 0)
+	}
+	return nil
+}
+
 func (s *segment) openIndexWriters(truncate bool) error {
+	if s.unopened {
+		return nil // create opens them
+	}
 	flags := os.O_WRONLY | os.O_CREATE
 	if truncate {
 		flags |= os.O_TRUNC
@@ -269,6 +293,11 @@ func (s *segment) maybeAppendTimeIndex() bool {
 
 // writeIndexFiles rewrites both index files from memory.
 func (s *segment) writeIndexFiles(keepOpen bool) error {
+	if s.unopened {
+		if err := s.create(); err != nil {
+			return err
+		}
+	}
 	s.closeIndexWriters()
 	if err := s.openIndexWriters(true); err != nil {
 		return err
@@ -305,6 +334,11 @@ func (s *segment) writeIndexFiles(keepOpen bool) error {
 // (checking first costs twice as much on a batch not already in cache). A
 // batch that fails is cut off again before anything can read it.
 func (s *segment) append(h BatchHeader, batch []byte) error {
+	if s.unopened {
+		if err := s.create(); err != nil {
+			return err
+		}
+	}
 	pos := s.size
 	if _, err := s.log.WriteAt(batch, pos); err != nil {
 		return err
@@ -380,6 +414,9 @@ func (s *segment) sync() error {
 			return err
 		}
 	}
+	if err := s.env.tracker.syncNew(s.env.fs, s.dir); err != nil {
+		return err
+	}
 	s.env.tracker.set(s.path(LogFileSuffix), s.size)
 	s.env.tracker.set(s.path(IndexFileSuffix), int64(len(s.index))*indexEntrySize)
 	s.env.tracker.set(s.path(TimeIndexFileSuffix), int64(len(s.timeIndex))*timeIndexEntrySize)
@@ -391,6 +428,10 @@ func (s *segment) sync() error {
 // boundary, to hold offsets below next. The cut is fsynced at once so that a
 // later power cut cannot bring removed batches back.
 func (s *segment) truncateAt(pos, next int64) error {
+	if s.unopened { // empty, so pos is 0: nothing on disk to cut
+		s.size, s.nextOffset = pos, next
+		return nil
+	}
 	if err := s.log.Truncate(pos); err != nil {
 		return err
 	}

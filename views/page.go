@@ -2,6 +2,7 @@ package views
 
 import (
 	"net/url"
+	"strings"
 
 	"tidemark/i18n"
 )
@@ -46,12 +47,13 @@ func (p Page) langURL(l i18n.Lang) string {
 	return "/ui/lang?set=" + url.QueryEscape(string(l)) + "&next=" + url.QueryEscape(p.path())
 }
 
-// PanelCatalog returns the strings the WASM panel needs (the "panel." keys)
+// PanelCatalog returns the strings the WASM panel needs (the "panel." and
+// "stage." keys)
 // in lang, for the page to embed as JSON.
 func PanelCatalog(lang i18n.Lang) map[string]string {
 	out := map[string]string{}
 	for k, v := range i18n.Catalog(lang) {
-		if len(k) > 6 && k[:6] == "panel." {
+		if strings.HasPrefix(k, "panel.") || strings.HasPrefix(k, "stage.") {
 			out[k] = v
 		}
 	}

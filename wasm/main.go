@@ -69,7 +69,26 @@ type app struct {
 	scratch     js.Value      // a detached SVG group to parse it in
 	appendFn    js.Value      // Element.prototype.append
 	replaceFn   js.Value      // Element.prototype.replaceChildren
+	stage       stageDOM      // the stage's topology (#topo), when the page has one
 }
+
+// stageDOM is the stage as last rendered: its shape (the brokers), each
+// node's view and the message speed.
+type stageDOM struct {
+	on     bool
+	shape  string
+	nodes  map[int32]panel.NodeView
+	speed  float64 // 0.25, 1 or 4: how fast messages cross a link
+	flown  uint64  // the newest event drawn in flight
+	clock  string  // "pause" or "resume": what the clock form does now
+	status string  // the producer's status shown
+}
+
+// maxFlights is the most messages one frame puts in flight.
+const maxFlights = 24
+
+// flightMs is how long a message takes to cross a link at 1×.
+const flightMs = 1600
 
 // figDOM is a figure of #lanes as last rendered: its elements and the parts
 // they show, so a frame writes only the parts that changed. Replacing the
@@ -141,6 +160,7 @@ func main() {
 		return out
 	}))
 	a.setupPause()
+	a.setupStage()
 	a.setupTimeline()
 	a.setupForms()
 	// A hidden page gets no frames: handle what is queued, and each
@@ -234,42 +254,53 @@ func (a *app) setupForms() {
 			return
 		}
 		ev.Call("preventDefault")
-		body := js.Global().Get("URLSearchParams").New(js.Global().Get("FormData").New(form))
-		a.flash(true, a.cat.T("panel.sending"))
-		opts := map[string]any{
-			"method":      "POST",
-			"body":        body,
-			"credentials": "same-origin",
-			"headers":     map[string]any{"Accept": "application/json"},
-		}
-		var onJSON, onResp, onErr js.Func
-		release := func() { onJSON.Release(); onResp.Release(); onErr.Release() }
-		onJSON = js.FuncOf(func(_ js.Value, args []js.Value) any {
-			r := args[0]
-			a.flash(r.Get("ok").Bool(), r.Get("text").String())
-			release()
-			return nil
-		})
-		onErr = js.FuncOf(func(_ js.Value, args []js.Value) any {
-			a.flash(false, args[0].Call("toString").String())
-			release()
-			return nil
-		})
-		onResp = js.FuncOf(func(_ js.Value, args []js.Value) any {
-			return args[0].Call("json")
-		})
-		js.Global().Call("fetch", "/ui/action", opts).Call("then", onResp).Call("then", onJSON).Call("catch", onErr)
+		a.send(js.Global().Get("URLSearchParams").New(js.Global().Get("FormData").New(form)))
 	})
 }
 
+// send posts a control (URLSearchParams) to /ui/action and shows the
+// outcome in #flash.
+func (a *app) send(body js.Value) {
+	a.showFlash("flash pending", "… ", a.cat.T("panel.sending")) // not a success yet
+	opts := map[string]any{
+		"method":      "POST",
+		"body":        body,
+		"credentials": "same-origin",
+		"headers":     map[string]any{"Accept": "application/json"},
+	}
+	var onJSON, onResp, onErr js.Func
+	release := func() { onJSON.Release(); onResp.Release(); onErr.Release() }
+	onJSON = js.FuncOf(func(_ js.Value, args []js.Value) any {
+		r := args[0]
+		a.flash(r.Get("ok").Bool(), r.Get("text").String())
+		release()
+		return nil
+	})
+	onErr = js.FuncOf(func(_ js.Value, args []js.Value) any {
+		a.flash(false, args[0].Call("toString").String())
+		release()
+		return nil
+	})
+	onResp = js.FuncOf(func(_ js.Value, args []js.Value) any {
+		return args[0].Call("json")
+	})
+	js.Global().Call("fetch", "/ui/action", opts).Call("then", onResp).Call("then", onJSON).Call("catch", onErr)
+}
+
 func (a *app) flash(ok bool, text string) {
+	if ok {
+		a.showFlash("flash ok", "✓ ", text)
+	} else {
+		a.showFlash("flash bad", "✕ ", text)
+	}
+}
+
+// showFlash shows text in #flash with a class and a mark that says what it
+// is (success, failure, or a request still on its way).
+func (a *app) showFlash(cls, mark, text string) {
 	f := a.el("flash")
 	if f.IsNull() {
 		return
-	}
-	cls, mark := "flash ok", "✓ "
-	if !ok {
-		cls, mark = "flash bad", "✕ "
 	}
 	f.Set("innerHTML", `<p class="`+cls+`"><span aria-hidden="true">`+mark+`</span>`+htmlEscape(text)+`</p>`)
 }
@@ -357,6 +388,14 @@ func (a *app) handle(data string) {
 		if m.Type == events.MessageSnapshot {
 			a.backoff = time.Second
 			a.setStatus("live", a.cat.T("panel.live"))
+			// The server-rendered tables would go stale: the stage shows
+			// the same facts live.
+			if a.stage.on {
+				statics := a.doc.Call("querySelectorAll", ".static-view")
+				for i := range statics.Length() {
+					statics.Index(i).Set("hidden", true)
+				}
+			}
 			a.rendered, a.listed = a.state.Snap.Seq, a.state.Snap.Seq
 		}
 		a.schedule()
@@ -414,6 +453,7 @@ func (a *app) render() {
 		}
 	}
 	a.setHTML("panel-brokers", panel.RenderBrokers(view, a.cat))
+	a.renderStage(view)
 	a.renderLanes(a.lanes.Figures(view, motion, a.cat, a.topic, a.partition))
 	var cursor uint64
 	if !s.Following {

@@ -94,6 +94,12 @@ type Config struct {
 	// RequestTimeout bounds a produce's wait for acks=all when the client
 	// gives none. Default 30s.
 	RequestTimeout time.Duration
+	// ConnectionsMaxIdle is the Kafka listener's connections.max.idle.ms
+	// (wire.Options.ConnectionsMaxIdle: 0 means 10 minutes, negative never).
+	ConnectionsMaxIdle time.Duration
+	// MaxConnectionsPerIP is the Kafka listener's max.connections.per.ip
+	// (wire.Options.MaxConnectionsPerIP: 0 means 500, negative no limit).
+	MaxConnectionsPerIP int
 	// CopyFileRegions serves fetched record data by copying it through user
 	// space instead of with sendfile; it exists to measure what zero copy saves.
 	CopyFileRegions bool
@@ -143,6 +149,9 @@ func (c *Config) setDefaults() {
 type Broker struct {
 	cfg    Config
 	logger *slog.Logger
+	// errLog logs errors that repeat (each tick, each partition) at most
+	// once per errorLogInterval each.
+	errLog *limitedLog
 	dir    *storage.LogDir
 	server *wire.Server
 	ln     net.Listener
@@ -163,6 +172,7 @@ type Broker struct {
 	metadataVersion  uint64
 	metadata         controller.Metadata
 	replicas         map[storage.TopicPartition]*replica
+	sorted           []*replica         // replicas sorted (replicaList); nil when the set changed since
 	fetchers         map[int32]*fetcher // by leader id
 	lastHWCheckpoint time.Time
 	stopped          bool
@@ -176,7 +186,8 @@ func Start(cfg Config) (*Broker, error) {
 	if cfg.Controller == nil || cfg.Network == nil || cfg.Clock == nil {
 		return nil, errors.New("broker: Config needs Controller, Network and Clock")
 	}
-	b := &Broker{cfg: cfg, logger: cfg.Logger.With("broker", cfg.ID), refresh: make(chan struct{}, 1),
+	logger := cfg.Logger.With("broker", cfg.ID)
+	b := &Broker{cfg: cfg, logger: logger, errLog: newLimitedLog(logger, errorLogInterval), refresh: make(chan struct{}, 1),
 		replicas: map[storage.TopicPartition]*replica{}, fetchers: map[int32]*fetcher{}}
 	var err error
 	b.dir, err = storage.OpenLogDir(cfg.LogDir, storage.Options{
@@ -189,7 +200,8 @@ func Start(cfg Config) (*Broker, error) {
 		return nil, fmt.Errorf("broker %d: %w", cfg.ID, err)
 	}
 	b.lastHWCheckpoint = cfg.Clock.Now()
-	b.server, err = wire.NewServer(&handler{b: b}, wire.Options{Logger: b.logger, CopyFileRegions: cfg.CopyFileRegions})
+	b.server, err = wire.NewServer(&handler{b: b}, wire.Options{Logger: b.logger, CopyFileRegions: cfg.CopyFileRegions,
+		ConnectionsMaxIdle: cfg.ConnectionsMaxIdle, MaxConnectionsPerIP: cfg.MaxConnectionsPerIP})
 	if err != nil {
 		b.dir.Crash()
 		return nil, err
@@ -323,7 +335,7 @@ func (b *Broker) stop(closeDir func() error) error {
 	b.wg.Wait()
 	b.mu.Lock()
 	reps := b.replicas
-	b.replicas = map[storage.TopicPartition]*replica{}
+	b.replicas, b.sorted = map[storage.TopicPartition]*replica{}, nil
 	b.mu.Unlock()
 	for _, r := range reps {
 		r.stop()
@@ -531,7 +543,7 @@ func (b *Broker) checkpointHighWatermarks() {
 		return
 	}
 	if err := b.dir.WriteHighWatermarks(hws); err != nil && !errors.Is(err, storage.ErrClosed) {
-		b.logger.Error("writing the high watermark checkpoint", "err", err)
+		b.errLog.log("writing the high watermark checkpoint", "err", err)
 	}
 }
 
@@ -539,9 +551,16 @@ func (b *Broker) checkpointHighWatermarks() {
 // controls use it to make a scenario's timing explicit).
 func (b *Broker) CheckpointHighWatermarks() { b.checkpointHighWatermarks() }
 
+// replicaList returns the replicas sorted by topic and partition (the order
+// ticks and fetch rounds visit them in, which keeps a stepped lab's events
+// in a fixed order). The slice is shared and rebuilt only when the set
+// changes, so the 50 ms tick allocates nothing: callers must not modify it.
 func (b *Broker) replicaList() []*replica {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.sorted != nil || len(b.replicas) == 0 {
+		return b.sorted
+	}
 	out := make([]*replica, 0, len(b.replicas))
 	for _, r := range b.replicas {
 		out = append(out, r)
@@ -549,6 +568,7 @@ func (b *Broker) replicaList() []*replica {
 	sort.Slice(out, func(i, j int) bool {
 		return out[i].tp.Topic < out[j].tp.Topic || out[i].tp.Topic == out[j].tp.Topic && out[i].tp.Partition < out[j].tp.Partition
 	})
+	b.sorted = out
 	return out
 }
 

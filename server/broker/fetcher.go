@@ -198,7 +198,15 @@ func (f *fetcher) round(ctx context.Context, maxWait time.Duration, stepped bool
 	if len(sentParts) == 0 {
 		return false, nil
 	}
-	if !b.cfg.Network.Allowed(b.cfg.ID, f.leader) {
+	there := b.cfg.Network.Allowed(b.cfg.ID, f.leader)
+	reqEvs := make([]events.Event, len(sentParts))
+	for i, sp := range sentParts {
+		reqEvs[i] = sp.r.event(events.KindFetchRequest)
+		reqEvs[i].Wire = &events.Wire{From: b.cfg.ID, To: f.leader, FetchOffset: sp.req.FetchOffset,
+			LastFetchedEpoch: sp.req.LastFetchedEpoch, Lost: !there}
+	}
+	b.publish(reqEvs...)
+	if !there {
 		return true, ErrLinkCut
 	}
 	if d := b.cfg.Network.Delay(b.cfg.ID, f.leader); d > 0 {
@@ -219,19 +227,27 @@ func (f *fetcher) round(ctx context.Context, maxWait time.Duration, stepped bool
 	}
 	// A link cut the other way loses the response: the leader counted the
 	// fetch, the follower never hears back.
-	if !b.cfg.Network.Allowed(f.leader, b.cfg.ID) {
-		return true, ErrLinkCut
-	}
+	back := b.cfg.Network.Allowed(f.leader, b.cfg.ID)
 	resp := raw.(*kmsg.FetchResponse)
-	if resp.ErrorCode != 0 {
-		return true, kerr.ErrorForCode(resp.ErrorCode)
-	}
 	answers := map[storage.TopicPartition]*kmsg.FetchResponseTopicPartition{}
 	for i := range resp.Topics {
 		for j := range resp.Topics[i].Partitions {
 			p := &resp.Topics[i].Partitions[j]
 			answers[storage.TopicPartition{Topic: names[resp.Topics[i].TopicID], Partition: p.Partition}] = p
 		}
+	}
+	resEvs := make([]events.Event, 0, len(sentParts))
+	for _, sp := range sentParts {
+		if p := answers[sp.r.tp]; p != nil {
+			resEvs = append(resEvs, fetchResponseEvent(sp.r, p, f.leader, !back))
+		}
+	}
+	b.publish(resEvs...)
+	if !back {
+		return true, ErrLinkCut
+	}
+	if resp.ErrorCode != 0 {
+		return true, kerr.ErrorForCode(resp.ErrorCode)
 	}
 	var failed int
 	for _, sp := range sentParts {
@@ -404,4 +420,23 @@ func (r *replica) prepareFollowerAppend(records []byte) ([]byte, []func()) {
 		return nil, after // the cut ended elsewhere: fetch again from the new LEO
 	}
 	return records, after
+}
+
+// fetchResponseEvent describes the leader's answer to r's fetch, for the
+// stage: how many records and the leader's HW.
+func fetchResponseEvent(r *replica, p *kmsg.FetchResponseTopicPartition, leader int32, lost bool) events.Event {
+	e := r.event(events.KindFetchResponse)
+	e.Wire = &events.Wire{From: leader, To: r.b.cfg.ID, HW: p.HighWatermark, Records: countRecords(p.RecordBatches), Lost: lost}
+	if p.ErrorCode != 0 {
+		e.Error = kerr.ErrorForCode(p.ErrorCode).Error()
+	}
+	return e
+}
+
+// countRecords counts the records in a record set from its batch headers.
+func countRecords(records []byte) (n int) {
+	for _, h := range storage.ScanBatchHeaders(records) {
+		n += int(h.NumRecords)
+	}
+	return n
 }

@@ -46,6 +46,7 @@ func (b *Broker) RefreshMetadata() {
 	b.mu.Unlock()
 
 	assigned := map[storage.TopicPartition]bool{}
+	var hosted []hostedPartition
 	for _, t := range md.Topics {
 		tc, err := controller.ParseTopicConfig(t.Configs)
 		if err != nil {
@@ -58,12 +59,13 @@ func (b *Broker) RefreshMetadata() {
 			}
 			tp := storage.TopicPartition{Topic: t.Name, Partition: p.Partition}
 			assigned[tp] = true
-			r, err := b.ensureReplica(tp, tc, t.Configs)
-			if err != nil {
-				b.logger.Error("opening replica", "partition", tp, "err", err)
-				continue
-			}
-			r.apply(p, tc, t.Configs)
+			hosted = append(hosted, hostedPartition{tp: tp, p: p, tc: tc, configs: t.Configs})
+		}
+	}
+	b.createReplicas(hosted)
+	for _, h := range hosted {
+		if r := b.replicaFor(h.tp.Topic, h.tp.Partition); r != nil {
+			r.apply(h.p, h.tc, h.configs)
 		}
 	}
 	b.mu.Lock()
@@ -72,34 +74,73 @@ func (b *Broker) RefreshMetadata() {
 		if !assigned[tp] {
 			gone = append(gone, r)
 			delete(b.replicas, tp)
+			b.sorted = nil
 		}
 	}
 	b.mu.Unlock()
+	tps := make([]storage.TopicPartition, 0, len(gone))
 	for _, r := range gone {
 		r.stop()
-		if err := b.dir.DeleteLog(r.tp); err != nil {
-			b.logger.Error("deleting the log of a deleted topic", "partition", r.tp, "err", err)
-		}
+		tps = append(tps, r.tp)
+	}
+	if err := b.dir.DeleteLogs(tps); err != nil {
+		b.errLog.log("deleting the logs of deleted topics", "partitions", len(tps), "err", err)
 	}
 	b.updateFetchers(md)
 	b.reportLogs(md)
 }
 
-func (b *Broker) ensureReplica(tp storage.TopicPartition, tc controller.TopicConfig, configs map[string]string) (*replica, error) {
+// hostedPartition is one partition the metadata assigns to this broker.
+type hostedPartition struct {
+	tp      storage.TopicPartition
+	p       controller.Partition
+	tc      controller.TopicConfig
+	configs map[string]string
+}
+
+// createReplicas creates the replicas (and logs) this broker does not have
+// yet, without holding b.mu: a topic of a thousand partitions is a thousand
+// directories, and the broker keeps serving its other partitions meanwhile.
+// One at a time: creating directories in the same parent does not overlap
+// (parallel creation measured slower). Called with applyMu held, so no one
+// else adds replicas.
+func (b *Broker) createReplicas(hosted []hostedPartition) {
+	b.mu.Lock()
+	if b.stopped {
+		b.mu.Unlock()
+		return
+	}
+	var missing []hostedPartition
+	for _, h := range hosted {
+		if _, ok := b.replicas[h.tp]; !ok {
+			missing = append(missing, h)
+		}
+	}
+	b.mu.Unlock()
+	created := make([]*replica, 0, len(missing))
+	for _, h := range missing {
+		r, err := b.newReplica(h.tp, h.tc, h.configs)
+		if err != nil {
+			if !errors.Is(err, storage.ErrClosed) {
+				b.errLog.log("opening replica", "partition", h.tp, "err", err)
+			}
+			continue
+		}
+		created = append(created, r)
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.stopped {
-		return nil, storage.ErrClosed
+	for _, r := range created {
+		if r == nil {
+			continue
+		}
+		if b.stopped {
+			r.stop() // the log dir's close takes its log
+			continue
+		}
+		b.replicas[r.tp] = r
+		b.sorted = nil
 	}
-	if r, ok := b.replicas[tp]; ok {
-		return r, nil
-	}
-	r, err := b.newReplica(tp, tc, configs)
-	if err != nil {
-		return nil, err
-	}
-	b.replicas[tp] = r
-	return r, nil
 }
 
 // sendAlterPartition sends an ISR proposal to the controller and hands the

@@ -48,8 +48,12 @@ type Options struct {
 	// stored in DataDir, else kraft-elr).
 	FencingRule *controller.FencingRule
 	// Bus receives every event; default a new one.
-	Bus    *events.Bus
-	Logger *slog.Logger
+	Bus *events.Bus
+	// MessageEvents publishes the message kinds (requests and responses in
+	// flight, for the stage), rate-bounded by messageGate. Off by default:
+	// the chaos checker and the lessons read the bus and need none.
+	MessageEvents bool
+	Logger        *slog.Logger
 	// Broker tunes every broker (intervals); ID, LogDir, ListenAddr and the
 	// links are filled in by the cluster.
 	Broker broker.Config
@@ -79,6 +83,8 @@ type Cluster struct {
 
 	snapMu sync.Mutex // guards snap; held while publishing so Seq matches contents
 	snap   events.Snapshot
+
+	messages messageGate
 }
 
 // Open starts a cluster on DataDir, recovering whatever is there.
@@ -103,6 +109,7 @@ func Open(opts Options) (*Cluster, error) {
 	}
 	c := &Cluster{opts: opts, logger: opts.Logger, clock: NewClock(), network: NewNetwork(), bus: opts.Bus,
 		brokers: map[int32]*broker.Broker{}, ports: map[int32]string{}, disks: map[int32]*errorfs.FS{}}
+	c.messages = messageGate{on: opts.MessageEvents, clock: c.clock}
 	if opts.Paused {
 		c.clock.Pause()
 	}
@@ -281,6 +288,9 @@ type publisher struct{ c *Cluster }
 
 func (p publisher) Publish(evs ...events.Event) events.Event {
 	c := p.c
+	if evs = c.messages.keep(evs); len(evs) == 0 {
+		return events.Event{}
+	}
 	c.snapMu.Lock()
 	defer c.snapMu.Unlock()
 	for i := range evs {
@@ -432,7 +442,18 @@ func (l controllerLink) ReportLogs(id int32, epoch int64, logs []controller.LogI
 	return err
 }
 
+// message publishes a message event on the link between the broker and
+// the controller: up (broker→controller) or down.
+func (l controllerLink) message(kind events.Kind, up, lost bool, fill func(*events.Event)) {
+	w := events.Wire{From: l.id, To: ControllerNode, Lost: lost}
+	if !up {
+		w.From, w.To = ControllerNode, l.id
+	}
+	l.c.publishMessage(kind, l.id, w, fill)
+}
+
 func (l controllerLink) Heartbeat(id int32, epoch int64) (uint64, error) {
+	l.message(events.KindHeartbeat, true, !l.there(), nil)
 	if !l.there() {
 		return 0, errControllerUnreachable
 	}
@@ -447,10 +468,15 @@ func (l controllerLink) Metadata() (controller.Metadata, error) {
 	if !l.there() || !l.back() {
 		return controller.Metadata{}, errControllerUnreachable
 	}
-	return l.c.controller.Metadata(), nil
+	md := l.c.controller.Metadata()
+	l.message(events.KindMetadata, false, false, func(e *events.Event) { e.Wire.Version = md.Version })
+	return md, nil
 }
 
 func (l controllerLink) AlterPartition(topic string, partition, brokerID int32, brokerEpoch int64, req replication.AlterPartitionRequest) (replication.AlterPartitionResponse, error) {
+	l.message(events.KindAlterPartition, true, !l.there(), func(e *events.Event) {
+		e.Topic, e.Partition, e.ISR = topic, partition, append([]int32(nil), req.NewISR...)
+	})
 	if !l.there() {
 		return replication.AlterPartitionResponse{}, errControllerUnreachable
 	}

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -45,11 +46,15 @@ func (c *Cluster) AlterConfigs(topic string, changes map[string]*string) (contro
 }
 
 // propagate makes every running broker fetch the metadata now instead of
-// at its next heartbeat, so a change is visible when the call returns.
+// at its next heartbeat, so a change is visible when the call returns. The
+// brokers apply it at the same time: each applies its own metadata in
+// order (under its applyMu), and they share nothing while doing it.
 func (c *Cluster) propagate() {
+	var wg sync.WaitGroup
 	for _, b := range c.liveBrokers() {
-		b.Heartbeat()
+		wg.Go(b.Heartbeat)
 	}
+	wg.Wait()
 }
 
 // Record is one record to produce.
@@ -104,6 +109,8 @@ func (c *Cluster) Produce(ctx context.Context, topic string, partition int32, ac
 	for i, r := range records {
 		recs[i] = storage.Record{Key: r.Key, Value: r.Value, Timestamp: now}
 	}
+	c.publishMessage(events.KindProduceRequest, leader, events.Wire{From: events.NoBroker, To: leader, Client: UIClientID, Records: len(records)},
+		func(e *events.Event) { e.Topic, e.Partition, e.Acks = topic, partition, acksName(acks) })
 	out := b.Produce(ctx, topic, partition, acks, storage.NewBatch(recs), timeout)
 	res.BaseOffset, res.LastOffset = out.BaseOffset, out.LastOffset
 	return res, out.Err

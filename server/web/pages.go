@@ -5,8 +5,10 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/labstack/echo/v4"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -111,9 +113,14 @@ func (s *Server) setLang(c echo.Context) error {
 }
 
 // localPath keeps a redirect on this site: a path starting with one "/",
-// else "/".
+// else "/". Browsers drop tabs and newlines from a Location and read "\"
+// as "/", so "/\t/evil.example" would leave the site: any control
+// character, space or backslash makes it "/", and so does anything that
+// parses with a scheme or host.
 func localPath(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") || strings.ContainsAny(next, "\r\n") {
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") ||
+		strings.ContainsFunc(next, func(r rune) bool { return r <= ' ' || r == 0x7f || r == '\\' || unicode.IsSpace(r) }) {
 		return "/"
 	}
 	return next

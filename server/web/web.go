@@ -141,6 +141,7 @@ func New(opts Options) (*Server, error) {
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
 	e.Pre(s.checkHost)
+	e.Pre(deadlines)
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true, DisablePrintStack: true}))
 	e.Use(securityHeaders)
 

@@ -93,7 +93,9 @@ func (s *State) Handle(m events.Message) bool {
 				continue
 			}
 			s.Snap.Apply(e)
-			s.Recent = append(s.Recent, e)
+			if !e.Kind.IsMessage() { // drawn in flight on the stage, not listed
+				s.Recent = append(s.Recent, e)
+			}
 			s.Hist = append(s.Hist, e)
 			changed = true
 		}
@@ -157,21 +159,34 @@ func (s *State) View() *events.Snapshot {
 func (s *State) ViewSeq() uint64 { return s.View().Seq }
 
 // Back moves the timeline one event earlier (from live: to just before the
-// newest event); at the start of the history it stays.
+// newest event), over messages (which change nothing); at the start of
+// the history it stays.
 func (s *State) Back() {
 	if s.Following {
 		s.Following = false
 		s.Pos = len(s.Hist)
 	}
+	// Messages change nothing: step over them to the change before.
+	skip := func() {
+		for s.Pos > 0 && s.Hist[s.Pos-1].Kind.IsMessage() {
+			s.Pos--
+		}
+	}
+	skip()
 	s.Pos = max(0, s.Pos-1)
+	skip()
 }
 
-// Forward moves the timeline one event later; past the newest it is live again.
+// Forward moves the timeline one event later, over messages; past the
+// newest it is live again.
 func (s *State) Forward() {
 	if s.Following {
 		return
 	}
 	s.Pos++
+	for s.Pos < len(s.Hist) && s.Hist[s.Pos-1].Kind.IsMessage() {
+		s.Pos++
+	}
 	if s.Pos >= len(s.Hist) {
 		s.GoLive()
 	}
@@ -352,6 +367,9 @@ func Describe(e events.Event, c Catalog) string {
 		} else {
 			d = c.T("panel.ev.topic.deleted", e.Topic)
 		}
+	}
+	if e.Kind.IsMessage() && e.Wire != nil {
+		d = c.T("stage.ev.msg", nodeName(e.Wire.From, c), nodeName(e.Wire.To, c), MessageLabel(e, c))
 	}
 	if d == "" {
 		d = string(e.Kind)

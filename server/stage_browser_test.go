@@ -1,0 +1,98 @@
+package server
+
+import (
+	"context"
+	"testing"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/chromedp"
+)
+
+// viewport makes the tab width×height CSS pixels (a phone if mobile).
+func (b *browserLab) viewport(width, height int64, mobile bool) {
+	b.t.Helper()
+	set := func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+		_, err := cdp.Call(ctx, tg, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
+			Width: width, Height: height, DeviceScaleFactor: 1, Mobile: mobile})
+		return chromedp.Void{}, err
+	}
+	if err := chromedp.Do(b.ctx, set); err != nil {
+		b.t.Fatalf("viewport %d×%d: %v", width, height, err)
+	}
+}
+
+// contrastJS lists the visible HTML text whose contrast with its
+// background, from computed styles, is under 4.5:1 (WCAG AA). The
+// background is the nearest ancestor's opaque background colour.
+const contrastJS = `(() => {
+  const rgb = s => { const m = s.match(/[\d.]+/g) || []; return m.map(Number); };
+  const lum = c => { const [r,g,b] = c.slice(0,3).map(v => { v/=255; return v <= .03928 ? v/12.92 : Math.pow((v+.055)/1.055, 2.4); }); return .2126*r + .7152*g + .0722*b; };
+  const bg = el => { for (; el; el = el.parentElement) { const c = rgb(getComputedStyle(el).backgroundColor); if (c.length === 3 || (c.length === 4 && c[3] > .9)) return c; } return [255,255,255]; };
+  const bad = [];
+  const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let n; (n = walk.nextNode()); ) {
+    const el = n.parentElement;
+    if (!n.textContent.trim() || !el || el.closest("svg,noscript,script,style,[hidden],.skip")) continue;
+    if (!el.getClientRects().length || getComputedStyle(el).visibility === "hidden") continue;
+    const fg = rgb(getComputedStyle(el).color), b = bg(el);
+    const [hi, lo] = [lum(fg), lum(b)].sort((x, y) => y - x);
+    const ratio = (hi + .05) / (lo + .05);
+    if (ratio < 4.5) bad.push(n.textContent.trim().slice(0, 30) + " " + ratio.toFixed(2));
+  }
+  return bad;
+})()`
+
+// TestBrowserStage drives the stage as a learner at 1366×768 on a paused
+// clock: the topology shows the controller and three brokers; a fetch
+// round is seen travelling along a link; a one-way cut from a link's menu
+// is drawn on that direction only; a broker crashed from its menu shows
+// crashed on the topology and in the lanes, and the server-rendered tables
+// are gone once the panel is live; every HTML text passes 4.5:1; at
+// 360 px the page does not scroll sideways.
+func TestBrowserStage(t *testing.T) {
+	b := startBrowserLab(t, true)
+	b.viewport(1366, 768, false)
+	b.open("/", true)
+	for _, id := range []string{"0", "1", "2", "3"} {
+		b.poll(`document.querySelector('[data-testid="node-`+id+`"]') !== null`, "node "+id+" on the topology")
+	}
+	b.poll(`document.querySelectorAll('[data-testid^="link-"]').length === 12`, "12 link directions (3 brokers and the controller)")
+	if hidden := eval[bool](b, `document.getElementById("brokers").closest("[hidden]") !== null`); !hidden {
+		t.Error("the server-rendered broker table is still shown next to the live panel")
+	}
+	b.poll(`document.querySelectorAll('#lanes g.replica').length >= 3`, "the lanes")
+	inView := eval[bool](b, `(() => { const r = document.getElementById("topo").getBoundingClientRect(), e = document.getElementById("panel-events").getBoundingClientRect(), l = document.getElementById("lanes").getBoundingClientRect(); return r.bottom <= 768 && e.top < 768 && l.top < 768; })()`)
+	if !inView {
+		t.Error("topology, lanes and event list are not together on one 1366×768 screen")
+	}
+	b.shot("stage-1-live")
+
+	// A fetch round: the follower's request is seen on its way.
+	b.click("#stage-fetch")
+	b.poll(`document.querySelector('#topo-msgs [data-testid="msg"][data-kind="fetch-request"]') !== null`, "a fetch request in flight")
+	b.shotOf("#topo", "stage-2-fetch-in-flight")
+
+	// A one-way cut from the link's menu: drawn on that direction only.
+	b.click(`[data-testid="linkctl-1-2"] > summary`)
+	b.click(`[data-testid="linkctl-1-2"] form[data-action="cut"] button`)
+	b.poll(`document.querySelector('[data-testid="link-1-2"][data-state="cut"]') !== null && document.querySelector('[data-testid="link-2-1"][data-state="up"]') !== null`,
+		"link 1→2 drawn cut and 2→1 up")
+	b.shotOf("#topo", "stage-3-one-way-cut")
+
+	// Crash broker 1 from its menu.
+	b.click(`[data-testid="node-1"] > summary`)
+	b.click(`[data-testid="node-1"] form[data-action="crash"] button`)
+	b.poll(`document.querySelector('[data-testid="node-1"][data-state="crashed"]') !== null`, "broker 1 crashed on the topology")
+	b.poll(`document.querySelector('#lanes g.replica[data-broker="1"].down') !== null`, "broker 1's lanes marked down")
+	b.shot("stage-4-crashed")
+
+	if bad := eval[[]string](b, contrastJS); len(bad) > 0 {
+		t.Errorf("text under 4.5:1 contrast: %q", bad)
+	}
+
+	// A phone: the stage stacks, nothing scrolls sideways.
+	b.viewport(360, 740, true)
+	b.poll(`document.documentElement.scrollWidth <= 360`, "no horizontal scroll at 360 px (scrollWidth "+"≤ 360)")
+	b.shot("stage-5-360px")
+}

@@ -1,0 +1,23 @@
+package views
+
+import (
+	"tidemark/events"
+	"tidemark/wasm/panel"
+)
+
+// stageCatalog is the panel's catalogue in the page's language, so the
+// server draws the stage with the same words the panel will.
+func (p Page) stageCatalog() panel.Catalog { return panel.Catalog(PanelCatalog(p.lang())) }
+
+// stageLinks, stageNodes and stageLinkMenus draw the stage as the panel
+// does (package panel), so it is complete without JavaScript.
+func (p Page) stageLinks(s events.Snapshot) string { return panel.StageLinksSVG(&s, p.stageCatalog()) }
+func (p Page) stageNodes(s events.Snapshot) string {
+	return panel.StageNodesHTML(&s, p.stageCatalog(), p.path())
+}
+func (p Page) stageLinkMenus(s events.Snapshot) string {
+	return panel.StageLinkMenusHTML(&s, p.stageCatalog(), p.path())
+}
+
+// legendShape is the shape the stage draws a message of kind k in.
+func legendShape(k string) string { return panel.Shape(events.Kind(k)) }

@@ -1,0 +1,340 @@
+package panel
+
+import (
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"tidemark/events"
+)
+
+// The stage's picture is an SVG of StageW×StageH user units: the
+// controller (node 0) at the top, the UI's producer at the top left, the
+// brokers on an arc below. Nodes and their menus are HTML laid over it (so
+// they are buttons a keyboard reaches); links and messages are SVG.
+const (
+	StageW = 600
+	StageH = 270
+	// ClientNode is where the stage draws clients (Wire's NoBroker).
+	ClientNode = events.NoBroker
+	// linkGap is how far apart a link's two directions are drawn.
+	linkGap = 5
+)
+
+// Point is a position on the stage, in user units.
+type Point struct{ X, Y float64 }
+
+// StageLayout places the controller, the client and the brokers ids.
+func StageLayout(ids []int32) map[int32]Point {
+	pos := map[int32]Point{0: {StageW / 2, 34}, ClientNode: {62, 34}}
+	n := len(ids)
+	for i, id := range ids {
+		// Along the lower half of an ellipse, left to right, so that no
+		// link between two brokers passes through a third.
+		a := math.Pi * 0.88
+		if n > 1 {
+			a = math.Pi*0.88 - float64(i)*math.Pi*0.76/float64(n-1)
+		} else {
+			a = math.Pi / 2
+		}
+		pos[id] = Point{StageW/2 + 245*math.Cos(a), 125 + 110*math.Sin(a)}
+	}
+	return pos
+}
+
+// Link is one direction of a link between two nodes.
+type Link struct{ From, To int32 }
+
+// StageLinks returns every directed link of the stage: each broker to and
+// from the controller and to and from every other broker.
+func StageLinks(ids []int32) []Link {
+	var out []Link
+	nodes := append([]int32{0}, ids...)
+	for i, a := range nodes {
+		for _, b := range nodes[i+1:] {
+			out = append(out, Link{a, b}, Link{b, a})
+		}
+	}
+	return out
+}
+
+// cut reports whether the snapshot has the link from→to cut.
+func cut(v *events.Snapshot, from, to int32) bool {
+	for _, c := range v.Cuts {
+		if c.From == from && c.To == to || !c.OneWay && c.From == to && c.To == from {
+			return true
+		}
+	}
+	return false
+}
+
+func brokerIDs(v *events.Snapshot) []int32 {
+	ids := make([]int32, 0, len(v.Brokers))
+	for _, b := range v.Brokers {
+		ids = append(ids, b.ID)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids
+}
+
+// linkPath returns the ends of the link from→to, drawn linkGap/2 to the
+// right of the line between the nodes' centres and short of the nodes.
+func linkPath(pos map[int32]Point, from, to int32) (Point, Point) {
+	a, b := pos[from], pos[to]
+	dx, dy := b.X-a.X, b.Y-a.Y
+	l := math.Hypot(dx, dy)
+	if l == 0 {
+		return a, b
+	}
+	ux, uy := dx/l, dy/l
+	ox, oy := -uy*linkGap/2, ux*linkGap/2
+	const inset = 34 // the node's half width, roughly
+	return Point{a.X + ux*inset + ox, a.Y + uy*inset + oy}, Point{b.X - ux*inset + ox, b.Y - uy*inset + oy}
+}
+
+func f1(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
+
+// StageLinksSVG returns the markup of the links' group: one line per
+// direction, with an arrowhead; a cut direction is dashed, in vermillion,
+// and crossed out (✕) in its middle, so a one-way cut shows which way.
+func StageLinksSVG(v *events.Snapshot, c Catalog) string {
+	ids := brokerIDs(v)
+	pos := StageLayout(ids)
+	var b strings.Builder
+	for _, l := range StageLinks(ids) {
+		p, q := linkPath(pos, l.From, l.To)
+		isCut := cut(v, l.From, l.To)
+		cls, state := "link", "up"
+		if isCut {
+			cls, state = "link cut", "cut"
+		}
+		name := c.T("stage.link.dir", nodeName(l.From, c), nodeName(l.To, c), c.T("stage.link."+state))
+		b.WriteString(`<g class="` + cls + `" data-testid="link-` + itoa(l.From) + `-` + itoa(l.To) + `" data-from="` + itoa(l.From) +
+			`" data-to="` + itoa(l.To) + `" data-state="` + state + `"><title>` + esc(name) + `</title><line x1="` + f1(p.X) + `" y1="` + f1(p.Y) +
+			`" x2="` + f1(q.X) + `" y2="` + f1(q.Y) + `" marker-end="url(#stage-arrow` + map[bool]string{true: "-cut", false: ""}[isCut] + `)"/>`)
+		if isCut {
+			mx, my := (p.X+q.X)/2, (p.Y+q.Y)/2
+			b.WriteString(`<text class="cut-mark" x="` + f1(mx) + `" y="` + f1(my+5) + `" text-anchor="middle">✕</text>`)
+		}
+		b.WriteString(`</g>`)
+	}
+	return b.String()
+}
+
+// nodeName is "controller", "broker N" or "client" in c's language.
+func nodeName(id int32, c Catalog) string {
+	switch id {
+	case 0:
+		return c.T("panel.controller")
+	case ClientNode:
+		return c.T("stage.client")
+	}
+	return c.T("panel.broker", id)
+}
+
+// StageShape is what the stage's nodes depend on besides their state: the
+// brokers there are. While it stays, nodes are updated in place.
+func StageShape(v *events.Snapshot) string {
+	var b strings.Builder
+	for _, id := range brokerIDs(v) {
+		b.WriteString(itoa(id) + ",")
+	}
+	return b.String()
+}
+
+// pct is where an HTML element goes over the stage at p: "left%,top%",
+// in its data-pos attribute. The page's policy forbids inline styles, so
+// the panel places the element from it (PlaceJS); without the panel the
+// nodes are listed in order instead.
+func pct(p Point) string {
+	return f1(p.X*100/StageW) + `,` + f1(p.Y*100/StageH)
+}
+
+// StageNodesHTML returns the stage's nodes: the controller, the client and
+// each broker with its state, whose summary opens its menu (crash, power
+// loss, disk failure, restart, one fetch round), each action a form that
+// works without JavaScript and that the panel sends without reloading.
+// Menus are <details>, so keyboard and no-JS use need nothing more.
+func StageNodesHTML(v *events.Snapshot, c Catalog, next string) string {
+	ids := brokerIDs(v)
+	pos := StageLayout(ids)
+	var b strings.Builder
+	b.WriteString(`<div class="node controller" data-testid="node-0" data-state="up" data-pos="` + pct(pos[0]) + `"><span class="node-name">` +
+		esc(c.T("panel.controller")) + `</span><span class="node-state">` + esc(c.T("stage.node0")) + `</span></div>`)
+	b.WriteString(`<div class="node client" data-testid="node-client" data-pos="` + pct(pos[ClientNode]) + `"><span class="node-name">` +
+		esc(c.T("stage.producer")) + `</span><span class="node-state" id="stage-producer">` + esc(c.T("stage.producer.idle")) + `</span></div>`)
+	for _, nv := range StageNodes(v, c) {
+		sid := itoa(nv.ID)
+		b.WriteString(`<details class="node broker state-` + esc(nv.State) + `" data-testid="node-` + sid + `" data-broker="` + sid +
+			`" data-state="` + esc(nv.State) + `" data-pos="` + pct(pos[nv.ID]) + `"><summary aria-label="` + esc(c.T("stage.menu.broker", nv.ID)) + `">` +
+			`<span class="node-name">` + esc(c.T("panel.broker", nv.ID)) + `</span><span class="node-state">` + esc(nv.Text) +
+			`</span><span class="node-role">` + esc(nv.Role) + `</span></summary><div class="menu">`)
+		for _, act := range []string{"crash", "power-loss", "disk-failure", "restart", "fetch"} {
+			b.WriteString(actionForm(next, act, c.T("stage.act."+act, nv.ID), "broker", sid))
+		}
+		b.WriteString(`</div></details>`)
+	}
+	return b.String()
+}
+
+// actionForm is a one-button form posting action to /ui/action with the
+// given hidden fields (name, value pairs).
+func actionForm(next, action, label string, fields ...string) string {
+	var b strings.Builder
+	b.WriteString(`<form method="post" action="/ui/action" class="inline" data-action="` + esc(action) + `"><input type="hidden" name="action" value="` + esc(action) + `">`)
+	for i := 0; i+1 < len(fields); i += 2 {
+		b.WriteString(`<input type="hidden" name="` + esc(fields[i]) + `" value="` + esc(fields[i+1]) + `">`)
+	}
+	b.WriteString(`<input type="hidden" name="next" value="` + esc(next) + `"><button type="submit">` + esc(label) + `</button></form>`)
+	return b.String()
+}
+
+// StageLinkMenusHTML returns a button at the middle of each link (a pair
+// of nodes) that opens its menu: cut one way, cut the other way, cut both
+// ways, heal every link.
+func StageLinkMenusHTML(v *events.Snapshot, c Catalog, next string) string {
+	ids := brokerIDs(v)
+	pos := StageLayout(ids)
+	var b strings.Builder
+	for _, l := range StageLinks(ids) {
+		if l.From > l.To {
+			continue
+		}
+		a, z := itoa(l.From), itoa(l.To)
+		p, q := pos[l.From], pos[l.To]
+		// 40% of the way, not half: the middles of 0–2 and 1–3 nearly meet.
+		mid := Point{p.X + (q.X-p.X)*0.4, p.Y + (q.Y-p.Y)*0.4}
+		na, nz := nodeName(l.From, c), nodeName(l.To, c)
+		b.WriteString(`<details class="linkctl" data-testid="linkctl-` + a + `-` + z + `" data-pos="` + pct(mid) + `"><summary aria-label="` +
+			esc(c.T("stage.menu.link", na, nz)) + `"><span aria-hidden="true">⋯</span></summary><div class="menu">`)
+		b.WriteString(actionForm(next, "cut", c.T("stage.act.cut1", na, nz), "from", a, "to", z, "oneway", "true"))
+		b.WriteString(actionForm(next, "cut", c.T("stage.act.cut1", nz, na), "from", z, "to", a, "oneway", "true"))
+		b.WriteString(actionForm(next, "cut", c.T("stage.act.cut2", na, nz), "from", a, "to", z, "oneway", "false"))
+		b.WriteString(actionForm(next, "heal", c.T("stage.act.heal")))
+		b.WriteString(`</div></details>`)
+	}
+	return b.String()
+}
+
+// NodeView is what a broker's node shows: state (class and words) and role.
+type NodeView struct {
+	ID    int32
+	State string // "up", "crashed", "fenced"
+	Text  string // glyph and state word
+	Role  string // "leader of N" or ""
+}
+
+// StageNodes returns each broker's NodeView in v.
+func StageNodes(v *events.Snapshot, c Catalog) []NodeView {
+	out := make([]NodeView, 0, len(v.Brokers))
+	for _, br := range v.Brokers {
+		nv := NodeView{ID: br.ID, State: string(br.State), Text: br.State.Glyph() + " " + c.T("panel.state."+string(br.State))}
+		if n := leads(v, br.ID); n > 0 {
+			nv.Role = c.T("panel.leaderof", n)
+		}
+		out = append(out, nv)
+	}
+	return out
+}
+
+// Flight is one message in flight on the stage: its kind, ends, label and
+// accessible description.
+type Flight struct {
+	Seq      uint64
+	Kind     events.Kind
+	From, To Point
+	Label    string
+	Lost     bool
+	Title    string
+}
+
+// Flights returns the messages among evs the stage animates: the message
+// kinds, and acks and produce errors (leader → client). At most max, the
+// newest.
+func Flights(v *events.Snapshot, evs []events.Event, c Catalog, max int) []Flight {
+	pos := StageLayout(brokerIDs(v))
+	var out []Flight
+	for _, e := range evs {
+		var from, to int32
+		var label string
+		lost := false
+		switch {
+		case e.Kind.IsMessage() && e.Wire != nil:
+			w := e.Wire
+			from, to, lost = w.From, w.To, w.Lost
+			label = MessageLabel(e, c)
+		case e.Kind == events.KindAck || e.Kind == events.KindProduceError:
+			from, to = e.Broker, ClientNode
+			if e.Kind == events.KindAck {
+				label = c.T("stage.msg.ack", string(e.Acks))
+			} else {
+				label = e.Error
+			}
+		default:
+			continue
+		}
+		p, okp := pos[from]
+		q, okq := pos[to]
+		if !okp || !okq {
+			continue
+		}
+		if from != ClientNode && to != ClientNode {
+			p, q = linkPath(pos, from, to)
+		}
+		out = append(out, Flight{Seq: e.Seq, Kind: e.Kind, From: p, To: q, Label: label, Lost: lost, Title: Describe(e, c)})
+	}
+	if len(out) > max {
+		out = out[len(out)-max:]
+	}
+	return out
+}
+
+// MessageLabel is the short label a message carries on the stage: a
+// fetch's offset and last epoch, a response's HW, a produce's acks.
+func MessageLabel(e events.Event, c Catalog) string {
+	w := e.Wire
+	switch e.Kind {
+	case events.KindFetchRequest:
+		return c.T("stage.msg.fetch", w.FetchOffset, w.LastFetchedEpoch)
+	case events.KindFetchResponse:
+		return c.T("stage.msg.fetched", w.Records, w.HW)
+	case events.KindProduceRequest:
+		return c.T("stage.msg.produce", w.Records, string(e.Acks))
+	case events.KindClientFetch:
+		return c.T("stage.msg.clientfetch", w.FetchOffset, w.HW)
+	case events.KindHeartbeat:
+		return c.T("stage.msg.heartbeat")
+	case events.KindAlterPartition:
+		return c.T("stage.msg.alter", ids(e.ISR))
+	case events.KindMetadata:
+		return c.T("stage.msg.metadata", w.Version)
+	}
+	return string(e.Kind)
+}
+
+// shapes draws each kind of message in its own shape, centred on 0,0.
+var shapes = map[events.Kind]string{
+	events.KindFetchRequest:   `<circle r="6"/>`,
+	events.KindFetchResponse:  `<path d="M0 -7 L7 0 L0 7 L-7 0 Z"/>`,
+	events.KindProduceRequest: `<rect x="-6" y="-6" width="12" height="12"/>`,
+	events.KindAck:            `<path d="M-7 0 L-2 5 L7 -5" class="tick"/>`,
+	events.KindProduceError:   `<path d="M-5 -5 L5 5 M5 -5 L-5 5" class="tick"/>`,
+	events.KindClientFetch:    `<path d="M-6 -6 L6 -6 L0 6 Z"/>`,
+	events.KindHeartbeat:      `<path d="M0 6 L-6 0 A3 3 0 0 1 0 -4 A3 3 0 0 1 6 0 Z"/>`,
+	events.KindAlterPartition: `<path d="M-7 0 L-3.5 -6 L3.5 -6 L7 0 L3.5 6 L-3.5 6 Z"/>`,
+	events.KindMetadata:       `<rect x="-8" y="-5" width="16" height="10"/><path d="M-8 -5 L0 1 L8 -5" class="flap"/>`,
+}
+
+// HTML returns the message's markup, drawn at its start (the page moves it).
+func (f *Flight) HTML() string {
+	cls := "msg msg-" + string(f.Kind)
+	if f.Lost {
+		cls += " lost"
+	}
+	return `<g class="` + esc(cls) + `" data-testid="msg" data-kind="` + esc(string(f.Kind)) + `" data-seq="` + strconv.FormatUint(f.Seq, 10) +
+		`"><title>` + esc(f.Title) + `</title>` + shapes[f.Kind] + `<text x="9" y="-8">` + esc(f.Label) + `</text></g>`
+}
+
+// Shape returns the markup of the shape messages of kind k are drawn in.
+func Shape(k events.Kind) string { return shapes[k] }

@@ -1,0 +1,215 @@
+//go:build js && wasm
+
+package main
+
+import (
+	"strconv"
+	"strings"
+
+	"syscall/js"
+
+	"tidemark/events"
+	"tidemark/wasm/panel"
+)
+
+// setupStage shows the stage's JavaScript-only controls: one fetch round of
+// every running broker, and the speed of the messages in flight.
+func (a *app) setupStage() {
+	if a.el("topo").IsNull() {
+		return
+	}
+	a.stage = stageDOM{on: true, speed: 1, nodes: map[int32]panel.NodeView{}}
+	if btn := a.el("stage-fetch"); !btn.IsNull() {
+		btn.Set("hidden", false)
+		a.on(btn, "click", func(js.Value) {
+			for _, b := range a.state.Snap.Brokers {
+				if b.State == events.BrokerUp {
+					body := js.Global().Get("URLSearchParams").New()
+					body.Call("set", "action", "fetch")
+					body.Call("set", "broker", strconv.Itoa(int(b.ID)))
+					a.send(body)
+				}
+			}
+		})
+	}
+	speeds := a.el("stage-speeds")
+	if speeds.IsNull() {
+		return
+	}
+	speeds.Set("hidden", false)
+	btns := speeds.Call("querySelectorAll", "button[data-speed]")
+	for i := range btns.Length() {
+		btn := btns.Index(i)
+		a.on(btn, "click", func(js.Value) {
+			v, err := strconv.ParseFloat(btn.Get("dataset").Get("speed").String(), 64)
+			if err != nil || v <= 0 {
+				return
+			}
+			a.stage.speed = v
+			for j := range btns.Length() {
+				btns.Index(j).Call("setAttribute", "aria-pressed", strconv.FormatBool(btns.Index(j).Equal(btn)))
+			}
+		})
+	}
+}
+
+// renderStage brings the topology up to v: nodes (rebuilt when the brokers
+// change, else updated in place so an open menu stays open), links, the
+// clock's button, the producer's status and the messages since the last
+// render, put in flight.
+func (a *app) renderStage(v *events.Snapshot) {
+	st := &a.stage
+	if !st.on {
+		return
+	}
+	if shape := panel.StageShape(v); shape != st.shape {
+		a.el("topo-nodes").Set("innerHTML", panel.StageNodesHTML(v, a.cat, a.path()))
+		a.el("topo-linkctl").Set("innerHTML", panel.StageLinkMenusHTML(v, a.cat, a.path()))
+		a.place()
+		st.shape = shape
+		clear(st.nodes)
+		for _, nv := range panel.StageNodes(v, a.cat) {
+			st.nodes[nv.ID] = nv
+		}
+	} else {
+		for _, nv := range panel.StageNodes(v, a.cat) {
+			if st.nodes[nv.ID] == nv {
+				continue
+			}
+			st.nodes[nv.ID] = nv
+			el := a.doc.Call("querySelector", `#topo-nodes [data-testid="node-`+strconv.Itoa(int(nv.ID))+`"]`)
+			if el.IsNull() {
+				continue
+			}
+			el.Call("setAttribute", "class", "node broker state-"+nv.State)
+			el.Call("setAttribute", "data-state", nv.State)
+			el.Call("querySelector", ".node-state").Set("textContent", nv.Text)
+			el.Call("querySelector", ".node-role").Set("textContent", nv.Role)
+		}
+	}
+	a.setHTML("topo-links", panel.StageLinksSVG(v, a.cat))
+	a.renderClockButton(v.Paused)
+	if a.state.Following {
+		evs := a.newEvents(st.flown)
+		a.renderProducer(evs)
+		a.fly(panel.Flights(v, evs, a.cat, maxFlights))
+	}
+	st.flown = a.state.Snap.Seq
+}
+
+// renderClockButton makes the clock's form pause a running clock and
+// resume a paused one.
+func (a *app) renderClockButton(paused bool) {
+	want := "pause"
+	if paused {
+		want = "resume"
+	}
+	if a.stage.clock == want {
+		return
+	}
+	form := a.doc.Call("querySelector", `.stage-time form[data-action="pause"], .stage-time form[data-action="resume"]`)
+	if form.IsNull() {
+		return
+	}
+	a.stage.clock = want
+	form.Call("setAttribute", "data-action", want)
+	form.Call("querySelector", `input[name="action"]`).Set("value", want)
+	btn := form.Call("querySelector", "button")
+	btn.Set("id", "stage-"+want)
+	btn.Set("textContent", a.cat.T("stage.clock."+want))
+}
+
+// renderProducer shows what the UI's producer last did: waiting for its
+// answer, acknowledged, or failed.
+func (a *app) renderProducer(evs []events.Event) {
+	text := ""
+	for _, e := range evs {
+		switch {
+		case e.Kind == events.KindProduceRequest && e.Wire != nil && e.Wire.Client == "tidemark-ui":
+			text = a.cat.T("stage.producer.waiting", string(e.Acks))
+		case e.Kind == events.KindAck && e.Offsets != nil:
+			text = a.cat.T("stage.producer.acked", e.Offsets.Base, e.Offsets.Last)
+		case e.Kind == events.KindProduceError:
+			text = a.cat.T("stage.producer.error", e.Error)
+		}
+	}
+	if text == "" || text == a.stage.status {
+		return
+	}
+	a.stage.status = text
+	if el := a.el("stage-producer"); !el.IsNull() {
+		el.Set("textContent", text)
+	}
+}
+
+// fly puts messages in flight: each crosses its link in flightMs/speed
+// (staggered, so a round's fetches are told apart) and is then removed; a
+// lost one stops halfway and fades. With reduced motion each is shown
+// still at the middle of its link for the same time.
+func (a *app) fly(fs []panel.Flight) {
+	if len(fs) == 0 {
+		return
+	}
+	g := a.el("topo-msgs")
+	if g.IsNull() {
+		return
+	}
+	var markup string
+	for i := range fs {
+		markup += fs[i].HTML()
+	}
+	dur := flightMs / a.stage.speed
+	still := a.reducedMotion()
+	a.parseInto(g, false, markup, func(els js.Value) {
+		n := els.Length()
+		for i := range n {
+			el, f := els.Index(i), fs[i]
+			mid := panel.Point{X: (f.From.X + f.To.X) / 2, Y: (f.From.Y + f.To.Y) / 2}
+			var frames []any
+			switch {
+			case still:
+				frames = []any{frame(mid, 1), frame(mid, 1)}
+			case f.Lost:
+				frames = []any{frame(f.From, 1), frame(mid, 1), frame(mid, 0)}
+			default:
+				frames = []any{frame(f.From, 1), frame(f.To, 1)}
+			}
+			delay := float64(i%6) * 150 / a.stage.speed
+			el.Call("animate", frames, map[string]any{"duration": dur, "delay": delay, "easing": "linear", "fill": "both"})
+			var done js.Func
+			done = js.FuncOf(func(js.Value, []js.Value) any {
+				el.Call("remove")
+				done.Release()
+				return nil
+			})
+			js.Global().Call("setTimeout", done, dur+delay+100)
+		}
+	})
+	a.flushParses()
+}
+
+func frame(p panel.Point, opacity float64) map[string]any {
+	return map[string]any{"transform": "translate(" + strconv.FormatFloat(p.X, 'f', 1, 64) + "px," + strconv.FormatFloat(p.Y, 'f', 1, 64) + "px)", "opacity": opacity}
+}
+
+// path is the page's path, where the stage's forms return without the panel.
+func (a *app) path() string { return js.Global().Get("location").Get("pathname").String() }
+
+// place puts the stage's nodes and link menus where their data-pos says,
+// through the CSSOM (the page's policy forbids inline style attributes),
+// and marks the topology placed, which switches the CSS from a list to
+// the picture.
+func (a *app) place() {
+	els := a.doc.Call("querySelectorAll", "#topo [data-pos]")
+	for i := range els.Length() {
+		el := els.Index(i)
+		x, y, ok := strings.Cut(el.Call("getAttribute", "data-pos").String(), ",")
+		if !ok {
+			continue
+		}
+		st := el.Get("style")
+		st.Set("left", x+"%")
+		st.Set("top", y+"%")
+	}
+	a.el("topo").Get("classList").Call("add", "placed")
+}
