@@ -43,12 +43,52 @@ const contrastJS = `(() => {
   return bad;
 })()`
 
+// svgContrastJS lists the visible SVG text (lanes, links, messages)
+// whose fill, from computed styles, is under 4.5:1 against what is drawn
+// under it: its own halo (paint-order stroke), else the topmost filled
+// shape under its centre, else the page's background there.
+const svgContrastJS = `(() => {
+  const rgb = s => { const m = (s || "").match(/[\d.]+/g) || []; return m.map(Number); };
+  const opaque = c => c.length === 3 || (c.length === 4 && c[3] > .9);
+  const lum = c => { const [r,g,b] = c.slice(0,3).map(v => { v/=255; return v <= .03928 ? v/12.92 : Math.pow((v+.055)/1.055, 2.4); }); return .2126*r + .7152*g + .0722*b; };
+  const htmlBg = el => { for (; el; el = el.parentElement) { const c = rgb(getComputedStyle(el).backgroundColor); if (opaque(c)) return c; } return [255,255,255]; };
+  const shapes = new Set(["rect", "circle", "path", "polygon", "ellipse"]);
+  const bad = [];
+  for (const t of document.querySelectorAll("svg text")) {
+    if (!t.textContent.trim() || t.closest("[hidden]") || !t.getClientRects().length) continue;
+    const cs = getComputedStyle(t);
+    if (cs.visibility === "hidden" || cs.display === "none" || +cs.opacity === 0) continue;
+    const fg = rgb(cs.fill);
+    if (!opaque(fg)) continue;
+    t.scrollIntoView({block: "center", inline: "center"});
+    const r = t.getBoundingClientRect();
+    let bg = null;
+    if (cs.paintOrder.startsWith("stroke") && parseFloat(cs.strokeWidth) >= 2 && opaque(rgb(cs.stroke))) bg = rgb(cs.stroke);
+    for (const el of bg ? [] : document.elementsFromPoint(r.left + r.width / 2, r.top + r.height / 2)) {
+      if (el === t || t.contains(el)) continue;
+      if (el instanceof SVGElement) {
+        const s = getComputedStyle(el), c = rgb(s.fill);
+        if (shapes.has(el.tagName) && opaque(c) && +s.fillOpacity > .9) { bg = c; break; }
+        continue;
+      }
+      bg = htmlBg(el); break;
+    }
+    if (!bg) bg = htmlBg(t.closest("svg"));
+    const [hi, lo] = [lum(fg), lum(bg)].sort((x, y) => y - x);
+    const ratio = (hi + .05) / (lo + .05);
+    if (ratio < 4.5) bad.push(t.textContent.trim().slice(0, 30) + " " + ratio.toFixed(2) + " (" + t.getAttribute("class") + ")");
+  }
+  window.scrollTo(0, 0);
+  return bad;
+})()`
+
 // TestBrowserStage drives the stage as a learner at 1366×768 on a paused
 // clock: the topology shows the controller and three brokers; a fetch
 // round is seen travelling along a link; a one-way cut from a link's menu
 // is drawn on that direction only; a broker crashed from its menu shows
 // crashed on the topology and in the lanes, and the server-rendered tables
-// are gone once the panel is live; every HTML text passes 4.5:1; at
+// are gone once the panel is live; record cells show their values,
+// committed or not; every HTML and SVG text passes 4.5:1; at
 // 360 px the page does not scroll sideways.
 func TestBrowserStage(t *testing.T) {
 	b := startBrowserLab(t, true)
@@ -67,6 +107,21 @@ func TestBrowserStage(t *testing.T) {
 		t.Error("topology, lanes and event list are not together on one 1366×768 screen")
 	}
 	b.shot("stage-1-live")
+
+	// Records: two fetched by the followers and committed, one not yet;
+	// cells show their values.
+	b.api("POST", "api/v1/topics/demo/records", `{"acks":"1","partition":0,"records":[{"value":"alpha"},{"value":"beta"}]}`, nil)
+	for _, id := range []string{"1", "2", "3"} {
+		b.api("POST", "api/v1/brokers/"+id+"/fetch", "", nil)
+		b.api("POST", "api/v1/brokers/"+id+"/fetch", "", nil)
+	}
+	b.api("POST", "api/v1/topics/demo/records", `{"acks":"1","partition":0,"records":[{"value":"gamma-long-value"}]}`, nil)
+	b.poll(`document.querySelector('#lanes g.rec.committed text.val') !== null && document.querySelector('#lanes g.rec.uncommitted text.val') !== null`,
+		"committed and uncommitted cells with their values")
+	if v := eval[string](b, `document.querySelector('#lanes g.rec.uncommitted text.val').textContent`); v != "gamm…" {
+		t.Errorf("uncommitted cell shows %q, want the value shortened to gamm…", v)
+	}
+	b.shotOf(fig(0), "stage-1b-lane-values")
 
 	// A fetch round: the follower's request is seen on its way.
 	b.click("#stage-fetch")
@@ -89,6 +144,9 @@ func TestBrowserStage(t *testing.T) {
 
 	if bad := eval[[]string](b, contrastJS); len(bad) > 0 {
 		t.Errorf("text under 4.5:1 contrast: %q", bad)
+	}
+	if bad := eval[[]string](b, svgContrastJS); len(bad) > 0 {
+		t.Errorf("SVG text under 4.5:1 contrast: %q", bad)
 	}
 
 	// A phone: the stage stacks, nothing scrolls sideways.
