@@ -463,7 +463,20 @@ func parseRFC3339(s string) (time.Time, bool) {
 	}
 	// In UTC: the same instant; a zone would bring the time package's
 	// zone code into the panel.
-	return time.Date(year, time.Month(mon), day, hh, mm, ss, nsec, time.UTC).Add(-time.Duration(offset) * time.Second), true
+	// Days since 1970-01-01 of the proleptic Gregorian date (H. Hinnant's
+	// days_from_civil): time.Date would bring the zone rules in.
+	y := year
+	if mon <= 2 {
+		y--
+	}
+	era := y / 400
+	yoe := y - era*400
+	mp := (mon + 9) % 12
+	doy := (153*mp+2)/5 + day - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	days := int64(era)*146097 + int64(doe) - 719468
+	sec := days*86400 + int64(hh*3600+mm*60+ss) - int64(offset)
+	return time.Unix(sec, int64(nsec)).UTC(), true
 }
 
 func (d *decoder) i32s() (v []int32) {

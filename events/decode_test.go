@@ -120,3 +120,22 @@ func TestDecodeStrings(t *testing.T) {
 		t.Fatalf("%v %v", m, err)
 	}
 }
+
+// TestParseRFC3339 checks the hand-written date arithmetic against the
+// time package over four centuries of dates, leap days included.
+func TestParseRFC3339(t *testing.T) {
+	for at := time.Date(1900, 1, 1, 23, 59, 58, 123456789, time.UTC); at.Year() < 2300; at = at.Add(97*time.Hour + 13*time.Minute) {
+		for _, zone := range []*time.Location{time.UTC, time.FixedZone("", -(9*3600 + 30*60)), time.FixedZone("", 5*3600+45*60)} {
+			s := at.In(zone).Format(time.RFC3339Nano)
+			got, ok := parseRFC3339(s)
+			if !ok || !got.Equal(at) {
+				t.Fatalf("parseRFC3339(%s) = %v, %v; want %v", s, got, ok, at)
+			}
+		}
+	}
+	for _, s := range []string{"2025-02-03T04:05:06", "2025-02-03 04:05:06Z", "2025-13-03T04:05:06Z", "2025-02-03T04:05:06+0100", "2025-02-03T04:05:06Zjunk"} {
+		if _, ok := parseRFC3339(s); ok {
+			t.Errorf("parseRFC3339(%q) succeeded", s)
+		}
+	}
+}

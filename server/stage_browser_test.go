@@ -88,7 +88,8 @@ const svgContrastJS = `(() => {
 // is drawn on that direction only; a broker crashed from its menu shows
 // crashed on the topology and in the lanes, and the server-rendered tables
 // are gone once the panel is live; record cells show their values,
-// committed or not; every HTML and SVG text passes 4.5:1; at
+// committed or not; the charts draw LEO and HW per replica; every HTML
+// and SVG text passes 4.5:1; at
 // 360 px the page does not scroll sideways.
 func TestBrowserStage(t *testing.T) {
 	b := startBrowserLab(t, true)
@@ -122,6 +123,11 @@ func TestBrowserStage(t *testing.T) {
 		t.Errorf("uncommitted cell shows %q, want the value shortened to gamm…", v)
 	}
 	b.shotOf(fig(0), "stage-1b-lane-values")
+	for _, c := range []string{"leo-hw", "isr", "rate", "latency"} {
+		b.poll(`document.querySelector('[data-testid="charts"] [data-testid="chart-`+c+`"] svg') !== null`, "the "+c+" chart")
+	}
+	b.poll(`document.querySelectorAll('[data-testid="chart-leo-hw"] polyline').length >= 6`, "LEO and HW lines of three replicas")
+	b.shotOf(`[data-testid="charts"]`, "stage-1c-charts")
 
 	// A fetch round: the follower's request is seen on its way.
 	b.click("#stage-fetch")

@@ -72,15 +72,20 @@ type app struct {
 // stageDOM is the stage as last rendered: its shape (the brokers), each
 // node's view and the message speed.
 type stageDOM struct {
-	on      bool
-	shape   string
-	nodes   map[int32]panel.NodeView
-	speed   float64       // 0.25, 1 or 4: how fast messages cross a link
-	flown   uint64        // the newest event drawn in flight
-	clock   string        // "pause" or "resume": what the clock form does now
-	status  string        // the producer's status shown
-	clients panel.Clients // the external Kafka clients seen
+	on       bool
+	shape    string
+	nodes    map[int32]panel.NodeView
+	speed    float64       // 0.25, 1 or 4: how fast messages cross a link
+	flown    uint64        // the newest event drawn in flight
+	clock    string        // "pause" or "resume": what the clock form does now
+	status   string        // the producer's status shown
+	clients  panel.Clients // the external Kafka clients seen
+	charts   panel.Charts  // the charts' samples
+	chartsAt float64       // when the charts were last drawn (ms)
 }
+
+// chartsEveryMs is how often the charts are drawn again, at most.
+const chartsEveryMs = 500
 
 // maxFlights is the most messages one frame puts in flight.
 const maxFlights = 24

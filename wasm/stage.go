@@ -91,6 +91,11 @@ func (a *app) renderStage(v *events.Snapshot) {
 	a.renderClockButton(v.Paused)
 	evs := a.newEvents(st.flown)
 	st.clients.Observe(evs)
+	st.charts.Observe(&a.state.Snap, evs)
+	if now := a.now(); now-st.chartsAt >= chartsEveryMs {
+		a.setHTML("stage-charts", st.charts.HTML(a.cat))
+		st.chartsAt = now
+	}
 	if h := st.clients.HTML(a.cat); h != "" {
 		a.setHTML("stage-clients", h)
 	}

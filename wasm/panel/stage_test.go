@@ -3,6 +3,7 @@ package panel
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"tidemark/events"
 )
@@ -93,5 +94,47 @@ func TestClients(t *testing.T) {
 	}
 	if len(cs.Rows()) != MaxClientRows {
 		t.Errorf("%d rows, want at most %d", len(cs.Rows()), MaxClientRows)
+	}
+}
+
+// TestCharts: LEO and HW per replica, ISR size, the produce rate per
+// second of lab time and the UI producer's acknowledgement latency per
+// acks, each a chart with its data-testid.
+func TestCharts(t *testing.T) {
+	snap := stageSnap()
+	snap.Topics = []events.Topic{{Name: "demo", Partitions: []events.Partition{{Leader: 1, ISR: []int32{1, 3},
+		ReplicaLogs: []events.Replica{{Broker: 1, LEO: 2, HW: 1}, {Broker: 3, LEO: 1, HW: 1}}}}}}
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	var ch Charts
+	ch.Observe(snap, []events.Event{
+		{Seq: 1, Time: t0, Kind: events.KindProduceRequest, Acks: events.AcksAll, Topic: "demo", Wire: &events.Wire{Client: UIClient}},
+		{Seq: 2, Time: t0.Add(10 * time.Millisecond), Kind: events.KindAppend, Broker: 1, Topic: "demo", Offsets: &events.Offsets{Base: 0, Last: 1}},
+		{Seq: 3, Time: t0.Add(10 * time.Millisecond), Kind: events.KindAppend, Broker: 3, Topic: "demo", Offsets: &events.Offsets{Base: 0, Last: 0}},
+		{Seq: 4, Time: t0.Add(25 * time.Millisecond), Kind: events.KindAck, Acks: events.AcksAll, Topic: "demo", Offsets: &events.Offsets{Base: 0, Last: 1}},
+	})
+	if len(ch.rate) != 1 || ch.rate[0].v != 2 {
+		t.Errorf("rate %v, want 2 records in second 0 (the leader's appends only)", ch.rate)
+	}
+	if l := ch.lat[events.AcksAll]; len(l) != 1 || l[0].v != 25 {
+		t.Errorf("latency %v, want 25 ms for acks=all", l)
+	}
+	snap.Topics[0].Partitions[0].ISR = []int32{1}
+	ch.Observe(snap, []events.Event{{Seq: 5, Time: t0.Add(2 * time.Second), Kind: events.KindISR, Topic: "demo"}})
+	if n := len(ch.isr); n != 2 || ch.isr[1].v != 1 {
+		t.Errorf("ISR sizes %v", ch.isr)
+	}
+	out := ch.HTML(en)
+	for _, want := range []string{`data-testid="chart-leo-hw"`, `data-testid="chart-isr"`, `data-testid="chart-rate"`, `data-testid="chart-latency"`,
+		"demo-0", `class="c0 leo"`, "<polyline", "<circle", "acks=all"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("charts lack %q", want)
+		}
+	}
+	// Old samples leave the window.
+	for i := range 100 {
+		ch.Observe(snap, []events.Event{{Seq: uint64(10 + i), Time: t0.Add(time.Duration(3+i) * time.Second), Kind: events.KindHW, Topic: "demo"}})
+	}
+	if first := ch.isr[0].t; first < ch.now-ChartWindow.Seconds()-1 {
+		t.Errorf("a sample from %.0f s kept at %.0f s", first, ch.now)
 	}
 }
