@@ -455,7 +455,10 @@ func (r *replica) produce(ctx context.Context, acks int16, records []byte, ui []
 	r.waiters[id] = ch
 	ev := r.appendEvent(info, epoch)
 	for i := range ui {
+		// Decoded before the append stamped the batch: the offsets were
+		// relative and the epoch the producer's -1.
 		ui[i].Offset += info.FirstOffset
+		ui[i].LeaderEpoch = epoch
 	}
 	ev.Records = ui
 	r.emit(ev)
