@@ -2,6 +2,7 @@ package events
 
 import (
 	"errors"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -12,7 +13,7 @@ import (
 // the panel's size. Unknown fields are skipped; a field of the wrong type or
 // malformed JSON is an error. TestDecodeMessageMatchesJSON keeps it in step
 // with the struct tags.
-func DecodeMessage(data []byte) (Message, error) {
+func DecodeMessage(data string) (Message, error) {
 	d := decoder{b: data}
 	var m Message
 	d.object(func(k string) {
@@ -42,7 +43,7 @@ func DecodeMessage(data []byte) (Message, error) {
 
 // DecodeStrings decodes a JSON object of strings, such as the panel's
 // catalogue.
-func DecodeStrings(data []byte) (map[string]string, error) {
+func DecodeStrings(data string) (map[string]string, error) {
 	d := decoder{b: data}
 	m := d.strMap()
 	d.end()
@@ -55,7 +56,7 @@ var errSyntax = errors.New("events: malformed JSON message")
 // decoder reads JSON from b at i. After the first error it reads nothing
 // more: every method then returns zero values.
 type decoder struct {
-	b     []byte
+	b     string // a string, so keys are slices of it, not copies
 	i     int
 	err   error
 	depth int // of the values skip is inside
@@ -110,7 +111,7 @@ func (d *decoder) end() {
 // literal consumes word (true, false, null) if it comes next.
 func (d *decoder) literal(word string) bool {
 	d.ws()
-	if len(d.b)-d.i >= len(word) && string(d.b[d.i:d.i+len(word)]) == word {
+	if len(d.b)-d.i >= len(word) && d.b[d.i:d.i+len(word)] == word {
 		d.i += len(word)
 		return true
 	}
@@ -131,7 +132,7 @@ func (d *decoder) object(field func(key string)) {
 		return
 	}
 	for d.err == nil {
-		k := d.str()
+		k := d.key()
 		if !d.expect(':') {
 			return
 		}
@@ -172,7 +173,30 @@ func (d *decoder) array(elem func()) {
 	}
 }
 
-// str reads a string (null reads as "").
+// key reads an object's key: a slice of the input, not a copy (keys are
+// only compared, or copied by the caller that keeps them), unless it has
+// escapes.
+func (d *decoder) key() string {
+	if d.peek() == '"' {
+		for j := d.i + 1; j < len(d.b); j++ {
+			switch d.b[j] {
+			case '"':
+				k := d.b[d.i+1 : j]
+				d.i = j + 1
+				return k
+			case '\\':
+				return d.str()
+			}
+			if d.b[j] < 0x20 {
+				break
+			}
+		}
+	}
+	return d.str()
+}
+
+// str reads a string (null reads as ""): a copy, so what the panel keeps
+// does not hold the whole message in memory.
 func (d *decoder) str() string {
 	if d.null() || !d.expect('"') {
 		return ""
@@ -181,7 +205,7 @@ func (d *decoder) str() string {
 	for d.i < len(d.b) {
 		switch c := d.b[d.i]; {
 		case c == '"':
-			s := string(d.b[start:d.i])
+			s := strings.Clone(d.b[start:d.i])
 			d.i++
 			return s
 		case c == '\\':
@@ -200,7 +224,7 @@ func (d *decoder) str() string {
 // escaped finishes a string that started at start and has escapes from
 // d.i on.
 func (d *decoder) escaped(start int) string {
-	out := append([]byte(nil), d.b[start:d.i]...)
+	out := []byte(d.b[start:d.i])
 	for d.i < len(d.b) {
 		c := d.b[d.i]
 		switch {
@@ -297,7 +321,7 @@ func (d *decoder) number() string {
 		}
 		d.i++
 	}
-	return string(d.b[start:d.i])
+	return d.b[start:d.i]
 }
 
 // int reads an integer that fits in bits (null reads as 0).
@@ -499,7 +523,7 @@ func (d *decoder) strMap() map[string]string {
 		return nil
 	}
 	m := map[string]string{}
-	d.object(func(k string) { m[k] = d.str() })
+	d.object(func(k string) { m[strings.Clone(k)] = d.str() })
 	return m
 }
 

@@ -127,6 +127,7 @@ func TestBrowserStage(t *testing.T) {
 		b.poll(`document.querySelector('[data-testid="charts"] [data-testid="chart-`+c+`"] svg') !== null`, "the "+c+" chart")
 	}
 	b.poll(`document.querySelectorAll('[data-testid="chart-leo-hw"] polyline').length >= 6`, "LEO and HW lines of three replicas")
+	eval[bool](b, `(document.querySelector('[data-testid="charts"]').scrollIntoView(), true)`)
 	b.shotOf(`[data-testid="charts"]`, "stage-1c-charts")
 
 	// A fetch round: the follower's request is seen on its way.

@@ -141,7 +141,7 @@ func main() {
 		}
 	}
 	if el := doc.Call("getElementById", "tm-i18n"); !el.IsNull() {
-		if m, err := events.DecodeStrings([]byte(el.Get("textContent").String())); err == nil {
+		if m, err := events.DecodeStrings(el.Get("textContent").String()); err == nil {
 			a.cat = m
 		}
 	}
@@ -388,7 +388,7 @@ func (a *app) drain() {
 
 // handle decodes and applies one message.
 func (a *app) handle(data string) {
-	m, err := events.DecodeMessage([]byte(data))
+	m, err := events.DecodeMessage(data)
 	if err != nil {
 		js.Global().Get("console").Call("warn", "tidemark panel: bad message: "+err.Error())
 		return
