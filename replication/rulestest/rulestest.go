@@ -92,6 +92,11 @@ type Cluster struct {
 	reported map[string]bool
 	errs     []string // structural invariant failures
 	results  map[string]*ProduceResult
+
+	// ExplicitCheckpoints: the HW checkpoint is written only by Checkpoint
+	// (and then fsynced), as the lab broker's is when its interval is long;
+	// otherwise every HW change is checkpointed at once.
+	ExplicitCheckpoints bool
 }
 
 // ProduceResult is what a producer heard about one value.
@@ -145,6 +150,44 @@ func (c *Cluster) Values(id int32) []string {
 		out[i] = e.value
 	}
 	return out
+}
+
+// Kill stops broker id as a killed process (powerLoss: as a power cut,
+// which also drops what was not fsynced) without telling the controller:
+// Lost does, as a session timeout would.
+func (c *Cluster) Kill(id int32, powerLoss bool) error {
+	b := c.b(id)
+	if b == nil || !b.up {
+		return fmt.Errorf("b%d is not running", id)
+	}
+	c.crash(id, powerLoss, false)
+	return nil
+}
+
+// Lost tells the controller broker id is gone: it is fenced, leaves the
+// ISR (never emptying it) and loses its leadership.
+func (c *Cluster) Lost(id int32) {
+	c.brokerLost(id)
+	c.drain()
+}
+
+// Start boots a stopped broker from what its disk holds; it registers and
+// the controller unfences it.
+func (c *Cluster) Start(id int32) error {
+	b := c.b(id)
+	if b == nil || b.up {
+		return fmt.Errorf("b%d is not stopped", id)
+	}
+	c.start(id)
+	return nil
+}
+
+// Checkpoint writes and fsyncs broker id's HW checkpoint.
+func (c *Cluster) Checkpoint(id int32) {
+	if b := c.b(id); b != nil && b.up {
+		b.hw = b.p.Status().HighWatermark
+		b.flushedHW = b.hw
+	}
 }
 
 // Result returns what the producer of value heard; nil if it was never sent.
@@ -369,7 +412,9 @@ func (c *Cluster) drainOne(b *broker) bool {
 		if !c.quiet {
 			c.printf("b%d HW %d", b.id, rd.HighWatermark)
 		}
-		b.hw = rd.HighWatermark
+		if !c.ExplicitCheckpoints {
+			b.hw = rd.HighWatermark
+		}
 	}
 	if req := rd.AlterPartition; req != nil {
 		c.printf("b%d proposes ISR %v (partition epoch %d)", b.id, req.NewISR, req.PartitionEpoch)
