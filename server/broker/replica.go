@@ -409,7 +409,9 @@ type ProduceResult struct {
 // produce appends a record set as leader and waits as acks says: acks=0 and
 // acks=1 return after the append, acks=-1 once the HW passes the records or
 // the request times out.
-func (r *replica) produce(ctx context.Context, acks int16, records []byte, timeout time.Duration) ProduceResult {
+// ui is the batch's newest records for the append event, with offsets
+// relative to the batch (uiRecords).
+func (r *replica) produce(ctx context.Context, acks int16, records []byte, ui []events.Record, timeout time.Duration) ProduceResult {
 	r.mu.Lock()
 	if r.stopped {
 		r.mu.Unlock()
@@ -439,7 +441,12 @@ func (r *replica) produce(ctx context.Context, acks int16, records []byte, timeo
 	id := r.nextID
 	ch := make(chan replication.ProduceResult, 1)
 	r.waiters[id] = ch
-	r.outbox = append(r.outbox, outboxEvent{ev: r.appendEvent(info, epoch), raw: records})
+	ev := r.appendEvent(info, epoch)
+	for i := range ui {
+		ui[i].Offset += info.FirstOffset
+	}
+	ev.Records = ui
+	r.emit(ev)
 	err = r.rp.ProduceAppended(replication.ProduceRequest{ID: id, Acks: acks,
 		Batch:      replication.Batch{BaseOffset: info.FirstOffset, LastOffset: info.LastOffset, Epoch: epoch},
 		DeadlineMs: now + timeout.Milliseconds()})
@@ -481,6 +488,18 @@ func (r *replica) appendEvent(info storage.AppendInfo, epoch int32) events.Event
 	return ev
 }
 
+// uiRecords turns the newest records of a produced batch, as validation
+// decoded them, into an append event's records: offsets stay relative to the
+// batch until the append assigns them, epochs are the batch's (the leader's
+// epoch once stamped).
+func uiRecords(h storage.BatchHeader, recs []storage.DecodedRecord) []events.Record {
+	out := make([]events.Record, len(recs))
+	for i, rec := range recs {
+		out[i] = events.Record{Offset: rec.Offset, LeaderEpoch: h.PartitionLeaderEpoch, Key: string(rec.Key), Value: string(rec.Value)}
+	}
+	return out
+}
+
 // decodeForUI decodes the newest records of a just-appended record set for
 // an event: only the last batches that hold the newest RecordWindow
 // records are decoded, so a large (compressed) produce costs little more
@@ -498,7 +517,7 @@ func decodeForUI(records []byte) []events.Record {
 	}
 	var out []events.Record
 	for _, h := range hs[first:] {
-		b, err := storage.DecodeBatchTail(records[pos:pos+h.Size()], events.RecordWindow)
+		b, err := storage.CopyBatchTail(records[pos:pos+h.Size()], events.RecordWindow)
 		pos += h.Size()
 		if err != nil {
 			continue
