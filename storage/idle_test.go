@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-var descPartitions = flag.Int("desc-partitions", 2000, "partitions in BenchmarkSegmentDescriptors")
+var descPartitions = flag.Int("desc-partitions", 1000, "partitions in BenchmarkSegmentDescriptors")
 
 // openFDs counts the process's open descriptors; -1 where /proc is absent.
 func openFDs(t testing.TB) int {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -142,9 +143,10 @@ func (c *Controller) checkBrokerBudget(name string, parts []*Partition) error {
 	limit := MaxBrokerPartitions(len(c.brokers))
 	for _, id := range slices.Sorted(maps.Keys(want)) {
 		if held[id]+want[id] > limit {
-			return fmt.Errorf("%w: topic %q would put %d partition replicas on broker %d, which hosts %d of at most %d "+
-				"(--max-broker-partitions, max.broker.partitions in Kafka)",
-				kerr.PolicyViolation, name, want[id], id, held[id], limit)
+			return &BudgetError{Key: "limits.broker-partitions", Args: itoas(name, want[id], int(id), held[id], limit),
+				err: fmt.Errorf("%w: topic %q would put %d partition replicas on broker %d, which hosts %d of at most %d "+
+					"(--max-broker-partitions, max.broker.partitions in Kafka)",
+					kerr.PolicyViolation, name, want[id], id, held[id], limit)}
 		}
 	}
 	return nil
@@ -163,7 +165,34 @@ func (c *Controller) checkReplicaBudget(name string, partitions int32, replicati
 	if held+want <= limit {
 		return nil
 	}
-	return fmt.Errorf("%w: topic %q needs %d partition replicas (%d partitions × replication factor %d); the lab holds %d of at most %d "+
-		"(--max-partition-replicas; each replica keeps about %d files open)",
-		kerr.PolicyViolation, name, want, partitions, replicationFactor, held, limit, FilesPerReplica)
+	return &BudgetError{Key: "limits.partition-replicas", Args: itoas(name, want, held, limit),
+		err: fmt.Errorf("%w: topic %q needs %d partition replicas (%d partitions × replication factor %d); the lab holds %d of at most %d "+
+			"(--max-partition-replicas; each replica keeps about %d files open)",
+			kerr.PolicyViolation, name, want, partitions, replicationFactor, held, limit, FilesPerReplica)}
+}
+
+// BudgetError is a topic refused by a partition budget: POLICY_VIOLATION
+// (errors.Is finds it) naming the limit and its flag, with the i18n key
+// and arguments that say the same to a learner in their language.
+type BudgetError struct {
+	Key  string   // limits.partition-replicas or limits.broker-partitions
+	Args []string // the key's arguments, in its English order
+	err  error
+}
+
+func (e *BudgetError) Error() string { return e.err.Error() }
+
+// Unwrap returns the wrapped kerr.PolicyViolation.
+func (e *BudgetError) Unwrap() error { return e.err }
+
+// MessageKey returns the i18n key and arguments of the refusal.
+func (e *BudgetError) MessageKey() (string, []string) { return e.Key, e.Args }
+
+// itoas formats a topic name and counts as a BudgetError's arguments.
+func itoas(name string, n ...int) []string {
+	out := []string{name}
+	for _, v := range n {
+		out = append(out, strconv.Itoa(v))
+	}
+	return out
 }
