@@ -51,6 +51,12 @@ const (
 	// KindTruncation: a replica (Broker) truncated its log to Offsets.LEO (the new
 	// LEO); Truncated lists the records removed; Message names the rule applied.
 	KindTruncation Kind = "truncation"
+	// KindRecords: the values of records a replica (Broker) appended, decoded
+	// after its append event (a follower's appends while the lab clock runs
+	// are decoded off its fetch path). Records holds them, Offsets.Base and
+	// Offsets.Last their range; only offsets still below the replica's LEO
+	// are taken.
+	KindRecords Kind = "records"
 	// KindFault: a fault was injected or healed; Fault describes it.
 	KindFault Kind = "fault"
 	// KindConfig: a config changed; Config holds key, value and the previous
@@ -98,6 +104,11 @@ const (
 	// Wire.To) metadata version Wire.Version, which carries LeaderAndIsr.
 	KindMetadata Kind = "metadata"
 )
+
+// Unlisted reports whether k is left out of the event list and the
+// timeline's steps: messages in flight (drawn on the stage) and late record
+// values (they fill in lanes, they change nothing).
+func (k Kind) Unlisted() bool { return k.IsMessage() || k == KindRecords }
 
 // IsMessage reports whether k is one of the message kinds: a request or
 // response in flight, which changes no state.

@@ -242,6 +242,10 @@ func (s *Snapshot) Apply(e Event) {
 		if r := s.replica(e); r != nil && e.Leader != nil {
 			r.EpochCache, _ = leaderepoch.Assign(r.EpochCache, EpochEntry{Epoch: e.Leader.LeaderEpoch, StartOffset: e.Leader.StartOffset})
 		}
+	case KindRecords:
+		if r := s.replica(e); r != nil {
+			r.Records = mergeWindow(r.Records, e.Records, r.LEO)
+		}
 	case KindTruncation:
 		if r := s.replica(e); r != nil && e.Offsets != nil {
 			to := e.Offsets.LEO
@@ -349,6 +353,33 @@ func appendWindow[T any](w, add []T) []T {
 		w = append(w[:0:0], w[n:]...)
 	}
 	return w
+}
+
+// mergeWindow puts late-decoded records into a replica's window: by
+// offset, replacing what was there, only below the replica's LEO (a record
+// truncated since is not brought back), keeping the newest RecordWindow.
+func mergeWindow(w, add []Record, leo int64) []Record {
+	out := append([]Record(nil), w...)
+	for _, r := range add {
+		if r.Offset >= leo {
+			continue
+		}
+		i := len(out)
+		for i > 0 && out[i-1].Offset >= r.Offset {
+			i--
+		}
+		if i < len(out) && out[i].Offset == r.Offset {
+			out[i] = r
+			continue
+		}
+		out = append(out, Record{})
+		copy(out[i+1:], out[i:])
+		out[i] = r
+	}
+	if n := len(out) - RecordWindow; n > 0 {
+		out = out[n:]
+	}
+	return out
 }
 
 func keepBelow(rs []Record, offset int64) []Record {

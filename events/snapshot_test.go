@@ -118,3 +118,25 @@ func TestCloneIsDeep(t *testing.T) {
 		t.Fatal("clone shares memory with the original")
 	}
 }
+
+// TestRecordsMergeLate: values decoded after their append fill the window
+// by offset, replace what was there, and never bring back a record that a
+// truncation removed since.
+func TestRecordsMergeLate(t *testing.T) {
+	s := Snapshot{Topics: []Topic{{Name: "demo", Partitions: []Partition{{Partition: 0, ReplicaLogs: []Replica{{Broker: 2}}}}}}}
+	s.Apply(Event{Kind: KindAppend, Broker: 2, Topic: "demo", Offsets: &Offsets{Base: 0, Last: 2, LEO: 3}})
+	s.Apply(Event{Kind: KindRecords, Broker: 2, Topic: "demo", Records: []Record{{Offset: 1, Value: "b"}, {Offset: 2, Value: "c"}}})
+	s.Apply(Event{Kind: KindRecords, Broker: 2, Topic: "demo", Records: []Record{{Offset: 0, Value: "a"}, {Offset: 2, Value: "C"}}})
+	r := s.Partition("demo", 0).Replica(2)
+	if len(r.Records) != 3 || r.Records[0].Value != "a" || r.Records[1].Value != "b" || r.Records[2].Value != "C" {
+		t.Fatalf("window %+v", r.Records)
+	}
+	s.Apply(Event{Kind: KindTruncation, Broker: 2, Topic: "demo", Offsets: &Offsets{LEO: 1}})
+	s.Apply(Event{Kind: KindRecords, Broker: 2, Topic: "demo", Records: []Record{{Offset: 1, Value: "b"}}})
+	if r := s.Partition("demo", 0).Replica(2); len(r.Records) != 1 || r.Records[0].Value != "a" {
+		t.Fatalf("after truncation: %+v", r.Records)
+	}
+	if !KindRecords.Unlisted() || !KindFetchRequest.Unlisted() || KindAppend.Unlisted() {
+		t.Fatal("Unlisted")
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"strings"
+	"sync"
 
 	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/zstd"
@@ -41,7 +43,15 @@ func DecodeBatch(b []byte) (Batch, error) { return DecodeBatchTail(b, -1) }
 // DecodeBatchTail is DecodeBatch that decodes only the last n records (all
 // of them for n < 0): earlier records are skipped by their length prefix,
 // so showing the newest records of a large batch stays cheap.
-func DecodeBatchTail(b []byte, n int) (Batch, error) {
+func DecodeBatchTail(b []byte, n int) (Batch, error) { return decodeBatchTail(b, n, false) }
+
+// CopyBatchTail is DecodeBatchTail for callers that keep a few records of
+// many batches (the UI's newest records): it decompresses into a pooled
+// buffer and returns records that own their bytes, so decoding a large
+// compressed batch allocates only what is kept.
+func CopyBatchTail(b []byte, n int) (Batch, error) { return decodeBatchTail(b, n, true) }
+
+func decodeBatchTail(b []byte, n int, pooled bool) (Batch, error) {
 	h, err := checkBatch(b)
 	if err != nil {
 		return Batch{}, err
@@ -50,7 +60,15 @@ func DecodeBatchTail(b []byte, n int) (Batch, error) {
 	if err := rb.ReadFrom(b); err != nil {
 		return Batch{}, fmt.Errorf("%w: %v", ErrCorruptMessage, err)
 	}
-	raw, err := decompress(h.Attributes&compressionMask, rb.Records)
+	codec := h.Attributes & compressionMask
+	var raw []byte
+	if pooled {
+		buf := getDecodeBuf()
+		raw, err = decompressTo(*buf, codec, rb.Records)
+		defer putDecodeBuf(buf, codec, raw)
+	} else {
+		raw, err = decompressTo(nil, codec, rb.Records)
+	}
 	if err != nil {
 		return Batch{}, fmt.Errorf("%w: %s records: %v", ErrCorruptMessage, h.Compression(), err)
 	}
@@ -60,7 +78,10 @@ func DecodeBatchTail(b []byte, n int) (Batch, error) {
 	}
 	out := Batch{Header: h, Records: make([]DecodedRecord, 0, min(int(h.NumRecords-skip), 1<<16))}
 	for i := int32(0); i < h.NumRecords; i++ {
-		length, vn := binary.Varint(raw)
+		length, vn := shortLength(raw)
+		if vn == 0 {
+			length, vn = binary.Varint(raw)
+		}
 		if vn <= 0 || length < 0 || int64(len(raw)-vn) < length {
 			return Batch{}, fmt.Errorf("%w: record %d of %d is cut short", ErrCorruptMessage, i, h.NumRecords)
 		}
@@ -73,13 +94,7 @@ func DecodeBatchTail(b []byte, n int) (Batch, error) {
 		if err := r.ReadFrom(rec); err != nil {
 			return Batch{}, fmt.Errorf("%w: record %d: %v", ErrCorruptMessage, i, err)
 		}
-		out.Records = append(out.Records, DecodedRecord{
-			Offset:    h.BaseOffset + int64(r.OffsetDelta),
-			Timestamp: rb.FirstTimestamp + r.TimestampDelta64,
-			Key:       r.Key,
-			Value:     r.Value,
-			Headers:   r.Headers,
-		})
+		out.Records = append(out.Records, decodedRecord(h, &r, pooled))
 	}
 	if len(raw) != 0 {
 		return Batch{}, fmt.Errorf("%w: %d bytes after the last record", ErrCorruptMessage, len(raw))
@@ -87,17 +102,66 @@ func DecodeBatchTail(b []byte, n int) (Batch, error) {
 	return out, nil
 }
 
+// shortLength reads a record's length prefix of one or two bytes (records
+// up to 8 KiB) as binary.Varint does, and inlines; n is 0 for any other,
+// which callers hand to binary.Varint. Skipping the records of a batch by
+// their lengths was otherwise a quarter of decoding its newest ones.
+func shortLength(b []byte) (length int64, n int) {
+	u, n := uvarintShort(b)
+	return int64(u>>1) ^ -int64(u&1), n
+}
+
+// decodedRecord is r, a record of the batch with header h, with its offset
+// and timestamp made absolute; with detach, its key, value and headers are
+// copied out of the buffer r was read from.
+func decodedRecord(h BatchHeader, r *kmsg.Record, detach bool) DecodedRecord {
+	d := DecodedRecord{Offset: h.BaseOffset + int64(r.OffsetDelta), Timestamp: h.FirstTimestamp + r.TimestampDelta64,
+		Key: r.Key, Value: r.Value, Headers: r.Headers}
+	if detach {
+		d.Key, d.Value = bytes.Clone(r.Key), bytes.Clone(r.Value)
+		d.Headers = nil // as a fresh kmsg.Record has none
+		for _, hd := range r.Headers {
+			d.Headers = append(d.Headers, kmsg.Header{Key: strings.Clone(hd.Key), Value: bytes.Clone(hd.Value)})
+		}
+	}
+	return d
+}
+
+// decodeBufs holds the buffers batches are decompressed into when the
+// decompressed bytes are not kept (produce validation, the UI's copies): a
+// fresh buffer per batch cost as much again as the decompression, in
+// clearing it and in garbage collection.
+var decodeBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledDecodeBuffer is the largest buffer kept for reuse: a default
+// 1 MiB producer batch fits; a rare larger one is left to the collector.
+const maxPooledDecodeBuffer = 8 << 20
+
+func getDecodeBuf() *[]byte { return decodeBufs.Get().(*[]byte) }
+
+// putDecodeBuf returns raw, what codec decompressed into buf, to the pool.
+// Uncompressed records are the caller's bytes, not a buffer of ours.
+func putDecodeBuf(buf *[]byte, codec int16, raw []byte) {
+	if codec == 0 || cap(raw) > maxPooledDecodeBuffer {
+		return
+	}
+	if cap(raw) > cap(*buf) {
+		*buf = raw[:0]
+	}
+	decodeBufs.Put(buf)
+}
+
 // xerialMagic starts snappy data framed by the Java client's xerial library.
 var xerialMagic = []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0}
 
-func decompress(codec int16, data []byte) ([]byte, error) {
-	limited := func(r io.Reader) ([]byte, error) {
-		out, err := io.ReadAll(io.LimitReader(r, maxDecompressedBytes+1))
-		if err == nil && len(out) > maxDecompressedBytes {
-			err = fmt.Errorf("inflates past %d bytes", maxDecompressedBytes)
-		}
-		return out, err
-	}
+// decompress returns a batch's records section decompressed as codec says:
+// data itself for codec 0, else a new buffer.
+func decompress(codec int16, data []byte) ([]byte, error) { return decompressTo(nil, codec, data) }
+
+// decompressTo is decompress into dst's spare capacity when it suffices
+// (dst's contents are overwritten; for codec 0 it returns data itself).
+// Output is bounded by maxDecompressedBytes.
+func decompressTo(dst []byte, codec int16, data []byte) ([]byte, error) {
 	switch codec {
 	case 0:
 		return data, nil
@@ -106,26 +170,50 @@ func decompress(codec int16, data []byte) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		return limited(zr)
+		return readLimited(dst, zr)
 	case 2:
 		if bytes.HasPrefix(data, xerialMagic) {
-			return unxerial(data[len(xerialMagic):])
+			return unxerial(dst, data[len(xerialMagic):])
 		}
-		return snappyBlock(data)
+		return snappyBlock(dst, data)
 	case 3:
-		return limited(lz4.NewReader(bytes.NewReader(data)))
+		return readLimited(dst, lz4.NewReader(bytes.NewReader(data)))
 	case 4:
 		zr, err := zstd.NewReader(bytes.NewReader(data), zstd.WithDecoderMaxMemory(maxDecompressedBytes))
 		if err != nil {
 			return nil, err
 		}
 		defer zr.Close()
-		return limited(zr)
+		return readLimited(dst, zr)
 	}
 	return nil, fmt.Errorf("unknown compression codec %d", codec)
 }
 
-func snappyBlock(data []byte) ([]byte, error) {
+// readLimited reads r to its end into dst[:0], growing it as needed, and
+// fails once more than maxDecompressedBytes have come.
+func readLimited(dst []byte, r io.Reader) ([]byte, error) {
+	r = io.LimitReader(r, maxDecompressedBytes+1)
+	dst = dst[:0]
+	for {
+		if len(dst) == cap(dst) {
+			dst = append(dst, 0)[:len(dst)]
+		}
+		n, err := r.Read(dst[len(dst):cap(dst)])
+		dst = dst[:len(dst)+n]
+		if len(dst) > maxDecompressedBytes {
+			return dst, fmt.Errorf("inflates past %d bytes", maxDecompressedBytes)
+		}
+		if err == io.EOF {
+			return dst, nil
+		}
+		if err != nil {
+			return dst, err
+		}
+	}
+}
+
+// snappyBlock decodes one snappy block into dst's capacity if it fits.
+func snappyBlock(dst, data []byte) ([]byte, error) {
 	n, err := s2.DecodedLen(data)
 	if err != nil {
 		return nil, err
@@ -133,17 +221,17 @@ func snappyBlock(data []byte) ([]byte, error) {
 	if n > maxDecompressedBytes {
 		return nil, fmt.Errorf("inflates past %d bytes", maxDecompressedBytes)
 	}
-	return s2.Decode(nil, data)
+	return s2.Decode(dst, data)
 }
 
 // unxerial reads xerial framing: an 8-byte version header, then chunks of
 // int32 length + snappy block.
-func unxerial(data []byte) ([]byte, error) {
+func unxerial(dst, data []byte) ([]byte, error) {
 	if len(data) < 8 {
 		return nil, fmt.Errorf("xerial header cut short")
 	}
 	data = data[8:]
-	var out []byte
+	out := dst[:0]
 	for len(data) > 0 {
 		if len(data) < 4 {
 			return nil, fmt.Errorf("xerial chunk length cut short")
@@ -153,7 +241,7 @@ func unxerial(data []byte) ([]byte, error) {
 		if n < 0 || n > len(data) {
 			return nil, fmt.Errorf("xerial chunk of %d bytes, %d left", n, len(data))
 		}
-		chunk, err := snappyBlock(data[:n])
+		chunk, err := snappyBlock(nil, data[:n])
 		if err != nil {
 			return nil, err
 		}

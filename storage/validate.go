@@ -32,37 +32,53 @@ const (
 // offset: that is the point, since a bad batch once appended is replicated
 // and served to every reader.
 func ValidateProducedBatch(records []byte) (BatchHeader, error) {
+	h, _, err := ValidateProducedBatchTail(records, 0)
+	return h, err
+}
+
+// ValidateProducedBatchTail is ValidateProducedBatch that also returns the
+// batch's last tail records, decoded by the same pass (offsets relative to
+// the produced batch's base offset 0; keys, values and headers copied), so
+// the leader can show what it appended without decompressing the batch
+// again.
+func ValidateProducedBatchTail(records []byte, tail int) (BatchHeader, []DecodedRecord, error) {
 	if len(records) == 0 {
-		return BatchHeader{}, fmt.Errorf("%w: the produce request has no record batch for this partition", kerr.InvalidRecord)
+		return BatchHeader{}, nil, fmt.Errorf("%w: the produce request has no record batch for this partition", kerr.InvalidRecord)
 	}
 	if len(records) < batchHeaderSize {
-		return BatchHeader{}, fmt.Errorf("%w: %d bytes cannot hold a record batch header (%d bytes)", ErrCorruptMessage, len(records), batchHeaderSize)
+		return BatchHeader{}, nil, fmt.Errorf("%w: %d bytes cannot hold a record batch header (%d bytes)", ErrCorruptMessage, len(records), batchHeaderSize)
 	}
 	h, err := parseBatchHeader(records)
 	if err != nil {
-		return h, err
+		return h, nil, err
 	}
 	if h.Size() > int64(len(records)) {
-		return h, fmt.Errorf("%w: the batch says %d bytes, %d were sent", ErrCorruptMessage, h.Size(), len(records))
+		return h, nil, fmt.Errorf("%w: the batch says %d bytes, %d were sent", ErrCorruptMessage, h.Size(), len(records))
 	}
 	if h.Size() < int64(len(records)) {
-		return h, fmt.Errorf("%w: a produce request may carry exactly one record batch per partition; %d bytes follow the first", kerr.InvalidRecord, int64(len(records))-h.Size())
+		return h, nil, fmt.Errorf("%w: a produce request may carry exactly one record batch per partition; %d bytes follow the first", kerr.InvalidRecord, int64(len(records))-h.Size())
 	}
 	if _, err := checkBatch(records); err != nil {
-		return h, err
+		return h, nil, err
 	}
 	if err := validateBatchHeader(h); err != nil {
-		return h, err
+		return h, nil, err
 	}
 	codec := h.Attributes & compressionMask
 	if codec > maxKnownCodec {
-		return h, fmt.Errorf("%w: compression codec %d is not one Kafka knows (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd)", kerr.UnsupportedCompressionType, codec)
+		return h, nil, fmt.Errorf("%w: compression codec %d is not one Kafka knows (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd)", kerr.UnsupportedCompressionType, codec)
 	}
-	raw, err := decompress(codec, records[batchHeaderSize:])
+	buf := getDecodeBuf()
+	raw, err := decompressTo(*buf, codec, records[batchHeaderSize:])
+	defer putDecodeBuf(buf, codec, raw)
 	if err != nil {
-		return h, fmt.Errorf("%w: the records do not decompress as %s: %v", ErrCorruptMessage, h.Compression(), err)
+		return h, nil, fmt.Errorf("%w: the records do not decompress as %s: %v", ErrCorruptMessage, h.Compression(), err)
 	}
-	return h, validateRecords(h, raw)
+	kept, err := validateRecords(h, raw, tail)
+	if err != nil {
+		return h, nil, err
+	}
+	return h, kept, nil
 }
 
 // validateBatchHeader checks the header fields LogValidator.validateBatch
@@ -86,45 +102,143 @@ func validateBatchHeader(h BatchHeader) error {
 // validateRecords walks the decompressed records: each is a varint length
 // and that many bytes, which must decode as a kmsg.Record using all of them,
 // with offset delta i for the i-th record; exactly h.NumRecords of them and
-// nothing after.
-func validateRecords(h BatchHeader, raw []byte) error {
+// nothing after. It returns copies of the last tail records.
+func validateRecords(h BatchHeader, raw []byte, tail int) ([]DecodedRecord, error) {
+	keepFrom := max(int64(h.NumRecords)-int64(tail), 0)
+	kept := make([]DecodedRecord, 0, int64(h.NumRecords)-keepFrom)
 	var r kmsg.Record
 	for i := int32(0); i < h.NumRecords; i++ {
-		length, n := binary.Varint(raw)
+		length, n := shortLength(raw)
+		if n == 0 {
+			length, n = binary.Varint(raw)
+		}
 		if n <= 0 || length < 0 || int64(len(raw)-n) < length {
-			return fmt.Errorf("%w: the batch says %d records, record %d is cut short", ErrCorruptMessage, h.NumRecords, i)
+			return nil, fmt.Errorf("%w: the batch says %d records, record %d is cut short", ErrCorruptMessage, h.NumRecords, i)
 		}
 		rec := raw[:n+int(length)]
 		raw = raw[n+int(length):]
-		if err := r.UnsafeReadFrom(rec); err != nil {
-			return fmt.Errorf("%w: record %d does not decode: %v", ErrCorruptMessage, i, err)
+		offsetDelta, size, ok := scanRecord(rec)
+		if !ok {
+			return nil, fmt.Errorf("%w: record %d does not decode: %v", ErrCorruptMessage, i, kbin.ErrNotEnoughData)
 		}
-		if used := recordSize(&r); used != len(rec) {
-			return fmt.Errorf("%w: record %d says %d bytes, its fields take %d", kerr.InvalidRecord, i, len(rec), used)
+		if size != len(rec) {
+			return nil, fmt.Errorf("%w: record %d says %d bytes, its fields take %d", kerr.InvalidRecord, i, len(rec), size)
 		}
-		if r.OffsetDelta != i {
-			return fmt.Errorf("%w: record %d has offset delta %d; a batch's records must have offset deltas 0, 1, 2, …", kerr.InvalidRecord, i, r.OffsetDelta)
+		if offsetDelta != i {
+			return nil, fmt.Errorf("%w: record %d has offset delta %d; a batch's records must have offset deltas 0, 1, 2, …", kerr.InvalidRecord, i, offsetDelta)
+		}
+		if int64(i) >= keepFrom {
+			if err := r.UnsafeReadFrom(rec); err != nil { // scanRecord read it: cannot fail
+				return nil, fmt.Errorf("%w: record %d does not decode: %v", ErrCorruptMessage, i, err)
+			}
+			kept = append(kept, decodedRecord(h, &r, true))
 		}
 	}
 	if len(raw) != 0 {
-		return fmt.Errorf("%w: %d bytes after the batch's %d records", kerr.InvalidRecord, len(raw), h.NumRecords)
+		return nil, fmt.Errorf("%w: %d bytes after the batch's %d records", kerr.InvalidRecord, len(raw), h.NumRecords)
 	}
-	return nil
+	return kept, nil
 }
 
-// recordSize is the encoded size of r, length prefix included: what
-// r.AppendTo would write, counted without writing it.
-func recordSize(r *kmsg.Record) int {
-	bytesLen := func(b []byte) int {
-		if b == nil {
-			return kbin.VarintLen(-1)
+// scanRecord reads one record's fields in kmsg.Record's order by kbin's
+// rules, and fails (ok false) exactly where kmsg.Record.UnsafeReadFrom
+// fails: a varint that is cut short or too long, a length past the record's
+// end (a negative length is a null), fewer bytes left than headers. It
+// returns the record's offset delta and its size as kmsg.Record.AppendTo
+// would write it (every varint minimal, a null as -1, a header key as a
+// string), without building a kmsg.Record: a produced batch holds thousands
+// of records, and decoding each was most of what a produce cost the broker.
+// FuzzScanRecord checks it against kmsg.
+func scanRecord(rec []byte) (offsetDelta int32, size int, ok bool) {
+	// Every 32-bit varint's minimal size is kbin.UvarintLen of its
+	// zigzag-encoded form, so fields are sized without decoding them.
+	u, n := uvarintShort(rec)
+	if n == 0 {
+		u, n = kbin.Uvarint(rec)
+	}
+	if n <= 0 || n >= len(rec) { // the length, then one byte of attributes
+		return 0, 0, false
+	}
+	size = kbin.UvarintLen(u) + 1
+	p := n + 1
+	if u, n = uvarintShort(rec[p:]); n > 0 { // the timestamp delta, a varlong
+		size += kbin.UvarintLen(u)
+	} else {
+		ts, m := kbin.Varlong(rec[p:])
+		if m <= 0 {
+			return 0, 0, false
 		}
-		return kbin.VarintLen(int32(len(b))) + len(b)
+		n = m
+		size += kbin.VarlongLen(ts)
 	}
-	n := 1 + kbin.VarlongLen(r.TimestampDelta64) + kbin.VarintLen(r.OffsetDelta) +
-		bytesLen(r.Key) + bytesLen(r.Value) + kbin.VarintLen(int32(len(r.Headers)))
-	for _, hd := range r.Headers {
-		n += kbin.VarintLen(int32(len(hd.Key))) + len(hd.Key) + bytesLen(hd.Value)
+	p += n
+	if u, n = uvarintShort(rec[p:]); n == 0 {
+		u, n = kbin.Uvarint(rec[p:])
 	}
-	return kbin.VarintLen(r.Length) + n
+	if n <= 0 {
+		return 0, 0, false
+	}
+	offsetDelta = int32(u>>1) ^ -int32(u&1)
+	size += kbin.UvarintLen(u)
+	p += n
+	if n, size, ok = skipBytes(rec, p, size); !ok { // key
+		return 0, 0, false
+	}
+	if p, size, ok = skipBytes(rec, n, size); !ok { // value
+		return 0, 0, false
+	}
+	if u, n = uvarintShort(rec[p:]); n == 0 {
+		u, n = kbin.Uvarint(rec[p:])
+	}
+	if n <= 0 {
+		return 0, 0, false
+	}
+	p += n
+	headers := int32(u>>1) ^ -int32(u&1)
+	if len(rec)-p < int(headers) { // kbin's VarintArrayLen: a byte at least per header
+		return 0, 0, false
+	}
+	size += kbin.VarintLen(max(headers, 0))
+	// A header key is a string: a negative length reads as "" and is
+	// written as 0, one byte either way, as skipBytes counts it.
+	for range 2 * max(headers, 0) {
+		if p, size, ok = skipBytes(rec, p, size); !ok {
+			return 0, 0, false
+		}
+	}
+	return offsetDelta, size, true
+}
+
+// skipBytes skips the varint-length bytes (negative: null) at rec[p:],
+// returning where they end and size plus their written size.
+func skipBytes(rec []byte, p, size int) (int, int, bool) {
+	u, n := uvarintShort(rec[p:])
+	if n == 0 {
+		u, n = kbin.Uvarint(rec[p:])
+	}
+	if n <= 0 {
+		return 0, 0, false
+	}
+	p += n
+	l := int32(u>>1) ^ -int32(u&1)
+	if l < 0 {
+		return p, size + 1, true // a null: -1, one byte
+	}
+	if int(l) > len(rec)-p {
+		return 0, 0, false
+	}
+	return p + int(l), size + kbin.UvarintLen(u) + int(l), true
+}
+
+// uvarintShort decodes a uvarint of one or two bytes (nearly every length
+// and delta in a batch) and inlines; n is 0 for any other, which callers
+// hand to kbin.Uvarint (at most 5 bytes, a value within 32 bits).
+func uvarintShort(b []byte) (u uint32, n int) {
+	if len(b) > 0 && b[0] < 0x80 {
+		return uint32(b[0]), 1
+	}
+	if len(b) > 1 && b[1] < 0x80 {
+		return uint32(b[0]&0x7f) | uint32(b[1])<<7, 2
+	}
+	return 0, 0
 }

@@ -6,9 +6,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
+	"reflect"
 	"testing"
 
 	"github.com/klauspost/compress/s2"
+	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -182,4 +184,120 @@ func FuzzValidateProducedBatch(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestDecodedTailsOwnTheirBytes checks that the tails validation and
+// CopyBatchTail decode match DecodeBatchTail in every codec, and stay intact
+// when the pooled buffer they were decompressed into is reused.
+func TestDecodedTailsOwnTheirBytes(t *testing.T) {
+	good := goodBatch()
+	body := good[batchHeaderSize:]
+	other := NewBatch([]Record{{Key: []byte("zzzzzzzz"), Value: bytes.Repeat([]byte("z"), 64), Timestamp: 20}})
+	otherSnappy := sealed(other, withRecords(2, s2.EncodeSnappy(nil, other[batchHeaderSize:])))
+	for name, b := range map[string][]byte{
+		"none":   good,
+		"gzip":   sealed(good, withRecords(1, gzipped(t, body))),
+		"snappy": sealed(good, withRecords(2, s2.EncodeSnappy(nil, body))),
+	} {
+		for _, tail := range []int{0, 2, 10} {
+			want, err := DecodeBatchTail(bytes.Clone(b), tail)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, validated, err := ValidateProducedBatchTail(b, tail)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			copied, err := CopyBatchTail(b, tail)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			// Decompress other batches into the pooled buffers.
+			for range 4 {
+				if _, _, err := ValidateProducedBatchTail(otherSnappy, 1); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := CopyBatchTail(otherSnappy, 1); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !reflect.DeepEqual(validated, want.Records) && !(len(validated) == 0 && len(want.Records) == 0) {
+				t.Errorf("%s tail %d: validation kept %#v, want %#v", name, tail, validated, want.Records)
+			}
+			if !reflect.DeepEqual(copied.Records, want.Records) {
+				t.Errorf("%s tail %d: CopyBatchTail %+v, want %+v", name, tail, copied.Records, want.Records)
+			}
+		}
+	}
+}
+
+// recordSize is the encoded size of r, length prefix included: what
+// r.AppendTo would write (the reference scanRecord is checked against).
+func recordSize(r *kmsg.Record) int {
+	bytesLen := func(b []byte) int {
+		if b == nil {
+			return kbin.VarintLen(-1)
+		}
+		return kbin.VarintLen(int32(len(b))) + len(b)
+	}
+	n := 1 + kbin.VarlongLen(r.TimestampDelta64) + kbin.VarintLen(r.OffsetDelta) +
+		bytesLen(r.Key) + bytesLen(r.Value) + kbin.VarintLen(int32(len(r.Headers)))
+	for _, hd := range r.Headers {
+		n += kbin.VarintLen(int32(len(hd.Key))) + len(hd.Key) + bytesLen(hd.Value)
+	}
+	return kbin.VarintLen(r.Length) + n
+}
+
+// FuzzScanRecord checks scanRecord against decoding with
+// kmsg.Record.UnsafeReadFrom and sizing the decoded record: both fail alike
+// and otherwise agree on the offset delta and the size.
+func FuzzScanRecord(f *testing.F) {
+	for _, r := range []Record{{Key: []byte("k"), Value: []byte("v0"), Timestamp: 10},
+		{Value: []byte("v1"), Headers: []kmsg.Header{{Key: "h", Value: []byte("1")}, {Key: "", Value: nil}}, Timestamp: 11},
+		{Value: bytes.Repeat([]byte("x"), 300), Timestamp: -5}} {
+		b := NewBatch([]Record{r})
+		f.Add(b[batchHeaderSize:])
+	}
+	f.Add([]byte{0x02, 0x00, 0x01, 0x02, 0x01, 0x01, 0x7f})       // null key and value, header count -64
+	f.Add([]byte{0x10, 0x00, 0x00, 0x00, 0x80, 0x00, 0x01, 0x00}) // a non-minimal varint
+	f.Add([]byte{0x80})                                           // a varint cut short
+	f.Fuzz(func(t *testing.T, rec []byte) {
+		offsetDelta, size, ok := scanRecord(rec)
+		var r kmsg.Record
+		err := r.UnsafeReadFrom(rec)
+		if ok != (err == nil) {
+			t.Fatalf("scanRecord ok %v, kmsg error %v", ok, err)
+		}
+		if ok && (offsetDelta != r.OffsetDelta || size != recordSize(&r)) {
+			t.Fatalf("scanRecord: offset delta %d size %d; kmsg: %d %d", offsetDelta, size, r.OffsetDelta, recordSize(&r))
+		}
+	})
+}
+
+// TestRecordLength checks shortLength against binary.Varint, and
+// uvarintShort against kbin.Uvarint, on every encoding of up to two bytes
+// and on longer and cut-short ones.
+func TestRecordLength(t *testing.T) {
+	var cases [][]byte
+	for a := range 256 {
+		cases = append(cases, []byte{byte(a)})
+		for b := range 256 {
+			cases = append(cases, []byte{byte(a), byte(b)})
+		}
+	}
+	cases = append(cases, nil, binary.AppendVarint(nil, 1<<20), binary.AppendVarint(nil, -1<<40), []byte{0x80, 0x80})
+	for _, c := range cases {
+		wv, wn := binary.Varint(c)
+		if v, n := shortLength(c); n > 0 && (v != wv || n != wn) {
+			t.Fatalf("% x: shortLength %d, %d; binary.Varint %d, %d", c, v, n, wv, wn)
+		}
+		if _, n := shortLength(c); n == 0 && len(c) == 1 && c[0] < 0x80 || n == 0 && len(c) == 2 && c[1] < 0x80 {
+			t.Fatalf("% x: shortLength passes a short varint on", c)
+		}
+		if u, n := uvarintShort(c); n > 0 {
+			if wu, wn := kbin.Uvarint(c); u != wu || n != wn {
+				t.Fatalf("% x: uvarintShort %d, %d; kbin.Uvarint %d, %d", c, u, n, wu, wn)
+			}
+		}
+	}
 }

@@ -165,6 +165,12 @@ type Broker struct {
 	// refresh asks the metadata goroutine to apply newer metadata, so a
 	// slow apply (a topic with many partitions) never delays heartbeats.
 	refresh chan struct{}
+	// decodes feeds decodeLoop (decoder.go); decodeMu guards the counts.
+	decodes         chan decodeJob
+	decodeMu        sync.Mutex
+	decodeBytes     int64
+	decodeDropped   int64
+	stoppedDecoding bool
 
 	mu               sync.Mutex
 	brokerEpoch      int64
@@ -187,7 +193,7 @@ func Start(cfg Config) (*Broker, error) {
 		return nil, errors.New("broker: Config needs Controller, Network and Clock")
 	}
 	logger := cfg.Logger.With("broker", cfg.ID)
-	b := &Broker{cfg: cfg, logger: logger, errLog: newLimitedLog(logger, errorLogInterval), refresh: make(chan struct{}, 1),
+	b := &Broker{cfg: cfg, logger: logger, errLog: newLimitedLog(logger, errorLogInterval), refresh: make(chan struct{}, 1), decodes: make(chan decodeJob, 256),
 		replicas: map[storage.TopicPartition]*replica{}, fetchers: map[int32]*fetcher{}}
 	var err error
 	b.dir, err = storage.OpenLogDir(cfg.LogDir, storage.Options{
@@ -238,6 +244,8 @@ func Start(cfg Config) (*Broker, error) {
 	go b.tickLoop()
 	go b.metadataLoop()
 	go b.watchLogDir()
+	b.wg.Add(1)
+	go b.decodeLoop()
 	return b, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"tidemark/events"
 	"tidemark/replication"
 	"tidemark/server/wire"
 	"tidemark/storage"
@@ -69,7 +70,9 @@ func (b *Broker) Produce(ctx context.Context, topic string, partition int32, ack
 	}
 	// Validate before the replica's lock: a batch that passes its CRC but
 	// does not decode would be replicated and stop every reader at its offset.
-	if _, err := storage.ValidateProducedBatch(records); err != nil {
+	// The same pass decodes the newest records for the append event.
+	h, tail, err := storage.ValidateProducedBatchTail(records, events.RecordWindow)
+	if err != nil {
 		return ProduceResult{Err: err, BaseOffset: -1, LastOffset: -1}
 	}
 	if timeout <= 0 {
@@ -77,7 +80,7 @@ func (b *Broker) Produce(ctx context.Context, topic string, partition int32, ack
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout+time.Second)
 	defer cancel()
-	return r.produce(ctx, acks, records, timeout)
+	return r.produce(ctx, acks, records, uiRecords(h, tail), timeout)
 }
 
 func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) kmsg.Response {
@@ -94,6 +97,28 @@ func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) km
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
+	// one produces to one partition and fills in its response.
+	one := func(out *kmsg.ProduceResponseTopicPartition, topic string, partition int32, records []byte) {
+		res := b.Produce(ctx, topic, partition, req.Acks, records, timeout)
+		out.BaseOffset, out.LogStartOffset = res.BaseOffset, -1
+		if r := b.replicaFor(topic, partition); r != nil {
+			out.LogStartOffset = r.log.LogStartOffset()
+		}
+		out.LogAppendTime = -1
+		if res.Err != nil {
+			out.ErrorCode = errorCode(res.Err)
+			out.BaseOffset = -1
+			if errors.Is(res.Err, kerr.InvalidRecord) || errors.Is(res.Err, kerr.CorruptMessage) ||
+				errors.Is(res.Err, kerr.UnsupportedCompressionType) {
+				msg := res.Err.Error() // v8+: the producer learns why
+				out.ErrorMessage = &msg
+			}
+		}
+	}
+	// Partitions are produced to in parallel; a request for one partition
+	// (a producer writing one hot partition) runs on the connection's
+	// goroutine, without a hand-off on every request.
+	single := len(req.Topics) == 1 && len(req.Topics[0].Partitions) == 1
 	for i, t := range req.Topics {
 		for j, p := range t.Partitions {
 			out := &resp.Topics[i].Partitions[j]
@@ -101,25 +126,15 @@ func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) km
 				out.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 				continue
 			}
+			if single {
+				one(out, t.Topic, p.Partition, p.Records)
+				continue
+			}
 			wg.Add(1)
-			go func(topic string, partition int32, records []byte) {
+			go func(out *kmsg.ProduceResponseTopicPartition, topic string, partition int32, records []byte) {
 				defer wg.Done()
-				res := b.Produce(ctx, topic, partition, req.Acks, records, timeout)
-				out.BaseOffset, out.LogStartOffset = res.BaseOffset, -1
-				if r := b.replicaFor(topic, partition); r != nil {
-					out.LogStartOffset = r.log.LogStartOffset()
-				}
-				out.LogAppendTime = -1
-				if res.Err != nil {
-					out.ErrorCode = errorCode(res.Err)
-					out.BaseOffset = -1
-					if errors.Is(res.Err, kerr.InvalidRecord) || errors.Is(res.Err, kerr.CorruptMessage) ||
-						errors.Is(res.Err, kerr.UnsupportedCompressionType) {
-						msg := res.Err.Error() // v8+: the producer learns why
-						out.ErrorMessage = &msg
-					}
-				}
-			}(t.Topic, p.Partition, p.Records)
+				one(out, topic, partition, records)
+			}(out, t.Topic, p.Partition, p.Records)
 		}
 	}
 	wg.Wait()
@@ -207,17 +222,23 @@ func (b *Broker) handleFetch(ctx context.Context, req *kmsg.FetchRequest) kmsg.R
 		timer := time.NewTimer(maxWait)
 		cases := make(chan struct{}, 1)
 		stop := make(chan struct{})
-		for _, fp := range parts {
-			go func(ch chan struct{}) {
-				select {
-				case <-ch:
+		if len(parts) == 1 {
+			// A fetch of one partition waits on it directly: one wake-up
+			// fewer between an append (or a HW move) and the answer.
+			cases = parts[0].waitOn
+		} else {
+			for _, fp := range parts {
+				go func(ch chan struct{}) {
 					select {
-					case cases <- struct{}{}:
-					default:
+					case <-ch:
+						select {
+						case cases <- struct{}{}:
+						default:
+						}
+					case <-stop:
 					}
-				case <-stop:
-				}
-			}(fp.waitOn)
+				}(fp.waitOn)
+			}
 		}
 		select {
 		case <-cases:

@@ -59,10 +59,13 @@ type replica struct {
 
 // outboxEvent is an event waiting for mu to be released. raw, when set, is
 // a just-appended record set whose newest records are decoded into the
-// event then, off the produce path's lock.
+// event then, off the replica's lock; when late is set too (a follower's
+// append) and the lab clock runs, they are decoded afterwards by the
+// broker's decoder and published as a KindRecords event, off the fetch path.
 type outboxEvent struct {
-	ev  events.Event
-	raw []byte
+	ev   events.Event
+	raw  []byte
+	late bool
 }
 
 // emit queues events for publishing at unlock. Callers hold r.mu.
@@ -80,13 +83,22 @@ func (r *replica) unlock(after []func()) {
 	r.mu.Unlock()
 	if len(out) > 0 {
 		evs := make([]events.Event, len(out))
+		var late []outboxEvent
+		running := !r.b.cfg.Clock.Paused() // a paused lab decodes in line, so its steps replay exactly
 		for i, o := range out {
 			evs[i] = o.ev
-			if o.raw != nil {
+			switch {
+			case o.raw == nil:
+			case o.late && running:
+				late = append(late, o)
+			default:
 				evs[i].Records = decodeForUI(o.raw)
 			}
 		}
 		r.b.publish(evs...)
+		for _, o := range late {
+			r.b.decodeLater(o.ev, o.raw)
+		}
 	}
 	runAll(after)
 }
@@ -409,7 +421,9 @@ type ProduceResult struct {
 // produce appends a record set as leader and waits as acks says: acks=0 and
 // acks=1 return after the append, acks=-1 once the HW passes the records or
 // the request times out.
-func (r *replica) produce(ctx context.Context, acks int16, records []byte, timeout time.Duration) ProduceResult {
+// ui is the batch's newest records for the append event, with offsets
+// relative to the batch (uiRecords).
+func (r *replica) produce(ctx context.Context, acks int16, records []byte, ui []events.Record, timeout time.Duration) ProduceResult {
 	r.mu.Lock()
 	if r.stopped {
 		r.mu.Unlock()
@@ -439,7 +453,12 @@ func (r *replica) produce(ctx context.Context, acks int16, records []byte, timeo
 	id := r.nextID
 	ch := make(chan replication.ProduceResult, 1)
 	r.waiters[id] = ch
-	r.outbox = append(r.outbox, outboxEvent{ev: r.appendEvent(info, epoch), raw: records})
+	ev := r.appendEvent(info, epoch)
+	for i := range ui {
+		ui[i].Offset += info.FirstOffset
+	}
+	ev.Records = ui
+	r.emit(ev)
 	err = r.rp.ProduceAppended(replication.ProduceRequest{ID: id, Acks: acks,
 		Batch:      replication.Batch{BaseOffset: info.FirstOffset, LastOffset: info.LastOffset, Epoch: epoch},
 		DeadlineMs: now + timeout.Milliseconds()})
@@ -481,25 +500,47 @@ func (r *replica) appendEvent(info storage.AppendInfo, epoch int32) events.Event
 	return ev
 }
 
-// decodeForUI decodes the newest records of a just-appended record set for
-// an event: only the last batches that hold the newest RecordWindow
-// records are decoded, so a large (compressed) produce costs little more
-// than its header walk.
-func decodeForUI(records []byte) []events.Record {
+// uiRecords turns the newest records of a produced batch, as validation
+// decoded them, into an append event's records: offsets stay relative to the
+// batch until the append assigns them, epochs are the batch's (the leader's
+// epoch once stamped).
+func uiRecords(h storage.BatchHeader, recs []storage.DecodedRecord) []events.Record {
+	out := make([]events.Record, len(recs))
+	for i, rec := range recs {
+		out[i] = events.Record{Offset: rec.Offset, LeaderEpoch: h.PartitionLeaderEpoch, Key: string(rec.Key), Value: string(rec.Value)}
+	}
+	return out
+}
+
+// uiTail returns the last batches of a record set that hold its newest
+// RecordWindow records: all the UI shows, and all decodeForUI reads.
+func uiTail(records []byte) []byte {
 	hs := storage.ScanBatchHeaders(records)
 	first, count := len(hs), int32(0)
 	for first > 0 && count < events.RecordWindow {
 		first--
 		count += hs[first].NumRecords
 	}
-	var pos int64
-	for _, h := range hs[:first] {
-		pos += h.Size()
+	var pos, end int64
+	for i, h := range hs {
+		if i < first {
+			pos += h.Size()
+		}
+		end += h.Size()
 	}
+	return records[pos:end]
+}
+
+// decodeForUI decodes the newest records of a just-appended record set for
+// an event: only the last batches that hold the newest RecordWindow
+// records are decoded, so a large (compressed) produce costs little more
+// than its header walk.
+func decodeForUI(records []byte) []events.Record {
+	tail := uiTail(records)
 	var out []events.Record
-	for _, h := range hs[first:] {
-		b, err := storage.DecodeBatchTail(records[pos:pos+h.Size()], events.RecordWindow)
-		pos += h.Size()
+	for _, h := range storage.ScanBatchHeaders(tail) {
+		b, err := storage.CopyBatchTail(tail[:h.Size()], events.RecordWindow)
+		tail = tail[h.Size():]
 		if err != nil {
 			continue
 		}

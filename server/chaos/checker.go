@@ -22,6 +22,10 @@ type Write struct {
 	// Attempts counts the produce requests that carried the value (an
 	// idempotent producer's retries resend the same batch).
 	Attempts int `json:"attempts"`
+	// AckedSeq is the bus sequence of the acknowledgement; 0 when not
+	// acked. Copies gone before it (an earlier attempt truncated) do not
+	// say how the acknowledged record was lost.
+	AckedSeq uint64 `json:"acked_seq,omitempty"`
 }
 
 // Removal names how a replica lost a copy of a record.
@@ -331,9 +335,16 @@ func explainLoss(w Write, cs []Copy, elections []Election) Loss {
 	if l.Copies == nil {
 		l.Copies = []Copy{}
 	}
-	l.Unsynced = len(cs) > 0
+	l.Unsynced = false
 	for _, c := range cs {
-		l.Unsynced = l.Unsynced && c.Removal == RemovedByPowerLoss
+		if w.AckedSeq > 0 && c.To != 0 && c.To <= w.AckedSeq {
+			continue // an earlier attempt's copy, gone before the acknowledgement
+		}
+		if c.Removal != RemovedByPowerLoss {
+			l.Unsynced = false
+			break
+		}
+		l.Unsynced = true
 	}
 	if len(cs) > 0 {
 		first := cs[0].From
@@ -361,15 +372,18 @@ func explainLoss(w Write, cs []Copy, elections []Election) Loss {
 // written at those offsets earlier and truncated before the old HW was
 // seen, or later, was never under that HW.
 func unsyncedBetween(cs []Copy, g Regression) bool {
+	// heldThen: a copy that existed when the old HW was seen.
+	heldThen := func(c Copy) bool { return c.From <= g.From.Seq && (c.To == 0 || c.To > g.From.Seq) }
 	values := map[string]bool{}
 	for _, c := range cs {
-		if c.Partition == g.Partition && c.Offset >= g.To.HW && c.Offset < g.From.HW && c.To != 0 &&
-			c.From <= g.From.Seq && c.To > g.From.Seq && c.To <= g.To.Seq {
+		if c.Partition == g.Partition && c.Offset >= g.To.HW && c.Offset < g.From.HW && heldThen(c) && c.To != 0 && c.To <= g.To.Seq {
 			values[c.Value] = true
 		}
 	}
+	// Every copy those records had then went in a power loss by the time
+	// the new HW was seen; copies written later (a retry) do not count.
 	for _, c := range cs {
-		if values[c.Value] && c.Removal != RemovedByPowerLoss {
+		if values[c.Value] && heldThen(c) && (c.To == 0 || c.To > g.To.Seq || c.Removal != RemovedByPowerLoss) {
 			return false
 		}
 	}

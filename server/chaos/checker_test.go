@@ -109,6 +109,21 @@ func TestCheckUnsyncedLoss(t *testing.T) {
 		t.Fatalf("other records at the same offset: %+v", c)
 	}
 	in.Copies = in.Copies[:len(in.Copies)-2]
+	// A retry of p1-1 written again after the regression, still held at
+	// the end, is not one of the copies the HW fell back over.
+	in.Copies = append(in.Copies, Copy{Value: "p1-1", Broker: 2, Offset: 0, From: 40, FromAction: 12, Action: -1})
+	if c := Check(in).Counts(); c.UnsyncedHWBackwards != 1 || c.HWBackwards != 0 {
+		t.Fatalf("a later retry of the same value: %+v", c)
+	}
+	in.Copies = in.Copies[:len(in.Copies)-1]
+	// A copy of an earlier attempt, truncated before the acknowledgement,
+	// does not make the acknowledged record's loss a real one.
+	in.Writes[0].AckedSeq = 5
+	in.Copies = append(in.Copies, Copy{Value: "p1-1", Broker: 2, Offset: 0, From: 1, To: 3, Removal: RemovedByTruncation})
+	if c := Check(in).Counts(); c.UnsyncedLost != 2 || c.Lost != 0 {
+		t.Fatalf("an earlier attempt's truncated copy: %+v", c)
+	}
+	in.Copies = in.Copies[:len(in.Copies)-1]
 	// One replica that truncated it instead makes it a real loss.
 	in.Copies[4].Removal = RemovedByTruncation
 	if c := Check(in).Counts(); c.Lost != 1 || c.UnsyncedLost != 1 || c.HWBackwards != 1 {

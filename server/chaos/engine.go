@@ -476,7 +476,7 @@ func (r *runner) produce(pr *producer, p int32) (string, error) {
 	for rep.Log().LogEndOffset() <= before {
 		select {
 		case res := <-pd.done:
-			r.answered(pd, res)
+			r.answered(pd, res, r.c.Bus().LastSeq())
 			return "answered", nil
 		default:
 		}
@@ -494,11 +494,11 @@ func (r *runner) produce(pr *producer, p int32) (string, error) {
 }
 
 // answered applies a produce's answer to its producer.
-func (r *runner) answered(pd *pending, res broker.ProduceResult) {
+func (r *runner) answered(pd *pending, res broker.ProduceResult, seq uint64) {
 	pr, b, p := pd.pr, pd.b, pd.b.w.Partition
 	pr.inflight[p] = nil
 	if res.Err == nil {
-		b.w.Acked, b.w.Offset, b.w.Error = true, res.BaseOffset, ""
+		b.w.Acked, b.w.Offset, b.w.Error, b.w.AckedSeq = true, res.BaseOffset, "", seq
 		pr.retry[p] = nil
 		return
 	}
@@ -601,10 +601,11 @@ func (r *runner) collect() error {
 	kept := r.pending[:0]
 	for _, pd := range r.pending {
 		decided := r.gen[pd.broker] != pd.gen
+		at := r.seq // when it was decided: its answer's event, or now
 		for _, e := range r.evs {
 			if (e.Kind == events.KindAck || e.Kind == events.KindProduceError) && e.Broker == pd.broker &&
 				e.Topic == Topic && e.Partition == pd.b.w.Partition && e.Offsets != nil && e.Offsets.Base == pd.offset {
-				decided = true
+				decided, at = true, e.Seq
 			}
 		}
 		if !decided {
@@ -613,7 +614,7 @@ func (r *runner) collect() error {
 		}
 		select {
 		case res := <-pd.done:
-			r.answered(pd, res)
+			r.answered(pd, res, at)
 		case <-time.After(handOff):
 			return fmt.Errorf("%w: the answer to %s (decided) never arrived", ErrRun, pd.b.w.Value)
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"tidemark/events"
 	"tidemark/server/controller"
 )
 
@@ -233,5 +234,49 @@ func TestFlushMessagesOneSurvivesPowerLoss(t *testing.T) {
 	l.finish()
 	for id := int32(1); id <= 3; id++ {
 		l.want(id, 3, 3, "m1", "m2", "m3")
+	}
+}
+
+// TestFollowerValuesDecodedLate: while the clock runs, a follower's append
+// event comes without values and its records' values follow in a
+// KindRecords event, decoded off the fetch path; the snapshot's lane for
+// the follower ends up with them.
+func TestFollowerValuesDecodedLate(t *testing.T) {
+	c := openRunning(t, 3)
+	if _, err := c.CreateTopic("late", 1, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Produce(context.Background(), "late", 0, -1, []Record{{Value: []byte("v1")}}, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		snap := c.Snapshot()
+		done := 0
+		for _, r := range snap.Partition("late", 0).ReplicaLogs {
+			for _, x := range r.Records {
+				if x.Offset == res.BaseOffset && x.Value == "v1" {
+					done++
+				}
+			}
+		}
+		if done == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("lanes hold v1 on %d of 3 replicas", done)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	evs, _ := c.Bus().Since(0, 0)
+	late := false
+	for _, e := range evs {
+		if e.Kind == events.KindRecords && e.Topic == "late" && e.Broker != res.Leader {
+			late = true
+		}
+	}
+	if !late {
+		t.Fatal("no follower's values came in a records event")
 	}
 }

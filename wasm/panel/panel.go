@@ -93,7 +93,7 @@ func (s *State) Handle(m events.Message) bool {
 				continue
 			}
 			s.Snap.Apply(e)
-			if !e.Kind.IsMessage() { // drawn in flight on the stage, not listed
+			if !e.Kind.Unlisted() { // drawn in flight on the stage, or late values: not listed
 				s.Recent = append(s.Recent, e)
 			}
 			s.Hist = append(s.Hist, e)
@@ -168,7 +168,7 @@ func (s *State) Back() {
 	}
 	// Messages change nothing: step over them to the change before.
 	skip := func() {
-		for s.Pos > 0 && s.Hist[s.Pos-1].Kind.IsMessage() {
+		for s.Pos > 0 && s.Hist[s.Pos-1].Kind.Unlisted() {
 			s.Pos--
 		}
 	}
@@ -184,7 +184,7 @@ func (s *State) Forward() {
 		return
 	}
 	s.Pos++
-	for s.Pos < len(s.Hist) && s.Hist[s.Pos-1].Kind.IsMessage() {
+	for s.Pos < len(s.Hist) && s.Hist[s.Pos-1].Kind.Unlisted() {
 		s.Pos++
 	}
 	if s.Pos >= len(s.Hist) {
