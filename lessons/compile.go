@@ -99,17 +99,20 @@ func (e *Env) query(q Query) (Value, error) {
 }
 
 // eval decides a condition; got is what its queries found, for people.
-func (e *Env) eval(c Cond) (bool, Text, error) {
+func (e *Env) eval(c Cond) (bool, Text, error) { return evalWith(c, e.query) }
+
+// evalWith decides a condition with the queries of one back-end.
+func evalWith(c Cond, query func(Query) (Value, error)) (bool, Text, error) {
 	all := true
 	var got []Text
 	for _, t := range c.Terms {
-		v, err := e.query(t.Q)
+		v, err := query(t.Q)
 		if err != nil {
 			return false, Text{}, err
 		}
 		want := str(t.Want)
 		if t.WantQ != nil {
-			if want, err = e.query(*t.WantQ); err != nil {
+			if want, err = query(*t.WantQ); err != nil {
 				return false, Text{}, err
 			}
 		}

@@ -22,6 +22,8 @@ import (
 //	brokers 3                 the size of the lesson's fresh cluster
 //	fencing zookeeper         the controller's fencing rule (default kraft-elr)
 //	concepts LEO, HW          what it teaches, comma-separated
+//	backends cluster rules    where the file runs: the lab cluster (default)
+//	                          and/or the pure rules (replication/rulestest)
 //	title / summary           texts of the lesson
 //	setup                     actions before the first step (do lines)
 //	step                      a new step; then title, explain, question,
@@ -45,6 +47,12 @@ import (
 // QUERY OP VALUE with OP one of == != < <= > >= has lacks, VALUE a literal
 // (a list is written [m1 m2], an error by its Kafka name, none for no
 // error, yes/no for a truth) or {QUERY}.
+//
+// A scenario is a file of the same language that tests rather than
+// teaches: it starts with "scenario NAME" instead of "lesson ID", needs no
+// part, titles, summary or explanations, a check may go without texts (its
+// condition names it), and "fencing" may list several rules: RunScenario
+// plays it once per rule and per back-end.
 
 // Parts are the sections of the learning path, in order.
 var Parts = []string{"storage", "replication", "failures", "delivery", "comparisons"}
@@ -72,6 +80,20 @@ type Script struct {
 	Summary  Text
 	Setup    []Action
 	Steps    []ScriptStep
+	// Scenario: a test, not a lesson (see above).
+	Scenario bool
+	// Backends are where the file runs (BackendCluster, BackendRules).
+	Backends []string
+	// Fencings are a scenario's fencing rules, each run in turn.
+	Fencings []string
+}
+
+// RunsOn reports whether the file runs on back-end b.
+func (s *Script) RunsOn(b string) bool {
+	if len(s.Backends) == 0 {
+		return b == BackendCluster
+	}
+	return slices.Contains(s.Backends, b)
 }
 
 // ScriptStep is one step of a Script.
@@ -134,6 +156,7 @@ func (q Query) String() string { return strings.TrimSpace(q.Name + " " + strings
 
 var (
 	idPattern     = regexp.MustCompile(`^(\d{2})-[a-z0-9][a-z0-9-]*$`)
+	namePattern   = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
 	placeholderRe = regexp.MustCompile(`\{[^{}]*\}`)
 	ops           = []string{"==", "!=", "<=", ">=", "<", ">", "has", "lacks"}
 )
@@ -211,6 +234,9 @@ func (p *parser) closeSlot() error {
 		return nil
 	}
 	p.slot = nil
+	if p.s.Scenario && len(s.seen) == 0 && s.t.En != "" {
+		return nil // a scenario's check named by its condition
+	}
 	for _, l := range i18n.Languages() {
 		if !s.seen[l] {
 			return p.errf(s.line, "%s has no %s text (add a line \"%s: …\")", s.what, l, l)
@@ -285,7 +311,7 @@ func (p *parser) line(n int, raw string) error {
 	}
 	header := p.step == nil && !p.inSet
 	switch kw {
-	case "lesson", "part", "builds-on", "brokers", "fencing", "concepts", "summary":
+	case "lesson", "scenario", "part", "builds-on", "brokers", "fencing", "concepts", "summary", "backends":
 		if !header {
 			return p.errf(n, "%s belongs to the lesson's header, before setup and the first step", kw)
 		}
@@ -376,7 +402,14 @@ func (p *parser) line(n int, raw string) error {
 			return err
 		}
 		st.Items = append(st.Items, Item{Line: n, Check: &c})
-		return p.open(n, "check", &st.Items[len(st.Items)-1].Name)
+		it := &st.Items[len(st.Items)-1]
+		if err := p.open(n, "check", &it.Name); err != nil {
+			return err
+		}
+		if p.s.Scenario {
+			it.Name = T(rest, rest, rest)
+		}
+		return nil
 	}
 	return p.errf(n, "unknown keyword %q", kw)
 }
@@ -396,6 +429,24 @@ func (p *parser) header(n int, kw, rest string) error {
 		}
 		p.s.ID = rest
 		p.s.Number, _ = strconv.Atoi(m[1])
+	case "scenario":
+		if !namePattern.MatchString(rest) {
+			return p.errf(n, "scenario name %q: want lowercase words joined by dashes", rest)
+		}
+		if p.s.ID != "" {
+			return p.errf(n, "a second id")
+		}
+		p.s.ID, p.s.Scenario = rest, true
+	case "backends":
+		for _, b := range strings.Fields(rest) {
+			if b != BackendCluster && b != BackendRules {
+				return p.errf(n, "backend %q: want %s or %s", b, BackendCluster, BackendRules)
+			}
+			p.s.Backends = append(p.s.Backends, b)
+		}
+		if p.s.RunsOn(BackendRules) && (len(p.s.Setup) > 0 || len(p.s.Steps) > 0) {
+			return p.errf(n, "backends belongs before setup")
+		}
 	case "part":
 		if !slices.Contains(Parts, rest) {
 			return p.errf(n, "part %q: want one of %s", rest, strings.Join(Parts, ", "))
@@ -415,10 +466,16 @@ func (p *parser) header(n int, kw, rest string) error {
 		}
 		p.s.Brokers = b
 	case "fencing":
-		if !slices.Contains(fencingRules, rest) {
-			return p.errf(n, "fencing %q: want one of %s", rest, strings.Join(fencingRules, ", "))
+		rules := strings.Fields(rest)
+		if len(rules) > 1 && !p.s.Scenario {
+			return p.errf(n, "a lesson has one fencing rule (a scenario may list several)")
 		}
-		p.s.Fencing = rest
+		for _, r := range rules {
+			if !slices.Contains(fencingRules, r) {
+				return p.errf(n, "fencing %q: want one of %s", r, strings.Join(fencingRules, ", "))
+			}
+		}
+		p.s.Fencing, p.s.Fencings = rules[0], rules
 	case "concepts":
 		for c := range strings.SplitSeq(rest, ",") {
 			if c = strings.TrimSpace(c); c != "" {
@@ -437,6 +494,12 @@ var fencingRules = []string{"kraft-elr", "kraft", "zookeeper"}
 func (p *parser) endStep() error {
 	st := p.step
 	if st == nil {
+		return nil
+	}
+	if p.s.Scenario {
+		if len(st.Items) == 0 {
+			return p.errf(st.Line, "step does nothing: add do, say or check lines")
+		}
 		return nil
 	}
 	switch {
@@ -477,6 +540,10 @@ func (p *parser) finish(n int) error {
 		return p.errf(n, "no lesson line: the file must name its id (lesson 07-hw)")
 	case s.Brokers == 0:
 		return p.errf(n, "no brokers line")
+	case s.Scenario && len(s.Steps) == 0:
+		return p.errf(n, "no steps")
+	case s.Scenario:
+		return nil
 	case s.Part == "":
 		return p.errf(n, "no part line")
 	case s.Title.En == "":
@@ -498,6 +565,9 @@ func (p *parser) action(n int, rest string) (Action, error) {
 	spec, ok := actions[a.Name]
 	if !ok {
 		return a, p.errf(n, "unknown action %q (known: %s)", a.Name, strings.Join(actionNames(), ", "))
+	}
+	if p.s.RunsOn(BackendRules) && rulesActions[a.Name] == nil {
+		return a, p.errf(n, "action %s does not run on the rules (known there: %s); drop %s from backends", a.Name, strings.Join(sortedKeys(rulesActions), ", "), BackendRules)
 	}
 	if err := p.checkArgs(spec.args, spec.keys, a.Args); err != nil {
 		return a, p.errf(n, "%s: %v (usage: do %s %s)", a.Name, err, a.Name, spec.args)
@@ -553,6 +623,9 @@ func (p *parser) checkQuery(q Query) error {
 	spec, ok := queries[q.Name]
 	if !ok {
 		return fmt.Errorf("unknown query %q (known: %s)", q.Name, strings.Join(queryNames(), ", "))
+	}
+	if p.s.RunsOn(BackendRules) && rulesQueries[q.Name] == nil {
+		return fmt.Errorf("query %s does not run on the rules (known there: %s); drop %s from backends", q.Name, strings.Join(sortedKeys(rulesQueries), ", "), BackendRules)
 	}
 	if err := p.checkArgs(spec.args, nil, q.Args); err != nil {
 		return fmt.Errorf("%s: %v (usage: %s %s)", q.Name, err, q.Name, spec.args)

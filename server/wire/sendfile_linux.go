@@ -2,13 +2,8 @@ package wire
 
 import (
 	"fmt"
-	"sync/atomic"
 	"syscall"
 )
-
-// sendfileRegions counts regions sent with sendfile(2), so tests can tell
-// zero copy from the fallback.
-var sendfileRegions atomic.Int64
 
 // sendFileRegion sends r to the socket behind raw with sendfile(2), passing
 // an explicit offset so the file's shared position is neither used nor moved
@@ -28,6 +23,7 @@ func sendFileRegion(raw syscall.RawConn, r FileRegion) (handled bool, err error)
 		werr := raw.Write(func(sfd uintptr) bool {
 			for left > 0 {
 				n, err := syscall.Sendfile(int(sfd), int(ffd), &off, int(min(left, 1<<30)))
+				sendfileCalls.Add(1)
 				if n > 0 {
 					left -= int64(n)
 				}
@@ -60,5 +56,6 @@ func sendFileRegion(raw syscall.RawConn, r FileRegion) (handled bool, err error)
 		return false, nil
 	}
 	sendfileRegions.Add(1)
+	sendfileBytes.Add(r.Length - left)
 	return true, sendErr
 }

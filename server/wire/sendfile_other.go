@@ -2,13 +2,7 @@
 
 package wire
 
-import (
-	"sync/atomic"
-	"syscall"
-)
-
-// sendfileRegions stays 0: there is no sendfile path here.
-var sendfileRegions atomic.Int64
+import "syscall"
 
 // sendFileRegion is not available off Linux; regions are copied instead.
 func sendFileRegion(syscall.RawConn, FileRegion) (handled bool, err error) {

@@ -226,6 +226,7 @@ func (w *responseWriter) writeRegion(r FileRegion) error {
 
 // copyRegion sends r by reading it into memory and writing it.
 func (w *responseWriter) copyRegion(r FileRegion) error {
+	copiedRegions.Add(1)
 	if w.copyBuf == nil {
 		w.copyBuf = make([]byte, copyBufSize)
 	}
@@ -233,7 +234,10 @@ func (w *responseWriter) copyRegion(r FileRegion) error {
 	for left > 0 {
 		chunk := w.copyBuf[:min(left, int64(len(w.copyBuf)))]
 		n, err := r.File.ReadAt(chunk, off)
+		copySyscalls.Add(1)
 		if n > 0 {
+			copySyscalls.Add(1)
+			copiedBytes.Add(int64(n))
 			if _, werr := w.c.Write(chunk[:n]); werr != nil {
 				return werr
 			}

@@ -1,0 +1,375 @@
+package lessons
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"tidemark/replication"
+	"tidemark/replication/rulestest"
+)
+
+// The pure rules' back-end: the same actions and queries, played on
+// rulestest.Cluster (replication.Partition state machines with in-memory
+// logs and a tiny ZooKeeper-era controller) instead of a lab cluster. Each
+// topic is its own rulestest.Cluster with every broker as a replica of its
+// one partition, so a script can tell two truncation rules side by side.
+// Only the vocabulary below exists here; a script that runs on the rules
+// says so (backends rules cluster) and the parser refuses an action or a
+// query this back-end lacks.
+
+// Back-ends a scenario runs on.
+const (
+	BackendCluster = "cluster"
+	BackendRules   = "rules"
+)
+
+// rulesSession is broker.session.timeout.ms in the lab (its default):
+// the rules' controller notices a stopped broker once it passed.
+const rulesSession = 2 * time.Second
+
+// rulesEnv is one run of a script on the rules.
+type rulesEnv struct {
+	brokers int
+	topics  map[string]*rulestest.Cluster
+	order   []string                    // topics in creation order
+	log     map[string]*strings.Builder // each topic's transcript
+	now     time.Duration
+	// downSince: brokers stopped that the controller has not noticed yet.
+	downSince map[int32]time.Duration
+	sent      map[string]bool
+}
+
+func newRulesEnv(brokers int) *rulesEnv {
+	return &rulesEnv{brokers: brokers, topics: map[string]*rulestest.Cluster{}, log: map[string]*strings.Builder{},
+		downSince: map[int32]time.Duration{}, sent: map[string]bool{}}
+}
+
+func (r *rulesEnv) topic(name string) (*rulestest.Cluster, error) {
+	c := r.topics[name]
+	if c == nil {
+		return nil, fmt.Errorf("no topic %s", name)
+	}
+	return c, nil
+}
+
+// each runs f on every topic's cluster, in creation order.
+func (r *rulesEnv) each(f func(c *rulestest.Cluster) error) error {
+	for _, t := range r.order {
+		if err := f(r.topics[t]); err != nil {
+			return fmt.Errorf("topic %s: %w", t, err)
+		}
+	}
+	return nil
+}
+
+func (r *rulesEnv) run(cmd string, args ...string) error {
+	pos, kv := rulestest.ParseArgs(args)
+	return r.each(func(c *rulestest.Cluster) error { return c.Run(cmd, pos, kv) })
+}
+
+// lanes is every topic's transcript and lanes, for a failing scenario.
+func (r *rulesEnv) lanes() string {
+	var b strings.Builder
+	for _, t := range r.order {
+		fmt.Fprintf(&b, "topic %s:\n%s\n%s\n", t, strings.TrimRight(r.log[t].String(), "\n"), r.topics[t].Lanes())
+	}
+	return b.String()
+}
+
+// check runs the harness's invariants; a structural one broken fails.
+func (r *rulesEnv) check() error {
+	return r.each(func(c *rulestest.Cluster) error {
+		c.Check()
+		if errs := c.Errs(); len(errs) > 0 {
+			return fmt.Errorf("invariant broken: %s", strings.Join(errs, "; "))
+		}
+		return nil
+	})
+}
+
+type rulesAction func(r *rulesEnv, a []string, opt map[string]string) error
+
+type rulesQuery func(r *rulesEnv, a []string) (Value, error)
+
+var rulesActions map[string]rulesAction
+
+var rulesQueries map[string]rulesQuery
+
+func rulesProduce(r *rulesEnv, topic, value, acks string) error {
+	r.sent[value] = true
+	return r.topics[topic].Run("produce", nil, map[string]string{"value": value, "acks": acks})
+}
+
+func rulesResult(r *rulesEnv, a []string) (*rulestest.ProduceResult, error) {
+	c, err := r.topic(a[0])
+	if err != nil {
+		return nil, err
+	}
+	res := c.Result(a[1])
+	if res == nil {
+		return nil, fmt.Errorf("%s was never sent to %s", a[1], a[0])
+	}
+	return res, nil
+}
+
+func rulesStatus(f func(s replication.Status) int64) rulesQuery {
+	return func(r *rulesEnv, a []string) (Value, error) {
+		c, err := r.topic(a[1])
+		if err != nil {
+			return Value{}, err
+		}
+		st, ok := c.Status(id(a[0]))
+		if !ok {
+			return str("down"), nil
+		}
+		return num(f(st)), nil
+	}
+}
+
+func rulesMeta(f func(m replication.PartitionState) Value) rulesQuery {
+	return func(r *rulesEnv, a []string) (Value, error) {
+		c, err := r.topic(a[0])
+		if err != nil {
+			return Value{}, err
+		}
+		return f(c.Meta()), nil
+	}
+}
+
+// rulesValues is what a replica's log holds; nothing when it is down, as
+// on the lab (whose query reads the running replica).
+func rulesValues(r *rulesEnv, broker int32, topic string) ([]string, error) {
+	c, err := r.topic(topic)
+	if err != nil {
+		return nil, err
+	}
+	if !c.Up(broker) {
+		return nil, nil
+	}
+	return c.Values(broker), nil
+}
+
+func init() {
+	rulesActions = map[string]rulesAction{
+		"create-topic": func(r *rulesEnv, a []string, opt map[string]string) error {
+			if r.topics[a[0]] != nil {
+				return fmt.Errorf("topic %s exists", a[0])
+			}
+			kv := map[string]string{}
+			for k, v := range opt {
+				switch k {
+				case "rf":
+					if v != strconv.Itoa(r.brokers) {
+						return fmt.Errorf("the rules back-end replicates to every broker: rf=%s, want %d", v, r.brokers)
+					}
+				case "partitions":
+					if v != "1" {
+						return fmt.Errorf("the rules back-end has one partition per topic")
+					}
+				case "min.insync.replicas":
+					kv["min-isr"] = v
+				case "unclean.leader.election.enable":
+					kv["unclean"] = v
+				case "truncation.rule":
+					kv["rule"] = v
+				default:
+					return fmt.Errorf("the rules back-end has no topic config %s", k)
+				}
+			}
+			c := rulestest.New(r.brokers, replication.DefaultConfig(), false)
+			c.ExplicitCheckpoints = true
+			r.log[a[0]] = &strings.Builder{}
+			c.SetOutput(r.log[a[0]])
+			if err := c.SetConfig(kv); err != nil {
+				return err
+			}
+			r.topics[a[0]] = c
+			r.order = append(r.order, a[0])
+			return nil
+		},
+		"produce": func(r *rulesEnv, a []string, opt map[string]string) error {
+			acks := opt["acks"]
+			if acks == "" {
+				acks = "1"
+			}
+			return rulesProduce(r, a[0], a[1], acks)
+		},
+		"send": func(r *rulesEnv, a []string, _ map[string]string) error { return rulesProduce(r, a[0], a[1], "all") },
+		"await": func(r *rulesEnv, a []string, _ map[string]string) error {
+			// The rules answer within the fetch that decides; nothing waits.
+			for _, v := range a[1:] {
+				res, err := rulesResult(r, []string{a[0], v})
+				if err != nil {
+					return err
+				}
+				if !res.Answered {
+					return fmt.Errorf("await %s: the producer of %s is still waiting (no fetch has acknowledged it)", a[0], v)
+				}
+			}
+			return nil
+		},
+		"fetch": func(r *rulesEnv, a []string, _ map[string]string) error {
+			for _, b := range a {
+				if err := r.each(func(c *rulestest.Cluster) error {
+					if st, ok := c.Status(id(b)); ok && st.Role == replication.RoleFollower {
+						return c.Run("fetch", []string{b}, nil)
+					}
+					return nil
+				}); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		"settle":  func(r *rulesEnv, _ []string, _ map[string]string) error { return r.run("sync") },
+		"crash":   func(r *rulesEnv, a []string, _ map[string]string) error { return r.kill(a, false) },
+		"restart": func(r *rulesEnv, a []string, _ map[string]string) error { return r.start(a) },
+		"power-loss": func(r *rulesEnv, a []string, _ map[string]string) error {
+			return r.kill(a, true)
+		},
+		"step": func(r *rulesEnv, a []string, _ map[string]string) error {
+			d, _ := time.ParseDuration(a[0])
+			r.now += d
+			if err := r.run("tick", strconv.FormatInt(d.Milliseconds(), 10)); err != nil {
+				return err
+			}
+			// The controller notices the brokers whose session expired.
+			var lost []int32
+			for b, since := range r.downSince {
+				if r.now-since >= rulesSession {
+					lost = append(lost, b)
+				}
+			}
+			slices.Sort(lost)
+			for _, b := range lost {
+				delete(r.downSince, b)
+				_ = r.each(func(c *rulestest.Cluster) error { c.Lost(b); return nil })
+			}
+			return nil
+		},
+		"checkpoint": func(r *rulesEnv, a []string, _ map[string]string) error {
+			return r.each(func(c *rulestest.Cluster) error {
+				for _, b := range ids(a) {
+					c.Checkpoint(b)
+				}
+				return nil
+			})
+		},
+		"flush": func(r *rulesEnv, a []string, _ map[string]string) error {
+			for _, b := range a {
+				if err := r.run("flush", b); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		"alter": func(r *rulesEnv, a []string, _ map[string]string) error {
+			c, err := r.topic(a[0])
+			if err != nil {
+				return err
+			}
+			key := map[string]string{"min.insync.replicas": "min-isr", "unclean.leader.election.enable": "unclean", "truncation.rule": "rule"}[a[1]]
+			if key == "" {
+				return fmt.Errorf("the rules back-end has no topic config %s", a[1])
+			}
+			return c.SetConfig(map[string]string{key: a[2]})
+		},
+		// lanes, say and the pointers show the lab's panel; on the rules
+		// the transcript holds everything.
+		"lanes":           func(*rulesEnv, []string, map[string]string) error { return nil },
+		"point-log":       func(*rulesEnv, []string, map[string]string) error { return nil },
+		"point-truncated": func(*rulesEnv, []string, map[string]string) error { return nil },
+		"point-replica":   func(*rulesEnv, []string, map[string]string) error { return nil },
+	}
+	rulesQueries = map[string]rulesQuery{
+		"leo": rulesStatus(func(s replication.Status) int64 { return s.LogEndOffset }),
+		"hw":  rulesStatus(func(s replication.Status) int64 { return s.HighWatermark }),
+		"values": func(r *rulesEnv, a []string) (Value, error) {
+			v, err := rulesValues(r, id(a[0]), a[1])
+			return list(v), err
+		},
+		"value-at": func(r *rulesEnv, a []string) (Value, error) {
+			v, err := rulesValues(r, id(a[0]), a[1])
+			off, _ := strconv.Atoi(a[2])
+			if err != nil || off < 0 || off >= len(v) {
+				return str("none"), err
+			}
+			return str(v[off]), nil
+		},
+		"leader-values": func(r *rulesEnv, a []string) (Value, error) {
+			c, err := r.topic(a[0])
+			if err != nil {
+				return Value{}, err
+			}
+			v, err := rulesValues(r, c.Meta().Leader, a[0])
+			return list(v), err
+		},
+		"isr":          rulesMeta(func(m replication.PartitionState) Value { return ints32(m.ISR) }),
+		"replicas":     rulesMeta(func(m replication.PartitionState) Value { return ints32(m.Replicas) }),
+		"leader":       rulesMeta(func(m replication.PartitionState) Value { return num(int64(m.Leader)) }),
+		"leader-epoch": rulesMeta(func(m replication.PartitionState) Value { return num(int64(m.LeaderEpoch)) }),
+		"answered": func(r *rulesEnv, a []string) (Value, error) {
+			res, err := rulesResult(r, a)
+			if err != nil {
+				return Value{}, err
+			}
+			return truth(res.Answered), nil
+		},
+		"acked": func(r *rulesEnv, a []string) (Value, error) {
+			res, err := rulesResult(r, a)
+			if err != nil {
+				return Value{}, err
+			}
+			return truth(res.Answered && res.Err == nil), nil
+		},
+		"error": func(r *rulesEnv, a []string) (Value, error) {
+			res, err := rulesResult(r, a)
+			if err != nil {
+				return Value{}, err
+			}
+			return errValue(res.Err), nil
+		},
+		"offset": func(r *rulesEnv, a []string) (Value, error) {
+			res, err := rulesResult(r, a)
+			if err != nil {
+				return Value{}, err
+			}
+			if !res.Answered || res.Err != nil {
+				return num(-1), nil
+			}
+			return num(res.Offset), nil
+		},
+		"running": func(r *rulesEnv, a []string) (Value, error) {
+			up := true
+			_ = r.each(func(c *rulestest.Cluster) error { up = up && c.Up(id(a[0])); return nil })
+			return truth(up), nil
+		},
+	}
+}
+
+// kill stops brokers at once; the controller notices after the session
+// timeout (step), as on the lab.
+func (r *rulesEnv) kill(a []string, powerLoss bool) error {
+	for _, b := range ids(a) {
+		if err := r.each(func(c *rulestest.Cluster) error { return c.Kill(b, powerLoss) }); err != nil {
+			return err
+		}
+		r.downSince[b] = r.now
+	}
+	return nil
+}
+
+// start boots stopped brokers; one back within its session keeps its ISR
+// place (the ZooKeeper-era rule).
+func (r *rulesEnv) start(a []string) error {
+	for _, b := range ids(a) {
+		delete(r.downSince, b)
+		if err := r.each(func(c *rulestest.Cluster) error { return c.Start(b) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}

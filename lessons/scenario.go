@@ -1,0 +1,168 @@
+package lessons
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"tidemark/server/broker"
+	"tidemark/server/cluster"
+	"tidemark/server/controller"
+)
+
+// ScenarioRun names one play of a scenario: a back-end and a fencing rule.
+type ScenarioRun struct {
+	Backend string
+	Fencing string
+}
+
+func (r ScenarioRun) String() string { return r.Backend + "/" + r.Fencing }
+
+// Runs lists the plays a script asks for: each back-end it runs on under
+// each of its fencing rules. The rules' controller is the ZooKeeper-era
+// one, so the rules back-end plays only under fencing zookeeper.
+func (s *Script) Runs() []ScenarioRun {
+	fencings := s.Fencings
+	if len(fencings) == 0 {
+		fencings = []string{controller.FencingKRaftELR.String()}
+	}
+	var out []ScenarioRun
+	for _, b := range []string{BackendRules, BackendCluster} {
+		if !s.RunsOn(b) {
+			continue
+		}
+		for _, f := range fencings {
+			if b == BackendRules && f != controller.FencingZooKeeper.String() {
+				continue
+			}
+			out = append(out, ScenarioRun{b, f})
+		}
+	}
+	return out
+}
+
+// ScenarioError is a scenario that failed: where, why, and the lanes as
+// text (each replica's log, LEO and HW, and the controller's view).
+type ScenarioError struct {
+	File  string
+	Line  int
+	Run   ScenarioRun
+	Msg   string
+	Lanes string
+}
+
+func (e *ScenarioError) Error() string {
+	return fmt.Sprintf("%s:%d (%s): %s\n--- lanes:\n%s", e.File, e.Line, e.Run, e.Msg, e.Lanes)
+}
+
+// RunScenario plays a script once: its setup and every step's actions in
+// order on the back-end, each check required to hold (a lesson's
+// predictions are not asked). dir holds the lab cluster's data (the
+// cluster back-end only). The first failure is a *ScenarioError.
+func RunScenario(ctx context.Context, s *Script, run ScenarioRun, dir string) error {
+	var items []Item
+	for _, a := range s.Setup {
+		items = append(items, Item{Line: a.Line, Action: &a})
+	}
+	for _, st := range s.Steps {
+		items = append(items, st.Items...)
+	}
+	fail := func(line int, lanes string, format string, a ...any) error {
+		return &ScenarioError{File: s.File, Line: line, Run: run, Msg: fmt.Sprintf(format, a...), Lanes: lanes}
+	}
+	switch run.Backend {
+	case BackendRules:
+		r := newRulesEnv(s.Brokers)
+		query := func(q Query) (Value, error) { return rulesQueries[q.Name](r, q.Args) }
+		for _, it := range items {
+			switch {
+			case it.Action != nil:
+				args, opt := splitArgs(*it.Action)
+				if err := rulesActions[it.Action.Name](r, args, opt); err != nil {
+					return fail(it.Line, r.lanes(), "do %s: %v", it.Action.Name, err)
+				}
+				if err := r.check(); err != nil {
+					return fail(it.Line, r.lanes(), "%v", err)
+				}
+			case it.Check != nil:
+				ok, got, err := evalWith(*it.Check, query)
+				if err != nil || !ok {
+					return fail(it.Line, r.lanes(), "check %s: got %s %v", it.Name.En, got.En, errOrEmpty(err))
+				}
+			}
+		}
+		return nil
+	case BackendCluster:
+		rule, err := controller.ParseFencingRule(run.Fencing)
+		if err != nil {
+			return err
+		}
+		// The HW checkpoint is written only when the script says so, so
+		// that the KIP-101 timings are exact (as in a lesson run).
+		c, err := cluster.Open(cluster.Options{DataDir: dir, Brokers: s.Brokers, Paused: true, FencingRule: &rule,
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Broker: broker.Config{HighWatermarkCheckpointInterval: time.Hour}})
+		if err != nil {
+			return err
+		}
+		ctx, cancel := context.WithCancel(ctx)
+		e := newEnv(ctx, c, func() time.Duration { return 0 })
+		// Produces still waiting end with the run: cancel, close, wait.
+		defer e.wg.Wait()
+		defer c.Close()
+		defer cancel()
+		for _, it := range items {
+			if err := e.item(it); err != nil {
+				return fail(it.Line, clusterLanes(e, s), "%v", err)
+			}
+			if n := len(e.out.Checks); it.Check != nil && n > 0 && !e.out.Checks[n-1].Pass {
+				return fail(it.Line, clusterLanes(e, s), "check %s: got %s", it.Name.En, e.out.Checks[n-1].Got.En)
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown back-end %q", run.Backend)
+}
+
+func errOrEmpty(err error) string {
+	if err == nil {
+		return ""
+	}
+	return "(" + err.Error() + ")"
+}
+
+// splitArgs separates an action's key=value options from its arguments,
+// as Env.do does.
+func splitArgs(a Action) ([]string, map[string]string) {
+	var args []string
+	opt := map[string]string{}
+	keys := actions[a.Name].keys
+	for _, x := range a.Args {
+		if k, v, ok := strings.Cut(x, "="); ok && len(keys) > 0 {
+			opt[k] = v
+			continue
+		}
+		args = append(args, x)
+	}
+	return args, opt
+}
+
+// clusterLanes is the lab cluster's lanes of every topic the script
+// creates, in English.
+func clusterLanes(e *Env, s *Script) string {
+	saved := e.out
+	e.out = Outcome{}
+	var b strings.Builder
+	for _, a := range s.Setup {
+		if a.Name == "create-topic" {
+			e.sayLanes(a.Args[0])
+		}
+	}
+	for _, t := range e.out.Says {
+		fmt.Fprintln(&b, t.En)
+	}
+	e.out = saved
+	return b.String()
+}

@@ -1,0 +1,968 @@
+// Package rulestest is the pure rules' lab: a small cluster of
+// replication.Partition state machines with in-memory logs and a tiny
+// controller. It runs the replication package's testdata scripts and is
+// the "rules" back-end of the lesson runner (package lessons), so the same
+// scenario file runs against the rules alone and against the real lab
+// cluster.
+//
+// Commands (Cluster.Run):
+//
+//	config [min-isr=] [rule=] [unclean=] [lag=]              change topic configs at run time
+//	produce value=V [acks=all|1|0] [timeout=MS] [to=N]      a client produce (to the leader by default)
+//	fetch N [times=K]                                        follower N sends K fetches to the leader it knows
+//	sync                                                     every live follower fetches until nothing changes
+//	tick MS                                                  the cluster clock moves MS and every broker ticks
+//	flush N|all                                              fsync broker N's log and HW checkpoint
+//	crash N... | power-loss N...                             brokers die at once; the controller notices
+//	restart N                                                crash and start before the controller notices
+//	start N                                                  a dead broker recovers from disk and registers
+//	cut N | heal N                                           broker N loses/regains every link (controller too)
+//	elect N                                                  the controller moves leadership to N
+//	state                                                    print the lanes
+//	compare                                                  say whether the live logs are identical
+//	consume                                                  what a consumer of the leader can read
+//
+// After every command Check runs the invariants. Structural ones (ISR never
+// empty, leader ∈ ISR, log start ≤ HW ≤ LEO, offsets increase, epochs never
+// decrease) are collected in Errs. The ones that the settings may
+// legitimately break (replicas agree below the smaller HW, records a
+// consumer saw stay, acknowledged records stay) are printed as "!!" lines.
+package rulestest
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"tidemark/leaderepoch"
+	"tidemark/replication"
+)
+
+type entry struct {
+	epoch int32
+	value string
+}
+
+type broker struct {
+	id        int32
+	up        bool
+	cut       bool
+	p         *replication.Partition
+	log       []entry // offset = index; what the OS holds (survives a crash)
+	flushed   int     // records that survive a power loss
+	hw        int64   // replication-offset-checkpoint as last written
+	flushedHW int64
+	epochs    []replication.EpochEntry // leader-epoch-checkpoint (Kafka fsyncs every change)
+	queued    []replication.AlterPartitionRequest
+	// synced: a follower that has had a clean fetch response in its current
+	// leader epoch, i.e. has finished truncating. Only leaders and synced
+	// followers are held to "agree below the smaller HW": a replica that
+	// just came back may hold a stale HW until its first fetch.
+	synced bool
+}
+
+type acked struct {
+	value  string
+	offset int64
+	acks   string
+}
+
+// Cluster is the pure rules' lab: brokers 1..N each run a
+// replication.Partition for one partition; the controller's metadata is
+// Meta. It is not safe for concurrent use.
+type Cluster struct {
+	now     int64
+	cfg     replication.Config
+	unclean bool
+	brokers []*broker
+	meta    replication.PartitionState // the controller's metadata
+	fenced  map[int32]bool             // brokers the controller considers dead
+	out     *strings.Builder
+	quiet   bool // sync: do not print per-fetch lines
+	flushes bool // a flush happened: lanes mark unflushed records
+
+	nextID   uint64
+	produces map[uint64]string // id → value
+	acked    []acked
+	visible  []entry // records a consumer could have read (below some leader's HW)
+	reported map[string]bool
+	errs     []string // structural invariant failures
+	results  map[string]*ProduceResult
+
+	// ExplicitCheckpoints: the HW checkpoint is written only by Checkpoint
+	// (and then fsynced), as the lab broker's is when its interval is long;
+	// otherwise every HW change is checkpointed at once.
+	ExplicitCheckpoints bool
+}
+
+// ProduceResult is what a producer heard about one value.
+type ProduceResult struct {
+	Answered bool
+	Offset   int64
+	Err      error // a Kafka error (kerr) or nil
+}
+
+// SetOutput makes the commands print to w (nil: nowhere).
+func (c *Cluster) SetOutput(w *strings.Builder) {
+	if w == nil {
+		w = &strings.Builder{}
+	}
+	c.out = w
+}
+
+// Errs returns the structural invariants broken so far.
+func (c *Cluster) Errs() []string { return c.errs }
+
+// Now is the cluster clock in milliseconds.
+func (c *Cluster) Now() int64 { return c.now }
+
+// Brokers is how many brokers the cluster has.
+func (c *Cluster) Brokers() int { return len(c.brokers) }
+
+// Meta returns the controller's metadata.
+func (c *Cluster) Meta() replication.PartitionState { return c.clone() }
+
+// Up reports whether broker id runs.
+func (c *Cluster) Up(id int32) bool { b := c.b(id); return b != nil && b.up }
+
+// Status returns broker id's partition state; false when it is down.
+func (c *Cluster) Status(id int32) (replication.Status, bool) {
+	b := c.b(id)
+	if b == nil || !b.up {
+		return replication.Status{}, false
+	}
+	return b.p.Status(), true
+}
+
+// Values returns the values in broker id's log (what its disk holds, up or
+// down), in offset order.
+func (c *Cluster) Values(id int32) []string {
+	b := c.b(id)
+	if b == nil {
+		return nil
+	}
+	out := make([]string, len(b.log))
+	for i, e := range b.log {
+		out[i] = e.value
+	}
+	return out
+}
+
+// Kill stops broker id as a killed process (powerLoss: as a power cut,
+// which also drops what was not fsynced) without telling the controller:
+// Lost does, as a session timeout would.
+func (c *Cluster) Kill(id int32, powerLoss bool) error {
+	b := c.b(id)
+	if b == nil || !b.up {
+		return fmt.Errorf("b%d is not running", id)
+	}
+	c.crash(id, powerLoss, false)
+	return nil
+}
+
+// Lost tells the controller broker id is gone: it is fenced, leaves the
+// ISR (never emptying it) and loses its leadership.
+func (c *Cluster) Lost(id int32) {
+	c.brokerLost(id)
+	c.drain()
+}
+
+// Start boots a stopped broker from what its disk holds; it registers and
+// the controller unfences it.
+func (c *Cluster) Start(id int32) error {
+	b := c.b(id)
+	if b == nil || b.up {
+		return fmt.Errorf("b%d is not stopped", id)
+	}
+	c.start(id)
+	return nil
+}
+
+// Checkpoint writes and fsyncs broker id's HW checkpoint.
+func (c *Cluster) Checkpoint(id int32) {
+	if b := c.b(id); b != nil && b.up {
+		b.hw = b.p.Status().HighWatermark
+		b.flushedHW = b.hw
+	}
+}
+
+// Result returns what the producer of value heard; nil if it was never sent.
+func (c *Cluster) Result(value string) *ProduceResult { return c.results[value] }
+
+func (c *Cluster) printf(format string, a ...any) {
+	fmt.Fprintf(c.out, format+"\n", a...)
+}
+
+func (c *Cluster) b(id int32) *broker {
+	if id < 1 || int(id) > len(c.brokers) {
+		return nil
+	}
+	return c.brokers[id-1]
+}
+
+func acksName(a int16) string {
+	if a == -1 {
+		return "all"
+	}
+	return strconv.Itoa(int(a))
+}
+
+func errName(err error) string {
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		if ke == kerr.NotLeaderForPartition {
+			return "NOT_LEADER_OR_FOLLOWER"
+		}
+		return ke.Message
+	}
+	return err.Error()
+}
+
+// New starts N brokers, broker 1 leading epoch 0 with everyone in the ISR.
+func New(n int, cfg replication.Config, unclean bool) *Cluster {
+	c := &Cluster{cfg: cfg, unclean: unclean, out: &strings.Builder{}, fenced: map[int32]bool{}, produces: map[uint64]string{}, results: map[string]*ProduceResult{}, reported: map[string]bool{}}
+	c.meta = replication.PartitionState{Leader: 1}
+	for i := 1; i <= n; i++ {
+		c.brokers = append(c.brokers, &broker{id: int32(i)})
+		c.meta.Replicas = append(c.meta.Replicas, int32(i))
+	}
+	c.meta.ISR = slices.Clone(c.meta.Replicas)
+	for _, b := range c.brokers {
+		c.boot(b)
+	}
+	return c
+}
+
+// boot starts broker b from what is on its disk and hands it the metadata.
+func (c *Cluster) boot(b *broker) {
+	p, err := replication.New(b.id, c.cfg, replication.LogState{LogEndOffset: int64(len(b.log)), HighWatermark: b.hw, EpochCache: b.epochs}, c.now)
+	if err != nil {
+		c.printf("error: %v", err)
+		return
+	}
+	b.p, b.up, b.queued, b.synced = p, true, nil, false
+	c.drainOne(b)
+	c.send(b)
+}
+
+// send delivers the controller's metadata to b when it can hear it.
+func (c *Cluster) send(b *broker) {
+	if !b.up || b.cut {
+		return
+	}
+	before := b.p.Status().LeaderEpoch
+	if err := b.p.LeaderAndIsr(c.clone()); err != nil {
+		c.printf("b%d LeaderAndIsr: %s", b.id, errName(err))
+	}
+	if b.p.Status().LeaderEpoch != before {
+		b.synced = false
+	}
+}
+
+func (c *Cluster) clone() replication.PartitionState {
+	m := c.meta
+	m.Replicas, m.ISR = slices.Clone(m.Replicas), slices.Clone(m.ISR)
+	return m
+}
+
+func (c *Cluster) publish() {
+	for _, b := range c.brokers {
+		c.send(b)
+	}
+	c.drain()
+}
+
+func (c *Cluster) live(id int32) bool {
+	b := c.b(id)
+	return b != nil && b.up && !b.cut && !c.fenced[id]
+}
+
+// brokerLost: the controller fences id, drops it from the ISR (never
+// emptying it) and moves its leadership.
+func (c *Cluster) brokerLost(id int32) {
+	c.fenced[id] = true
+	changed := false
+	if slices.Contains(c.meta.ISR, id) && len(c.meta.ISR) > 1 {
+		c.meta.ISR = slices.DeleteFunc(slices.Clone(c.meta.ISR), func(r int32) bool { return r == id })
+		changed = true
+	}
+	if c.meta.Leader == id {
+		c.elect(replication.NoLeader)
+		return
+	}
+	if changed {
+		c.meta.PartitionEpoch++
+		c.printf("controller: b%d fenced, ISR %v, partition epoch %d", id, c.meta.ISR, c.meta.PartitionEpoch)
+		c.publish()
+	}
+}
+
+// elect picks a leader: want if given, else the first live ISR member in
+// assignment order, else (unclean.leader.election.enable) any live replica.
+func (c *Cluster) elect(want int32) {
+	leader, unclean := replication.NoLeader, false
+	for _, r := range c.meta.Replicas {
+		if want != replication.NoLeader && r != want {
+			continue
+		}
+		if slices.Contains(c.meta.ISR, r) && c.live(r) {
+			leader = r
+			break
+		}
+	}
+	if leader == replication.NoLeader && c.unclean {
+		for _, r := range c.meta.Replicas {
+			if (want == replication.NoLeader || r == want) && c.live(r) {
+				leader, unclean = r, true
+				break
+			}
+		}
+	}
+	if leader == replication.NoLeader && want != replication.NoLeader {
+		c.printf("controller: b%d cannot lead (not a live ISR member, unclean=%v)", want, c.unclean)
+		return
+	}
+	if leader == replication.NoLeader && c.meta.Leader == replication.NoLeader {
+		return
+	}
+	// Every leader change, going offline included, is a new leader epoch
+	// (as in KRaft).
+	c.meta.Leader = leader
+	c.meta.LeaderEpoch++
+	c.meta.PartitionEpoch++
+	if leader == replication.NoLeader {
+		// Keep the last ISR member recorded: it is the only safe leader.
+		live := slices.DeleteFunc(slices.Clone(c.meta.ISR), func(r int32) bool { return !c.live(r) })
+		if len(live) > 0 {
+			c.meta.ISR = live
+		}
+		c.printf("controller: no live ISR member, partition offline (ISR %v)", c.meta.ISR)
+	} else {
+		if unclean {
+			c.meta.ISR = []int32{leader}
+		} else {
+			c.meta.ISR = slices.DeleteFunc(slices.Clone(c.meta.ISR), func(r int32) bool { return !c.live(r) && r != leader })
+		}
+		kind := "elects"
+		if unclean {
+			kind = "UNCLEAN election:"
+		}
+		c.printf("controller: %s b%d leader at epoch %d, ISR %v", kind, leader, c.meta.LeaderEpoch, c.meta.ISR)
+	}
+	c.publish()
+}
+
+// alter is the controller's AlterPartition handling.
+func (c *Cluster) alter(b *broker, req replication.AlterPartitionRequest) {
+	resp := replication.AlterPartitionResponse{LeaderEpoch: c.meta.LeaderEpoch, PartitionEpoch: c.meta.PartitionEpoch, ISR: slices.Clone(c.meta.ISR)}
+	switch {
+	case req.LeaderEpoch != c.meta.LeaderEpoch || c.meta.Leader != req.BrokerID:
+		resp.Err = kerr.FencedLeaderEpoch
+	case req.PartitionEpoch != c.meta.PartitionEpoch:
+		resp.Err = kerr.InvalidUpdateVersion
+	default:
+		for _, r := range req.NewISR {
+			if !slices.Contains(c.meta.ISR, r) && c.fenced[r] {
+				resp.Err = kerr.IneligibleReplica
+			}
+		}
+	}
+	if resp.Err != nil {
+		c.printf("controller rejects b%d's ISR %v (leader epoch %d, partition epoch %d): %s", b.id, req.NewISR, req.LeaderEpoch, req.PartitionEpoch, errName(resp.Err))
+	} else {
+		c.meta.ISR = slices.Clone(req.NewISR)
+		c.meta.PartitionEpoch++
+		resp.ISR, resp.PartitionEpoch = slices.Clone(c.meta.ISR), c.meta.PartitionEpoch
+		c.printf("controller accepts ISR %v, partition epoch %d", c.meta.ISR, c.meta.PartitionEpoch)
+	}
+	if err := b.p.AlterPartitionResponse(resp); err != nil {
+		c.printf("b%d AlterPartitionResponse: %v", b.id, err)
+	}
+}
+
+// drainOne acts on one broker's Ready, persist before send.
+func (c *Cluster) drainOne(b *broker) bool {
+	if !b.up {
+		return false
+	}
+	rd := b.p.Ready()
+	if rd.Empty() {
+		return false
+	}
+	for _, t := range rd.Truncations {
+		var gone []string
+		for off := t.ToOffset; off < t.FromOffset && off < int64(len(b.log)); off++ {
+			gone = append(gone, fmt.Sprintf("%d:%s/e%d", off, b.log[off].value, b.log[off].epoch))
+		}
+		c.printf("b%d truncates to %d, removing %s (rule %s, cause %s): %s", b.id, t.ToOffset, strings.Join(gone, " "), t.Rule, t.Cause, t.Reason)
+		if t.Cause == replication.TruncateFullyAndStartAt {
+			c.errs = append(c.errs, "the harness has no log start offsets; unexpected full truncation")
+		}
+		b.log = b.log[:min(int(t.ToOffset), len(b.log))]
+		b.flushed = min(b.flushed, len(b.log))
+	}
+	if rd.EpochCacheChanged {
+		b.epochs = rd.EpochCache
+	}
+	if rd.HighWatermarkChanged {
+		if !c.quiet {
+			c.printf("b%d HW %d", b.id, rd.HighWatermark)
+		}
+		if !c.ExplicitCheckpoints {
+			b.hw = rd.HighWatermark
+		}
+	}
+	if req := rd.AlterPartition; req != nil {
+		c.printf("b%d proposes ISR %v (partition epoch %d)", b.id, req.NewISR, req.PartitionEpoch)
+		if b.cut {
+			c.printf("b%d cannot reach the controller; proposal queued", b.id)
+			b.queued = append(b.queued, *req)
+		} else {
+			c.alter(b, *req)
+		}
+	}
+	for _, r := range rd.Completed {
+		v := c.produces[r.ID]
+		delete(c.produces, r.ID)
+		c.results[v] = &ProduceResult{Answered: r.Acks != 0, Offset: r.BaseOffset, Err: r.Err}
+		if r.Err != nil {
+			c.printf("produce %s acks=%s → %s", v, acksName(r.Acks), errName(r.Err))
+			continue
+		}
+		switch r.Acks {
+		case 0:
+			c.printf("produce %s acks=0 sent (no response)", v)
+		default:
+			c.printf("produce %s acks=%s → OK at offset %d", v, acksName(r.Acks), r.BaseOffset)
+			c.acked = append(c.acked, acked{value: v, offset: r.BaseOffset, acks: acksName(r.Acks)})
+		}
+	}
+	return true
+}
+
+func (c *Cluster) drain() {
+	for range 100 {
+		busy := false
+		for _, b := range c.brokers {
+			if c.drainOne(b) {
+				busy = true
+			}
+		}
+		if !busy {
+			return
+		}
+	}
+	c.errs = append(c.errs, "Ready never became empty")
+}
+
+func (c *Cluster) produce(value string, acks int16, timeout int64, to int32) {
+	if to == replication.NoLeader {
+		to = c.meta.Leader
+	}
+	b := c.b(to)
+	if b == nil || !b.up {
+		c.results[value] = &ProduceResult{Answered: true, Err: kerr.NotLeaderForPartition}
+		c.printf("produce %s: no leader to send to", value)
+		return
+	}
+	epoch, err := b.p.CheckProduce(acks)
+	if err != nil {
+		c.results[value] = &ProduceResult{Answered: acks != 0, Err: err}
+		c.printf("produce %s acks=%s to b%d → %s", value, acksName(acks), b.id, errName(err))
+		return
+	}
+	off := int64(len(b.log))
+	c.results[value] = &ProduceResult{}
+	b.log = append(b.log, entry{epoch: epoch, value: value})
+	c.nextID++
+	c.produces[c.nextID] = value
+	req := replication.ProduceRequest{ID: c.nextID, Acks: acks, Batch: replication.Batch{BaseOffset: off, LastOffset: off, Epoch: epoch}}
+	if timeout > 0 {
+		req.DeadlineMs = c.now + timeout
+	}
+	c.printf("b%d appends %s at offset %d (epoch %d)", b.id, value, off, epoch)
+	if err := b.p.ProduceAppended(req); err != nil {
+		c.printf("b%d ProduceAppended: %v", b.id, err)
+	}
+	c.drain()
+}
+
+// fetch sends one Fetch from follower id; it reports whether anything changed.
+func (c *Cluster) fetch(id int32) bool {
+	f := c.b(id)
+	if f == nil || !f.up {
+		c.printf("b%d is down", id)
+		return false
+	}
+	req, ok := f.p.NextFetch()
+	if !ok {
+		if !c.quiet {
+			c.printf("b%d has no leader to fetch from", id)
+		}
+		return false
+	}
+	l := c.b(f.p.Status().Leader)
+	if l == nil || !l.up || l.cut || f.cut {
+		if !c.quiet {
+			c.printf("b%d cannot reach b%d", id, f.p.Status().Leader)
+		}
+		return false
+	}
+	before := fmt.Sprint(f.p.Status(), l.p.Status())
+	res := l.p.FollowerFetch(req)
+	var batches []replication.Batch
+	var got []string
+	if res.Err == nil && res.DivergingEpoch == nil {
+		for off := req.FetchOffset; off < res.LogEndOffset; off++ {
+			e := l.log[off]
+			batches = append(batches, replication.Batch{BaseOffset: off, LastOffset: off, Epoch: e.epoch})
+			got = append(got, fmt.Sprintf("%s/e%d", e.value, e.epoch))
+		}
+	}
+	if !c.quiet {
+		line := fmt.Sprintf("b%d fetch offset=%d last-epoch=%d from b%d →", id, req.FetchOffset, req.LastFetchedEpoch, l.id)
+		switch {
+		case res.Err != nil:
+			line += fmt.Sprintf(" %s (leader log [%d,%d))", errName(res.Err), res.LogStartOffset, res.LogEndOffset)
+		case res.DivergingEpoch != nil:
+			line += fmt.Sprintf(" diverging epoch %d ends at %d", res.DivergingEpoch.Epoch, res.DivergingEpoch.EndOffset)
+		default:
+			if len(got) > 0 {
+				line += " " + strings.Join(got, " ")
+			} else {
+				line += " no records"
+			}
+			line += fmt.Sprintf(", leader HW %d", res.HighWatermark)
+		}
+		c.printf("%s", line)
+	}
+	// The leader acts on what the fetch decided (HW, ISR, acks) before the
+	// follower sees the response.
+	c.drain()
+	for _, b := range batches {
+		f.log = append(f.log, l.log[b.BaseOffset])
+	}
+	if err := f.p.HandleFetchResponse(res, batches); err != nil {
+		c.printf("b%d HandleFetchResponse: %v", id, err)
+	}
+	if res.Err == nil && res.DivergingEpoch == nil {
+		f.synced = true
+	}
+	c.drain()
+	return len(got) > 0 || fmt.Sprint(f.p.Status(), l.p.Status()) != before
+}
+
+func (c *Cluster) tick(ms int64) {
+	c.now += ms
+	for _, b := range c.brokers {
+		if b.up {
+			b.p.Tick(c.now)
+		}
+	}
+	c.drain()
+}
+
+// crash stops broker id; powerLoss also drops everything not fsynced.
+func (c *Cluster) crash(id int32, powerLoss, notify bool) {
+	b := c.b(id)
+	b.up, b.p = false, nil
+	if powerLoss {
+		b.log = b.log[:b.flushed]
+		b.hw = min(b.flushedHW, int64(len(b.log)))
+		b.epochs, _ = leaderepoch.TruncateFromEnd(b.epochs, int64(len(b.log)))
+	}
+	if notify {
+		c.brokerLost(id)
+	}
+}
+
+func (c *Cluster) start(id int32) {
+	b := c.b(id)
+	c.boot(b)
+	c.fenced[id] = false
+	c.drain()
+	if c.meta.Leader == replication.NoLeader {
+		c.elect(replication.NoLeader)
+	}
+}
+
+func (c *Cluster) heal(id int32) {
+	b := c.b(id)
+	b.cut = false
+	c.fenced[id] = false
+	q := b.queued
+	b.queued = nil
+	for _, req := range q {
+		c.alter(b, req)
+	}
+	c.send(b)
+	c.drain()
+	if c.meta.Leader == replication.NoLeader {
+		c.elect(replication.NoLeader)
+	}
+}
+
+func (c *Cluster) SetConfig(args map[string]string) error {
+	cfg := c.cfg
+	for k, v := range args {
+		switch k {
+		case "min-isr":
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return err
+			}
+			cfg.MinInsyncReplicas = n
+		case "lag":
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return err
+			}
+			cfg.ReplicaLagTimeMaxMs = n
+		case "rule":
+			r, err := replication.ParseRule(v)
+			if err != nil {
+				return err
+			}
+			cfg.TruncationRule = r
+		case "unclean":
+			c.unclean = v == "true"
+		case "brokers":
+		default:
+			return fmt.Errorf("unknown config %q", k)
+		}
+	}
+	if err := cfg.Validate(len(c.brokers)); err != nil {
+		return err
+	}
+	c.cfg = cfg
+	for _, b := range c.brokers {
+		if b.up {
+			if err := b.p.SetConfig(cfg); err != nil {
+				return err
+			}
+		}
+	}
+	c.drain()
+	if c.meta.Leader == replication.NoLeader && c.unclean {
+		c.elect(replication.NoLeader)
+	}
+	return nil
+}
+
+func fmtLog(log []entry, flushed int) string {
+	if flushed < 0 {
+		flushed = len(log)
+	}
+	var s []string
+	for i, e := range log {
+		r := fmt.Sprintf("%d:%s/e%d", i, e.value, e.epoch)
+		if i >= flushed {
+			r += "*"
+		}
+		s = append(s, r)
+	}
+	if len(s) == 0 {
+		return "(empty)"
+	}
+	return strings.Join(s, " ")
+}
+
+// lanes prints one line per broker and one for the controller; once the
+// script used flush, records not yet fsynced carry a '*'.
+func (c *Cluster) Lanes() string {
+	var sb strings.Builder
+	for _, b := range c.brokers {
+		flushed := b.flushed
+		if !c.flushes {
+			flushed = -1
+		}
+		if !b.up {
+			fmt.Fprintf(&sb, "b%d down        HW=%d | %s\n", b.id, b.hw, fmtLog(b.log, flushed))
+			continue
+		}
+		s := b.p.Status()
+		role := s.Role.String()
+		if b.cut {
+			role += "(cut)"
+		}
+		fmt.Fprintf(&sb, "b%d %-8s e%d LEO=%d HW=%d", b.id, role, s.LeaderEpoch, s.LogEndOffset, s.HighWatermark)
+		if s.Role == replication.RoleLeader {
+			fmt.Fprintf(&sb, " ISR=%v", s.ISR)
+			if s.PendingISR != nil {
+				fmt.Fprintf(&sb, " pending=%v", s.PendingISR)
+			}
+		}
+		var cache []string
+		for _, e := range s.EpochCache {
+			cache = append(cache, fmt.Sprintf("%d@%d", e.Epoch, e.StartOffset))
+		}
+		if len(cache) == 0 {
+			cache = []string{"-"}
+		}
+		fmt.Fprintf(&sb, " | %s | epochs %s\n", fmtLog(b.log, flushed), strings.Join(cache, " "))
+	}
+	fmt.Fprintf(&sb, "controller: leader=%d epoch=%d partition-epoch=%d ISR=%v", c.meta.Leader, c.meta.LeaderEpoch, c.meta.PartitionEpoch, c.meta.ISR)
+	return sb.String()
+}
+
+// check runs the invariants after a command.
+func (c *Cluster) Check() {
+	fail := func(f string, a ...any) { c.errs = append(c.errs, fmt.Sprintf(f, a...)) }
+	// warn prints msg once per key.
+	warn := func(key, f string, a ...any) {
+		if !c.reported[key] {
+			c.reported[key] = true
+			c.printf("!! "+f, a...)
+		}
+	}
+	inSync := func(b *broker) bool {
+		return b.up && (b.p.Status().Role == replication.RoleLeader || b.synced)
+	}
+	if len(c.meta.ISR) == 0 {
+		fail("controller ISR is empty")
+	}
+	if c.meta.Leader != replication.NoLeader && !slices.Contains(c.meta.ISR, c.meta.Leader) {
+		fail("controller: leader %d not in ISR %v", c.meta.Leader, c.meta.ISR)
+	}
+	for _, b := range c.brokers {
+		for i := 1; i < len(b.log); i++ {
+			if b.log[i].epoch < b.log[i-1].epoch {
+				fail("b%d: epoch goes down at offset %d", b.id, i)
+			}
+		}
+		if !b.up {
+			continue
+		}
+		s := b.p.Status()
+		if s.LogEndOffset != int64(len(b.log)) {
+			fail("b%d: state machine LEO %d but log holds %d records", b.id, s.LogEndOffset, len(b.log))
+		}
+		if s.LogStartOffset > s.HighWatermark || s.HighWatermark > s.LogEndOffset {
+			fail("b%d: not log start %d ≤ HW %d ≤ LEO %d", b.id, s.LogStartOffset, s.HighWatermark, s.LogEndOffset)
+		}
+		if s.Role == replication.RoleLeader && (len(s.ISR) == 0 || !slices.Contains(s.ISR, b.id)) {
+			fail("b%d leads but its ISR is %v", b.id, s.ISR)
+		}
+	}
+	// Replicas agree on (offset, epoch, value) below the smaller HW.
+	for i, a := range c.brokers {
+		for _, b := range c.brokers[i+1:] {
+			if !inSync(a) || !inSync(b) {
+				continue
+			}
+			hw := min(a.p.Status().HighWatermark, b.p.Status().HighWatermark)
+			for off := int64(0); off < hw; off++ {
+				if a.log[off] != b.log[off] {
+					warn(fmt.Sprintf("disagree %d %d %d", a.id, b.id, off), "b%d and b%d disagree at offset %d below HW %d: %s/e%d vs %s/e%d", a.id, b.id, off, hw,
+						a.log[off].value, a.log[off].epoch, b.log[off].value, b.log[off].epoch)
+					break
+				}
+			}
+		}
+	}
+	l := c.b(c.meta.Leader)
+	if l == nil || !l.up || l.p.Status().Role != replication.RoleLeader {
+		return
+	}
+	// Consumer-visible records never go away; the visible HW never goes back.
+	for off, e := range c.visible {
+		if off >= len(l.log) || l.log[off] != e {
+			warn(fmt.Sprintf("visible %d %s", off, e.value), "consumer-visible record %s/e%d at offset %d is gone from leader b%d", e.value, e.epoch, off, l.id)
+			c.visible = nil
+			break
+		}
+	}
+	if hw := int(l.p.Status().HighWatermark); hw > len(c.visible) {
+		c.visible = slices.Clone(l.log[:hw])
+	}
+	for _, a := range c.acked {
+		if a.offset >= int64(len(l.log)) || l.log[a.offset].value != a.value {
+			warn(fmt.Sprintf("acked %d %s", a.offset, a.value), "acknowledged %s (acks=%s, offset %d) is lost: not in leader b%d's log", a.value, a.acks, a.offset, l.id)
+		}
+	}
+}
+
+// ParseArgs splits a command's fields into positional arguments and key=value options.
+func ParseArgs(fields []string) (pos []string, kv map[string]string) {
+	kv = map[string]string{}
+	for _, f := range fields {
+		if k, v, ok := strings.Cut(f, "="); ok {
+			kv[k] = v
+		} else {
+			pos = append(pos, f)
+		}
+	}
+	return pos, kv
+}
+
+func brokerArg(c *Cluster, pos []string) (int32, error) {
+	if len(pos) == 0 {
+		return 0, errors.New("missing broker id")
+	}
+	n, err := strconv.Atoi(pos[0])
+	if err != nil || c == nil || c.b(int32(n)) == nil {
+		return 0, fmt.Errorf("bad broker %q", pos[0])
+	}
+	return int32(n), nil
+}
+
+// run executes one command and returns its output.
+func (c *Cluster) Run(cmd string, pos []string, kv map[string]string) error {
+	switch cmd {
+	case "produce":
+		acks := int16(-1)
+		switch kv["acks"] {
+		case "", "all", "-1":
+		case "1":
+			acks = 1
+		case "0":
+			acks = 0
+		default:
+			return fmt.Errorf("bad acks %q", kv["acks"])
+		}
+		timeout, _ := strconv.ParseInt(kv["timeout"], 10, 64)
+		to := replication.NoLeader
+		if v, ok := kv["to"]; ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return err
+			}
+			to = int32(n)
+		}
+		c.produce(kv["value"], acks, timeout, to)
+	case "fetch":
+		id, err := brokerArg(c, pos)
+		if err != nil {
+			return err
+		}
+		times := 1
+		if v, ok := kv["times"]; ok {
+			times, _ = strconv.Atoi(v)
+		}
+		for range times {
+			c.fetch(id)
+		}
+	case "sync":
+		c.quiet = true
+		rounds := 0
+		for changed := true; changed && rounds < 20; rounds++ {
+			changed = false
+			for _, b := range c.brokers {
+				if b.up && b.p.Status().Role == replication.RoleFollower && c.fetch(b.id) {
+					changed = true
+				}
+			}
+		}
+		c.quiet = false
+		for _, b := range c.brokers {
+			if b.up {
+				c.printf("b%d LEO=%d HW=%d", b.id, len(b.log), b.p.Status().HighWatermark)
+			}
+		}
+	case "tick":
+		if len(pos) == 0 {
+			return errors.New("tick needs milliseconds")
+		}
+		ms, err := strconv.ParseInt(pos[0], 10, 64)
+		if err != nil {
+			return err
+		}
+		c.tick(ms)
+		c.printf("now %dms", c.now)
+	case "flush":
+		for _, b := range c.brokers {
+			if len(pos) > 0 && pos[0] != "all" && pos[0] != strconv.Itoa(int(b.id)) {
+				continue
+			}
+			b.flushed, b.flushedHW = len(b.log), b.hw
+			c.flushes = true
+			c.printf("b%d fsynced %d records, HW checkpoint %d", b.id, b.flushed, b.hw)
+		}
+	case "crash", "power-loss":
+		// Several ids fail at the same instant; the controller then
+		// notices them one by one in the given order.
+		var ids []int32
+		for i := range pos {
+			id, err := brokerArg(c, pos[i:])
+			if err != nil {
+				return err
+			}
+			if !c.b(id).up {
+				return fmt.Errorf("%s: b%d is already down", cmd, id)
+			}
+			ids = append(ids, id)
+		}
+		if len(ids) == 0 {
+			return errors.New("missing broker id")
+		}
+		for _, id := range ids {
+			c.crash(id, cmd == "power-loss", false)
+		}
+		for _, id := range ids {
+			c.brokerLost(id)
+		}
+	case "restart", "start", "cut", "heal", "elect":
+		id, err := brokerArg(c, pos)
+		if err != nil {
+			return err
+		}
+		b := c.b(id)
+		if (cmd == "start") == b.up {
+			return fmt.Errorf("%s: b%d up=%v", cmd, id, b.up)
+		}
+		switch cmd {
+		case "restart":
+			c.crash(id, false, c.meta.Leader == id)
+			c.start(id)
+		case "start":
+			c.start(id)
+		case "cut":
+			b.cut = true
+			c.brokerLost(id)
+		case "heal":
+			c.heal(id)
+		case "elect":
+			c.elect(id)
+		}
+	case "config":
+		if err := c.SetConfig(kv); err != nil {
+			return err
+		}
+		c.printf("min.insync.replicas=%d replica.lag.time.max.ms=%d rule=%s unclean.leader.election.enable=%v",
+			c.cfg.MinInsyncReplicas, c.cfg.ReplicaLagTimeMaxMs, c.cfg.TruncationRule, c.unclean)
+	case "state":
+		c.printf("%s", c.Lanes())
+	case "compare":
+		var ups []*broker
+		for _, b := range c.brokers {
+			if b.up {
+				ups = append(ups, b)
+			}
+		}
+		same := true
+		for _, b := range ups[1:] {
+			if !slices.Equal(b.log, ups[0].log) {
+				same = false
+				c.printf("b%d and b%d differ: %s vs %s", ups[0].id, b.id, fmtLog(ups[0].log, len(ups[0].log)), fmtLog(b.log, len(b.log)))
+			}
+		}
+		if same {
+			c.printf("identical: %s", fmtLog(ups[0].log, len(ups[0].log)))
+		}
+	case "consume":
+		l := c.b(c.meta.Leader)
+		if l == nil || !l.up {
+			c.printf("no leader: nothing to consume")
+			break
+		}
+		hw := l.p.Status().HighWatermark
+		c.printf("consumer reads from b%d below HW %d: %s", l.id, hw, fmtLog(l.log[:hw], int(hw)))
+	default:
+		return fmt.Errorf("unknown command %q", cmd)
+	}
+	return nil
+}
