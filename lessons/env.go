@@ -40,6 +40,7 @@ type Env struct {
 	lookupTopic string
 	timeOffset  int64
 	times       map[string]int64
+	fetched     *fetchRegions // the last fetch-regions
 
 	wg  sync.WaitGroup // pending produces
 	out Outcome

@@ -228,14 +228,14 @@ func TestRunControls(t *testing.T) {
 	if _, err := s.Start("no-such", ""); !errors.Is(err, ErrUnknownLesson) {
 		t.Fatalf("unknown lesson: %v", err)
 	}
-	r, err := s.Start("07-hw", "")
+	r, err := s.Start("08-hw", "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r.Speed() != SpeedInstant {
 		t.Fatalf("default speed %s", r.Speed())
 	}
-	if _, err := s.Start("07-hw", ""); !errors.Is(err, labs.ErrFull) {
+	if _, err := s.Start("08-hw", ""); !errors.Is(err, labs.ErrFull) {
 		t.Fatalf("second run with a bound of 1: %v", err)
 	}
 	if err := r.Back(); !errors.Is(err, ErrAtStart) {

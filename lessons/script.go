@@ -16,7 +16,7 @@ import (
 // indentation is free, blank lines and lines starting with # are skipped.
 // A line starts with a keyword:
 //
-//	lesson 07-hw              the id: "NN-name", NN its place on the path
+//	lesson 08-hw              the id: "NN-name", NN its place on the path
 //	part replication          storage, replication, failures, delivery or comparisons
 //	builds-on 02-segments     lessons this one needs (earlier on the path)
 //	brokers 3                 the size of the lesson's fresh cluster
@@ -422,7 +422,7 @@ func (p *parser) header(n int, kw, rest string) error {
 	case "lesson":
 		m := idPattern.FindStringSubmatch(rest)
 		if m == nil {
-			return p.errf(n, "lesson id %q: want two digits, a dash and lowercase words (07-hw)", rest)
+			return p.errf(n, "lesson id %q: want two digits, a dash and lowercase words (08-hw)", rest)
 		}
 		if p.s.ID != "" {
 			return p.errf(n, "a second lesson id")
@@ -537,7 +537,7 @@ func (p *parser) finish(n int) error {
 	s := p.s
 	switch {
 	case s.ID == "":
-		return p.errf(n, "no lesson line: the file must name its id (lesson 07-hw)")
+		return p.errf(n, "no lesson line: the file must name its id (lesson 08-hw)")
 	case s.Brokers == 0:
 		return p.errf(n, "no brokers line")
 	case s.Scenario && len(s.Steps) == 0:

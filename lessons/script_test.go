@@ -187,7 +187,7 @@ func TestAddDir(t *testing.T) {
 	if ByID("91-bad") != nil || len(All()) != before+1 {
 		t.Fatal("a refused directory changed the catalog")
 	}
-	dup := strings.Replace(minimal, "lesson 90-teacher", "lesson 07-hw", 1)
+	dup := strings.Replace(minimal, "lesson 90-teacher", "lesson 08-hw", 1)
 	if err := os.WriteFile(filepath.Join(dir, "91-bad.lesson"), []byte(dup), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -327,6 +327,21 @@ func init() {
 			e.Point(Pointer{Kind: "record", Broker: id(a[0]), Topic: a[1], Offset: off})
 			return nil
 		}},
+		"copy-file-regions": {"broker word", nil, func(e *Env, a []string, _ map[string]string) error {
+			if a[1] != "yes" && a[1] != "no" {
+				return fmt.Errorf("copy-file-regions %s %s: want yes or no", a[0], a[1])
+			}
+			return e.c.SetCopyFileRegions(id(a[0]), a[1] == "yes")
+		}},
+		"fetch-regions": {"broker topic", nil, func(e *Env, a []string, _ map[string]string) error {
+			n, d, took, err := e.c.FetchRegions(e.ctx, id(a[0]), a[1], 0)
+			if err != nil {
+				return err
+			}
+			e.fetched = &fetchRegions{bytes: n, stats: d, took: took}
+			e.PointLog(id(a[0]), a[1])
+			return nil
+		}},
 		"lanes":     {"topic", nil, func(e *Env, a []string, _ map[string]string) error { e.sayLanes(a[0]); return nil }},
 		"point-log": {"broker topic", nil, func(e *Env, a []string, _ map[string]string) error { e.PointLog(id(a[0]), a[1]); return nil }},
 		"point-truncated": {"broker topic", nil, func(e *Env, a []string, _ map[string]string) error {
@@ -596,6 +611,15 @@ func init() {
 			}
 			return num(all), nil
 		}},
+		"fetched-bytes":    {"", regionQuery(func(f *fetchRegions) Value { return num(f.bytes) })},
+		"sendfile-bytes":   {"", regionQuery(func(f *fetchRegions) Value { return num(f.stats.SendfileBytes) })},
+		"sendfile-regions": {"", regionQuery(func(f *fetchRegions) Value { return num(f.stats.SendfileRegions) })},
+		"sendfile-calls":   {"", regionQuery(func(f *fetchRegions) Value { return num(f.stats.SendfileCalls) })},
+		"copied-bytes":     {"", regionQuery(func(f *fetchRegions) Value { return num(f.stats.CopiedBytes) })},
+		"copied-regions":   {"", regionQuery(func(f *fetchRegions) Value { return num(f.stats.CopiedRegions) })},
+		"copy-syscalls":    {"", regionQuery(func(f *fetchRegions) Value { return num(f.stats.CopySyscalls) })},
+		// fetch-time varies from run to run: for say lines, not checks.
+		"fetch-time": {"", regionQuery(func(f *fetchRegions) Value { return str(f.took.Round(10 * time.Microsecond).String()) })},
 		"running-brokers": {"", func(e *Env, a []string) (Value, error) {
 			n := 0
 			for _, b := range e.c.BrokerIDs() {
@@ -672,6 +696,24 @@ func lookupQuery(f func(tr *storage.LookupTrace) Value) func(e *Env, a []string)
 			return Value{}, errors.New("no lookup yet (do lookup BROKER TOPIC OFFSET first)")
 		}
 		return f(e.lookup), nil
+	}
+}
+
+// fetchRegions is what the last fetch-regions got: the record bytes and
+// how its broker sent them (the broker's own counters, so other labs'
+// fetches do not count), and the fetch's wall time.
+type fetchRegions struct {
+	bytes int64
+	stats wire.RegionStats
+	took  time.Duration
+}
+
+func regionQuery(f func(*fetchRegions) Value) func(e *Env, a []string) (Value, error) {
+	return func(e *Env, _ []string) (Value, error) {
+		if e.fetched == nil {
+			return Value{}, errors.New("no fetch yet (do fetch-regions BROKER TOPIC first)")
+		}
+		return f(e.fetched), nil
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 	"tidemark/server/cluster"
 )
 
-// TestBrowserLessons walks lesson 07-hw in headless Chromium in each
+// TestBrowserLessons walks lesson 08-hw in headless Chromium in each
 // language: the list and the run page are in that language, a step runs
 // with Next, a prediction is answered and its verdict and checks are shown,
 // Back shows the recorded lanes of the step before, Next moves forward
@@ -113,14 +113,14 @@ func TestBrowserLessons(t *testing.T) {
 			cur = t
 			// The language switch sets the cookie and returns to the list.
 			navigate("ui/lang?set=" + string(lang) + "&next=/lessons")
-			poll(`document.querySelector('[data-start="07-hw"]') !== null`)
+			poll(`document.querySelector('[data-start="08-hw"]') !== null`)
 			if got := attr("html", "lang"); got != string(lang) {
 				t.Fatalf("html lang %q", got)
 			}
 			if got, want := text("main h1"), i18n.T(lang, "lesson.list.title"); got != want {
 				t.Fatalf("list title %q, want %q", got, want)
 			}
-			click(`[data-start="07-hw"]`, at(0))
+			click(`[data-start="08-hw"]`, at(0))
 			if got, want := text("#next"), i18n.T(lang, "lesson.next"); got != want {
 				t.Fatalf("Next button %q, want %q", got, want)
 			}
@@ -169,7 +169,7 @@ func TestBrowserLessons(t *testing.T) {
 			if cursor() != 2 {
 				t.Fatalf("after Next: cursor %d", cursor())
 			}
-			click("#stop", `document.querySelector('[data-start="07-hw"]') !== null`)
+			click("#stop", `document.querySelector('[data-start="08-hw"]') !== null`)
 		})
 	}
 }

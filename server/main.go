@@ -44,6 +44,7 @@ type config struct {
 
 	allowedHosts         []string // Host names the web UI answers besides loopback ones
 	maxPartitionReplicas int      // the lab's partition-replica budget; 0: computed from the machine
+	maxBrokerPartitions  int      // each broker's partition-replica budget; 0: computed from the descriptor limit
 	connectionsMaxIdle   time.Duration
 	maxConnectionsPerIP  int
 
@@ -83,6 +84,8 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 	fs.IntVar(&c.maxPartitionReplicas, "max-partition-replicas", 0, fmt.Sprintf(
 		"most partition replicas (partitions × replication factor, all topics) a lab may hold; 0: computed from the descriptor limit and memory (%d here)",
 		controller.DefaultMaxPartitionReplicas()))
+	fs.IntVar(&c.maxBrokerPartitions, "max-broker-partitions", 0,
+		"most partition replicas one broker may host (Kafka's max.broker.partitions); 0: the brokers' even share of the descriptor limit")
 	fs.DurationVar(&c.connectionsMaxIdle, "connections-max-idle", wire.DefaultConnectionsMaxIdle,
 		"Kafka listeners' connections.max.idle.ms: a connection with no request for this long is closed (0: never)")
 	fs.IntVar(&c.maxConnectionsPerIP, "max-connections-per-ip", wire.DefaultMaxConnectionsPerIP,
@@ -121,6 +124,9 @@ func (c config) validate() error {
 	}
 	if c.maxPartitionReplicas < 0 {
 		return fmt.Errorf("--max-partition-replicas %d: must be positive (or 0 for the computed default)", c.maxPartitionReplicas)
+	}
+	if c.maxBrokerPartitions < 0 {
+		return fmt.Errorf("--max-broker-partitions %d: must be positive (or 0 for the computed default)", c.maxBrokerPartitions)
 	}
 	host, _, err := net.SplitHostPort(c.addr)
 	if err != nil {
@@ -171,6 +177,7 @@ func run(ctx context.Context, cfg config, out io.Writer, started func(url string
 		rule = &r
 	}
 	controller.SetMaxPartitionReplicas(cfg.maxPartitionReplicas)
+	controller.SetMaxBrokerPartitions(cfg.maxBrokerPartitions)
 	cl, err := cluster.Open(cluster.Options{MessageEvents: true, DataDir: cfg.dataDir, Brokers: cfg.brokers, KafkaPort: cfg.kafkaPort,
 		Paused: cfg.paused, Logger: logger, FencingRule: rule, Broker: broker.Config{
 			ConnectionsMaxIdle: offIfZero(cfg.connectionsMaxIdle), MaxConnectionsPerIP: offIfZero(cfg.maxConnectionsPerIP)}})

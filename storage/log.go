@@ -24,6 +24,8 @@ type env struct {
 	tracker *syncTracker
 	health  *dirHealth
 	cfg     Config
+	// idleFileTimeout: Options.IdleFileTimeout.
+	idleFileTimeout time.Duration
 }
 
 func (e *env) indexIntervalBytes() int64 { return e.cfg.IndexIntervalBytes }
@@ -439,7 +441,8 @@ func (l *Log) flushLocked() error {
 // FileRegion is a byte range of a segment file: the network layer can send
 // it with zero copy (sendfile with an explicit offset, so concurrent readers
 // never share a file position). The file may be closed by a later
-// truncation or deletion; sending then fails and the reader retries.
+// truncation or deletion, or once idle (Options.IdleFileTimeout); sending
+// then fails and the reader retries.
 type FileRegion struct {
 	File     *os.File
 	Position int64
@@ -572,7 +575,7 @@ func (l *Log) locate(offset int64, trace *LookupTrace) (location, error) {
 		i++
 	}
 	s := l.segments[i]
-	if err := s.ensureLoaded(); err != nil {
+	if err := s.ensureOpen(); err != nil {
 		return location{}, err
 	}
 	pos, found, idxProbes := lookupIndex(s.index, s.baseOffset, offset)
@@ -685,6 +688,9 @@ func (l *Log) offsetForTimestampLocked(ts int64) (offset int64, ok bool, err err
 		}
 		if s.maxTimestamp < ts || s.nextOffset <= l.logStartOffset.Load() {
 			continue
+		}
+		if err := s.ensureOpen(); err != nil {
+			return 0, false, err
 		}
 		from := max(s.baseOffset, l.logStartOffset.Load())
 		i, _ := floorSearch(len(s.timeIndex), ts, func(i int) int64 { return s.timeIndex[i].Timestamp })
@@ -904,11 +910,30 @@ func (l *Log) SetLogStartOffset(offset, upperBound int64) error {
 func (l *Log) ApplyRetention(upperBound int64) (deleted []SegmentInfo, err error) {
 	err = l.mutate("apply retention to", func() error {
 		if deleted, err = l.retentionLocked(upperBound); err != nil || len(deleted) == 0 {
+			l.closeIdleFilesLocked()
 			return err
 		}
+		l.closeIdleFilesLocked()
 		return l.dl.writeLogStartOffsets()
 	})
 	return deleted, err
+}
+
+// closeIdleFilesLocked closes the .log files of sealed segments no reader
+// needed for Options.IdleFileTimeout. The retention check runs it: the
+// broker calls it once a second per replica, as Kafka's log manager runs
+// its periodic maintenance. Callers hold l.mu for writing.
+func (l *Log) closeIdleFilesLocked() (closed int) {
+	if l.closed || l.env.idleFileTimeout < 0 {
+		return 0
+	}
+	now := l.env.now()
+	for _, s := range l.segments[:len(l.segments)-1] {
+		if s.closeIfIdle(now, l.env.idleFileTimeout) {
+			closed++
+		}
+	}
+	return closed
 }
 
 func (l *Log) retentionLocked(upperBound int64) ([]SegmentInfo, error) {

@@ -31,7 +31,19 @@ type Options struct {
 	// through; default vfs.Default, the OS's. Tests pass an errorfs.FS to
 	// make chosen operations fail.
 	FS vfs.FS
+	// IdleFileTimeout is how long (on Now's clock) a sealed segment's .log
+	// file stays open after its last read; then the retention check closes
+	// it and the next read opens it again. Only active segments keep their
+	// files open for good, so descriptors follow partitions, not segments.
+	// 0 means DefaultIdleFileTimeout; negative: never closed.
+	IdleFileTimeout time.Duration
 }
+
+// DefaultIdleFileTimeout is Options.IdleFileTimeout's default: long enough
+// that a consumer or follower reading through old segments keeps the one
+// it reads open, short enough that a read of the whole log gives its
+// descriptors back within a minute.
+const DefaultIdleFileTimeout = 30 * time.Second
 
 // LogDir is one broker's log directory: a <topic>-<partition> directory per
 // log, plus the per-directory checkpoint files recovery-point-offset-checkpoint,
@@ -75,6 +87,9 @@ func OpenLogDir(path string, opts Options) (_ *LogDir, err error) {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.IdleFileTimeout == 0 {
+		opts.IdleFileTimeout = DefaultIdleFileTimeout
 	}
 	if opts.ConfigFor == nil {
 		opts.ConfigFor = func(TopicPartition) Config { return DefaultConfig() }
@@ -535,7 +550,8 @@ func (d *LogDir) openLog(tp TopicPartition, cfg Config, recoveryPoint, logStart 
 // logFor returns tp's Log with no segments yet.
 func (d *LogDir) logFor(tp TopicPartition, cfg Config) *Log {
 	return &Log{dir: filepath.Join(d.path, tp.String()), tp: tp, dl: d, offlineLEO: -1,
-		env: &env{now: d.opts.Now, logger: d.opts.Logger.With("log", tp.String()), fs: d.fs, tracker: d.tracker, health: d.health, cfg: cfg}}
+		env: &env{now: d.opts.Now, logger: d.opts.Logger.With("log", tp.String()), fs: d.fs, tracker: d.tracker, health: d.health, cfg: cfg,
+			idleFileTimeout: d.opts.IdleFileTimeout}}
 }
 
 // recover brings the segments back after open. After a crash it re-reads
@@ -558,7 +574,7 @@ func (l *Log) recover(clean bool, recoveryPoint int64) error {
 	if clean {
 		// Trust the files; load the active segment and find its end.
 		s := l.active()
-		if err := s.ensureLoaded(); err != nil {
+		if err := s.ensureOpen(); err != nil {
 			return err
 		}
 		if _, err := s.rebuild(true); err != nil {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"tidemark/storage/vfs"
@@ -44,9 +45,17 @@ type segment struct {
 	// whole batch is written, so readers never see a partial batch.
 	size int64
 
-	mu        sync.Mutex // guards the lazy fields below
-	loaded    bool
-	log       vfs.File
+	mu     sync.Mutex // guards the lazy fields below
+	loaded bool       // the indexes are in memory
+	// log is the open .log file; nil for a sealed segment not read lately:
+	// like Kafka's lazy index, a sealed segment's file is opened on first
+	// read (ensureOpen) and closed again once idle (closeIfIdle), so a
+	// broker of thousands of partitions holds descriptors only for the
+	// active segments and those being read.
+	log vfs.File
+	// lastRead is when a reader last needed the .log (the env's clock,
+	// Unix nanoseconds); readers share the Log's lock, so it is atomic.
+	lastRead  atomic.Int64
 	index     []IndexEntry
 	timeIndex []TimeIndexEntry
 	// maxTimestamp and offsetOfMaxTimestamp: the largest batch max timestamp
@@ -127,12 +136,30 @@ func (s *segment) openIndexWriters(truncate bool) error {
 	return err
 }
 
-// ensureLoaded opens the .log file and reads both indexes of a segment that
-// was not read at open. A damaged index is rebuilt from the .log file.
+// ensureLoaded reads both indexes of a segment that was not read at open,
+// without keeping any file open. A damaged index is rebuilt from the .log
+// file.
 func (s *segment) ensureLoaded() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.loaded {
+	return s.loadLocked()
+}
+
+// ensureOpen loads the segment and opens its .log file if it is closed, for
+// a read, and records the read so closeIfIdle keeps the file open a while.
+func (s *segment) ensureOpen() error {
+	s.lastRead.Store(s.env.now().UnixNano())
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.loadLocked(); err != nil {
+		return err
+	}
+	return s.openLocked()
+}
+
+// openLocked opens the .log file unless it is open or not yet created.
+func (s *segment) openLocked() error {
+	if s.log != nil || s.unopened {
 		return nil
 	}
 	f, err := s.env.fs.OpenFile(s.path(LogFileSuffix), os.O_RDWR, 0)
@@ -140,6 +167,13 @@ func (s *segment) ensureLoaded() error {
 		return err
 	}
 	s.log = f
+	return nil
+}
+
+func (s *segment) loadLocked() error {
+	if s.loaded {
+		return nil
+	}
 	// An unreadable index is rebuilt from the .log file, like a damaged one.
 	idx, _ := vfs.ReadFile(s.env.fs, s.path(IndexFileSuffix))
 	tidx, _ := vfs.ReadFile(s.env.fs, s.path(TimeIndexFileSuffix))
@@ -148,6 +182,9 @@ func (s *segment) ensureLoaded() error {
 	s.timeIndex, ok2 = parseTimeIndex(tidx)
 	if !ok1 || !ok2 {
 		s.env.logger.Warn("rebuilding a damaged index", "segment", s.path(LogFileSuffix))
+		if err := s.openLocked(); err != nil {
+			return err
+		}
 		if _, err := s.rebuild(false); err != nil {
 			return err
 		}
@@ -159,6 +196,25 @@ func (s *segment) ensureLoaded() error {
 	}
 	s.loaded = true
 	return nil
+}
+
+// closeIfIdle closes the .log file of a sealed segment (no index writers
+// open) that no reader needed for idle, and reports whether it did. The
+// Log's write lock is held, so no reader is between ensureOpen and its
+// last read; a FileRegion handed out earlier and sent later than idle
+// after its read fails, and the fetch is retried (see FileRegion).
+func (s *segment) closeIfIdle(now time.Time, idle time.Duration) bool {
+	if s.indexFile != nil || now.UnixNano()-s.lastRead.Load() < int64(idle) {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.log == nil {
+		return false
+	}
+	s.log.Close()
+	s.log = nil
+	return true
 }
 
 // readHeader reads the batch header at pos; io.ErrUnexpectedEOF if the file

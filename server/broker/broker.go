@@ -303,6 +303,10 @@ func (b *Broker) ID() int32 { return b.cfg.ID }
 // Addr returns the Kafka listener's address.
 func (b *Broker) Addr() string { return b.ln.Addr().String() }
 
+// Regions returns the file regions this broker's fetch responses sent
+// with sendfile or copied through user space since it started.
+func (b *Broker) Regions() wire.RegionStats { return b.server.Regions() }
+
 // LogDir returns the broker's log dir.
 func (b *Broker) LogDir() *storage.LogDir { return b.dir }
 

@@ -485,12 +485,33 @@ func (r *runner) produce(pr *producer, p int32) (string, error) {
 		}
 		time.Sleep(100 * time.Microsecond)
 	}
+	// The append's events are published once the leader releases the
+	// replica: wait for them too, so the next action's events come after
+	// them in every replay.
+	for !r.appendPublished(leader, p, before) {
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("%w: the append of %s to broker %d was never published", ErrRun, b.w.Value, leader)
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
 	if off, ok := findValue(rep.Log(), b.w.Value); ok {
 		pd.offset = off
 	}
 	pr.inflight[p] = pd
 	r.pending = append(r.pending, pd)
 	return "appended", nil
+}
+
+// appendPublished reports whether broker's append at offset base of
+// partition p is on the bus (after the events the runner has read).
+func (r *runner) appendPublished(broker, p int32, base int64) bool {
+	evs, _ := r.c.Bus().Since(r.seq, 0)
+	for _, e := range evs {
+		if e.Kind == events.KindAppend && e.Broker == broker && e.Topic == Topic && e.Partition == p && e.Offsets != nil && e.Offsets.Base == base {
+			return true
+		}
+	}
+	return false
 }
 
 // answered applies a produce's answer to its producer.

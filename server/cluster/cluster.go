@@ -78,8 +78,11 @@ type Cluster struct {
 	brokers map[int32]*broker.Broker
 	ports   map[int32]string
 	// disks is each broker's file system, which FailDisk makes fail.
-	disks  map[int32]*errorfs.FS
-	closed bool
+	disks map[int32]*errorfs.FS
+	// copyRegions are the brokers SetCopyFileRegions switched to copying
+	// fetched data through user space; the rest use Options.Broker's.
+	copyRegions map[int32]bool
+	closed      bool
 
 	snapMu sync.Mutex // guards snap; held while publishing so Seq matches contents
 	snap   events.Snapshot
@@ -183,6 +186,9 @@ func (c *Cluster) startBroker(id int32, addr string) (*broker.Broker, error) {
 	cfg.Events = publisher{c}
 	cfg.Logger = c.logger
 	c.mu.Lock()
+	if copy, ok := c.copyRegions[id]; ok {
+		cfg.CopyFileRegions = copy
+	}
 	disk := c.disks[id]
 	if disk == nil {
 		disk = errorfs.Wrap(vfs.Default)

@@ -4,10 +4,12 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"runtime"
 	"testing"
 	"time"
 
 	"tidemark/server/broker"
+	"tidemark/server/wire"
 )
 
 // openPaused starts a paused 3-broker cluster in a temp dir.
@@ -105,5 +107,49 @@ func waitLEO(t *testing.T, r *broker.Replica, leo int64) {
 			t.Fatalf("LEO stayed %d, want %d", r.Status().LogEndOffset, leo)
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestSetCopyFileRegions: a broker switched to user-space copies serves
+// fetched record data through read+write from its next restart on, and
+// with sendfile before it.
+func TestSetCopyFileRegions(t *testing.T) {
+	c := openPaused(t)
+	if err := c.SetCopyFileRegions(9, true); err == nil {
+		t.Fatal("SetCopyFileRegions of an unknown broker: no error")
+	}
+	// Under ZooKeeper's rule the only replica leads again after its restart.
+	if err := c.SetFencingRule("zookeeper"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateTopic("z", 1, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Produce(context.Background(), "z", 0, 1, []Record{{Value: []byte("m0")}}, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	fetch := func() wire.RegionStats {
+		t.Helper()
+		n, d, _, err := c.FetchRegions(context.Background(), 1, "z", 0)
+		if err != nil || n == 0 {
+			t.Fatalf("fetch: %d bytes, %v", n, err)
+		}
+		return d
+	}
+	if d := fetch(); runtime.GOOS == "linux" && (d.SendfileBytes == 0 || d.CopiedBytes != 0) {
+		t.Fatalf("before the switch: %+v, want sendfile only", d)
+	}
+	if err := c.SetCopyFileRegions(1, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Crash(1); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Restart(1); err != nil {
+		t.Fatal(err)
+	}
+	waitLeader(t, c, "z", 0)
+	if d := fetch(); d.CopiedBytes == 0 || d.SendfileBytes != 0 || d.CopySyscalls < 2 {
+		t.Fatalf("after the switch and a restart: %+v, want user-space copies only", d)
 	}
 }

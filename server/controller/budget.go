@@ -2,6 +2,9 @@ package controller
 
 import (
 	"fmt"
+	"maps"
+	"slices"
+	"strconv"
 	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -61,14 +64,92 @@ func DefaultMaxPartitionReplicas() int {
 // replicaBudget is DefaultMaxPartitionReplicas for given limits; 0 means
 // unknown.
 func replicaBudget(files, memory uint64) int {
-	if files == 0 {
-		files = 2 * reservedFiles
-	}
-	budget := (files - min(reservedFiles, files/2)) / FilesPerReplica
+	budget := descriptorBudget(files)
 	if memory > 0 {
 		budget = min(budget, memory/4/bytesPerReplica)
 	}
 	return int(max(budget, minReplicas))
+}
+
+// descriptorBudget is how many replicas the descriptors left after
+// reservedFiles can keep open; files 0 means unknown (8,192 assumed).
+func descriptorBudget(files uint64) uint64 {
+	if files == 0 {
+		files = 2 * reservedFiles
+	}
+	return (files - min(reservedFiles, files/2)) / FilesPerReplica
+}
+
+// minBrokerPartitions keeps the per-broker budget usable on a tiny
+// machine: a lesson's topics fit on one broker.
+const minBrokerPartitions = 32
+
+// maxBrokerPartitions is the per-broker budget in force; 0 means the
+// default.
+var maxBrokerPartitions atomic.Int64
+
+// SetMaxBrokerPartitions sets the most partition replicas one broker may
+// host (Kafka's max.broker.partitions, KIP-578), the
+// --max-broker-partitions flag; n ≤ 0 goes back to
+// DefaultMaxBrokerPartitions. It applies to topics created afterwards.
+func SetMaxBrokerPartitions(n int) {
+	maxBrokerPartitions.Store(int64(max(n, 0)))
+}
+
+// MaxBrokerPartitions returns the per-broker budget in force for a lab of
+// the given number of brokers.
+func MaxBrokerPartitions(brokers int) int {
+	if n := maxBrokerPartitions.Load(); n > 0 {
+		return int(n)
+	}
+	return DefaultMaxBrokerPartitions(brokers)
+}
+
+// DefaultMaxBrokerPartitions computes the per-broker budget from the
+// descriptor limit: the lab's brokers share one process, so each gets an
+// even share of the descriptors left for replicas, as if it ran alone
+// with that limit; never below 32. With 20,000 descriptors and 3 brokers
+// that is 1,767 replicas a broker. Replicas keep only their active
+// segment's files open (storage.Options.IdleFileTimeout), so the share
+// bounds descriptors whatever the segment count.
+func DefaultMaxBrokerPartitions(brokers int) int {
+	files, _ := machineLimits()
+	return brokerBudget(files, brokers)
+}
+
+// brokerBudget is DefaultMaxBrokerPartitions for a given descriptor limit
+// (0: unknown).
+func brokerBudget(files uint64, brokers int) int {
+	return int(max(descriptorBudget(files)/uint64(max(brokers, 1)), minBrokerPartitions))
+}
+
+// checkBrokerBudget refuses (POLICY_VIOLATION) a new topic whose assigned
+// replicas would take a broker past the per-broker budget; c.mu is held.
+func (c *Controller) checkBrokerBudget(name string, parts []*Partition) error {
+	held := map[int32]int{}
+	for _, t := range c.topics {
+		for _, p := range t.parts {
+			for _, r := range p.Replicas {
+				held[r]++
+			}
+		}
+	}
+	want := map[int32]int{}
+	for _, p := range parts {
+		for _, r := range p.Replicas {
+			want[r]++
+		}
+	}
+	limit := MaxBrokerPartitions(len(c.brokers))
+	for _, id := range slices.Sorted(maps.Keys(want)) {
+		if held[id]+want[id] > limit {
+			return &BudgetError{Key: "limits.broker-partitions", Args: itoas(name, want[id], int(id), held[id], limit),
+				err: fmt.Errorf("%w: topic %q would put %d partition replicas on broker %d, which hosts %d of at most %d "+
+					"(--max-broker-partitions, max.broker.partitions in Kafka)",
+					kerr.PolicyViolation, name, want[id], id, held[id], limit)}
+		}
+	}
+	return nil
 }
 
 // checkReplicaBudget refuses (POLICY_VIOLATION) a new topic of partitions ×
@@ -84,7 +165,34 @@ func (c *Controller) checkReplicaBudget(name string, partitions int32, replicati
 	if held+want <= limit {
 		return nil
 	}
-	return fmt.Errorf("%w: topic %q needs %d partition replicas (%d partitions × replication factor %d); the lab holds %d of at most %d "+
-		"(--max-partition-replicas; each replica keeps about %d files open)",
-		kerr.PolicyViolation, name, want, partitions, replicationFactor, held, limit, FilesPerReplica)
+	return &BudgetError{Key: "limits.partition-replicas", Args: itoas(name, want, held, limit),
+		err: fmt.Errorf("%w: topic %q needs %d partition replicas (%d partitions × replication factor %d); the lab holds %d of at most %d "+
+			"(--max-partition-replicas; each replica keeps about %d files open)",
+			kerr.PolicyViolation, name, want, partitions, replicationFactor, held, limit, FilesPerReplica)}
+}
+
+// BudgetError is a topic refused by a partition budget: POLICY_VIOLATION
+// (errors.Is finds it) naming the limit and its flag, with the i18n key
+// and arguments that say the same to a learner in their language.
+type BudgetError struct {
+	Key  string   // limits.partition-replicas or limits.broker-partitions
+	Args []string // the key's arguments, in its English order
+	err  error
+}
+
+func (e *BudgetError) Error() string { return e.err.Error() }
+
+// Unwrap returns the wrapped kerr.PolicyViolation.
+func (e *BudgetError) Unwrap() error { return e.err }
+
+// MessageKey returns the i18n key and arguments of the refusal.
+func (e *BudgetError) MessageKey() (string, []string) { return e.Key, e.Args }
+
+// itoas formats a topic name and counts as a BudgetError's arguments.
+func itoas(name string, n ...int) []string {
+	out := []string{name}
+	for _, v := range n {
+		out = append(out, strconv.Itoa(v))
+	}
+	return out
 }

@@ -59,3 +59,61 @@ func TestDefaultReplicaBudget(t *testing.T) {
 		t.Fatalf("MaxPartitionReplicas() = %d", got)
 	}
 }
+
+// TestBrokerBudget: with at most 4 partition replicas a broker, one-
+// partition topics of replication factor 1 (each assigned to broker 1)
+// fit until broker 1 holds 4; the next is refused with POLICY_VIOLATION
+// naming the broker, the limit and the flag, though the lab's own budget
+// has room; a topic spread over all brokers still fits where they have
+// room, and deleting a topic frees its share.
+func TestBrokerBudget(t *testing.T) {
+	SetMaxBrokerPartitions(4)
+	t.Cleanup(func() { SetMaxBrokerPartitions(0) })
+	l := newLab(t)
+	l.start(1, 2, 3)
+	for _, name := range []string{"a", "b", "c", "d"} {
+		l.create(name, 1, 1, nil)
+	}
+	_, err := l.c.CreateTopic("e", 1, 1, nil)
+	if !errors.Is(err, kerr.PolicyViolation) {
+		t.Fatalf("5th replica on broker 1: %v, want POLICY_VIOLATION", err)
+	}
+	for _, part := range []string{"broker 1", "hosts 4 of at most 4", "--max-broker-partitions"} {
+		if !strings.Contains(err.Error(), part) {
+			t.Errorf("message %q does not say %q", err, part)
+		}
+	}
+	if _, ok := l.c.Topic("e"); ok {
+		t.Fatal("the refused topic exists")
+	}
+	if _, err := l.c.CreateTopic("f", 2, 2, nil); !errors.Is(err, kerr.PolicyViolation) {
+		t.Fatalf("2 partitions RF 2 (a replica on broker 1): %v, want POLICY_VIOLATION", err)
+	}
+	if err := l.c.DeleteTopic("a"); err != nil {
+		t.Fatal(err)
+	}
+	l.create("f", 2, 2, nil) // broker 1 gets one, brokers 2 and 3 have room
+}
+
+// TestDefaultBrokerBudget: each broker's default share of the descriptors.
+func TestDefaultBrokerBudget(t *testing.T) {
+	for _, c := range []struct {
+		files   uint64
+		brokers int
+		want    int
+	}{
+		{20000, 3, 1767}, // this lab machine
+		{20000, 1, 5301}, // one broker: the whole descriptor budget
+		{1024, 3, 56},    // a default ulimit
+		{0, 3, 455},      // unknown: 8,192 descriptors assumed
+		{100, 7, minBrokerPartitions},
+		{20000, 0, 5301}, // no broker registered yet: counted as one
+	} {
+		if got := brokerBudget(c.files, c.brokers); got != c.want {
+			t.Errorf("brokerBudget(%d files, %d brokers) = %d, want %d", c.files, c.brokers, got, c.want)
+		}
+	}
+	if got := MaxBrokerPartitions(3); got < minBrokerPartitions {
+		t.Fatalf("MaxBrokerPartitions(3) = %d", got)
+	}
+}

@@ -24,7 +24,8 @@ const MaxPartitions = 1000
 // collides with another once '.' and '_' are treated alike, as Kafka's metric
 // names do), TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS (outside [1, 1000]),
 // INVALID_REPLICATION_FACTOR (outside [1, unfenced brokers]), INVALID_CONFIG,
-// POLICY_VIOLATION (the lab's partition-replica budget, budget.go).
+// POLICY_VIOLATION (the lab's and each broker's partition-replica
+// budgets, budget.go).
 func (c *Controller) CreateTopic(name string, partitions int32, replicationFactor int16, configs map[string]string) (Topic, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -76,6 +77,9 @@ func (c *Controller) CreateTopic(name string, partitions int32, replicationFacto
 			replicas[i] = brokers[(p+i)%n]
 		}
 		t.parts[p] = &Partition{Topic: name, Partition: int32(p), Replicas: replicas, Leader: replicas[0], ISR: slices.Clone(replicas)}
+	}
+	if err := c.checkBrokerBudget(name, t.parts); err != nil {
+		return Topic{}, err
 	}
 	c.topics[name] = t
 	ch := newChange()

@@ -45,7 +45,7 @@ func send(t *testing.T, h http.Handler, method, target, body string) *httptest.R
 	return rec
 }
 
-// TestLessonAPI drives a run of lesson 07-hw through the API on a real
+// TestLessonAPI drives a run of lesson 08-hw through the API on a real
 // cluster: list and detail, start, Next, predict (the verdict comes from
 // the real outcome), Back and Next through recorded states, the errors for
 // a control out of place, a full lab (429 THROTTLING_QUOTA_EXCEEDED) and
@@ -70,18 +70,18 @@ func TestLessonAPI(t *testing.T) {
 	if list[0].ID != "01-partitions" || list[0].Part != "storage" || len(list[6].BuildsOn) == 0 {
 		t.Fatalf("path: first %s (%s), %s builds on %v", list[0].ID, list[0].Part, list[6].ID, list[6].BuildsOn)
 	}
-	if rec := send(t, h, "GET", "/api/v1/lessons/07-hw", ""); rec.Code != 200 || !strings.Contains(rec.Body.String(), `"prediction"`) {
+	if rec := send(t, h, "GET", "/api/v1/lessons/08-hw", ""); rec.Code != 200 || !strings.Contains(rec.Body.String(), `"prediction"`) {
 		t.Fatalf("detail: %d %s", rec.Code, rec.Body)
 	}
 	wantError(t, send(t, h, "GET", "/api/v1/lessons/nope", ""), 404, CodeNotFound)
 	wantError(t, send(t, h, "POST", "/api/v1/lessons/nope/runs", ""), 404, CodeNotFound)
 
-	rec = send(t, h, "POST", "/api/v1/lessons/07-hw/runs", `{"speed":"instant"}`)
+	rec = send(t, h, "POST", "/api/v1/lessons/08-hw/runs", `{"speed":"instant"}`)
 	var st lessons.RunState
 	if err := json.Unmarshal(rec.Body.Bytes(), &st); rec.Code != 201 || err != nil || st.ID == "" || st.Cursor != 0 {
 		t.Fatalf("start: %d %v %s", rec.Code, err, rec.Body)
 	}
-	wantError(t, send(t, h, "POST", "/api/v1/lessons/07-hw/runs", ""), 429, "THROTTLING_QUOTA_EXCEEDED")
+	wantError(t, send(t, h, "POST", "/api/v1/lessons/08-hw/runs", ""), 429, "THROTTLING_QUOTA_EXCEEDED")
 	run := "/api/v1/lessons/runs/" + st.ID
 	state := func(rec *httptest.ResponseRecorder) lessons.RunState {
 		t.Helper()
@@ -137,7 +137,7 @@ func TestLessonAPI(t *testing.T) {
 // TestLessonRoutesWithoutService: no lesson service, 501 on the run routes.
 func TestLessonRoutesWithoutService(t *testing.T) {
 	s := newTestServer(t, newTestLab(events.BusOptions{}), Options{})
-	wantError(t, send(t, s.Handler(), "POST", "/api/v1/lessons/07-hw/runs", ""), 501, CodeNotImplemented)
+	wantError(t, send(t, s.Handler(), "POST", "/api/v1/lessons/08-hw/runs", ""), 501, CodeNotImplemented)
 	if rec := send(t, s.Handler(), "GET", "/api/v1/lessons", ""); rec.Code != 200 {
 		t.Fatalf("list without a service: %d", rec.Code)
 	}

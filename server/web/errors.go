@@ -10,6 +10,8 @@ import (
 	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"tidemark/i18n"
 )
 
 // Error is an API error: an HTTP status, a code (Kafka's error name where one
@@ -19,6 +21,17 @@ type Error struct {
 	Status  int    `json:"-"`
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	// Key and Args, when set, are the i18n key (limits.…) and arguments of
+	// the lab's own text for this error, so that pages can show it in the
+	// learner's language; Message is its English detail.
+	Key  string   `json:"key,omitempty"`
+	Args []string `json:"args,omitempty"`
+}
+
+// messageKeyer is an error that carries its own translated text, such as
+// the controller's budget refusals.
+type messageKeyer interface {
+	MessageKey() (key string, args []string)
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
@@ -73,9 +86,10 @@ var kafkaStatus = map[*kerr.Error]int{
 // (found with errors.As, so wrapped ones count) keeps its name, with
 // NOT_LEADER_OR_FOLLOWER for code 6, and gets the status kafkaStatus gives
 // it; a context deadline is REQUEST_TIMED_OUT (504). The message is the
-// error's detail, or Kafka's description when there is none. Any other error (and nil)
-// is returned as it is: the error handler logs it and answers a 500 that
-// does not show it.
+// error's detail with Kafka's long descriptions cut out, or the short
+// English text of errors.<CODE> when there is none. Any other error (and
+// nil) is returned as it is: the error handler logs it and answers a 500
+// that does not show it.
 func LabError(err error) error {
 	var e *Error
 	if err == nil || errors.As(err, &e) {
@@ -100,15 +114,78 @@ func LabError(err error) error {
 	if ke == kerr.NotLeaderForPartition {
 		code = CodeNotLeaderOrFollower
 	}
-	// A wrapped kerr error reads "CODE: description: detail"; the code is
-	// already in the body, and the detail says more than the description.
-	msg := err.Error()
-	if msg == ke.Error() {
-		msg = ke.Description
-	} else if d, ok := strings.CutPrefix(msg, ke.Error()+": "); ok && d != "" {
-		msg = d
+	out := &Error{Status: status, Code: code, Message: kafkaDetail(err.Error())}
+	if key := "errors." + code; out.Message == "" {
+		// A script reading the API gets Kafka's description for a code
+		// the lab has no text of its own for; learners never see it.
+		out.Message = ke.Description
+		if i18n.T(i18n.Default, key) != key {
+			out.Message = i18n.T(i18n.Default, key)
+		}
 	}
-	return &Error{Status: status, Code: code, Message: msg}
+	var mk messageKeyer
+	if errors.As(err, &mk) {
+		out.Key, out.Args = mk.MessageKey()
+	}
+	return out
+}
+
+// kafkaDetail cuts every "CODE: description" of a Kafka error out of msg:
+// a wrapped kerr error reads "CODE: description: detail", sometimes nested;
+// the code travels in its own field and the description is written for
+// client authors, not learners.
+func kafkaDetail(msg string) string {
+	for i := 0; ; i++ {
+		before := msg
+		for _, ke := range kafkaErrors {
+			if !strings.Contains(msg, ke.Message) {
+				continue
+			}
+			msg = strings.ReplaceAll(msg, ke.Error()+": ", "")
+			msg = strings.ReplaceAll(msg, ke.Error(), "")
+			msg = strings.ReplaceAll(msg, ke.Description+": ", "")
+		}
+		if msg == before || i == 3 {
+			return strings.Trim(strings.TrimSpace(msg), ": ")
+		}
+	}
+}
+
+// kafkaErrors is every error kerr knows, for kafkaDetail; descriptions
+// holds their descriptions, for learnerText.
+var kafkaErrors, descriptions = func() ([]*kerr.Error, map[string]bool) {
+	var out []*kerr.Error
+	ds := map[string]bool{}
+	for code := int16(-1); code < 200; code++ {
+		var ke *kerr.Error
+		if errors.As(kerr.ErrorForCode(code), &ke) && ke.Code == code {
+			out = append(out, ke)
+			ds[ke.Description] = true
+		}
+	}
+	return out, ds
+}()
+
+// learnerText is what a page shows for e in lang: the lab's own text when
+// e carries one (Key), else the short text for its Kafka code — on English
+// pages the lab's detail instead, which says more. Kafka's long English
+// descriptions are never shown (LabError cut them); the code is shown
+// apart, as Kafka's name.
+func learnerText(lang i18n.Lang, e *Error) string {
+	if e.Key != "" {
+		args := make([]any, len(e.Args))
+		for i, a := range e.Args {
+			args[i] = a
+		}
+		return i18n.T(lang, e.Key, args...)
+	}
+	if lang == i18n.Default && e.Message != "" && !descriptions[e.Message] {
+		return e.Message
+	}
+	if key := "errors." + e.Code; i18n.T(lang, key) != key {
+		return i18n.T(lang, key)
+	}
+	return i18n.T(lang, "errors.other")
 }
 
 // errorBody is the JSON shape of every error response.

@@ -18,11 +18,11 @@ func TestLabError(t *testing.T) {
 		code, msg   string
 		passThrough bool
 	}{
-		{kerr.NotEnoughReplicas, http.StatusServiceUnavailable, "NOT_ENOUGH_REPLICAS", kerr.NotEnoughReplicas.Description, false},
+		{kerr.NotEnoughReplicas, http.StatusServiceUnavailable, "NOT_ENOUGH_REPLICAS", "Not appended: the ISR is smaller than min.insync.replicas.", false},
 		{fmt.Errorf("%w: topic %q", kerr.TopicAlreadyExists, "x"), http.StatusConflict, "TOPIC_ALREADY_EXISTS", `topic "x"`, false},
-		{kerr.NotLeaderForPartition, http.StatusServiceUnavailable, CodeNotLeaderOrFollower, kerr.NotLeaderForPartition.Description, false},
-		{fmt.Errorf("fetch from broker 1: %w", kerr.UnknownTopicOrPartition), http.StatusNotFound, "UNKNOWN_TOPIC_OR_PARTITION", "fetch from broker 1: " + kerr.UnknownTopicOrPartition.Error(), false},
-		{kerr.RequestTimedOut, http.StatusGatewayTimeout, "REQUEST_TIMED_OUT", kerr.RequestTimedOut.Description, false},
+		{kerr.NotLeaderForPartition, http.StatusServiceUnavailable, CodeNotLeaderOrFollower, "That broker is not this partition's leader.", false},
+		{fmt.Errorf("fetch from broker 1: %w", kerr.UnknownTopicOrPartition), http.StatusNotFound, "UNKNOWN_TOPIC_OR_PARTITION", "fetch from broker 1", false},
+		{kerr.RequestTimedOut, http.StatusGatewayTimeout, "REQUEST_TIMED_OUT", "The request timed out.", false},
 		{fmt.Errorf("waiting: %w", context.DeadlineExceeded), http.StatusGatewayTimeout, "REQUEST_TIMED_OUT", "waiting: context deadline exceeded", false},
 		{kerr.OffsetNotAvailable, http.StatusServiceUnavailable, "OFFSET_NOT_AVAILABLE", kerr.OffsetNotAvailable.Description, false}, // retriable, unlisted
 		{kerr.InvalidTxnState, http.StatusInternalServerError, "INVALID_TXN_STATE", kerr.InvalidTxnState.Description, false},         // not retriable, unlisted

@@ -92,8 +92,7 @@ func (s *Server) segmentsPage(c echo.Context) error {
 		if err != nil || off < 0 {
 			d.LookupError = i18n.T(lang, "ui.lookup.bad", truncate(d.Offset, 40))
 		} else if lk, err := lookupView(id, l, off); err != nil {
-			e := toError(err)
-			d.LookupError = errText(e.Code, e.Message)
+			d.LookupError = errText(lang, toError(err))
 		} else {
 			d.Lookup = &lk
 		}
@@ -129,8 +128,11 @@ func localPath(next string) string {
 // ActionResult is what /ui/action answers a client that accepts JSON (the
 // panel): whether the control worked, the text to show and the API status.
 type ActionResult struct {
-	OK     bool   `json:"ok"`
-	Text   string `json:"text"`
+	OK   bool   `json:"ok"`
+	Text string `json:"text"`
+	// Code is Kafka's error name when the control failed ("" on success);
+	// Text starts with it too, for the flash.
+	Code   string `json:"code,omitempty"`
 	Status int    `json:"status"`
 }
 
@@ -161,33 +163,30 @@ type apiCall struct {
 
 func (s *Server) runAction(c echo.Context, lang i18n.Lang) ActionResult {
 	if err := c.Request().ParseForm(); err != nil {
-		return ActionResult{Text: "INVALID_REQUEST: " + truncate(err.Error(), 200), Status: http.StatusBadRequest}
+		e := KafkaError(http.StatusBadRequest, kerr.InvalidRequest, truncate(err.Error(), 200))
+		return ActionResult{Text: errText(lang, e), Code: e.Code, Status: e.Status}
 	}
 	f := c.Request().PostForm
 	action := f.Get("action")
 	call, err := formCall(action, f.Get)
 	if err != nil {
 		e := toError(err)
-		return ActionResult{Text: errText(e.Code, e.Message), Status: e.Status}
+		return ActionResult{Text: errText(lang, e), Code: e.Code, Status: e.Status}
 	}
 	status, body := s.callAPI(c.Request(), call)
 	if status/100 != 2 {
-		var eb struct {
-			Error struct{ Code, Message string }
+		var eb errorBody
+		if json.Unmarshal(body, &eb) != nil || eb.Error == nil {
+			eb.Error = &Error{Code: kerr.UnknownServerError.Message}
 		}
-		json.Unmarshal(body, &eb)
-		return ActionResult{Text: errText(eb.Error.Code, eb.Error.Message), Status: status}
+		return ActionResult{Text: errText(lang, eb.Error), Code: eb.Error.Code, Status: status}
 	}
 	return ActionResult{OK: true, Text: doneText(lang, action, f.Get, body), Status: status}
 }
 
-// errText shows an error as "CODE: message", once even when the message
-// already starts with its code.
-func errText(code, msg string) string {
-	if strings.HasPrefix(msg, code) {
-		return msg
-	}
-	return code + ": " + msg
+// errText shows an error to a learner as "CODE: text" (learnerText).
+func errText(lang i18n.Lang, e *Error) string {
+	return e.Code + ": " + learnerText(lang, e)
 }
 
 // formCall turns a control form into its API request.
@@ -351,5 +350,5 @@ func isPagePath(path string) bool {
 func (s *Server) renderErrorPage(c echo.Context, e *Error) error {
 	lang := Lang(c)
 	p := views.Page{Title: i18n.T(lang, "ui.error.title"), Lang: lang, Path: "/"}
-	return Render(c, e.Status, views.ErrorPage(p, e.Status, e.Code, e.Message))
+	return Render(c, e.Status, views.ErrorPage(p, e.Status, e.Code, learnerText(lang, e)))
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -58,6 +59,11 @@ func decodeJSON(c echo.Context, v any) error {
 	if body = bytes.TrimSpace(body); len(body) == 0 || body[0] != '{' {
 		// Every body is an object; null would decode to an all-default request.
 		return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "the body must be a JSON object")
+	}
+	if !utf8.Valid(body) {
+		// encoding/json would replace the bad bytes with U+FFFD, silently
+		// changing a key or a record's value.
+		return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "the body is not valid UTF-8")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()

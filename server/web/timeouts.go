@@ -25,10 +25,15 @@ const (
 	IdleTimeout = 2 * time.Minute
 )
 
+// timeouts are the timeouts in force: the constants above, shortened by
+// tests so that a timeout can be watched without waiting seconds.
+var timeouts = struct{ readHeader, read, write, idle time.Duration }{
+	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout}
+
 // NewHTTPServer returns the lab's HTTP server for h with the timeouts above;
 // requests run under base.
 func NewHTTPServer(h http.Handler, base context.Context) *http.Server {
-	return &http.Server{Handler: h, ReadHeaderTimeout: ReadHeaderTimeout, IdleTimeout: IdleTimeout,
+	return &http.Server{Handler: h, ReadHeaderTimeout: timeouts.readHeader, IdleTimeout: timeouts.idle,
 		BaseContext: func(net.Listener) context.Context { return base }}
 }
 
@@ -39,7 +44,7 @@ func NewHTTPServer(h http.Handler, base context.Context) *http.Server {
 func deadlines(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		rc := http.NewResponseController(c.Response().Writer)
-		read, write := time.Now().Add(ReadTimeout), time.Now().Add(WriteTimeout)
+		read, write := time.Now().Add(timeouts.read), time.Now().Add(timeouts.write)
 		if c.Request().URL.Path == "/ws" {
 			read, write = time.Time{}, time.Time{}
 		}

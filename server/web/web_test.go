@@ -69,7 +69,7 @@ func testStatic() fstest.MapFS {
 	}
 }
 
-func newTestServer(t *testing.T, lab Lab, opts Options) *Server {
+func newTestServer(t testing.TB, lab Lab, opts Options) *Server {
 	t.Helper()
 	opts.Lab = lab
 	if opts.Static == nil {

@@ -11,7 +11,7 @@ import (
 // to become writable through the runtime poller, so the connection's write
 // deadline applies. handled is false, with nothing sent, if the file has no usable descriptor or
 // the kernel cannot sendfile from it.
-func sendFileRegion(raw syscall.RawConn, r FileRegion) (handled bool, err error) {
+func sendFileRegion(raw syscall.RawConn, r FileRegion, count regionCount) (handled bool, err error) {
 	fraw, err := r.File.SyscallConn()
 	if err != nil {
 		return false, nil
@@ -23,7 +23,7 @@ func sendFileRegion(raw syscall.RawConn, r FileRegion) (handled bool, err error)
 		werr := raw.Write(func(sfd uintptr) bool {
 			for left > 0 {
 				n, err := syscall.Sendfile(int(sfd), int(ffd), &off, int(min(left, 1<<30)))
-				sendfileCalls.Add(1)
+				count.sendfileCall()
 				if n > 0 {
 					left -= int64(n)
 				}
@@ -55,7 +55,6 @@ func sendFileRegion(raw syscall.RawConn, r FileRegion) (handled bool, err error)
 	if fallback {
 		return false, nil
 	}
-	sendfileRegions.Add(1)
-	sendfileBytes.Add(r.Length - left)
+	count.sent(r.Length - left)
 	return true, sendErr
 }

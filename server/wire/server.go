@@ -130,6 +130,7 @@ type Server struct {
 	handled VersionTable // handler's table
 	connIDs atomic.Uint64
 	limits  listenerLimits // limits.go
+	regions regionCounters // stats.go
 }
 
 // NewServer returns a Server for h, or an error if opts or h's version table
@@ -325,7 +326,7 @@ func (s *Server) processLoop(ctx context.Context, c net.Conn, id uint64, items <
 			err = fmt.Errorf("panic: %v\n%s", p, debug.Stack())
 		}
 	}()
-	w := newResponseWriter(c, s.opts.CopyFileRegions)
+	w := newResponseWriter(c, s.opts.CopyFileRegions, &s.regions)
 	for it := range items {
 		if it.err != nil && !errors.Is(it.err, ErrUnsupported) {
 			switch {

@@ -157,6 +157,7 @@ type responseWriter struct {
 	raw     syscall.RawConn // nil: copy file regions through user space
 	buf     []byte          // reused encode buffer
 	copyBuf []byte          // lazily allocated for copied regions
+	count   regionCount     // the process's and the Server's counters
 }
 
 // maxKeptBuf bounds the encode buffer kept between responses.
@@ -165,8 +166,8 @@ const maxKeptBuf = 1 << 20
 // copyBufSize is the chunk size of user-space region copies.
 const copyBufSize = 256 << 10
 
-func newResponseWriter(c net.Conn, copyRegions bool) *responseWriter {
-	w := &responseWriter{c: c}
+func newResponseWriter(c net.Conn, copyRegions bool, regions *regionCounters) *responseWriter {
+	w := &responseWriter{c: c, count: regionCount{regions}}
 	if sc, ok := c.(syscall.Conn); ok && !copyRegions {
 		if raw, err := sc.SyscallConn(); err == nil {
 			w.raw = raw
@@ -217,7 +218,7 @@ func (w *responseWriter) write(correlationID int32, resp kmsg.Response) error {
 // writeRegion sends one file region, with sendfile(2) where possible.
 func (w *responseWriter) writeRegion(r FileRegion) error {
 	if w.raw != nil {
-		if handled, err := sendFileRegion(w.raw, r); handled {
+		if handled, err := sendFileRegion(w.raw, r, w.count); handled {
 			return err
 		}
 	}
@@ -226,7 +227,7 @@ func (w *responseWriter) writeRegion(r FileRegion) error {
 
 // copyRegion sends r by reading it into memory and writing it.
 func (w *responseWriter) copyRegion(r FileRegion) error {
-	copiedRegions.Add(1)
+	w.count.copiedRegion()
 	if w.copyBuf == nil {
 		w.copyBuf = make([]byte, copyBufSize)
 	}
@@ -234,10 +235,10 @@ func (w *responseWriter) copyRegion(r FileRegion) error {
 	for left > 0 {
 		chunk := w.copyBuf[:min(left, int64(len(w.copyBuf)))]
 		n, err := r.File.ReadAt(chunk, off)
-		copySyscalls.Add(1)
+		w.count.copySyscall()
 		if n > 0 {
-			copySyscalls.Add(1)
-			copiedBytes.Add(int64(n))
+			w.count.copySyscall()
+			w.count.copied(int64(n))
 			if _, werr := w.c.Write(chunk[:n]); werr != nil {
 				return werr
 			}

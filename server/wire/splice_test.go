@@ -125,10 +125,15 @@ func TestSplicedFetch(t *testing.T) {
 		want = append(want, b...)
 	}
 	for _, copyRegions := range []bool{false, true} {
-		addr, _ := startServer(t, fetchHandler(seg, 12), Options{CopyFileRegions: copyRegions})
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv, _ := serveListener(t, fetchHandler(seg, 12), Options{CopyFileRegions: copyRegions}, ln)
+		addr := ln.Addr().String()
 		for _, v := range []int16{4, 11, 12} {
 			t.Run(fmt.Sprintf("copy=%v/v%d", copyRegions, v), func(t *testing.T) {
-				before := sendfileRegions.Load()
+				before, beforeAll := srv.Regions(), Regions()
 				var wg sync.WaitGroup
 				errs := make(chan error, 4)
 				for range 4 {
@@ -165,8 +170,16 @@ func TestSplicedFetch(t *testing.T) {
 				for err := range errs {
 					t.Error(err)
 				}
-				if sent := sendfileRegions.Load() - before; runtime.GOOS == "linux" && (sent > 0) == copyRegions {
-					t.Errorf("%d regions went through sendfile with CopyFileRegions=%v", sent, copyRegions)
+				d, all := srv.Regions().Sub(before), Regions().Sub(beforeAll)
+				if runtime.GOOS == "linux" && (d.SendfileRegions > 0) == copyRegions {
+					t.Errorf("%d regions went through sendfile with CopyFileRegions=%v", d.SendfileRegions, copyRegions)
+				}
+				// 4 connections × 10 fetches of the segment's batches.
+				if d.SendfileRegions+d.CopiedRegions < 40 || d.SendfileBytes+d.CopiedBytes != int64(40*len(want)) {
+					t.Errorf("this server counted %+v, want 40 fetches of %d bytes", d, len(want))
+				}
+				if all.SendfileRegions < d.SendfileRegions || all.CopiedBytes < d.CopiedBytes {
+					t.Errorf("the process counted %+v, less than one server's %+v", all, d)
 				}
 			})
 		}
