@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"path/filepath"
 	"slices"
@@ -181,6 +182,7 @@ type Broker struct {
 	sorted           []*replica         // replicas sorted (replicaList); nil when the set changed since
 	fetchers         map[int32]*fetcher // by leader id
 	lastHWCheckpoint time.Time
+	lastHWs          map[storage.TopicPartition]int64 // as last written
 	stopped          bool
 }
 
@@ -545,7 +547,8 @@ func (b *Broker) Tick() {
 }
 
 // checkpointHighWatermarks writes every partition's HW to
-// replication-offset-checkpoint.
+// replication-offset-checkpoint, unless it would write what it wrote last
+// (an idle lab would otherwise rewrite and fsync the same file forever).
 func (b *Broker) checkpointHighWatermarks() {
 	hws := map[storage.TopicPartition]int64{}
 	for _, r := range b.replicaList() {
@@ -554,9 +557,21 @@ func (b *Broker) checkpointHighWatermarks() {
 	if len(hws) == 0 {
 		return
 	}
-	if err := b.dir.WriteHighWatermarks(hws); err != nil && !errors.Is(err, storage.ErrClosed) {
-		b.errLog.log("writing the high watermark checkpoint", "err", err)
+	b.mu.Lock()
+	same := maps.Equal(hws, b.lastHWs)
+	b.mu.Unlock()
+	if same {
+		return
 	}
+	if err := b.dir.WriteHighWatermarks(hws); err != nil {
+		if !errors.Is(err, storage.ErrClosed) {
+			b.errLog.log("writing the high watermark checkpoint", "err", err)
+		}
+		return
+	}
+	b.mu.Lock()
+	b.lastHWs = hws
+	b.mu.Unlock()
 }
 
 // CheckpointHighWatermarks writes the HW checkpoint now (the lab's step
