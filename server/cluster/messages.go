@@ -69,6 +69,9 @@ func (g *messageGate) allow(e events.Event) bool {
 // publishMessage publishes one message event from the cluster itself (the
 // controller's side of a link).
 func (c *Cluster) publishMessage(kind events.Kind, broker int32, w events.Wire, fill func(*events.Event)) {
+	if !c.messages.on {
+		return // no message events in this lab: build none
+	}
 	e := events.Event{Kind: kind, Broker: broker, Wire: &w}
 	if fill != nil {
 		fill(&e)

@@ -435,7 +435,12 @@ func (c *Controller) Tick() {
 	for _, id := range expired {
 		c.leaveReplicaSets(ch, id, fmt.Sprintf("broker %d fenced", id))
 	}
-	c.electOffline(ch, "offline partition")
+	// Partitions go offline only when brokers are fenced (leaveReplicaSets
+	// elects what it can at once); unfencing and config changes elect too.
+	// So an idle tick walks no partition.
+	if len(expired) > 0 {
+		c.electOffline(ch, "offline partition")
+	}
 	if err := c.commit(ch); err != nil {
 		c.log.Error("tick", "err", err)
 	}
