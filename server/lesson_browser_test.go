@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"tidemark/i18n"
 	"tidemark/server/cluster"
@@ -19,7 +20,14 @@ import (
 // with Next, a prediction is answered and its verdict and checks are shown,
 // Back shows the recorded lanes of the step before, Next moves forward
 // again, and ending the run frees its cluster.
-func TestBrowserLessons(t *testing.T) {
+func TestBrowserLessons(t *testing.T) { walkLesson(t, false) }
+
+// TestBrowserLessonsKeyboard walks the same lesson in each language with
+// the keyboard only: every control is reached with Tab (a prediction's
+// choice with the arrow keys) and used with Enter or Space.
+func TestBrowserLessonsKeyboard(t *testing.T) { walkLesson(t, true) }
+
+func walkLesson(t *testing.T, keyboard bool) {
 	chromium := chromiumPath(t)
 	cfg, err := parseFlags([]string{"--addr", "127.0.0.1:0", "--kafka-port", "0", "--data-dir", t.TempDir()}, io.Discard)
 	if err != nil {
@@ -79,14 +87,66 @@ func TestBrowserLessons(t *testing.T) {
 			cur.Fatalf("open %s: %v", path, err)
 		}
 	}
+	// tabTo presses Tab until the focused element matches sel (at most 80
+	// times, so an unreachable control fails the test).
+	tabTo := func(sel string) {
+		cur.Helper()
+		focused := `(document.activeElement && document.activeElement.matches(` + strconv.Quote(sel) + `)) ? "yes" : "no"`
+		for range 80 {
+			v, err := chromedp.Run(bctx, chromedp.Evaluate[string](focused))
+			if err != nil {
+				cur.Fatalf("focus check: %v", err)
+			}
+			if v == "yes" {
+				return
+			}
+			if err := chromedp.Do(bctx, chromedp.KeyEvent(kb.Tab)); err != nil {
+				cur.Fatalf("Tab: %v", err)
+			}
+		}
+		cur.Fatalf("Tab never reaches %s", sel)
+	}
 	click := func(sel, then string) {
 		cur.Helper()
 		cctx, cancel := context.WithTimeout(bctx, 20*time.Second)
 		defer cancel()
-		if err := chromedp.Do(cctx, chromedp.Click(chromedp.CSS(sel))); err != nil {
+		var err error
+		if keyboard {
+			tabTo(sel)
+			err = chromedp.Do(cctx, chromedp.KeyEvent(kb.Enter))
+		} else {
+			err = chromedp.Do(cctx, chromedp.Click(chromedp.CSS(sel)))
+		}
+		if err != nil {
 			cur.Fatalf("click %s: %v", sel, err)
 		}
 		poll(then)
+	}
+	// choose picks a prediction's choice: a click, or Tab into the group
+	// and the arrow keys until it is checked.
+	choose := func(value string) {
+		cur.Helper()
+		sel := `#predict input[value="` + value + `"]`
+		if !keyboard {
+			if err := chromedp.Do(bctx, chromedp.Click(chromedp.CSS(sel))); err != nil {
+				cur.Fatal(err)
+			}
+			return
+		}
+		tabTo(`#predict input[type="radio"]`)
+		checked := `document.querySelector(` + strconv.Quote(sel) + `).checked ? "yes" : "no"`
+		for range 10 {
+			if err := chromedp.Do(bctx, chromedp.KeyEvent(" ")); err != nil { // Space checks the focused choice
+				cur.Fatal(err)
+			}
+			if v, _ := chromedp.Run(bctx, chromedp.Evaluate[string](checked)); v == "yes" {
+				return
+			}
+			if err := chromedp.Do(bctx, chromedp.KeyEvent(kb.ArrowDown)); err != nil {
+				cur.Fatal(err)
+			}
+		}
+		cur.Fatalf("the arrow keys never reach the choice %s", value)
 	}
 	js := func(expr string) string {
 		cur.Helper()
@@ -136,9 +196,7 @@ func TestBrowserLessons(t *testing.T) {
 				t.Fatalf("%s choices preselected", n)
 			}
 			// Pick "nothing" and run.
-			if err := chromedp.Do(bctx, chromedp.Click(chromedp.CSS(`#predict input[value="nothing"]`))); err != nil {
-				t.Fatal(err)
-			}
+			choose("nothing")
 			click("#predict-run", at(2))
 			if got := attr("#verdict", "data-right"); got != "true" {
 				t.Fatalf("verdict right=%q", got)
