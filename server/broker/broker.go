@@ -63,6 +63,14 @@ type Publisher interface {
 	Publish(evs ...events.Event) events.Event
 }
 
+// MessageFilter is what a Publisher may also be: WantsMessages reports
+// whether it would keep any message event (events.Kind.IsMessage) now. A
+// broker builds none while it says no: followers' fetches are the busiest
+// path of an idle lab.
+type MessageFilter interface {
+	WantsMessages() bool
+}
+
 // Config configures a broker.
 type Config struct {
 	ID int32
@@ -178,6 +186,8 @@ type Broker struct {
 	registeredOnce   bool
 	metadataVersion  uint64
 	metadata         controller.Metadata
+	topicIDsByName   map[string][16]byte // of metadata, built once per apply: read-only once published
+	topicNamesByID   map[[16]byte]string // of metadata, likewise
 	replicas         map[storage.TopicPartition]*replica
 	sorted           []*replica         // replicas sorted (replicaList); nil when the set changed since
 	fetchers         map[int32]*fetcher // by leader id
@@ -330,6 +340,17 @@ func (b *Broker) publish(evs ...events.Event) {
 		}
 	}
 	b.cfg.Events.Publish(evs...)
+}
+
+// wantsMessages reports whether message events are worth building.
+func (b *Broker) wantsMessages() bool {
+	if b.cfg.Events == nil {
+		return false
+	}
+	if f, ok := b.cfg.Events.(MessageFilter); ok {
+		return f.WantsMessages()
+	}
+	return true
 }
 
 func (b *Broker) nowMs() int64 { return b.cfg.Clock.Now().UnixMilli() }

@@ -20,7 +20,7 @@ func clientID(rc *wire.RequestContext) string {
 // event per partition, so the stage shows who writes what (the lab rate-
 // limits message events; the UI's own producer is reported by the cluster).
 func (b *Broker) publishProduceRequest(rc *wire.RequestContext, req *kmsg.ProduceRequest) {
-	if b.cfg.Events == nil {
+	if !b.wantsMessages() {
 		return
 	}
 	client := clientID(rc)
@@ -43,7 +43,7 @@ func (b *Broker) publishProduceRequest(rc *wire.RequestContext, req *kmsg.Produc
 // up to, and how far behind it is. Followers' fetches are reported by
 // their fetchers.
 func (b *Broker) publishClientFetch(rc *wire.RequestContext, req *kmsg.FetchRequest) {
-	if b.cfg.Events == nil || req.ReplicaID >= 0 || req.Version >= 15 && req.ReplicaState.ID >= 0 {
+	if !b.wantsMessages() || req.ReplicaID >= 0 || req.Version >= 15 && req.ReplicaState.ID >= 0 {
 		return
 	}
 	client := clientID(rc)

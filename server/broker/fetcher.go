@@ -163,11 +163,7 @@ func (f *fetcher) round(ctx context.Context, maxWait time.Duration, stepped bool
 	}
 	var sentParts []sentPart
 	byTopic := map[string]int{}
-	ids := b.topicIDs()
-	names := make(map[[16]byte]string, len(ids))
-	for name, id := range ids {
-		names[id] = name
-	}
+	ids, names := b.topicIDs()
 	for _, r := range parts {
 		id, known := ids[r.tp.Topic]
 		if !known {
@@ -199,13 +195,16 @@ func (f *fetcher) round(ctx context.Context, maxWait time.Duration, stepped bool
 		return false, nil
 	}
 	there := b.cfg.Network.Allowed(b.cfg.ID, f.leader)
-	reqEvs := make([]events.Event, len(sentParts))
-	for i, sp := range sentParts {
-		reqEvs[i] = sp.r.event(events.KindFetchRequest)
-		reqEvs[i].Wire = &events.Wire{From: b.cfg.ID, To: f.leader, FetchOffset: sp.req.FetchOffset,
-			LastFetchedEpoch: sp.req.LastFetchedEpoch, Lost: !there}
+	messages := b.wantsMessages()
+	if messages {
+		reqEvs := make([]events.Event, len(sentParts))
+		for i, sp := range sentParts {
+			reqEvs[i] = sp.r.event(events.KindFetchRequest)
+			reqEvs[i].Wire = &events.Wire{From: b.cfg.ID, To: f.leader, FetchOffset: sp.req.FetchOffset,
+				LastFetchedEpoch: sp.req.LastFetchedEpoch, Lost: !there}
+		}
+		b.publish(reqEvs...)
 	}
-	b.publish(reqEvs...)
 	if !there {
 		return true, ErrLinkCut
 	}
@@ -236,13 +235,15 @@ func (f *fetcher) round(ctx context.Context, maxWait time.Duration, stepped bool
 			answers[storage.TopicPartition{Topic: names[resp.Topics[i].TopicID], Partition: p.Partition}] = p
 		}
 	}
-	resEvs := make([]events.Event, 0, len(sentParts))
-	for _, sp := range sentParts {
-		if p := answers[sp.r.tp]; p != nil {
-			resEvs = append(resEvs, fetchResponseEvent(sp.r, p, f.leader, !back))
+	if messages {
+		resEvs := make([]events.Event, 0, len(sentParts))
+		for _, sp := range sentParts {
+			if p := answers[sp.r.tp]; p != nil {
+				resEvs = append(resEvs, fetchResponseEvent(sp.r, p, f.leader, !back))
+			}
 		}
+		b.publish(resEvs...)
 	}
-	b.publish(resEvs...)
 	if !back {
 		return true, ErrLinkCut
 	}

@@ -64,12 +64,7 @@ func (b *Broker) resolveTopicIDs(req *kmsg.FetchRequest) map[[16]byte]bool {
 	if req.Version < 13 {
 		return nil
 	}
-	b.mu.Lock()
-	names := make(map[[16]byte]string, len(b.metadata.Topics))
-	for _, t := range b.metadata.Topics {
-		names[t.ID] = t.Name
-	}
-	b.mu.Unlock()
+	_, names := b.topicIDs()
 	var unknown map[[16]byte]bool
 	for i := range req.Topics {
 		t := &req.Topics[i]
@@ -88,13 +83,11 @@ func (b *Broker) resolveTopicIDs(req *kmsg.FetchRequest) map[[16]byte]bool {
 	return unknown
 }
 
-// topicIDs maps the topic names of the applied metadata to their ids.
-func (b *Broker) topicIDs() map[string][16]byte {
+// topicIDs maps the topic names of the applied metadata to their ids and
+// back. The maps are shared (replaced, never changed, by the next apply):
+// callers must not modify them.
+func (b *Broker) topicIDs() (ids map[string][16]byte, names map[[16]byte]string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	ids := make(map[string][16]byte, len(b.metadata.Topics))
-	for _, t := range b.metadata.Topics {
-		ids[t.Name] = t.ID
-	}
-	return ids
+	return b.topicIDsByName, b.topicNamesByID
 }

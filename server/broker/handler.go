@@ -223,13 +223,14 @@ func (b *Broker) handleFetch(ctx context.Context, req *kmsg.FetchRequest) kmsg.R
 	maxWait := min(time.Duration(req.MaxWaitMillis)*time.Millisecond, b.cfg.FetchMaxWait)
 	if maxWait > 0 && len(parts) > 0 && !anyData(parts) {
 		timer := time.NewTimer(maxWait)
-		cases := make(chan struct{}, 1)
-		stop := make(chan struct{})
+		var cases, stop chan struct{}
 		if len(parts) == 1 {
 			// A fetch of one partition waits on it directly: one wake-up
-			// fewer between an append (or a HW move) and the answer.
+			// fewer between an append (or a HW move) and the answer, and
+			// no goroutine or channel to make.
 			cases = parts[0].waitOn
 		} else {
+			cases, stop = make(chan struct{}, 1), make(chan struct{})
 			for _, fp := range parts {
 				go func(ch chan struct{}) {
 					select {
@@ -249,7 +250,9 @@ func (b *Broker) handleFetch(ctx context.Context, req *kmsg.FetchRequest) kmsg.R
 		case <-ctx.Done():
 		case <-b.ctx.Done():
 		}
-		close(stop)
+		if stop != nil {
+			close(stop)
+		}
 		timer.Stop()
 		for _, fp := range parts {
 			fp.refresh(replicaID >= 0)

@@ -43,6 +43,13 @@ func (b *Broker) RefreshMetadata() {
 		return
 	}
 	b.metadata, b.metadataVersion = md, md.Version
+	// Every fetch round and Fetch request maps topic ids and names: build
+	// the maps once here rather than per request.
+	b.topicIDsByName = make(map[string][16]byte, len(md.Topics))
+	b.topicNamesByID = make(map[[16]byte]string, len(md.Topics))
+	for _, t := range md.Topics {
+		b.topicIDsByName[t.Name], b.topicNamesByID[t.ID] = t.ID, t.Name
+	}
 	b.mu.Unlock()
 
 	assigned := map[storage.TopicPartition]bool{}

@@ -292,6 +292,10 @@ func (c *Cluster) Snapshot() events.Snapshot {
 // under one lock, so a snapshot always matches the last Seq it names.
 type publisher struct{ c *Cluster }
 
+// WantsMessages tells the brokers whether the lab keeps message events at
+// all (broker.MessageFilter), so a lab without them builds none.
+func (p publisher) WantsMessages() bool { return p.c.messages.on }
+
 func (p publisher) Publish(evs ...events.Event) events.Event {
 	c := p.c
 	if evs = c.messages.keep(evs); len(evs) == 0 {
