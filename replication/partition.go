@@ -870,17 +870,14 @@ func (p *Partition) maybeShrinkIsr() {
 	if !p.canPropose() {
 		return
 	}
-	var isr []int32
-	shrink := false
-	for _, r := range p.isr {
-		if f := p.followers[r]; r != p.id && f != nil && !f.caughtUp(p.leo, p.now, p.cfg.ReplicaLagTimeMaxMs) {
-			shrink = true
-			continue
-		}
-		isr = append(isr, r)
+	lagging := func(r int32) bool {
+		f := p.followers[r]
+		return r != p.id && f != nil && !f.caughtUp(p.leo, p.now, p.cfg.ReplicaLagTimeMaxMs)
 	}
-	if shrink {
-		p.propose(isr)
+	// Every tick asks; the answer is almost always no, which must not
+	// allocate (an idle lab ticks thousands of leaders 20 times a second).
+	if slices.ContainsFunc(p.isr, lagging) {
+		p.propose(slices.DeleteFunc(slices.Clone(p.isr), lagging))
 	}
 }
 

@@ -411,6 +411,17 @@ func (l *Log) Flush() error {
 // it from a timer (appends flush themselves when they make a flush due). It
 // reports whether it flushed.
 func (l *Log) FlushIfDue() (flushed bool, err error) {
+	// Most calls find nothing due: answer those without the closure and the
+	// second lock round mutate costs (it runs per replica per broker tick).
+	if err := l.env.health.check(); err != nil {
+		return false, err
+	}
+	l.mu.Lock()
+	due := !l.closed && l.flushDueLocked(l.env.now())
+	l.mu.Unlock()
+	if !due {
+		return false, nil
+	}
 	err = l.mutate("flush", func() error {
 		if l.closed || !l.flushDueLocked(l.env.now()) {
 			return nil
