@@ -40,8 +40,20 @@ type fetcher struct {
 	partsMu sync.Mutex
 	parts   []*replica
 
-	mu     sync.Mutex // one round at a time; guards client
+	mu     sync.Mutex // one round at a time; guards client and the round's scratch below
 	client *wire.Client
+	// Scratch reused by every round (an idle lab long-polls twice a second
+	// per leader): emptied, never shrunk, at the end of each.
+	sent    []sentPart
+	byTopic map[string]int
+	answers map[storage.TopicPartition]*kmsg.FetchResponseTopicPartition
+}
+
+// sentPart is one partition of a round's Fetch and the request the rules
+// made for it.
+type sentPart struct {
+	r   *replica
+	req replication.FetchRequest
 }
 
 // updateFetchers gives each leader a fetcher for the partitions this broker
@@ -147,7 +159,7 @@ func (f *fetcher) round(ctx context.Context, maxWait time.Duration, stepped bool
 	defer f.mu.Unlock()
 	b := f.b
 	f.partsMu.Lock()
-	parts := append([]*replica(nil), f.parts...)
+	parts := f.parts // replaced whole by updateFetchers, never changed in place
 	f.partsMu.Unlock()
 
 	req := kmsg.NewPtrFetchRequest()
@@ -157,12 +169,19 @@ func (f *fetcher) round(ctx context.Context, maxWait time.Duration, stepped bool
 	req.MinBytes = 1
 	req.MaxBytes = 16 << 20
 	req.SessionEpoch = -1 // no fetch sessions: every request names every partition
-	type sentPart struct {
-		r   *replica
-		req replication.FetchRequest
+	if f.byTopic == nil {
+		f.byTopic = map[string]int{}
+		f.answers = map[storage.TopicPartition]*kmsg.FetchResponseTopicPartition{}
 	}
-	var sentParts []sentPart
-	byTopic := map[string]int{}
+	sentParts, byTopic, answers := f.sent[:0], f.byTopic, f.answers
+	defer func() {
+		// Keep the room, not what it held: a response's record batches can
+		// be megabytes.
+		clear(sentParts)
+		f.sent = sentParts[:0]
+		clear(byTopic)
+		clear(answers)
+	}()
 	ids, names := b.topicIDs()
 	for _, r := range parts {
 		id, known := ids[r.tp.Topic]
@@ -228,7 +247,6 @@ func (f *fetcher) round(ctx context.Context, maxWait time.Duration, stepped bool
 	// fetch, the follower never hears back.
 	back := b.cfg.Network.Allowed(f.leader, b.cfg.ID)
 	resp := raw.(*kmsg.FetchResponse)
-	answers := map[storage.TopicPartition]*kmsg.FetchResponseTopicPartition{}
 	for i := range resp.Topics {
 		for j := range resp.Topics[i].Partitions {
 			p := &resp.Topics[i].Partitions[j]
