@@ -414,14 +414,17 @@ func (c *Controller) Tick() {
 		return
 	}
 	now := c.now()
-	ch := newChange()
 	var expired []int32
-	for _, id := range c.brokerIDs() {
-		b := c.brokers[id]
+	for id, b := range c.brokers {
 		if !b.Fenced && now.Sub(b.LastHeartbeat) > c.opts.SessionTimeout {
 			expired = append(expired, id)
 		}
 	}
+	if len(expired) == 0 {
+		return // the usual tick: nothing to build, write or publish
+	}
+	slices.Sort(expired) // fence and publish in broker order
+	ch := newChange()
 	// Fence them all before moving anything, so that no leadership moves to a
 	// broker that is about to be fenced in the same tick.
 	for _, id := range expired {
@@ -438,9 +441,7 @@ func (c *Controller) Tick() {
 	// Partitions go offline only when brokers are fenced (leaveReplicaSets
 	// elects what it can at once); unfencing and config changes elect too.
 	// So an idle tick walks no partition.
-	if len(expired) > 0 {
-		c.electOffline(ch, "offline partition")
-	}
+	c.electOffline(ch, "offline partition")
 	if err := c.commit(ch); err != nil {
 		c.log.Error("tick", "err", err)
 	}
