@@ -77,6 +77,7 @@ type stageDOM struct {
 	nodes    map[int32]panel.NodeView
 	speed    float64       // 0.25, 1 or 4: how fast messages cross a link
 	flown    uint64        // the newest event drawn in flight
+	inFlight int           // messages on the stage now
 	clock    string        // "pause" or "resume": what the clock form does now
 	status   string        // the producer's status shown
 	clients  panel.Clients // the external Kafka clients seen
@@ -89,6 +90,9 @@ const chartsEveryMs = 500
 
 // maxFlights is the most messages one frame puts in flight.
 const maxFlights = 24
+
+// maxInFlight is the most messages on the stage at once.
+const maxInFlight = 48
 
 // flightMs is how long a message takes to cross a link at 1×.
 const flightMs = 1600

@@ -154,25 +154,36 @@ func (a *app) renderProducer(evs []events.Event) {
 // fly puts messages in flight: each crosses its link in flightMs/speed
 // (staggered, so a round's fetches are told apart) and is then removed; a
 // lost one stops halfway and fades. With reduced motion each is shown
-// still at the middle of its link for the same time.
+// still at the middle of its link for the same time. At most
+// maxInFlight are on the stage at once (the newest are sent when there is
+// room): under a stream of events hundreds crossed at once, which no one
+// can follow and which cost Chromium more than the rest of the frame.
 func (a *app) fly(fs []panel.Flight) {
-	if len(fs) == 0 {
+	room := maxInFlight - a.stage.inFlight
+	if len(fs) == 0 || room <= 0 {
 		return
+	}
+	if len(fs) > room {
+		fs = fs[len(fs)-room:]
 	}
 	g := a.el("topo-msgs")
 	if g.IsNull() {
 		return
 	}
-	var markup string
+	var markup strings.Builder
 	for i := range fs {
-		markup += fs[i].HTML()
+		markup.WriteString(fs[i].HTML())
 	}
 	dur := flightMs / a.stage.speed
 	still := a.reducedMotion()
-	a.parseInto(g, false, markup, func(els js.Value) {
+	a.stage.inFlight += len(fs)
+	a.parseInto(g, false, markup.String(), func(els js.Value) {
 		n := els.Length()
+		batch := make([]js.Value, n)
+		last := 0.0
 		for i := range n {
 			el, f := els.Index(i), fs[i]
+			batch[i] = el
 			mid := panel.Point{X: (f.From.X + f.To.X) / 2, Y: (f.From.Y + f.To.Y) / 2}
 			var frames []any
 			switch {
@@ -184,15 +195,16 @@ func (a *app) fly(fs []panel.Flight) {
 				frames = []any{frame(f.From, 1), frame(f.To, 1)}
 			}
 			delay := float64(i%6) * 150 / a.stage.speed
+			last = max(last, delay)
 			el.Call("animate", frames, map[string]any{"duration": dur, "delay": delay, "easing": "linear", "fill": "both"})
-			var done js.Func
-			done = js.FuncOf(func(js.Value, []js.Value) any {
-				el.Call("remove")
-				done.Release()
-				return nil
-			})
-			js.Global().Call("setTimeout", done, dur+delay+100)
 		}
+		// One timer removes the frame's messages once the last has landed.
+		a.after(dur+last+100, func() {
+			for _, el := range batch {
+				el.Call("remove")
+			}
+			a.stage.inFlight -= n
+		})
 	})
 	a.flushParses()
 }
