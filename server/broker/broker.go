@@ -178,7 +178,6 @@ type Broker struct {
 	decodes         chan decodeJob
 	decodeMu        sync.Mutex
 	decodeBytes     int64
-	decodeDropped   int64
 	stoppedDecoding bool
 
 	mu               sync.Mutex

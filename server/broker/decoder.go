@@ -21,27 +21,24 @@ type decodeJob struct {
 }
 
 // decodeLater queues the values of the append ev (raw is its record set)
-// for the decoder; false when the queue is full and they are dropped.
-func (b *Broker) decodeLater(ev events.Event, raw []byte) bool {
+// for the decoder; when the queue is full they are dropped.
+func (b *Broker) decodeLater(ev events.Event, raw []byte) {
 	tail := uiTail(raw)
 	b.decodeMu.Lock()
-	if b.decodeBytes+int64(len(tail)) > decodeQueueBytes || b.stoppedDecoding {
-		b.decodeDropped++
-		b.decodeMu.Unlock()
-		return false
+	full := b.decodeBytes+int64(len(tail)) > decodeQueueBytes || b.stoppedDecoding
+	if !full {
+		b.decodeBytes += int64(len(tail))
 	}
-	b.decodeBytes += int64(len(tail))
 	b.decodeMu.Unlock()
-	job := decodeJob{ev: ev, tail: append([]byte(nil), tail...)}
+	if full {
+		return
+	}
 	select {
-	case b.decodes <- job:
-		return true
+	case b.decodes <- decodeJob{ev: ev, tail: append([]byte(nil), tail...)}:
 	default:
 		b.decodeMu.Lock()
 		b.decodeBytes -= int64(len(tail))
-		b.decodeDropped++
 		b.decodeMu.Unlock()
-		return false
 	}
 }
 

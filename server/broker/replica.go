@@ -29,8 +29,6 @@ type replica struct {
 	rp      *replication.Partition
 	applied controller.Partition // the last metadata applied
 	configs map[string]string
-	unclean bool
-	rule    replication.Rule
 	hw      int64
 	waiters map[uint64]chan replication.ProduceResult
 	nextID  uint64
@@ -123,7 +121,7 @@ func (b *Broker) newReplica(tp storage.TopicPartition, tc controller.TopicConfig
 		return nil, err
 	}
 	st := rp.Status()
-	return &replica{b: b, tp: tp, log: l, rp: rp, configs: configs, unclean: tc.UncleanLeaderElection, rule: tc.Replication().TruncationRule,
+	return &replica{b: b, tp: tp, log: l, rp: rp, configs: configs,
 		hw: st.HighWatermark, tickedMs: now, waiters: map[uint64]chan replication.ProduceResult{}, newData: make(chan struct{}),
 		applied: controller.Partition{LeaderEpoch: -1, PartitionEpoch: -1, Leader: -1}}, nil
 }
@@ -154,7 +152,7 @@ func (r *replica) apply(p controller.Partition, tc controller.TopicConfig, confi
 		if err := r.rp.SetConfig(tc.Replication()); err != nil {
 			r.b.logger.Error("applying topic config to replication", "partition", r.tp, "err", err)
 		}
-		r.configs, r.unclean, r.rule = configs, tc.UncleanLeaderElection, tc.Replication().TruncationRule
+		r.configs = configs
 	}
 	if p.LeaderEpoch != r.applied.LeaderEpoch || p.PartitionEpoch != r.applied.PartitionEpoch {
 		r.advance(r.b.nowMs())
