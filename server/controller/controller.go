@@ -235,7 +235,7 @@ func Open(dir string, opts Options) (*Controller, error) {
 	}
 	if opts.FencingRule != nil && *opts.FencingRule != c.rule {
 		// Chosen at start: stored, but not a metadata change brokers see.
-		if _, err := ParseFencingRule(opts.FencingRule.String()); err != nil {
+		if err := opts.FencingRule.validate(); err != nil {
 			db.Close()
 			return nil, err
 		}

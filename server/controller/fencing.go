@@ -59,6 +59,12 @@ func (r FencingRule) String() string {
 	return fmt.Sprintf("fencing(%d)", int(r))
 }
 
+// validate reports a value that is none of the rules (INVALID_CONFIG).
+func (r FencingRule) validate() error {
+	_, err := ParseFencingRule(r.String())
+	return err
+}
+
 // ParseFencingRule parses a rule's name; anything else is INVALID_CONFIG.
 func ParseFencingRule(s string) (FencingRule, error) {
 	for _, r := range FencingRules() {
@@ -114,7 +120,7 @@ func (c *Controller) SetFencingRule(r FencingRule) error {
 	if r == c.rule {
 		return nil
 	}
-	if _, err := ParseFencingRule(r.String()); err != nil {
+	if err := r.validate(); err != nil {
 		return err
 	}
 	ch := newChange()
