@@ -13,36 +13,16 @@ import (
 // every running broker has learned the change.
 
 func (l controllerLink) CreateTopic(name string, partitions int32, replicationFactor int16, configs map[string]string) (controller.Topic, error) {
-	if !l.there() {
-		return controller.Topic{}, errControllerUnreachable
-	}
-	t, err := l.c.CreateTopic(name, partitions, replicationFactor, configs)
-	if !l.back() {
-		return controller.Topic{}, errControllerUnreachable
-	}
-	return t, err
+	return roundTrip(l, func() (controller.Topic, error) { return l.c.CreateTopic(name, partitions, replicationFactor, configs) })
 }
 
 func (l controllerLink) DeleteTopic(name string) error {
-	if !l.there() {
-		return errControllerUnreachable
-	}
-	err := l.c.DeleteTopic(name)
-	if !l.back() {
-		return errControllerUnreachable
-	}
+	_, err := roundTrip(l, errOnly(func() error { return l.c.DeleteTopic(name) }))
 	return err
 }
 
 func (l controllerLink) AlterConfigs(topic string, changes map[string]*string) (controller.Topic, error) {
-	if !l.there() {
-		return controller.Topic{}, errControllerUnreachable
-	}
-	t, err := l.c.AlterConfigs(topic, changes)
-	if !l.back() {
-		return controller.Topic{}, errControllerUnreachable
-	}
-	return t, err
+	return roundTrip(l, func() (controller.Topic, error) { return l.c.AlterConfigs(topic, changes) })
 }
 
 // Coordinator gives the broker the lab's group coordinator and producer-id

@@ -430,25 +430,32 @@ var errControllerUnreachable = fmt.Errorf("%w: controller unreachable (link cut)
 func (l controllerLink) there() bool { return l.c.network.Allowed(l.id, ControllerNode) }
 func (l controllerLink) back() bool  { return l.c.network.Allowed(ControllerNode, l.id) }
 
-func (l controllerLink) Register(reg controller.Registration) (int64, error) {
+// roundTrip makes one call of a broker to the controller over the link: it
+// fails if the request cannot cross, and its answer is lost (after the
+// controller acted) if the way back is cut.
+func roundTrip[T any](l controllerLink, call func() (T, error)) (T, error) {
+	var none T
 	if !l.there() {
-		return 0, errControllerUnreachable
+		return none, errControllerUnreachable
 	}
-	e, err := l.c.controller.Register(reg)
+	v, err := call()
 	if !l.back() {
-		return 0, errControllerUnreachable
+		return none, errControllerUnreachable
 	}
-	return e, err
+	return v, err
+}
+
+// errOnly adapts a call that returns only an error to roundTrip.
+func errOnly(call func() error) func() (struct{}, error) {
+	return func() (struct{}, error) { return struct{}{}, call() }
+}
+
+func (l controllerLink) Register(reg controller.Registration) (int64, error) {
+	return roundTrip(l, func() (int64, error) { return l.c.controller.Register(reg) })
 }
 
 func (l controllerLink) ReportLogs(id int32, epoch int64, logs []controller.LogInfo) error {
-	if !l.there() {
-		return errControllerUnreachable
-	}
-	err := l.c.controller.ReportLogs(id, epoch, logs)
-	if !l.back() {
-		return errControllerUnreachable
-	}
+	_, err := roundTrip(l, errOnly(func() error { return l.c.controller.ReportLogs(id, epoch, logs) }))
 	return err
 }
 
@@ -464,14 +471,7 @@ func (l controllerLink) message(kind events.Kind, up, lost bool, fill func(*even
 
 func (l controllerLink) Heartbeat(id int32, epoch int64) (uint64, error) {
 	l.message(events.KindHeartbeat, true, !l.there(), nil)
-	if !l.there() {
-		return 0, errControllerUnreachable
-	}
-	v, err := l.c.controller.Heartbeat(id, epoch)
-	if !l.back() {
-		return 0, errControllerUnreachable
-	}
-	return v, err
+	return roundTrip(l, func() (uint64, error) { return l.c.controller.Heartbeat(id, epoch) })
 }
 
 func (l controllerLink) Metadata() (controller.Metadata, error) {
@@ -487,12 +487,7 @@ func (l controllerLink) AlterPartition(topic string, partition, brokerID int32, 
 	l.message(events.KindAlterPartition, true, !l.there(), func(e *events.Event) {
 		e.Topic, e.Partition, e.ISR = topic, partition, append([]int32(nil), req.NewISR...)
 	})
-	if !l.there() {
-		return replication.AlterPartitionResponse{}, errControllerUnreachable
-	}
-	resp := l.c.controller.AlterPartition(topic, partition, brokerID, brokerEpoch, req)
-	if !l.back() {
-		return replication.AlterPartitionResponse{}, errControllerUnreachable
-	}
-	return resp, nil
+	return roundTrip(l, func() (replication.AlterPartitionResponse, error) {
+		return l.c.controller.AlterPartition(topic, partition, brokerID, brokerEpoch, req), nil
+	})
 }
