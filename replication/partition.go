@@ -638,14 +638,7 @@ func (p *Partition) LogTruncated(leo int64) {
 	if leo >= p.leo {
 		return
 	}
-	leo = max(leo, p.logStart)
-	if e, ok := truncateEpochsFromEnd(p.epochs, leo); ok {
-		p.setEpochs(e)
-	}
-	p.leo = leo
-	if p.hw > leo {
-		p.setHW(leo)
-	}
+	p.cutTo(max(leo, p.logStart))
 }
 
 // LogStartOffsetAdvanced tells the rules that retention (or DeleteRecords)
@@ -750,18 +743,24 @@ func (p *Partition) truncateDiverging(d EpochEndOffset) error {
 // loses the entries starting at or after it, even when no record goes.
 func (p *Partition) truncate(to int64, cause TruncationCause, reason string) {
 	to = max(to, p.logStart)
+	if to < p.leo {
+		p.ready.Truncations = append(p.ready.Truncations, Truncation{
+			FromOffset: p.leo, ToOffset: to, Rule: p.cfg.TruncationRule, Cause: cause, Reason: reason,
+		})
+	}
+	p.cutTo(to)
+}
+
+// cutTo moves the rules' log end down to to (if it is below the LEO): the
+// epoch cache loses the entries starting at or after to, even when no
+// record goes, and the HW is never above the LEO.
+func (p *Partition) cutTo(to int64) {
 	if e, ok := truncateEpochsFromEnd(p.epochs, to); ok {
 		p.setEpochs(e)
 	}
-	if to >= p.leo {
-		return
-	}
-	p.ready.Truncations = append(p.ready.Truncations, Truncation{
-		FromOffset: p.leo, ToOffset: to, Rule: p.cfg.TruncationRule, Cause: cause, Reason: reason,
-	})
-	p.leo = to
-	if p.hw > to {
-		p.setHW(to)
+	p.leo = min(p.leo, to)
+	if p.hw > p.leo {
+		p.setHW(p.leo)
 	}
 }
 
