@@ -235,12 +235,10 @@ func init() {
 		}},
 		"await-halt": {"broker", nil, func(e *Env, a []string, _ map[string]string) error {
 			// A broker whose last log dir failed halts on its own goroutine.
-			deadline := time.Now().Add(10 * time.Second)
-			for e.c.Broker(id(a[0])) != nil {
-				if time.Now().After(deadline) {
-					return fmt.Errorf("broker %s did not halt", a[0])
-				}
-				time.Sleep(5 * time.Millisecond)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := e.c.AwaitStopped(ctx, id(a[0])); err != nil {
+				return fmt.Errorf("broker %s did not halt: %w", a[0], err)
 			}
 			e.wait()
 			return nil

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -672,12 +673,10 @@ func TestAPIDiskFailure(t *testing.T) {
 	path := fmt.Sprintf("/api/v1/brokers/%d/disk-failure", leader)
 	a.ok(200, "POST", path, "", nil)
 	a.fails(503, "KAFKA_STORAGE_ERROR", "POST", "/api/v1/topics/demo/records", `{"partition":0,"acks":"1","records":[{"value":"x"}]}`)
-	deadline := time.Now().Add(10 * time.Second)
-	for a.cl.Broker(leader) != nil {
-		if time.Now().After(deadline) {
-			t.Fatal("the broker did not halt")
-		}
-		time.Sleep(5 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := a.cl.AwaitStopped(ctx, leader); err != nil {
+		t.Fatalf("the broker did not halt: %v", err)
 	}
 	a.fails(409, "BROKER_NOT_AVAILABLE", "POST", path, "")
 	a.ok(200, "POST", fmt.Sprintf("/api/v1/brokers/%d/restart", leader), "", nil)

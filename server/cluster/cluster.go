@@ -77,6 +77,9 @@ type Cluster struct {
 	mu      sync.Mutex // guards brokers, disks and closed
 	brokers map[int32]*broker.Broker
 	ports   map[int32]string
+	// stopped has, for each running broker, a channel closed when it is
+	// taken out of the running set (AwaitStopped).
+	stopped map[int32]chan struct{}
 	// disks is each broker's file system, which FailDisk makes fail.
 	disks map[int32]*errorfs.FS
 	// copyRegions are the brokers SetCopyFileRegions switched to copying
@@ -111,7 +114,7 @@ func Open(opts Options) (*Cluster, error) {
 		return nil, err
 	}
 	c := &Cluster{opts: opts, logger: opts.Logger, clock: NewClock(), network: NewNetwork(), bus: opts.Bus,
-		brokers: map[int32]*broker.Broker{}, ports: map[int32]string{}, disks: map[int32]*errorfs.FS{}}
+		brokers: map[int32]*broker.Broker{}, ports: map[int32]string{}, disks: map[int32]*errorfs.FS{}, stopped: map[int32]chan struct{}{}}
 	c.messages = messageGate{on: opts.MessageEvents, clock: c.clock}
 	if opts.Paused {
 		c.clock.Pause()
@@ -204,6 +207,7 @@ func (c *Cluster) startBroker(id int32, addr string) (*broker.Broker, error) {
 	}
 	c.mu.Lock()
 	c.brokers[id] = b
+	c.stopped[id] = make(chan struct{})
 	c.mu.Unlock()
 	return b, nil
 }
@@ -221,6 +225,10 @@ func (c *Cluster) Close() error {
 		bs = append(bs, b)
 	}
 	c.brokers = map[int32]*broker.Broker{}
+	for id, ch := range c.stopped {
+		close(ch)
+		delete(c.stopped, id)
+	}
 	c.mu.Unlock()
 	if c.cancel != nil {
 		c.cancel()

@@ -194,12 +194,10 @@ func TestDiskFailureHaltsBroker(t *testing.T) {
 	if _, err := l.c.Produce(context.Background(), scenarioTopic, 0, -1, []Record{{Value: []byte("m3")}}, time.Second); !errors.Is(err, kerr.KafkaStorageError) {
 		l.fatalf("produce on a failed disk: %v, want KAFKA_STORAGE_ERROR", err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for l.c.Broker(1) != nil {
-		if time.Now().After(deadline) {
-			l.fatalf("broker 1 did not halt")
-		}
-		time.Sleep(5 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := l.c.AwaitStopped(ctx, 1); err != nil {
+		l.fatalf("broker 1 did not halt: %v", err)
 	}
 	l.step(failover)
 	l.wantLeader(2, 1, 2, 3)

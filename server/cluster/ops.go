@@ -288,7 +288,28 @@ func (c *Cluster) takeBroker(id int32) (*broker.Broker, error) {
 		return nil, fmt.Errorf("%w: no broker %d", kerr.BrokerNotAvailable, id)
 	}
 	delete(c.brokers, id)
+	close(c.stopped[id])
+	delete(c.stopped, id)
 	return b, nil
+}
+
+// AwaitStopped waits until broker id is not running: at once if it is not;
+// else until something stops it (a broker halts on its own goroutine when
+// its log dir fails) or ctx ends.
+func (c *Cluster) AwaitStopped(ctx context.Context, id int32) error {
+	c.mu.Lock()
+	_, running := c.brokers[id]
+	ch := c.stopped[id]
+	c.mu.Unlock()
+	if !running {
+		return nil
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%w: broker %d still running: %v", kerr.RequestTimedOut, id, ctx.Err())
+	}
 }
 
 func (c *Cluster) publishFault(kind events.FaultKind, id int32, msg string) {
