@@ -43,7 +43,8 @@ func (h *handler) Handle(ctx context.Context, rc *wire.RequestContext, req kmsg.
 	switch req := req.(type) {
 	case *kmsg.ProduceRequest:
 		h.b.publishProduceRequest(rc, req)
-		return h.b.handleProduce(ctx, req), nil
+		validated, _ := rc.Prepared.([][]validatedBatch)
+		return h.b.handleProduce(ctx, req, validated), nil
 	case *kmsg.FetchRequest:
 		resp := h.b.handleFetch(ctx, req)
 		h.b.publishClientFetch(rc, req)
@@ -71,22 +72,61 @@ func (b *Broker) Produce(ctx context.Context, topic string, partition int32, ack
 	if r == nil {
 		return ProduceResult{Err: kerr.UnknownTopicOrPartition}
 	}
-	// Validate before the replica's lock: a batch that passes its CRC but
-	// does not decode would be replicated and stop every reader at its offset.
-	// The same pass decodes the newest records for the append event.
+	return b.produceValidated(ctx, r, acks, records, validateProduced(records), timeout)
+}
+
+// validatedBatch is a produced record set checked by validateProduced.
+type validatedBatch struct {
+	header storage.BatchHeader
+	tail   []storage.DecodedRecord
+	err    error
+}
+
+// validateProduced checks a produced record set before it may be appended:
+// a batch that passes its CRC but does not decode would be replicated and
+// stop every reader at its offset. The same pass decodes the newest records
+// for the append event.
+func validateProduced(records []byte) validatedBatch {
 	h, tail, err := storage.ValidateProducedBatchTail(records, events.RecordWindow)
-	if err != nil {
-		return ProduceResult{Err: err, BaseOffset: -1, LastOffset: -1}
+	return validatedBatch{h, tail, err}
+}
+
+// Prepare validates a Produce request's record sets on the connection's
+// reader goroutine, ahead of its turn (wire.Preparer): while an acks=all
+// produce waits for its followers, the next one is being checked. The
+// result is one validatedBatch per partition, in the request's order.
+func (h *handler) Prepare(req kmsg.Request) any {
+	pr, ok := req.(*kmsg.ProduceRequest)
+	if !ok || pr.TransactionID != nil {
+		return nil
+	}
+	out := make([][]validatedBatch, len(pr.Topics))
+	for i, t := range pr.Topics {
+		out[i] = make([]validatedBatch, len(t.Partitions))
+		for j, p := range t.Partitions {
+			out[i][j] = validateProduced(p.Records)
+		}
+	}
+	return out
+}
+
+// produceValidated appends records, checked as v says, to r and waits as
+// acks says.
+func (b *Broker) produceValidated(ctx context.Context, r *replica, acks int16, records []byte, v validatedBatch, timeout time.Duration) ProduceResult {
+	if v.err != nil {
+		return ProduceResult{Err: v.err, BaseOffset: -1, LastOffset: -1}
 	}
 	if timeout <= 0 {
 		timeout = b.cfg.RequestTimeout
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout+time.Second)
 	defer cancel()
-	return r.produce(ctx, acks, records, uiRecords(h, tail), timeout)
+	return r.produce(ctx, acks, records, uiRecords(v.header, v.tail), timeout)
 }
 
-func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) kmsg.Response {
+// handleProduce serves a Produce request; validated is what Prepare found
+// for its record sets (nil: they are validated here).
+func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest, validated [][]validatedBatch) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
 	var wg sync.WaitGroup
@@ -101,12 +141,21 @@ func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) km
 		resp.Topics = append(resp.Topics, rt)
 	}
 	// one produces to one partition and fills in its response.
-	one := func(out *kmsg.ProduceResponseTopicPartition, topic string, partition int32, records []byte) {
-		res := b.Produce(ctx, topic, partition, req.Acks, records, timeout)
-		out.BaseOffset, out.LogStartOffset = res.BaseOffset, -1
-		if r := b.replicaFor(topic, partition); r != nil {
+	one := func(out *kmsg.ProduceResponseTopicPartition, i, j int) {
+		topic, p := req.Topics[i].Topic, req.Topics[i].Partitions[j]
+		res := ProduceResult{Err: kerr.UnknownTopicOrPartition}
+		out.LogStartOffset = -1
+		if r := b.replicaFor(topic, p.Partition); r != nil {
+			var v validatedBatch
+			if validated != nil {
+				v = validated[i][j]
+			} else {
+				v = validateProduced(p.Records)
+			}
+			res = b.produceValidated(ctx, r, req.Acks, p.Records, v, timeout)
 			out.LogStartOffset = r.log.LogStartOffset()
 		}
+		out.BaseOffset = res.BaseOffset
 		out.LogAppendTime = -1
 		if res.Err != nil {
 			out.ErrorCode = errorCode(res.Err)
@@ -123,21 +172,17 @@ func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) km
 	// goroutine, without a hand-off on every request.
 	single := len(req.Topics) == 1 && len(req.Topics[0].Partitions) == 1
 	for i, t := range req.Topics {
-		for j, p := range t.Partitions {
+		for j := range t.Partitions {
 			out := &resp.Topics[i].Partitions[j]
 			if req.TransactionID != nil {
 				out.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 				continue
 			}
 			if single {
-				one(out, t.Topic, p.Partition, p.Records)
+				one(out, i, j)
 				continue
 			}
-			wg.Add(1)
-			go func(out *kmsg.ProduceResponseTopicPartition, topic string, partition int32, records []byte) {
-				defer wg.Done()
-				one(out, topic, partition, records)
-			}(out, t.Topic, p.Partition, p.Records)
+			wg.Go(func() { one(out, i, j) })
 		}
 	}
 	wg.Wait()
