@@ -20,7 +20,7 @@ import (
 func sealed(batch []byte, edit func(b []byte) []byte) []byte {
 	b := edit(bytes.Clone(batch))
 	binary.BigEndian.PutUint32(b[batchLengthOffset:], uint32(len(b)-batchLogOverhead))
-	binary.BigEndian.PutUint32(b[batchCRCOffset:], crc32.Checksum(b[batchAttrOffset:], crc32c))
+	binary.BigEndian.PutUint32(b[batchCRCOffset:], crc32.Checksum(b[batchAttrOffset:], castagnoli))
 	return b
 }
 
