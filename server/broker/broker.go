@@ -174,11 +174,11 @@ type Broker struct {
 	// refresh asks the metadata goroutine to apply newer metadata, so a
 	// slow apply (a topic with many partitions) never delays heartbeats.
 	refresh chan struct{}
-	// decodes feeds decodeLoop (decoder.go); decodeMu guards the counts.
-	decodes         chan decodeJob
-	decodeMu        sync.Mutex
-	decodeBytes     int64
-	stoppedDecoding bool
+	// decodeWake starts a pass of decodeLoop (decoder.go) over the
+	// replicas in decodePending, which decodeMu guards.
+	decodeWake    chan struct{}
+	decodeMu      sync.Mutex
+	decodePending map[*replica]struct{}
 
 	mu               sync.Mutex
 	brokerEpoch      int64
@@ -204,7 +204,7 @@ func Start(cfg Config) (*Broker, error) {
 		return nil, errors.New("broker: Config needs Controller, Network and Clock")
 	}
 	logger := cfg.Logger.With("broker", cfg.ID)
-	b := &Broker{cfg: cfg, logger: logger, errLog: newLimitedLog(logger, errorLogInterval), refresh: make(chan struct{}, 1), decodes: make(chan decodeJob, 256),
+	b := &Broker{cfg: cfg, logger: logger, errLog: newLimitedLog(logger, errorLogInterval), refresh: make(chan struct{}, 1), decodeWake: make(chan struct{}, 1),
 		replicas: map[storage.TopicPartition]*replica{}, fetchers: map[int32]*fetcher{}}
 	var err error
 	b.dir, err = storage.OpenLogDir(cfg.LogDir, storage.Options{

@@ -58,8 +58,9 @@ type replica struct {
 // outboxEvent is an event waiting for mu to be released. raw, when set, is
 // a just-appended record set whose newest records are decoded into the
 // event then, off the replica's lock; when late is set too (a follower's
-// append) and the lab clock runs, they are decoded afterwards by the
-// broker's decoder and published as a KindRecords event, off the fetch path.
+// append) and the lab clock runs, the broker's decoder reads the replica's
+// newest records back later and publishes them as a KindRecords event, off
+// the fetch path.
 type outboxEvent struct {
 	ev   events.Event
 	raw  []byte
@@ -81,21 +82,21 @@ func (r *replica) unlock(after []func()) {
 	r.mu.Unlock()
 	if len(out) > 0 {
 		evs := make([]events.Event, len(out))
-		var late []outboxEvent
+		late := false
 		running := !r.b.cfg.Clock.Paused() // a paused lab decodes in line, so its steps replay exactly
 		for i, o := range out {
 			evs[i] = o.ev
 			switch {
 			case o.raw == nil:
 			case o.late && running:
-				late = append(late, o)
+				late = true
 			default:
 				evs[i].Records = decodeForUI(o.raw)
 			}
 		}
 		r.b.publish(evs...)
-		for _, o := range late {
-			r.b.decodeLater(o.ev, o.raw)
+		if late {
+			r.b.decodeLater(r)
 		}
 	}
 	runAll(after)
