@@ -157,8 +157,8 @@ func scanRecord(rec []byte) (offsetDelta int32, size int, ok bool) {
 }
 
 // scanPlainRecord is scanRecord for the record nearly every producer
-// writes: every varint one or two bytes, a key or a null key (-1), a value,
-// no headers. It reads it in one pass without sizing each field (a varint
+// writes: every varint one or two bytes (the offset delta up to three), a
+// key or a null key (-1), a value, no headers. It reads it in one pass without sizing each field (a varint
 // is written shorter only when two bytes end in 0) and reports ok false for
 // any other record, valid or not, which scanAnyRecord then reads.
 func scanPlainRecord(rec []byte) (offsetDelta int32, size int, ok bool) {
@@ -171,8 +171,11 @@ func scanPlainRecord(rec []byte) (offsetDelta int32, size int, ok bool) {
 	if p == 0 {
 		return 0, 0, false
 	}
-	delta, p, x := shortVarint(rec, p)
-	longer += x
+	delta, end, x := shortVarint(rec, p)
+	if end == 0 { // offset deltas from 8,192 on take three bytes
+		delta, end, x = threeByteVarint(rec, p)
+	}
+	p, longer = end, longer+x
 	if p == 0 {
 		return 0, 0, false
 	}
@@ -215,6 +218,16 @@ func shortVarint(rec []byte, p int) (u uint32, end, longer int) {
 		return uint32(rec[p]&0x7f) | uint32(rec[p+1])<<7, p + 2, longer
 	}
 	return 0, 0, 0
+}
+
+// threeByteVarint reads a uvarint of three bytes at rec[p:] where
+// shortVarint found none of one or two, as shortVarint reports it.
+func threeByteVarint(rec []byte, p int) (u uint32, end, longer int) {
+	if p+2 >= len(rec) || rec[p+2] >= 0x80 {
+		return 0, 0, 0
+	}
+	u = uint32(rec[p]&0x7f) | uint32(rec[p+1]&0x7f)<<7 | uint32(rec[p+2])<<14
+	return u, p + 3, 3 - kbin.UvarintLen(u)
 }
 
 // scanAnyRecord is scanRecord for every record.
