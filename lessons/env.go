@@ -41,6 +41,11 @@ type Env struct {
 	timeOffset  int64
 	times       map[string]int64
 	fetched     *fetchRegions // the last fetch-regions
+	topics      []string      // created by the script, in order
+
+	// watch checks the invariants after every action and fetch (scenario
+	// runs only; nil in a lesson).
+	watch *watcher
 
 	wg  sync.WaitGroup // pending produces
 	out Outcome
@@ -95,6 +100,9 @@ func (e *Env) PointLog(id int32, topic string) {
 // CreateTopic creates a topic; every broker knows it on return.
 func (e *Env) CreateTopic(name string, partitions int32, rf int16, configs map[string]string) error {
 	_, err := e.c.CreateTopic(name, partitions, rf, configs)
+	if err == nil {
+		e.topics = append(e.topics, name)
+	}
 	e.wait()
 	return err
 }
@@ -200,7 +208,16 @@ func (p *Pending) Wait() (int64, error) {
 // Fetch makes each broker's followers send one Fetch to their leaders.
 func (e *Env) Fetch(ids ...int32) error {
 	for _, id := range ids {
-		if err := e.c.StepFetch(e.ctx, id); err != nil {
+		before := e.c.Bus().LastSeq()
+		err := e.c.StepFetch(e.ctx, id)
+		if e.watch != nil {
+			evs, _ := e.c.Bus().Since(before, 0)
+			e.watch.fetched(e, id, evs, err)
+			if cerr := e.watch.check(e); cerr != nil {
+				return cerr
+			}
+		}
+		if err != nil {
 			return fmt.Errorf("fetch round of broker %d: %w", id, err)
 		}
 		e.wait()

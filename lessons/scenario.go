@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -73,13 +74,63 @@ func RunScenario(ctx context.Context, s *Script, run ScenarioRun, dir string) er
 	fail := func(line int, lanes string, format string, a ...any) error {
 		return &ScenarioError{File: s.File, Line: line, Run: run, Msg: fmt.Sprintf(format, a...), Lanes: lanes}
 	}
+	// Every violation that happens must be expected somewhere in the file.
+	expected := map[string]bool{}
+	for _, it := range items {
+		if x := it.Expect; x != nil {
+			expected[x.Topic+": "+x.Key()] = true
+		}
+	}
+	// expect checks one expect line; unexpected, at the end, any violation
+	// no expect line names.
+	expect := func(x Expect, found []string) error {
+		if !slices.Contains(found, x.Key()) {
+			return fmt.Errorf("expect %s %s: not (yet) seen; violations of %s so far: %v", x.Kind, strings.TrimSpace(x.Topic+" "+x.Arg), x.Topic, found)
+		}
+		return nil
+	}
+	// since is the line of the action after which each violation was
+	// first seen, to say where an expect line belongs.
+	since := map[string]int{}
+	saw := func(line int, topics []string, found func(string) []string) {
+		for _, t := range topics {
+			for _, v := range found(t) {
+				if _, ok := since[t+": "+v]; !ok {
+					since[t+": "+v] = line
+				}
+			}
+		}
+	}
+	unexpected := func(topics []string, found func(string) []string) error {
+		var miss []string
+		for _, t := range topics {
+			for _, v := range found(t) {
+				if k := t + ": " + v; !expected[k] {
+					miss = append(miss, fmt.Sprintf("%s (after line %d)", k, since[k]))
+				}
+			}
+		}
+		if len(miss) > 0 {
+			return fmt.Errorf("violations no expect line names: %s", strings.Join(miss, ", "))
+		}
+		return nil
+	}
+	last := 0
+	if len(items) > 0 {
+		last = items[len(items)-1].Line
+	}
 	switch run.Backend {
 	case BackendRules:
 		r := newRulesEnv(s.Brokers)
 		query := func(q Query) (Value, error) { return rulesQueries[q.Name](r, q.Args) }
 		for _, it := range items {
 			switch {
+			case it.Expect != nil:
+				if err := expect(*it.Expect, r.violations(it.Expect.Topic)); err != nil {
+					return fail(it.Line, r.lanes(), "%v", err)
+				}
 			case it.Action != nil:
+				r.setMarks()
 				args, opt := splitArgs(*it.Action)
 				if err := rulesActions[it.Action.Name](r, args, opt); err != nil {
 					return fail(it.Line, r.lanes(), "do %s: %v", it.Action.Name, err)
@@ -87,12 +138,16 @@ func RunScenario(ctx context.Context, s *Script, run ScenarioRun, dir string) er
 				if err := r.check(); err != nil {
 					return fail(it.Line, r.lanes(), "%v", err)
 				}
+				saw(it.Line, r.order, r.violations)
 			case it.Check != nil:
 				ok, got, err := evalWith(*it.Check, query)
 				if err != nil || !ok {
 					return fail(it.Line, r.lanes(), "check %s: got %s %v", it.Name.En, got.En, errOrEmpty(err))
 				}
 			}
+		}
+		if err := unexpected(r.order, r.violations); err != nil {
+			return fail(last, r.lanes(), "%v", err)
 		}
 		return nil
 	case BackendCluster:
@@ -109,17 +164,33 @@ func RunScenario(ctx context.Context, s *Script, run ScenarioRun, dir string) er
 		}
 		ctx, cancel := context.WithCancel(ctx)
 		e := newEnv(ctx, c, func() time.Duration { return 0 })
+		e.watch = newWatcher()
 		// Produces still waiting end with the run: cancel, close, wait.
 		defer e.wg.Wait()
 		defer c.Close()
 		defer cancel()
 		for _, it := range items {
+			if x := it.Expect; x != nil {
+				if err := expect(*x, e.watch.violations(x.Topic)); err != nil {
+					return fail(it.Line, clusterLanes(e, s), "%v", err)
+				}
+				continue
+			}
 			if err := e.item(it); err != nil {
 				return fail(it.Line, clusterLanes(e, s), "%v", err)
+			}
+			if it.Action != nil {
+				if err := e.watch.check(e); err != nil {
+					return fail(it.Line, clusterLanes(e, s), "%v", err)
+				}
+				saw(it.Line, e.topics, e.watch.violations)
 			}
 			if n := len(e.out.Checks); it.Check != nil && n > 0 && !e.out.Checks[n-1].Pass {
 				return fail(it.Line, clusterLanes(e, s), "check %s: got %s", it.Name.En, e.out.Checks[n-1].Got.En)
 			}
+		}
+		if err := unexpected(e.topics, e.watch.violations); err != nil {
+			return fail(last, clusterLanes(e, s), "%v", err)
 		}
 		return nil
 	}

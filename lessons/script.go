@@ -52,7 +52,17 @@ import (
 // teaches: it starts with "scenario NAME" instead of "lesson ID", needs no
 // part, titles, summary or explanations, a check may go without texts (its
 // condition names it), and "fencing" may list several rules: RunScenario
-// plays it once per rule and per back-end.
+// plays it once per rule and per back-end. A scenario names the
+// invariants its settings break, each where it first breaks:
+//
+//	expect lost TOPIC VALUE        an acknowledged VALUE is not in the leader's log
+//	expect seen-gone TOPIC OFFSET  a record a consumer could read at OFFSET is gone or changed
+//	expect hw-back TOPIC           the consumer-visible HW went backwards
+//	expect diverged TOPIC OFFSET   replicas done truncating differ at OFFSET below both HWs
+//
+// The runner watches these after every action; an expect line fails when
+// its violation has not happened by then, and the run fails when one
+// happened that no expect line names.
 
 // Parts are the sections of the learning path, in order.
 var Parts = []string{"storage", "replication", "failures", "delivery", "comparisons"}
@@ -115,14 +125,28 @@ type ScriptChoice struct {
 	When Cond
 }
 
-// Item is one thing a step does, in order: an action, a sentence or a check.
+// Item is one thing a step does, in order: an action, a sentence, a check
+// or (in a scenario) an expected violation.
 type Item struct {
 	Line   int
 	Action *Action // do
 	Say    *Text   // say
 	Check  *Cond   // check, named by Name
 	Name   Text
+	Expect *Expect // expect
 }
+
+// Expect is a named violation a scenario expects: Kind (see violations),
+// the topic, and the value or offset it concerns ("" for hw-back).
+type Expect struct {
+	Kind, Topic, Arg string
+}
+
+// Key is the violation as the runners name it: "lost m2", "hw-back".
+func (x Expect) Key() string { return strings.TrimSpace(x.Kind + " " + x.Arg) }
+
+// violations are the expect kinds and what each needs after the topic.
+var violations = map[string]string{"lost": "word", "seen-gone": "int", "hw-back": "", "diverged": "int"}
 
 // Action is one operation with its arguments.
 type Action struct {
@@ -393,6 +417,28 @@ func (p *parser) line(n int, raw string) error {
 			return p.errf(n, "choice %s has a second why", ch.ID)
 		}
 		return p.open(n, "why of choice "+ch.ID, &ch.Why)
+	case "expect":
+		f := strings.Fields(rest)
+		if !p.s.Scenario {
+			return p.errf(n, "expect belongs to scenarios; a lesson states outcomes with check")
+		}
+		kind, ok := "", false
+		if len(f) > 0 {
+			kind = f[0]
+			_, ok = violations[kind]
+		}
+		if !ok {
+			return p.errf(n, "expect %q: want one of %s", kind, strings.Join(sortedKeys(violations), ", "))
+		}
+		if err := p.checkArgs(strings.TrimSpace("topic "+violations[kind]), nil, f[1:]); err != nil {
+			return p.errf(n, "expect %s: %v", kind, err)
+		}
+		x := &Expect{Kind: kind, Topic: f[1]}
+		if len(f) > 2 {
+			x.Arg = f[2]
+		}
+		st.Items = append(st.Items, Item{Line: n, Expect: x})
+		return nil
 	case "say":
 		st.Items = append(st.Items, Item{Line: n, Say: &Text{}})
 		return p.open(n, "say", st.Items[len(st.Items)-1].Say)
@@ -566,6 +612,9 @@ func (p *parser) action(n int, rest string) (Action, error) {
 	if !ok {
 		return a, p.errf(n, "unknown action %q (known: %s)", a.Name, strings.Join(actionNames(), ", "))
 	}
+	if p.s.RunsOn(BackendCluster) && rulesOnlyActions[a.Name] {
+		return a, p.errf(n, "action %s runs only on the rules (backends rules)", a.Name)
+	}
 	if p.s.RunsOn(BackendRules) && rulesActions[a.Name] == nil {
 		return a, p.errf(n, "action %s does not run on the rules (known there: %s); drop %s from backends", a.Name, strings.Join(sortedKeys(rulesActions), ", "), BackendRules)
 	}
@@ -623,6 +672,9 @@ func (p *parser) checkQuery(q Query) error {
 	spec, ok := queries[q.Name]
 	if !ok {
 		return fmt.Errorf("unknown query %q (known: %s)", q.Name, strings.Join(queryNames(), ", "))
+	}
+	if p.s.RunsOn(BackendCluster) && rulesOnlyQueries[q.Name] {
+		return fmt.Errorf("query %s runs only on the rules (backends rules)", q.Name)
 	}
 	if p.s.RunsOn(BackendRules) && rulesQueries[q.Name] == nil {
 		return fmt.Errorf("query %s does not run on the rules (known there: %s); drop %s from backends", q.Name, strings.Join(sortedKeys(rulesQueries), ", "), BackendRules)

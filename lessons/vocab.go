@@ -43,8 +43,16 @@ type querySpec struct {
 	get  func(e *Env, a []string) (Value, error)
 }
 
+// rulesOnly is the run of an action or query the lab cluster lacks: it
+// exists on the pure rules alone (rulesOnlyActions, rulesOnlyQueries), and
+// the parser refuses it in a file that runs on the cluster.
+func rulesOnly(*Env, []string, map[string]string) error {
+	return errors.New("only on the rules back-end")
+}
+
 var topicKeys = []string{"partitions", "rf", "segment.bytes", "index.interval.bytes", "min.insync.replicas",
-	"unclean.leader.election.enable", "truncation.rule", "retention.ms", "retention.bytes"}
+	"unclean.leader.election.enable", "truncation.rule", "retention.ms", "retention.bytes", "replica.lag.time.max.ms",
+	"flush.messages", rulesCheckpointKey}
 
 var actions map[string]actionSpec
 
@@ -135,13 +143,17 @@ func init() {
 			e.setResult(a[0], a[1], &result{answered: acksOf(opt) != 0, offset: off, err: err})
 			return nil
 		}},
-		"produce-to": {"broker topic word key=value*", []string{"acks"}, func(e *Env, a []string, opt map[string]string) error {
+		"produce-to": {"broker topic word key=value*", []string{"acks", "timeout"}, func(e *Env, a []string, opt map[string]string) error {
 			b := e.c.Broker(id(a[0]))
 			if b == nil {
 				return fmt.Errorf("produce-to: broker %s is not running", a[0])
 			}
 			acks := acksOf(opt)
-			res := b.Produce(e.ctx, a[1], 0, acks, storage.NewBatch([]storage.Record{{Value: []byte(a[2]), Timestamp: e.c.Clock().Now().UnixMilli()}}), 30*time.Second)
+			timeout := 30 * time.Second
+			if ms, err := strconv.Atoi(opt["timeout"]); err == nil {
+				timeout = time.Duration(ms) * time.Millisecond
+			}
+			res := b.Produce(e.ctx, a[1], 0, acks, storage.NewBatch([]storage.Record{{Value: []byte(a[2]), Timestamp: e.c.Clock().Now().UnixMilli()}}), timeout)
 			e.wait()
 			r := &result{answered: acks != 0, offset: res.BaseOffset, err: res.Err}
 			if acks == 0 { // Kafka sends no response to acks=0: the producer hears nothing
@@ -660,6 +672,7 @@ func init() {
 			return num(readCheckpoint(filepath.Join(b.LogDir().Path(), "replication-offset-checkpoint"), a[1])), nil
 		}},
 	}
+	addScenarioVocab()
 }
 
 // lookupSegment is the segment the last lookup chose.

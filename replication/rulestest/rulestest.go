@@ -90,6 +90,7 @@ type Cluster struct {
 	acked    []acked
 	visible  []entry // records a consumer could have read (below some leader's HW)
 	reported map[string]bool
+	maxHW    int64 // the highest HW a consumer was told
 	errs     []string // structural invariant failures
 	results  map[string]*ProduceResult
 
@@ -97,6 +98,74 @@ type Cluster struct {
 	// (and then fsynced), as the lab broker's is when its interval is long;
 	// otherwise every HW change is checkpointed at once.
 	ExplicitCheckpoints bool
+
+	// What happened, in order, for the scenario language's queries: each
+	// fetch sent, ISR proposal, controller answer to one, truncation,
+	// election, and each invariant a setting may break (Violations).
+	Fetches     []Fetch
+	Proposals   []Proposal
+	Alters      []AlterAnswer
+	Truncations []Truncation
+	Elections   []Election
+	Violations  []Violation
+}
+
+// Fetch is one Fetch a follower sent and what the leader answered.
+type Fetch struct {
+	Broker, Leader int32
+	Offset         int64
+	LastEpoch      int32
+	// Records are the records returned, value/eEPOCH.
+	Records []string
+	HW      int64
+	Err     error
+	// LogStart and LogEnd are the leader's log bounds the answer carried.
+	LogStart, LogEnd int64
+	// Diverging is "EPOCH@END" when the leader answered a diverging epoch.
+	Diverging string
+}
+
+// Proposal is an AlterPartition a leader sent (Queued: it could not reach
+// the controller).
+type Proposal struct {
+	Broker         int32
+	ISR            []int32
+	PartitionEpoch int32
+	Queued         bool
+}
+
+// AlterAnswer is the controller's answer to a proposal (Err nil: accepted).
+type AlterAnswer struct {
+	Broker int32
+	Err    error
+}
+
+// Truncation is one truncation a replica did.
+type Truncation struct {
+	Broker int32
+	To     int64
+	// Removed are the records removed, OFFSET:value/eEPOCH.
+	Removed             []string
+	Rule, Cause, Reason string
+}
+
+// Election is a leadership change the controller made (Leader -1: the
+// partition went offline).
+type Election struct {
+	Leader, Epoch int32
+	ISR           []int32
+	Unclean       bool
+}
+
+// Violation is an invariant a setting may legitimately break: Kind "lost"
+// (an acknowledged Value is not in the leader's log), "seen-gone" (a
+// record a consumer could read at Offset is gone from the leader),
+// "hw-back" (the HW a consumer is told went backwards) or "diverged" (two
+// replicas done truncating differ at Offset below both HWs).
+type Violation struct {
+	Kind   string
+	Offset int64
+	Value  string
 }
 
 // ProduceResult is what a producer heard about one value.
@@ -189,6 +258,66 @@ func (c *Cluster) Checkpoint(id int32) {
 		b.flushedHW = b.hw
 	}
 }
+
+// Config returns the topic configs in force and whether unclean leader
+// election is enabled.
+func (c *Cluster) Config() (replication.Config, bool) { return c.cfg, c.unclean }
+
+// Records returns broker id's log as its disk holds it (up or down), each
+// record OFFSET:value/eEPOCH.
+func (c *Cluster) Records(id int32) []string {
+	b := c.b(id)
+	if b == nil {
+		return nil
+	}
+	out := make([]string, len(b.log))
+	for i, e := range b.log {
+		out[i] = fmt.Sprintf("%d:%s/e%d", i, e.value, e.epoch)
+	}
+	return out
+}
+
+// Flushed is how many of broker id's records survive a power loss.
+func (c *Cluster) Flushed(id int32) int {
+	if b := c.b(id); b != nil {
+		return b.flushed
+	}
+	return 0
+}
+
+// CheckpointedHW is broker id's HW checkpoint as last written.
+func (c *Cluster) CheckpointedHW(id int32) int64 {
+	if b := c.b(id); b != nil {
+		return b.hw
+	}
+	return -1
+}
+
+// Fenced reports whether the controller considers broker id dead.
+func (c *Cluster) Fenced(id int32) bool { return c.fenced[id] }
+
+// Isolate cuts every link of broker id (the controller's too) without
+// telling the controller: Lost does, as a session timeout would.
+func (c *Cluster) Isolate(id int32) error {
+	b := c.b(id)
+	if b == nil || !b.up {
+		return fmt.Errorf("b%d is not running", id)
+	}
+	b.cut = true
+	return nil
+}
+
+// HealAll restores the links of every isolated broker.
+func (c *Cluster) HealAll() {
+	for _, b := range c.brokers {
+		if b.cut {
+			c.heal(b.id)
+		}
+	}
+}
+
+// Elect moves leadership to broker id, as the controller would if asked.
+func (c *Cluster) Elect(id int32) error { return c.Run("elect", []string{strconv.Itoa(int(id))}, nil) }
 
 // Result returns what the producer of value heard; nil if it was never sent.
 func (c *Cluster) Result(value string) *ProduceResult { return c.results[value] }
@@ -341,6 +470,7 @@ func (c *Cluster) elect(want int32) {
 			c.meta.ISR = live
 		}
 		c.printf("controller: no live ISR member, partition offline (ISR %v)", c.meta.ISR)
+		c.Elections = append(c.Elections, Election{Leader: leader, Epoch: c.meta.LeaderEpoch, ISR: slices.Clone(c.meta.ISR)})
 	} else {
 		if unclean {
 			c.meta.ISR = []int32{leader}
@@ -352,6 +482,7 @@ func (c *Cluster) elect(want int32) {
 			kind = "UNCLEAN election:"
 		}
 		c.printf("controller: %s b%d leader at epoch %d, ISR %v", kind, leader, c.meta.LeaderEpoch, c.meta.ISR)
+		c.Elections = append(c.Elections, Election{Leader: leader, Epoch: c.meta.LeaderEpoch, ISR: slices.Clone(c.meta.ISR), Unclean: unclean})
 	}
 	c.publish()
 }
@@ -371,6 +502,7 @@ func (c *Cluster) alter(b *broker, req replication.AlterPartitionRequest) {
 			}
 		}
 	}
+	c.Alters = append(c.Alters, AlterAnswer{Broker: b.id, Err: resp.Err})
 	if resp.Err != nil {
 		c.printf("controller rejects b%d's ISR %v (leader epoch %d, partition epoch %d): %s", b.id, req.NewISR, req.LeaderEpoch, req.PartitionEpoch, errName(resp.Err))
 	} else {
@@ -399,6 +531,7 @@ func (c *Cluster) drainOne(b *broker) bool {
 			gone = append(gone, fmt.Sprintf("%d:%s/e%d", off, b.log[off].value, b.log[off].epoch))
 		}
 		c.printf("b%d truncates to %d, removing %s (rule %s, cause %s): %s", b.id, t.ToOffset, strings.Join(gone, " "), t.Rule, t.Cause, t.Reason)
+		c.Truncations = append(c.Truncations, Truncation{Broker: b.id, To: t.ToOffset, Removed: gone, Rule: t.Rule.String(), Cause: t.Cause.String(), Reason: t.Reason})
 		if t.Cause == replication.TruncateFullyAndStartAt {
 			c.errs = append(c.errs, "the harness has no log start offsets; unexpected full truncation")
 		}
@@ -418,6 +551,7 @@ func (c *Cluster) drainOne(b *broker) bool {
 	}
 	if req := rd.AlterPartition; req != nil {
 		c.printf("b%d proposes ISR %v (partition epoch %d)", b.id, req.NewISR, req.PartitionEpoch)
+		c.Proposals = append(c.Proposals, Proposal{Broker: b.id, ISR: slices.Clone(req.NewISR), PartitionEpoch: req.PartitionEpoch, Queued: b.cut})
 		if b.cut {
 			c.printf("b%d cannot reach the controller; proposal queued", b.id)
 			b.queued = append(b.queued, *req)
@@ -523,6 +657,12 @@ func (c *Cluster) fetch(id int32) bool {
 			got = append(got, fmt.Sprintf("%s/e%d", e.value, e.epoch))
 		}
 	}
+	fr := Fetch{Broker: id, Leader: l.id, Offset: req.FetchOffset, LastEpoch: req.LastFetchedEpoch, Records: got, HW: res.HighWatermark,
+		Err: res.Err, LogStart: res.LogStartOffset, LogEnd: res.LogEndOffset}
+	if d := res.DivergingEpoch; d != nil {
+		fr.Diverging = fmt.Sprintf("%d@%d", d.Epoch, d.EndOffset)
+	}
+	c.Fetches = append(c.Fetches, fr)
 	if !c.quiet {
 		line := fmt.Sprintf("b%d fetch offset=%d last-epoch=%d from b%d →", id, req.FetchOffset, req.LastFetchedEpoch, l.id)
 		switch {
@@ -712,10 +852,11 @@ func (c *Cluster) Lanes() string {
 // check runs the invariants after a command.
 func (c *Cluster) Check() {
 	fail := func(f string, a ...any) { c.errs = append(c.errs, fmt.Sprintf(f, a...)) }
-	// warn prints msg once per key.
-	warn := func(key, f string, a ...any) {
+	// warn records v and prints msg once per key.
+	warn := func(key string, v Violation, f string, a ...any) {
 		if !c.reported[key] {
 			c.reported[key] = true
+			c.Violations = append(c.Violations, v)
 			c.printf("!! "+f, a...)
 		}
 	}
@@ -757,7 +898,7 @@ func (c *Cluster) Check() {
 			hw := min(a.p.Status().HighWatermark, b.p.Status().HighWatermark)
 			for off := int64(0); off < hw; off++ {
 				if a.log[off] != b.log[off] {
-					warn(fmt.Sprintf("disagree %d %d %d", a.id, b.id, off), "b%d and b%d disagree at offset %d below HW %d: %s/e%d vs %s/e%d", a.id, b.id, off, hw,
+					warn(fmt.Sprintf("disagree %d %d %d", a.id, b.id, off), Violation{Kind: "diverged", Offset: off}, "b%d and b%d disagree at offset %d below HW %d: %s/e%d vs %s/e%d", a.id, b.id, off, hw,
 						a.log[off].value, a.log[off].epoch, b.log[off].value, b.log[off].epoch)
 					break
 				}
@@ -771,17 +912,25 @@ func (c *Cluster) Check() {
 	// Consumer-visible records never go away; the visible HW never goes back.
 	for off, e := range c.visible {
 		if off >= len(l.log) || l.log[off] != e {
-			warn(fmt.Sprintf("visible %d %s", off, e.value), "consumer-visible record %s/e%d at offset %d is gone from leader b%d", e.value, e.epoch, off, l.id)
+			warn(fmt.Sprintf("visible %d %s", off, e.value), Violation{Kind: "seen-gone", Offset: int64(off), Value: e.value}, "consumer-visible record %s/e%d at offset %d is gone from leader b%d", e.value, e.epoch, off, l.id)
 			c.visible = nil
 			break
 		}
+	}
+	// The HW a consumer is told (ListOffsets latest) never goes back; a
+	// leader whose HW is below its epoch's start tells none (KIP-207).
+	if st := l.p.Status(); st.HighWatermark >= st.EpochStartOffset {
+		if st.HighWatermark < c.maxHW {
+			warn("hw-back", Violation{Kind: "hw-back"}, "consumer-visible HW went back from %d to %d at leader b%d", c.maxHW, st.HighWatermark, l.id)
+		}
+		c.maxHW = max(c.maxHW, st.HighWatermark)
 	}
 	if hw := int(l.p.Status().HighWatermark); hw > len(c.visible) {
 		c.visible = slices.Clone(l.log[:hw])
 	}
 	for _, a := range c.acked {
 		if a.offset >= int64(len(l.log)) || l.log[a.offset].value != a.value {
-			warn(fmt.Sprintf("acked %d %s", a.offset, a.value), "acknowledged %s (acks=%s, offset %d) is lost: not in leader b%d's log", a.value, a.acks, a.offset, l.id)
+			warn(fmt.Sprintf("acked %d %s", a.offset, a.value), Violation{Kind: "lost", Offset: a.offset, Value: a.value}, "acknowledged %s (acks=%s, offset %d) is lost: not in leader b%d's log", a.value, a.acks, a.offset, l.id)
 		}
 	}
 }
