@@ -31,8 +31,8 @@ type watcher struct {
 
 // topicWatch is what the watcher remembers of one topic.
 type topicWatch struct {
-	maxHW  int64          // highest consumer-visible HW seen
-	seen   map[int64]Rec  // records a consumer could read
+	maxHW  int64           // highest consumer-visible HW seen
+	seen   map[int64]Rec   // records a consumer could read
 	synced map[int32]int32 // follower → leader epoch it had a clean fetch in
 	found  map[string]bool // violations seen: "lost m2", "hw-back"…
 }

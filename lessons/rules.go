@@ -255,7 +255,7 @@ func init() {
 			}
 			return nil
 		},
-		"settle":  func(r *rulesEnv, _ []string, _ map[string]string) error { return r.run("sync") },
+		"settle": func(r *rulesEnv, _ []string, _ map[string]string) error { return r.run("sync") },
 		"notice": func(r *rulesEnv, a []string, _ map[string]string) error {
 			// The controller notices now what a session timeout would tell it.
 			for _, b := range ids(a) {
@@ -451,10 +451,18 @@ func init() {
 		},
 		"partition-epoch": rulesMeta(func(m replication.PartitionState) Value { return num(int64(m.PartitionEpoch)) }),
 		"records":         rulesBroker(func(c *rulestest.Cluster, b int32) Value { return list(c.Records(b)) }, true),
+		"leader-records": func(r *rulesEnv, a []string) (Value, error) {
+			c, err := r.topic(a[0])
+			if err != nil {
+				return Value{}, err
+			}
+			return rulesQueries["records"](r, []string{strconv.Itoa(int(c.Meta().Leader)), a[0]})
+		},
 		"disk-records":    rulesBroker(func(c *rulestest.Cluster, b int32) Value { return list(c.Records(b)) }, false),
 		"flushed":         rulesBroker(func(c *rulestest.Cluster, b int32) Value { return num(int64(c.Flushed(b))) }, false),
 		"checkpointed-hw": rulesBroker(func(c *rulestest.Cluster, b int32) Value { return num(c.CheckpointedHW(b)) }, false),
 		"fenced":          rulesBroker(func(c *rulestest.Cluster, b int32) Value { return truth(c.Fenced(b)) }, false),
+		"isolated":        rulesBroker(func(c *rulestest.Cluster, b int32) Value { return truth(c.Isolated(b)) }, false),
 		"truncated-records": rulesBroker(func(c *rulestest.Cluster, b int32) Value {
 			var out []string
 			for _, t := range c.Truncations {

@@ -69,13 +69,17 @@ var lastQueries = map[string]struct {
 	"proposed":          {"broker topic", lastProposal(func(p rulestest.Proposal) Value { return ints32(p.ISR) })},
 	"proposed-epoch":    {"broker topic", lastProposal(func(p rulestest.Proposal) Value { return num(int64(p.PartitionEpoch)) })},
 	"proposal-queued":   {"broker topic", lastProposal(func(p rulestest.Proposal) Value { return truth(p.Queued) })},
-	"alter-error": {"topic", func(r *rulesEnv, c *rulestest.Cluster, a []string) Value {
-		as := c.Alters[r.mark(a[0]).alters:]
-		if len(as) == 0 {
-			return str("no answer")
-		}
-		return errValue(as[len(as)-1].Err)
+	"happened": {"topic", func(r *rulesEnv, c *rulestest.Cluster, a []string) Value {
+		return list(c.Happened[r.mark(a[0]).happened:])
 	}},
+	"alter-error": {"topic", lastAlter(func(x rulestest.AlterAnswer) Value { return errValue(x.Err) })},
+	"alter-isr":   {"topic", lastAlter(func(x rulestest.AlterAnswer) Value { return ints32(x.Request.NewISR) })},
+	"alter-leader-epoch": {"topic", lastAlter(func(x rulestest.AlterAnswer) Value {
+		return num(int64(x.Request.LeaderEpoch))
+	})},
+	"alter-partition-epoch": {"topic", lastAlter(func(x rulestest.AlterAnswer) Value {
+		return num(int64(x.Request.PartitionEpoch))
+	})},
 	"election": {"topic", func(r *rulesEnv, c *rulestest.Cluster, a []string) Value {
 		es := c.Elections[r.mark(a[0]).elections:]
 		switch {
@@ -92,14 +96,14 @@ var lastQueries = map[string]struct {
 
 // marks are the lengths of a topic's rulestest records when the current
 // action began: the queries above read what came after.
-type marks struct{ fetches, proposals, alters, truncations, elections int }
+type marks struct{ fetches, proposals, alters, truncations, elections, happened int }
 
 func (r *rulesEnv) mark(topic string) marks { return r.marks[topic] }
 
 // setMarks starts a new action.
 func (r *rulesEnv) setMarks() {
 	for t, c := range r.topics {
-		r.marks[t] = marks{len(c.Fetches), len(c.Proposals), len(c.Alters), len(c.Truncations), len(c.Elections)}
+		r.marks[t] = marks{len(c.Fetches), len(c.Proposals), len(c.Alters), len(c.Truncations), len(c.Elections), len(c.Happened)}
 	}
 }
 
@@ -112,6 +116,17 @@ func lastFetch(f func(rulestest.Fetch) Value) func(r *rulesEnv, c *rulestest.Clu
 			}
 		}
 		return str("no fetch")
+	}
+}
+
+// lastAlter reads the controller's last answer to an ISR proposal.
+func lastAlter(f func(rulestest.AlterAnswer) Value) func(r *rulesEnv, c *rulestest.Cluster, a []string) Value {
+	return func(r *rulesEnv, c *rulestest.Cluster, a []string) Value {
+		as := c.Alters[r.mark(a[0]).alters:]
+		if len(as) == 0 {
+			return str("no answer")
+		}
+		return f(as[len(as)-1])
 	}
 }
 
@@ -178,7 +193,7 @@ func addScenarioVocab() {
 	}
 	// Queries of the rules' disk and clock, which the lab shows otherwise.
 	for name, args := range map[string]string{"clock": "", "config": "topic word", "flushed": "broker topic",
-		"disk-records": "broker topic", "fenced": "broker topic", "consumed-records": "topic"} {
+		"disk-records": "broker topic", "fenced": "broker topic", "isolated": "broker topic", "consumed-records": "topic"} {
 		queries[name] = querySpec{args, notOnCluster}
 		rulesOnlyQueries[name] = true
 	}
@@ -192,6 +207,9 @@ func addScenarioVocab() {
 	}}
 	queries["records"] = querySpec{"broker topic", func(e *Env, a []string) (Value, error) {
 		return list(mapS(e.Records(id(a[0]), a[1]), func(r Rec) string { return fmt.Sprintf("%d:%s/e%d", r.Offset, r.Value, r.Epoch) })), nil
+	}}
+	queries["leader-records"] = querySpec{"topic", func(e *Env, a []string) (Value, error) {
+		return queries["records"].get(e, []string{strconv.Itoa(int(e.Meta(a[0]).Leader)), a[0]})
 	}}
 	queries["record-at"] = querySpec{"broker topic int", func(e *Env, a []string) (Value, error) {
 		off, _ := strconv.ParseInt(a[2], 10, 64)

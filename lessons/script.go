@@ -46,7 +46,8 @@ import (
 // in the text's language. A COND is TERM [and TERM]…; a TERM is
 // QUERY OP VALUE with OP one of == != < <= > >= has lacks, VALUE a literal
 // (a list is written [m1 m2], an error by its Kafka name, none for no
-// error, yes/no for a truth) or {QUERY}.
+// error, yes/no for a truth, a text holding "and" in double quotes) or
+// {QUERY}.
 //
 // A scenario is a file of the same language that tests rather than
 // teaches: it starts with "scenario NAME" instead of "lesson ID", needs no
@@ -629,7 +630,7 @@ func (p *parser) action(n int, rest string) (Action, error) {
 
 func (p *parser) cond(n int, s string) (Cond, error) {
 	c := Cond{Line: n}
-	for part := range strings.SplitSeq(s, " and ") {
+	for _, part := range splitAnd(s) {
 		f := strings.Fields(part)
 		i := slices.IndexFunc(f, func(w string) bool { return slices.Contains(ops, w) })
 		if i < 1 {
@@ -646,6 +647,11 @@ func (p *parser) cond(n int, s string) (Cond, error) {
 		if t.Want == "" {
 			return c, p.errf(n, "condition %q: nothing to compare with", strings.TrimSpace(part))
 		}
+		if q, ok := strings.CutPrefix(t.Want, `"`); ok {
+			if t.Want, ok = strings.CutSuffix(q, `"`); !ok || strings.Contains(t.Want, `"`) {
+				return c, p.errf(n, "condition %q: unbalanced quotes", strings.TrimSpace(part))
+			}
+		}
 		if strings.HasPrefix(t.Want, "{") && strings.HasSuffix(t.Want, "}") {
 			wq, err := parseQuery(strings.Fields(t.Want[1 : len(t.Want)-1]))
 			if err == nil {
@@ -659,6 +665,24 @@ func (p *parser) cond(n int, s string) (Cond, error) {
 		c.Terms = append(c.Terms, t)
 	}
 	return c, nil
+}
+
+// splitAnd splits a condition at " and " outside double quotes: a quoted
+// value ("truncate there and ask again") may hold the word.
+func splitAnd(s string) []string {
+	var out []string
+	quoted, start := false, 0
+	for i := 0; i < len(s); i++ {
+		switch {
+		case s[i] == '"':
+			quoted = !quoted
+		case !quoted && strings.HasPrefix(s[i:], " and "):
+			out = append(out, s[start:i])
+			start = i + len(" and ")
+			i += len(" and ") - 1
+		}
+	}
+	return append(out, s[start:])
 }
 
 func parseQuery(f []string) (Query, error) {
