@@ -225,6 +225,17 @@ func addScenarioVocab() {
 			return fmt.Sprintf("%d:%s/e%d", r.Offset, e.valueOf(r.Digest), r.LeaderEpoch)
 		})), nil
 	}}
+	queries["event-about"] = querySpec{"topic word+", func(e *Env, a []string) (Value, error) {
+		// The newest event of the topic whose message holds the words.
+		want := strings.Join(a[1:], " ")
+		evs, _ := e.c.Bus().Since(e.start, 0)
+		for i := len(evs) - 1; i >= 0; i-- {
+			if evs[i].Topic == a[0] && strings.Contains(evs[i].Message, want) {
+				return str(evs[i].Message), nil
+			}
+		}
+		return str("none"), nil
+	}}
 	queries["same-logs"] = querySpec{"topic", func(e *Env, a []string) (Value, error) { return truth(e.sameLogs(a[0])), nil }}
 	actions["isolate"] = actionSpec{"broker", nil, func(e *Env, a []string, _ map[string]string) error {
 		for n := int32(cluster.ControllerNode); n <= int32(len(e.c.BrokerIDs())); n++ {

@@ -47,7 +47,8 @@ import (
 // QUERY OP VALUE with OP one of == != < <= > >= has lacks, VALUE a literal
 // (a list is written [m1 m2], an error by its Kafka name, none for no
 // error, yes/no for a truth, a text holding "and" in double quotes) or
-// {QUERY}.
+// {QUERY}; has and lacks ask whether a list holds an item or a text holds
+// some words.
 //
 // A scenario is a file of the same language that tests rather than
 // teaches: it starts with "scenario NAME" instead of "lesson ID", needs no

@@ -1,15 +1,13 @@
 package cluster
 
-// The replication core under the faults the lab offers: the two power-loss
-// patterns under each fencing rule (issue 9), and the two liveness bugs
-// that used to wedge a partition, each played on the real cluster with the
-// clock paused.
+// The replication core under the faults the lab offers, each played on the
+// real cluster with the clock paused. The two power-loss patterns under
+// each fencing rule (issue 9) are scenario files now
+// (lessons/scenarios/power-loss-*.scenario).
 
 import (
 	"context"
 	"errors"
-	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -36,123 +34,6 @@ func (l *lab) commitAll(values ...string) {
 		if _, err := p.result(); err != nil {
 			l.fatalf("produce %s: %v", v, err)
 		}
-	}
-}
-
-// lastEvent returns the message of the newest event whose message holds s.
-func (l *lab) lastEvent(s string) string {
-	evs, _ := l.c.Bus().Since(l.start, 0)
-	for i := len(evs) - 1; i >= 0; i-- {
-		if strings.Contains(evs[i].Message, s) {
-			return evs[i].Message
-		}
-	}
-	return ""
-}
-
-// TestPowerLossRestartedFollowerElected is the first pattern: b2 loses
-// power (its unsynced records are gone), is cut off from the leader,
-// restarts within its session, and the leader then crashes. Under the
-// ZooKeeper-era rule b2 kept its ISR place and is elected with an empty log,
-// and b3, which had everything, truncates to match: acknowledged writes are
-// lost. Under kraft (KIP-903) b2's new incarnation left the ISR, so b3 is
-// elected; kraft-elr also.
-func TestPowerLossRestartedFollowerElected(t *testing.T) {
-	for _, rule := range controller.FencingRules() {
-		t.Run(rule.String(), func(t *testing.T) {
-			l := ruleLab(t, rule, strictConfigs)
-			l.commitAll("m1", "m2")
-			l.wantLeader(1, 0, 1, 2, 3)
-			l.powerLoss(2)
-			if err := l.c.Cut(1, 2, false); err != nil {
-				t.Fatal(err)
-			}
-			l.restart(2)
-			l.want(2, 0, 0)
-			l.crash(1)
-			l.step(failover)
-			switch rule {
-			case controller.FencingZooKeeper:
-				l.wantLeader(2, 1, 2, 3) // clean, by the old rule, with LEO 0
-				l.settle()
-				l.want(3, 0, 0) // b3 truncated what it had
-				l.c.Heal()
-				l.restart(1)
-				l.finish("acked-lost:m1", "acked-lost:m2", "hw-back", "seen-gone@0", "seen-gone@1")
-			default:
-				l.wantLeader(3, 1, 3)
-				l.c.Heal()
-				l.restart(1)
-				l.settle()
-				l.step(failover) // b1 and b2 catch up and rejoin the ISR
-				l.settle()
-				l.finish()
-				l.want(3, 2, 2, "m1", "m2")
-			}
-		})
-	}
-}
-
-// TestPowerLossLastISRMember is the second pattern: the ISR shrinks to the
-// leader alone, which then loses power and comes back with LEO 0. Under
-// zookeeper and kraft it leads again (kraft keeps an ISR's last member),
-// and the other replicas truncate to its empty log when they return: the
-// gap KIP-966 closes. Under kraft-elr the unclean shutdown takes it out of
-// the ISR and ELR, the partition stays offline and says why, and once every
-// replica is back the one with the longest log is elected: nothing is lost.
-func TestPowerLossLastISRMember(t *testing.T) {
-	for _, rule := range controller.FencingRules() {
-		t.Run(rule.String(), func(t *testing.T) {
-			l := ruleLab(t, rule, strictConfigs)
-			l.commitAll("m1", "m2")
-			l.crash(2, 3)
-			l.step(failover)
-			if rule == controller.FencingKRaftELR {
-				l.wantLeader(1, 0, 1)
-				if tp, _ := l.c.Controller().Topic(scenarioTopic); fmt.Sprint(tp.Partitions[0].ELR) != "[3]" {
-					l.fatalf("ELR %v, want [3]", tp.Partitions[0].ELR)
-				}
-			} else {
-				l.wantLeader(1, 0, 1)
-			}
-			l.powerLoss(1)
-			l.restart(1)
-			l.step(failover)
-			switch rule {
-			case controller.FencingKRaftELR:
-				l.wantMeta(-1, 1) // offline: ISR empty, waiting for the ELR
-				if msg := l.lastEvent("broker 1 restarted after an unclean shutdown"); !strings.Contains(msg, "no ELR member [3] is running") {
-					l.fatalf("offline partition does not say why: %q", msg)
-				}
-				// b3 crashed: an unclean shutdown too, so it leaves the ELR.
-				l.restart(3)
-				l.wantMeta(-1, 1)
-				if msg := l.lastEvent("broker 3 restarted after an unclean shutdown"); !strings.Contains(msg, "longest log") {
-					l.fatalf("offline partition does not say why: %q", msg)
-				}
-				l.restart(2)
-				l.step(failover)
-				l.settle()
-				leader, _, _ := l.meta()
-				if leader != 2 && leader != 3 {
-					l.fatalf("recovered leader %d, want 2 or 3 (the longest logs)", leader)
-				}
-				l.step(failover)
-				l.settle()
-				l.finish()
-				l.want(1, 2, 2, "m1", "m2")
-			default:
-				leader, _, _ := l.meta()
-				if leader != 1 {
-					l.fatalf("leader %d, want 1 (the ISR's last member, back with LEO 0)", leader)
-				}
-				l.restart(2)
-				l.restart(3)
-				l.step(failover)
-				l.settle()
-				l.finish("acked-lost:m1", "acked-lost:m2", "hw-back", "seen-gone@0", "seen-gone@1")
-			}
-		})
 	}
 }
 
