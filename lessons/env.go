@@ -35,6 +35,7 @@ type Env struct {
 	pids        map[string]int64
 	consumed    map[string][]string
 	consumeErr  map[string]error
+	consumedHW  map[string]int64
 	lookup      *storage.LookupTrace
 	lookupAt    int32
 	lookupTopic string
@@ -53,7 +54,7 @@ type Env struct {
 
 func newEnv(ctx context.Context, c *cluster.Cluster, pause func() time.Duration) *Env {
 	return &Env{ctx: ctx, c: c, pause: pause, results: map[string]*result{}, sent: map[string]bool{}, pids: map[string]int64{},
-		consumed: map[string][]string{}, consumeErr: map[string]error{}, times: map[string]int64{}}
+		consumed: map[string][]string{}, consumeErr: map[string]error{}, consumedHW: map[string]int64{}, times: map[string]int64{}}
 }
 
 // Cluster returns the run's cluster.
@@ -154,7 +155,12 @@ func (e *Env) ProduceSettled(topic, value string) (int64, error) {
 }
 
 func (e *Env) produceBytes(topic, value string, batch []byte) (*Pending, error) {
-	leader := e.Meta(topic).Leader
+	return e.produceBytesTo(e.Meta(topic).Leader, topic, value, batch, 30*time.Second)
+}
+
+// produceBytesTo sends an acks=all produce to broker leader, whether or not
+// it still leads, and returns once it appended or answered.
+func (e *Env) produceBytesTo(leader int32, topic, value string, batch []byte, timeout time.Duration) (*Pending, error) {
 	b := e.c.Broker(leader)
 	if b == nil {
 		return nil, fmt.Errorf("produce %s: partition 0 of %s has no running leader (%d)", value, topic, leader)
@@ -168,7 +174,7 @@ func (e *Env) produceBytes(topic, value string, batch []byte) (*Pending, error) 
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
-		res := b.Produce(e.ctx, topic, 0, -1, batch, 30*time.Second)
+		res := b.Produce(e.ctx, topic, 0, -1, batch, timeout)
 		p.offset, p.err = res.BaseOffset, res.Err
 		close(p.done)
 	}()

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
 	"tidemark/replication"
 	"tidemark/replication/rulestest"
 )
@@ -43,11 +45,14 @@ type rulesEnv struct {
 	marks     map[string]marks // see setMarks
 	isolated  map[int32]bool
 	consumed  map[string][]string
+	// consumedHW is the HW the last consume was told.
+	consumedHW map[string]int64
+	consumeErr map[string]error
 }
 
 func newRulesEnv(brokers int) *rulesEnv {
 	return &rulesEnv{brokers: brokers, topics: map[string]*rulestest.Cluster{}, log: map[string]*strings.Builder{},
-		downSince: map[int32]time.Duration{}, sent: map[string]bool{}, marks: map[string]marks{}, isolated: map[int32]bool{}, consumed: map[string][]string{}}
+		downSince: map[int32]time.Duration{}, sent: map[string]bool{}, marks: map[string]marks{}, isolated: map[int32]bool{}, consumed: map[string][]string{}, consumedHW: map[string]int64{}, consumeErr: map[string]error{}}
 }
 
 func (r *rulesEnv) topic(name string) (*rulestest.Cluster, error) {
@@ -279,6 +284,9 @@ func init() {
 		"elect": func(r *rulesEnv, a []string, _ map[string]string) error {
 			return r.each(func(c *rulestest.Cluster) error { return c.Elect(id(a[0])) })
 		},
+		"send-to": func(r *rulesEnv, a []string, opt map[string]string) error {
+			return rulesActions["produce-to"](r, a, map[string]string{"acks": "all", "timeout": opt["timeout"]})
+		},
 		"produce-to": func(r *rulesEnv, a []string, opt map[string]string) error {
 			acks := opt["acks"]
 			if acks == "" {
@@ -298,14 +306,28 @@ func init() {
 				return err
 			}
 			var vs, recs []string
+			from := 0
+			if len(a) > 1 {
+				from, _ = strconv.Atoi(a[1])
+			}
+			hw := int64(0)
 			if st, ok := c.Status(c.Meta().Leader); ok {
-				for _, rec := range c.Records(st.BrokerID)[:st.HighWatermark] {
+				hw = st.HighWatermark
+				for _, rec := range c.Records(st.BrokerID)[min(from, int(hw)):hw] {
 					recs = append(recs, rec)
 					_, v, _ := strings.Cut(rec, ":")
 					vs = append(vs, v[:strings.LastIndex(v, "/")])
 				}
 			}
 			r.consumed[a[0]], r.consumed[a[0]+"/records"] = vs, recs
+			r.consumedHW[a[0]] = hw
+			r.consumeErr[a[0]] = nil
+			switch m := c.Meta(); {
+			case m.Leader < 0:
+				r.consumeErr[a[0]] = kerr.LeaderNotAvailable
+			case !c.Up(m.Leader):
+				r.consumeErr[a[0]] = kerr.NotLeaderForPartition
+			}
 			return nil
 		},
 		"crash":   func(r *rulesEnv, a []string, _ map[string]string) error { return r.kill(a, false) },
@@ -504,7 +526,27 @@ func init() {
 			}
 			return truth(true), nil
 		},
-		"consumed":         func(r *rulesEnv, a []string) (Value, error) { return list(r.consumed[a[0]]), nil },
+		"consumed":      func(r *rulesEnv, a []string) (Value, error) { return list(r.consumed[a[0]]), nil },
+		"consume-error": func(r *rulesEnv, a []string) (Value, error) { return errValue(r.consumeErr[a[0]]), nil },
+		"consumed-hw":   func(r *rulesEnv, a []string) (Value, error) { return num(r.consumedHW[a[0]]), nil },
+		"visible-hw": rulesBroker(func(c *rulestest.Cluster, b int32) Value {
+			// What ListOffsets latest answers: the leader's HW, none below its
+			// epoch's start (KIP-207).
+			st, ok := c.Status(b)
+			if !ok || st.Role != replication.RoleLeader || st.HighWatermark < st.EpochStartOffset {
+				return str("none")
+			}
+			return num(st.HighWatermark)
+		}, false),
+		"leader-knows": func(r *rulesEnv, a []string) (Value, error) {
+			c, err := r.topic(a[0])
+			if err != nil {
+				return Value{}, err
+			}
+			m := c.Meta()
+			st, ok := c.Status(m.Leader)
+			return truth(ok && st.Role == replication.RoleLeader && st.LeaderEpoch == m.LeaderEpoch), nil
+		},
 		"consumed-records": func(r *rulesEnv, a []string) (Value, error) { return list(r.consumed[a[0]+"/records"]), nil },
 		"running": func(r *rulesEnv, a []string) (Value, error) {
 			up := true

@@ -5,10 +5,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"tidemark/replication"
 	"tidemark/replication/rulestest"
 	"tidemark/server/cluster"
+	"tidemark/storage"
 )
 
 // The scenario tests' part of the vocabulary: a replica's own view of its
@@ -235,6 +237,34 @@ func addScenarioVocab() {
 			}
 		}
 		return str("none"), nil
+	}}
+	queries["consumed-hw"] = querySpec{"topic", func(e *Env, a []string) (Value, error) { return num(e.consumedHW[a[0]]), nil }}
+	queries["visible-hw"] = querySpec{"broker topic", func(e *Env, a []string) (Value, error) {
+		hw, ok, err := e.visibleHW(a[1], id(a[0]))
+		if err != nil || !ok {
+			return str("none"), err
+		}
+		return num(hw), nil
+	}}
+	queries["leader-knows"] = querySpec{"topic", func(e *Env, a []string) (Value, error) {
+		m := e.Meta(a[0])
+		st, ok := e.Status(m.Leader, a[0])
+		return truth(ok && st.Role == replication.RoleLeader && st.LeaderEpoch == m.LeaderEpoch), nil
+	}}
+	actions["send-to"] = actionSpec{"broker topic word key=value*", []string{"timeout"}, func(e *Env, a []string, opt map[string]string) error {
+		// An acks=all produce to a given broker, as a client with stale
+		// metadata sends it; the answer comes later (await).
+		timeout := 30 * time.Second
+		if ms, err := strconv.Atoi(opt["timeout"]); err == nil {
+			timeout = time.Duration(ms) * time.Millisecond
+		}
+		batch := storage.NewBatch([]storage.Record{{Value: []byte(a[2]), Timestamp: e.c.Clock().Now().UnixMilli()}})
+		p, err := e.produceBytesTo(id(a[0]), a[1], a[2], batch, timeout)
+		if err != nil {
+			return err
+		}
+		e.setResult(a[1], a[2], &result{pending: p})
+		return nil
 	}}
 	queries["same-logs"] = querySpec{"topic", func(e *Env, a []string) (Value, error) { return truth(e.sameLogs(a[0])), nil }}
 	actions["isolate"] = actionSpec{"broker", nil, func(e *Env, a []string, _ map[string]string) error {

@@ -274,9 +274,15 @@ func init() {
 		}},
 		"checkpoint": {"broker+", nil, func(e *Env, a []string, _ map[string]string) error { e.Checkpoint(ids(a)...); return nil }},
 		"flush":      {"broker+", nil, func(e *Env, a []string, _ map[string]string) error { return e.Flush(ids(a)...) }},
-		"consume": {"topic", nil, func(e *Env, a []string, _ map[string]string) error {
-			vs, err := e.Consume(a[0])
-			e.consumed[a[0]], e.consumeErr[a[0]] = vs, err
+		"consume": {"topic int?", nil, func(e *Env, a []string, _ map[string]string) error {
+			// From the start, or from the offset given.
+			from := int64(-1)
+			if len(a) > 1 {
+				from, _ = strconv.ParseInt(a[1], 10, 64)
+			}
+			recs, hw, err := e.c.Consume(a[0], 0, from, 1000)
+			e.consumed[a[0]] = mapS(recs, func(r cluster.ConsumedRecord) string { return string(r.Value) })
+			e.consumeErr[a[0]], e.consumedHW[a[0]] = err, hw
 			return nil
 		}},
 		"consume-all": {"topic", nil, func(e *Env, a []string, _ map[string]string) error {
