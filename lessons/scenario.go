@@ -157,8 +157,12 @@ func RunScenario(ctx context.Context, s *Script, run ScenarioRun, dir string) er
 		}
 		// The HW checkpoint is written only when the script says so, so
 		// that the KIP-101 timings are exact (as in a lesson run).
+		interval := time.Hour
+		if s.CheckpointInterval > 0 {
+			interval = s.CheckpointInterval
+		}
 		c, err := cluster.Open(cluster.Options{DataDir: dir, Brokers: s.Brokers, Paused: true, FencingRule: &rule,
-			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Broker: broker.Config{HighWatermarkCheckpointInterval: time.Hour}})
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Broker: broker.Config{HighWatermarkCheckpointInterval: interval}})
 		if err != nil {
 			return err
 		}

@@ -53,7 +53,9 @@ import (
 // A scenario is a file of the same language that tests rather than
 // teaches: it starts with "scenario NAME" instead of "lesson ID", needs no
 // part, titles, summary or explanations, a check may go without texts (its
-// condition names it), and "fencing" may list several rules: RunScenario
+// condition names it), "hw-checkpoint-interval 5s" sets the lab brokers'
+// replica.high.watermark.checkpoint.interval.ms (by default an hour: only
+// do checkpoint writes it), and "fencing" may list several rules: RunScenario
 // plays it once per rule and per back-end. A scenario names the
 // invariants its settings break, each where it first breaks:
 //
@@ -98,6 +100,9 @@ type Script struct {
 	Backends []string
 	// Fencings are a scenario's fencing rules, each run in turn.
 	Fencings []string
+	// CheckpointInterval is a scenario's HW checkpoint interval on the lab
+	// (0: an hour).
+	CheckpointInterval time.Duration
 }
 
 // RunsOn reports whether the file runs on back-end b.
@@ -337,7 +342,7 @@ func (p *parser) line(n int, raw string) error {
 	}
 	header := p.step == nil && !p.inSet
 	switch kw {
-	case "lesson", "scenario", "part", "builds-on", "brokers", "fencing", "concepts", "summary", "backends":
+	case "lesson", "scenario", "part", "builds-on", "brokers", "fencing", "concepts", "summary", "backends", "hw-checkpoint-interval":
 		if !header {
 			return p.errf(n, "%s belongs to the lesson's header, before setup and the first step", kw)
 		}
@@ -495,6 +500,14 @@ func (p *parser) header(n int, kw, rest string) error {
 		if p.s.RunsOn(BackendRules) && (len(p.s.Setup) > 0 || len(p.s.Steps) > 0) {
 			return p.errf(n, "backends belongs before setup")
 		}
+	case "hw-checkpoint-interval":
+		if !p.s.Scenario || p.s.RunsOn(BackendRules) {
+			return p.errf(n, "hw-checkpoint-interval belongs to a scenario that runs on the cluster alone (the rules checkpoint when told)")
+		}
+		if err := p.checkArg("duration", rest); err != nil {
+			return p.errf(n, "hw-checkpoint-interval: %v", err)
+		}
+		p.s.CheckpointInterval, _ = time.ParseDuration(rest)
 	case "part":
 		if !slices.Contains(Parts, rest) {
 			return p.errf(n, "part %q: want one of %s", rest, strings.Join(Parts, ", "))
@@ -590,6 +603,8 @@ func (p *parser) finish(n int) error {
 		return p.errf(n, "no brokers line")
 	case s.Scenario && len(s.Steps) == 0:
 		return p.errf(n, "no steps")
+	case s.CheckpointInterval > 0 && s.RunsOn(BackendRules):
+		return p.errf(n, "hw-checkpoint-interval: the rules back-end checkpoints only when told (drop %s from backends)", BackendRules)
 	case s.Scenario:
 		return nil
 	case s.Part == "":
