@@ -404,13 +404,20 @@ func (e *Env) Records(id int32, topic string) []Rec { return e.RecordsOf(id, top
 
 // RecordsOf is Records for any partition.
 func (e *Env) RecordsOf(id int32, topic string, partition int32) []Rec {
+	out, _ := e.readRecords(id, topic, partition)
+	return out
+}
+
+// readRecords is RecordsOf that says whether the log could be read (not
+// when the broker is down or its disk failed).
+func (e *Env) readRecords(id int32, topic string, partition int32) ([]Rec, bool) {
 	l := e.LogOf(id, topic, partition)
 	if l == nil {
-		return nil
+		return nil, false
 	}
 	batches, err := l.ReadBatches(l.LogStartOffset(), l.LogEndOffset(), 1<<20)
 	if err != nil {
-		return nil
+		return nil, false
 	}
 	var out []Rec
 	for _, b := range batches {
@@ -418,7 +425,7 @@ func (e *Env) RecordsOf(id int32, topic string, partition int32) []Rec {
 			out = append(out, Rec{Offset: x.Offset, Epoch: b.Header.PartitionLeaderEpoch, Value: string(x.Value), Key: string(x.Key)})
 		}
 	}
-	return out
+	return out, true
 }
 
 // Values lists the values of a replica's log of partition 0.

@@ -81,6 +81,19 @@ func RunScenario(ctx context.Context, s *Script, run ScenarioRun, dir string) er
 			expected[x.Topic+": "+x.Key()] = true
 		}
 	}
+	// judged holds the chaos checker's findings per topic (see durable) as
+	// of now: an expect line's and the end of the run.
+	judged := map[string][]string{}
+	judge := func(topics []string, of func(string) durable) {
+		for _, t := range topics {
+			judged[t] = of(t).findings()
+		}
+	}
+	union := func(found func(string) []string) func(string) []string {
+		return func(t string) []string {
+			return slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(found(t)), judged[t]...))))
+		}
+	}
 	// expect checks one expect line; unexpected, at the end, any violation
 	// no expect line names.
 	expect := func(x Expect, found []string) error {
@@ -126,7 +139,8 @@ func RunScenario(ctx context.Context, s *Script, run ScenarioRun, dir string) er
 		for _, it := range items {
 			switch {
 			case it.Expect != nil:
-				if err := expect(*it.Expect, r.violations(it.Expect.Topic)); err != nil {
+				judge(r.order, r.durableOf)
+				if err := expect(*it.Expect, union(r.violations)(it.Expect.Topic)); err != nil {
 					return fail(it.Line, r.lanes(), "%v", err)
 				}
 			case it.Action != nil:
@@ -146,7 +160,8 @@ func RunScenario(ctx context.Context, s *Script, run ScenarioRun, dir string) er
 				}
 			}
 		}
-		if err := unexpected(r.order, r.violations); err != nil {
+		judge(r.order, r.durableOf)
+		if err := unexpected(r.order, union(r.violations)); err != nil {
 			return fail(last, r.lanes(), "%v", err)
 		}
 		return nil
@@ -175,7 +190,8 @@ func RunScenario(ctx context.Context, s *Script, run ScenarioRun, dir string) er
 		defer cancel()
 		for _, it := range items {
 			if x := it.Expect; x != nil {
-				if err := expect(*x, e.watch.violations(x.Topic)); err != nil {
+				judge(e.topics, e.durableOf)
+				if err := expect(*x, union(e.watch.violations)(x.Topic)); err != nil {
 					return fail(it.Line, clusterLanes(e, s), "%v", err)
 				}
 				continue
@@ -193,7 +209,8 @@ func RunScenario(ctx context.Context, s *Script, run ScenarioRun, dir string) er
 				return fail(it.Line, clusterLanes(e, s), "check %s: got %s", it.Name.En, e.out.Checks[n-1].Got.En)
 			}
 		}
-		if err := unexpected(e.topics, e.watch.violations); err != nil {
+		judge(e.topics, e.durableOf)
+		if err := unexpected(e.topics, union(e.watch.violations)); err != nil {
 			return fail(last, clusterLanes(e, s), "%v", err)
 		}
 		return nil

@@ -63,10 +63,16 @@ import (
 //	expect seen-gone TOPIC OFFSET  a record a consumer could read at OFFSET is gone or changed
 //	expect hw-back TOPIC           the consumer-visible HW went backwards
 //	expect diverged TOPIC OFFSET   replicas done truncating differ at OFFSET below both HWs
+//	expect duplicated TOPIC VALUE  a consumer reads VALUE more than once
+//	expect wrong-offset TOPIC VALUE  an acknowledged VALUE is read at another offset
+//	expect unreadable TOPIC VALUE  an acknowledged VALUE is not lost but cannot be
+//	                               read (the partition offline, the HW below it)
 //
-// The runner watches these after every action; an expect line fails when
-// its violation has not happened by then, and the run fails when one
-// happened that no expect line names.
+// The runner watches the first four after every action; the chaos
+// durability checker (server/chaos) judges all of them, except seen-gone
+// and hw-back, at each expect line and at the end of the run. An expect
+// line fails when its violation has not happened by then, and the run
+// fails when one happened that no expect line names.
 
 // Parts are the sections of the learning path, in order.
 var Parts = []string{"storage", "replication", "failures", "delivery", "comparisons"}
@@ -153,7 +159,8 @@ type Expect struct {
 func (x Expect) Key() string { return strings.TrimSpace(x.Kind + " " + x.Arg) }
 
 // violations are the expect kinds and what each needs after the topic.
-var violations = map[string]string{"lost": "word", "seen-gone": "int", "hw-back": "", "diverged": "int"}
+var violations = map[string]string{"lost": "word", "seen-gone": "int", "hw-back": "", "diverged": "int",
+	"duplicated": "word", "wrong-offset": "word", "unreadable": "word"}
 
 // Action is one operation with its arguments.
 type Action struct {

@@ -266,16 +266,33 @@ func (c *Cluster) Checkpoint(id int32) {
 // election is enabled.
 func (c *Cluster) Config() (replication.Config, bool) { return c.cfg, c.unclean }
 
-// Records returns broker id's log as its disk holds it (up or down), each
-// record OFFSET:value/eEPOCH.
-func (c *Cluster) Records(id int32) []string {
+// Record is one record of a log: offset, value and leader epoch.
+type Record struct {
+	Offset int64
+	Value  string
+	Epoch  int32
+}
+
+func (r Record) String() string { return fmt.Sprintf("%d:%s/e%d", r.Offset, r.Value, r.Epoch) }
+
+// Log returns broker id's log as its disk holds it (up or down).
+func (c *Cluster) Log(id int32) []Record {
 	b := c.b(id)
 	if b == nil {
 		return nil
 	}
-	out := make([]string, len(b.log))
+	out := make([]Record, len(b.log))
 	for i, e := range b.log {
-		out[i] = fmt.Sprintf("%d:%s/e%d", i, e.value, e.epoch)
+		out[i] = Record{int64(i), e.value, e.epoch}
+	}
+	return out
+}
+
+// Records is Log written OFFSET:value/eEPOCH.
+func (c *Cluster) Records(id int32) []string {
+	var out []string
+	for _, r := range c.Log(id) {
+		out = append(out, r.String())
 	}
 	return out
 }
