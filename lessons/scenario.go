@@ -74,60 +74,6 @@ func RunScenario(ctx context.Context, s *Script, run ScenarioRun, dir string) er
 	fail := func(line int, lanes string, format string, a ...any) error {
 		return &ScenarioError{File: s.File, Line: line, Run: run, Msg: fmt.Sprintf(format, a...), Lanes: lanes}
 	}
-	// Every violation that happens must be expected somewhere in the file.
-	expected := map[string]bool{}
-	for _, it := range items {
-		if x := it.Expect; x != nil {
-			expected[x.Topic+": "+x.Key()] = true
-		}
-	}
-	// judged holds the chaos checker's findings per topic (see durable) as
-	// of now: an expect line's and the end of the run.
-	judged := map[string][]string{}
-	judge := func(topics []string, of func(string) durable) {
-		for _, t := range topics {
-			judged[t] = of(t).findings()
-		}
-	}
-	union := func(found func(string) []string) func(string) []string {
-		return func(t string) []string {
-			return slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(found(t)), judged[t]...))))
-		}
-	}
-	// expect checks one expect line; unexpected, at the end, any violation
-	// no expect line names.
-	expect := func(x Expect, found []string) error {
-		if !slices.Contains(found, x.Key()) {
-			return fmt.Errorf("expect %s %s: not (yet) seen; violations of %s so far: %v", x.Kind, strings.TrimSpace(x.Topic+" "+x.Arg), x.Topic, found)
-		}
-		return nil
-	}
-	// since is the line of the action after which each violation was
-	// first seen, to say where an expect line belongs.
-	since := map[string]int{}
-	saw := func(line int, topics []string, found func(string) []string) {
-		for _, t := range topics {
-			for _, v := range found(t) {
-				if _, ok := since[t+": "+v]; !ok {
-					since[t+": "+v] = line
-				}
-			}
-		}
-	}
-	unexpected := func(topics []string, found func(string) []string) error {
-		var miss []string
-		for _, t := range topics {
-			for _, v := range found(t) {
-				if k := t + ": " + v; !expected[k] {
-					miss = append(miss, fmt.Sprintf("%s (after line %d)", k, since[k]))
-				}
-			}
-		}
-		if len(miss) > 0 {
-			return fmt.Errorf("violations no expect line names: %s", strings.Join(miss, ", "))
-		}
-		return nil
-	}
 	last := 0
 	if len(items) > 0 {
 		last = items[len(items)-1].Line
@@ -135,12 +81,12 @@ func RunScenario(ctx context.Context, s *Script, run ScenarioRun, dir string) er
 	switch run.Backend {
 	case BackendRules:
 		r := newRulesEnv(s.Brokers)
+		v := newVerdicts(items, func() []string { return r.order }, r.violations, r.durableOf)
 		query := func(q Query) (Value, error) { return rulesQueries[q.Name](r, q.Args) }
 		for _, it := range items {
 			switch {
 			case it.Expect != nil:
-				judge(r.order, r.durableOf)
-				if err := expect(*it.Expect, union(r.violations)(it.Expect.Topic)); err != nil {
+				if err := v.expect(*it.Expect); err != nil {
 					return fail(it.Line, r.lanes(), "%v", err)
 				}
 			case it.Action != nil:
@@ -152,7 +98,7 @@ func RunScenario(ctx context.Context, s *Script, run ScenarioRun, dir string) er
 				if err := r.check(); err != nil {
 					return fail(it.Line, r.lanes(), "%v", err)
 				}
-				saw(it.Line, r.order, r.violations)
+				v.seen(it.Line)
 			case it.Check != nil:
 				ok, got, err := evalWith(*it.Check, query)
 				if err != nil || !ok {
@@ -160,8 +106,7 @@ func RunScenario(ctx context.Context, s *Script, run ScenarioRun, dir string) er
 				}
 			}
 		}
-		judge(r.order, r.durableOf)
-		if err := unexpected(r.order, union(r.violations)); err != nil {
+		if err := v.end(); err != nil {
 			return fail(last, r.lanes(), "%v", err)
 		}
 		return nil
@@ -184,14 +129,14 @@ func RunScenario(ctx context.Context, s *Script, run ScenarioRun, dir string) er
 		ctx, cancel := context.WithCancel(ctx)
 		e := newEnv(ctx, c, func() time.Duration { return 0 })
 		e.watch = newWatcher()
+		v := newVerdicts(items, func() []string { return e.topics }, e.watch.violations, e.durableOf)
 		// Produces still waiting end with the run: cancel, close, wait.
 		defer e.wg.Wait()
 		defer c.Close()
 		defer cancel()
 		for _, it := range items {
 			if x := it.Expect; x != nil {
-				judge(e.topics, e.durableOf)
-				if err := expect(*x, union(e.watch.violations)(x.Topic)); err != nil {
+				if err := v.expect(*x); err != nil {
 					return fail(it.Line, clusterLanes(e, s), "%v", err)
 				}
 				continue
@@ -203,14 +148,13 @@ func RunScenario(ctx context.Context, s *Script, run ScenarioRun, dir string) er
 				if err := e.watch.check(e); err != nil {
 					return fail(it.Line, clusterLanes(e, s), "%v", err)
 				}
-				saw(it.Line, e.topics, e.watch.violations)
+				v.seen(it.Line)
 			}
 			if n := len(e.out.Checks); it.Check != nil && n > 0 && !e.out.Checks[n-1].Pass {
 				return fail(it.Line, clusterLanes(e, s), "check %s: got %s", it.Name.En, e.out.Checks[n-1].Got.En)
 			}
 		}
-		judge(e.topics, e.durableOf)
-		if err := unexpected(e.topics, union(e.watch.violations)); err != nil {
+		if err := v.end(); err != nil {
 			return fail(last, clusterLanes(e, s), "%v", err)
 		}
 		return nil
@@ -257,4 +201,82 @@ func clusterLanes(e *Env, s *Script) string {
 	}
 	e.out = saved
 	return b.String()
+}
+
+// verdicts are a run's named violations (see Expect): what the back-end's
+// watcher saw after every action, what the chaos checker finds at each
+// expect line and at the end (see durable), and what the file expects.
+type verdicts struct {
+	expected map[string]bool // "topic: lost m2"
+	since    map[string]int  // the line after which each was first seen
+	topics   func() []string
+	watched  func(topic string) []string
+	state    func(topic string) durable
+	judged   map[string][]string // the checker's findings, as of its last look
+}
+
+func newVerdicts(items []Item, topics func() []string, watched func(string) []string, state func(string) durable) *verdicts {
+	v := &verdicts{expected: map[string]bool{}, since: map[string]int{}, topics: topics, watched: watched, state: state, judged: map[string][]string{}}
+	for _, it := range items {
+		if x := it.Expect; x != nil {
+			v.expected[x.Topic+": "+x.Key()] = true
+		}
+	}
+	return v
+}
+
+// found is topic's violations: the watcher's and the checker's.
+func (v *verdicts) found(topic string) []string {
+	all := append(slices.Clone(v.watched(topic)), v.judged[topic]...)
+	slices.Sort(all)
+	return slices.Compact(all)
+}
+
+// judge asks the checker about every topic now.
+func (v *verdicts) judge() {
+	for _, t := range v.topics() {
+		v.judged[t] = v.state(t).findings()
+	}
+}
+
+// seen notes, after the action at line, the violations first seen there.
+func (v *verdicts) seen(line int) {
+	for _, t := range v.topics() {
+		for _, x := range v.found(t) {
+			if _, ok := v.since[t+": "+x]; !ok {
+				v.since[t+": "+x] = line
+			}
+		}
+	}
+}
+
+// expect checks an expect line: its violation happened by now.
+func (v *verdicts) expect(x Expect) error {
+	v.judge()
+	if found := v.found(x.Topic); !slices.Contains(found, x.Key()) {
+		return fmt.Errorf("expect %s %s: not (yet) seen; violations of %s so far: %v", x.Kind, strings.TrimSpace(x.Topic+" "+x.Arg), x.Topic, found)
+	}
+	return nil
+}
+
+// end checks that every violation that happened is expected.
+func (v *verdicts) end() error {
+	v.judge()
+	var miss []string
+	for _, t := range v.topics() {
+		for _, x := range v.found(t) {
+			if k := t + ": " + x; !v.expected[k] {
+				if line, ok := v.since[k]; ok {
+					k += fmt.Sprintf(" (after line %d)", line)
+				} else {
+					k += " (at the end)"
+				}
+				miss = append(miss, k)
+			}
+		}
+	}
+	if len(miss) > 0 {
+		return fmt.Errorf("violations no expect line names: %s", strings.Join(miss, ", "))
+	}
+	return nil
 }
