@@ -44,15 +44,16 @@ type rulesEnv struct {
 	sent      map[string]bool
 	marks     map[string]marks // see setMarks
 	isolated  map[int32]bool
-	consumed  map[string][]string
-	// consumedHW is the HW the last consume was told.
+	// What each topic's last consume read, the HW it was told and its error.
+	consumed   map[string][]rulestest.Record
 	consumedHW map[string]int64
 	consumeErr map[string]error
 }
 
 func newRulesEnv(brokers int) *rulesEnv {
 	return &rulesEnv{brokers: brokers, topics: map[string]*rulestest.Cluster{}, log: map[string]*strings.Builder{},
-		downSince: map[int32]time.Duration{}, sent: map[string]bool{}, marks: map[string]marks{}, isolated: map[int32]bool{}, consumed: map[string][]string{}, consumedHW: map[string]int64{}, consumeErr: map[string]error{}}
+		downSince: map[int32]time.Duration{}, sent: map[string]bool{}, marks: map[string]marks{}, isolated: map[int32]bool{},
+		consumed: map[string][]rulestest.Record{}, consumedHW: map[string]int64{}, consumeErr: map[string]error{}}
 }
 
 func (r *rulesEnv) topic(name string) (*rulestest.Cluster, error) {
@@ -305,23 +306,15 @@ func init() {
 			if err != nil {
 				return err
 			}
-			var vs, recs []string
-			from := 0
+			from := int64(0)
 			if len(a) > 1 {
-				from, _ = strconv.Atoi(a[1])
+				from, _ = strconv.ParseInt(a[1], 10, 64)
 			}
-			hw := int64(0)
+			r.consumed[a[0]], r.consumedHW[a[0]], r.consumeErr[a[0]] = nil, 0, nil
 			if st, ok := c.Status(c.Meta().Leader); ok {
-				hw = st.HighWatermark
-				for _, rec := range c.Records(st.BrokerID)[min(from, int(hw)):hw] {
-					recs = append(recs, rec)
-					_, v, _ := strings.Cut(rec, ":")
-					vs = append(vs, v[:strings.LastIndex(v, "/")])
-				}
+				r.consumedHW[a[0]] = st.HighWatermark
+				r.consumed[a[0]] = c.Log(st.BrokerID)[min(from, st.HighWatermark):st.HighWatermark]
 			}
-			r.consumed[a[0]], r.consumed[a[0]+"/records"] = vs, recs
-			r.consumedHW[a[0]] = hw
-			r.consumeErr[a[0]] = nil
 			switch m := c.Meta(); {
 			case m.Leader < 0:
 				r.consumeErr[a[0]] = kerr.LeaderNotAvailable
@@ -499,13 +492,12 @@ func init() {
 			if err != nil || !c.Up(id(a[0])) {
 				return str("none"), err
 			}
-			recs := c.Records(id(a[0]))
+			recs := c.Log(id(a[0]))
 			off, _ := strconv.Atoi(a[2])
 			if off < 0 || off >= len(recs) {
 				return str("none"), nil
 			}
-			_, rec, _ := strings.Cut(recs[off], ":")
-			return str(rec), nil
+			return str(fmt.Sprintf("%s/e%d", recs[off].Value, recs[off].Epoch)), nil
 		},
 		"same-logs": func(r *rulesEnv, a []string) (Value, error) {
 			c, err := r.topic(a[0])
@@ -526,7 +518,9 @@ func init() {
 			}
 			return truth(true), nil
 		},
-		"consumed":      func(r *rulesEnv, a []string) (Value, error) { return list(r.consumed[a[0]]), nil },
+		"consumed": func(r *rulesEnv, a []string) (Value, error) {
+			return list(mapS(r.consumed[a[0]], func(x rulestest.Record) string { return x.Value })), nil
+		},
 		"consume-error": func(r *rulesEnv, a []string) (Value, error) { return errValue(r.consumeErr[a[0]]), nil },
 		"consumed-hw":   func(r *rulesEnv, a []string) (Value, error) { return num(r.consumedHW[a[0]]), nil },
 		"visible-hw": rulesBroker(func(c *rulestest.Cluster, b int32) Value {
@@ -547,7 +541,9 @@ func init() {
 			st, ok := c.Status(m.Leader)
 			return truth(ok && st.Role == replication.RoleLeader && st.LeaderEpoch == m.LeaderEpoch), nil
 		},
-		"consumed-records": func(r *rulesEnv, a []string) (Value, error) { return list(r.consumed[a[0]+"/records"]), nil },
+		"consumed-records": func(r *rulesEnv, a []string) (Value, error) {
+			return list(mapS(r.consumed[a[0]], rulestest.Record.String)), nil
+		},
 		"running": func(r *rulesEnv, a []string) (Value, error) {
 			up := true
 			_ = r.each(func(c *rulestest.Cluster) error { up = up && c.Up(id(a[0])); return nil })
