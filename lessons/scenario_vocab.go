@@ -156,6 +156,19 @@ func lastProposal(f func(rulestest.Proposal) Value) func(r *rulesEnv, c *ruleste
 	}
 }
 
+// recText is a record as the scenario queries write it: OFFSET:value/eEPOCH.
+func recText(offset int64, value string, epoch int32) string {
+	return fmt.Sprintf("%d:%s/e%d", offset, value, epoch)
+}
+
+// timeoutOf is a produce's timeout=MS option; 30 s without it.
+func timeoutOf(opt map[string]string) time.Duration {
+	if ms, err := strconv.Atoi(opt["timeout"]); err == nil {
+		return time.Duration(ms) * time.Millisecond
+	}
+	return 30 * time.Second
+}
+
 // topicArg is the position of a query's topic argument.
 func topicArg(args string) int { return slices.Index(strings.Fields(args), "topic") }
 
@@ -208,7 +221,7 @@ func addScenarioVocab() {
 		return num(int64(e.Meta(a[0]).PartitionEpoch)), nil
 	}}
 	queries["records"] = querySpec{"broker topic", func(e *Env, a []string) (Value, error) {
-		return list(mapS(e.Records(id(a[0]), a[1]), func(r Rec) string { return fmt.Sprintf("%d:%s/e%d", r.Offset, r.Value, r.Epoch) })), nil
+		return list(mapS(e.Records(id(a[0]), a[1]), func(r Rec) string { return recText(r.Offset, r.Value, r.Epoch) })), nil
 	}}
 	queries["leader-records"] = querySpec{"topic", func(e *Env, a []string) (Value, error) {
 		return queries["records"].get(e, []string{strconv.Itoa(int(e.Meta(a[0]).Leader)), a[0]})
@@ -224,7 +237,7 @@ func addScenarioVocab() {
 	}}
 	queries["truncated-records"] = querySpec{"broker topic", func(e *Env, a []string) (Value, error) {
 		return list(mapS(e.Truncated(id(a[0]), a[1]), func(r eventsTruncated) string {
-			return fmt.Sprintf("%d:%s/e%d", r.Offset, e.valueOf(r.Digest), r.LeaderEpoch)
+			return recText(r.Offset, e.valueOf(r.Digest), r.LeaderEpoch)
 		})), nil
 	}}
 	queries["event-about"] = querySpec{"topic word+", func(e *Env, a []string) (Value, error) {
@@ -254,12 +267,8 @@ func addScenarioVocab() {
 	actions["send-to"] = actionSpec{"broker topic word key=value*", []string{"timeout"}, func(e *Env, a []string, opt map[string]string) error {
 		// An acks=all produce to a given broker, as a client with stale
 		// metadata sends it; the answer comes later (await).
-		timeout := 30 * time.Second
-		if ms, err := strconv.Atoi(opt["timeout"]); err == nil {
-			timeout = time.Duration(ms) * time.Millisecond
-		}
 		batch := storage.NewBatch([]storage.Record{{Value: []byte(a[2]), Timestamp: e.c.Clock().Now().UnixMilli()}})
-		p, err := e.produceBytesTo(id(a[0]), a[1], a[2], batch, timeout)
+		p, err := e.produceBytesTo(id(a[0]), a[1], a[2], batch, timeoutOf(opt))
 		if err != nil {
 			return err
 		}

@@ -149,11 +149,7 @@ func init() {
 				return fmt.Errorf("produce-to: broker %s is not running", a[0])
 			}
 			acks := acksOf(opt)
-			timeout := 30 * time.Second
-			if ms, err := strconv.Atoi(opt["timeout"]); err == nil {
-				timeout = time.Duration(ms) * time.Millisecond
-			}
-			res := b.Produce(e.ctx, a[1], 0, acks, storage.NewBatch([]storage.Record{{Value: []byte(a[2]), Timestamp: e.c.Clock().Now().UnixMilli()}}), timeout)
+			res := b.Produce(e.ctx, a[1], 0, acks, storage.NewBatch([]storage.Record{{Value: []byte(a[2]), Timestamp: e.c.Clock().Now().UnixMilli()}}), timeoutOf(opt))
 			e.wait()
 			r := &result{answered: acks != 0, offset: res.BaseOffset, err: res.Err}
 			if acks == 0 { // Kafka sends no response to acks=0: the producer hears nothing
