@@ -25,6 +25,7 @@ import (
 	"tidemark/server/cluster"
 	"tidemark/server/controller"
 	"tidemark/server/labs"
+	"tidemark/server/metrics"
 	"tidemark/server/web"
 	"tidemark/server/wire"
 )
@@ -61,6 +62,10 @@ const (
 	demoTopic      = "demo"
 	demoPartitions = 3
 )
+
+// mainLab is the main cluster's id among the hosted labs and its cluster
+// label in /metrics.
+const mainLab = "main"
 
 func parseFlags(args []string, out io.Writer) (config, error) {
 	var c config
@@ -178,9 +183,12 @@ func run(ctx context.Context, cfg config, out io.Writer, started func(url string
 	}
 	controller.SetMaxPartitionReplicas(cfg.maxPartitionReplicas)
 	controller.SetMaxBrokerPartitions(cfg.maxBrokerPartitions)
+	// /metrics reports the main cluster as cluster="main".
+	mets := metrics.New(logger)
 	cl, err := cluster.Open(cluster.Options{MessageEvents: true, DataDir: cfg.dataDir, Brokers: cfg.brokers, KafkaPort: cfg.kafkaPort,
 		Paused: cfg.paused, Logger: logger, FencingRule: rule, Broker: broker.Config{
-			ConnectionsMaxIdle: offIfZero(cfg.connectionsMaxIdle), MaxConnectionsPerIP: offIfZero(cfg.maxConnectionsPerIP)}})
+			ConnectionsMaxIdle: offIfZero(cfg.connectionsMaxIdle), MaxConnectionsPerIP: offIfZero(cfg.maxConnectionsPerIP),
+			OnRequest: mets.RequestObserver(mainLab)}})
 	if err != nil {
 		if errors.Is(err, syscall.EADDRINUSE) {
 			err = fmt.Errorf("%w (another lab running? --kafka-port picks other ports)", err)
@@ -197,6 +205,7 @@ func run(ctx context.Context, cfg config, out io.Writer, started func(url string
 	if err := ensureDemo(cl, cfg.brokers); err != nil {
 		return err
 	}
+	defer mets.Add(mainLab, cl)()
 
 	// Lesson runs get their own clusters under <data-dir>/lessons, removed
 	// when they end; the main cluster is one of the hosted labs.
@@ -205,7 +214,7 @@ func run(ctx context.Context, cfg config, out io.Writer, started func(url string
 		return err
 	}
 	defer hosted.Close()
-	if _, err := hosted.Pin("main", cl); err != nil {
+	if _, err := hosted.Pin(mainLab, cl); err != nil {
 		return err
 	}
 	lessonRuns, err := lessons.NewService(lessons.Options{Labs: hosted, Logger: logger})
@@ -219,9 +228,10 @@ func run(ctx context.Context, cfg config, out io.Writer, started func(url string
 		return err
 	}
 	defer chaosRuns.Close()
+	mets.SetChaos(chaosRuns)
 
 	ws, err := web.New(web.Options{Lab: lab{cl}, Static: cfg.static, Logger: logger, Lessons: lessonRuns, Chaos: chaosRuns,
-		AllowedHosts: cfg.allowedHosts})
+		AllowedHosts: cfg.allowedHosts, Metrics: mets.Handler()})
 	if err != nil {
 		return err
 	}

@@ -64,6 +64,9 @@ type Options struct {
 	// for any port, "name:port" for one. Every other Host gets 421 (see
 	// hosts.go: DNS rebinding). Default none.
 	AllowedHosts []string
+	// Metrics serves GET /metrics (Prometheus text format, package
+	// server/metrics); nil: /metrics answers 501.
+	Metrics http.Handler
 }
 
 func (o *Options) setDefaults() error {
@@ -153,6 +156,7 @@ func New(opts Options) (*Server, error) {
 	s.lessonRoutes(e)
 	s.fencingRoutes(e)
 	s.chaosRoutes(e)
+	e.GET("/metrics", s.serveMetrics)
 	e.GET("/ws", s.serveWS)
 	e.GET("/static/*", s.serveStatic)
 	s.echo = e
@@ -197,4 +201,13 @@ func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 		h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; connect-src 'self'; img-src 'self' data:; frame-ancestors 'none'")
 		return next(c)
 	}
+}
+
+// serveMetrics hands /metrics to Options.Metrics.
+func (s *Server) serveMetrics(c echo.Context) error {
+	if s.opts.Metrics == nil {
+		return notImplemented("serve metrics")
+	}
+	s.opts.Metrics.ServeHTTP(c.Response(), c.Request())
+	return nil
 }
