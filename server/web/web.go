@@ -156,6 +156,7 @@ func New(opts Options) (*Server, error) {
 	s.lessonRoutes(e)
 	s.fencingRoutes(e)
 	s.chaosRoutes(e)
+	s.exportRoutes(e)
 	e.GET("/metrics", s.serveMetrics)
 	e.GET("/ws", s.serveWS)
 	e.GET("/static/*", s.serveStatic)
