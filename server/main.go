@@ -49,6 +49,9 @@ type config struct {
 	connectionsMaxIdle   time.Duration
 	maxConnectionsPerIP  int
 
+	// observe, when it names a cluster, replaces the lab (observe_mode.go).
+	observe observeConfig
+
 	static fs.FS        // tests: the static tree to serve instead of the embedded one
 	logger *slog.Logger // tests: where the cluster logs (default stderr, warnings and up)
 }
@@ -95,16 +98,21 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 		"Kafka listeners' connections.max.idle.ms: a connection with no request for this long is closed (0: never)")
 	fs.IntVar(&c.maxConnectionsPerIP, "max-connections-per-ip", wire.DefaultMaxConnectionsPerIP,
 		"Kafka listeners' max.connections.per.ip: more connections from one address are closed at once (0: no limit)")
+	c.observe.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
-	return c, c.validate()
+	err := c.validate() // it may fill in the SASL password from the environment
+	return c, err
 }
 
-func (c config) validate() error {
+func (c *config) validate() error {
+	if err := c.observe.validate(); err != nil {
+		return err
+	}
 	if c.brokers < 1 || c.brokers > maxBrokers {
 		return fmt.Errorf("--brokers %d: must be between 1 and %d", c.brokers, maxBrokers)
 	}
@@ -164,6 +172,9 @@ func Main(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if len(cfg.observe.seeds) > 0 {
+		return runObserve(ctx, cfg, os.Stdout, nil)
+	}
 	return run(ctx, cfg, os.Stdout, nil)
 }
 
@@ -235,7 +246,25 @@ func run(ctx context.Context, cfg config, out io.Writer, started func(url string
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", cfg.addr)
+	return serveUI(ctx, cfg.addr, ws, out, func(url string) {
+		snap := cl.Snapshot()
+		var listeners []string
+		for _, b := range snap.Brokers {
+			listeners = append(listeners, b.Listener)
+		}
+		fmt.Fprintf(out, "tidemark: %d brokers (Kafka listeners %v), data in %s\n", cfg.brokers, listeners, cfg.dataDir)
+		if started != nil {
+			started(url, cl)
+		}
+	})
+}
+
+// serveUI serves ws on addr until ctx ends: it prints the URL and the
+// panel's size to out, calls listening with the URL, and on the way out
+// stops the web server (requests in flight answer) and then ends the
+// websockets. ws is closed when it returns.
+func serveUI(ctx context.Context, addr string, ws *web.Server, out io.Writer, listening func(url string)) error {
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		ws.Close()
 		if errors.Is(err, syscall.EADDRINUSE) {
@@ -253,21 +282,13 @@ func run(ctx context.Context, cfg config, out io.Writer, started func(url string
 	go func() { serveErr <- srv.Serve(ln) }()
 
 	url := "http://" + ln.Addr().String() + "/"
-	snap := cl.Snapshot()
-	var listeners []string
-	for _, b := range snap.Brokers {
-		listeners = append(listeners, b.Listener)
-	}
 	fmt.Fprintf(out, "tidemark: web UI on %s\n", url)
-	fmt.Fprintf(out, "tidemark: %d brokers (Kafka listeners %v), data in %s\n", cfg.brokers, listeners, cfg.dataDir)
 	if raw, gz, ok := ws.StaticSize("wasm/panel.wasm"); ok {
 		fmt.Fprintf(out, "tidemark: live panel %d KiB (%d KiB gzip)\n", raw>>10, gz>>10)
 	} else {
 		fmt.Fprintln(out, "tidemark: live panel not built (go tool task wasm); pages work without it")
 	}
-	if started != nil {
-		started(url, cl)
-	}
+	listening(url)
 
 	select {
 	case err := <-serveErr:

@@ -106,11 +106,13 @@ type Server struct {
 	faults Faults
 	clock  LabClock
 	insp   Inspector
-	echo   *echo.Echo
-	hosts  hostPolicy
-	files  map[string]*staticFile
-	ctx    context.Context // cancelled by Close: websocket writers say goodbye
-	cancel context.CancelFunc
+	// observed is set in observe mode (observe.go): read-only.
+	observed Observed
+	echo     *echo.Echo
+	hosts    hostPolicy
+	files    map[string]*staticFile
+	ctx      context.Context // cancelled by Close: websocket writers say goodbye
+	cancel   context.CancelFunc
 
 	mu     sync.Mutex // guards closed and conns.Add, so no Add races Close's Wait
 	closed bool
@@ -138,12 +140,14 @@ func New(opts Options) (*Server, error) {
 	s.faults, _ = opts.Lab.(Faults)
 	s.clock, _ = opts.Lab.(LabClock)
 	s.insp, _ = opts.Lab.(Inspector)
+	s.observed, _ = opts.Lab.(Observed)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
 	e.Pre(s.checkHost)
+	e.Pre(s.readOnly)
 	e.Pre(deadlines)
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true, DisablePrintStack: true}))
 	e.Use(securityHeaders)
@@ -158,6 +162,7 @@ func New(opts Options) (*Server, error) {
 	s.chaosRoutes(e)
 	s.exportRoutes(e)
 	e.GET("/metrics", s.serveMetrics)
+	e.GET("/api/v1/observe", s.getObserve)
 	e.GET("/ws", s.serveWS)
 	e.GET("/static/*", s.serveStatic)
 	s.echo = e
