@@ -2,9 +2,17 @@ package observe
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"io"
 	"log/slog"
 	"maps"
+	"math/big"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -337,4 +345,55 @@ func ints(v []int32) string {
 		parts = append(parts, itoa(x))
 	}
 	return strings.Join(parts, ",")
+}
+
+// TestObserveTLS: kfake serving TLS with a certificate made here; the
+// observer trusting its CA reads it, one trusting nothing else fails.
+func TestObserveTLS(t *testing.T) {
+	serverCfg, pool := selfSigned(t)
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"), kfake.TLS(serverCfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kc.Close()
+	o := newObserver(t, Options{Seeds: kc.ListenAddrs(), TLS: &tls.Config{RootCAs: pool, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12}})
+	if err := o.Poll(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	snap := o.Snapshot()
+	if snap.Topic("t") == nil {
+		t.Fatalf("topics over TLS: %+v", snap.Topics)
+	}
+	if un := strings.Join(o.Info().Unavailable, "; "); strings.Contains(un, "DescribeTopicPartitions") {
+		t.Fatalf("kfake answers DescribeTopicPartitions (ELR), yet: %s", un)
+	}
+	untrusting := newObserver(t, Options{Seeds: kc.ListenAddrs(), TLS: &tls.Config{RootCAs: x509.NewCertPool(), MinVersion: tls.VersionTLS12},
+		Timeout: 3 * time.Second})
+	if err := untrusting.Poll(ctxT(t)); err == nil {
+		t.Fatal("a certificate from an unknown CA was accepted")
+	}
+}
+
+// selfSigned returns a server TLS config for 127.0.0.1 and a pool trusting it.
+func selfSigned(t *testing.T) (*tls.Config, *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "tidemark test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key, Leaf: cert}}, MinVersion: tls.VersionTLS12}, pool
 }
