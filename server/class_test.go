@@ -1,0 +1,241 @@
+package server
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+
+	"tidemark/server/web"
+)
+
+// classLab is a lab started in class mode, as printed at start.
+type classLab struct {
+	url     string // ends in /
+	teacher string
+	codes   []string // by seat, from 1
+}
+
+func startClass(t *testing.T, dir string, args ...string) (classLab, func() error) {
+	t.Helper()
+	u, _, out, stop := startRun(t, dir, append([]string{"--brokers", "2", "--class", "Distributed Systems 101"}, args...)...)
+	l := classLab{url: u}
+	if m := regexp.MustCompile(`teacher: \S+/class\?token=(\S+)`).FindStringSubmatch(out.String()); m != nil {
+		l.teacher = m[1]
+	}
+	for _, m := range regexp.MustCompile(`seat \d+(?: \([^)]*\))?: code (\S+)  \S+/join\?code=(\S+)`).FindAllStringSubmatch(out.String(), -1) {
+		if m[1] != m[2] {
+			t.Fatalf("seat line's code %s and link's %s differ", m[1], m[2])
+		}
+		l.codes = append(l.codes, m[1])
+	}
+	if l.teacher == "" || len(l.codes) == 0 {
+		t.Fatalf("no teacher link or codes printed:\n%s", out)
+	}
+	return l, stop
+}
+
+// call sends one request with token as Authorization: Bearer ("" none) and
+// returns the status and body; redirects are not followed.
+func (l classLab) call(t *testing.T, method, path, token, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, l.url+strings.TrimPrefix(path, "/"), strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+var noRedirect = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+func (l classLab) join(t *testing.T, seat int, name string) string {
+	t.Helper()
+	b, _ := json.Marshal(web.JoinRequest{Code: l.codes[seat-1], Name: name})
+	status, body := l.call(t, "POST", "/api/v1/join", "", string(b))
+	var res web.JoinResponse
+	if status != http.StatusCreated || json.Unmarshal([]byte(body), &res) != nil || res.Seat != seat || res.Token == "" {
+		t.Fatalf("join seat %d: %d %s", seat, status, body)
+	}
+	return res.Token
+}
+
+// brokerState returns broker id's state in the cluster token sees.
+func (l classLab) brokerState(t *testing.T, token string, id int32) string {
+	t.Helper()
+	status, body := l.call(t, "GET", "/api/v1/cluster", token, "")
+	var cr web.ClusterResponse
+	if status != 200 || json.Unmarshal([]byte(body), &cr) != nil {
+		t.Fatalf("GET /api/v1/cluster: %d %s", status, body)
+	}
+	for _, b := range cr.Brokers {
+		if b.ID == id {
+			return string(b.State)
+		}
+	}
+	return "missing"
+}
+
+// openAPIRoutes lists every method and path of the OpenAPI document, with
+// its path parameters filled in with plausible values.
+func (l classLab) openAPIRoutes(t *testing.T) [][2]string {
+	t.Helper()
+	var doc struct {
+		Paths map[string]map[string]json.RawMessage `json:"paths"`
+	}
+	status, body := l.call(t, "GET", "/api/v1/openapi.json", "", "")
+	if err := json.Unmarshal([]byte(body), &doc); status != 200 || err != nil {
+		t.Fatalf("the OpenAPI document without a token: %d %v", status, err)
+	}
+	fill := strings.NewReplacer("{id}", "1", "{topic}", "demo", "{partition}", "0", "{run}", "0123456789abcdef",
+		"{action}", "next", "{seat}", "1", "{path}", "app.css")
+	var out [][2]string
+	for p, ops := range doc.Paths {
+		for m := range ops {
+			if m != "parameters" {
+				out = append(out, [2]string{strings.ToUpper(m), fill.Replace(p)})
+			}
+		}
+	}
+	return out
+}
+
+// TestClassIsolation: two learners each get a private cluster — one
+// crashes a broker, the other's and the teacher's are untouched — and no
+// token reaches what is not its own: every route without a token is 401
+// (pages go to /join), the teacher's routes are 403 with a seat token, a
+// seat's lesson run is 404 for the other seat and for the teacher.
+func TestClassIsolation(t *testing.T) {
+	l, _ := startClass(t, t.TempDir(), "--seats", "2")
+	ada, bob := l.join(t, 1, "Ada"), l.join(t, 2, "Bob")
+
+	if status, body := l.call(t, "POST", "/api/v1/brokers/1/crash", ada, ""); status/100 != 2 {
+		t.Fatalf("seat 1 crashing broker 1: %d %s", status, body)
+	}
+	if got := l.brokerState(t, ada, 1); got == "up" {
+		t.Fatalf("seat 1's broker 1 is %s after its crash", got)
+	}
+	if got := l.brokerState(t, bob, 1); got != "up" {
+		t.Fatalf("seat 2's broker 1 is %s: seat 1's crash reached it", got)
+	}
+	if got := l.brokerState(t, l.teacher, 1); got != "up" {
+		t.Fatalf("the teacher's broker 1 is %s: seat 1's crash reached it", got)
+	}
+
+	for _, r := range l.openAPIRoutes(t) {
+		method, path := r[0], r[1]
+		status, body := l.call(t, method, path, "", "")
+		switch {
+		case path == "/api/v1/join" || path == "/api/v1/openapi.json" || strings.HasPrefix(path, "/static/") ||
+			path == "/ui/lang" || path == "/join":
+			continue // public
+		case method == "GET" && !strings.HasPrefix(path, "/api/") && path != "/ws":
+			if status != http.StatusSeeOther {
+				t.Errorf("%s %s without a token: %d, want 303 to /join", method, path, status)
+			}
+		case status != http.StatusUnauthorized || !strings.Contains(body, "SASL_AUTHENTICATION_FAILED"):
+			t.Errorf("%s %s without a token: %d %s, want 401 SASL_AUTHENTICATION_FAILED", method, path, status, body)
+		}
+		if strings.HasPrefix(path, "/api/v1/class") || strings.HasPrefix(path, "/class") {
+			if status, body := l.call(t, method, path, ada, ""); status != http.StatusForbidden {
+				t.Errorf("%s %s with a seat token: %d %s, want 403", method, path, status, body)
+			}
+		}
+	}
+	if status, _ := l.call(t, "GET", "/api/v1/cluster", "tms_forged", ""); status != http.StatusUnauthorized {
+		t.Errorf("a forged seat token: %d, want 401", status)
+	}
+
+	status, body := l.call(t, "POST", "/api/v1/lessons/01-partitions/runs", ada, `{"speed":"instant"}`)
+	var run struct{ ID string }
+	if status != http.StatusCreated || json.Unmarshal([]byte(body), &run) != nil || run.ID == "" {
+		t.Fatalf("seat 1 starting a lesson: %d %s", status, body)
+	}
+	for who, tok := range map[string]string{"seat 2": bob, "the teacher": l.teacher} {
+		if status, _ := l.call(t, "GET", "/api/v1/lessons/runs/"+run.ID, tok, ""); status != http.StatusNotFound {
+			t.Errorf("%s reading seat 1's lesson run: %d, want 404", who, status)
+		}
+		if status, _ := l.call(t, "POST", "/api/v1/lessons/runs/"+run.ID+"/next", tok, ""); status != http.StatusNotFound {
+			t.Errorf("%s driving seat 1's lesson run: %d, want 404", who, status)
+		}
+	}
+	if status, _ := l.call(t, "GET", "/api/v1/lessons/runs/"+run.ID, ada, ""); status != http.StatusOK {
+		t.Errorf("seat 1 reading its own lesson run: %d", status)
+	}
+}
+
+// TestClassSurvivesRestart: the seats, joined names, seat tokens, the
+// seat's own cluster and its lesson progress are there after a restart.
+func TestClassSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	l, stop := startClass(t, dir, "--seats", "2")
+	ada := l.join(t, 1, "Ada")
+	if status, body := l.call(t, "POST", "/api/v1/topics", ada, `{"name":"adas","partitions":1,"replication_factor":1}`); status != http.StatusCreated {
+		t.Fatalf("seat 1 creating a topic: %d %s", status, body)
+	}
+	status, body := l.call(t, "POST", "/api/v1/lessons/01-partitions/runs", ada, `{"speed":"instant"}`)
+	var run struct{ ID string }
+	if status != http.StatusCreated || json.Unmarshal([]byte(body), &run) != nil {
+		t.Fatalf("starting a lesson: %d %s", status, body)
+	}
+	if status, body := l.call(t, "POST", "/api/v1/lessons/runs/"+run.ID+"/next", ada, ""); status != http.StatusOK {
+		t.Fatalf("next: %d %s", status, body)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	l2, _ := startClass(t, dir)
+	if l2.teacher == l.teacher || len(l2.codes) != 2 || l2.codes[0] != l.codes[0] {
+		t.Fatalf("after restart: teacher token reused %v, codes %q (were %q)", l2.teacher == l.teacher, l2.codes, l.codes)
+	}
+	l.url = l2.url
+	status, body = l.call(t, "GET", "/api/v1/topics/adas", ada, "")
+	if status != http.StatusOK {
+		t.Fatalf("seat 1's topic after restart, with its old token: %d %s", status, body)
+	}
+	for _, tok := range []string{l.teacher, l2.teacher} { // both starts' teacher links work
+		status, body = l.call(t, "GET", "/api/v1/class", tok, "")
+		var cr web.ClassResponse
+		if status != http.StatusOK || json.Unmarshal([]byte(body), &cr) != nil {
+			t.Fatalf("GET /api/v1/class: %d %s", status, body)
+		}
+		if cr.Name != "Distributed Systems 101" || len(cr.Seats) != 2 || cr.Seats[0].Name != "Ada" ||
+			len(cr.Seats[0].Lessons) != 1 || cr.Seats[0].Lessons[0].Lesson != "01-partitions" || cr.Seats[0].Lessons[0].Executed < 1 {
+			t.Fatalf("class after restart: %s", body)
+		}
+	}
+	if status, _ := l.call(t, "GET", "/api/v1/topics/adas", l2.teacher, ""); status != http.StatusNotFound {
+		t.Fatalf("seat 1's topic in the teacher's cluster: %d, want 404", status)
+	}
+}
+
+// TestParseClassFlags: only class mode may listen beyond loopback; the
+// class flags need --class.
+func TestParseClassFlags(t *testing.T) {
+	c, err := parseFlags([]string{"--class", "DS 101", "--seats", "40", "--addr", "0.0.0.0:8080", "--max-awake-seats", "12"}, io.Discard)
+	if err != nil || c.className != "DS 101" || c.seats != 40 || c.maxAwakeSeats != 12 {
+		t.Fatalf("class flags = %+v, %v", c, err)
+	}
+	for _, args := range [][]string{
+		{"--addr", "0.0.0.0:8080"}, {"--seats", "3"}, {"--max-awake-seats", "3"},
+		{"--class", "x", "--seats", "-1"}, {"--class", "x", "--seats", "501"}, {"--class", "x", "--hibernate-after", "0s"},
+	} {
+		if _, err := parseFlags(args, io.Discard); err == nil {
+			t.Errorf("parseFlags(%q) accepted", args)
+		}
+	}
+}
