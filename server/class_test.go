@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -237,5 +238,118 @@ func TestParseClassFlags(t *testing.T) {
 		if _, err := parseFlags(args, io.Discard); err == nil {
 			t.Errorf("parseFlags(%q) accepted", args)
 		}
+	}
+}
+
+// TestClassTeacher: the teacher adds seats, exports progress as CSV and
+// JSON and resets a seat (its token stops working, its code changes); the
+// join page and its form set an HttpOnly, SameSite=Strict cookie; a wrong
+// code is refused in the page's language.
+func TestClassTeacher(t *testing.T) {
+	l, _ := startClass(t, t.TempDir(), "--seats", "1")
+	ada := l.join(t, 1, "=cmd|Ada")
+
+	status, body := l.call(t, "POST", "/api/v1/class/seats", l.teacher, `{"count":2}`)
+	var added web.AddSeatsResponse
+	if status != http.StatusCreated || json.Unmarshal([]byte(body), &added) != nil || len(added.Seats) != 2 ||
+		added.Seats[1].Seat != 3 || !strings.HasSuffix(added.Seats[1].JoinURL, "/join?code="+added.Seats[1].Code) {
+		t.Fatalf("adding 2 seats: %d %s", status, body)
+	}
+	if status, _ := l.call(t, "POST", "/api/v1/class/seats", l.teacher, `{"count":0}`); status != http.StatusBadRequest {
+		t.Fatalf("adding 0 seats: %d, want 400", status)
+	}
+
+	status, body = l.call(t, "GET", "/api/v1/class/export?format=csv", l.teacher, "")
+	if status != 200 || !strings.HasPrefix(body, "seat,name,lesson,executed,total,done,step,chosen,right\n1,'=cmd|Ada,") ||
+		strings.Count(body, "\n") != 4 {
+		t.Fatalf("CSV export: %d\n%s", status, body)
+	}
+	if status, body = l.call(t, "GET", "/api/v1/class/export?format=json", l.teacher, ""); status != 200 || !strings.Contains(body, `"name":"=cmd|Ada"`) {
+		t.Fatalf("JSON export: %d %s", status, body)
+	}
+	if status, _ = l.call(t, "GET", "/api/v1/class/export?format=xml", l.teacher, ""); status != http.StatusBadRequest {
+		t.Fatalf("export as xml: %d, want 400", status)
+	}
+	if status, body = l.call(t, "GET", "/class", l.teacher, ""); status != 200 || !strings.Contains(body, `data-testid="seat-3"`) {
+		t.Fatalf("dashboard: %d", status)
+	}
+	if status, body = l.call(t, "GET", "/class/seats/1", l.teacher, ""); status != 200 || !strings.Contains(body, `data-testid="projection"`) {
+		t.Fatalf("projection: %d", status)
+	}
+
+	status, body = l.call(t, "POST", "/api/v1/class/seats/1/reset", l.teacher, "")
+	var seat web.SeatResponse
+	if status != 200 || json.Unmarshal([]byte(body), &seat) != nil || seat.Code == l.codes[0] || seat.Name != "" {
+		t.Fatalf("reset: %d %s", status, body)
+	}
+	if status, _ = l.call(t, "GET", "/api/v1/cluster", ada, ""); status != http.StatusUnauthorized {
+		t.Fatalf("a reset seat's old token: %d, want 401", status)
+	}
+	if status, _ = l.call(t, "POST", "/api/v1/class/seats/9/reset", l.teacher, ""); status != http.StatusNotFound {
+		t.Fatalf("resetting seat 9 of 3: %d, want 404", status)
+	}
+
+	// The join form: cookie set, then the pages are the seat's.
+	form := "code=" + seat.Code + "&name=Ada"
+	req, _ := http.NewRequest("POST", l.url+"join", strings.NewReader(form))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	var ck *http.Cookie
+	for _, c := range resp.Cookies() {
+		if c.Name == "tidemark_seat" {
+			ck = c
+		}
+	}
+	if resp.StatusCode != http.StatusSeeOther || ck == nil || !ck.HttpOnly || ck.SameSite != http.SameSiteStrictMode {
+		t.Fatalf("join form: %d, cookie %+v", resp.StatusCode, ck)
+	}
+	req, _ = http.NewRequest("GET", l.url, nil)
+	req.AddCookie(ck)
+	if resp, err = noRedirect.Do(req); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("the overview with the seat cookie: %v %v", resp, err)
+	}
+	resp.Body.Close()
+
+	req, _ = http.NewRequest("POST", l.url+"join", strings.NewReader("code=AAAAA-AAAAA&name=Eve"))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept-Language", "zh-CN")
+	if resp, err = noRedirect.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(string(b), "没有座位使用这个加入码") {
+		t.Fatalf("a wrong code on a Chinese join page: %d\n%s", resp.StatusCode, b)
+	}
+}
+
+// TestJoinRateLimited: after a burst of 20 joins from one address the next
+// is 429 THROTTLING_QUOTA_EXCEEDED, whatever X-Forwarded-For says.
+func TestJoinRateLimited(t *testing.T) {
+	l, _ := startClass(t, t.TempDir(), "--seats", "1")
+	throttled := 0
+	for i := range 25 {
+		req, _ := http.NewRequest("POST", l.url+"api/v1/join", strings.NewReader(`{"code":"AAAAA-AAAAA","name":"Eve"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Forwarded-For", "10.0.0."+strconv.Itoa(i))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		switch {
+		case resp.StatusCode == http.StatusTooManyRequests && strings.Contains(string(b), "THROTTLING_QUOTA_EXCEEDED"):
+			throttled++
+		case resp.StatusCode != http.StatusUnauthorized:
+			t.Fatalf("join %d: %d %s", i, resp.StatusCode, b)
+		}
+	}
+	if throttled < 4 {
+		t.Fatalf("%d of 25 quick joins throttled, want at least 4 (burst 20)", throttled)
 	}
 }

@@ -1,6 +1,7 @@
 package class
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -309,21 +311,21 @@ func (c *Class) evictIdlest(except *seatRun) bool {
 		}
 	}
 	c.mu.Unlock()
-	var best *seatRun
+	slices.SortFunc(all, func(a, b *seatRun) int { return cmp.Compare(a.lastUsed.Load(), b.lastUsed.Load()) })
 	for _, st := range all {
-		if st.inflight.Load() == 0 && (best == nil || st.lastUsed.Load() < best.lastUsed.Load()) {
-			best = st
+		if st.inflight.Load() != 0 || !st.mu.TryLock() {
+			continue
+		}
+		ok := st.lab != nil && st.inflight.Load() == 0
+		if ok {
+			c.hibernateLocked(st)
+		}
+		st.mu.Unlock()
+		if ok {
+			return true
 		}
 	}
-	if best == nil || !best.mu.TryLock() {
-		return false
-	}
-	defer best.mu.Unlock()
-	if best.lab == nil || best.inflight.Load() != 0 {
-		return false
-	}
-	c.hibernateLocked(best)
-	return true
+	return false
 }
 
 // hibernateLocked ends st's handler and stops its cluster, keeping its

@@ -54,7 +54,9 @@ func (s *Server) classRoutes(e *echo.Echo) {
 	limit := middleware.RateLimiterWithConfig(middleware.RateLimiterConfig{
 		Store: middleware.NewRateLimiterMemoryStoreWithConfig(middleware.RateLimiterMemoryStoreConfig{
 			Rate: rate.Every(joinEvery), Burst: joinBurst, ExpiresIn: 10 * time.Minute}),
-		IdentifierExtractor: func(c echo.Context) (string, error) { return c.RealIP(), nil },
+		// The peer's address: X-Forwarded-For would let a guesser pick a
+		// new identity per request.
+		IdentifierExtractor: func(c echo.Context) (string, error) { return echo.ExtractIPDirect()(c.Request()), nil },
 		ErrorHandler: func(c echo.Context, err error) error {
 			return KafkaError(http.StatusForbidden, kerr.InvalidRequest, "no client address")
 		},
