@@ -21,7 +21,12 @@ type classLab struct {
 
 func startClass(t *testing.T, dir string, args ...string) (classLab, func() error) {
 	t.Helper()
-	u, _, out, stop := startRun(t, dir, append([]string{"--brokers", "2", "--class", "Distributed Systems 101"}, args...)...)
+	return startClassWith(t, dir, nil, args...)
+}
+
+func startClassWith(t *testing.T, dir string, change func(*config), args ...string) (classLab, func() error) {
+	t.Helper()
+	u, _, out, stop := startRunWith(t, dir, change, append([]string{"--brokers", "2", "--class", "Distributed Systems 101"}, args...)...)
 	l := classLab{url: u}
 	if m := regexp.MustCompile(`teacher: \S+/class\?token=(\S+)`).FindStringSubmatch(out.String()); m != nil {
 		l.teacher = m[1]
