@@ -358,3 +358,85 @@ func TestJoinRateLimited(t *testing.T) {
 		t.Fatalf("%d of 25 quick joins throttled, want at least 4 (burst 20)", throttled)
 	}
 }
+
+// TestClassExercises: a learner checks find-offset through the API with
+// their token (a wrong answer, then the right one from the lookup route),
+// the other seat has not passed it, the teacher sees the pass in GET
+// /api/v1/class and can run the same check for any seat (an external
+// autograder), and a live exercise is graded from the seat's own events:
+// acks=all acknowledged while a broker is down.
+func TestClassExercises(t *testing.T) {
+	l, _ := startClass(t, t.TempDir(), "--seats", "2", "--brokers", "3")
+	ada, bob := l.join(t, 1, "Ada"), l.join(t, 2, "Bob")
+	for _, n := range []int{3, 3} {
+		recs := strings.Repeat(`{"value":"v"},`, n)
+		body := `{"partition":0,"acks":"1","records":[` + strings.TrimSuffix(recs, ",") + `]}`
+		if status, b := l.call(t, "POST", "/api/v1/topics/demo/records", ada, body); status != 200 {
+			t.Fatalf("produce: %d %s", status, b)
+		}
+	}
+	status, body := l.call(t, "GET", "/api/v1/brokers/1/partitions/demo/0/lookup?offset=5", ada, "")
+	var lk struct {
+		SegmentFile string `json:"segment_file"`
+		Position    int64  `json:"position"`
+	}
+	if status != 200 || json.Unmarshal([]byte(body), &lk) != nil || lk.SegmentFile == "" {
+		t.Fatalf("lookup: %d %s", status, body)
+	}
+	check := func(token, path, answer string) web.ExerciseResponse {
+		t.Helper()
+		status, body := l.call(t, "POST", path, token, answer)
+		var r web.ExerciseResponse
+		if status != 200 || json.Unmarshal([]byte(body), &r) != nil {
+			t.Fatalf("POST %s: %d %s", path, status, body)
+		}
+		return r
+	}
+	if r := check(ada, "/api/v1/exercises/find-offset/check", `{"segment":"`+lk.SegmentFile+`","position":`+strconv.FormatInt(lk.Position+1, 10)+`}`); r.Passed {
+		t.Fatalf("a wrong position passed: %+v", r)
+	}
+	if r := check(ada, "/api/v1/exercises/find-offset/check", `{"segment":"`+lk.SegmentFile+`","position":`+strconv.FormatInt(lk.Position, 10)+`}`); !r.Passed || r.Task["zh-Hans"] == "" {
+		t.Fatalf("the right answer: %+v", r)
+	}
+	if r := check(l.teacher, "/api/v1/class/seats/2/exercises/find-offset/check", ""); r.Passed {
+		t.Fatalf("seat 2 passed seat 1's exercise: %+v", r)
+	}
+	if status, _ := l.call(t, "GET", "/api/v1/exercises", l.teacher, ""); status != http.StatusNotFound {
+		t.Fatalf("the teacher's own exercises: %d, want 404", status)
+	}
+
+	// acks-all-one-down, live: crash broker 3, produce with acks=all.
+	if status, b := l.call(t, "POST", "/api/v1/brokers/3/crash", bob, ""); status != 200 {
+		t.Fatalf("crash: %d %s", status, b)
+	}
+	if status, b := l.call(t, "POST", "/api/v1/topics/demo/records", bob, `{"partition":0,"acks":"all","records":[{"value":"x"}]}`); status != 200 {
+		t.Fatalf("acks=all produce with broker 3 down: %d %s", status, b)
+	}
+	status, body = l.call(t, "GET", "/api/v1/exercises", bob, "")
+	var list []web.ExerciseResponse
+	if status != 200 || json.Unmarshal([]byte(body), &list) != nil || len(list) != 3 {
+		t.Fatalf("Bob's exercises: %d %s", status, body)
+	}
+	for _, r := range list {
+		if want := r.ID == "acks-all-one-down"; r.Passed != want {
+			t.Errorf("Bob's %s: passed %v, want %v", r.ID, r.Passed, want)
+		}
+	}
+
+	status, body = l.call(t, "GET", "/api/v1/class", l.teacher, "")
+	var cr web.ClassResponse
+	if status != 200 || json.Unmarshal([]byte(body), &cr) != nil {
+		t.Fatal(status, body)
+	}
+	passed := func(s web.SeatResponse) (out []string) {
+		for _, r := range s.Exercises {
+			if r.Passed {
+				out = append(out, r.Exercise)
+			}
+		}
+		return out
+	}
+	if a, b := passed(cr.Seats[0]), passed(cr.Seats[1]); len(a) != 1 || a[0] != "find-offset" || len(b) != 1 || b[0] != "acks-all-one-down" {
+		t.Fatalf("the teacher sees passes %v and %v", a, b)
+	}
+}

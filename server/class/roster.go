@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -65,6 +66,8 @@ type Seat struct {
 	Tokens []string  `json:"tokens,omitempty"`
 	// Lessons is the seat's progress per lesson id (its latest run).
 	Lessons map[string]LessonProgress `json:"lessons,omitempty"`
+	// Passed holds when the seat passed each exercise it passed.
+	Passed map[string]time.Time `json:"passed,omitempty"`
 }
 
 // LessonProgress is how far a seat got in a lesson's latest run and what it
@@ -325,29 +328,69 @@ func (r *Roster) Reset(id int) (Seat, error) {
 	return s, nil
 }
 
-// RecordLesson stores a seat's progress in a lesson (its latest run).
-func (r *Roster) RecordLesson(id int, p LessonProgress) error {
+// update changes a copy of seat id with change, which reports whether it
+// changed anything, and stores it: on disk first, then in memory.
+func (r *Roster) update(id int, change func(s *Seat) bool) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if id < 1 || id > len(r.seats) {
 		return ErrNoSeat
 	}
 	s := *r.seats[id-1]
-	if old, ok := s.Lessons[p.Lesson]; ok && old.Executed == p.Executed && old.Done == p.Done &&
-		slices.Equal(old.Predictions, p.Predictions) {
+	if !change(&s) {
 		return nil // nothing new: no write
 	}
-	p.Updated = r.now()
-	s.Lessons = make(map[string]LessonProgress, len(s.Lessons)+1)
-	for k, v := range r.seats[id-1].Lessons {
-		s.Lessons[k] = v
-	}
-	s.Lessons[p.Lesson] = p
 	if err := r.putSeat(&s); err != nil {
 		return err
 	}
 	*r.seats[id-1] = s
 	return nil
+}
+
+// RecordLesson stores a seat's progress in a lesson (its latest run).
+func (r *Roster) RecordLesson(id int, p LessonProgress) error {
+	return r.update(id, func(s *Seat) bool {
+		if old, ok := s.Lessons[p.Lesson]; ok && old.Executed == p.Executed && old.Done == p.Done &&
+			slices.Equal(old.Predictions, p.Predictions) {
+			return false
+		}
+		p.Updated = r.now()
+		s.Lessons = maps.Clone(s.Lessons)
+		if s.Lessons == nil {
+			s.Lessons = map[string]LessonProgress{}
+		}
+		s.Lessons[p.Lesson] = p
+		return true
+	})
+}
+
+// RecordExercise stores that a seat passed an exercise (the first time
+// counts).
+func (r *Roster) RecordExercise(id int, exercise string) error {
+	return r.update(id, func(s *Seat) bool {
+		if _, ok := s.Passed[exercise]; ok {
+			return false
+		}
+		s.Passed = maps.Clone(s.Passed)
+		if s.Passed == nil {
+			s.Passed = map[string]time.Time{}
+		}
+		s.Passed[exercise] = r.now()
+		return true
+	})
+}
+
+// Result returns a seat's standing in an exercise: passed or not yet.
+func (r *Roster) Result(id int, exercise string) (ExerciseResult, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if id < 1 || id > len(r.seats) {
+		return ExerciseResult{}, false
+	}
+	if at, ok := r.seats[id-1].Passed[exercise]; ok {
+		return ExerciseResult{Exercise: exercise, Passed: true, At: at.UTC().Format(time.RFC3339), Key: "exercise.passed.text"}, true
+	}
+	return ExerciseResult{Exercise: exercise, Key: "exercise." + exercise + ".pending"}, true
 }
 
 // Seats returns a copy of every seat, by number, without token hashes.
@@ -358,6 +401,7 @@ func (r *Roster) Seats() []Seat {
 	for i, s := range r.seats {
 		out[i] = *s
 		out[i].Tokens = nil
+		out[i].Passed = maps.Clone(s.Passed)
 		out[i].Lessons = make(map[string]LessonProgress, len(s.Lessons))
 		for k, v := range s.Lessons {
 			v.Predictions = slices.Clone(v.Predictions)

@@ -134,6 +134,7 @@ type seatRun struct {
 	closer  io.Closer
 	lessons *lessons.Service // kept while hibernating: runs have their own clusters
 	chaos   *chaos.Service
+	grader  *grader // the live exercises on the awake cluster's events
 }
 
 // Open opens the class in opts.Dir: the roster (creating it when new) and
@@ -234,6 +235,9 @@ func (c *Class) Serve(id int, w http.ResponseWriter, r *http.Request) error {
 	if run := lessonRunID(r.URL.Path); run != "" {
 		c.recordRun(st, run)
 	}
+	st.mu.Lock()
+	c.gradeLocked(st)
+	st.mu.Unlock()
 	return nil
 }
 
@@ -294,6 +298,7 @@ func (c *Class) wakeLocked(st *seatRun) error {
 		return fail(err)
 	}
 	st.lab, st.handler, st.closer = lab, h, closer
+	st.grader = newGrader(lab.Cluster().Bus(), lab.Cluster().Snapshot()) // before any request of the seat's
 	c.opts.Logger.Debug("class: seat woke", "seat", st.id, "took", time.Since(start))
 	return nil
 }
@@ -340,7 +345,7 @@ func (c *Class) hibernateLocked(st *seatRun) {
 	if err := c.labs.Remove(st.lab.ID); err != nil {
 		c.opts.Logger.Warn("class: hibernating a seat", "seat", st.id, "err", err)
 	}
-	st.lab, st.handler, st.closer = nil, nil, nil
+	st.lab, st.handler, st.closer, st.grader = nil, nil, nil, nil
 	c.opts.Logger.Debug("class: seat hibernates", "seat", st.id)
 }
 

@@ -85,6 +85,7 @@ func (s *Server) classRoutes(e *echo.Echo) {
 	route("POST", "/class/seats", s.addSeatsForm, sameOrigin)
 	route("POST", "/class/seats/:seat/reset", s.resetSeatForm, sameOrigin)
 	route("GET", "/class/seats/:seat", s.seatProjection)
+	s.exerciseRoutes(route)
 }
 
 // publicPath reports whether path is served without a token in class mode.
@@ -145,6 +146,10 @@ func (s *Server) classGate(next echo.HandlerFunc) echo.HandlerFunc {
 			if teacherPath(path) {
 				return &Error{Status: http.StatusForbidden, Code: kerr.ClusterAuthorizationFailed.Message,
 					Message: "only the teacher may use this", Key: "class.teacher-only"}
+			}
+			if exercisePath(path) {
+				c.Set(seatKey, seat)
+				return next(c)
 			}
 			if err := cls.Serve(seat, c.Response().Writer, r); err != nil {
 				return s.classError(c, err)
@@ -256,6 +261,8 @@ type SeatResponse struct {
 	Online  bool                   `json:"online"`
 	Awake   bool                   `json:"awake"`
 	Lessons []class.LessonProgress `json:"lessons"`
+	// Exercises is the seat's standing in every exercise.
+	Exercises []class.ExerciseResult `json:"exercises"`
 }
 
 // joinURL is the link that opens the join page with code filled in, on the
@@ -273,6 +280,10 @@ func (s *Server) seatResponse(r *http.Request, st class.Seat) SeatResponse {
 		Online: s.opts.Class.Online(st.ID), Awake: s.opts.Class.Awake(st.ID), Lessons: []class.LessonProgress{}}
 	if !st.Joined.IsZero() {
 		out.Joined = &st.Joined
+	}
+	for _, id := range class.Exercises {
+		r, _ := s.opts.Class.Result(st.ID, id)
+		out.Exercises = append(out.Exercises, r)
 	}
 	for _, id := range slices.Sorted(func(yield func(string) bool) {
 		for k := range st.Lessons {
@@ -414,6 +425,11 @@ func (s *Server) classView(r *http.Request) views.ClassView {
 	v := views.ClassView{Name: state.Name, MaxAwake: state.MaxAwake}
 	for _, st := range state.Seats {
 		row := views.SeatRow{Seat: st.Seat, Code: st.Code, JoinURL: st.JoinURL, Name: st.Name, Online: st.Online, Awake: st.Awake}
+		for _, r := range st.Exercises {
+			if r.Passed {
+				row.Passed = append(row.Passed, r.Exercise)
+			}
+		}
 		for _, l := range st.Lessons {
 			lr := views.LessonRow{Lesson: l.Lesson, Executed: l.Executed, Total: l.Total, Done: l.Done}
 			for _, p := range l.Predictions {
