@@ -401,6 +401,15 @@ func TestClassExercises(t *testing.T) {
 	if r := check(l.teacher, "/api/v1/class/seats/2/exercises/find-offset/check", ""); r.Passed {
 		t.Fatalf("seat 2 passed seat 1's exercise: %+v", r)
 	}
+	if status, page := l.call(t, "GET", "/exercises", ada, ""); status != 200 || !strings.Contains(page, `data-testid="exercise-find-offset" data-passed="true"`) {
+		t.Fatalf("Ada's exercises page: %d", status)
+	}
+	if _, page := l.call(t, "GET", "/", ada, ""); !strings.Contains(page, `href="/exercises"`) || strings.Contains(page, `href="/class"`) {
+		t.Fatal("a learner's nav should link the exercises, not the dashboard")
+	}
+	if _, page := l.call(t, "GET", "/", l.teacher, ""); strings.Contains(page, `href="/exercises"`) || !strings.Contains(page, `href="/class"`) {
+		t.Fatal("the teacher's nav should link the dashboard, not the exercises")
+	}
 	if status, _ := l.call(t, "GET", "/api/v1/exercises", l.teacher, ""); status != http.StatusNotFound {
 		t.Fatalf("the teacher's own exercises: %d, want 404", status)
 	}

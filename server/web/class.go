@@ -140,8 +140,11 @@ func (s *Server) classGate(next echo.HandlerFunc) echo.HandlerFunc {
 			}
 		}
 		if cls.Teacher(tok) {
+			c.SetRequest(r.WithContext(views.WithClassRole(r.Context(), views.Teacher)))
 			return next(c)
 		}
+		r = r.WithContext(views.WithClassRole(r.Context(), views.Learner))
+		c.SetRequest(r)
 		if seat, ok := cls.SeatOf(tok); ok {
 			if teacherPath(path) {
 				return &Error{Status: http.StatusForbidden, Code: kerr.ClusterAuthorizationFailed.Message,
