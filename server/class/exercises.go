@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"tidemark/events"
+	"tidemark/server/cluster"
 )
 
 // Exercises are tasks stated in words (the i18n keys exercise.<id>.title
@@ -166,7 +167,7 @@ func (c *Class) gradeLocked(st *seatRun) {
 
 // Check grades exercise id for seat now, on the seat's cluster (waking
 // it), with answer for the exercises that ask for one, and returns the
-// seat's standing.
+// seat's standing (a pass stays a pass) with this check's outcome.
 func (c *Class) Check(seat int, id string, answer Answer) (ExerciseResult, error) {
 	if !slices.Contains(Exercises, id) {
 		return ExerciseResult{}, ErrUnknownExercise
@@ -175,39 +176,36 @@ func (c *Class) Check(seat int, id string, answer Answer) (ExerciseResult, error
 	if err != nil {
 		return ExerciseResult{}, err
 	}
-	if _, err := c.acquire(st); err != nil {
+	_, cl, err := c.acquire(st)
+	if err != nil {
 		return ExerciseResult{}, err
 	}
 	defer c.release(st)
 	st.mu.Lock()
 	c.gradeLocked(st)
+	st.mu.Unlock()
 	var key string
 	var args []string
 	if id == ExerciseFindOffset {
-		key, args = c.checkFindOffset(st, answer)
-		if key == "" {
+		if key, args = checkFindOffset(cl, answer); key == "" {
 			if err := c.RecordExercise(seat, id); err != nil {
-				st.mu.Unlock()
 				return ExerciseResult{}, err
 			}
 		}
 	}
-	st.mu.Unlock()
-	if r, ok := c.Result(seat, id); ok && r.Passed && key == "" {
-		return r, nil
+	r, _ := c.Result(seat, id) // the standing; this check's outcome when it has one
+	if key != "" {
+		r.Key, r.Args = key, args
 	}
-	if key == "" {
-		key = "exercise." + id + ".pending"
-	}
-	return ExerciseResult{Exercise: id, Key: key, Args: args}, nil
+	return r, nil
 }
 
 // checkFindOffset compares answer with broker 1's own lookup of FindOffset
-// in demo-0; "" when it matches, else the i18n key and arguments of why
-// not. st.mu is held and st awake.
-func (c *Class) checkFindOffset(st *seatRun, a Answer) (string, []string) {
+// in demo-0 of cl; "" when it matches, else the i18n key and arguments of
+// why not.
+func checkFindOffset(cl *cluster.Cluster, a Answer) (string, []string) {
 	n := strconv.Itoa(FindOffset)
-	b := st.lab.Cluster().Broker(1)
+	b := cl.Broker(1)
 	if b == nil {
 		return "exercise.find-offset.broker-down", nil
 	}

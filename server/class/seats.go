@@ -226,7 +226,7 @@ func (c *Class) Serve(id int, w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	h, err := c.acquire(st)
+	h, _, err := c.acquire(st)
 	if err != nil {
 		return err
 	}
@@ -241,18 +241,20 @@ func (c *Class) Serve(id int, w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// acquire wakes st if needed and counts a request in flight.
-func (c *Class) acquire(st *seatRun) (http.Handler, error) {
+// acquire wakes st if needed, counts a request in flight and returns the
+// seat's handler and cluster. Both stay usable until release, even if a
+// reset stops them meanwhile (its requests then fail as on a stopped lab).
+func (c *Class) acquire(st *seatRun) (http.Handler, *cluster.Cluster, error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.lab == nil {
 		if err := c.wakeLocked(st); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	st.inflight.Add(1)
 	st.lastUsed.Store(c.opts.Now().UnixNano())
-	return st.handler, nil
+	return st.handler, st.lab.Cluster(), nil
 }
 
 func (c *Class) release(st *seatRun) {
@@ -394,12 +396,9 @@ func (c *Class) Cluster(id int) (cl *cluster.Cluster, done func(), err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if _, err := c.acquire(st); err != nil {
+	if _, cl, err = c.acquire(st); err != nil {
 		return nil, nil, err
 	}
-	st.mu.Lock()
-	cl = st.lab.Cluster()
-	st.mu.Unlock()
 	return cl, func() { c.release(st) }, nil
 }
 
