@@ -123,7 +123,8 @@ func (l classLab) openAPIRoutes(t *testing.T) [][2]string {
 // crashes a broker, the other's and the teacher's are untouched — and no
 // token reaches what is not its own: every route without a token is 401
 // (pages go to /join), the teacher's routes are 403 with a seat token, a
-// seat's lesson run is 404 for the other seat and for the teacher.
+// seat's lesson and chaos runs are 404 for the other seat and for the
+// teacher.
 func TestClassIsolation(t *testing.T) {
 	l, _ := startClass(t, t.TempDir(), "--seats", "2")
 	ada, bob := l.join(t, 1, "Ada"), l.join(t, 2, "Bob")
@@ -180,6 +181,20 @@ func TestClassIsolation(t *testing.T) {
 	}
 	if status, _ := l.call(t, "GET", "/api/v1/lessons/runs/"+run.ID, ada, ""); status != http.StatusOK {
 		t.Errorf("seat 1 reading its own lesson run: %d", status)
+	}
+
+	status, body = l.call(t, "POST", "/api/v1/chaos", ada, `{"seed":1,"config":"strict","actions":5}`)
+	var chaosRun struct{ ID string }
+	if status != http.StatusCreated || json.Unmarshal([]byte(body), &chaosRun) != nil || chaosRun.ID == "" {
+		t.Fatalf("seat 1 starting a chaos run: %d %s", status, body)
+	}
+	for who, tok := range map[string]string{"seat 2": bob, "the teacher": l.teacher} {
+		if status, _ := l.call(t, "GET", "/api/v1/chaos/"+chaosRun.ID, tok, ""); status != http.StatusNotFound {
+			t.Errorf("%s reading seat 1's chaos run: %d, want 404", who, status)
+		}
+	}
+	if status, _ := l.call(t, "GET", "/api/v1/chaos/"+chaosRun.ID, ada, ""); status != http.StatusOK {
+		t.Errorf("seat 1 reading its own chaos run: %d", status)
 	}
 }
 
