@@ -33,20 +33,9 @@ func TestBrowserClass(t *testing.T) {
 		t.Cleanup(cancel)
 		return &browserLab{t: t, url: l.url, ctx: bctx}
 	}
-	joinAs := func(b *browserLab, seat int, name string) {
-		b.open("/join?code="+l.codes[seat-1], false)
-		if err := chromedp.Do(b.ctx, chromedp.SendKeys(chromedp.CSS("#join-name"), name)); err != nil {
-			t.Fatal(err)
-		}
-		// Submitting navigates; wait for the new page before polling it.
-		if _, err := chromedp.RunResponse(b.ctx, chromedp.Click(chromedp.CSS(`form[data-testid="join"] button`))); err != nil {
-			t.Fatalf("joining as %s: %v", name, err)
-		}
-		b.poll(`location.pathname === "/" && document.querySelector('#panel[data-status="live"]') !== null`, name+"'s overview, live")
-	}
 	ada, bob := browser(), browser()
-	joinAs(ada, 1, "Ada")
-	joinAs(bob, 2, "Bob")
+	ada.joinClass(l.codes[0], "Ada")
+	bob.joinClass(l.codes[1], "Bob")
 
 	ada.click(`[data-testid="node-1"] > summary`)
 	ada.click(`[data-testid="node-1"] form[data-action="crash"] button`)
@@ -81,4 +70,19 @@ func TestBrowserClass(t *testing.T) {
 	if got := eval[string](teacher, `location.pathname + location.search`); got != "/class" {
 		t.Fatalf("the teacher link stayed at %q; the token should leave the address bar", got)
 	}
+}
+
+// joinClass joins a seat with its code through the join page and waits for
+// the seat's overview with the live panel.
+func (b *browserLab) joinClass(code, name string) {
+	b.t.Helper()
+	b.open("/join?code="+code, false)
+	if err := chromedp.Do(b.ctx, chromedp.SendKeys(chromedp.CSS("#join-name"), name)); err != nil {
+		b.t.Fatal(err)
+	}
+	// Submitting navigates; wait for the new page before polling it.
+	if _, err := chromedp.RunResponse(b.ctx, chromedp.Click(chromedp.CSS(`form[data-testid="join"] button`))); err != nil {
+		b.t.Fatalf("joining as %s: %v", name, err)
+	}
+	b.poll(`location.pathname === "/" && document.querySelector('#panel[data-status="live"]') !== null`, name+"'s overview, live")
 }

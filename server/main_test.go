@@ -58,7 +58,7 @@ func startRun(t *testing.T, dir string, args ...string) (string, *cluster.Cluste
 }
 
 // startRunWith is startRun with a last change to the parsed config (nil: none).
-func startRunWith(t *testing.T, dir string, change func(*config), args ...string) (string, *cluster.Cluster, *bytes.Buffer, func() error) {
+func startRunWith(t testing.TB, dir string, change func(*config), args ...string) (string, *cluster.Cluster, *bytes.Buffer, func() error) {
 	t.Helper()
 	cfg, err := parseFlags(append([]string{"--addr", "127.0.0.1:0", "--kafka-port", "0", "--data-dir", dir}, args...), io.Discard)
 	if err != nil {

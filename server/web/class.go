@@ -40,12 +40,12 @@ const (
 	teacherCookie = "tidemark_teacher"
 )
 
-// Join rate limit per client IP: a burst of joinBurst, then one per
-// joinEvery — a classroom behind one NAT joins in a minute, while a
-// guesser gets through the 2^50 codes in no lifetime.
+// Join rate limit per peer address: a burst of joinBurst (a class behind
+// one NAT joins at once), then five a second. Guessing one of 2^50 codes
+// at that rate takes millions of years.
 const (
-	joinEvery = 2 * time.Second
-	joinBurst = 20
+	joinEvery = 200 * time.Millisecond
+	joinBurst = 60
 )
 
 // classRoutes adds the join and teacher routes; outside class mode they
