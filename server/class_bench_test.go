@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"slices"
@@ -24,7 +25,8 @@ import (
 // while seat 1's overview is open in headless Chromium. It reports seat
 // 1's produce→panel latency (request sent → first panel render whose
 // sequence includes the leader's append) and every seat's produce round
-// trip. CLASS_BENCH_FOR sets how long the seats produce (default 10 s).
+// trip; produces refused are counted. CLASS_BENCH_FOR sets how long the
+// seats produce (default 10 s).
 func BenchmarkClassPanelLatency(b *testing.B) {
 	const seats, perTick, every = 30, 10, 100 * time.Millisecond
 	runFor := 10 * time.Second
@@ -64,9 +66,10 @@ func BenchmarkClassPanelLatency(b *testing.B) {
 		last      int64
 	}
 	var (
-		mu    sync.Mutex
-		mine  []sent          // seat 1's produces
-		trips []time.Duration // every seat's round trips
+		mu     sync.Mutex
+		mine   []sent          // seat 1's produces
+		trips  []time.Duration // every seat's round trips
+		failed int             // produces refused
 	)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: seats * 2}}
 	values := strings.TrimSuffix(strings.Repeat(`{"value":"v"},`, perTick), ",")
@@ -81,11 +84,17 @@ func BenchmarkClassPanelLatency(b *testing.B) {
 			b.Error(err)
 			return
 		}
-		var r web.ProduceResponse
-		err = json.NewDecoder(resp.Body).Decode(&r)
+		raw, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if err != nil || resp.StatusCode != 200 {
-			b.Errorf("seat %d produce: %d %v", seat+1, resp.StatusCode, err)
+		var r web.ProduceResponse
+		if err != nil || resp.StatusCode != 200 || json.Unmarshal(raw, &r) != nil {
+			// Counted, not fatal: a client retries (under this load a
+			// leader can lose its place before it acknowledges).
+			mu.Lock()
+			if failed++; failed <= 3 {
+				b.Logf("seat %d produce: %d %v %s", seat+1, resp.StatusCode, err, raw)
+			}
+			mu.Unlock()
 			return
 		}
 		mu.Lock()
@@ -172,5 +181,6 @@ func BenchmarkClassPanelLatency(b *testing.B) {
 	b.ReportMetric(float64(trips[pct(len(trips), 0.50)].Microseconds())/1000, "produce-p50-ms")
 	b.ReportMetric(float64(trips[pct(len(trips), 0.99)].Microseconds())/1000, "produce-p99-ms")
 	b.ReportMetric(float64(len(trips)*perTick)/elapsed.Seconds(), "records/s")
+	b.ReportMetric(float64(failed), "produces-refused")
 	b.ReportMetric(0, "ns/op")
 }
