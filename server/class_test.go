@@ -255,6 +255,7 @@ func TestParseClassFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"--addr", "0.0.0.0:8080"}, {"--seats", "3"}, {"--max-awake-seats", "3"},
 		{"--class", "x", "--seats", "-1"}, {"--class", "x", "--seats", "501"}, {"--class", "x", "--hibernate-after", "0s"},
+		{"--class", "x", "--observe", "127.0.0.1:9092"},
 	} {
 		if _, err := parseFlags(args, io.Discard); err == nil {
 			t.Errorf("parseFlags(%q) accepted", args)

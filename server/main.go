@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -26,6 +27,7 @@ import (
 	"tidemark/server/cluster"
 	"tidemark/server/controller"
 	"tidemark/server/labs"
+	"tidemark/server/metrics"
 	"tidemark/server/web"
 	"tidemark/server/wire"
 )
@@ -55,6 +57,8 @@ type config struct {
 	maxAwakeSeats     int           // class mode: seat clusters running at once; 0: computed
 	hibernateAfter    time.Duration // class mode: an unused seat's cluster sleeps after this long
 	maxLessonClusters int           // lesson and chaos clusters at once; 0: 4, or in class mode the awake-seat default
+	// observe, when it names a cluster, replaces the lab (observe_mode.go).
+	observe observeConfig
 
 	static fs.FS        // tests: the static tree to serve instead of the embedded one
 	logger *slog.Logger // tests: where the cluster logs (default stderr, warnings and up)
@@ -69,6 +73,10 @@ const (
 	demoTopic      = "demo"
 	demoPartitions = 3
 )
+
+// mainLab is the main cluster's id among the hosted labs and its cluster
+// label in /metrics.
+const mainLab = "main"
 
 func parseFlags(args []string, out io.Writer) (config, error) {
 	var c config
@@ -104,16 +112,21 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 		"class mode: most seat clusters running at once; idle ones hibernate to make room (0: computed from descriptors and memory, %d here)", class.DefaultMaxAwake()))
 	fs.DurationVar(&c.hibernateAfter, "hibernate-after", 10*time.Minute, "class mode: a seat's cluster with no request and no open page for this long hibernates (stopped, state on disk) and wakes on the next action")
 	fs.IntVar(&c.maxLessonClusters, "max-lesson-clusters", 0, "most lesson and chaos clusters at once (0: 4, in class mode the --max-awake-seats default)")
+	c.observe.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
-	return c, c.validate()
+	err := c.validate() // it may fill in the SASL password from the environment
+	return c, err
 }
 
-func (c config) validate() error {
+func (c *config) validate() error {
+	if err := c.observe.validate(); err != nil {
+		return err
+	}
 	if c.brokers < 1 || c.brokers > maxBrokers {
 		return fmt.Errorf("--brokers %d: must be between 1 and %d", c.brokers, maxBrokers)
 	}
@@ -151,6 +164,9 @@ func (c config) validate() error {
 		// outside class mode.
 		return fmt.Errorf("--addr %q: the lab only listens on loopback (127.0.0.1, ::1 or localhost) unless it runs a class (--class)", c.addr)
 	}
+	if c.className != "" && len(c.observe.seeds) > 0 {
+		return errors.New("--class and --observe do not go together: a class runs its own clusters")
+	}
 	if c.className == "" && (c.seats != 0 || c.maxAwakeSeats != 0) {
 		return errors.New("--seats and --max-awake-seats need --class")
 	}
@@ -183,6 +199,9 @@ func Main(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if len(cfg.observe.seeds) > 0 {
+		return runObserve(ctx, cfg, os.Stdout, nil)
+	}
 	return run(ctx, cfg, os.Stdout, nil)
 }
 
@@ -202,9 +221,12 @@ func run(ctx context.Context, cfg config, out io.Writer, started func(url string
 	}
 	controller.SetMaxPartitionReplicas(cfg.maxPartitionReplicas)
 	controller.SetMaxBrokerPartitions(cfg.maxBrokerPartitions)
+	// /metrics reports the main cluster as cluster="main".
+	mets := metrics.New(logger)
 	cl, err := cluster.Open(cluster.Options{MessageEvents: true, DataDir: cfg.dataDir, Brokers: cfg.brokers, KafkaPort: cfg.kafkaPort,
 		Paused: cfg.paused, Logger: logger, FencingRule: rule, Broker: broker.Config{
-			ConnectionsMaxIdle: offIfZero(cfg.connectionsMaxIdle), MaxConnectionsPerIP: offIfZero(cfg.maxConnectionsPerIP)}})
+			ConnectionsMaxIdle: offIfZero(cfg.connectionsMaxIdle), MaxConnectionsPerIP: offIfZero(cfg.maxConnectionsPerIP),
+			OnRequest: mets.RequestObserver(mainLab)}})
 	if err != nil {
 		if errors.Is(err, syscall.EADDRINUSE) {
 			err = fmt.Errorf("%w (another lab running? --kafka-port picks other ports)", err)
@@ -221,6 +243,7 @@ func run(ctx context.Context, cfg config, out io.Writer, started func(url string
 	if err := ensureDemo(cl, cfg.brokers); err != nil {
 		return err
 	}
+	defer mets.Add(mainLab, cl)()
 
 	// Lesson runs get their own clusters under <data-dir>/lessons, removed
 	// when they end; the main cluster is one of the hosted labs.
@@ -233,7 +256,7 @@ func run(ctx context.Context, cfg config, out io.Writer, started func(url string
 		return err
 	}
 	defer hosted.Close()
-	if _, err := hosted.Pin("main", cl); err != nil {
+	if _, err := hosted.Pin(mainLab, cl); err != nil {
 		return err
 	}
 	lessonRuns, err := lessons.NewService(lessons.Options{Labs: hosted, Logger: logger})
@@ -247,9 +270,10 @@ func run(ctx context.Context, cfg config, out io.Writer, started func(url string
 		return err
 	}
 	defer chaosRuns.Close()
+	mets.SetChaos(chaosRuns)
 
 	wopts := web.Options{Lab: lab{cl}, Static: cfg.static, Logger: logger, Lessons: lessonRuns, Chaos: chaosRuns,
-		AllowedHosts: cfg.allowedHosts}
+		AllowedHosts: cfg.allowedHosts, Metrics: mets.Handler()}
 	var (
 		ws      *web.Server // the teacher's in class mode: the seats share its static files
 		cls     *class.Class
@@ -280,7 +304,28 @@ func run(ctx context.Context, cfg config, out io.Writer, started func(url string
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", cfg.addr)
+	return serveUI(ctx, cfg.addr, ws, out, func(url string) {
+		snap := cl.Snapshot()
+		var listeners []string
+		for _, b := range snap.Brokers {
+			listeners = append(listeners, b.Listener)
+		}
+		fmt.Fprintf(out, "tidemark: %d brokers (Kafka listeners %v), data in %s\n", cfg.brokers, listeners, cfg.dataDir)
+		if cls != nil {
+			printClass(out, cls, publicURL(cfg.addr, url), teacher)
+		}
+		if started != nil {
+			started(url, cl)
+		}
+	})
+}
+
+// serveUI serves ws on addr until ctx ends: it prints the URL and the
+// panel's size to out, calls listening with the URL, and on the way out
+// stops the web server (requests in flight answer) and then ends the
+// websockets. ws is closed when it returns.
+func serveUI(ctx context.Context, addr string, ws *web.Server, out io.Writer, listening func(url string)) error {
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		ws.Close()
 		if errors.Is(err, syscall.EADDRINUSE) {
@@ -298,24 +343,13 @@ func run(ctx context.Context, cfg config, out io.Writer, started func(url string
 	go func() { serveErr <- srv.Serve(ln) }()
 
 	url := "http://" + ln.Addr().String() + "/"
-	snap := cl.Snapshot()
-	var listeners []string
-	for _, b := range snap.Brokers {
-		listeners = append(listeners, b.Listener)
-	}
 	fmt.Fprintf(out, "tidemark: web UI on %s\n", url)
-	fmt.Fprintf(out, "tidemark: %d brokers (Kafka listeners %v), data in %s\n", cfg.brokers, listeners, cfg.dataDir)
 	if raw, gz, ok := ws.StaticSize("wasm/panel.wasm"); ok {
 		fmt.Fprintf(out, "tidemark: live panel %d KiB (%d KiB gzip)\n", raw>>10, gz>>10)
 	} else {
 		fmt.Fprintln(out, "tidemark: live panel not built (go tool task wasm); pages work without it")
 	}
-	if cls != nil {
-		printClass(out, cls, publicURL(cfg.addr, ln.Addr()), teacher)
-	}
-	if started != nil {
-		started(url, cl)
-	}
+	listening(url)
 
 	select {
 	case err := <-serveErr:
@@ -382,10 +416,12 @@ func classHosts(addr string) []string {
 	return out
 }
 
-// publicURL is the base URL learners open: --addr's host, or for a wildcard
-// address the machine's first non-loopback IPv4 address (else 127.0.0.1).
-func publicURL(addr string, bound net.Addr) string {
-	_, port, _ := net.SplitHostPort(bound.String())
+// publicURL is the base URL learners open, from the URL the server
+// listens on: --addr's host, or for a wildcard address the machine's first
+// non-loopback IPv4 address (else 127.0.0.1).
+func publicURL(addr, listening string) string {
+	u, _ := neturl.Parse(listening)
+	port := u.Port()
 	host, _, _ := net.SplitHostPort(addr)
 	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
 		host = "127.0.0.1"
