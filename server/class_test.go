@@ -150,7 +150,7 @@ func TestClassIsolation(t *testing.T) {
 		case path == "/api/v1/join" || path == "/api/v1/openapi.json" || strings.HasPrefix(path, "/static/") ||
 			path == "/ui/lang" || path == "/join":
 			continue // public
-		case method == "GET" && !strings.HasPrefix(path, "/api/") && path != "/ws":
+		case method == "GET" && !strings.HasPrefix(path, "/api/") && path != "/ws" && path != "/metrics":
 			if status != http.StatusSeeOther {
 				t.Errorf("%s %s without a token: %d, want 303 to /join", method, path, status)
 			}
@@ -297,6 +297,12 @@ func TestClassTeacher(t *testing.T) {
 	}
 	if status, body = l.call(t, "GET", "/class/seats/1", l.teacher, ""); status != 200 || !strings.Contains(body, `data-testid="projection"`) {
 		t.Fatalf("projection: %d", status)
+	}
+	if status, body = l.call(t, "GET", "/metrics", l.teacher, ""); status != 200 || !strings.Contains(body, `cluster="seat-1"`) {
+		t.Fatalf("the teacher's /metrics does not report awake seat 1: %d", status)
+	}
+	if status, _ = l.call(t, "GET", "/metrics", "", ""); status != http.StatusUnauthorized {
+		t.Fatalf("/metrics without a token in class mode: %d, want 401", status)
 	}
 
 	status, body = l.call(t, "POST", "/api/v1/class/seats/1/reset", l.teacher, "")

@@ -291,7 +291,9 @@ func run(ctx context.Context, cfg config, out io.Writer, started func(url string
 				if err != nil {
 					return nil, nil, err
 				}
-				return sw.Handler(), closerFunc(sw.Close), nil
+				// The teacher's /metrics reports each awake seat as cluster="seat-<n>".
+				unreport := mets.Add("seat-"+strconv.Itoa(env.Seat), env.Cluster)
+				return sw.Handler(), closerFunc(func() { sw.Close(); unreport() }), nil
 			},
 			Runs: hosted, MaxAwake: cfg.maxAwakeSeats, IdleAfter: cfg.hibernateAfter, Logger: logger})
 		if err != nil {

@@ -100,6 +100,12 @@ func teacherPath(path string) bool {
 		path == "/api/v1/class" || strings.HasPrefix(path, "/api/v1/class/")
 }
 
+// machinePath reports whether path is read by programs (the API, the
+// websocket, /metrics), which get the JSON error rather than a page.
+func machinePath(path string) bool {
+	return strings.HasPrefix(path, "/api/") || path == "/ws" || path == "/metrics"
+}
+
 // bearer returns the request's Authorization: Bearer token, "" without one.
 func bearer(r *http.Request) string {
 	if v, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
@@ -159,7 +165,7 @@ func (s *Server) classGate(next echo.HandlerFunc) echo.HandlerFunc {
 			}
 			return nil
 		}
-		if r.Method == http.MethodGet && !strings.HasPrefix(path, "/api/") && path != "/ws" {
+		if r.Method == http.MethodGet && !machinePath(path) {
 			return c.Redirect(http.StatusSeeOther, "/join")
 		}
 		return &Error{Status: http.StatusUnauthorized, Code: kerr.SaslAuthenticationFailed.Message,
@@ -172,7 +178,7 @@ func (s *Server) classGate(next echo.HandlerFunc) echo.HandlerFunc {
 func (s *Server) classError(c echo.Context, err error) error {
 	e := toError(LabError(err))
 	r := c.Request()
-	if r.Method == http.MethodGet && !strings.HasPrefix(r.URL.Path, "/api/") && r.URL.Path != "/ws" {
+	if r.Method == http.MethodGet && !machinePath(r.URL.Path) {
 		return s.renderErrorPage(c, e)
 	}
 	return e
