@@ -9,6 +9,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
 
 	"tidemark/server/web"
 )
@@ -484,5 +487,49 @@ func TestClassExercises(t *testing.T) {
 	}
 	if a, b := passed(cr.Seats[0]), passed(cr.Seats[1]); len(a) != 1 || a[0] != "find-offset" || len(b) != 1 || b[0] != "acks-all-one-down" {
 		t.Fatalf("the teacher sees passes %v and %v", a, b)
+	}
+}
+
+// TestClassFull: with one awake seat allowed and seat 1's page open (its
+// websocket keeps it awake), seat 2 gets 429 THROTTLING_QUOTA_EXCEEDED
+// with the class's own text — on a Chinese page in Chinese, never Kafka's
+// description — and gets in once seat 1 closes its page.
+func TestClassFull(t *testing.T) {
+	l, _ := startClass(t, t.TempDir(), "--seats", "2", "--max-awake-seats", "1")
+	ada, bob := l.join(t, 1, "Ada"), l.join(t, 2, "Bob")
+	ws, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(l.url, "http")+"ws",
+		http.Header{"Authorization": {"Bearer " + ada}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ws.ReadMessage(); err != nil { // the snapshot: seat 1 is awake
+		t.Fatal(err)
+	}
+	status, body := l.call(t, "GET", "/api/v1/cluster", bob, "")
+	if status != http.StatusTooManyRequests || !strings.Contains(body, `"code":"THROTTLING_QUOTA_EXCEEDED"`) || !strings.Contains(body, `"key":"class.full"`) {
+		t.Fatalf("seat 2 in a full class: %d %s", status, body)
+	}
+	req, _ := http.NewRequest("GET", l.url, nil)
+	req.Header.Set("Authorization", "Bearer "+bob)
+	req.Header.Set("Accept-Language", "zh-CN")
+	resp, err := noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests || !strings.Contains(string(page), "课堂此刻已满") || strings.Contains(string(page), "throttling quota") {
+		t.Fatalf("seat 2's overview in a full class, in Chinese: %d\n%s", resp.StatusCode, page)
+	}
+	ws.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if status, _ = l.call(t, "GET", "/api/v1/cluster", bob, ""); status == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("seat 2 after seat 1 closed its page: %d", status)
+		}
+		time.Sleep(20 * time.Millisecond) // the server notices the closed websocket
 	}
 }

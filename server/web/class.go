@@ -176,12 +176,23 @@ func (s *Server) classGate(next echo.HandlerFunc) echo.HandlerFunc {
 // classError shows a seat that could not be served (the class is full):
 // a page for a page, the JSON body for the API.
 func (s *Server) classError(c echo.Context, err error) error {
-	e := toError(LabError(err))
+	e := toError(classLabError(err))
 	r := c.Request()
 	if r.Method == http.MethodGet && !machinePath(r.URL.Path) {
 		return s.renderErrorPage(c, e)
 	}
 	return e
+}
+
+// classLabError is LabError with a full class as 429 (too many seats at
+// once, try again soon), as the lesson and chaos slots answer.
+func classLabError(err error) error {
+	out := LabError(err)
+	var e *Error
+	if errors.Is(err, class.ErrClassFull) && errors.As(out, &e) {
+		e.Status = http.StatusTooManyRequests
+	}
+	return out
 }
 
 // secretCookie is how a seat or teacher token is kept in a browser: not

@@ -96,7 +96,7 @@ func (s *Server) check(c echo.Context, seat int, answer class.Answer) (class.Exe
 	if errors.Is(err, class.ErrUnknownExercise) {
 		return r, &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no exercise " + truncate(c.Param("id"), 40)}
 	}
-	return r, LabError(err)
+	return r, classLabError(err)
 }
 
 // checkAnswer reads the optional JSON answer of an API check.
