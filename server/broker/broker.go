@@ -52,10 +52,13 @@ type Network interface {
 	Delay(from, to int32) time.Duration
 }
 
-// Clock is the lab clock: Paused stops the broker's own loops.
+// Clock is the lab clock: Paused stops the broker's own loops, and Real
+// turns their lab-time intervals into real waits at the clock's rate
+// (a heartbeat every 200ms of lab time is every 800ms of real time at ¼×).
 type Clock interface {
 	Now() time.Time
 	Paused() bool
+	Real(d time.Duration) time.Duration
 }
 
 // Publisher takes the broker's events; *events.Bus is one. It must not block.
@@ -95,7 +98,8 @@ type Config struct {
 	// this often, which is what KIP-101's scenarios exploit. Default 5s.
 	HighWatermarkCheckpointInterval time.Duration
 	// FetchMaxWait is how long a leader holds a follower's fetch that finds
-	// no new data (replica.fetch.wait.max.ms). Default 500ms (real time).
+	// no new data (replica.fetch.wait.max.ms). Default 500ms (lab time for a
+	// follower's fetch, real time for a client's).
 	FetchMaxWait time.Duration
 	// FetchMaxBytes bounds each partition's data in one fetch
 	// (replica.fetch.max.bytes). Default 1 MiB.
@@ -531,10 +535,11 @@ func (b *Broker) tickLoop() {
 	b.every(b.cfg.TickInterval, b.Tick)
 }
 
-// every runs fn each interval of real time while the lab clock runs; while
-// it is paused the lab steps the broker explicitly.
+// every runs fn each d of lab time while the lab clock runs (each wait is
+// taken at the clock's rate then, so a rate change shows from the next
+// one); while it is paused the lab steps the broker explicitly.
 func (b *Broker) every(d time.Duration, fn func()) {
-	t := time.NewTicker(d)
+	t := time.NewTimer(b.cfg.Clock.Real(d))
 	defer t.Stop()
 	for {
 		select {
@@ -544,6 +549,7 @@ func (b *Broker) every(d time.Duration, fn func()) {
 			if !b.cfg.Clock.Paused() {
 				fn()
 			}
+			t.Reset(b.cfg.Clock.Real(d))
 		}
 	}
 }

@@ -221,6 +221,9 @@ func (b *Broker) handleFetch(ctx context.Context, req *kmsg.FetchRequest) kmsg.R
 	}
 	// Long poll: with nothing to send, wait for an append (or the deadline).
 	maxWait := min(time.Duration(req.MaxWaitMillis)*time.Millisecond, b.cfg.FetchMaxWait)
+	if replicaID >= 0 {
+		maxWait = b.cfg.Clock.Real(maxWait) // a follower waits in lab time; a client in its own
+	}
 	if maxWait > 0 && len(parts) > 0 && !anyData(parts) {
 		timer := time.NewTimer(maxWait)
 		var cases, stop chan struct{}
