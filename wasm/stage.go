@@ -101,6 +101,16 @@ func (a *app) renderClock(live *events.Snapshot) {
 		st.Call("setAttribute", "data-paused", strconv.FormatBool(paused))
 		st.Call("setAttribute", "data-rate", panel.RateValue(rate))
 	}
+	if st := a.el("clock-state"); !st.IsNull() { // the controls' badge, as the server draws it
+		badge, word := `<span class="badge ok"><span aria-hidden="true">▶</span> `, "stage.clock.running"
+		if paused {
+			badge, word = `<span class="badge warn"><span aria-hidden="true">❚❚</span> `, "stage.clock.paused"
+		}
+		st.Set("innerHTML", badge+htmlEscape(a.cat.T(word))+`</span> `+htmlEscape(panel.RateLabel(a.cat, rate)))
+	}
+	if sel := a.el("clock-rate"); !sel.IsNull() {
+		sel.Set("value", panel.RateValue(rate))
+	}
 	btns := a.doc.Call("querySelectorAll", "#stage-speeds button[data-rate]")
 	for i := range btns.Length() {
 		btn := btns.Index(i)
