@@ -54,11 +54,13 @@ type Network interface {
 
 // Clock is the lab clock: Paused stops the broker's own loops, and Real
 // turns their lab-time intervals into real waits at the clock's rate
-// (a heartbeat every 200ms of lab time is every 800ms of real time at ¼×).
+// (a heartbeat every 200ms of lab time is every 800ms of real time at ¼×);
+// RateChanged is closed when the rate changes, and a wait starts again.
 type Clock interface {
 	Now() time.Time
 	Paused() bool
 	Real(d time.Duration) time.Duration
+	RateChanged() <-chan struct{}
 }
 
 // Publisher takes the broker's events; *events.Bus is one. It must not block.
@@ -535,22 +537,26 @@ func (b *Broker) tickLoop() {
 	b.every(b.cfg.TickInterval, b.Tick)
 }
 
-// every runs fn each d of lab time while the lab clock runs (each wait is
-// taken at the clock's rate then, so a rate change shows from the next
-// one); while it is paused the lab steps the broker explicitly.
+// every runs fn each d of lab time while the lab clock runs: each wait is
+// d at the clock's rate, started again when the rate changes. While the
+// clock is paused the lab steps the broker explicitly.
 func (b *Broker) every(d time.Duration, fn func()) {
-	t := time.NewTimer(b.cfg.Clock.Real(d))
+	clk := b.cfg.Clock
+	changed := clk.RateChanged()
+	t := time.NewTimer(clk.Real(d))
 	defer t.Stop()
 	for {
 		select {
 		case <-b.ctx.Done():
 			return
+		case <-changed:
 		case <-t.C:
-			if !b.cfg.Clock.Paused() {
+			if !clk.Paused() {
 				fn()
 			}
-			t.Reset(b.cfg.Clock.Real(d))
 		}
+		changed = clk.RateChanged()
+		t.Reset(clk.Real(d))
 	}
 }
 

@@ -29,6 +29,8 @@ type Clock struct {
 	base   time.Time // lab time when the clock last paused, resumed or changed rate
 	real   time.Time // real time at that moment
 	now    func() time.Time
+	// changed is closed, and replaced, when the rate changes (RateChanged).
+	changed chan struct{}
 }
 
 // NewClock returns a running clock at 1× that starts at the current real time.
@@ -38,7 +40,7 @@ func NewClock() *Clock { return newClockAt(time.Now) }
 // inject one they move by hand).
 func newClockAt(now func() time.Time) *Clock {
 	t := now()
-	return &Clock{base: t, real: t, rate: RateOne, now: now}
+	return &Clock{base: t, real: t, rate: RateOne, now: now, changed: make(chan struct{})}
 }
 
 // Now returns the lab time.
@@ -83,7 +85,19 @@ func (c *Clock) SetRate(rate float64) (bool, error) {
 		return false, nil
 	}
 	c.base, c.real, c.rate = c.nowLocked(), c.now(), rate
+	close(c.changed)
+	c.changed = make(chan struct{})
 	return true, nil
+}
+
+// RateChanged returns a channel closed when the rate next changes. A wait
+// taken at the old rate (Real) then starts again at the new one: from ¼×
+// to 4× a heartbeat wait of 800ms real time would otherwise last 3.2 s of
+// lab time, past the session timeout.
+func (c *Clock) RateChanged() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.changed
 }
 
 // Real returns how long d of lab time lasts in real time at the current

@@ -31,8 +31,14 @@ func TestClockRate(t *testing.T) {
 	if got := lab(); got != time.Second {
 		t.Fatalf("at 1× one real second is %v of lab time", got)
 	}
+	waiting := c.RateChanged()
 	if changed, err := c.SetRate(RateQuarter); err != nil || !changed {
 		t.Fatalf("SetRate(¼) = %v, %v", changed, err)
+	}
+	select {
+	case <-waiting:
+	default:
+		t.Fatal("a rate change did not close RateChanged's channel")
 	}
 	if got := lab(); got != time.Second {
 		t.Fatalf("changing the rate moved the lab time to %v", got)
@@ -74,8 +80,14 @@ func TestClockRate(t *testing.T) {
 	if got := c.Real(time.Second); got != 250*time.Millisecond {
 		t.Errorf("at 4× a lab second lasts %v of real time, want 250ms", got)
 	}
+	waiting = c.RateChanged()
 	if changed, err := c.SetRate(RateFour); err != nil || changed {
 		t.Errorf("SetRate to the rate it has = %v, %v; want false, nil", changed, err)
+	}
+	select {
+	case <-waiting:
+		t.Error("setting the rate it had closed RateChanged's channel")
+	default:
 	}
 	for _, bad := range []float64{0, -1, 0.5, 2, 1e9} {
 		if _, err := c.SetRate(bad); !errors.Is(err, kerr.InvalidRequest) {

@@ -170,18 +170,21 @@ const controllerTick = 100 * time.Millisecond
 // while the clock runs.
 func (c *Cluster) controllerLoop(ctx context.Context) {
 	defer c.wg.Done()
+	changed := c.clock.RateChanged()
 	t := time.NewTimer(c.clock.Real(controllerTick))
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-changed:
 		case <-t.C:
 			if !c.clock.Paused() {
 				c.controller.Tick()
 			}
-			t.Reset(c.clock.Real(controllerTick))
 		}
+		changed = c.clock.RateChanged()
+		t.Reset(c.clock.Real(controllerTick))
 	}
 }
 
