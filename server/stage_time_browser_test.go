@@ -84,10 +84,12 @@ func TestBrowserStageTime(t *testing.T) {
 	b.poll(`+document.getElementById("panel").dataset.viewSeq >= `+newest, "the timeline live again")
 	b.shot("stage-time-2-step-event")
 
-	// A fetch round at ¼×: the request crosses its link in 4 × 1,600 ms.
+	// A fetch round at ¼×: the request crosses its link in 4 × 1,600 ms
+	// (messages from before, drawn at 1×, may still be on their way).
+	sent := `[...document.querySelectorAll('#topo-msgs [data-testid="msg"][data-kind="fetch-request"]')].find(m => +m.dataset.seq > ` + strconv.FormatUint(b.cl.Bus().LastSeq(), 10) + `)`
 	b.click("#stage-fetch")
-	b.poll(`document.querySelector('#topo-msgs [data-testid="msg"][data-kind="fetch-request"]') !== null`, "a fetch request in flight")
-	if d := eval[float64](b, `document.querySelector('#topo-msgs [data-testid="msg"][data-kind="fetch-request"]').getAnimations()[0].effect.getTiming().duration`); d != 4*1600 {
+	b.poll(sent+` !== undefined`, "the round's fetch request in flight")
+	if d := eval[float64](b, sent+`.getAnimations()[0].effect.getTiming().duration`); d != 4*1600 {
 		t.Errorf("at ¼× a fetch request crosses its link in %v ms, want 6400", d)
 	}
 	b.shotOf("#topo", "stage-time-3-fetch-at-quarter")
