@@ -43,8 +43,11 @@ func (h *handler) Handle(ctx context.Context, rc *wire.RequestContext, req kmsg.
 	switch req := req.(type) {
 	case *kmsg.ProduceRequest:
 		h.b.publishProduceRequest(rc, req)
-		validated, _ := rc.Prepared.([][]validatedBatch)
-		return h.b.handleProduce(ctx, req, validated), nil
+		var prepared *validatedBatch
+		if v, ok := rc.Prepared.(validatedBatch); ok {
+			prepared = &v
+		}
+		return h.b.handleProduce(ctx, req, prepared), nil
 	case *kmsg.FetchRequest:
 		resp := h.b.handleFetch(ctx, req)
 		h.b.publishClientFetch(rc, req)
@@ -91,23 +94,17 @@ func validateProduced(records []byte) validatedBatch {
 	return validatedBatch{h, tail, err}
 }
 
-// Prepare validates a Produce request's record sets on the connection's
-// reader goroutine, ahead of its turn (wire.Preparer): while an acks=all
-// produce waits for its followers, the next one is being checked. The
-// result is one validatedBatch per partition, in the request's order.
+// Prepare validates a one-partition Produce request's record set on the
+// connection's reader goroutine, ahead of its turn (wire.Preparer): while an
+// acks=all produce waits for its followers, the producer's next request is
+// being checked. The result is its validatedBatch. A request for several
+// partitions is left to its handler, which validates them in parallel.
 func (h *handler) Prepare(req kmsg.Request) any {
 	pr, ok := req.(*kmsg.ProduceRequest)
-	if !ok || pr.TransactionID != nil {
+	if !ok || pr.TransactionID != nil || len(pr.Topics) != 1 || len(pr.Topics[0].Partitions) != 1 {
 		return nil
 	}
-	out := make([][]validatedBatch, len(pr.Topics))
-	for i, t := range pr.Topics {
-		out[i] = make([]validatedBatch, len(t.Partitions))
-		for j, p := range t.Partitions {
-			out[i][j] = validateProduced(p.Records)
-		}
-	}
-	return out
+	return validateProduced(pr.Topics[0].Partitions[0].Records)
 }
 
 // produceValidated appends records, checked as v says, to r and waits as
@@ -124,9 +121,9 @@ func (b *Broker) produceValidated(ctx context.Context, r *replica, acks int16, r
 	return r.produce(ctx, acks, records, uiRecords(v.header, v.tail), timeout)
 }
 
-// handleProduce serves a Produce request; validated is what Prepare found
-// for its record sets (nil: they are validated here).
-func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest, validated [][]validatedBatch) kmsg.Response {
+// handleProduce serves a Produce request; prepared is what Prepare found
+// for a one-partition request (nil: the record sets are validated here).
+func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest, prepared *validatedBatch) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
 	var wg sync.WaitGroup
@@ -147,8 +144,8 @@ func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest, va
 		out.LogStartOffset = -1
 		if r := b.replicaFor(topic, p.Partition); r != nil {
 			var v validatedBatch
-			if validated != nil {
-				v = validated[i][j]
+			if prepared != nil {
+				v = *prepared // a one-partition request: i and j are 0
 			} else {
 				v = validateProduced(p.Records)
 			}
