@@ -207,12 +207,7 @@ func TestPipelinedOrder(t *testing.T) {
 			return nil, errors.New("unexpected")
 		},
 	}
-	addr, _ := startServer(t, h, Options{})
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := dialServer(t, h)
 	var out []byte
 	const n = 8
 	for i := range n {
@@ -221,11 +216,7 @@ func TestPipelinedOrder(t *testing.T) {
 			p.Acks = 0
 			out = append(out, frameOf(p, 7, 1000, "c")...)
 		}
-		req := kmsg.NewPtrMetadataRequest()
-		rt := kmsg.NewMetadataRequestTopic()
-		rt.Topic = kmsg.StringPtr(fmt.Sprint("t", i))
-		req.Topics = []kmsg.MetadataRequestTopic{rt}
-		out = append(out, frameOf(req, int16(i%13), int32(i), "c")...) // mixed classic and flexible
+		out = append(out, metadataFrame(fmt.Sprint("t", i), int16(i%13), int32(i))...) // mixed classic and flexible
 	}
 	if _, err := conn.Write(out); err != nil {
 		t.Fatal(err)
@@ -567,20 +558,8 @@ func TestPreparedAheadOfTurn(t *testing.T) {
 		}
 		return metadataResponse(rc, r), nil
 	}
-	addr, _ := startServer(t, h, Options{})
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	var out []byte
-	for i := range 2 {
-		req := kmsg.NewPtrMetadataRequest()
-		rt := kmsg.NewMetadataRequestTopic()
-		rt.Topic = kmsg.StringPtr(fmt.Sprint("t", i))
-		req.Topics = []kmsg.MetadataRequestTopic{rt}
-		out = append(out, frameOf(req, 9, int32(i), "c")...)
-	}
+	conn := dialServer(t, h)
+	out := append(metadataFrame("t0", 9, 0), metadataFrame("t1", 9, 1)...)
 	if _, err := conn.Write(out); err != nil {
 		t.Fatal(err)
 	}
