@@ -1,0 +1,46 @@
+package events
+
+import "strings"
+
+// Render returns the message key formatted with args in the language of t,
+// a catalog lookup such as i18n.T or the panel's Catalog.T bound to one
+// language. An argument that is itself a catalog key for a word (a reason,
+// a rule, a direction: see IsWordKey) is translated first, so the whole
+// sentence reads in one language. An empty key renders as "".
+func Render(t func(key string, args ...any) string, key string, args []string) string {
+	if key == "" {
+		return ""
+	}
+	a := make([]any, len(args))
+	for i, s := range args {
+		if IsWordKey(s) {
+			word, wargs, _ := strings.Cut(s, WordArgSep)
+			if wargs == "" {
+				s = t(word)
+			} else {
+				ws := strings.Split(wargs, WordArgSep)
+				w := make([]any, len(ws))
+				for j := range ws {
+					w[j] = ws[j]
+				}
+				s = t(word, w...)
+			}
+		}
+		a[i] = s
+	}
+	return t(key, a...)
+}
+
+// WordArgSep separates a word's key from its own arguments in a message
+// argument ("event.word.reason.fenced:2": broker 2 fenced); i18n.Word
+// builds them.
+const WordArgSep = ":"
+
+// IsWordKey reports whether a message argument is a catalog key to
+// translate rather than text to show as is: an event text or word
+// ("event.…", possibly with its own arguments after WordArgSep) or Kafka's
+// error description ("errors.<CODE>"). A topic named like a key that the
+// catalog lacks still shows as itself: a missing key renders as the key.
+func IsWordKey(arg string) bool {
+	return strings.HasPrefix(arg, "event.") || strings.HasPrefix(arg, "errors.")
+}
