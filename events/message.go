@@ -14,17 +14,14 @@ func Render(t func(key string, args ...any) string, key string, args []string) s
 	a := make([]any, len(args))
 	for i, s := range args {
 		if IsWordKey(s) {
-			word, wargs, _ := strings.Cut(s, WordArgSep)
-			if wargs == "" {
-				s = t(word)
-			} else {
-				ws := strings.Split(wargs, WordArgSep)
-				w := make([]any, len(ws))
-				for j := range ws {
-					w[j] = ws[j]
-				}
-				s = t(word, w...)
+			word, rest, more := strings.Cut(s, WordArgSep)
+			var w []any
+			for more {
+				var arg string
+				arg, rest, more = strings.Cut(rest, WordArgSep)
+				w = append(w, arg)
 			}
+			s = t(word, w...)
 		}
 		a[i] = s
 	}

@@ -169,9 +169,6 @@ func match(tag string) (Lang, bool) {
 	return "", false
 }
 
-// english looks keys up in the English catalog, for events.Render.
-func english(key string, args ...any) string { return T(English, key, args...) }
-
 // Text returns what an event carries for the message key with args: its
 // English text (the catalog's English, never a second copy of the
 // sentence) and the arguments as text. Event texts use only %s: the
@@ -182,10 +179,18 @@ func Text(key string, args ...any) (english string, text []string) {
 	for i, a := range args {
 		text[i] = fmt.Sprint(a)
 	}
-	return render(key, text), text
+	return Message(English, "", key, text), text
 }
 
-func render(key string, text []string) string { return events.Render(english, key, text) }
+// Message renders an event message, its key and args, in lang (see
+// events.Render); english (the event's Message) when it has no key, as
+// events from before keys had none.
+func Message(lang Lang, english, key string, args []string) string {
+	if key == "" {
+		return english
+	}
+	return events.Render(func(k string, a ...any) string { return T(lang, k, a...) }, key, args)
+}
 
 // EventMessage returns e with Message, MessageKey and MessageArgs set to
 // the message key with args (see Text).
