@@ -253,7 +253,7 @@ func TestDescribeEveryKind(t *testing.T) {
 func TestDescribeTranslatesMessages(t *testing.T) {
 	hans := Catalog(i18n.Catalog(i18n.SimplifiedChinese))
 	e := events.Event{Kind: events.KindProduceError, Topic: "demo", Error: "NOT_ENOUGH_REPLICAS", Acks: events.AcksAll,
-		Message: "NOT_ENOUGH_REPLICAS: Not appended: the ISR is smaller than min.insync.replicas.",
+		Message:    "NOT_ENOUGH_REPLICAS: Not appended: the ISR is smaller than min.insync.replicas.",
 		MessageKey: "event.produce-error", MessageArgs: []string{"NOT_ENOUGH_REPLICAS", "errors.NOT_ENOUGH_REPLICAS"}}
 	if d := Describe(e, hans); !strings.HasSuffix(d, " — NOT_ENOUGH_REPLICAS：未追加：ISR 小于 min.insync.replicas。") {
 		t.Errorf("zh-Hans: %q", d)
