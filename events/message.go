@@ -4,9 +4,11 @@ import "strings"
 
 // Render returns the message key formatted with args in the language of t,
 // a catalog lookup such as i18n.T or the panel's Catalog.T bound to one
-// language. An argument that is itself a catalog key for a word (a reason,
-// a rule, a direction: see IsWordKey) is translated first, so the whole
-// sentence reads in one language. An empty key renders as "".
+// language. An argument that is itself a catalog key (a reason, a
+// direction, a count, Kafka's error description: see IsWordKey) is
+// translated first, so the whole sentence reads in one language; names and
+// values a learner types (topics, rule names, configs) stay as they are.
+// An empty key renders as "".
 func Render(t func(key string, args ...any) string, key string, args []string) string {
 	if key == "" {
 		return ""
