@@ -90,6 +90,21 @@ step
   do step 2100ms
   check leader uc == 2
 `,
+	// Retention deletes whole segments older than retention.ms.
+	`scenario messages-retention
+brokers 1
+fencing kraft-elr
+backends cluster
+setup
+  do create-topic logs segment.bytes=1024
+step
+  do fill logs old 0 9 100
+  do step 10m
+  do fill logs new 9 6 100
+  do alter logs retention.ms 300000
+  do step 1s
+  check log-start 1 logs > 0
+`,
 	// kraft-elr: links cut and healed, the fencing rule changed, topics and
 	// configs, a refused produce, restarts after unclean stops, a new
 	// incarnation, and an election from the ELR.
@@ -142,8 +157,8 @@ step
 // crash, power loss, restart and recovery, a cut one way and both ways,
 // heal, clean, ELR and unclean elections, fencing by session timeout, a
 // fencing-rule change, topic create, delete and config changes, a produce
-// refused, a disk failure, a clean restart, and truncation under both
-// rules — and requires every event message to have a key, every key it
+// refused, a disk failure, retention, a clean restart, and truncation
+// under both rules — and requires every event message to have a key, every key it
 // uses (its words too) to be in the catalogs, its English to be the
 // event's Message, and its Simplified and Traditional Chinese, as the
 // pages and the panel render them, to hold no English sentence.
@@ -278,6 +293,7 @@ func checkEventMessages(t *testing.T, evs []events.Event) {
 		"event.config.fencing-rule", "event.topic.created.one", "event.topic.created.other", "event.topic.deleted",
 		"event.config.topic", "event.config.topic.default", "event.produce-error", "errors.NOT_ENOUGH_REPLICAS",
 		"event.truncation", "event.word.trunc.become-follower", "event.word.trunc.smaller", "event.fetch.diverging",
+		"event.retention",
 	} {
 		if !seen[k] {
 			t.Errorf("the walks never said %s", k)
