@@ -1,6 +1,7 @@
 package views
 
 import (
+	"context"
 	"net/url"
 	"strings"
 
@@ -68,6 +69,30 @@ func PanelCatalog(lang i18n.Lang) map[string]string {
 // the page's language.
 func (p Page) message(english, key string, args []string) string {
 	return i18n.Message(p.lang(), english, key, args)
+}
+
+// ClassRole is who a request is in class mode; the zero role is no class.
+type ClassRole int
+
+// The roles of class mode.
+const (
+	NoClass ClassRole = iota
+	Learner           // a seat's token
+	Teacher           // the teacher's token
+)
+
+type classRoleKey struct{}
+
+// WithClassRole returns ctx carrying role: the layout then links the
+// learner's exercises or the teacher's dashboard.
+func WithClassRole(ctx context.Context, role ClassRole) context.Context {
+	return context.WithValue(ctx, classRoleKey{}, role)
+}
+
+// classRole returns the role ctx carries (NoClass when none).
+func classRole(ctx context.Context) ClassRole {
+	r, _ := ctx.Value(classRoleKey{}).(ClassRole)
+	return r
 }
 
 // bodyClass marks observe mode for the stylesheet, which hides the
