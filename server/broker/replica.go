@@ -3,7 +3,6 @@ package broker
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"tidemark/events"
+	"tidemark/i18n"
 	"tidemark/replication"
 	"tidemark/server/controller"
 	"tidemark/storage"
@@ -217,8 +217,7 @@ func (r *replica) tick(nowMs int64) {
 		r.rp.LogStartOffsetAdvanced(r.log.LogStartOffset())
 		ev := r.event(events.KindLEO)
 		ev.Offsets = &events.Offsets{Base: r.log.LogStartOffset(), LEO: r.log.LogEndOffset(), HW: r.hw}
-		ev.Message = fmt.Sprintf("retention deleted %d whole segment(s); log start offset is now %d", len(deleted), r.log.LogStartOffset())
-		r.emit(ev)
+		r.emit(i18n.EventMessage(ev, "event.retention", i18n.Count("event.word.whole-segments", len(deleted)), r.log.LogStartOffset()))
 		after = append(after, r.processReady()...)
 	}
 	r.unlock(after)
@@ -301,7 +300,7 @@ func (r *replica) produceEvent(c replication.ProduceResult) events.Event {
 	if c.Err != nil {
 		ev.Kind = events.KindProduceError
 		ev.Error = errorName(c.Err)
-		ev.Message = c.Err.Error()
+		ev = i18n.EventMessage(ev, "event.produce-error", ev.Error, i18n.KafkaError(ev.Error))
 	}
 	return ev
 }
@@ -363,8 +362,7 @@ func (r *replica) truncate(t replication.Truncation) events.Event {
 		ev.Error = err.Error()
 	}
 	ev.Offsets = &events.Offsets{Base: t.ToOffset, Last: t.FromOffset - 1, LEO: r.log.LogEndOffset(), HW: r.hw}
-	ev.Message = fmt.Sprintf("%s (rule %s): %s", t.Cause, t.Rule, t.Reason)
-	return ev
+	return i18n.EventMessage(ev, "event.truncation", t.Cause, t.Rule, i18n.Word(t.ReasonKey, t.ReasonArgs...))
 }
 
 // syncEpochCache writes the rules' leader-epoch cache to the log (the rules
@@ -488,8 +486,8 @@ func (r *replica) produce(ctx context.Context, acks int16, records []byte, ui []
 // was appended, releases r.mu and returns the error.
 func (r *replica) refuseProduceLocked(acks int16, err error) ProduceResult {
 	ev := r.event(events.KindProduceError)
-	ev.Acks, ev.Error, ev.Message = acksName(acks), errorName(err), err.Error()
-	r.emit(ev)
+	ev.Acks, ev.Error = acksName(acks), errorName(err)
+	r.emit(i18n.EventMessage(ev, "event.produce-error", ev.Error, i18n.KafkaError(ev.Error)))
 	r.unlock(nil)
 	return ProduceResult{Err: err}
 }

@@ -548,7 +548,7 @@ func (lz *Lanes) lane(topic string, p *events.Partition, r *events.Replica, stat
 		if m.truncated[k] {
 			gc += " new"
 		}
-		ct := lz.cell(cellID{offset: o, epoch: t.LeaderEpoch, state: cellTruncated, value: shortValue(t.Value), reason: t.Reason}, c)
+		ct := lz.cell(cellID{offset: o, epoch: t.LeaderEpoch, state: cellTruncated, value: shortValue(t.Value), reason: TruncatedReason(t, c)}, c)
 		l.Cells = append(l.Cells, Cell{Key: 2*o + 1, Class: gc, Offset: o, X: (o - base) * cellW, Title: ct.title, Inner: ct.inner})
 	}
 	return l
