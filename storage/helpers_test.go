@@ -2,17 +2,12 @@ package storage
 
 import (
 	"fmt"
-	"hash/crc32"
 	"io"
 	"log/slog"
 	"sync"
 	"testing"
 	"time"
 )
-
-// castagnoli is hash/crc32's CRC-32C table: tests build batches with it,
-// independently of the code they test.
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // testClock is a stepped clock: time moves only when a test says so.
 type testClock struct {
