@@ -286,7 +286,7 @@ func checkEventMessages(t *testing.T, evs []events.Event) {
 	for _, k := range []string{
 		"event.fault.crash", "event.fault.power-loss.other", "event.fault.restart", "event.fault.disk-failure",
 		"event.fault.halted", "event.link.cut", "event.word.dir.one", "event.word.dir.both", "event.link.heal",
-		"event.recovery.kept", "event.recovery.lost", "event.broker.started.clean", "event.broker.started.recovered",
+		"event.recovery.kept", "event.recovery.lost", "event.broker.started.clean", "event.broker.started.empty", "event.broker.started.recovered",
 		"event.broker.fenced.timeout", "event.broker.not-running", "event.broker.rereg.zookeeper", "event.broker.rereg.kraft",
 		"event.broker.unfenced", "event.broker.log-dir-offline", "event.election", "event.word.how.clean",
 		"event.word.how.unclean", "event.word.how.elr", "event.isr.unclean-restart",

@@ -310,10 +310,14 @@ func (b *Broker) configFromDisk(tp storage.TopicPartition) storage.Config {
 }
 
 // withRecoveryMessage returns ev saying how the broker's log dir started:
-// cleanly, or recovered after an unclean stop.
+// cleanly, empty, or recovered after an unclean stop.
 func (b *Broker) withRecoveryMessage(ev events.Event) events.Event {
 	if b.dir.WasCleanShutdown() {
 		return i18n.EventMessage(ev, "event.broker.started.clean")
+	}
+	// A new log dir has no marker either, but nothing stopped uncleanly.
+	if len(b.dir.Logs()) == 0 {
+		return i18n.EventMessage(ev, "event.broker.started.empty")
 	}
 	var recovered, truncated int
 	for _, l := range b.dir.Logs() {
