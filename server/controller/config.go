@@ -29,6 +29,26 @@ const (
 	ConfigFlushMessages         = "flush.messages"
 	ConfigFlushMs               = "flush.ms"
 	ConfigMaxMessageBytes       = "max.message.bytes"
+	// ConfigReplicationProtocol is the lab's own: how a topic's partitions
+	// replicate (ReplicationProtocol). It is fixed when the topic is created.
+	ConfigReplicationProtocol = "replication.protocol"
+)
+
+// ReplicationProtocol is how a topic's partitions are replicated
+// (replication.protocol); the zero value is ProtocolISR.
+type ReplicationProtocol string
+
+// The replication protocols a topic may be created with.
+const (
+	// ProtocolISR is Kafka's own: followers pull, the leader commits what
+	// the whole ISR has (the default).
+	ProtocolISR ReplicationProtocol = "isr"
+	// ProtocolQuorum replicates each partition's log with Raft
+	// (go.etcd.io/raft/v3): a record commits at a majority of the replicas.
+	ProtocolQuorum ReplicationProtocol = "quorum"
+	// ProtocolPipeline is HDFS's write pipeline; not built yet, so a topic
+	// asking for it is refused with INVALID_CONFIG.
+	ProtocolPipeline ReplicationProtocol = "pipeline"
 )
 
 // TopicConfig is a topic's parsed configuration: every key either as the topic
@@ -39,6 +59,8 @@ type TopicConfig struct {
 	// member is alive, any live replica may lead, and records only the old
 	// ISR had are lost. Default false.
 	UncleanLeaderElection bool
+	// Protocol is replication.protocol. Default ProtocolISR.
+	Protocol ReplicationProtocol
 
 	log  storage.Config
 	repl replication.Config
@@ -50,7 +72,7 @@ type TopicConfig struct {
 // replica.lag.time.max.ms=3000, truncation.rule=leader-epoch) and
 // unclean.leader.election.enable=false.
 func DefaultTopicConfig() TopicConfig {
-	return TopicConfig{log: storage.DefaultConfig(), repl: replication.DefaultConfig()}
+	return TopicConfig{Protocol: ProtocolISR, log: storage.DefaultConfig(), repl: replication.DefaultConfig()}
 }
 
 // Storage returns the log settings (segment.*, index.interval.bytes,
@@ -133,6 +155,7 @@ const (
 	kindInt keyKind = iota
 	kindBool
 	kindRule
+	kindProtocol
 )
 
 // configKey describes one topic config: its type, range and where it goes.
@@ -163,6 +186,15 @@ func (k *configKey) parse(tc *TopicConfig, v string) error {
 				replication.RuleHighWatermark, replication.RuleLeaderEpoch)
 		}
 		tc.repl.TruncationRule = r
+	case kindProtocol:
+		switch p := ReplicationProtocol(strings.TrimSpace(v)); p {
+		case ProtocolISR, ProtocolQuorum:
+			tc.Protocol = p
+		case ProtocolPipeline:
+			return fmt.Errorf("%w: %s %q is not built yet; use %s or %s", kerr.InvalidConfig, k.name, v, ProtocolISR, ProtocolQuorum)
+		default:
+			return fmt.Errorf("%w: %s %q: must be %s or %s", kerr.InvalidConfig, k.name, v, ProtocolISR, ProtocolQuorum)
+		}
 	default:
 		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 		if err != nil || n < k.min || n > k.max {
@@ -238,6 +270,8 @@ var configKeys = []configKey{
 	{name: ConfigReplicaLagTimeMaxMs, min: 1, max: math.MaxInt64,
 		setInt: func(tc *TopicConfig, n int64) { tc.repl.ReplicaLagTimeMaxMs = n },
 		get:    func(tc *TopicConfig) string { return fmtInt(tc.repl.ReplicaLagTimeMaxMs) }},
+	{name: ConfigReplicationProtocol, kind: kindProtocol,
+		get: func(tc *TopicConfig) string { return string(tc.Protocol) }},
 	{name: ConfigRetentionBytes, min: -1, max: math.MaxInt64,
 		setInt: func(tc *TopicConfig, n int64) { tc.log.RetentionBytes = n },
 		get:    func(tc *TopicConfig) string { return fmtInt(tc.log.RetentionBytes) }},

@@ -184,6 +184,12 @@ func (c *Controller) AlterConfigs(topic string, changes map[string]*string) (Top
 	if err := cfg.Validate(t.replicationFactor()); err != nil {
 		return Topic{}, err
 	}
+	// A partition's replicas hold state only their protocol understands
+	// (Raft's log and votes, ISR epochs), so the protocol is fixed.
+	if cfg.Protocol != t.cfg.Protocol {
+		return Topic{}, fmt.Errorf("%w: %s is set when a topic is created and cannot change (topic %q is %s)",
+			kerr.InvalidConfig, ConfigReplicationProtocol, topic, t.cfg.Protocol)
+	}
 	ch := newChange()
 	for _, k := range keys {
 		prev, had := t.configs[k]

@@ -129,13 +129,13 @@ func TestTopicConfigDefaultsAndEntries(t *testing.T) {
 		t.Fatalf("defaults %+v", d)
 	}
 	entries := d.Entries()
-	if len(entries) != 13 || !slices.IsSortedFunc(entries, func(a, b ConfigEntry) int { return strings.Compare(a.Name, b.Name) }) {
+	if len(entries) != 14 || !slices.IsSortedFunc(entries, func(a, b ConfigEntry) int { return strings.Compare(a.Name, b.Name) }) {
 		t.Fatalf("entries %+v", entries)
 	}
 	want := map[string]string{
 		"flush.messages": "9223372036854775807", "flush.ms": "9223372036854775807", "index.interval.bytes": "4096",
 		"max.message.bytes": "1048588", "min.insync.replicas": "1", "replica.lag.time.max.ms": "3000",
-		"retention.bytes": "-1", "retention.ms": "604800000", "segment.bytes": "1073741824",
+		"replication.protocol": "isr", "retention.bytes": "-1", "retention.ms": "604800000", "segment.bytes": "1073741824",
 		"segment.index.bytes": "10485760", "segment.ms": "604800000", "truncation.rule": "leader-epoch",
 		"unclean.leader.election.enable": "false",
 	}
@@ -160,7 +160,7 @@ func TestParseTopicConfig(t *testing.T) {
 		"min.insync.replicas": "2", "unclean.leader.election.enable": "TRUE", "replica.lag.time.max.ms": "500",
 		"truncation.rule": "high-watermark", "segment.bytes": "4096", "segment.ms": "60000", "segment.index.bytes": "1024",
 		"index.interval.bytes": "0", "retention.ms": "-1", "retention.bytes": "100000", "flush.messages": "1",
-		"flush.ms": "0", "max.message.bytes": "2048",
+		"flush.ms": "0", "max.message.bytes": "2048", "replication.protocol": "quorum",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -171,7 +171,7 @@ func TestParseTopicConfig(t *testing.T) {
 		t.Fatalf("storage %+v\nwant    %+v", tc.Storage(), wantLog)
 	}
 	wantRepl := replication.Config{MinInsyncReplicas: 2, ReplicaLagTimeMaxMs: 500, TruncationRule: replication.RuleHighWatermark}
-	if tc.Replication() != wantRepl || !tc.UncleanLeaderElection {
+	if tc.Replication() != wantRepl || !tc.UncleanLeaderElection || tc.Protocol != ProtocolQuorum {
 		t.Fatalf("replication %+v unclean %v", tc.Replication(), tc.UncleanLeaderElection)
 	}
 	for _, e := range tc.Entries() {
@@ -211,6 +211,8 @@ func TestParseTopicConfig(t *testing.T) {
 		{"max.message.bytes", "60", "[61, "},
 		{"max.message.bytes", "", "[61, "},
 		{"retention.minutes", "1", "unknown topic config"},
+		{"replication.protocol", "raft", "isr or quorum"},
+		{"replication.protocol", "pipeline", "not built yet"},
 	}
 	for _, b := range bad {
 		_, err := ParseTopicConfig(map[string]string{b.key: b.value})
@@ -269,4 +271,46 @@ func TestAlterConfigs(t *testing.T) {
 	if err != nil || tp.Configs != nil {
 		t.Fatalf("configs %v err %v", tp.Configs, err)
 	}
+}
+
+// TestReplicationProtocolFixedAtCreation: replication.protocol is chosen when a
+// topic is created, shown by DescribeConfigs, and no AlterConfigs changes it.
+func TestReplicationProtocolFixedAtCreation(t *testing.T) {
+	l := newLab(t)
+	l.start(1, 2, 3)
+	l.create("q", 1, 3, map[string]string{"replication.protocol": "quorum"})
+	l.create("i", 1, 3, nil)
+	for name, want := range map[string]string{"q": "quorum", "i": "isr"} {
+		tp, _ := l.c.Topic(name)
+		if got := configEntry(tp.Config(), "replication.protocol"); got != want {
+			t.Errorf("topic %s: replication.protocol %q, want %q", name, got, want)
+		}
+	}
+	for _, c := range []struct {
+		topic   string
+		changes map[string]*string
+	}{
+		{"q", map[string]*string{"replication.protocol": ptr("isr")}},
+		{"q", map[string]*string{"replication.protocol": nil}}, // back to the default isr
+		{"i", map[string]*string{"replication.protocol": ptr("quorum")}},
+	} {
+		_, err := l.c.AlterConfigs(c.topic, c.changes)
+		wantErr(t, err, kerr.InvalidConfig)
+		if !strings.Contains(err.Error(), "cannot change") {
+			t.Errorf("%s %v: error %q should say the protocol cannot change", c.topic, c.changes, err)
+		}
+	}
+	// Setting it to what it is, or changing another key, is fine.
+	if _, err := l.c.AlterConfigs("q", map[string]*string{"replication.protocol": ptr("quorum"), "retention.ms": ptr("1000")}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func configEntry(tc TopicConfig, name string) string {
+	for _, e := range tc.Entries() {
+		if e.Name == name {
+			return e.Value
+		}
+	}
+	return ""
 }
