@@ -1,0 +1,395 @@
+package quorum
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"go.etcd.io/raft/v3/raftpb"
+
+	"tidemark/storage"
+)
+
+// group is a partition's replicas as Nodes over an in-memory network
+// that can lose brokers and links: each test steps it explicitly (Tick,
+// settle), so nothing depends on timing.
+type group struct {
+	t     *testing.T
+	ids   []int32
+	dirs  map[int32]string
+	nodes map[int32]*Node // nil while down
+	// cut[from][to] drops messages from → to.
+	cut map[[2]int32]bool
+	// applied is each replica's segment log as the broker would write it:
+	// the committed batches in order (by BaseOffset; a replay after a
+	// restart is skipped as the broker skips it).
+	applied map[int32][]Entry
+	// acked are the proposal ids answered as committed (on their proposer).
+	acked  map[uint64]bool
+	nextID uint64
+}
+
+func newGroup(t *testing.T, n int) *group {
+	g := &group{t: t, dirs: map[int32]string{}, nodes: map[int32]*Node{}, cut: map[[2]int32]bool{},
+		applied: map[int32][]Entry{}, acked: map[uint64]bool{}}
+	for i := 1; i <= n; i++ {
+		g.ids = append(g.ids, int32(i))
+	}
+	for _, id := range g.ids {
+		g.dirs[id] = t.TempDir()
+		g.start(id)
+	}
+	t.Cleanup(func() {
+		for _, n := range g.nodes {
+			if n != nil {
+				n.Close()
+			}
+		}
+	})
+	return g
+}
+
+func (g *group) start(id int32) {
+	g.t.Helper()
+	n, err := Open(Config{ID: id, Voters: g.ids, Dir: g.dirs[id]})
+	if err != nil {
+		g.t.Fatalf("open %d: %v", id, err)
+	}
+	g.nodes[id] = n
+}
+
+// crash stops a replica as a killed process: its state file keeps what it
+// wrote (the page cache survives).
+func (g *group) crash(id int32) {
+	g.nodes[id].Close()
+	g.nodes[id] = nil
+}
+
+func (g *group) alive() []int32 {
+	var out []int32
+	for _, id := range g.ids {
+		if g.nodes[id] != nil {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// settle drains every live node and delivers its messages until nothing
+// moves (bounded: a Raft exchange settles in a few rounds).
+func (g *group) settle() {
+	g.t.Helper()
+	for range 100 {
+		var msgs []raftpb.Message
+		for _, id := range g.alive() {
+			rd, err := g.nodes[id].Ready()
+			if err != nil {
+				g.t.Fatalf("ready %d: %v", id, err)
+			}
+			g.apply(id, rd.Committed)
+			msgs = append(msgs, rd.Messages...)
+		}
+		if len(msgs) == 0 {
+			return
+		}
+		for _, m := range msgs {
+			from, to := int32(m.From), int32(m.To)
+			if g.nodes[to] == nil || g.cut[[2]int32{from, to}] {
+				g.nodes[from].ReportUnreachable(to)
+				continue
+			}
+			if err := g.nodes[to].Step(m); err != nil {
+				g.t.Fatalf("step %d→%d: %v", from, to, err)
+			}
+		}
+	}
+	g.t.Fatal("the group did not settle in 100 rounds")
+}
+
+// apply appends committed entries to id's log, skipping what it has (the
+// broker compares BaseOffset with its log's LEO the same way).
+func (g *group) apply(id int32, ents []Entry) {
+	for _, e := range ents {
+		leo := int64(0)
+		if log := g.applied[id]; len(log) > 0 {
+			leo = log[len(log)-1].BaseOffset + log[len(log)-1].NumRecords
+		}
+		if e.BaseOffset < leo {
+			continue
+		}
+		if e.BaseOffset != leo {
+			g.t.Fatalf("replica %d: entry at offset %d after LEO %d", id, e.BaseOffset, leo)
+		}
+		g.applied[id] = append(g.applied[id], e)
+		if e.Proposer == id {
+			g.acked[e.ProposalID] = true
+		}
+	}
+}
+
+func (g *group) tick(n int) {
+	for range n {
+		for _, id := range g.alive() {
+			g.nodes[id].Tick()
+		}
+		g.settle()
+	}
+}
+
+func (g *group) leader() int32 {
+	for _, id := range g.alive() {
+		if st := g.nodes[id].Status(); st.Role == "leader" {
+			return id
+		}
+	}
+	return -1
+}
+
+// elect campaigns id and settles: the election is explicit, so the test
+// knows who leads.
+func (g *group) elect(id int32) {
+	g.t.Helper()
+	if err := g.nodes[id].Campaign(); err != nil {
+		g.t.Fatal(err)
+	}
+	g.settle()
+	if g.leader() != id {
+		g.t.Fatalf("campaign of %d: leader %d", id, g.leader())
+	}
+}
+
+// waitLeader ticks until some live replica leads (bounded: elections take a
+// few election timeouts at most).
+func (g *group) waitLeader() int32 {
+	g.t.Helper()
+	for range 200 {
+		g.tick(1)
+		if l := g.leader(); l > 0 {
+			return l
+		}
+	}
+	g.t.Fatal("no leader after 200 ticks")
+	return -1
+}
+
+// produce proposes one batch of n records on id and settles; it returns the
+// proposal id and the proposal error.
+func (g *group) produce(id int32, n int) (uint64, error) {
+	g.nextID++
+	recs := make([]storage.Record, n)
+	for i := range recs {
+		recs[i] = storage.Record{Value: fmt.Appendf(nil, "p%d-%d", g.nextID, i)}
+	}
+	err := g.nodes[id].Propose(g.nextID, storage.NewBatch(recs))
+	g.settle()
+	return g.nextID, err
+}
+
+func (g *group) offsets(id int32) []uint64 {
+	var out []uint64
+	for _, e := range g.applied[id] {
+		out = append(out, e.ProposalID)
+	}
+	return out
+}
+
+// checkSame fails unless every live replica applied the same entries, in
+// the same order, with the same terms and offsets.
+func (g *group) checkSame() {
+	g.t.Helper()
+	var ref []Entry
+	var refID int32
+	for _, id := range g.alive() {
+		got := g.applied[id]
+		if ref == nil {
+			ref, refID = got, id
+			continue
+		}
+		if len(got) != len(ref) {
+			g.t.Fatalf("replica %d applied %d entries, replica %d %d", id, len(got), refID, len(ref))
+		}
+		for i := range got {
+			a, b := got[i], ref[i]
+			if a.ProposalID != b.ProposalID || a.Term != b.Term || a.BaseOffset != b.BaseOffset || a.Index != b.Index {
+				g.t.Fatalf("replica %d entry %d %+v; replica %d %+v", id, i, a, refID, b)
+			}
+		}
+	}
+}
+
+// checkAckedKept fails if an acknowledged proposal is missing on a live replica.
+func (g *group) checkAckedKept() {
+	g.t.Helper()
+	for _, id := range g.alive() {
+		have := g.offsets(id)
+		for p := range g.acked {
+			if !slices.Contains(have, p) {
+				g.t.Fatalf("replica %d lost acknowledged proposal %d (has %v)", id, p, have)
+			}
+		}
+	}
+}
+
+func committed(t *testing.T, g *group, id int32, p uint64) bool {
+	t.Helper()
+	return slices.Contains(g.offsets(id), p)
+}
+
+// TestQuorumFailures: with 2f+1 replicas, writes commit while f are down and
+// stop (refused or never committed, never acknowledged) with f+1 down; what
+// was acknowledged survives every restart. RF 3 (f=1) and RF 5 (f=2).
+func TestQuorumFailures(t *testing.T) {
+	for _, c := range []struct{ rf, f int }{{3, 1}, {5, 2}} {
+		t.Run(fmt.Sprintf("rf%d", c.rf), func(t *testing.T) {
+			g := newGroup(t, c.rf)
+			g.elect(1)
+			p, err := g.produce(1, 3)
+			if err != nil || !g.acked[p] {
+				t.Fatalf("all up: err %v acked %v", err, g.acked[p])
+			}
+			// f replicas down: still a majority.
+			for i := range c.f {
+				g.crash(int32(c.rf - i))
+			}
+			p, err = g.produce(1, 2)
+			if err != nil || !g.acked[p] {
+				t.Fatalf("%d down: err %v acked %v", c.f, err, g.acked[p])
+			}
+			if st := g.nodes[1].Status(); st.CommittedEnd != 5 {
+				t.Fatalf("HW %d, want 5", st.CommittedEnd)
+			}
+			// f+1 down: the leader takes the proposal but cannot commit it,
+			// and steps down (CheckQuorum) after an election timeout.
+			g.crash(int32(c.rf - c.f))
+			stuck, err := g.produce(1, 1)
+			if err != nil {
+				t.Fatalf("proposal on the leader: %v", err)
+			}
+			g.tick(30)
+			if g.acked[stuck] {
+				t.Fatalf("%d of %d down: a write committed", c.f+1, c.rf)
+			}
+			if st := g.nodes[1].Status(); st.Role == "leader" || st.CommittedEnd != 5 {
+				t.Fatalf("%d down: status %+v; want a stepped-down node at HW 5", c.f+1, st)
+			}
+			if _, err := g.produce(1, 1); !errors.Is(err, kerr.NotLeaderForPartition) {
+				t.Fatalf("produce without a majority: %v, want NOT_LEADER_OR_FOLLOWER", err)
+			}
+			// Everyone back: a leader is elected, every acknowledged write
+			// is on every replica, and the logs are identical.
+			for _, id := range g.ids {
+				if g.nodes[id] == nil {
+					g.start(id)
+				}
+			}
+			l := g.waitLeader()
+			if _, err := g.produce(l, 1); err != nil {
+				t.Fatal(err)
+			}
+			g.checkAckedKept()
+			g.checkSame()
+		})
+	}
+}
+
+// TestQuorumKillLeader: the leader dies; the others elect a new one in a
+// higher term, acknowledged writes survive, and a write the old leader took
+// while cut off from the rest (never acknowledged) is discarded when it
+// comes back.
+func TestQuorumKillLeader(t *testing.T) {
+	g := newGroup(t, 3)
+	g.elect(1)
+	for range 3 {
+		if _, err := g.produce(1, 2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	term1 := g.nodes[1].Status().Term
+
+	// Cut the leader off, then have it take a write it cannot commit.
+	for _, o := range []int32{2, 3} {
+		g.cut[[2]int32{1, o}], g.cut[[2]int32{o, 1}] = true, true
+	}
+	lost, err := g.produce(1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.crash(1)
+	l := g.waitLeader()
+	st := g.nodes[l].Status()
+	if l == 1 || st.Term <= term1 {
+		t.Fatalf("new leader %d term %d; want 2 or 3 in a term above %d", l, st.Term, term1)
+	}
+	after, err := g.produce(l, 1)
+	if err != nil || !g.acked[after] {
+		t.Fatalf("write to the new leader: %v", err)
+	}
+
+	// The old leader restarts from its state file and follows.
+	clear(g.cut)
+	g.start(1)
+	g.tick(5)
+	if _, err := g.produce(l, 1); err != nil {
+		t.Fatal(err)
+	}
+	g.checkAckedKept()
+	g.checkSame()
+	if committed(t, g, 1, lost) || g.acked[lost] {
+		t.Fatal("the old leader's uncommitted write survived")
+	}
+	for _, e := range g.applied[1] {
+		if e.ProposalID == after && e.Term != st.Term {
+			t.Fatalf("entry of the new leader has term %d, want %d", e.Term, st.Term)
+		}
+	}
+	if st := g.nodes[1].Status(); st.Role != "follower" || st.Leader != l || st.Term < g.nodes[l].Status().Term {
+		t.Fatalf("old leader status %+v", st)
+	}
+}
+
+// TestQuorumRestartReplays: a replica's Raft state survives a crash: after a
+// restart it keeps its term and vote and hands out every committed entry
+// again, so a segment log that lost unsynced appends gets them back.
+func TestQuorumRestartReplays(t *testing.T) {
+	g := newGroup(t, 3)
+	g.elect(1)
+	for range 4 {
+		if _, err := g.produce(1, 3); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := g.offsets(2)
+	term := g.nodes[2].Status().Term
+	g.crash(2)
+	g.applied[2] = g.applied[2][:1] // the segment log lost what it had not synced
+	g.start(2)
+	if st := g.nodes[2].Status(); st.Term != term {
+		t.Fatalf("term after restart %d, want %d", st.Term, term)
+	}
+	g.tick(3)
+	if got := g.offsets(2); !slices.Equal(got, want) {
+		t.Fatalf("after restart applied %v, want %v", got, want)
+	}
+	g.checkSame()
+}
+
+// TestQuorumRefusals: bad configurations and proposals on followers get
+// Kafka's codes, never a panic.
+func TestQuorumRefusals(t *testing.T) {
+	if _, err := Open(Config{ID: 4, Voters: []int32{1, 2, 3}, Dir: t.TempDir()}); !errors.Is(err, kerr.InvalidReplicaAssignment) {
+		t.Fatalf("not a replica: %v", err)
+	}
+	if _, err := Open(Config{ID: 1, Voters: []int32{1, 0}, Dir: t.TempDir()}); !errors.Is(err, kerr.InvalidReplicaAssignment) {
+		t.Fatalf("replica 0: %v", err)
+	}
+	g := newGroup(t, 3)
+	g.elect(2)
+	if _, err := g.produce(1, 1); !errors.Is(err, kerr.NotLeaderForPartition) {
+		t.Fatalf("produce on a follower: %v", err)
+	}
+	if err := g.nodes[1].Step(raftpb.Message{To: 3, From: 2, Type: raftpb.MsgHeartbeat}); !errors.Is(err, kerr.InvalidRequest) {
+		t.Fatalf("misaddressed message: %v", err)
+	}
+}
