@@ -44,6 +44,9 @@ type Controller interface {
 	Heartbeat(id int32, brokerEpoch int64) (metadataVersion uint64, err error)
 	Metadata() (controller.Metadata, error)
 	AlterPartition(topic string, partition int32, brokerID int32, brokerEpoch int64, req replication.AlterPartitionRequest) (replication.AlterPartitionResponse, error)
+	// QuorumLeader reports that this broker leads a quorum partition in
+	// a Raft term (controller.Controller.QuorumLeader).
+	QuorumLeader(topic string, partition, brokerID int32, brokerEpoch int64, term int32) error
 }
 
 // Network says whether a link between two brokers carries traffic now, and
@@ -86,7 +89,10 @@ type Config struct {
 	ListenAddr string
 	Controller Controller
 	Network    Network
-	Clock      Clock
+	// Raft carries the Raft messages of replication.protocol=quorum
+	// partitions between brokers; without it they reach no one.
+	Raft   RaftTransport
+	Clock  Clock
 	Events     Publisher
 	Logger     *slog.Logger
 
@@ -458,7 +464,7 @@ func (b *Broker) reportLogs(md controller.Metadata) {
 				continue
 			}
 			r.mu.Lock()
-			st := r.rp.Status()
+			st := r.status()
 			r.mu.Unlock()
 			last := int32(-1)
 			for _, e := range st.EpochCache { // the epoch of the last record, not of an empty leadership

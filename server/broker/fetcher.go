@@ -64,7 +64,7 @@ func (b *Broker) updateFetchers(md controller.Metadata) {
 	for _, r := range b.replicaList() {
 		r.mu.Lock()
 		st := r.rp.Status()
-		stopped := r.stopped
+		stopped := r.stopped || r.q != nil // Raft replicates a quorum partition, not fetches
 		r.mu.Unlock()
 		if !stopped && st.Role == replication.RoleFollower && st.Leader >= 0 && st.Leader != b.cfg.ID {
 			want[st.Leader] = append(want[st.Leader], r)

@@ -362,7 +362,7 @@ func (fp *fetchPart) refresh(follower bool) {
 func (b *Broker) followerFetchState(fp *fetchPart, replicaID int32, replicaEpoch int64) {
 	r := fp.r
 	r.mu.Lock()
-	if r.stopped {
+	if r.stopped || r.q != nil { // a quorum partition's replicas replicate by Raft
 		r.mu.Unlock()
 		fp.out.ErrorCode = kerr.NotLeaderForPartition.Code
 		return
@@ -397,7 +397,7 @@ func (b *Broker) consumerFetchState(fp *fetchPart) {
 	r := fp.r
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	st := r.rp.Status()
+	st := r.status()
 	if st.Role != replication.RoleLeader {
 		fp.out.ErrorCode = kerr.NotLeaderForPartition.Code
 		return
@@ -452,7 +452,7 @@ func (b *Broker) listOffset(topic string, partition, currentEpoch int32, ts int6
 		return 0, 0, 0, kerr.UnknownTopicOrPartition
 	}
 	r.mu.Lock()
-	st := r.rp.Status()
+	st := r.status()
 	hw := r.hw
 	r.mu.Unlock()
 	if st.Role != replication.RoleLeader && !fromReplica {
@@ -574,7 +574,7 @@ func (b *Broker) handleOffsetForLeaderEpoch(req *kmsg.OffsetForLeaderEpochReques
 				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			} else {
 				r.mu.Lock()
-				st := r.rp.Status()
+				st := r.status()
 				r.mu.Unlock()
 				switch {
 				case st.Role != replication.RoleLeader:

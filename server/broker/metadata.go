@@ -126,7 +126,7 @@ func (b *Broker) createReplicas(hosted []hostedPartition) {
 	b.mu.Unlock()
 	created := make([]*replica, 0, len(missing))
 	for _, h := range missing {
-		r, err := b.newReplica(h.tp, h.tc, h.configs)
+		r, err := b.newReplica(h.tp, h.tc, h.configs, h.p.Replicas)
 		if err != nil {
 			if !errors.Is(err, storage.ErrClosed) {
 				b.errLog.log("opening replica", "partition", h.tp, "err", err)

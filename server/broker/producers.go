@@ -305,7 +305,7 @@ func (r *replica) awaitDuplicate(ctx context.Context, acks int16, epoch int32, d
 	for {
 		r.mu.Lock()
 		hw, stopped, wake := r.hw, r.stopped, r.newData
-		st := r.rp.Status()
+		st := r.status()
 		r.mu.Unlock()
 		switch {
 		case stopped || st.Role != replication.RoleLeader || st.LeaderEpoch != epoch:

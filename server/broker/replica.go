@@ -49,6 +49,9 @@ type replica struct {
 	// retentionCheckedMs is when tick last applied retention (lab time).
 	retentionCheckedMs int64
 	stopped            bool
+	// q is the Raft side of a replication.protocol=quorum partition
+	// (quorum.go); nil for isr, where rp decides.
+	q *quorumState
 	// outbox gathers the events made under mu; unlock publishes them after
 	// releasing it, so no lock of the event bus or the lab is ever taken
 	// under a replica's.
@@ -104,10 +107,16 @@ func (r *replica) unlock(after []func()) {
 
 // newReplica builds the replication state from what the log holds and the
 // checkpointed HW.
-func (b *Broker) newReplica(tp storage.TopicPartition, tc controller.TopicConfig, configs map[string]string) (*replica, error) {
+func (b *Broker) newReplica(tp storage.TopicPartition, tc controller.TopicConfig, configs map[string]string, replicas []int32) (*replica, error) {
 	l, err := b.dir.CreateLog(tp, tc.Storage())
 	if err != nil {
 		return nil, err
+	}
+	var q *quorumState
+	if tc.Protocol == controller.ProtocolQuorum {
+		if q, err = b.openQuorum(l, replicas); err != nil {
+			return nil, err
+		}
 	}
 	hw, _ := b.dir.HighWatermark(tp)
 	state := replication.LogState{
@@ -122,7 +131,7 @@ func (b *Broker) newReplica(tp storage.TopicPartition, tc controller.TopicConfig
 		return nil, err
 	}
 	st := rp.Status()
-	return &replica{b: b, tp: tp, log: l, rp: rp, configs: configs,
+	return &replica{b: b, tp: tp, log: l, rp: rp, q: q, configs: configs,
 		hw: st.HighWatermark, tickedMs: now, waiters: map[uint64]chan replication.ProduceResult{}, newData: make(chan struct{}),
 		applied: controller.Partition{LeaderEpoch: -1, PartitionEpoch: -1, Leader: -1}}, nil
 }
@@ -150,10 +159,15 @@ func (r *replica) apply(p controller.Partition, tc controller.TopicConfig, confi
 		if err := r.log.SetConfig(tc.Storage()); err != nil {
 			r.b.logger.Error("applying topic config to the log", "partition", r.tp, "err", err)
 		}
-		if err := r.rp.SetConfig(tc.Replication()); err != nil {
+		if err := r.rp.SetConfig(tc.Replication()); err != nil && r.q == nil {
 			r.b.logger.Error("applying topic config to replication", "partition", r.tp, "err", err)
 		}
 		r.configs = configs
+	}
+	if r.q != nil {
+		r.applied = p // Raft, not the controller, decides who leads
+		r.unlock(nil)
+		return
 	}
 	if p.LeaderEpoch != r.applied.LeaderEpoch || p.PartitionEpoch != r.applied.PartitionEpoch {
 		r.advance(r.b.nowMs())
@@ -192,9 +206,14 @@ func (r *replica) tick(nowMs int64) {
 		r.mu.Unlock()
 		return
 	}
-	r.rp.Tick(nowMs)
+	var after []func()
+	if r.q != nil {
+		after = r.quorumTick(nowMs)
+	} else {
+		r.rp.Tick(nowMs)
+		after = r.processReady()
+	}
 	r.tickedMs = max(r.tickedMs, nowMs)
-	after := r.processReady()
 	if r.pendingAlter != nil {
 		req := *r.pendingAlter
 		r.pendingAlter = nil
@@ -213,7 +232,7 @@ func (r *replica) tick(nowMs int64) {
 	if err != nil && !errors.Is(err, storage.ErrClosed) {
 		r.b.errLog.log("retention", "partition", r.tp, "err", err)
 	}
-	if len(deleted) > 0 {
+	if len(deleted) > 0 && r.q == nil {
 		r.rp.LogStartOffsetAdvanced(r.log.LogStartOffset())
 		ev := r.event(events.KindLEO)
 		ev.Offsets = &events.Offsets{Base: r.log.LogStartOffset(), LEO: r.log.LogEndOffset(), HW: r.hw}
@@ -400,6 +419,12 @@ func (r *replica) stop() {
 		return
 	}
 	r.stopped = true
+	if r.q != nil {
+		r.failQuorumWaiters(kerr.NotLeaderForPartition)
+		if err := r.q.node.Close(); err != nil {
+			r.b.logger.Warn("closing the Raft state", "partition", r.tp, "err", err)
+		}
+	}
 	for id, ch := range r.waiters {
 		ch <- replication.ProduceResult{ID: id, Err: kerr.NotLeaderForPartition}
 		delete(r.waiters, id)
@@ -421,6 +446,9 @@ type ProduceResult struct {
 // ui is the batch's newest records for the append event, with offsets
 // relative to the batch (uiRecords).
 func (r *replica) produce(ctx context.Context, acks int16, records []byte, ui []events.Record, timeout time.Duration) ProduceResult {
+	if r.q != nil {
+		return r.produceQuorum(ctx, acks, records, timeout)
+	}
 	r.mu.Lock()
 	if r.stopped {
 		r.mu.Unlock()
@@ -562,7 +590,7 @@ type Replica struct{ r *replica }
 func (x *Replica) Status() replication.Status {
 	x.r.mu.Lock()
 	defer x.r.mu.Unlock()
-	return x.r.rp.Status()
+	return x.r.status()
 }
 
 // Log returns the replica's log.

@@ -27,6 +27,10 @@ func (d directController) Heartbeat(id int32, epoch int64) (uint64, error) {
 	return d.c.Heartbeat(id, epoch)
 }
 func (d directController) Metadata() (controller.Metadata, error) { return d.c.Metadata(), nil }
+func (d directController) QuorumLeader(topic string, partition, brokerID int32, brokerEpoch int64, term int32) error {
+	return d.c.QuorumLeader(topic, partition, brokerID, brokerEpoch, term)
+}
+
 func (d directController) AlterPartition(topic string, partition, brokerID int32, brokerEpoch int64, req replication.AlterPartitionRequest) (replication.AlterPartitionResponse, error) {
 	return d.c.AlterPartition(topic, partition, brokerID, brokerEpoch, req), nil
 }

@@ -195,6 +195,7 @@ func (c *Cluster) startBroker(id int32, addr string) (*broker.Broker, error) {
 	cfg.ListenAddr = addr
 	cfg.Controller = controllerLink{c: c, id: id}
 	cfg.Network = c.network
+	cfg.Raft = raftLink{c}
 	cfg.Clock = c.clock
 	cfg.Events = publisher{c}
 	cfg.Logger = c.logger
@@ -499,6 +500,11 @@ func (l controllerLink) Metadata() (controller.Metadata, error) {
 	md := l.c.controller.Metadata()
 	l.message(events.KindMetadata, false, false, func(e *events.Event) { e.Wire.Version = md.Version })
 	return md, nil
+}
+
+func (l controllerLink) QuorumLeader(topic string, partition, brokerID int32, brokerEpoch int64, term int32) error {
+	_, err := roundTrip(l, errOnly(func() error { return l.c.controller.QuorumLeader(topic, partition, brokerID, brokerEpoch, term) }))
+	return err
 }
 
 func (l controllerLink) AlterPartition(topic string, partition, brokerID int32, brokerEpoch int64, req replication.AlterPartitionRequest) (replication.AlterPartitionResponse, error) {

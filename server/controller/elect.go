@@ -22,6 +22,9 @@ import (
 func (c *Controller) leaveReplicaSets(ch *change, id int32, reason string) {
 	for _, name := range c.topicNames() {
 		t := c.topics[name]
+		if t.cfg.Protocol == ProtocolQuorum {
+			continue // Raft elects its leaders (QuorumLeader)
+		}
 		for _, p := range t.parts {
 			inISR := slices.Contains(p.ISR, id)
 			if !inISR && p.Leader != id {
@@ -46,6 +49,9 @@ func (c *Controller) leaveReplicaSets(ch *change, id int32, reason string) {
 func (c *Controller) handOverLeaderships(ch *change, id int32, reason string) {
 	for _, name := range c.topicNames() {
 		t := c.topics[name]
+		if t.cfg.Protocol == ProtocolQuorum {
+			continue
+		}
 		for _, p := range t.parts {
 			if p.Leader != id {
 				continue
@@ -81,6 +87,9 @@ func (c *Controller) electOffline(ch *change, reason string) {
 
 // electOfflineIn is electOffline for one topic.
 func (c *Controller) electOfflineIn(ch *change, t *topicState, reason string) {
+	if t.cfg.Protocol == ProtocolQuorum {
+		return
+	}
 	for _, p := range t.parts {
 		if p.Leader == replication.NoLeader {
 			c.elect(ch, t, p, p.ISR, reason)
@@ -262,4 +271,44 @@ func (c *Controller) checkAlterPartition(p *Partition, brokerID int32, req repli
 		}
 	}
 	return nil
+}
+
+// QuorumLeader records that broker brokerID leads a replication.protocol=quorum
+// partition in Raft term term: Raft elected it, the controller only
+// publishes it (Metadata's leader, with the term as the leader epoch), so
+// Kafka clients find it. An older or equal term changes nothing (a leader
+// reports its term once; a late report must not undo a newer one). Errors:
+// STALE_BROKER_EPOCH, UNKNOWN_TOPIC_OR_PARTITION, INVALID_REQUEST (not a
+// quorum topic, or brokerID is not a replica).
+func (c *Controller) QuorumLeader(topic string, partition, brokerID int32, brokerEpoch int64, term int32) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.usable(); err != nil {
+		return err
+	}
+	if b := c.brokers[brokerID]; b == nil || b.Epoch != brokerEpoch {
+		return fmt.Errorf("%w: broker %d sent broker epoch %d", kerr.StaleBrokerEpoch, brokerID, brokerEpoch)
+	}
+	t := c.topics[topic]
+	if t == nil || partition < 0 || int(partition) >= len(t.parts) {
+		return fmt.Errorf("%w: %s-%d", kerr.UnknownTopicOrPartition, topic, partition)
+	}
+	p := t.parts[partition]
+	switch {
+	case t.cfg.Protocol != ProtocolQuorum:
+		return fmt.Errorf("%w: %s: %s is %s, not %s", kerr.InvalidRequest, p.tp(), ConfigReplicationProtocol, t.cfg.Protocol, ProtocolQuorum)
+	case !slices.Contains(p.Replicas, brokerID):
+		return fmt.Errorf("%w: %s: broker %d is not a replica %v", kerr.InvalidRequest, p.tp(), brokerID, p.Replicas)
+	case term <= p.LeaderEpoch:
+		return nil
+	}
+	prev := p.Leader
+	p.Leader, p.LeaderEpoch = brokerID, term
+	p.PartitionEpoch++
+	ch := newChange()
+	ch.partition(p)
+	ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindElection, Broker: brokerID, Topic: p.Topic, Partition: p.Partition,
+		Leader: &events.Leadership{Leader: brokerID, PreviousLeader: prev, LeaderEpoch: term}, ISR: slices.Clone(p.ISR)},
+		"event.election", i18n.Word("event.word.reason.raft"), p.tp(), prev, brokerID, term, i18n.Word("event.word.how.raft")))
+	return c.commit(ch)
 }

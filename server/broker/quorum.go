@@ -1,0 +1,311 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"go.etcd.io/raft/v3/raftpb"
+
+	"tidemark/events"
+	"tidemark/i18n"
+	"tidemark/replication"
+	"tidemark/replication/quorum"
+	"tidemark/storage"
+)
+
+// RaftTransport carries a quorum partition's Raft messages between brokers.
+// The lab's routes them over its simulated links, so a cut link or a
+// crashed broker loses them as it loses fetches. SendRaft returns an error
+// when the message cannot be delivered (Raft then probes the peer again).
+type RaftTransport interface {
+	SendRaft(from, to int32, tp storage.TopicPartition, msg []byte) error
+}
+
+// quorumState is a replica's Raft side, for topics with
+// replication.protocol=quorum (replication/quorum). The replica's rp is not
+// used for such a partition: Raft decides leadership and the HW.
+// Guarded by replica.mu.
+type quorumState struct {
+	node *quorum.Node
+	// waiters are produce requests waiting for their entry to commit, by
+	// proposal id.
+	waiters map[uint64]quorumWaiter
+	// leader and term are the last leadership the replica reported in
+	// events; reportedTerm is the term the controller last accepted from
+	// this broker as leader (reported again at each tick until it is).
+	leader       int32
+	term         uint64
+	reportedTerm uint64
+}
+
+type quorumWaiter struct {
+	ch         chan ProduceResult
+	deadlineMs int64
+}
+
+// openQuorum opens the Raft node of a new quorum replica in its log's
+// directory. A replica with no Raft state yet that is the first in the
+// assignment campaigns at once, so a new topic's first leader is the one the
+// controller's metadata already names.
+func (b *Broker) openQuorum(l *storage.Log, replicas []int32) (*quorumState, error) {
+	n, err := quorum.Open(quorum.Config{ID: b.cfg.ID, Voters: replicas, Dir: l.Dir(), FS: b.cfg.FS, Logger: b.logger})
+	if err != nil {
+		return nil, err
+	}
+	q := &quorumState{node: n, waiters: map[uint64]quorumWaiter{}, leader: -1}
+	if st := n.Status(); st.LastIndex <= 1 && st.Term <= 1 && len(replicas) > 0 && replicas[0] == b.cfg.ID {
+		if err := n.Campaign(); err != nil {
+			n.Close()
+			return nil, err
+		}
+	}
+	return q, nil
+}
+
+// status is the replica's view in the replication rules' terms; for a
+// quorum partition it is made from Raft's state (leader epoch = term, HW =
+// the committed end, ISR = every replica: Raft has none).
+func (r *replica) status() replication.Status {
+	if r.q == nil {
+		return r.rp.Status()
+	}
+	st := r.q.node.Status()
+	role := replication.RoleFollower
+	if st.Role == "leader" {
+		role = replication.RoleLeader
+	}
+	return replication.Status{BrokerID: r.b.cfg.ID, Role: role, Leader: st.Leader, LeaderEpoch: int32(st.Term),
+		PartitionEpoch: r.applied.PartitionEpoch, Replicas: slices.Clone(r.applied.Replicas), ISR: slices.Clone(r.applied.ISR),
+		LogStartOffset: r.log.LogStartOffset(), LogEndOffset: r.log.LogEndOffset(), HighWatermark: r.hw,
+		EpochCache: r.log.Epochs(), WaitingProduces: len(r.q.waiters), NowMs: r.tickedMs}
+}
+
+// quorumTick moves Raft's clock one tick, times out produce requests past
+// their deadline and reports a leadership the controller has not taken yet.
+// Callers hold r.mu; the returned calls run after it is released.
+func (r *replica) quorumTick(nowMs int64) []func() {
+	r.q.node.Tick()
+	for id, w := range r.q.waiters {
+		if nowMs >= w.deadlineMs {
+			w.ch <- ProduceResult{Err: kerr.RequestTimedOut}
+			delete(r.q.waiters, id)
+		}
+	}
+	after := r.quorumReady()
+	if st := r.q.node.Status(); st.Role == "leader" && r.q.reportedTerm < st.Term {
+		after = append(after, r.reportQuorumLeader(st.Term))
+	}
+	return after
+}
+
+// quorumReady drains the Raft node: committed entries are appended to the
+// segment log (the term as the batch's leader epoch) and answer their
+// produce requests, the HW moves to the committed end, leadership changes
+// are reported, and the messages for other replicas are returned as a call
+// to make after r.mu is released. Callers hold r.mu.
+func (r *replica) quorumReady() []func() {
+	rd, err := r.q.node.Ready()
+	if err != nil {
+		r.b.errLog.log("Raft state", "partition", r.tp, "err", err)
+		r.failQuorumWaiters(kerr.KafkaStorageError)
+		return nil
+	}
+	for _, e := range rd.Committed {
+		if !r.applyCommitted(e) {
+			break
+		}
+	}
+	var after []func()
+	if leo := r.log.LogEndOffset(); leo != r.hw {
+		r.hw = leo
+		ev := r.event(events.KindHW)
+		ev.Offsets = &events.Offsets{HW: r.hw, LEO: leo}
+		r.emit(ev)
+		r.wake()
+	}
+	st := r.q.node.Status()
+	if st.Leader != r.q.leader || st.Term != r.q.term {
+		wasLeader := r.q.leader == r.b.cfg.ID
+		r.q.leader, r.q.term = st.Leader, st.Term
+		ev := r.event(events.KindEpoch)
+		ev.Leader = &events.Leadership{Leader: st.Leader, LeaderEpoch: int32(st.Term), StartOffset: r.log.LogEndOffset()}
+		r.emit(i18n.EventMessage(ev, "event.raft.leader", r.tp.String(), st.Term, st.Leader))
+		if wasLeader && st.Leader != r.b.cfg.ID {
+			// Entries this leader proposed may still commit under the
+			// next one, but it cannot tell: Kafka answers a request
+			// whose leader moved NOT_LEADER_OR_FOLLOWER.
+			r.failQuorumWaiters(kerr.NotLeaderForPartition)
+		}
+		if st.Leader == r.b.cfg.ID {
+			after = append(after, r.reportQuorumLeader(st.Term))
+		}
+	}
+	if len(rd.Messages) > 0 {
+		msgs := rd.Messages
+		after = append(after, func() { r.b.sendRaft(r, msgs) })
+	}
+	return after
+}
+
+// applyCommitted appends one committed entry to the segment log, unless the
+// log has it already (Raft hands every committed entry out again after a
+// restart). It reports whether the next entry may follow.
+func (r *replica) applyCommitted(e quorum.Entry) bool {
+	leo := r.log.LogEndOffset()
+	switch {
+	case e.BaseOffset+e.NumRecords <= leo:
+		return true
+	case e.BaseOffset != leo:
+		r.b.errLog.log("Raft entry does not start at the log end", "partition", r.tp, "index", e.Index, "offset", e.BaseOffset, "leo", leo)
+		return false
+	}
+	info, err := r.log.AppendAsLeader(e.Batch, int32(e.Term))
+	if err != nil {
+		if !errors.Is(err, storage.ErrClosed) {
+			r.b.errLog.log("appending a committed Raft entry", "partition", r.tp, "err", err)
+		}
+		return false
+	}
+	ev := r.appendEvent(info, int32(e.Term))
+	ev.Leader.Leader = r.q.leader
+	r.outbox = append(r.outbox, outboxEvent{ev: ev, raw: e.Batch, late: e.Proposer != r.b.cfg.ID})
+	if w, ok := r.q.waiters[e.ProposalID]; ok && e.Proposer == r.b.cfg.ID {
+		w.ch <- ProduceResult{BaseOffset: info.FirstOffset, LastOffset: info.LastOffset}
+		delete(r.q.waiters, e.ProposalID)
+	}
+	return true
+}
+
+func (r *replica) failQuorumWaiters(err error) {
+	for id, w := range r.q.waiters {
+		w.ch <- ProduceResult{Err: err}
+		delete(r.q.waiters, id)
+	}
+}
+
+// reportQuorumLeader returns the call that tells the controller this
+// broker leads in term, so Metadata sends clients here.
+func (r *replica) reportQuorumLeader(term uint64) func() {
+	return func() {
+		err := r.b.cfg.Controller.QuorumLeader(r.tp.Topic, r.tp.Partition, r.b.cfg.ID, r.b.BrokerEpoch(), int32(term))
+		if err != nil {
+			r.b.logger.Debug("Raft leadership not reported", "partition", r.tp, "term", term, "err", err)
+			return
+		}
+		r.mu.Lock()
+		if !r.stopped {
+			r.q.reportedTerm = max(r.q.reportedTerm, term)
+		}
+		r.mu.Unlock()
+		r.b.refreshSoon() // the new leader epoch reaches the replicas with the metadata
+	}
+}
+
+// refreshSoon asks the metadata goroutine to apply the newest metadata.
+func (b *Broker) refreshSoon() {
+	select {
+	case b.refresh <- struct{}{}:
+	default:
+	}
+}
+
+// sendRaft sends a replica's Raft messages over the lab's links (the
+// transport drops what a cut link or a stopped broker would), outside every
+// lock; a peer that a message could not reach is reported unreachable to
+// Raft.
+func (b *Broker) sendRaft(r *replica, msgs []raftpb.Message) {
+	var unreachable []int32
+	for _, m := range msgs {
+		to := int32(m.To)
+		data, err := m.Marshal()
+		if err == nil {
+			if b.cfg.Raft == nil {
+				err = errNoRaftTransport
+			} else {
+				err = b.cfg.Raft.SendRaft(b.cfg.ID, to, r.tp, data)
+			}
+		}
+		if err != nil && !slices.Contains(unreachable, to) {
+			unreachable = append(unreachable, to)
+		}
+	}
+	if len(unreachable) == 0 {
+		return
+	}
+	r.mu.Lock()
+	if !r.stopped {
+		for _, id := range unreachable {
+			r.q.node.ReportUnreachable(id)
+		}
+	}
+	r.mu.Unlock()
+}
+
+var errNoRaftTransport = errors.New("no Raft transport configured")
+
+// ReceiveRaft hands a Raft message from broker from to this broker's
+// replica of tp. UNKNOWN_TOPIC_OR_PARTITION when it hosts none (yet), and
+// INVALID_REQUEST for bytes that are not a Raft message.
+func (b *Broker) ReceiveRaft(from int32, tp storage.TopicPartition, msg []byte) error {
+	r := b.replicaFor(tp.Topic, tp.Partition)
+	if r == nil {
+		return fmt.Errorf("%w: %s on broker %d", kerr.UnknownTopicOrPartition, tp, b.cfg.ID)
+	}
+	var m raftpb.Message
+	if err := m.Unmarshal(msg); err != nil {
+		return fmt.Errorf("%w: Raft message: %v", kerr.InvalidRequest, err)
+	}
+	if int32(m.From) != from {
+		return fmt.Errorf("%w: Raft message from %d sent by %d", kerr.InvalidRequest, m.From, from)
+	}
+	r.mu.Lock()
+	if r.stopped || r.q == nil {
+		r.mu.Unlock()
+		return fmt.Errorf("%w: %s on broker %d is not a quorum replica", kerr.NotLeaderForPartition, tp, b.cfg.ID)
+	}
+	if err := r.q.node.Step(m); err != nil {
+		r.mu.Unlock()
+		return err
+	}
+	r.unlock(r.quorumReady())
+	return nil
+}
+
+// produceQuorum proposes a batch to Raft on the leader and waits for it to
+// commit. acks=1 waits as acks=all does: under Raft the leader appends
+// nothing to its segment log before a majority has the entry, so there is
+// no earlier point at which the leader alone has it. acks=0 returns once
+// proposed.
+func (r *replica) produceQuorum(ctx context.Context, acks int16, records []byte, timeout time.Duration) ProduceResult {
+	r.mu.Lock()
+	if r.stopped {
+		r.mu.Unlock()
+		return ProduceResult{Err: kerr.NotLeaderForPartition}
+	}
+	r.nextID++
+	id := r.nextID
+	if err := r.q.node.Propose(id, records); err != nil {
+		return r.refuseProduceLocked(acks, err)
+	}
+	ch := make(chan ProduceResult, 1)
+	if acks != 0 {
+		r.q.waiters[id] = quorumWaiter{ch: ch, deadlineMs: r.b.nowMs() + timeout.Milliseconds()}
+	}
+	r.unlock(r.quorumReady())
+	if acks == 0 {
+		return ProduceResult{BaseOffset: -1, LastOffset: -1}
+	}
+	select {
+	case res := <-ch:
+		return res
+	case <-ctx.Done():
+		r.mu.Lock()
+		delete(r.q.waiters, id)
+		r.mu.Unlock()
+		return ProduceResult{Err: kerr.RequestTimedOut}
+	}
+}
