@@ -93,8 +93,8 @@ type Config struct {
 	// partitions between brokers; without it they reach no one.
 	Raft   RaftTransport
 	Clock  Clock
-	Events     Publisher
-	Logger     *slog.Logger
+	Events Publisher
+	Logger *slog.Logger
 
 	// HeartbeatInterval is how often the broker heartbeats the controller
 	// (lab time). Default 200ms.
