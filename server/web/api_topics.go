@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"tidemark/events"
+	"tidemark/server/controller"
 	"tidemark/server/web/apiv1"
 )
 
@@ -60,14 +61,21 @@ type TopicInfo struct {
 	Name              string            `json:"name"`
 	ReplicationFactor int               `json:"replication_factor"`
 	Configs           map[string]string `json:"configs"`
-	Partitions        []PartitionInfo   `json:"partitions"`
+	// ReplicationProtocol is replication.protocol (isr when the topic does
+	// not set it), shown apart because it is fixed at creation.
+	ReplicationProtocol string          `json:"replication_protocol"`
+	Partitions          []PartitionInfo `json:"partitions"`
 }
 
 // PartitionInfo is apiv1.PartitionInfo.
 type PartitionInfo = apiv1.PartitionInfo
 
 func topicInfo(t *events.Topic) TopicInfo {
-	ti := TopicInfo{Name: t.Name, Configs: t.Configs, Partitions: make([]PartitionInfo, 0, len(t.Partitions))}
+	ti := TopicInfo{Name: t.Name, Configs: t.Configs, ReplicationProtocol: string(controller.ProtocolISR),
+		Partitions: make([]PartitionInfo, 0, len(t.Partitions))}
+	if v, ok := t.Configs[controller.ConfigReplicationProtocol]; ok {
+		ti.ReplicationProtocol = v
+	}
 	if ti.Configs == nil {
 		ti.Configs = map[string]string{}
 	}
