@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"go.etcd.io/raft/v3"
@@ -68,7 +69,8 @@ type Entry struct {
 	// the same offsets. NumRecords is the batch's record count.
 	BaseOffset int64
 	NumRecords int64
-	// Batch is the record batch as the producer sent it.
+	// Batch is the record batch as the producer sent it: a copy, which
+	// the owner may modify (appending stamps offsets and epoch into it).
 	Batch []byte
 }
 
@@ -324,7 +326,7 @@ func (n *Node) decode(e raftpb.Entry) (Entry, bool, error) {
 		records += int64(h.LastOffsetDelta) + 1
 	}
 	ent := Entry{Index: e.Index, Term: e.Term, Proposer: int32(binary.BigEndian.Uint32(e.Data[1:5])),
-		ProposalID: binary.BigEndian.Uint64(e.Data[5:13]), BaseOffset: n.committedEnd, NumRecords: records, Batch: batch}
+		ProposalID: binary.BigEndian.Uint64(e.Data[5:13]), BaseOffset: n.committedEnd, NumRecords: records, Batch: slices.Clone(batch)}
 	n.committedEnd += records
 	return ent, true, nil
 }

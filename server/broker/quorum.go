@@ -44,7 +44,20 @@ type quorumState struct {
 
 type quorumWaiter struct {
 	ch         chan ProduceResult
+	acks       int16
 	deadlineMs int64
+}
+
+// answer completes a waiting produce request and reports it as the ISR
+// path does (an ack, or a produce error). Callers hold r.mu.
+func (r *replica) answer(id uint64, res ProduceResult) {
+	w, ok := r.q.waiters[id]
+	if !ok {
+		return
+	}
+	delete(r.q.waiters, id)
+	w.ch <- res // buffered: never blocks
+	r.emit(r.produceEvent(replication.ProduceResult{ID: id, Acks: w.acks, BaseOffset: res.BaseOffset, LastOffset: res.LastOffset, Err: res.Err}))
 }
 
 // openQuorum opens the Raft node of a new quorum replica in its log's
@@ -91,8 +104,7 @@ func (r *replica) quorumTick(nowMs int64) []func() {
 	r.q.node.Tick()
 	for id, w := range r.q.waiters {
 		if nowMs >= w.deadlineMs {
-			w.ch <- ProduceResult{Err: kerr.RequestTimedOut}
-			delete(r.q.waiters, id)
+			r.answer(id, ProduceResult{BaseOffset: -1, LastOffset: -1, Err: kerr.RequestTimedOut})
 		}
 	}
 	after := r.quorumReady()
@@ -173,17 +185,15 @@ func (r *replica) applyCommitted(e quorum.Entry) bool {
 	ev := r.appendEvent(info, int32(e.Term))
 	ev.Leader.Leader = r.q.leader
 	r.outbox = append(r.outbox, outboxEvent{ev: ev, raw: e.Batch, late: e.Proposer != r.b.cfg.ID})
-	if w, ok := r.q.waiters[e.ProposalID]; ok && e.Proposer == r.b.cfg.ID {
-		w.ch <- ProduceResult{BaseOffset: info.FirstOffset, LastOffset: info.LastOffset}
-		delete(r.q.waiters, e.ProposalID)
+	if e.Proposer == r.b.cfg.ID {
+		r.answer(e.ProposalID, ProduceResult{BaseOffset: info.FirstOffset, LastOffset: info.LastOffset})
 	}
 	return true
 }
 
 func (r *replica) failQuorumWaiters(err error) {
-	for id, w := range r.q.waiters {
-		w.ch <- ProduceResult{Err: err}
-		delete(r.q.waiters, id)
+	for id := range r.q.waiters {
+		r.answer(id, ProduceResult{BaseOffset: -1, LastOffset: -1, Err: err})
 	}
 }
 
@@ -293,7 +303,7 @@ func (r *replica) produceQuorum(ctx context.Context, acks int16, records []byte,
 	}
 	ch := make(chan ProduceResult, 1)
 	if acks != 0 {
-		r.q.waiters[id] = quorumWaiter{ch: ch, deadlineMs: r.b.nowMs() + timeout.Milliseconds()}
+		r.q.waiters[id] = quorumWaiter{ch: ch, acks: acks, deadlineMs: r.b.nowMs() + timeout.Milliseconds()}
 	}
 	r.unlock(r.quorumReady())
 	if acks == 0 {
