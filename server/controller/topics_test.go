@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"tidemark/events"
 	"tidemark/replication"
 	"tidemark/storage"
 )
@@ -313,4 +314,45 @@ func configEntry(tc TopicConfig, name string) string {
 		}
 	}
 	return ""
+}
+
+// TestQuorumLeader: the controller runs no ISR election for a quorum
+// partition (fencing its leader leaves it be); Raft's leader reports its
+// term and becomes the partition's leader with the term as leader epoch;
+// an older report changes nothing.
+func TestQuorumLeader(t *testing.T) {
+	l := newLab(t)
+	l.start(1, 2, 3)
+	l.create("q", 1, 3, map[string]string{"replication.protocol": "quorum"})
+	l.create("i", 1, 3, nil)
+	l.c.FenceBroker(1)
+	l.want("q", 0, 1, []int32{1, 2, 3}, 0, 0)
+	if got := l.part("i", 0); got.Leader == 1 {
+		t.Fatalf("the isr topic kept its fenced leader: %+v", got)
+	}
+	if err := l.c.QuorumLeader("q", 0, 2, l.epochs[2], 3); err != nil {
+		t.Fatal(err)
+	}
+	l.want("q", 0, 2, []int32{1, 2, 3}, 3, 1)
+	evs := l.events()
+	if last := evs[len(evs)-1]; last.Kind != events.KindElection || last.Leader.Leader != 2 || last.Leader.LeaderEpoch != 3 || last.MessageKey != "event.election" {
+		t.Fatalf("election event %+v", last)
+	}
+	v := l.c.MetadataVersion()
+	if err := l.c.QuorumLeader("q", 0, 3, l.epochs[3], 3); err != nil || l.c.MetadataVersion() != v {
+		t.Fatalf("a report of the same term: %v, version %d → %d", err, v, l.c.MetadataVersion())
+	}
+	l.want("q", 0, 2, []int32{1, 2, 3}, 3, 1)
+	for _, c := range []struct {
+		topic  string
+		broker int32
+		epoch  int64
+		want   *kerr.Error
+	}{
+		{"i", 2, l.epochs[2], kerr.InvalidRequest},
+		{"q", 2, l.epochs[2] - 1, kerr.StaleBrokerEpoch},
+		{"nope", 2, l.epochs[2], kerr.UnknownTopicOrPartition},
+	} {
+		wantErr(t, l.c.QuorumLeader(c.topic, 0, c.broker, c.epoch, 9), c.want)
+	}
 }
