@@ -100,6 +100,14 @@ type PartitionPage struct {
 	Snap events.Snapshot
 }
 
+// protocol is the topic's replication.protocol: isr when it sets none.
+func (d PartitionPage) protocol() string {
+	if t := d.Snap.Topic(d.View.Topic); t != nil && t.Configs["replication.protocol"] != "" {
+		return t.Configs["replication.protocol"]
+	}
+	return "isr"
+}
+
 // SegmentsPage is what the segment explorer shows: the replica's files, and
 // the lookup of Offset when one was asked for (Lookup, or LookupError).
 type SegmentsPage struct {

@@ -132,3 +132,27 @@ func TestTruncationMessageInPageLanguage(t *testing.T) {
 		}
 	}
 }
+
+// TestPartitionShowsReplicationProtocol: the partition view names the
+// topic's replication.protocol in the page's language, isr when unset.
+func TestPartitionShowsReplicationProtocol(t *testing.T) {
+	v := apiv1.PartitionView{Topic: "q"}
+	quorum := events.Snapshot{Topics: []events.Topic{{Name: "q", Configs: map[string]string{"replication.protocol": "quorum"}}}}
+	for _, c := range []struct {
+		lang i18n.Lang
+		snap events.Snapshot
+		want string
+	}{
+		{i18n.English, quorum, "quorum: Raft (commit at a majority)"},
+		{i18n.SimplifiedChinese, quorum, "quorum：Raft（多数派拥有时提交）"},
+		{i18n.English, events.Snapshot{}, "isr: Kafka&#39;s ISR"},
+	} {
+		var buf bytes.Buffer
+		if err := Partition(Page{Lang: c.lang}, PartitionPage{View: v, Snap: c.snap}).Render(context.Background(), &buf); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(buf.String(), c.want) {
+			t.Errorf("%s: partition page lacks %q", c.lang, c.want)
+		}
+	}
+}
