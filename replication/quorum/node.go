@@ -15,7 +15,8 @@
 // The voters are the partition's replicas, fixed when the topic is created:
 // every replica starts from the same initial state (a log whose first index
 // is 2, after a snapshot at index 1 that names the voters), as the raft
-// package recommends instead of Bootstrap.
+// package recommends instead of Bootstrap. Raft's log is read from the state
+// file when needed (diskStorage), so memory holds no batches.
 package quorum
 
 import (
@@ -105,7 +106,7 @@ type Status struct {
 type Node struct {
 	cfg     Config
 	rn      *raft.RawNode
-	storage *raft.MemoryStorage
+	storage *diskStorage
 	wal     *wal
 	// committedEnd is the offset after the last committed entry handed
 	// out, counted from the first entry: the replica's HW.
@@ -159,40 +160,25 @@ func Open(cfg Config) (*Node, error) {
 	if rep.torn > 0 {
 		cfg.Logger.Warn("Raft state had a torn tail; cut", "dir", cfg.Dir, "bytes", rep.torn)
 	}
-	ms := raft.NewMemoryStorage()
-	if err := ms.ApplySnapshot(raftpb.Snapshot{Metadata: raftpb.SnapshotMetadata{Index: 1, Term: 1,
-		ConfState: raftpb.ConfState{Voters: voters}}}); err != nil {
+	ds := &diskStorage{wal: w, cs: raftpb.ConfState{Voters: voters}}
+	if err := ds.append(rep.entries); err != nil {
 		w.close()
-		return nil, err
-	}
-	for _, e := range rep.entries {
-		last, _ := ms.LastIndex()
-		if e.Index < 2 || e.Index > last+1 {
-			w.close()
-			return nil, fmt.Errorf("%w: Raft state in %s: entry %d does not follow %d", kerr.KafkaStorageError, cfg.Dir, e.Index, last)
-		}
-		if err := ms.Append([]raftpb.Entry{e}); err != nil {
-			w.close()
-			return nil, err
-		}
+		return nil, fmt.Errorf("%w: Raft state in %s: %v", kerr.KafkaStorageError, cfg.Dir, err)
 	}
 	hs := rep.hs
 	if raft.IsEmptyHardState(hs) {
-		hs.Term, hs.Commit = 1, 1 // the initial snapshot's
+		hs.Term, hs.Commit = snapTerm, snapIndex // the initial snapshot's
 	}
-	if last, _ := ms.LastIndex(); hs.Commit > last {
+	if last := ds.lastIndex(); hs.Commit > last || hs.Commit < snapIndex {
 		w.close()
-		return nil, fmt.Errorf("%w: Raft state in %s: commit %d beyond the last entry %d", kerr.KafkaStorageError, cfg.Dir, hs.Commit, last)
+		return nil, fmt.Errorf("%w: Raft state in %s: commit %d outside [%d, %d]", kerr.KafkaStorageError, cfg.Dir, hs.Commit, snapIndex, last)
 	}
-	if err := ms.SetHardState(hs); err != nil {
-		w.close()
-		return nil, err
-	}
+	ds.hs = hs
 	rn, err := raft.NewRawNode(&raft.Config{
 		ID:            uint64(cfg.ID),
 		ElectionTick:  cfg.ElectionTicks,
 		HeartbeatTick: cfg.HeartbeatTicks,
-		Storage:       ms,
+		Storage:       ds,
 		// Applied 0: every committed entry is handed out again after a
 		// restart (see Open's doc).
 		MaxSizePerMsg:   1 << 20,
@@ -209,7 +195,7 @@ func Open(cfg Config) (*Node, error) {
 		w.close()
 		return nil, err
 	}
-	return &Node{cfg: cfg, rn: rn, storage: ms, wal: w}, nil
+	return &Node{cfg: cfg, rn: rn, storage: ds, wal: w}, nil
 }
 
 // Tick advances Raft's logical clock by one tick (election and heartbeat
@@ -281,19 +267,16 @@ func (n *Node) Ready() (Ready, error) {
 			n.failed = fmt.Errorf("%w: Raft snapshots are not supported yet", kerr.KafkaStorageError)
 			return out, n.failed
 		}
-		if err := n.wal.append(rd.Entries, rd.HardState, rd.MustSync); err != nil {
+		refs, err := n.wal.append(rd.Entries, rd.HardState, rd.MustSync)
+		if err == nil {
+			err = n.storage.append(refs)
+		}
+		if err != nil {
 			n.failed = fmt.Errorf("%w: persisting Raft state: %v", kerr.KafkaStorageError, err)
 			return out, n.failed
 		}
 		if !raft.IsEmptyHardState(rd.HardState) {
-			if err := n.storage.SetHardState(rd.HardState); err != nil {
-				n.failed = err
-				return out, err
-			}
-		}
-		if err := n.storage.Append(rd.Entries); err != nil {
-			n.failed = err
-			return out, err
+			n.storage.hs = rd.HardState
 		}
 		out.Messages = append(out.Messages, rd.Messages...)
 		for _, e := range rd.CommittedEntries {
@@ -334,7 +317,7 @@ func (n *Node) decode(e raftpb.Entry) (Entry, bool, error) {
 // Status returns the node's view: leader, term, role, indexes, HW.
 func (n *Node) Status() Status {
 	bs := n.rn.BasicStatus()
-	last, _ := n.storage.LastIndex()
+	last := n.storage.lastIndex()
 	leader := int32(bs.Lead)
 	if bs.Lead == raft.None {
 		leader = -1

@@ -3,6 +3,10 @@ package quorum
 import (
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -53,7 +57,7 @@ func newGroup(t *testing.T, n int) *group {
 
 func (g *group) start(id int32) {
 	g.t.Helper()
-	n, err := Open(Config{ID: id, Voters: g.ids, Dir: g.dirs[id]})
+	n, err := Open(Config{ID: id, Voters: g.ids, Dir: g.dirs[id], Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		g.t.Fatalf("open %d: %v", id, err)
 	}
@@ -392,4 +396,40 @@ func TestQuorumRefusals(t *testing.T) {
 	if err := g.nodes[1].Step(raftpb.Message{To: 3, From: 2, Type: raftpb.MsgHeartbeat}); !errors.Is(err, kerr.InvalidRequest) {
 		t.Fatalf("misaddressed message: %v", err)
 	}
+}
+
+// TestQuorumTornStateFile: a crash mid-write leaves part of a record at
+// the end of the state file; opening cuts it and the replica catches up
+// from the leader.
+func TestQuorumTornStateFile(t *testing.T) {
+	g := newGroup(t, 3)
+	g.elect(1)
+	for range 3 {
+		if _, err := g.produce(1, 2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g.crash(3)
+	path := filepath.Join(g.dirs[3], StateFile)
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Cut the last record in half, then add bytes that are no record.
+	if err := os.Truncate(path, st.Size()-5); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte{0xde, 0xad, 0xbe, 0xef, 0, 0, 0, 1, 2, 3})
+	f.Close()
+	g.start(3)
+	g.tick(3)
+	if _, err := g.produce(1, 1); err != nil {
+		t.Fatal(err)
+	}
+	g.checkAckedKept()
+	g.checkSame()
 }

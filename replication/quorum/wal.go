@@ -47,7 +47,7 @@ type wal struct {
 // replayed is what openWAL read back.
 type replayed struct {
 	hs      raftpb.HardState
-	entries []raftpb.Entry // in file order; a later entry replaces from its index on
+	entries []entryRef // in file order; a later entry replaces from its index on
 	// torn is how many bytes at the end did not form a whole record (a
 	// crash or power loss mid-write); they were cut off.
 	torn int64
@@ -117,7 +117,7 @@ func replay(rd io.Reader, r *replayed) (int64, error) {
 			if err := e.Unmarshal(payload); err != nil {
 				return 0, fmt.Errorf("entry at byte %d: %w", good, err)
 			}
-			r.entries = append(r.entries, e)
+			r.entries = append(r.entries, entryRef{index: e.Index, term: e.Term, pos: good + recordHeader, size: n})
 		default:
 			return 0, fmt.Errorf("unknown record kind %d at byte %d", hdr[8], good)
 		}
@@ -125,31 +125,61 @@ func replay(rd io.Reader, r *replayed) (int64, error) {
 	}
 }
 
+// entryRef is where an entry's record lies in the state file: Raft's log
+// is read back from the file when it needs an entry, so a replica keeps
+// only these 32 bytes per entry in memory, not the batches.
+type entryRef struct {
+	index, term uint64
+	pos         int64 // of the payload
+	size        uint32
+}
+
 // append writes entries and, if not empty, the hard state, and fsyncs
-// when sync is set (raft.MustSync says when Raft needs it).
-func (w *wal) append(entries []raftpb.Entry, hs raftpb.HardState, sync bool) error {
+// when sync is set (raft.MustSync says when Raft needs it). It returns
+// where each entry was written.
+func (w *wal) append(entries []raftpb.Entry, hs raftpb.HardState, sync bool) ([]entryRef, error) {
 	w.buf = w.buf[:0]
+	refs := make([]entryRef, len(entries))
 	var err error
 	for i := range entries {
+		at := len(w.buf)
 		if w.buf, err = appendRecord(w.buf, recEntry, &entries[i]); err != nil {
-			return err
+			return nil, err
 		}
+		refs[i] = entryRef{index: entries[i].Index, term: entries[i].Term, pos: w.size + int64(at) + recordHeader,
+			size: uint32(len(w.buf) - at - recordHeader)}
 	}
 	if !raft.IsEmptyHardState(hs) {
 		if w.buf, err = appendRecord(w.buf, recHardState, &hs); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if len(w.buf) > 0 {
 		if _, err := w.f.WriteAt(w.buf, w.size); err != nil {
-			return err
+			return nil, err
 		}
 		w.size += int64(len(w.buf))
 	}
 	if sync {
-		return w.f.Sync()
+		return refs, w.f.Sync()
 	}
-	return nil
+	return refs, nil
+}
+
+// read reads back the entry at ref.
+func (w *wal) read(ref entryRef) (raftpb.Entry, error) {
+	buf := make([]byte, ref.size)
+	if _, err := w.f.ReadAt(buf, ref.pos); err != nil {
+		return raftpb.Entry{}, err
+	}
+	var e raftpb.Entry
+	if err := e.Unmarshal(buf); err != nil {
+		return raftpb.Entry{}, err
+	}
+	if e.Index != ref.index {
+		return raftpb.Entry{}, fmt.Errorf("entry %d read back as %d", ref.index, e.Index)
+	}
+	return e, nil
 }
 
 type marshaler interface {
