@@ -1,0 +1,53 @@
+package cluster
+
+import (
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// BenchmarkQuorumVersusISR measures produce throughput at acks=all, RF 3,
+// on a replication.protocol=quorum topic against an isr topic
+// (min.insync.replicas=2) of the same lab, in the same run: franz-go's
+// idempotent producer, 100-byte records, 5 ms linger, kfakeBenchRecords per
+// round, the median of kfakeBenchRounds rounds per side, the side that goes
+// first alternating. The ratio is quorum's throughput over isr's.
+func BenchmarkQuorumVersusISR(b *testing.B) {
+	c, err := Open(Options{DataDir: b.TempDir(), Brokers: 3, Logger: quietLogger()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	topics := []string{"isr", "quorum"}
+	if _, err := c.CreateTopic("isr", 1, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := c.CreateTopic("quorum", 1, 3, map[string]string{"replication.protocol": "quorum"}); err != nil {
+		b.Fatal(err)
+	}
+	clients := map[string]*kgo.Client{}
+	for _, topic := range topics {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(seeds(c)...), kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(5*time.Millisecond),
+			kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(1<<20), kgo.RequiredAcks(kgo.AllISRAcks()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer cl.Close()
+		clients[topic] = cl
+		produceTimed(b, cl, kfakeBenchRecords, 2*time.Minute) // warm up: connections, metadata, producer id, a leader
+	}
+	durations := map[string][]time.Duration{}
+	for b.Loop() {
+		for r := range kfakeBenchRounds {
+			for _, topic := range rotate(topics, r) {
+				durations[topic] = append(durations[topic], produceTimed(b, clients[topic], kfakeBenchRecords, 2*time.Minute))
+			}
+		}
+	}
+	rate := func(topic string) float64 { return kfakeBenchRecords / medianDuration(durations[topic]).Seconds() }
+	b.ReportMetric(rate("isr"), "isr-rec/s")
+	b.ReportMetric(rate("quorum"), "quorum-rec/s")
+	b.ReportMetric(rate("quorum")/rate("isr"), "quorum/isr-ratio")
+	b.ReportMetric(0, "ns/op")
+}
