@@ -169,7 +169,8 @@ func (e *Env) produceBytesTo(leader int32, topic, value string, batch []byte, ti
 	if r == nil {
 		return nil, fmt.Errorf("produce %s: broker %d has no replica of %s", value, leader, topic)
 	}
-	before := r.Status().LogEndOffset
+	st := r.Status()
+	before, waiting := st.LogEndOffset, st.WaitingProduces
 	p := &Pending{Value: value, done: make(chan struct{})}
 	e.wg.Add(1)
 	go func() {
@@ -178,9 +179,11 @@ func (e *Env) produceBytesTo(leader int32, topic, value string, batch []byte, ti
 		p.offset, p.err = res.BaseOffset, res.Err
 		close(p.done)
 	}()
-	// A bounded wait for the hand-off: the append, or an early answer.
+	// A bounded wait for the hand-off: the append, a produce waiting (a
+	// quorum leader appends only once a majority has the entry), or an
+	// early answer.
 	deadline := time.Now().Add(5 * time.Second)
-	for r.Status().LogEndOffset <= before && !p.Done() {
+	for st := r.Status(); st.LogEndOffset <= before && st.WaitingProduces <= waiting && !p.Done(); st = r.Status() {
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("produce %s to broker %d: neither appended nor answered", value, leader)
 		}

@@ -52,7 +52,7 @@ func rulesOnly(*Env, []string, map[string]string) error {
 
 var topicKeys = []string{"partitions", "rf", "segment.bytes", "index.interval.bytes", "min.insync.replicas",
 	"unclean.leader.election.enable", "truncation.rule", "retention.ms", "retention.bytes", "replica.lag.time.max.ms",
-	"flush.messages", rulesCheckpointKey}
+	"flush.messages", "replication.protocol", rulesCheckpointKey}
 
 var actions map[string]actionSpec
 

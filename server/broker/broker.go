@@ -582,9 +582,11 @@ func (b *Broker) every(d time.Duration, fn func()) {
 }
 
 // Tick shows every partition the time: ISR shrink, acks=all timeouts,
-// flush.ms, retention, and now and then the HW checkpoint.
+// flush.ms, retention, Raft's ticks (TickRaft), and now and then the HW
+// checkpoint.
 func (b *Broker) Tick() {
 	now := b.cfg.Clock.Now()
+	b.TickRaft(now)
 	for _, r := range b.replicaList() {
 		r.tick(now.UnixMilli())
 	}

@@ -40,6 +40,8 @@ type quorumState struct {
 	leader       int32
 	term         uint64
 	reportedTerm uint64
+	// tickedMs is the lab time of the last Raft tick (TickRaft).
+	tickedMs int64
 }
 
 type quorumWaiter struct {
@@ -69,7 +71,7 @@ func (b *Broker) openQuorum(l *storage.Log, replicas []int32) (*quorumState, err
 	if err != nil {
 		return nil, err
 	}
-	q := &quorumState{node: n, waiters: map[uint64]quorumWaiter{}, leader: -1}
+	q := &quorumState{node: n, waiters: map[uint64]quorumWaiter{}, leader: -1, tickedMs: b.nowMs()}
 	if st := n.Status(); st.LastIndex <= 1 && st.Term <= 1 && len(replicas) > 0 && replicas[0] == b.cfg.ID {
 		if err := n.Campaign(); err != nil {
 			n.Close()
@@ -97,11 +99,10 @@ func (r *replica) status() replication.Status {
 		EpochCache: r.log.Epochs(), WaitingProduces: len(r.q.waiters), NowMs: r.tickedMs}
 }
 
-// quorumTick moves Raft's clock one tick, times out produce requests past
-// their deadline and reports a leadership the controller has not taken yet.
-// Callers hold r.mu; the returned calls run after it is released.
+// quorumTick times out produce requests past their deadline and reports a
+// leadership the controller has not taken yet. Raft's own ticks come from
+// TickRaft. Callers hold r.mu; the returned calls run after it is released.
 func (r *replica) quorumTick(nowMs int64) []func() {
-	r.q.node.Tick()
 	for id, w := range r.q.waiters {
 		if nowMs >= w.deadlineMs {
 			r.answer(id, ProduceResult{BaseOffset: -1, LastOffset: -1, Err: kerr.RequestTimedOut})
@@ -112,6 +113,44 @@ func (r *replica) quorumTick(nowMs int64) []func() {
 		after = append(after, r.reportQuorumLeader(st.Term))
 	}
 	return after
+}
+
+// maxRaftCatchUp bounds the Raft ticks one TickRaft gives a replica: a
+// clock that jumped further (a running lab resumed after a long pause)
+// skips the rest rather than spinning through them.
+const maxRaftCatchUp = 200
+
+// TickRaft gives every quorum replica the Raft ticks (one per TickInterval
+// of lab time) due up to now, each followed by the messages it caused.
+// Raft counts timeouts in ticks, not time: the tick loop calls it on time,
+// and a paused lab's Step calls it at every TickInterval it skips, for
+// every broker in turn, so heartbeats and elections interleave as they
+// would have while the clock ran.
+func (b *Broker) TickRaft(now time.Time) {
+	for _, r := range b.replicaList() {
+		if r.q != nil { // set when the replica is made, never changed
+			r.tickRaft(now.UnixMilli())
+		}
+	}
+}
+
+func (r *replica) tickRaft(nowMs int64) {
+	interval := r.b.cfg.TickInterval.Milliseconds()
+	for n := 0; ; n++ {
+		r.mu.Lock()
+		if r.stopped || r.q.tickedMs+interval > nowMs {
+			r.mu.Unlock()
+			return
+		}
+		if n == maxRaftCatchUp {
+			r.q.tickedMs = nowMs
+			r.mu.Unlock()
+			return
+		}
+		r.q.tickedMs += interval
+		r.q.node.Tick()
+		r.unlock(r.quorumReady())
+	}
 }
 
 // quorumReady drains the Raft node: committed entries are appended to the

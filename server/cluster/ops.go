@@ -462,10 +462,18 @@ func (c *Cluster) Resume() {
 
 // Step moves the paused clock by d and runs what that time brings (runTime).
 func (c *Cluster) Step(d time.Duration) error {
+	start := c.clock.Now()
 	if !c.clock.Step(d) {
 		return fmt.Errorf("%w: step needs a paused clock and a positive duration", kerr.InvalidRequest)
 	}
 	publisher{c}.Publish(events.Event{Kind: events.KindClock, Broker: events.NoBroker, Clock: &events.ClockChange{Action: events.ClockStep, StepMs: d.Milliseconds()}})
+	// Raft counts its timeouts in ticks: give every broker in turn the
+	// ticks the step skips, one grain at a time (runTime gives the last).
+	for t := stepToEventGrain; t < d; t += stepToEventGrain {
+		for _, b := range c.liveBrokers() {
+			b.TickRaft(start.Add(t))
+		}
+	}
 	c.runTime()
 	return nil
 }
