@@ -11,7 +11,6 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 
 	"tidemark/events"
-	"tidemark/i18n"
 	"tidemark/replication"
 	"tidemark/replication/quorum"
 	"tidemark/storage"
@@ -182,9 +181,9 @@ func (r *replica) quorumReady() []func() {
 	if st.Leader != r.q.leader || st.Term != r.q.term {
 		wasLeader := r.q.leader == r.b.cfg.ID
 		r.q.leader, r.q.term = st.Leader, st.Term
-		ev := r.event(events.KindEpoch)
-		ev.Leader = &events.Leadership{Leader: st.Leader, LeaderEpoch: int32(st.Term), StartOffset: r.log.LogEndOffset()}
-		r.emit(i18n.EventMessage(ev, "event.raft.leader", r.tp.String(), st.Term, st.Leader))
+		// The controller's election event tells the lab; each replica's
+		// epoch cache changes when a batch of the new term is appended.
+		r.b.logger.Debug("Raft leadership", "partition", r.tp, "term", st.Term, "leader", st.Leader)
 		if wasLeader && st.Leader != r.b.cfg.ID {
 			// Entries this leader proposed may still commit under the
 			// next one, but it cannot tell: Kafka answers a request
@@ -214,12 +213,19 @@ func (r *replica) applyCommitted(e quorum.Entry) bool {
 		r.b.errLog.log("Raft entry does not start at the log end", "partition", r.tp, "index", e.Index, "offset", e.BaseOffset, "leo", leo)
 		return false
 	}
+	epochs := len(r.log.Epochs())
 	info, err := r.log.AppendAsLeader(e.Batch, int32(e.Term))
 	if err != nil {
 		if !errors.Is(err, storage.ErrClosed) {
 			r.b.errLog.log("appending a committed Raft entry", "partition", r.tp, "err", err)
 		}
 		return false
+	}
+	if cache := r.log.Epochs(); len(cache) > epochs { // the first batch of a term
+		ev := r.event(events.KindEpoch)
+		last := cache[len(cache)-1]
+		ev.Leader = &events.Leadership{Leader: r.q.leader, LeaderEpoch: last.Epoch, StartOffset: last.StartOffset}
+		r.emit(ev)
 	}
 	ev := r.appendEvent(info, int32(e.Term))
 	ev.Leader.Leader = r.q.leader

@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"tidemark/events"
 	"tidemark/replication"
 )
 
@@ -233,8 +234,8 @@ func TestQuorumTopicKillLeader(t *testing.T) {
 		t.Fatalf("snapshot partition %+v; want leader %d epoch %d", sp, leader, newTerm)
 	}
 	for _, id := range c.BrokerIDs() {
-		if r := sp.Replica(id); r == nil || r.LEO != 3 || r.HW != 3 {
-			t.Fatalf("snapshot replica %d: %+v; want LEO = HW = 3", id, r)
+		if r := sp.Replica(id); r == nil || r.LEO != 3 || r.HW != 3 || !slices.Contains(r.EpochCache, events.EpochEntry{Epoch: newTerm, StartOffset: 2}) {
+			t.Fatalf("snapshot replica %d: %+v; want LEO = HW = 3 and epoch %d from offset 2", id, r, newTerm)
 		}
 	}
 }
