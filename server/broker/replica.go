@@ -131,6 +131,12 @@ func (b *Broker) newReplica(tp storage.TopicPartition, tc controller.TopicConfig
 		return nil, err
 	}
 	st := rp.Status()
+	if q != nil {
+		// A quorum replica's log holds only committed entries: its HW is
+		// its LEO, whatever the checkpoint says (a power loss may have
+		// cut the log below it; Raft appends the rest again).
+		st.HighWatermark = l.LogEndOffset()
+	}
 	return &replica{b: b, tp: tp, log: l, rp: rp, q: q, configs: configs,
 		hw: st.HighWatermark, tickedMs: now, waiters: map[uint64]chan replication.ProduceResult{}, newData: make(chan struct{}),
 		applied: controller.Partition{LeaderEpoch: -1, PartitionEpoch: -1, Leader: -1}}, nil
