@@ -165,22 +165,27 @@ func runKcat(t *testing.T, kcat string, stdin string, args ...string) string {
 }
 
 // TestKcat runs the real kcat binary: metadata (-L), produce (-P) and
-// consume to the end (-C -e).
+// consume to the end (-C -e), on a topic of each replication.protocol.
 func TestKcat(t *testing.T) {
 	kcat := kcatPath(t)
 	c := openRunning(t, 3)
-	if _, err := c.CreateTopic("kcat", 1, 3, nil); err != nil {
-		t.Fatal(err)
-	}
 	brokers := strings.Join(seeds(c), ",")
-	md := runKcat(t, kcat, "", "-b", brokers, "-L")
-	if !strings.Contains(md, `topic "kcat" with 1 partitions`) || !strings.Contains(md, "3 brokers") {
-		t.Fatalf("kcat -L:\n%s", md)
-	}
-	runKcat(t, kcat, "one\ntwo\nthree\n", "-b", brokers, "-P", "-t", "kcat", "-X", "acks=all")
-	got := runKcat(t, kcat, "", "-b", brokers, "-C", "-t", "kcat", "-o", "beginning", "-e", "-q")
-	if got != "one\ntwo\nthree\n" {
-		t.Fatalf("kcat -C read %q", got)
+	for _, protocol := range []string{"isr", "quorum"} {
+		t.Run(protocol, func(t *testing.T) {
+			topic := "kcat-" + protocol
+			if _, err := c.CreateTopic(topic, 1, 3, map[string]string{"replication.protocol": protocol}); err != nil {
+				t.Fatal(err)
+			}
+			md := runKcat(t, kcat, "", "-b", brokers, "-L")
+			if !strings.Contains(md, `topic "`+topic+`" with 1 partitions`) || !strings.Contains(md, "3 brokers") {
+				t.Fatalf("kcat -L:\n%s", md)
+			}
+			runKcat(t, kcat, "one\ntwo\nthree\n", "-b", brokers, "-P", "-t", topic, "-X", "acks=all")
+			got := runKcat(t, kcat, "", "-b", brokers, "-C", "-t", topic, "-o", "beginning", "-e", "-q")
+			if got != "one\ntwo\nthree\n" {
+				t.Fatalf("kcat -C read %q", got)
+			}
+		})
 	}
 }
 
