@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -188,6 +189,10 @@ type Controller struct {
 	// logs is what each broker last reported of its logs (ReportLogs),
 	// for KIP-966's unclean recovery.
 	logs map[int32]map[topicPartition]LogInfo
+	// compacting is set while maybeCompact's goroutine (in compactions)
+	// compacts the store; Close waits for it.
+	compacting  atomic.Bool
+	compactions sync.WaitGroup
 }
 
 type topicState struct {
@@ -245,6 +250,7 @@ func Open(dir string, opts Options) (*Controller, error) {
 			return nil, fmt.Errorf("controller: storing the fencing rule: %w", err)
 		}
 	}
+	c.maybeCompact()
 	return c, nil
 }
 
@@ -252,12 +258,28 @@ func Open(dir string, opts Options) (*Controller, error) {
 // nothing, for the methods that return no error); closing twice is harmless.
 func (c *Controller) Close() error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.closed {
+		c.mu.Unlock()
 		return nil
 	}
-	c.closed = true
+	c.closed = true // nothing else touches the store from now on
+	c.mu.Unlock()
+	c.compactions.Wait()
 	return c.db.Close()
+}
+
+// maybeCompact compacts the store on a goroutine of its own once level 0
+// has grown (badgerOptions starts no compactor), one compaction at a time.
+func (c *Controller) maybeCompact() {
+	if c.compacting.Load() || !needsCompaction(c.db) || !c.compacting.CompareAndSwap(false, true) {
+		return
+	}
+	c.compactions.Go(func() {
+		defer c.compacting.Store(false)
+		if err := compactStore(c.db); err != nil {
+			c.log.Warn("compacting the metadata store", "err", err)
+		}
+	})
 }
 
 func (c *Controller) now() time.Time { return c.opts.Now() }
@@ -318,6 +340,7 @@ func (c *Controller) commit(ch *change) error {
 		return err
 	}
 	c.version++
+	c.maybeCompact()
 	if c.opts.Events != nil && len(ch.evs) > 0 {
 		now := c.now()
 		for i := range ch.evs {
