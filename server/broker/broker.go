@@ -25,6 +25,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"tidemark/events"
@@ -87,8 +88,10 @@ type Config struct {
 	// HeartbeatInterval is how often the broker heartbeats the controller
 	// (lab time). Default 200ms.
 	HeartbeatInterval time.Duration
-	// TickInterval is how often partitions see the clock (ISR shrink, acks
-	// timeouts, flush.ms, retention). Default 50ms.
+	// TickInterval is the shortest wait between two ticks, which show the
+	// partitions the clock (ISR shrink, acks timeouts, flush.ms, retention):
+	// the broker ticks when one of those is due (tickBy), at least once per
+	// RetentionCheckInterval, and no more often than this. Default 50ms.
 	TickInterval time.Duration
 	// HighWatermarkCheckpointInterval is Kafka's
 	// replica.high.watermark.checkpoint.interval.ms: the HW reaches disk only
@@ -180,6 +183,12 @@ type Broker struct {
 	decodeBytes     int64
 	stoppedDecoding bool
 
+	// nextTickMs is the lab time (ms) by which tickLoop ticks next: the
+	// earliest deadline anything asked for with tickBy since the last Tick.
+	// tickSoon wakes tickLoop when tickBy brings it forward.
+	nextTickMs atomic.Int64
+	tickSoon   chan struct{}
+
 	mu               sync.Mutex
 	brokerEpoch      int64
 	registeredOnce   bool
@@ -204,7 +213,7 @@ func Start(cfg Config) (*Broker, error) {
 		return nil, errors.New("broker: Config needs Controller, Network and Clock")
 	}
 	logger := cfg.Logger.With("broker", cfg.ID)
-	b := &Broker{cfg: cfg, logger: logger, errLog: newLimitedLog(logger, errorLogInterval), refresh: make(chan struct{}, 1), decodes: make(chan decodeJob, 256),
+	b := &Broker{cfg: cfg, logger: logger, errLog: newLimitedLog(logger, errorLogInterval), refresh: make(chan struct{}, 1), tickSoon: make(chan struct{}, 1), decodes: make(chan decodeJob, 256),
 		replicas: map[storage.TopicPartition]*replica{}, fetchers: map[int32]*fetcher{}}
 	var err error
 	b.dir, err = storage.OpenLogDir(cfg.LogDir, storage.Options{
@@ -526,11 +535,6 @@ func (b *Broker) metadataLoop() {
 	}
 }
 
-func (b *Broker) tickLoop() {
-	defer b.wg.Done()
-	b.every(b.cfg.TickInterval, b.Tick)
-}
-
 // every runs fn each interval of real time while the lab clock runs; while
 // it is paused the lab steps the broker explicitly.
 func (b *Broker) every(d time.Duration, fn func()) {
@@ -548,10 +552,56 @@ func (b *Broker) every(d time.Duration, fn func()) {
 	}
 }
 
+// tickLoop ticks the partitions when something is due (nextTickMs), at
+// least once per RetentionCheckInterval, at most once per TickInterval: an
+// idle broker wakes once a second instead of twenty times. While the clock
+// is paused the lab steps the broker explicitly.
+func (b *Broker) tickLoop() {
+	defer b.wg.Done()
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.ctx.Done():
+			return
+		case <-t.C:
+		case <-b.tickSoon:
+		}
+		wait := RetentionCheckInterval
+		if !b.cfg.Clock.Paused() {
+			if b.nowMs() >= b.nextTickMs.Load() {
+				b.Tick()
+			}
+			wait = time.Duration(b.nextTickMs.Load()-b.nowMs()) * time.Millisecond
+		}
+		t.Reset(min(max(wait, b.cfg.TickInterval), RetentionCheckInterval))
+	}
+}
+
+// tickBy has tickLoop tick by lab time ms (or sooner). It takes no lock.
+func (b *Broker) tickBy(ms int64) {
+	for {
+		cur := b.nextTickMs.Load()
+		if ms >= cur {
+			return
+		}
+		if b.nextTickMs.CompareAndSwap(cur, ms) {
+			break
+		}
+	}
+	select {
+	case b.tickSoon <- struct{}{}:
+	default: // a wake-up is pending; it reads the new time
+	}
+}
+
 // Tick shows every partition the time: ISR shrink, acks=all timeouts,
-// flush.ms, retention, and now and then the HW checkpoint.
+// flush.ms, retention, and now and then the HW checkpoint. It schedules the
+// next tick: the partitions' next deadlines (replica.tick), the next
+// retention check and the next HW checkpoint.
 func (b *Broker) Tick() {
 	now := b.cfg.Clock.Now()
+	b.nextTickMs.Store(now.UnixMilli() + RetentionCheckInterval.Milliseconds())
 	for _, r := range b.replicaList() {
 		r.tick(now.UnixMilli())
 	}
@@ -560,7 +610,9 @@ func (b *Broker) Tick() {
 	if due {
 		b.lastHWCheckpoint = now
 	}
+	next := b.lastHWCheckpoint.Add(b.cfg.HighWatermarkCheckpointInterval)
 	b.mu.Unlock()
+	b.tickBy(next.UnixMilli())
 	if due {
 		b.checkpointHighWatermarks()
 	}

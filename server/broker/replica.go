@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -36,7 +37,8 @@ type replica struct {
 	// long-polling fetches waiting for data.
 	newData chan struct{}
 	// pendingAlter is an ISR proposal the controller did not receive (the
-	// link was cut); it is sent again at each tick.
+	// link was cut); it is sent again at the next tick (sendAlterPartition
+	// asks for one TickInterval later).
 	pendingAlter *replication.AlterPartitionRequest
 	// lastFetchErr is the error of the last fetch response (a follower), so a
 	// repeated one is reported once.
@@ -48,7 +50,10 @@ type replica struct {
 	tickedMs int64
 	// retentionCheckedMs is when tick last applied retention (lab time).
 	retentionCheckedMs int64
-	stopped            bool
+	// flushAtMs is when flush.ms makes the oldest append since the last
+	// flush due (lab time): the tick then flushes. 0 when none waits.
+	flushAtMs int64
+	stopped   bool
 	// outbox gathers the events made under mu; unlock publishes them after
 	// releasing it, so no lock of the event bus or the lab is ever taken
 	// under a replica's.
@@ -78,6 +83,9 @@ func (r *replica) emit(evs ...events.Event) {
 func (r *replica) unlock(after []func()) {
 	out := r.outbox
 	r.outbox = nil
+	if next := r.rp.NextTickMs(); next != math.MaxInt64 {
+		r.b.tickBy(next) // an acks=all deadline, or when a follower's lag would shrink the ISR
+	}
 	r.mu.Unlock()
 	if len(out) > 0 {
 		evs := make([]events.Event, len(out))
@@ -193,6 +201,11 @@ func (r *replica) tick(nowMs int64) {
 	}
 	r.rp.Tick(nowMs)
 	r.tickedMs = max(r.tickedMs, nowMs)
+	if r.flushAtMs > nowMs {
+		r.b.tickBy(r.flushAtMs)
+	} else {
+		r.flushAtMs = 0 // flushIfDue below flushes it
+	}
 	after := r.processReady()
 	if r.pendingAlter != nil {
 		req := *r.pendingAlter
@@ -229,6 +242,15 @@ func (r *replica) tick(nowMs int64) {
 // (5 minutes there; a second here, so a learner sees it happen). Checking
 // every 50 ms tick cost an idle lab with thousands of replicas real CPU.
 const RetentionCheckInterval = time.Second
+
+// flushBy has the broker tick when flush.ms makes an append made at nowMs
+// due (the tick's flushIfDue flushes it). Callers hold r.mu.
+func (r *replica) flushBy(nowMs int64) {
+	if ms := r.log.Config().FlushMs.Milliseconds(); ms > 0 && r.flushAtMs == 0 {
+		r.flushAtMs = nowMs + ms
+		r.b.tickBy(r.flushAtMs)
+	}
+}
 
 // flushIfDue applies flush.ms and flush.messages outside r.mu.
 func (r *replica) flushIfDue() {
@@ -446,6 +468,7 @@ func (r *replica) produce(ctx context.Context, acks int16, records []byte, ui []
 		return r.awaitDuplicate(ctx, acks, epoch, *pc.dup, timeout)
 	}
 	r.producersAppended(pc, info)
+	r.flushBy(now)
 	r.wake()
 	r.nextID++
 	id := r.nextID
