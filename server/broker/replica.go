@@ -36,6 +36,9 @@ type replica struct {
 	// newData is closed (and replaced) on every append: it wakes the
 	// long-polling fetches waiting for data.
 	newData chan struct{}
+	// watchers are long-polling fetches of several partitions waiting for
+	// this one among them (watch): wake signals each and forgets them.
+	watchers []chan struct{}
 	// pendingAlter is an ISR proposal the controller did not receive (the
 	// link was cut); it is sent again at the next tick (sendAlterPartition
 	// asks for one TickInterval later).
@@ -414,6 +417,39 @@ func (r *replica) syncEpochCache(cache []replication.EpochEntry) []events.Event 
 func (r *replica) wake() {
 	close(r.newData)
 	r.newData = make(chan struct{})
+	for _, w := range r.watchers {
+		select {
+		case w <- struct{}{}:
+		default: // already signalled by another partition of its fetch
+		}
+	}
+	clear(r.watchers)
+	r.watchers = r.watchers[:0]
+}
+
+// watch has wake signalled at this replica's next append or HW move, or at
+// once if there was one since seen was its newData. One channel watches
+// every partition of a long-polling fetch, where a goroutine per partition
+// used to forward newData (thousands a second in an idle lab with thousands
+// of replicas).
+func (r *replica) watch(wake chan struct{}, seen chan struct{}) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.newData != seen {
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+		return
+	}
+	r.watchers = append(r.watchers, wake)
+}
+
+// unwatch forgets wake (a fetch that stopped waiting).
+func (r *replica) unwatch(wake chan struct{}) {
+	r.mu.Lock()
+	r.watchers = slices.DeleteFunc(r.watchers, func(w chan struct{}) bool { return w == wake })
+	r.mu.Unlock()
 }
 
 func (r *replica) stop() {

@@ -8,7 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"tidemark/server/controller"
+	"tidemark/server/wire"
 	"tidemark/storage"
 )
 
@@ -103,4 +106,81 @@ func TestTickScheduledByDeadlines(t *testing.T) {
 	clk.set(t0.Add(2000 * time.Millisecond))
 	leader.Tick()
 	next(3000*time.Millisecond, "flushed")
+}
+
+// TestLongPollOfSeveralPartitionsWakes: a consumer's Fetch of two
+// partitions that finds nothing waits (MaxWait 20 s) and is answered as soon
+// as one of them gets a record; it leaves no watcher behind.
+func TestLongPollOfSeveralPartitionsWakes(t *testing.T) {
+	ctl, brokers := testBrokers(t, 1, nil)
+	b := brokers[1]
+	tc, err := ctl.CreateTopic("t", 2, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.RefreshMetadata()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cl, err := wire.Dial(ctx, b.Addr(), "test-consumer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrFetchRequest()
+	req.SetVersion(fetchVersion)
+	req.ReplicaState.ID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.SessionEpoch = -1, 20_000, 1, 1<<20, -1
+	rt := kmsg.NewFetchRequestTopic()
+	rt.TopicID = tc.ID
+	for p := range int32(2) {
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.CurrentLeaderEpoch, rp.LastFetchedEpoch, rp.PartitionMaxBytes = p, -1, -1, 1<<20
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	type answer struct {
+		resp kmsg.Response
+		err  error
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		resp, err := cl.Request(ctx, req)
+		answered <- answer{resp, err}
+	}()
+	// Produce once the fetch is waiting on both partitions.
+	for watching := false; !watching; {
+		select {
+		case a := <-answered:
+			t.Fatalf("answered before any record: %v", a.err)
+		case <-ctx.Done():
+			t.Fatal("the fetch never waited on both partitions")
+		case <-time.After(time.Millisecond):
+		}
+		watching = true
+		for p := range int32(2) {
+			r := b.replicaFor("t", p)
+			r.mu.Lock()
+			watching = watching && len(r.watchers) == 1
+			r.mu.Unlock()
+		}
+	}
+	if res := b.Produce(ctx, "t", 1, 1, storage.NewBatch([]storage.Record{{Value: []byte("m1")}}), time.Second); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	a := <-answered // ctx bounds it at 10 s, half the fetch's MaxWait
+	if a.err != nil {
+		t.Fatal(a.err)
+	}
+	parts := a.resp.(*kmsg.FetchResponse).Topics[0].Partitions
+	if len(parts) != 2 || len(parts[1].RecordBatches) == 0 {
+		t.Fatalf("answer %+v, want partition 1's record", parts)
+	}
+	for p := range int32(2) {
+		r := b.replicaFor("t", p)
+		r.mu.Lock()
+		n := len(r.watchers)
+		r.mu.Unlock()
+		if n != 0 {
+			t.Errorf("partition %d keeps %d watchers after the fetch", p, n)
+		}
+	}
 }
