@@ -57,6 +57,9 @@ type Network interface {
 type Clock interface {
 	Now() time.Time
 	Paused() bool
+	// Until is the real time left before the lab clock shows t (0 if it
+	// has); ok is false while paused.
+	Until(t time.Time) (d time.Duration, ok bool)
 }
 
 // Publisher takes the broker's events; *events.Bus is one. It must not block.
@@ -574,7 +577,9 @@ func (b *Broker) tickLoop() {
 			if b.nowMs() >= b.nextTickMs.Load() {
 				b.Tick()
 			}
-			wait = time.Duration(b.nextTickMs.Load()-b.nowMs()) * time.Millisecond
+			if d, ok := b.cfg.Clock.Until(time.UnixMilli(b.nextTickMs.Load())); ok {
+				wait = d
+			}
 		}
 		t.Reset(min(max(wait, b.cfg.TickInterval), RetentionCheckInterval))
 	}

@@ -26,7 +26,8 @@ func (c *steppedClock) Now() time.Time {
 	defer c.mu.Unlock()
 	return c.t
 }
-func (*steppedClock) Paused() bool { return true }
+func (*steppedClock) Paused() bool                          { return true }
+func (*steppedClock) Until(time.Time) (time.Duration, bool) { return 0, false }
 func (c *steppedClock) set(t time.Time) {
 	c.mu.Lock()
 	c.t = t

@@ -77,3 +77,15 @@ func (c *Clock) Step(d time.Duration) bool {
 	c.base = c.base.Add(d)
 	return true
 }
+
+// Until returns how much real time passes before the lab clock shows t, 0
+// if it already has; ok is false while the clock is paused (then only Step
+// moves it). Loops that wait for a lab deadline sleep this long.
+func (c *Clock) Until(t time.Time) (d time.Duration, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.paused {
+		return 0, false
+	}
+	return max(t.Sub(c.nowLocked()), 0), true
+}

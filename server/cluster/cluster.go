@@ -161,20 +161,34 @@ func Open(opts Options) (*Cluster, error) {
 	return c, nil
 }
 
-// controllerLoop ticks the controller while the clock runs.
+// controllerLoop ticks the controller while the clock runs: when the first
+// session can expire (NextSessionExpiry), and at least every half session
+// for sessions that began meanwhile.
 func (c *Cluster) controllerLoop(ctx context.Context) {
 	defer c.wg.Done()
-	t := time.NewTicker(100 * time.Millisecond)
+	idle := max(c.opts.SessionTimeout, 0)
+	if idle == 0 {
+		idle = controller.DefaultSessionTimeout
+	}
+	idle /= 2
+	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if !c.clock.Paused() {
-				c.controller.Tick()
+		}
+		wait := idle
+		if !c.clock.Paused() {
+			c.controller.Tick()
+			if at, ok := c.controller.NextSessionExpiry(); ok {
+				if d, ok := c.clock.Until(at); ok {
+					wait = min(wait, d)
+				}
 			}
 		}
+		t.Reset(max(wait, time.Millisecond))
 	}
 }
 

@@ -470,6 +470,21 @@ func (c *Controller) Tick() {
 	}
 }
 
+// NextSessionExpiry returns the earliest time at which Tick would fence a
+// broker that does not heartbeat again: its last heartbeat plus the session
+// timeout (plus a nanosecond: the session must be exceeded). ok is false
+// when every broker is fenced or none is known.
+func (c *Controller) NextSessionExpiry() (at time.Time, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, b := range c.brokers {
+		if e := b.LastHeartbeat.Add(c.opts.SessionTimeout + time.Nanosecond); !b.Fenced && (!ok || e.Before(at)) {
+			at, ok = e, true
+		}
+	}
+	return at, ok
+}
+
 // FenceBroker fences broker id at once, as Tick would after the session
 // timeout (the lab uses it when a crashed broker should fail over
 // instantly). An unknown or already fenced broker is left alone.
