@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -22,9 +23,11 @@ import (
 	"tidemark/lessons"
 	"tidemark/server/broker"
 	"tidemark/server/chaos"
+	"tidemark/server/class"
 	"tidemark/server/cluster"
 	"tidemark/server/controller"
 	"tidemark/server/labs"
+	"tidemark/server/metrics"
 	"tidemark/server/web"
 	"tidemark/server/wire"
 )
@@ -48,6 +51,15 @@ type config struct {
 	connectionsMaxIdle   time.Duration
 	maxConnectionsPerIP  int
 
+	// className turns on class mode: one seat per learner (server/class).
+	className         string
+	seats             int           // class mode: seats at least
+	maxAwakeSeats     int           // class mode: seat clusters running at once; 0: computed
+	hibernateAfter    time.Duration // class mode: an unused seat's cluster sleeps after this long
+	maxLessonClusters int           // lesson and chaos clusters at once; 0: 4, or in class mode the awake-seat default
+	// observe, when it names a cluster, replaces the lab (observe_mode.go).
+	observe observeConfig
+
 	static fs.FS        // tests: the static tree to serve instead of the embedded one
 	logger *slog.Logger // tests: where the cluster logs (default stderr, warnings and up)
 }
@@ -61,6 +73,10 @@ const (
 	demoTopic      = "demo"
 	demoPartitions = 3
 )
+
+// mainLab is the main cluster's id among the hosted labs and its cluster
+// label in /metrics.
+const mainLab = "main"
 
 func parseFlags(args []string, out io.Writer) (config, error) {
 	var c config
@@ -90,16 +106,27 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 		"Kafka listeners' connections.max.idle.ms: a connection with no request for this long is closed (0: never)")
 	fs.IntVar(&c.maxConnectionsPerIP, "max-connections-per-ip", wire.DefaultMaxConnectionsPerIP,
 		"Kafka listeners' max.connections.per.ip: more connections from one address are closed at once (0: no limit)")
+	fs.StringVar(&c.className, "class", "", "run a class of this name: each learner joins a private seat (own cluster, lessons, progress) with a code; prints the teacher's link and the codes")
+	fs.IntVar(&c.seats, "seats", 0, "class mode: how many seats the class has (at least; the dashboard adds more)")
+	fs.IntVar(&c.maxAwakeSeats, "max-awake-seats", 0, fmt.Sprintf(
+		"class mode: most seat clusters running at once; idle ones hibernate to make room (0: computed from descriptors and memory, %d here)", class.DefaultMaxAwake()))
+	fs.DurationVar(&c.hibernateAfter, "hibernate-after", 10*time.Minute, "class mode: a seat's cluster with no request and no open page for this long hibernates (stopped, state on disk) and wakes on the next action")
+	fs.IntVar(&c.maxLessonClusters, "max-lesson-clusters", 0, "most lesson and chaos clusters at once (0: 4, in class mode the --max-awake-seats default)")
+	c.observe.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
-	return c, c.validate()
+	err := c.validate() // it may fill in the SASL password from the environment
+	return c, err
 }
 
-func (c config) validate() error {
+func (c *config) validate() error {
+	if err := c.observe.validate(); err != nil {
+		return err
+	}
 	if c.brokers < 1 || c.brokers > maxBrokers {
 		return fmt.Errorf("--brokers %d: must be between 1 and %d", c.brokers, maxBrokers)
 	}
@@ -132,9 +159,22 @@ func (c config) validate() error {
 	if err != nil {
 		return fmt.Errorf("--addr %q: %v", c.addr, err)
 	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		// The lab injects faults on request and has no authentication.
-		return fmt.Errorf("--addr %q: the lab only listens on loopback (127.0.0.1, ::1 or localhost)", c.addr)
+	if ip := net.ParseIP(host); c.className == "" && host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		// The lab injects faults on request and has no authentication
+		// outside class mode.
+		return fmt.Errorf("--addr %q: the lab only listens on loopback (127.0.0.1, ::1 or localhost) unless it runs a class (--class)", c.addr)
+	}
+	if c.className != "" && len(c.observe.seeds) > 0 {
+		return errors.New("--class and --observe do not go together: a class runs its own clusters")
+	}
+	if c.className == "" && (c.seats != 0 || c.maxAwakeSeats != 0) {
+		return errors.New("--seats and --max-awake-seats need --class")
+	}
+	if c.seats < 0 || c.seats > class.MaxSeats {
+		return fmt.Errorf("--seats %d: must be between 0 and %d", c.seats, class.MaxSeats)
+	}
+	if c.maxAwakeSeats < 0 || c.maxLessonClusters < 0 || c.hibernateAfter <= 0 {
+		return errors.New("--max-awake-seats and --max-lesson-clusters must not be negative (0: computed), --hibernate-after must be positive")
 	}
 	return nil
 }
@@ -159,6 +199,9 @@ func Main(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if len(cfg.observe.seeds) > 0 {
+		return runObserve(ctx, cfg, os.Stdout, nil)
+	}
 	return run(ctx, cfg, os.Stdout, nil)
 }
 
@@ -178,9 +221,12 @@ func run(ctx context.Context, cfg config, out io.Writer, started func(url string
 	}
 	controller.SetMaxPartitionReplicas(cfg.maxPartitionReplicas)
 	controller.SetMaxBrokerPartitions(cfg.maxBrokerPartitions)
+	// /metrics reports the main cluster as cluster="main".
+	mets := metrics.New(logger)
 	cl, err := cluster.Open(cluster.Options{MessageEvents: true, DataDir: cfg.dataDir, Brokers: cfg.brokers, KafkaPort: cfg.kafkaPort,
 		Paused: cfg.paused, Logger: logger, FencingRule: rule, Broker: broker.Config{
-			ConnectionsMaxIdle: offIfZero(cfg.connectionsMaxIdle), MaxConnectionsPerIP: offIfZero(cfg.maxConnectionsPerIP)}})
+			ConnectionsMaxIdle: offIfZero(cfg.connectionsMaxIdle), MaxConnectionsPerIP: offIfZero(cfg.maxConnectionsPerIP),
+			OnRequest: mets.RequestObserver(mainLab)}})
 	if err != nil {
 		if errors.Is(err, syscall.EADDRINUSE) {
 			err = fmt.Errorf("%w (another lab running? --kafka-port picks other ports)", err)
@@ -197,15 +243,20 @@ func run(ctx context.Context, cfg config, out io.Writer, started func(url string
 	if err := ensureDemo(cl, cfg.brokers); err != nil {
 		return err
 	}
+	defer mets.Add(mainLab, cl)()
 
 	// Lesson runs get their own clusters under <data-dir>/lessons, removed
 	// when they end; the main cluster is one of the hosted labs.
-	hosted, err := labs.New(labs.Options{Root: filepath.Join(cfg.dataDir, "lessons"), Logger: logger})
+	maxLessons := cfg.maxLessonClusters
+	if maxLessons == 0 && cfg.className != "" {
+		maxLessons = class.DefaultMaxAwake()
+	}
+	hosted, err := labs.New(labs.Options{Root: filepath.Join(cfg.dataDir, "lessons"), MaxClusters: maxLessons, Logger: logger})
 	if err != nil {
 		return err
 	}
 	defer hosted.Close()
-	if _, err := hosted.Pin("main", cl); err != nil {
+	if _, err := hosted.Pin(mainLab, cl); err != nil {
 		return err
 	}
 	lessonRuns, err := lessons.NewService(lessons.Options{Labs: hosted, Logger: logger})
@@ -219,13 +270,64 @@ func run(ctx context.Context, cfg config, out io.Writer, started func(url string
 		return err
 	}
 	defer chaosRuns.Close()
+	mets.SetChaos(chaosRuns)
 
-	ws, err := web.New(web.Options{Lab: lab{cl}, Static: cfg.static, Logger: logger, Lessons: lessonRuns, Chaos: chaosRuns,
-		AllowedHosts: cfg.allowedHosts})
+	wopts := web.Options{Lab: lab{cl}, Static: cfg.static, Logger: logger, Lessons: lessonRuns, Chaos: chaosRuns,
+		AllowedHosts: cfg.allowedHosts, Metrics: mets.Handler()}
+	var (
+		ws      *web.Server // the teacher's in class mode: the seats share its static files
+		cls     *class.Class
+		teacher string
+	)
+	if cfg.className != "" {
+		wopts.AllowedHosts = append(wopts.AllowedHosts, classHosts(cfg.addr)...)
+		cls, teacher, err = class.Open(class.Options{Dir: filepath.Join(cfg.dataDir, "class"), Name: cfg.className, Seats: cfg.seats,
+			Cluster: cluster.Options{MessageEvents: true, Brokers: cfg.brokers, Paused: cfg.paused, Logger: logger, FencingRule: rule,
+				Broker: broker.Config{ConnectionsMaxIdle: offIfZero(cfg.connectionsMaxIdle), MaxConnectionsPerIP: offIfZero(cfg.maxConnectionsPerIP)}},
+			Setup: func(c *cluster.Cluster) error { return ensureDemo(c, cfg.brokers) },
+			NewHandler: func(env class.Env) (http.Handler, io.Closer, error) {
+				sw, err := web.New(web.Options{Lab: lab{env.Cluster}, Logger: logger, Lessons: env.Lessons, Chaos: env.Chaos,
+					AllowedHosts: wopts.AllowedHosts, StaticFrom: ws})
+				if err != nil {
+					return nil, nil, err
+				}
+				// The teacher's /metrics reports each awake seat as cluster="seat-<n>".
+				unreport := mets.Add("seat-"+strconv.Itoa(env.Seat), env.Cluster)
+				return sw.Handler(), closerFunc(func() { sw.Close(); unreport() }), nil
+			},
+			Runs: hosted, MaxAwake: cfg.maxAwakeSeats, IdleAfter: cfg.hibernateAfter, Logger: logger})
+		if err != nil {
+			return err
+		}
+		defer cls.Close() // after the web server: it ends the seats' websockets
+		wopts.Class = cls
+	}
+	ws, err = web.New(wopts)
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", cfg.addr)
+	return serveUI(ctx, cfg.addr, ws, out, func(url string) {
+		snap := cl.Snapshot()
+		var listeners []string
+		for _, b := range snap.Brokers {
+			listeners = append(listeners, b.Listener)
+		}
+		fmt.Fprintf(out, "tidemark: %d brokers (Kafka listeners %v), data in %s\n", cfg.brokers, listeners, cfg.dataDir)
+		if cls != nil {
+			printClass(out, cls, publicURL(cfg.addr, url), teacher)
+		}
+		if started != nil {
+			started(url, cl)
+		}
+	})
+}
+
+// serveUI serves ws on addr until ctx ends: it prints the URL and the
+// panel's size to out, calls listening with the URL, and on the way out
+// stops the web server (requests in flight answer) and then ends the
+// websockets. ws is closed when it returns.
+func serveUI(ctx context.Context, addr string, ws *web.Server, out io.Writer, listening func(url string)) error {
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		ws.Close()
 		if errors.Is(err, syscall.EADDRINUSE) {
@@ -243,21 +345,13 @@ func run(ctx context.Context, cfg config, out io.Writer, started func(url string
 	go func() { serveErr <- srv.Serve(ln) }()
 
 	url := "http://" + ln.Addr().String() + "/"
-	snap := cl.Snapshot()
-	var listeners []string
-	for _, b := range snap.Brokers {
-		listeners = append(listeners, b.Listener)
-	}
 	fmt.Fprintf(out, "tidemark: web UI on %s\n", url)
-	fmt.Fprintf(out, "tidemark: %d brokers (Kafka listeners %v), data in %s\n", cfg.brokers, listeners, cfg.dataDir)
 	if raw, gz, ok := ws.StaticSize("wasm/panel.wasm"); ok {
 		fmt.Fprintf(out, "tidemark: live panel %d KiB (%d KiB gzip)\n", raw>>10, gz>>10)
 	} else {
 		fmt.Fprintln(out, "tidemark: live panel not built (go tool task wasm); pages work without it")
 	}
-	if started != nil {
-		started(url, cl)
-	}
+	listening(url)
 
 	select {
 	case err := <-serveErr:
@@ -289,4 +383,70 @@ func ensureDemo(cl *cluster.Cluster, brokers int) error {
 		return fmt.Errorf("creating topic %s: %w", demoTopic, err)
 	}
 	return nil
+}
+
+// closerFunc makes a func() an io.Closer.
+type closerFunc func()
+
+func (f closerFunc) Close() error { f(); return nil }
+
+// classHosts are the Host names learners reach a class lab by when it
+// listens beyond loopback: the machine's name and its interface addresses
+// (for a wildcard --addr), or --addr's own host.
+func classHosts(addr string) []string {
+	host, _, _ := net.SplitHostPort(addr)
+	if ip := net.ParseIP(host); ip == nil || !ip.IsUnspecified() {
+		if ip == nil || !ip.IsLoopback() {
+			return []string{host}
+		}
+		return nil
+	}
+	var out []string
+	if name, err := os.Hostname(); err == nil {
+		out = append(out, name)
+	}
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() && !n.IP.IsLinkLocalUnicast() {
+			if n.IP.To4() != nil {
+				out = append(out, n.IP.String())
+			} else {
+				out = append(out, "["+n.IP.String()+"]")
+			}
+		}
+	}
+	return out
+}
+
+// publicURL is the base URL learners open, from the URL the server
+// listens on: --addr's host, or for a wildcard address the machine's first
+// non-loopback IPv4 address (else 127.0.0.1).
+func publicURL(addr, listening string) string {
+	u, _ := neturl.Parse(listening)
+	port := u.Port()
+	host, _, _ := net.SplitHostPort(addr)
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+		for _, h := range classHosts(addr) {
+			if ip := net.ParseIP(h); ip != nil && ip.To4() != nil {
+				host = h
+				break
+			}
+		}
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
+
+// printClass prints the teacher's link (with this start's teacher token)
+// and each seat's join code and link.
+func printClass(out io.Writer, cls *class.Class, base, teacher string) {
+	fmt.Fprintf(out, "tidemark: class %q, %d seats (at most %d clusters awake)\n", cls.Name(), cls.Len(), cls.MaxAwake())
+	fmt.Fprintf(out, "tidemark: teacher: %s/class?token=%s\n", base, teacher)
+	for _, s := range cls.Seats() {
+		who := ""
+		if s.Name != "" {
+			who = " (" + s.Name + ")"
+		}
+		fmt.Fprintf(out, "tidemark: seat %d%s: code %s  %s/join?code=%s\n", s.ID, who, s.Code, base, s.Code)
+	}
 }

@@ -53,13 +53,15 @@ type Network interface {
 	Delay(from, to int32) time.Duration
 }
 
-// Clock is the lab clock: Paused stops the broker's own loops.
+// Clock is the lab clock: Paused stops the broker's own loops, and Real
+// turns their lab-time intervals into real waits at the clock's rate
+// (a heartbeat every 200ms of lab time is every 800ms of real time at ¼×);
+// RateChanged is closed when the rate changes, and a wait starts again.
 type Clock interface {
 	Now() time.Time
 	Paused() bool
-	// Until is the real time left before the lab clock shows t (0 if it
-	// has); ok is false while paused.
-	Until(t time.Time) (d time.Duration, ok bool)
+	Real(d time.Duration) time.Duration
+	RateChanged() <-chan struct{}
 }
 
 // Publisher takes the broker's events; *events.Bus is one. It must not block.
@@ -103,7 +105,8 @@ type Config struct {
 	// this often, which is what KIP-101's scenarios exploit. Default 5s.
 	HighWatermarkCheckpointInterval time.Duration
 	// FetchMaxWait is how long a leader holds a follower's fetch that finds
-	// no new data (replica.fetch.wait.max.ms). Default 500ms (real time).
+	// no new data (replica.fetch.wait.max.ms). Default 500ms (lab time for a
+	// follower's fetch, real time for a client's).
 	FetchMaxWait time.Duration
 	// FetchMaxBytes bounds each partition's data in one fetch
 	// (replica.fetch.max.bytes). Default 1 MiB.
@@ -128,6 +131,10 @@ type Config struct {
 	// every log dir failed) or its Kafka listener stopped for good. It
 	// should Crash the broker.
 	OnHalt func(id int32, cause error)
+	// OnRequest, when set, is told of every Kafka request the listener
+	// answered: the broker, the API key and the total time (the
+	// /metrics request histogram). It must be quick.
+	OnRequest func(id int32, apiKey int16, total time.Duration)
 }
 
 func (c *Config) setDefaults() {
@@ -231,8 +238,12 @@ func Start(cfg Config) (*Broker, error) {
 		return nil, fmt.Errorf("broker %d: %w", cfg.ID, err)
 	}
 	b.lastHWCheckpoint = cfg.Clock.Now()
+	var onRequest func(int16, time.Duration)
+	if f := cfg.OnRequest; f != nil {
+		onRequest = func(key int16, d time.Duration) { f(cfg.ID, key, d) }
+	}
 	b.server, err = wire.NewServer(&handler{b: b}, wire.Options{Logger: b.logger, CopyFileRegions: cfg.CopyFileRegions,
-		ConnectionsMaxIdle: cfg.ConnectionsMaxIdle, MaxConnectionsPerIP: cfg.MaxConnectionsPerIP})
+		ConnectionsMaxIdle: cfg.ConnectionsMaxIdle, MaxConnectionsPerIP: cfg.MaxConnectionsPerIP, OnRequest: onRequest})
 	if err != nil {
 		b.dir.Crash()
 		return nil, err
@@ -540,48 +551,57 @@ func (b *Broker) metadataLoop() {
 	}
 }
 
-// every runs fn each interval of real time while the lab clock runs; while
-// it is paused the lab steps the broker explicitly.
+// every runs fn each d of lab time while the lab clock runs: each wait is
+// d at the clock's rate, started again when the rate changes. While the
+// clock is paused the lab steps the broker explicitly.
 func (b *Broker) every(d time.Duration, fn func()) {
-	t := time.NewTicker(d)
+	clk := b.cfg.Clock
+	changed := clk.RateChanged()
+	t := time.NewTimer(clk.Real(d))
 	defer t.Stop()
 	for {
 		select {
 		case <-b.ctx.Done():
 			return
+		case <-changed:
 		case <-t.C:
-			if !b.cfg.Clock.Paused() {
+			if !clk.Paused() {
 				fn()
 			}
 		}
+		changed = clk.RateChanged()
+		t.Reset(clk.Real(d))
 	}
 }
 
 // tickLoop ticks the partitions when something is due (nextTickMs), at
-// least once per RetentionCheckInterval, at most once per TickInterval: an
-// idle broker wakes once a second instead of twenty times. While the clock
-// is paused the lab steps the broker explicitly.
+// least once per RetentionCheckInterval, at most once per TickInterval (lab
+// time, waited at the clock's rate and again when it changes): an idle
+// broker wakes once a second instead of twenty times. While the clock is
+// paused the lab steps the broker explicitly.
 func (b *Broker) tickLoop() {
 	defer b.wg.Done()
+	clk := b.cfg.Clock
+	changed := clk.RateChanged()
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
 		select {
 		case <-b.ctx.Done():
 			return
+		case <-changed:
 		case <-t.C:
 		case <-b.tickSoon:
 		}
 		wait := RetentionCheckInterval
-		if !b.cfg.Clock.Paused() {
+		if !clk.Paused() {
 			if b.nowMs() >= b.nextTickMs.Load() {
 				b.Tick()
 			}
-			if d, ok := b.cfg.Clock.Until(time.UnixMilli(b.nextTickMs.Load())); ok {
-				wait = d
-			}
+			wait = time.Duration(b.nextTickMs.Load()-b.nowMs()) * time.Millisecond
 		}
-		t.Reset(min(max(wait, b.cfg.TickInterval), RetentionCheckInterval))
+		changed = clk.RateChanged()
+		t.Reset(clk.Real(min(max(wait, b.cfg.TickInterval), RetentionCheckInterval)))
 	}
 }
 

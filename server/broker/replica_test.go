@@ -39,9 +39,11 @@ func (openNetwork) Delay(from, to int32) time.Duration { return 0 }
 // pausedClock stands still: the brokers' loops idle and the test steps them.
 type pausedClock struct{ t time.Time }
 
-func (c pausedClock) Now() time.Time                      { return c.t }
-func (pausedClock) Paused() bool                          { return true }
-func (pausedClock) Until(time.Time) (time.Duration, bool) { return 0, false }
+func (c pausedClock) Now() time.Time { return c.t }
+func (pausedClock) Paused() bool     { return true }
+
+func (pausedClock) Real(d time.Duration) time.Duration { return d }
+func (pausedClock) RateChanged() <-chan struct{}       { return nil }
 
 // testBrokers starts n brokers (ids 1..n) on a paused clock with a real
 // controller, heartbeats each once and stops them at the end of the test.

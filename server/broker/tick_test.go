@@ -26,8 +26,9 @@ func (c *steppedClock) Now() time.Time {
 	defer c.mu.Unlock()
 	return c.t
 }
-func (*steppedClock) Paused() bool                          { return true }
-func (*steppedClock) Until(time.Time) (time.Duration, bool) { return 0, false }
+func (*steppedClock) Paused() bool                       { return true }
+func (*steppedClock) Real(d time.Duration) time.Duration { return d }
+func (*steppedClock) RateChanged() <-chan struct{}       { return nil }
 func (c *steppedClock) set(t time.Time) {
 	c.mu.Lock()
 	c.t = t

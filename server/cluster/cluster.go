@@ -91,6 +91,7 @@ type Cluster struct {
 	snap   events.Snapshot
 
 	messages messageGate
+	stepMu   sync.Mutex // one StepToEvent at a time: they share messages' hold
 }
 
 // Open starts a cluster on DataDir, recovering whatever is there.
@@ -119,7 +120,7 @@ func Open(opts Options) (*Cluster, error) {
 	if opts.Paused {
 		c.clock.Pause()
 	}
-	c.snap = events.Snapshot{Controller: ControllerNode, Paused: opts.Paused}
+	c.snap = events.Snapshot{Controller: ControllerNode, Paused: opts.Paused, Rate: RateOne}
 	ctl, err := controller.Open(filepath.Join(opts.DataDir, "meta"), controller.Options{
 		Now: c.clock.Now, SessionTimeout: opts.SessionTimeout, Events: publisher{c}, Logger: opts.Logger,
 		FencingRule: opts.FencingRule,
@@ -163,7 +164,8 @@ func Open(opts Options) (*Cluster, error) {
 
 // controllerLoop ticks the controller while the clock runs: when the first
 // session can expire (NextSessionExpiry), and at least every half session
-// for sessions that began meanwhile.
+// of lab time for sessions that began meanwhile. A rate change starts the
+// wait again.
 func (c *Cluster) controllerLoop(ctx context.Context) {
 	defer c.wg.Done()
 	idle := max(c.opts.SessionTimeout, 0)
@@ -171,24 +173,25 @@ func (c *Cluster) controllerLoop(ctx context.Context) {
 		idle = controller.DefaultSessionTimeout
 	}
 	idle /= 2
+	changed := c.clock.RateChanged()
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-changed:
 		case <-t.C:
 		}
 		wait := idle
 		if !c.clock.Paused() {
 			c.controller.Tick()
 			if at, ok := c.controller.NextSessionExpiry(); ok {
-				if d, ok := c.clock.Until(at); ok {
-					wait = min(wait, d)
-				}
+				wait = min(wait, at.Sub(c.clock.Now()))
 			}
 		}
-		t.Reset(max(wait, time.Millisecond))
+		changed = c.clock.RateChanged()
+		t.Reset(max(c.clock.Real(wait), time.Millisecond))
 	}
 }
 
@@ -400,7 +403,7 @@ func (c *Cluster) resync() {
 	for _, l := range c.network.Cuts() {
 		s.Cuts = append(s.Cuts, events.Fault{Kind: events.FaultCut, From: l.From, To: l.To, OneWay: true})
 	}
-	s.Paused = c.clock.Paused()
+	s.Paused, s.Rate = c.clock.Paused(), c.clock.Rate()
 	s.Configs = map[string]string{controller.ConfigFencingRule: c.controller.FencingRule().String()}
 	c.snapMu.Lock()
 	s.Seq = c.bus.LastSeq()

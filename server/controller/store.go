@@ -57,6 +57,14 @@ func partitionKey(topic string, p int32) []byte {
 	return fmt.Appendf(nil, "%s%s/%010d", prefixPartition, topic, p)
 }
 
+// OpenBadger opens a badger store in dir with the controller's settings
+// (below) and logging: the class roster keeps its few kilobytes there too.
+// Unlike the controller's, its store runs badger's two compactors: nothing
+// else would compact it.
+func OpenBadger(dir string, log *slog.Logger) (*badger.DB, error) {
+	return badger.Open(badgerOptions(dir, log).WithNumCompactors(2))
+}
+
 // openBadger opens the store with sync writes (a change is on disk before the
 // method that made it returns) and sizes fit for a few kilobytes of metadata.
 func openBadger(dir string, log *slog.Logger) (*badger.DB, error) {

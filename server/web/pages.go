@@ -15,6 +15,7 @@ import (
 
 	"tidemark/i18n"
 	"tidemark/views"
+	"tidemark/wasm/panel"
 )
 
 // The HTML pages and their form controls. The pages read the same views the
@@ -51,6 +52,9 @@ func Lang(c echo.Context) i18n.Lang {
 // (which it clears).
 func (s *Server) page(c echo.Context, title string) views.Page {
 	p := views.Page{Title: title, Lang: Lang(c), Path: c.Request().URL.RequestURI()}
+	if s.observed != nil {
+		p.Observe = s.observedSeeds()
+	}
 	if ck, err := c.Cookie(flashCookie); err == nil {
 		if raw, err := base64.RawURLEncoding.DecodeString(ck.Value); err == nil && len(raw) > 0 {
 			p.Flash = &views.Flash{OK: raw[0] == '1', Text: string(raw[1:])}
@@ -62,7 +66,7 @@ func (s *Server) page(c echo.Context, title string) views.Page {
 
 func (s *Server) overview(c echo.Context) error {
 	p := s.page(c, i18n.T(Lang(c), "ui.overview.title"))
-	return Render(c, http.StatusOK, views.Overview(p, s.opts.Lab.Snapshot()))
+	return Render(c, http.StatusOK, views.Overview(p, s.opts.Lab.Snapshot(), s.observeView()))
 }
 
 func (s *Server) partitionPage(c echo.Context) error {
@@ -216,6 +220,14 @@ func formCall(action string, get func(string) string) (apiCall, error) {
 			return bad("ms must be an integer")
 		}
 		return apiCall{"POST", "/api/v1/clock/step", map[string]any{"ms": ms}}, nil
+	case "step-event":
+		return apiCall{"POST", "/api/v1/clock/step-event", nil}, nil
+	case "rate":
+		rate, err := strconv.ParseFloat(get("rate"), 64)
+		if err != nil || panel.RateValue(rate) == "" {
+			return bad("rate must be 0.25, 1 or 4")
+		}
+		return apiCall{"POST", "/api/v1/clock/rate", map[string]any{"rate": rate}}, nil
 	case "heal":
 		return apiCall{"DELETE", "/api/v1/network/cuts", nil}, nil
 	case "cut":
@@ -332,6 +344,16 @@ func doneText(lang i18n.Lang, action string, get func(string) string, body []byt
 		return i18n.T(lang, "ui.done."+action, get("broker"))
 	case "step":
 		return i18n.T(lang, "ui.done.step", get("ms"))
+	case "step-event":
+		var r StepEventResponse
+		if json.Unmarshal(body, &r) == nil && !r.Found {
+			return i18n.T(lang, "ui.done.step-event.none", r.SteppedMs)
+		}
+		return i18n.T(lang, "ui.done.step-event", r.SteppedMs)
+	case "rate":
+		var r ClockResponse
+		json.Unmarshal(body, &r)
+		return i18n.T(lang, "ui.done.rate", panel.RateLabel(panel.Catalog(views.PanelCatalog(lang)), r.Rate))
 	case "cut":
 		return i18n.T(lang, "ui.done.cut", get("from"), get("to"))
 	case "fencing-rule":

@@ -21,6 +21,7 @@ import (
 	"tidemark/events"
 	"tidemark/lessons"
 	"tidemark/server/chaos"
+	"tidemark/server/class"
 	"tidemark/static"
 )
 
@@ -64,6 +65,16 @@ type Options struct {
 	// for any port, "name:port" for one. Every other Host gets 421 (see
 	// hosts.go: DNS rebinding). Default none.
 	AllowedHosts []string
+	// Class turns on class mode (class.go): this Server is the teacher's
+	// and each learner's request goes to their seat's own Server. nil:
+	// one lab, no accounts.
+	Class *class.Class
+	// StaticFrom, when set, serves the static files that Server loaded
+	// instead of loading Static again (a class's seats share one copy).
+	StaticFrom *Server
+	// Metrics serves GET /metrics (Prometheus text format, package
+	// server/metrics); nil: /metrics answers 501.
+	Metrics http.Handler
 }
 
 func (o *Options) setDefaults() error {
@@ -103,11 +114,13 @@ type Server struct {
 	faults Faults
 	clock  LabClock
 	insp   Inspector
-	echo   *echo.Echo
-	hosts  hostPolicy
-	files  map[string]*staticFile
-	ctx    context.Context // cancelled by Close: websocket writers say goodbye
-	cancel context.CancelFunc
+	// observed is set in observe mode (observe.go): read-only.
+	observed Observed
+	echo     *echo.Echo
+	hosts    hostPolicy
+	files    map[string]*staticFile
+	ctx      context.Context // cancelled by Close: websocket writers say goodbye
+	cancel   context.CancelFunc
 
 	mu     sync.Mutex // guards closed and conns.Add, so no Add races Close's Wait
 	closed bool
@@ -117,11 +130,14 @@ type Server struct {
 // New builds the Echo app and its routes and loads (and compresses) the static
 // files. It fails on contradictory options or an unreadable static tree.
 func New(opts Options) (*Server, error) {
-	if err := opts.setDefaults(); err != nil {
+	err := opts.setDefaults()
+	if err != nil {
 		return nil, err
 	}
-	files, err := loadStatic(opts.Static)
-	if err != nil {
+	var files map[string]*staticFile
+	if opts.StaticFrom != nil {
+		files = opts.StaticFrom.files
+	} else if files, err = loadStatic(opts.Static); err != nil {
 		return nil, err
 	}
 	hosts, err := newHostPolicy(opts.AllowedHosts)
@@ -135,13 +151,18 @@ func New(opts Options) (*Server, error) {
 	s.faults, _ = opts.Lab.(Faults)
 	s.clock, _ = opts.Lab.(LabClock)
 	s.insp, _ = opts.Lab.(Inspector)
+	s.observed, _ = opts.Lab.(Observed)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
 	e.Pre(s.checkHost)
+	e.Pre(s.readOnly)
 	e.Pre(deadlines)
+	if opts.Class != nil {
+		e.Pre(s.classGate)
+	}
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true, DisablePrintStack: true}))
 	e.Use(securityHeaders)
 
@@ -153,6 +174,10 @@ func New(opts Options) (*Server, error) {
 	s.lessonRoutes(e)
 	s.fencingRoutes(e)
 	s.chaosRoutes(e)
+	s.classRoutes(e)
+	s.exportRoutes(e)
+	e.GET("/metrics", s.serveMetrics)
+	e.GET("/api/v1/observe", s.getObserve)
 	e.GET("/ws", s.serveWS)
 	e.GET("/static/*", s.serveStatic)
 	s.echo = e
@@ -197,4 +222,13 @@ func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 		h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; connect-src 'self'; img-src 'self' data:; frame-ancestors 'none'")
 		return next(c)
 	}
+}
+
+// serveMetrics hands /metrics to Options.Metrics.
+func (s *Server) serveMetrics(c echo.Context) error {
+	if s.opts.Metrics == nil {
+		return notImplemented("serve metrics")
+	}
+	s.opts.Metrics.ServeHTTP(c.Response(), c.Request())
+	return nil
 }
