@@ -16,6 +16,41 @@
     var text = words["panel.unavailable"] || "live panel unavailable: %s";
     if (status) status.textContent = text.replace("%s", why);
   }
+  // tidemarkDOM applies the DOM writes of one of the panel's frames, sent as
+  // one string: each call from Go into JS costs microseconds (its arguments
+  // are converted one by one), so thousands of small writes a frame cost
+  // more than the writes themselves. The panel numbers the elements it
+  // writes to (handles > 0); the string is a NUL-separated list of fields,
+  // each write an op letter, a handle and the op's arguments (see
+  // wasm/dom.go), ending with a NUL.
+  var els = [];
+  var scratch = null;
+  window.tidemarkDOM = {
+    adopt: function (h, el) { els[h] = el; },
+    apply: function (ops) {
+      var f = ops.split("\0"), n = f.length - 1, i = 0;
+      while (i < n) {
+        var h = +f[i + 1];
+        switch (f[i]) {
+        case "a": els[h].setAttribute(f[i + 2], f[i + 3]); i += 4; break; // attribute
+        case "t": els[h].textContent = f[i + 2]; i += 3; break; // text
+        case "c": els[h] = els[+f[i + 2]].children[+f[i + 3]]; i += 4; break; // child
+        case "k": els[h] = els[+f[i + 2]].cloneNode(true); i += 3; break; // clone
+        case "m": // markup of one (detached) element
+          if (!scratch) scratch = document.createElementNS("http://www.w3.org/2000/svg", "g");
+          scratch.innerHTML = f[i + 2];
+          els[h] = scratch.firstElementChild;
+          scratch.textContent = "";
+          i += 3; break;
+        case "p": els[+f[i + 2]].appendChild(els[h]); i += 3; break; // append to
+        case "b": els[+f[i + 2]].insertBefore(els[h], els[+f[i + 3]]); i += 4; break; // before
+        case "r": els[h].remove(); i += 2; break; // remove
+        case "f": els[h] = undefined; i += 2; break; // forget
+        default: throw new Error("tidemarkDOM: unknown op " + f[i]);
+        }
+      }
+    }
+  };
   if (typeof WebAssembly !== "object" || typeof Go !== "function") {
     unavailable("WebAssembly");
     return;

@@ -14,8 +14,9 @@
 // (show only that topic or partition). The page's
 // window.tidemarkRenders() returns, and forgets, [seq, time in ms since the
 // Unix epoch, ms spent rendering, ms spent decoding and applying messages
-// since the previous render] for each render since the last call: the
-// benchmark reads when an event reached the DOM and where the time went.
+// since the previous render, ms of the rendering spent on the lanes] for
+// each render since the last call: the benchmark reads when an event
+// reached the DOM and where the time went.
 package main
 
 import (
@@ -67,6 +68,11 @@ type app struct {
 	appendFn    js.Value      // Element.prototype.append
 	replaceFn   js.Value      // Element.prototype.replaceChildren
 	stage       stageDOM      // the stage's topology (#topo), when the page has one
+	dom         domBatch      // the lanes' cells and slots are written through it, once per frame
+	cellPool    [2][]*cellDOM // lane cell elements out of the document, for reuse: records and truncated records
+	cellTmpl    [2]cellDOM    // an empty record and truncated record to copy (h 0 until needed)
+	slotTmpl    int           // an empty slot to copy
+	bandTmpl    int           // a record's band to copy
 }
 
 // stageDOM is the stage as last rendered: its shape (the brokers), each
@@ -120,15 +126,20 @@ type laneDOM struct {
 	el, title, id, nums, slots, cells, marks js.Value
 	hw, leo                                  js.Value // the markers in marks (undefined when not shown)
 	part                                     panel.Lane
+	cellsH, slotsH                           int   // handles (domBatch) of g.cells and g.slots
+	slotHs                                   []int // the empty slots' rects, at slotXs
+	slotXs                                   []int64
 	cellMap                                  map[int64]*cellDOM // by Cell.Key
 	gen                                      uint32             // counts updates, to find the cells no longer shown
 }
 
-// cellDOM is a cell of a lane as last rendered.
+// cellDOM is a cell of a lane as last written: the handles (domBatch) of
+// its element and, once written to, of the children whose text changes (0
+// until then; band also while the record never had one).
 type cellDOM struct {
-	el   js.Value
-	part panel.Cell
-	gen  uint32 // the lane's gen when last shown
+	h, title, off, val, ep, band int
+	part                         panel.Cell
+	gen                          uint32 // the lane's gen when last shown
 }
 
 func main() {
@@ -467,7 +478,9 @@ func (a *app) render() {
 	}
 	a.setHTML("panel-brokers", panel.RenderBrokers(view, a.cat))
 	a.renderStage(view)
+	tl0 := a.now()
 	a.renderLanes(a.lanes.Figures(view, motion, a.cat, a.topic, a.partition))
+	lanesMs := a.now() - tl0
 	var cursor uint64
 	if !s.Following {
 		cursor = view.Seq
@@ -529,7 +542,7 @@ func (a *app) render() {
 	}
 	if len(a.renderLog) < maxRenderLog {
 		t1 := a.now()
-		a.renderLog = append(a.renderLog, []any{float64(s.Snap.Seq), t1, t1 - t0, a.handleMs})
+		a.renderLog = append(a.renderLog, []any{float64(s.Snap.Seq), t1, t1 - t0, a.handleMs, lanesMs})
 	}
 	a.handleMs = 0
 }
@@ -549,6 +562,12 @@ func (a *app) renderLanes(figs []panel.Figure) {
 		shape.WriteString(figs[i].Key + "\x01" + figs[i].Shape + "\x02")
 	}
 	if shape.String() != a.laneShape {
+		for i := range a.figs {
+			for j := range a.figs[i].lanes {
+				a.forgetLane(&a.figs[i].lanes[j])
+			}
+		}
+		a.dom.flush() // before bindLanes hands out the handles again
 		var b strings.Builder
 		for i := range figs {
 			b.WriteString(figs[i].HTML())
@@ -556,6 +575,7 @@ func (a *app) renderLanes(figs []panel.Figure) {
 		root.Set("innerHTML", b.String())
 		a.laneShape = shape.String()
 		a.bindLanes(root, figs)
+		a.dom.flush()
 		return
 	}
 	for i := range figs {
@@ -576,6 +596,7 @@ func (a *app) renderLanes(figs []panel.Figure) {
 		d.part = *f
 		d.part.Lanes = nil
 	}
+	a.dom.flush()
 	a.flushParses()
 }
 
@@ -645,11 +666,15 @@ func (a *app) bindLanes(root js.Value, figs []panel.Figure) {
 			ld := laneDOM{el: g, title: head.Index(0), id: head.Index(1), nums: head.Index(2), slots: head.Index(3),
 				cells: parts.Index(1), marks: parts.Index(2), part: *l,
 				cellMap: make(map[int64]*cellDOM, len(l.Cells))}
-			ld.part.Cells = nil
+			ld.part.Cells, ld.part.Slots = nil, nil
 			ld.bindMarks()
-			ce := ld.cells.Get("children")
+			ld.cellsH, ld.slotsH = a.dom.adopt(ld.cells), a.dom.adopt(ld.slots)
+			for k, x := range l.Slots {
+				ld.slotHs = append(ld.slotHs, a.dom.child(ld.slotsH, k))
+				ld.slotXs = append(ld.slotXs, x)
+			}
 			for k, c := range l.Cells {
-				ld.cellMap[c.Key] = &cellDOM{el: ce.Index(k), part: c}
+				ld.cellMap[c.Key] = &cellDOM{h: a.dom.child(ld.cellsH, k), part: c}
 			}
 			d.lanes = append(d.lanes, ld)
 		}
@@ -683,14 +708,12 @@ func (a *app) updateLane(d *laneDOM, l *panel.Lane) {
 	if l.Nums != old.Nums {
 		d.nums.Set("textContent", l.Nums)
 	}
-	if l.Slots != old.Slots {
-		a.parseInto(d.slots, true, l.Slots, nil)
-	}
+	a.updateSlots(d, l.Slots)
 	if l.CellsAt != old.CellsAt {
-		d.cells.Call("setAttribute", "transform", l.CellsAt)
+		a.dom.setAttr(d.cellsH, "transform", l.CellsAt)
 	}
 	d.part = *l
-	d.part.Cells = nil
+	d.part.Cells, d.part.Slots = nil, nil
 	// Markers: moved by their transform while the same ones are shown.
 	if (l.HWX >= 0) != (old.HWX >= 0) || (l.LEOX >= 0) != (old.LEOX >= 0) {
 		d.marks.Set("innerHTML", l.Marks())
@@ -706,49 +729,171 @@ func (a *app) updateLane(d *laneDOM, l *panel.Lane) {
 			d.leo.Call("setAttribute", "transform", panel.MarkAt(l.LEOX))
 		}
 	}
-	// Cells: keep, move or change those still shown; add the new ones in
-	// one parse; remove the rest.
-	var added strings.Builder
-	var addedCells []*cellDOM
+	// Cells: those still shown keep their element and get only the parts
+	// that changed; those gone leave theirs to the pool first, and new
+	// ones take an element from it (or a copy of a template), so a frame
+	// writes texts and attributes instead of parsing markup.
 	d.gen++
 	for i := range l.Cells {
-		c := &l.Cells[i]
-		cd := d.cellMap[c.Key]
-		if cd == nil || cd.part.Inner != c.Inner {
-			if cd != nil {
-				cd.el.Call("remove")
-			}
-			cd = &cellDOM{part: *c, gen: d.gen}
-			d.cellMap[c.Key] = cd
-			added.WriteString(c.HTML())
-			addedCells = append(addedCells, cd)
-			continue
+		if cd := d.cellMap[l.Cells[i].Key]; cd != nil {
+			cd.gen = d.gen
 		}
-		old := &cd.part
-		if old.Class != c.Class {
-			cd.el.Call("setAttribute", "class", c.Class)
-		}
-		if old.Title != c.Title {
-			cd.el.Get("firstElementChild").Set("textContent", c.Title)
-		}
-		if old.X != c.X {
-			cd.el.Call("setAttribute", "transform", c.Transform())
-		}
-		cd.part, cd.gen = *c, d.gen
 	}
 	for k, cd := range d.cellMap {
 		if cd.gen != d.gen {
-			cd.el.Call("remove")
+			a.dom.remove(cd.h)
 			delete(d.cellMap, k)
+			a.release(cd)
 		}
 	}
-	if len(addedCells) > 0 {
-		a.parseInto(d.cells, false, added.String(), func(els js.Value) {
-			for i, cd := range addedCells {
-				cd.el = els.Index(i)
-			}
-		})
+	for i := range l.Cells {
+		c := &l.Cells[i]
+		cd := d.cellMap[c.Key]
+		if cd == nil {
+			cd = a.newCell(c.Ghost())
+			cd.gen = d.gen
+			d.cellMap[c.Key] = cd
+			a.writeCell(cd, c)
+			a.dom.appendTo(cd.h, d.cellsH)
+			continue
+		}
+		a.writeCell(cd, c)
 	}
+}
+
+// updateSlots moves, adds or removes the lane's empty slots to show xs.
+func (a *app) updateSlots(d *laneDOM, xs []int64) {
+	n := min(len(xs), len(d.slotXs))
+	for i := range n {
+		if xs[i] != d.slotXs[i] {
+			a.dom.setAttrInt(d.slotHs[i], "x", xs[i])
+		}
+	}
+	for _, h := range d.slotHs[n:] {
+		a.dom.remove(h)
+		a.dom.forget(h)
+	}
+	d.slotHs = d.slotHs[:n]
+	for _, x := range xs[n:] {
+		if a.slotTmpl == 0 {
+			a.slotTmpl = a.dom.parse(panel.SlotHTML(0))
+		}
+		h := a.dom.clone(a.slotTmpl)
+		a.dom.setAttrInt(h, "x", x)
+		a.dom.appendTo(h, d.slotsH)
+		d.slotHs = append(d.slotHs, h)
+	}
+	d.slotXs = append(d.slotXs[:0], xs...)
+}
+
+// maxPooledCells bounds the cell elements kept for reuse, of each kind (a
+// frame shows a few hundred cells at most).
+const maxPooledCells = 512
+
+// release keeps the element of a cell no longer shown (and out of the
+// document) for reuse.
+func (a *app) release(cd *cellDOM) {
+	k := b2i(cd.part.Ghost())
+	if len(a.cellPool[k]) < maxPooledCells {
+		a.cellPool[k] = append(a.cellPool[k], cd)
+		return
+	}
+	for _, h := range [...]int{cd.h, cd.title, cd.off, cd.val, cd.ep, cd.band} {
+		a.dom.forget(h)
+	}
+}
+
+// newCell returns a detached cell element of the kind: a pooled one, or a
+// copy of the kind's template (a cell with no texts).
+func (a *app) newCell(ghost bool) *cellDOM {
+	k := b2i(ghost)
+	if p := a.cellPool[k]; len(p) > 0 {
+		cd := p[len(p)-1]
+		p[len(p)-1] = nil
+		a.cellPool[k] = p[:len(p)-1]
+		return cd
+	}
+	t := &a.cellTmpl[k]
+	if t.h == 0 {
+		t.part = panel.Cell{Key: int64(k)}
+		t.h = a.dom.parse(t.part.HTML())
+	}
+	return &cellDOM{h: a.dom.clone(t.h), part: t.part}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// writeCell makes cd's element show c, writing only the parts that differ
+// from what it shows (see panel.Cell.Inner for its children).
+func (a *app) writeCell(cd *cellDOM, c *panel.Cell) {
+	old := &cd.part
+	if cd.title == 0 {
+		// Bound on first write: most cells leave the window unchanged.
+		off := 2
+		if !old.Ghost() && old.Band {
+			cd.band, off = a.dom.child(cd.h, 2), 3
+		}
+		cd.title, cd.off, cd.val = a.dom.child(cd.h, 0), a.dom.child(cd.h, off), a.dom.child(cd.h, off+1)
+		if !old.Ghost() {
+			cd.ep = a.dom.child(cd.h, off+2)
+		}
+	}
+	if old.Class != c.Class {
+		a.dom.setAttr(cd.h, "class", c.Class)
+	}
+	if old.Offset != c.Offset {
+		a.dom.setAttrInt(cd.h, "data-offset", c.Offset)
+	}
+	if old.X != c.X {
+		a.dom.setAttr(cd.h, "transform", c.Transform())
+	}
+	if old.Title != c.Title {
+		a.dom.setText(cd.title, c.Title)
+	}
+	if old.Off != c.Off {
+		a.dom.setText(cd.off, c.Off)
+	}
+	if old.Val != c.Val {
+		a.dom.setText(cd.val, c.Val)
+	}
+	if old.Ep != c.Ep {
+		a.dom.setText(cd.ep, c.Ep)
+	}
+	if old.Band != c.Band {
+		switch {
+		case !c.Band:
+			a.dom.remove(cd.band)
+		case cd.band == 0:
+			if a.bandTmpl == 0 {
+				a.bandTmpl = a.dom.parse(panel.BandHTML)
+			}
+			cd.band = a.dom.clone(a.bandTmpl)
+			fallthrough
+		default:
+			a.dom.insertBefore(cd.band, cd.h, cd.off)
+		}
+	}
+	cd.part = *c
+}
+
+// forgetLane lets go of the handles of a lane's cells and slots (its
+// figure is being replaced).
+func (a *app) forgetLane(d *laneDOM) {
+	for _, cd := range d.cellMap {
+		for _, h := range [...]int{cd.h, cd.title, cd.off, cd.val, cd.ep, cd.band} {
+			a.dom.forget(h)
+		}
+	}
+	for _, h := range d.slotHs {
+		a.dom.forget(h)
+	}
+	a.dom.forget(d.cellsH)
+	a.dom.forget(d.slotsH)
 }
 
 // setAttrs sets the attributes of el that differ from old (same names, in
