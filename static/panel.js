@@ -34,6 +34,7 @@
         switch (f[i]) {
         case "a": els[h].setAttribute(f[i + 2], f[i + 3]); i += 4; break; // attribute
         case "t": els[h].textContent = f[i + 2]; i += 3; break; // text
+        case "h": els[h].innerHTML = f[i + 2]; i += 3; break; // markup of the children
         case "c": els[h] = els[+f[i + 2]].children[+f[i + 3]]; i += 4; break; // child
         case "k": els[h] = els[+f[i + 2]].cloneNode(true); i += 3; break; // clone
         case "m": // markup of one (detached) element

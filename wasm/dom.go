@@ -52,9 +52,11 @@ func (d *domBatch) handle() int {
 	return d.next
 }
 
-// adopt returns a handle of el, at once.
+// adopt returns a handle of el, at once. The handle is a new one, never a
+// forgotten one: the page forgets those only at flush.
 func (d *domBatch) adopt(el js.Value) int {
-	h := d.handle()
+	d.next++
+	h := d.next
 	d.pageDOM().Call("adopt", h, el)
 	return h
 }
@@ -106,6 +108,12 @@ func (d *domBatch) setAttrInt(h int, name string, value int64) {
 func (d *domBatch) setText(h int, text string) {
 	d.op('t', h)
 	d.str(text)
+}
+
+// setHTML replaces h's children by markup.
+func (d *domBatch) setHTML(h int, markup string) {
+	d.op('h', h)
+	d.str(markup)
 }
 
 // appendTo makes h the last child of parent.

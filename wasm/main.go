@@ -109,6 +109,7 @@ const flightMs = 1600
 // record's text, which cost more than the frame.
 type figDOM struct {
 	el, caption, meta, arrows js.Value
+	svg                       int // handle (domBatch) of the SVG
 	part                      panel.Figure
 	lanes                     []laneDOM
 }
@@ -122,11 +123,12 @@ type timelineShown struct {
 	seq, viewSeq uint64
 }
 
+// laneDOM is a lane of a figure as last rendered: the handles (domBatch)
+// of its elements and the parts they show.
 type laneDOM struct {
-	el, title, id, nums, slots, cells, marks js.Value
-	hw, leo                                  js.Value // the markers in marks (undefined when not shown)
+	el, title, id, nums, slots, cells, marks int
+	hw, leo                                  int // the markers in marks (0 when not shown)
 	part                                     panel.Lane
-	cellsH, slotsH                           int   // handles (domBatch) of g.cells and g.slots
 	slotHs                                   []int // the empty slots' rects, at slotXs
 	slotXs                                   []int64
 	cellMap                                  map[int64]*cellDOM // by Cell.Key
@@ -566,8 +568,8 @@ func (a *app) renderLanes(figs []panel.Figure) {
 			for j := range a.figs[i].lanes {
 				a.forgetLane(&a.figs[i].lanes[j])
 			}
+			a.dom.forget(a.figs[i].svg)
 		}
-		a.dom.flush() // before bindLanes hands out the handles again
 		var b strings.Builder
 		for i := range figs {
 			b.WriteString(figs[i].HTML())
@@ -657,24 +659,24 @@ func (a *app) bindLanes(root js.Value, figs []panel.Figure) {
 		d := figDOM{el: el, caption: el.Get("firstElementChild"), arrows: svg.Get("lastElementChild"), part: *f}
 		d.meta = d.caption.Get("lastElementChild")
 		d.part.Lanes = nil
-		le := svg.Get("children")
+		d.svg = a.dom.adopt(svg)
 		for j := range f.Lanes {
 			l := &f.Lanes[j]
-			g := le.Index(j)
-			parts := g.Get("children")
-			head := parts.Index(0).Get("children")
-			ld := laneDOM{el: g, title: head.Index(0), id: head.Index(1), nums: head.Index(2), slots: head.Index(3),
-				cells: parts.Index(1), marks: parts.Index(2), part: *l,
-				cellMap: make(map[int64]*cellDOM, len(l.Cells))}
+			// A lane is g.lane-head (title, g.lane-id, text.lane-nums,
+			// g.slots), g.cells and g.marks (see panel.Lane.HTML).
+			ld := laneDOM{el: a.dom.child(d.svg, j), part: *l, cellMap: make(map[int64]*cellDOM, len(l.Cells))}
+			head := a.dom.child(ld.el, 0)
+			ld.title, ld.id, ld.nums, ld.slots = a.dom.child(head, 0), a.dom.child(head, 1), a.dom.child(head, 2), a.dom.child(head, 3)
+			ld.cells, ld.marks = a.dom.child(ld.el, 1), a.dom.child(ld.el, 2)
+			a.dom.forget(head)
 			ld.part.Cells, ld.part.Slots = nil, nil
-			ld.bindMarks()
-			ld.cellsH, ld.slotsH = a.dom.adopt(ld.cells), a.dom.adopt(ld.slots)
+			a.bindMarks(&ld)
 			for k, x := range l.Slots {
-				ld.slotHs = append(ld.slotHs, a.dom.child(ld.slotsH, k))
+				ld.slotHs = append(ld.slotHs, a.dom.child(ld.slots, k))
 				ld.slotXs = append(ld.slotXs, x)
 			}
 			for k, c := range l.Cells {
-				ld.cellMap[c.Key] = &cellDOM{h: a.dom.child(ld.cellsH, k), part: c}
+				ld.cellMap[c.Key] = &cellDOM{h: a.dom.child(ld.cells, k), part: c}
 			}
 			d.lanes = append(d.lanes, ld)
 		}
@@ -683,50 +685,55 @@ func (a *app) bindLanes(root js.Value, figs []panel.Figure) {
 }
 
 // bindMarks finds the markers d.marks was just set to.
-func (d *laneDOM) bindMarks() {
-	ms := d.marks.Get("children")
-	d.hw, d.leo = js.Undefined(), js.Undefined()
+func (a *app) bindMarks(d *laneDOM) {
+	a.dom.forget(d.hw)
+	a.dom.forget(d.leo)
+	d.hw, d.leo = 0, 0
 	i := 0
 	if d.part.HWX >= 0 {
-		d.hw = ms.Index(i)
+		d.hw = a.dom.child(d.marks, i)
 		i++
 	}
 	if d.part.LEOX >= 0 {
-		d.leo = ms.Index(i)
+		d.leo = a.dom.child(d.marks, i)
 	}
 }
 
 func (a *app) updateLane(d *laneDOM, l *panel.Lane) {
 	old := d.part
-	setAttrs(d.el, old.Attrs, l.Attrs)
+	for i, at := range l.Attrs {
+		if i >= len(old.Attrs) || old.Attrs[i] != at {
+			a.dom.setAttr(d.el, at.Name, at.Value)
+		}
+	}
 	if l.Title != old.Title {
-		d.title.Set("textContent", l.Title)
+		a.dom.setText(d.title, l.Title)
 	}
 	if l.Head != old.Head {
-		d.id.Set("innerHTML", l.Head)
+		a.dom.setHTML(d.id, l.Head)
 	}
 	if l.Nums != old.Nums {
-		d.nums.Set("textContent", l.Nums)
+		a.dom.setText(d.nums, l.Nums)
 	}
 	a.updateSlots(d, l.Slots)
 	if l.CellsAt != old.CellsAt {
-		a.dom.setAttr(d.cellsH, "transform", l.CellsAt)
+		a.dom.setAttr(d.cells, "transform", l.CellsAt)
 	}
 	d.part = *l
 	d.part.Cells, d.part.Slots = nil, nil
 	// Markers: moved by their transform while the same ones are shown.
 	if (l.HWX >= 0) != (old.HWX >= 0) || (l.LEOX >= 0) != (old.LEOX >= 0) {
-		d.marks.Set("innerHTML", l.Marks())
-		d.bindMarks()
+		a.dom.setHTML(d.marks, l.Marks())
+		a.bindMarks(d)
 	} else {
 		if l.HWX >= 0 && l.HWX != old.HWX {
-			d.hw.Call("setAttribute", "transform", panel.MarkAt(l.HWX))
+			a.dom.setAttr(d.hw, "transform", panel.MarkAt(l.HWX))
 		}
 		if l.HWX >= 0 && l.HWMoved != old.HWMoved {
-			d.hw.Call("setAttribute", "class", l.HWClass())
+			a.dom.setAttr(d.hw, "class", l.HWClass())
 		}
 		if l.LEOX >= 0 && l.LEOX != old.LEOX {
-			d.leo.Call("setAttribute", "transform", panel.MarkAt(l.LEOX))
+			a.dom.setAttr(d.leo, "transform", panel.MarkAt(l.LEOX))
 		}
 	}
 	// Cells: those still shown keep their element and get only the parts
@@ -754,7 +761,7 @@ func (a *app) updateLane(d *laneDOM, l *panel.Lane) {
 			cd.gen = d.gen
 			d.cellMap[c.Key] = cd
 			a.writeCell(cd, c)
-			a.dom.appendTo(cd.h, d.cellsH)
+			a.dom.appendTo(cd.h, d.cells)
 			continue
 		}
 		a.writeCell(cd, c)
@@ -780,7 +787,7 @@ func (a *app) updateSlots(d *laneDOM, xs []int64) {
 		}
 		h := a.dom.clone(a.slotTmpl)
 		a.dom.setAttrInt(h, "x", x)
-		a.dom.appendTo(h, d.slotsH)
+		a.dom.appendTo(h, d.slots)
 		d.slotHs = append(d.slotHs, h)
 	}
 	d.slotXs = append(d.slotXs[:0], xs...)
@@ -892,8 +899,9 @@ func (a *app) forgetLane(d *laneDOM) {
 	for _, h := range d.slotHs {
 		a.dom.forget(h)
 	}
-	a.dom.forget(d.cellsH)
-	a.dom.forget(d.slotsH)
+	for _, h := range [...]int{d.el, d.title, d.id, d.nums, d.slots, d.cells, d.marks, d.hw, d.leo} {
+		a.dom.forget(h)
+	}
 }
 
 // setAttrs sets the attributes of el that differ from old (same names, in
