@@ -737,36 +737,55 @@ func (a *app) updateLane(d *laneDOM, l *panel.Lane) {
 		}
 	}
 	// Cells: those still shown keep their element and get only the parts
-	// that changed; those gone leave theirs to the pool first, and new
-	// ones take an element from it (or a copy of a template), so a frame
-	// writes texts and attributes instead of parsing markup.
+	// that changed. The element of a cell that left the window shows a new
+	// one in place (under a stream of records the window turns over every
+	// frame, and moving a group costs Chromium less than taking one out
+	// and putting one in); the rest go to the pool, where new cells find
+	// an element before a copy of a template is made.
 	d.gen++
 	for i := range l.Cells {
 		if cd := d.cellMap[l.Cells[i].Key]; cd != nil {
 			cd.gen = d.gen
 		}
 	}
+	var gone [2][]*cellDOM // records, truncated records
 	for k, cd := range d.cellMap {
 		if cd.gen != d.gen {
-			a.dom.remove(cd.h)
 			delete(d.cellMap, k)
-			a.release(cd)
+			kind := b2i(cd.part.Ghost())
+			gone[kind] = append(gone[kind], cd)
 		}
 	}
 	for i := range l.Cells {
 		c := &l.Cells[i]
-		cd := d.cellMap[c.Key]
-		if cd == nil {
-			cd = a.newCell(c.Ghost())
-			cd.gen = d.gen
-			d.cellMap[c.Key] = cd
+		if cd := d.cellMap[c.Key]; cd != nil {
 			a.writeCell(cd, c)
-			a.dom.appendTo(cd.h, d.cells)
 			continue
 		}
+		var cd *cellDOM
+		kind := b2i(c.Ghost())
+		if g := gone[kind]; len(g) > 0 && !(animated(&g[len(g)-1].part) && animated(c)) {
+			// In place; not when it would keep an animated class, which
+			// then would not play again.
+			cd, gone[kind] = g[len(g)-1], g[:len(g)-1]
+		} else {
+			cd = a.newCell(c.Ghost())
+			a.dom.appendTo(cd.h, d.cells)
+		}
+		cd.gen = d.gen
+		d.cellMap[c.Key] = cd
 		a.writeCell(cd, c)
 	}
+	for _, g := range gone {
+		for _, cd := range g {
+			a.dom.remove(cd.h)
+			a.release(cd)
+		}
+	}
 }
+
+// animated reports whether c's class plays an animation (panel.Motion).
+func animated(c *panel.Cell) bool { return strings.HasSuffix(c.Class, " new") }
 
 // updateSlots moves, adds or removes the lane's empty slots to show xs.
 func (a *app) updateSlots(d *laneDOM, xs []int64) {
