@@ -321,6 +321,10 @@ func LaneFigures(v *events.Snapshot, m Motion, c Catalog, topic string, partitio
 // formatting every record of every lane again. A Lanes is for one Catalog.
 type Lanes struct {
 	cells map[cellID]cellText
+	// The cells and slots of the last figures, reused by the next call:
+	// each lane's are a part of these.
+	cellBuf []Cell
+	slotBuf []int64
 }
 
 type cellID struct {
@@ -375,9 +379,12 @@ func (lz *Lanes) cell(id cellID, c Catalog) cellText {
 	return t
 }
 
-// Figures is LaneFigures, remembering cell texts between calls.
+// Figures is LaneFigures, remembering cell texts between calls. The
+// figures' cells and slots are valid until the next call: a frame under a
+// stream of records allocates no cells.
 func (lz *Lanes) Figures(v *events.Snapshot, m Motion, c Catalog, topic string, partition int32) []Figure {
 	var out []Figure
+	lz.cellBuf, lz.slotBuf = lz.cellBuf[:0], lz.slotBuf[:0]
 	for ti := range v.Topics {
 		t := &v.Topics[ti]
 		if topic != "" && t.Name != topic {
@@ -533,9 +540,11 @@ func (lz *Lanes) lane(topic string, p *events.Partition, r *events.Replica, stat
 	l.Nums = "LEO " + i64(r.LEO) + " · HW " + i64(r.HW)
 	// Empty slots: the grid of offsets not yet written, records drawn in
 	// the cells.
+	from := len(lz.slotBuf)
 	for o := max(lo, r.LEO); o <= hi; o++ {
-		l.Slots = append(l.Slots, xOf(o, lo)+1)
+		lz.slotBuf = append(lz.slotBuf, xOf(o, lo)+1)
 	}
+	l.Slots = lz.slotBuf[from:len(lz.slotBuf):len(lz.slotBuf)]
 	// Markers: HW solid with its label above, LEO dashed with its label below.
 	l.HWX, l.LEOX, l.HWMoved = -1, -1, m.hwMoved[k]
 	if r.HW >= lo && r.HW <= hi+1 {
@@ -545,6 +554,7 @@ func (lz *Lanes) lane(topic string, p *events.Partition, r *events.Replica, stat
 		l.LEOX = xOf(r.LEO, lo)
 	}
 	// Records.
+	from = len(lz.cellBuf)
 	newFrom, appended := m.appended[k]
 	for _, rec := range r.Records {
 		if rec.Offset < lo || rec.Offset > hi {
@@ -559,7 +569,7 @@ func (lz *Lanes) lane(topic string, p *events.Partition, r *events.Replica, stat
 			isNew = 1
 		}
 		t := lz.cell(id, c)
-		l.Cells = append(l.Cells, Cell{Key: 2 * rec.Offset, Class: recClass[abs32(rec.LeaderEpoch)%8][id.state][isNew],
+		lz.cellBuf = append(lz.cellBuf, Cell{Key: 2 * rec.Offset, Class: recClass[abs32(rec.LeaderEpoch)%8][id.state][isNew],
 			Offset: rec.Offset, X: (rec.Offset - base) * cellW, Title: t.title, Off: t.off, Val: id.value, Ep: t.ep, Band: id.state == cellUncommitted})
 	}
 	// Truncated records, struck out at the offsets they had (the newest per offset).
@@ -583,8 +593,9 @@ func (lz *Lanes) lane(topic string, p *events.Partition, r *events.Replica, stat
 		}
 		id := cellID{offset: o, epoch: t.LeaderEpoch, state: cellTruncated, value: shortValue(t.Value), reason: t.Reason}
 		ct := lz.cell(id, c)
-		l.Cells = append(l.Cells, Cell{Key: 2*o + 1, Class: gc, Offset: o, X: (o - base) * cellW, Title: ct.title, Off: ct.off, Val: id.value})
+		lz.cellBuf = append(lz.cellBuf, Cell{Key: 2*o + 1, Class: gc, Offset: o, X: (o - base) * cellW, Title: ct.title, Off: ct.off, Val: id.value})
 	}
+	l.Cells = lz.cellBuf[from:len(lz.cellBuf):len(lz.cellBuf)]
 	return l
 }
 
