@@ -34,29 +34,37 @@
   }
   window.tidemarkDOM = {
     adopt: function (h, el) { els[h] = el; },
+    // apply does the writes and reports whether all went well (else the
+    // panel draws the lanes afresh).
     apply: function (ops) {
       var f = ops.split("\0"), n = f.length - 1, i = 0;
-      while (i < n) {
-        var h = +f[i + 1];
-        switch (f[i]) {
-        case "a": els[h].setAttribute(f[i + 2], f[i + 3]); i += 4; break; // attribute
-        case "t": text(els[h], f[i + 2]); i += 3; break;
-        case "h": els[h].innerHTML = f[i + 2]; i += 3; break; // markup of the children
-        case "c": els[h] = els[+f[i + 2]].children[+f[i + 3]]; i += 4; break; // child
-        case "k": els[h] = els[+f[i + 2]].cloneNode(true); i += 3; break; // clone
-        case "m": // markup of one (detached) element
-          if (!scratch) scratch = document.createElementNS("http://www.w3.org/2000/svg", "g");
-          scratch.innerHTML = f[i + 2];
-          els[h] = scratch.firstElementChild;
-          scratch.textContent = "";
-          i += 3; break;
-        case "p": els[+f[i + 2]].appendChild(els[h]); i += 3; break; // append to
-        case "b": els[+f[i + 2]].insertBefore(els[h], els[+f[i + 3]]); i += 4; break; // before
-        case "r": els[h].remove(); i += 2; break; // remove
-        case "f": els[h] = undefined; i += 2; break; // forget
-        default: throw new Error("tidemarkDOM: unknown op " + f[i]);
+      try {
+        while (i < n) {
+          var h = +f[i + 1];
+          switch (f[i]) {
+          case "a": els[h].setAttribute(f[i + 2], f[i + 3]); i += 4; break; // attribute
+          case "t": text(els[h], f[i + 2]); i += 3; break;
+          case "h": els[h].innerHTML = f[i + 2]; i += 3; break; // markup of the children
+          case "c": els[h] = els[+f[i + 2]].children[+f[i + 3]]; i += 4; break; // child
+          case "k": els[h] = els[+f[i + 2]].cloneNode(true); i += 3; break; // clone
+          case "m": // markup of one (detached) element
+            if (!scratch) scratch = document.createElementNS("http://www.w3.org/2000/svg", "g");
+            scratch.innerHTML = f[i + 2];
+            els[h] = scratch.firstElementChild;
+            scratch.textContent = "";
+            i += 3; break;
+          case "p": els[+f[i + 2]].appendChild(els[h]); i += 3; break; // append to
+          case "b": els[+f[i + 2]].insertBefore(els[h], els[+f[i + 3]]); i += 4; break; // before
+          case "r": els[h].remove(); i += 2; break; // remove
+          case "f": els[h] = undefined; i += 2; break; // forget
+          default: throw new Error("unknown op " + f[i]);
+          }
         }
+      } catch (e) {
+        console.error("tidemark panel: DOM write " + f[i] + " " + f[i + 1] + ": " + e);
+        return false;
       }
+      return true;
     }
   };
   if (typeof WebAssembly !== "object" || typeof Go !== "function") {

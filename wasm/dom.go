@@ -141,11 +141,13 @@ func (d *domBatch) forget(h int) {
 	d.free = append(d.free, h)
 }
 
-// flush sends the writes collected since the last flush.
-func (d *domBatch) flush() {
+// flush sends the writes collected since the last flush and reports
+// whether the page did them all (it logs the one that failed).
+func (d *domBatch) flush() bool {
 	if len(d.buf) == 0 {
-		return
+		return true
 	}
-	d.pageDOM().Call("apply", string(d.buf))
+	ok := d.pageDOM().Call("apply", string(d.buf)).Bool()
 	d.buf = d.buf[:0]
+	return ok
 }

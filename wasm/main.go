@@ -577,7 +577,7 @@ func (a *app) renderLanes(figs []panel.Figure) {
 		root.Set("innerHTML", b.String())
 		a.laneShape = shape.String()
 		a.bindLanes(root, figs)
-		a.dom.flush()
+		a.flushLanes()
 		return
 	}
 	for i := range figs {
@@ -598,8 +598,23 @@ func (a *app) renderLanes(figs []panel.Figure) {
 		d.part = *f
 		d.part.Lanes = nil
 	}
-	a.dom.flush()
+	a.flushLanes()
 	a.flushParses()
+}
+
+// flushLanes sends the frame's writes to the lanes. Should one fail (a
+// bug), the next frame draws the lanes afresh, with new elements: a page
+// that stayed wrong, or a panel stopped by the error, would be worse.
+func (a *app) flushLanes() {
+	if a.dom.flush() {
+		return
+	}
+	a.laneShape, a.figs = "", nil // nothing to forget: a new batch numbers afresh
+	a.cellPool = [2][]*cellDOM{}
+	a.cellTmpl = [2]cellDOM{}
+	a.slotTmpl, a.bandTmpl = 0, 0
+	a.dom = domBatch{}
+	a.schedule()
 }
 
 // parseJob is markup to parse into an element of the lanes.
