@@ -218,6 +218,17 @@ func BenchmarkPanelLatency(b *testing.B) {
 		b.ReportMetric(rms/float64(n), "render-ms/frame")
 		b.ReportMetric(hms/float64(n), "decode-ms/frame")
 		b.ReportMetric(lms/float64(n), "lanes-ms/frame")
+		// The p99 of the gaps between renders: a record that arrives in a
+		// long gap waits for its end.
+		var gaps, rs []float64
+		for i := 1; i < n; i++ {
+			gaps = append(gaps, renders[i][1]-renders[i-1][1])
+			rs = append(rs, renders[i][2])
+		}
+		slices.Sort(gaps)
+		slices.Sort(rs)
+		b.ReportMetric(pct(gaps, 0.99), "gap-p99-ms")
+		b.ReportMetric(pct(rs, 0.99), "render-p99-ms")
 	}
 	// Main-thread time per second of the run, by kind (ms/s).
 	for _, m := range []struct{ name, unit string }{
