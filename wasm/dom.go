@@ -22,20 +22,33 @@ type domBatch struct {
 	free []int // forgotten handles, for reuse
 }
 
+// op, str, num and forget are not inlined (nor app.el): copies of their
+// bodies at every call cost the panel more than a kilobyte of its size
+// budget (800 KiB gzip).
+//
+//go:noinline
 func (d *domBatch) op(op byte, h int) {
 	d.buf = append(d.buf, op, 0)
 	d.buf = strconv.AppendInt(d.buf, int64(h), 10)
 	d.buf = append(d.buf, 0)
 }
 
+//go:noinline
 func (d *domBatch) str(s string) {
-	if strings.IndexByte(s, 0) >= 0 {
-		s = strings.ReplaceAll(s, "\x00", "␀") // NUL separates fields
+	for {
+		// NUL separates fields: one in s is shown as ␀.
+		i := strings.IndexByte(s, 0)
+		if i < 0 {
+			break
+		}
+		d.buf = append(append(d.buf, s[:i]...), "␀"...)
+		s = s[i+1:]
 	}
 	d.buf = append(d.buf, s...)
 	d.buf = append(d.buf, 0)
 }
 
+//go:noinline
 func (d *domBatch) num(v int64) {
 	d.buf = strconv.AppendInt(d.buf, v, 10)
 	d.buf = append(d.buf, 0)
@@ -99,12 +112,6 @@ func (d *domBatch) setAttr(h int, name, value string) {
 	d.str(value)
 }
 
-func (d *domBatch) setAttrInt(h int, name string, value int64) {
-	d.op('a', h)
-	d.str(name)
-	d.num(value)
-}
-
 func (d *domBatch) setText(h int, text string) {
 	d.op('t', h)
 	d.str(text)
@@ -122,17 +129,12 @@ func (d *domBatch) appendTo(h, parent int) {
 	d.num(int64(parent))
 }
 
-// insertBefore makes h the child of parent before its child next.
-func (d *domBatch) insertBefore(h, parent, next int) {
-	d.op('b', h)
-	d.num(int64(parent))
-	d.num(int64(next))
-}
-
 // remove takes h out of the document (its handle stays).
 func (d *domBatch) remove(h int) { d.op('r', h) }
 
 // forget lets the page drop h's element and the batch reuse the handle.
+//
+//go:noinline
 func (d *domBatch) forget(h int) {
 	if h == 0 {
 		return

@@ -70,9 +70,8 @@ type app struct {
 	stage       stageDOM      // the stage's topology (#topo), when the page has one
 	dom         domBatch      // the lanes' cells and slots are written through it, once per frame
 	cellPool    [2][]*cellDOM // lane cell elements out of the document, for reuse: records and truncated records
-	cellTmpl    [2]cellDOM    // an empty record and truncated record to copy (h 0 until needed)
-	slotTmpl    int           // an empty slot to copy
-	bandTmpl    int           // a record's band to copy
+	cellTmpl    [2]*cellDOM   // an empty record and truncated record to copy (nil until needed)
+	bandTmpl    int           // a record's band, which the page copies (0 until needed)
 }
 
 // stageDOM is the stage as last rendered: its shape (the brokers), each
@@ -129,19 +128,17 @@ type laneDOM struct {
 	el, title, id, nums, slots, cells, marks int
 	hw, leo                                  int // the markers in marks (0 when not shown)
 	part                                     panel.Lane
-	slotHs                                   []int // the empty slots' rects, at slotXs
-	slotXs                                   []int64
+	slotXs                                   []int64            // the empty slots' x
 	cellMap                                  map[int64]*cellDOM // by Cell.Key
 	gen                                      uint32             // counts updates, to find the cells no longer shown
 }
 
-// cellDOM is a cell of a lane as last written: the handles (domBatch) of
-// its element and, once written to, of the children whose text changes (0
-// until then; band also while the record never had one).
+// cellDOM is a cell of a lane as last written: the handle (domBatch) of
+// its element and what it shows.
 type cellDOM struct {
-	h, title, off, val, ep, band int
-	part                         panel.Cell
-	gen                          uint32 // the lane's gen when last shown
+	h    int
+	part panel.Cell
+	gen  uint32 // the lane's gen when last shown
 }
 
 func main() {
@@ -201,6 +198,7 @@ func (a *app) after(ms float64, f func()) {
 	js.Global().Call("setTimeout", cb, ms)
 }
 
+//go:noinline
 func (a *app) el(id string) js.Value { return a.doc.Call("getElementById", id) }
 
 func (a *app) fn(f func(this js.Value, args []js.Value) any) js.Func {
@@ -611,8 +609,8 @@ func (a *app) flushLanes() {
 	}
 	a.laneShape, a.figs = "", nil // nothing to forget: a new batch numbers afresh
 	a.cellPool = [2][]*cellDOM{}
-	a.cellTmpl = [2]cellDOM{}
-	a.slotTmpl, a.bandTmpl = 0, 0
+	a.cellTmpl = [2]*cellDOM{}
+	a.bandTmpl = 0
 	a.dom = domBatch{}
 	a.schedule()
 }
@@ -686,10 +684,7 @@ func (a *app) bindLanes(root js.Value, figs []panel.Figure) {
 			a.dom.forget(head)
 			ld.part.Cells, ld.part.Slots = nil, nil
 			a.bindMarks(&ld)
-			for k, x := range l.Slots {
-				ld.slotHs = append(ld.slotHs, a.dom.child(ld.slots, k))
-				ld.slotXs = append(ld.slotXs, x)
-			}
+			ld.slotXs = append(ld.slotXs, l.Slots...)
 			for k, c := range l.Cells {
 				ld.cellMap[c.Key] = &cellDOM{h: a.dom.child(ld.cells, k), part: c}
 			}
@@ -794,7 +789,12 @@ func (a *app) updateLane(d *laneDOM, l *panel.Lane) {
 	for _, g := range gone {
 		for _, cd := range g {
 			a.dom.remove(cd.h)
-			a.release(cd)
+			// Kept for reuse, out of the document.
+			if k := b2i(cd.part.Ghost()); len(a.cellPool[k]) < maxPooledCells {
+				a.cellPool[k] = append(a.cellPool[k], cd)
+			} else {
+				a.dom.forget(cd.h)
+			}
 		}
 	}
 }
@@ -802,47 +802,26 @@ func (a *app) updateLane(d *laneDOM, l *panel.Lane) {
 // animated reports whether c's class plays an animation (panel.Motion).
 func animated(c *panel.Cell) bool { return strings.HasSuffix(c.Class, " new") }
 
-// updateSlots moves, adds or removes the lane's empty slots to show xs.
+// updateSlots shows the lane's empty slots at xs, if they moved.
 func (a *app) updateSlots(d *laneDOM, xs []int64) {
-	n := min(len(xs), len(d.slotXs))
-	for i := range n {
-		if xs[i] != d.slotXs[i] {
-			a.dom.setAttrInt(d.slotHs[i], "x", xs[i])
-		}
+	same := len(xs) == len(d.slotXs)
+	for i := 0; same && i < len(xs); i++ {
+		same = xs[i] == d.slotXs[i]
 	}
-	for _, h := range d.slotHs[n:] {
-		a.dom.remove(h)
-		a.dom.forget(h)
+	if same {
+		return
 	}
-	d.slotHs = d.slotHs[:n]
-	for _, x := range xs[n:] {
-		if a.slotTmpl == 0 {
-			a.slotTmpl = a.dom.parse(panel.SlotHTML(0))
-		}
-		h := a.dom.clone(a.slotTmpl)
-		a.dom.setAttrInt(h, "x", x)
-		a.dom.appendTo(h, d.slots)
-		d.slotHs = append(d.slotHs, h)
+	var b strings.Builder
+	for _, x := range xs {
+		b.WriteString(panel.SlotAt(x))
 	}
+	a.dom.setHTML(d.slots, b.String())
 	d.slotXs = append(d.slotXs[:0], xs...)
 }
 
 // maxPooledCells bounds the cell elements kept for reuse, of each kind (a
 // frame shows a few hundred cells at most).
 const maxPooledCells = 512
-
-// release keeps the element of a cell no longer shown (and out of the
-// document) for reuse.
-func (a *app) release(cd *cellDOM) {
-	k := b2i(cd.part.Ghost())
-	if len(a.cellPool[k]) < maxPooledCells {
-		a.cellPool[k] = append(a.cellPool[k], cd)
-		return
-	}
-	for _, h := range [...]int{cd.h, cd.title, cd.off, cd.val, cd.ep, cd.band} {
-		a.dom.forget(h)
-	}
-}
 
 // newCell returns a detached cell element of the kind: a pooled one, or a
 // copy of the kind's template (a cell with no texts).
@@ -854,10 +833,11 @@ func (a *app) newCell(ghost bool) *cellDOM {
 		a.cellPool[k] = p[:len(p)-1]
 		return cd
 	}
-	t := &a.cellTmpl[k]
-	if t.h == 0 {
-		t.part = panel.Cell{Key: int64(k)}
+	t := a.cellTmpl[k]
+	if t == nil {
+		t = &cellDOM{part: panel.Cell{Key: int64(k)}}
 		t.h = a.dom.parse(t.part.HTML())
+		a.cellTmpl[k] = t
 	}
 	return &cellDOM{h: a.dom.clone(t.h), part: t.part}
 }
@@ -869,56 +849,26 @@ func b2i(b bool) int {
 	return 0
 }
 
-// writeCell makes cd's element show c, writing only the parts that differ
-// from what it shows (see panel.Cell.Inner for its children).
+// writeCell makes cd's element show c; the page writes only the parts
+// that differ from what it shows.
 func (a *app) writeCell(cd *cellDOM, c *panel.Cell) {
-	old := &cd.part
-	if cd.title == 0 {
-		// Bound on first write: most cells leave the window unchanged.
-		off := 2
-		if !old.Ghost() && old.Band {
-			cd.band, off = a.dom.child(cd.h, 2), 3
-		}
-		cd.title, cd.off, cd.val = a.dom.child(cd.h, 0), a.dom.child(cd.h, off), a.dom.child(cd.h, off+1)
-		if !old.Ghost() {
-			cd.ep = a.dom.child(cd.h, off+2)
-		}
+	if cd.part == *c {
+		return
 	}
-	if old.Class != c.Class {
-		a.dom.setAttr(cd.h, "class", c.Class)
+	if a.bandTmpl == 0 {
+		a.bandTmpl = a.dom.parse(panel.BandHTML)
+		a.dom.op('B', a.bandTmpl)
 	}
-	if old.Offset != c.Offset {
-		a.dom.setAttrInt(cd.h, "data-offset", c.Offset)
-	}
-	if old.X != c.X {
-		a.dom.setAttr(cd.h, "transform", c.Transform())
-	}
-	if old.Title != c.Title {
-		a.dom.setText(cd.title, c.Title)
-	}
-	if old.Off != c.Off {
-		a.dom.setText(cd.off, c.Off)
-	}
-	if old.Val != c.Val {
-		a.dom.setText(cd.val, c.Val)
-	}
-	if old.Ep != c.Ep {
-		a.dom.setText(cd.ep, c.Ep)
-	}
-	if old.Band != c.Band {
-		switch {
-		case !c.Band:
-			a.dom.remove(cd.band)
-		case cd.band == 0:
-			if a.bandTmpl == 0 {
-				a.bandTmpl = a.dom.parse(panel.BandHTML)
-			}
-			cd.band = a.dom.clone(a.bandTmpl)
-			fallthrough
-		default:
-			a.dom.insertBefore(cd.band, cd.h, cd.off)
-		}
-	}
+	d := &a.dom
+	d.op('w', cd.h)
+	d.str(c.Class)
+	d.num(c.Offset)
+	d.num(c.X)
+	d.str(c.Title)
+	d.str(c.Off)
+	d.str(c.Val)
+	d.str(c.Ep)
+	d.num(int64(b2i(c.Band)))
 	cd.part = *c
 }
 
@@ -926,12 +876,7 @@ func (a *app) writeCell(cd *cellDOM, c *panel.Cell) {
 // figure is being replaced).
 func (a *app) forgetLane(d *laneDOM) {
 	for _, cd := range d.cellMap {
-		for _, h := range [...]int{cd.h, cd.title, cd.off, cd.val, cd.ep, cd.band} {
-			a.dom.forget(h)
-		}
-	}
-	for _, h := range d.slotHs {
-		a.dom.forget(h)
+		a.dom.forget(cd.h)
 	}
 	for _, h := range [...]int{d.el, d.title, d.id, d.nums, d.slots, d.cells, d.marks, d.hw, d.leo} {
 		a.dom.forget(h)

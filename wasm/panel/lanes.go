@@ -13,7 +13,10 @@ import (
 // record goes.
 const LaneCells = 20
 
-// SVG geometry, in user units.
+// SVG geometry, in user units. The markup writes the coordinates that
+// follow from it out (a 40×40 cell: width 38, middle 20; the row of
+// truncated records at 58): every call formatting a constant made the
+// panel bigger. TestLaneGeometry checks them.
 const (
 	labelW = 170 // lane label column
 	cellW  = 40
@@ -197,25 +200,20 @@ func (c *Cell) HTML() string {
 // Band), text.off, text.val and text.ep; a truncated record's rect,
 // text.off, text.val, line and text.x.
 func (c *Cell) Inner() string {
-	mid := i64(cellW / 2)
 	if c.Ghost() {
 		// Full size, in the row under the lane: offset and epoch, the
 		// value struck out, and a cross; the tooltip says why.
-		gy := int64(ghostY)
-		return `<rect x="1" y="` + i64(gy) + `" width="` + i64(cellW-2) + `" height="` + i64(cellH) + `" rx="3"/>` +
-			`<text class="off" x="` + mid + `" y="` + i64(gy+11) + `">` + esc(c.Off) + `</text>` +
-			`<text class="val" x="` + mid + `" y="` + i64(gy+24) + `">` + esc(c.Val) + `</text>` +
-			`<line x1="3" y1="` + i64(gy+20) + `" x2="` + i64(cellW-3) + `" y2="` + i64(gy+20) + `"/>` +
-			`<text class="x" x="` + mid + `" y="` + i64(gy+cellH-3) + `">✕</text>`
+		return `<rect x="1" y="58" width="38" height="40" rx="3"/><text class="off" x="20" y="69">` + esc(c.Off) +
+			`</text><text class="val" x="20" y="82">` + esc(c.Val) +
+			`</text><line x1="3" y1="78" x2="37" y2="78"/><text class="x" x="20" y="95">✕</text>`
 	}
 	band := ""
 	if c.Band {
 		band = BandHTML
 	}
-	return `<rect class="box" x="1" y="14" width="` + i64(cellW-2) + `" height="` + i64(cellH) + `" rx="3"/>` + band +
-		`<text class="off" x="` + mid + `" y="` + i64(14+15) + `">` + esc(c.Off) + `</text>` +
-		`<text class="val" x="` + mid + `" y="` + i64(14+27) + `">` + esc(c.Val) + `</text>` +
-		`<text class="ep" x="` + mid + `" y="` + i64(14+cellH-3) + `">` + esc(c.Ep) + `</text>`
+	return `<rect class="box" x="1" y="14" width="38" height="40" rx="3"/>` + band +
+		`<text class="off" x="20" y="29">` + esc(c.Off) + `</text><text class="val" x="20" y="41">` + esc(c.Val) +
+		`</text><text class="ep" x="20" y="51">` + esc(c.Ep) + `</text>`
 }
 
 // BandHTML is the markup of a record's band while it is not committed.
@@ -227,18 +225,18 @@ const BandHTML = `<rect class="band" x="1" y="14" width="38" height="6" rx="2"/>
 // Transform returns the cell's transform attribute.
 func (c *Cell) Transform() string { return "translate(" + i64(c.X) + ",0)" }
 
-// SlotHTML returns the markup of an empty slot at x.
-func SlotHTML(x int64) string {
-	return `<rect class="slot" x="` + i64(x) + `" y="14" width="` + i64(cellW-2) + `" height="` + i64(cellH) + `" rx="3"/>`
+// SlotAt returns the markup of an empty slot at x.
+func SlotAt(x int64) string {
+	return `<rect class="slot" x="` + i64(x) + `" y="14" width="38" height="40" rx="3"/>`
 }
 
 // HTML returns the lane's markup.
 func (l *Lane) HTML() string {
 	var b strings.Builder
 	b.WriteString(`<g` + attrs(l.Attrs) + `><g class="lane-head"><title>` + esc(l.Title) + `</title><g class="lane-id">` + l.Head +
-		`</g><text class="lane-nums" x="4" y="` + i64(14+cellH-2) + `">` + esc(l.Nums) + `</text><g class="slots">`)
+		`</g><text class="lane-nums" x="4" y="52">` + esc(l.Nums) + `</text><g class="slots">`)
 	for _, x := range l.Slots {
-		b.WriteString(SlotHTML(x))
+		b.WriteString(SlotAt(x))
 	}
 	b.WriteString(`</g></g><g class="cells" transform="` + l.CellsAt + `">`)
 	for i := range l.Cells {
@@ -254,7 +252,7 @@ func (l *Lane) HTML() string {
 func (l *Lane) Marks() string {
 	var b strings.Builder
 	if l.HWX >= 0 {
-		b.WriteString(`<g class="` + l.HWClass() + `" transform="` + MarkAt(l.HWX) + `"><line x1="0" y1="8" x2="0" y2="` + i64(14+cellH+2) + `"/><text x="2" y="10">HW</text></g>`)
+		b.WriteString(`<g class="` + l.HWClass() + `" transform="` + MarkAt(l.HWX) + `"><line x1="0" y1="8" x2="0" y2="56"/><text x="2" y="10">HW</text></g>`)
 	}
 	if l.LEOX >= 0 {
 		bottom := laneHeight(l.Ghosts) - 18
@@ -514,14 +512,14 @@ func (lz *Lanes) lane(topic string, p *events.Partition, r *events.Replica, stat
 	if leader {
 		label += " ★"
 	}
-	b.WriteString(`<text class="lane-label" x="4" y="` + i64(14+12) + `">` + esc(label) + `</text>`)
+	b.WriteString(`<text class="lane-label" x="4" y="26">` + esc(label) + `</text>`)
 	badge, badgeCls := "ISR", "isr-badge"
 	if !inSync {
 		badge, badgeCls = "OSR", "osr-badge"
 	}
-	b.WriteString(`<text class="` + badgeCls + `" x="110" y="` + i64(14+12) + `">` + badge + `</text>`)
+	b.WriteString(`<text class="` + badgeCls + `" x="110" y="26">` + badge + `</text>`)
 	if state != events.BrokerUp {
-		b.WriteString(`<text class="state-word" x="4" y="` + i64(14+cellH+14) + `">` + state.Glyph() + ` ` + esc(c.T("panel.state."+string(state))) + `</text>`)
+		b.WriteString(`<text class="state-word" x="4" y="68">` + state.Glyph() + ` ` + esc(c.T("panel.state."+string(state))) + `</text>`)
 	}
 	if l.Ghosts {
 		// Why the struck-out records went: the rule of the newest
@@ -533,7 +531,7 @@ func (lz *Lanes) lane(topic string, p *events.Partition, r *events.Replica, stat
 				break
 			}
 		}
-		b.WriteString(`<text class="ghost-why" x="4" y="` + i64(ghostY+cellH-6) + `">✕ ` + esc(why) + `</text>`)
+		b.WriteString(`<text class="ghost-why" x="4" y="92">✕ ` + esc(why) + `</text>`)
 	}
 	l.Head = b.String()
 	b.Reset()
@@ -569,7 +567,7 @@ func (lz *Lanes) lane(topic string, p *events.Partition, r *events.Replica, stat
 			isNew = 1
 		}
 		t := lz.cell(id, c)
-		lz.cellBuf = append(lz.cellBuf, Cell{Key: 2 * rec.Offset, Class: recClass[abs32(rec.LeaderEpoch)%8][id.state][isNew],
+		lz.cellBuf = append(lz.cellBuf, Cell{Key: 2 * rec.Offset, Class: recClass[abs32(rec.LeaderEpoch)%8*4+int32(id.state)*2+int32(isNew)],
 			Offset: rec.Offset, X: (rec.Offset - base) * cellW, Title: t.title, Off: t.off, Val: id.value, Ep: t.ep, Band: id.state == cellUncommitted})
 	}
 	// Truncated records, struck out at the offsets they had (the newest per offset).
@@ -600,13 +598,13 @@ func (lz *Lanes) lane(topic string, p *events.Partition, r *events.Replica, stat
 }
 
 // recClass is a record cell's class by leader epoch (mod 8), state
-// (cellCommitted or cellUncommitted) and whether it is new: built once, so
-// a frame allocates no class strings.
-var recClass = func() (t [8][2][2]string) {
-	for ep := range t {
-		for st, word := range [2]string{" committed", " uncommitted"} {
-			t[ep][st][0] = "rec ep" + strconv.Itoa(ep) + word
-			t[ep][st][1] = t[ep][st][0] + " new"
+// (cellCommitted or cellUncommitted) and whether it is new, at
+// epoch×4+state×2+new: built once, so a frame allocates no class strings.
+var recClass = func() (t []string) {
+	for ep := range 8 {
+		for _, word := range []string{" committed", " uncommitted"} {
+			c := "rec ep" + strconv.Itoa(ep) + word
+			t = append(t, c, c+" new")
 		}
 	}
 	return t

@@ -94,3 +94,11 @@ func TestCellChildren(t *testing.T) {
 	ghost := Cell{Key: 5, Offset: 2, Off: "2 e0", Val: "v"}
 	inOrder(ghost.HTML(), "<title>", "<rect", `<text class="off"`, `<text class="val"`, "<line", `<text class="x"`)
 }
+
+// TestLaneGeometry: the coordinates the markup writes out are the
+// geometry's.
+func TestLaneGeometry(t *testing.T) {
+	if cellW != 40 || cellH != 40 || ghostY != 58 || BandHTML != `<rect class="band" x="1" y="14" width="38" height="6" rx="2"/>` {
+		t.Fatal("the lane geometry changed: update the coordinates written out in lanes.go")
+	}
+}
