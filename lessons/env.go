@@ -35,12 +35,18 @@ type Env struct {
 	pids        map[string]int64
 	consumed    map[string][]string
 	consumeErr  map[string]error
+	consumedHW  map[string]int64
 	lookup      *storage.LookupTrace
 	lookupAt    int32
 	lookupTopic string
 	timeOffset  int64
 	times       map[string]int64
 	fetched     *fetchRegions // the last fetch-regions
+	topics      []string      // created by the script, in order
+
+	// watch checks the invariants after every action and fetch (scenario
+	// runs only; nil in a lesson).
+	watch *watcher
 
 	wg  sync.WaitGroup // pending produces
 	out Outcome
@@ -48,7 +54,7 @@ type Env struct {
 
 func newEnv(ctx context.Context, c *cluster.Cluster, pause func() time.Duration) *Env {
 	return &Env{ctx: ctx, c: c, pause: pause, results: map[string]*result{}, sent: map[string]bool{}, pids: map[string]int64{},
-		consumed: map[string][]string{}, consumeErr: map[string]error{}, times: map[string]int64{}}
+		consumed: map[string][]string{}, consumeErr: map[string]error{}, consumedHW: map[string]int64{}, times: map[string]int64{}}
 }
 
 // Cluster returns the run's cluster.
@@ -95,6 +101,9 @@ func (e *Env) PointLog(id int32, topic string) {
 // CreateTopic creates a topic; every broker knows it on return.
 func (e *Env) CreateTopic(name string, partitions int32, rf int16, configs map[string]string) error {
 	_, err := e.c.CreateTopic(name, partitions, rf, configs)
+	if err == nil {
+		e.topics = append(e.topics, name)
+	}
 	e.wait()
 	return err
 }
@@ -146,7 +155,12 @@ func (e *Env) ProduceSettled(topic, value string) (int64, error) {
 }
 
 func (e *Env) produceBytes(topic, value string, batch []byte) (*Pending, error) {
-	leader := e.Meta(topic).Leader
+	return e.produceBytesTo(e.Meta(topic).Leader, topic, value, batch, 30*time.Second)
+}
+
+// produceBytesTo sends an acks=all produce to broker leader, whether or not
+// it still leads, and returns once it appended or answered.
+func (e *Env) produceBytesTo(leader int32, topic, value string, batch []byte, timeout time.Duration) (*Pending, error) {
 	b := e.c.Broker(leader)
 	if b == nil {
 		return nil, fmt.Errorf("produce %s: partition 0 of %s has no running leader (%d)", value, topic, leader)
@@ -160,7 +174,7 @@ func (e *Env) produceBytes(topic, value string, batch []byte) (*Pending, error) 
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
-		res := b.Produce(e.ctx, topic, 0, -1, batch, 30*time.Second)
+		res := b.Produce(e.ctx, topic, 0, -1, batch, timeout)
 		p.offset, p.err = res.BaseOffset, res.Err
 		close(p.done)
 	}()
@@ -200,7 +214,16 @@ func (p *Pending) Wait() (int64, error) {
 // Fetch makes each broker's followers send one Fetch to their leaders.
 func (e *Env) Fetch(ids ...int32) error {
 	for _, id := range ids {
-		if err := e.c.StepFetch(e.ctx, id); err != nil {
+		before := e.c.Bus().LastSeq()
+		err := e.c.StepFetch(e.ctx, id)
+		if e.watch != nil {
+			evs, _ := e.c.Bus().Since(before, 0)
+			e.watch.fetched(e, id, evs, err)
+			if cerr := e.watch.check(e); cerr != nil {
+				return cerr
+			}
+		}
+		if err != nil {
 			return fmt.Errorf("fetch round of broker %d: %w", id, err)
 		}
 		e.wait()
@@ -381,13 +404,20 @@ func (e *Env) Records(id int32, topic string) []Rec { return e.RecordsOf(id, top
 
 // RecordsOf is Records for any partition.
 func (e *Env) RecordsOf(id int32, topic string, partition int32) []Rec {
+	out, _ := e.readRecords(id, topic, partition)
+	return out
+}
+
+// readRecords is RecordsOf that says whether the log could be read (not
+// when the broker is down or its disk failed).
+func (e *Env) readRecords(id int32, topic string, partition int32) ([]Rec, bool) {
 	l := e.LogOf(id, topic, partition)
 	if l == nil {
-		return nil
+		return nil, false
 	}
 	batches, err := l.ReadBatches(l.LogStartOffset(), l.LogEndOffset(), 1<<20)
 	if err != nil {
-		return nil
+		return nil, false
 	}
 	var out []Rec
 	for _, b := range batches {
@@ -395,7 +425,7 @@ func (e *Env) RecordsOf(id int32, topic string, partition int32) []Rec {
 			out = append(out, Rec{Offset: x.Offset, Epoch: b.Header.PartitionLeaderEpoch, Value: string(x.Value), Key: string(x.Key)})
 		}
 	}
-	return out
+	return out, true
 }
 
 // Values lists the values of a replica's log of partition 0.

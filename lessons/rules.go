@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
 	"tidemark/replication"
 	"tidemark/replication/rulestest"
 )
@@ -40,11 +42,18 @@ type rulesEnv struct {
 	// downSince: brokers stopped that the controller has not noticed yet.
 	downSince map[int32]time.Duration
 	sent      map[string]bool
+	marks     map[string]marks // see setMarks
+	isolated  map[int32]bool
+	// What each topic's last consume read, the HW it was told and its error.
+	consumed   map[string][]rulestest.Record
+	consumedHW map[string]int64
+	consumeErr map[string]error
 }
 
 func newRulesEnv(brokers int) *rulesEnv {
 	return &rulesEnv{brokers: brokers, topics: map[string]*rulestest.Cluster{}, log: map[string]*strings.Builder{},
-		downSince: map[int32]time.Duration{}, sent: map[string]bool{}}
+		downSince: map[int32]time.Duration{}, sent: map[string]bool{}, marks: map[string]marks{}, isolated: map[int32]bool{},
+		consumed: map[string][]rulestest.Record{}, consumedHW: map[string]int64{}, consumeErr: map[string]error{}}
 }
 
 func (r *rulesEnv) topic(name string) (*rulestest.Cluster, error) {
@@ -68,6 +77,28 @@ func (r *rulesEnv) each(f func(c *rulestest.Cluster) error) error {
 func (r *rulesEnv) run(cmd string, args ...string) error {
 	pos, kv := rulestest.ParseArgs(args)
 	return r.each(func(c *rulestest.Cluster) error { return c.Run(cmd, pos, kv) })
+}
+
+// violations lists the invariants a setting may break that topic broke so
+// far, named as in an expect line ("lost m2", "diverged 1").
+func (r *rulesEnv) violations(topic string) []string {
+	c := r.topics[topic]
+	if c == nil {
+		return nil
+	}
+	var out []string
+	for _, v := range c.Violations {
+		switch v.Kind {
+		case "lost":
+			out = append(out, v.Kind+" "+v.Value)
+		case "hw-back":
+			out = append(out, v.Kind)
+		default:
+			out = append(out, v.Kind+" "+strconv.FormatInt(v.Offset, 10))
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // lanes is every topic's transcript and lanes, for a failing scenario.
@@ -175,12 +206,18 @@ func init() {
 					kv["unclean"] = v
 				case "truncation.rule":
 					kv["rule"] = v
+				case "replica.lag.time.max.ms":
+					kv["lag"] = v
+				case rulesCheckpointKey:
+					if v != "0" {
+						return fmt.Errorf("%s: want 0 (every HW change) or no option (do checkpoint)", k)
+					}
 				default:
 					return fmt.Errorf("the rules back-end has no topic config %s", k)
 				}
 			}
 			c := rulestest.New(r.brokers, replication.DefaultConfig(), false)
-			c.ExplicitCheckpoints = true
+			c.ExplicitCheckpoints = opt[rulesCheckpointKey] == ""
 			r.log[a[0]] = &strings.Builder{}
 			c.SetOutput(r.log[a[0]])
 			if err := c.SetConfig(kv); err != nil {
@@ -224,7 +261,68 @@ func init() {
 			}
 			return nil
 		},
-		"settle":  func(r *rulesEnv, _ []string, _ map[string]string) error { return r.run("sync") },
+		"settle": func(r *rulesEnv, _ []string, _ map[string]string) error { return r.run("sync") },
+		"notice": func(r *rulesEnv, a []string, _ map[string]string) error {
+			// The controller notices now what a session timeout would tell it.
+			for _, b := range ids(a) {
+				delete(r.downSince, b)
+				_ = r.each(func(c *rulestest.Cluster) error { c.Lost(b); return nil })
+			}
+			return nil
+		},
+		"isolate": func(r *rulesEnv, a []string, _ map[string]string) error {
+			b := id(a[0])
+			r.downSince[b], r.isolated[b] = r.now, true
+			return r.each(func(c *rulestest.Cluster) error { return c.Isolate(b) })
+		},
+		"heal": func(r *rulesEnv, _ []string, _ map[string]string) error {
+			for b := range r.isolated {
+				delete(r.downSince, b)
+			}
+			clear(r.isolated)
+			return r.each(func(c *rulestest.Cluster) error { c.HealAll(); return nil })
+		},
+		"elect": func(r *rulesEnv, a []string, _ map[string]string) error {
+			return r.each(func(c *rulestest.Cluster) error { return c.Elect(id(a[0])) })
+		},
+		"send-to": func(r *rulesEnv, a []string, opt map[string]string) error {
+			return rulesActions["produce-to"](r, a, map[string]string{"acks": "all", "timeout": opt["timeout"]})
+		},
+		"produce-to": func(r *rulesEnv, a []string, opt map[string]string) error {
+			acks := opt["acks"]
+			if acks == "" {
+				acks = "1"
+			}
+			r.sent[a[2]] = true
+			kv := map[string]string{"value": a[2], "acks": acks, "to": a[0]}
+			if t := opt["timeout"]; t != "" {
+				kv["timeout"] = t
+			}
+			return r.topics[a[1]].Run("produce", nil, kv)
+		},
+		"consume": func(r *rulesEnv, a []string, _ map[string]string) error {
+			// What a consumer of the leader reads: its log below its HW.
+			c, err := r.topic(a[0])
+			if err != nil {
+				return err
+			}
+			from := int64(0)
+			if len(a) > 1 {
+				from, _ = strconv.ParseInt(a[1], 10, 64)
+			}
+			r.consumed[a[0]], r.consumedHW[a[0]], r.consumeErr[a[0]] = nil, 0, nil
+			if st, ok := c.Status(c.Meta().Leader); ok {
+				r.consumedHW[a[0]] = st.HighWatermark
+				r.consumed[a[0]] = c.Log(st.BrokerID)[min(from, st.HighWatermark):st.HighWatermark]
+			}
+			switch m := c.Meta(); {
+			case m.Leader < 0:
+				r.consumeErr[a[0]] = kerr.LeaderNotAvailable
+			case !c.Up(m.Leader):
+				r.consumeErr[a[0]] = kerr.NotLeaderForPartition
+			}
+			return nil
+		},
 		"crash":   func(r *rulesEnv, a []string, _ map[string]string) error { return r.kill(a, false) },
 		"restart": func(r *rulesEnv, a []string, _ map[string]string) error { return r.start(a) },
 		"power-loss": func(r *rulesEnv, a []string, _ map[string]string) error {
@@ -271,7 +369,7 @@ func init() {
 			if err != nil {
 				return err
 			}
-			key := map[string]string{"min.insync.replicas": "min-isr", "unclean.leader.election.enable": "unclean", "truncation.rule": "rule"}[a[1]]
+			key := rulesConfigKeys[a[1]]
 			if key == "" {
 				return fmt.Errorf("the rules back-end has no topic config %s", a[1])
 			}
@@ -342,11 +440,134 @@ func init() {
 			}
 			return num(res.Offset), nil
 		},
+		"clock": func(r *rulesEnv, a []string) (Value, error) {
+			if len(r.order) == 0 {
+				return num(0), nil
+			}
+			return num(r.topics[r.order[0]].Now()), nil
+		},
+		"config": func(r *rulesEnv, a []string) (Value, error) {
+			c, err := r.topic(a[0])
+			if err != nil {
+				return Value{}, err
+			}
+			cfg, unclean := c.Config()
+			switch a[1] {
+			case "min.insync.replicas":
+				return num(int64(cfg.MinInsyncReplicas)), nil
+			case "replica.lag.time.max.ms":
+				return num(cfg.ReplicaLagTimeMaxMs), nil
+			case "truncation.rule":
+				return str(cfg.TruncationRule.String()), nil
+			case "unclean.leader.election.enable":
+				return str(strconv.FormatBool(unclean)), nil
+			}
+			return Value{}, fmt.Errorf("the rules back-end has no topic config %s", a[1])
+		},
+		"partition-epoch": rulesMeta(func(m replication.PartitionState) Value { return num(int64(m.PartitionEpoch)) }),
+		"records":         rulesBroker(func(c *rulestest.Cluster, b int32) Value { return list(c.Records(b)) }, true),
+		"leader-records": func(r *rulesEnv, a []string) (Value, error) {
+			c, err := r.topic(a[0])
+			if err != nil {
+				return Value{}, err
+			}
+			return rulesQueries["records"](r, []string{strconv.Itoa(int(c.Meta().Leader)), a[0]})
+		},
+		"disk-records":    rulesBroker(func(c *rulestest.Cluster, b int32) Value { return list(c.Records(b)) }, false),
+		"flushed":         rulesBroker(func(c *rulestest.Cluster, b int32) Value { return num(int64(c.Flushed(b))) }, false),
+		"checkpointed-hw": rulesBroker(func(c *rulestest.Cluster, b int32) Value { return num(c.CheckpointedHW(b)) }, false),
+		"fenced":          rulesBroker(func(c *rulestest.Cluster, b int32) Value { return truth(c.Fenced(b)) }, false),
+		"isolated":        rulesBroker(func(c *rulestest.Cluster, b int32) Value { return truth(c.Isolated(b)) }, false),
+		"truncated-records": rulesBroker(func(c *rulestest.Cluster, b int32) Value {
+			var out []string
+			for _, t := range c.Truncations {
+				if t.Broker == b {
+					out = append(out, t.Removed...)
+				}
+			}
+			return list(out)
+		}, false),
+		"record-at": func(r *rulesEnv, a []string) (Value, error) {
+			c, err := r.topic(a[1])
+			if err != nil || !c.Up(id(a[0])) {
+				return str("none"), err
+			}
+			recs := c.Log(id(a[0]))
+			off, _ := strconv.Atoi(a[2])
+			if off < 0 || off >= len(recs) {
+				return str("none"), nil
+			}
+			return str(fmt.Sprintf("%s/e%d", recs[off].Value, recs[off].Epoch)), nil
+		},
+		"same-logs": func(r *rulesEnv, a []string) (Value, error) {
+			c, err := r.topic(a[0])
+			if err != nil {
+				return Value{}, err
+			}
+			var first []string
+			seen := false
+			for _, b := range c.Meta().Replicas {
+				if !c.Up(b) {
+					continue
+				}
+				if recs := c.Records(b); seen && !slices.Equal(first, recs) {
+					return truth(false), nil
+				} else if !seen {
+					first, seen = recs, true
+				}
+			}
+			return truth(true), nil
+		},
+		"consumed": func(r *rulesEnv, a []string) (Value, error) {
+			return list(mapS(r.consumed[a[0]], func(x rulestest.Record) string { return x.Value })), nil
+		},
+		"consume-error": func(r *rulesEnv, a []string) (Value, error) { return errValue(r.consumeErr[a[0]]), nil },
+		"consumed-hw":   func(r *rulesEnv, a []string) (Value, error) { return num(r.consumedHW[a[0]]), nil },
+		"visible-hw": rulesBroker(func(c *rulestest.Cluster, b int32) Value {
+			// What ListOffsets latest answers: the leader's HW, none below its
+			// epoch's start (KIP-207).
+			st, ok := c.Status(b)
+			if !ok || st.Role != replication.RoleLeader || st.HighWatermark < st.EpochStartOffset {
+				return str("none")
+			}
+			return num(st.HighWatermark)
+		}, false),
+		"leader-knows": func(r *rulesEnv, a []string) (Value, error) {
+			c, err := r.topic(a[0])
+			if err != nil {
+				return Value{}, err
+			}
+			m := c.Meta()
+			st, ok := c.Status(m.Leader)
+			return truth(ok && st.Role == replication.RoleLeader && st.LeaderEpoch == m.LeaderEpoch), nil
+		},
+		"consumed-records": func(r *rulesEnv, a []string) (Value, error) {
+			return list(mapS(r.consumed[a[0]], rulestest.Record.String)), nil
+		},
 		"running": func(r *rulesEnv, a []string) (Value, error) {
 			up := true
 			_ = r.each(func(c *rulestest.Cluster) error { up = up && c.Up(id(a[0])); return nil })
 			return truth(up), nil
 		},
+	}
+}
+
+// rulesConfigKeys are the topic configs the rules have, by their names there.
+var rulesConfigKeys = map[string]string{"min.insync.replicas": "min-isr", "unclean.leader.election.enable": "unclean",
+	"truncation.rule": "rule", "replica.lag.time.max.ms": "lag"}
+
+// rulesBroker reads one broker's replica of a topic; up: none while it is
+// down, as on the lab.
+func rulesBroker(f func(c *rulestest.Cluster, b int32) Value, up bool) rulesQuery {
+	return func(r *rulesEnv, a []string) (Value, error) {
+		c, err := r.topic(a[1])
+		if err != nil {
+			return Value{}, err
+		}
+		if up && !c.Up(id(a[0])) {
+			return list(nil), nil
+		}
+		return f(c, id(a[0])), nil
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -73,13 +74,23 @@ func RunScenario(ctx context.Context, s *Script, run ScenarioRun, dir string) er
 	fail := func(line int, lanes string, format string, a ...any) error {
 		return &ScenarioError{File: s.File, Line: line, Run: run, Msg: fmt.Sprintf(format, a...), Lanes: lanes}
 	}
+	last := 0
+	if len(items) > 0 {
+		last = items[len(items)-1].Line
+	}
 	switch run.Backend {
 	case BackendRules:
 		r := newRulesEnv(s.Brokers)
+		v := newVerdicts(items, func() []string { return r.order }, r.violations, r.durableOf)
 		query := func(q Query) (Value, error) { return rulesQueries[q.Name](r, q.Args) }
 		for _, it := range items {
 			switch {
+			case it.Expect != nil:
+				if err := v.expect(*it.Expect); err != nil {
+					return fail(it.Line, r.lanes(), "%v", err)
+				}
 			case it.Action != nil:
+				r.setMarks()
 				args, opt := splitArgs(*it.Action)
 				if err := rulesActions[it.Action.Name](r, args, opt); err != nil {
 					return fail(it.Line, r.lanes(), "do %s: %v", it.Action.Name, err)
@@ -87,12 +98,16 @@ func RunScenario(ctx context.Context, s *Script, run ScenarioRun, dir string) er
 				if err := r.check(); err != nil {
 					return fail(it.Line, r.lanes(), "%v", err)
 				}
+				v.seen(it.Line)
 			case it.Check != nil:
 				ok, got, err := evalWith(*it.Check, query)
 				if err != nil || !ok {
 					return fail(it.Line, r.lanes(), "check %s: got %s %v", it.Name.En, got.En, errOrEmpty(err))
 				}
 			}
+		}
+		if err := v.end(); err != nil {
+			return fail(last, r.lanes(), "%v", err)
 		}
 		return nil
 	case BackendCluster:
@@ -102,24 +117,45 @@ func RunScenario(ctx context.Context, s *Script, run ScenarioRun, dir string) er
 		}
 		// The HW checkpoint is written only when the script says so, so
 		// that the KIP-101 timings are exact (as in a lesson run).
+		interval := time.Hour
+		if s.CheckpointInterval > 0 {
+			interval = s.CheckpointInterval
+		}
 		c, err := cluster.Open(cluster.Options{DataDir: dir, Brokers: s.Brokers, Paused: true, FencingRule: &rule,
-			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Broker: broker.Config{HighWatermarkCheckpointInterval: time.Hour}})
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Broker: broker.Config{HighWatermarkCheckpointInterval: interval}})
 		if err != nil {
 			return err
 		}
 		ctx, cancel := context.WithCancel(ctx)
 		e := newEnv(ctx, c, func() time.Duration { return 0 })
+		e.watch = newWatcher()
+		v := newVerdicts(items, func() []string { return e.topics }, e.watch.violations, e.durableOf)
 		// Produces still waiting end with the run: cancel, close, wait.
 		defer e.wg.Wait()
 		defer c.Close()
 		defer cancel()
 		for _, it := range items {
+			if x := it.Expect; x != nil {
+				if err := v.expect(*x); err != nil {
+					return fail(it.Line, clusterLanes(e, s), "%v", err)
+				}
+				continue
+			}
 			if err := e.item(it); err != nil {
 				return fail(it.Line, clusterLanes(e, s), "%v", err)
+			}
+			if it.Action != nil {
+				if err := e.watch.check(e); err != nil {
+					return fail(it.Line, clusterLanes(e, s), "%v", err)
+				}
+				v.seen(it.Line)
 			}
 			if n := len(e.out.Checks); it.Check != nil && n > 0 && !e.out.Checks[n-1].Pass {
 				return fail(it.Line, clusterLanes(e, s), "check %s: got %s", it.Name.En, e.out.Checks[n-1].Got.En)
 			}
+		}
+		if err := v.end(); err != nil {
+			return fail(last, clusterLanes(e, s), "%v", err)
 		}
 		return nil
 	}
@@ -165,4 +201,82 @@ func clusterLanes(e *Env, s *Script) string {
 	}
 	e.out = saved
 	return b.String()
+}
+
+// verdicts are a run's named violations (see Expect): what the back-end's
+// watcher saw after every action, what the chaos checker finds at each
+// expect line and at the end (see durable), and what the file expects.
+type verdicts struct {
+	expected map[string]bool // "topic: lost m2"
+	since    map[string]int  // the line after which each was first seen
+	topics   func() []string
+	watched  func(topic string) []string
+	state    func(topic string) durable
+	judged   map[string][]string // the checker's findings, as of its last look
+}
+
+func newVerdicts(items []Item, topics func() []string, watched func(string) []string, state func(string) durable) *verdicts {
+	v := &verdicts{expected: map[string]bool{}, since: map[string]int{}, topics: topics, watched: watched, state: state, judged: map[string][]string{}}
+	for _, it := range items {
+		if x := it.Expect; x != nil {
+			v.expected[x.Topic+": "+x.Key()] = true
+		}
+	}
+	return v
+}
+
+// found is topic's violations: the watcher's and the checker's.
+func (v *verdicts) found(topic string) []string {
+	all := append(slices.Clone(v.watched(topic)), v.judged[topic]...)
+	slices.Sort(all)
+	return slices.Compact(all)
+}
+
+// judge asks the checker about every topic now.
+func (v *verdicts) judge() {
+	for _, t := range v.topics() {
+		v.judged[t] = v.state(t).findings()
+	}
+}
+
+// seen notes, after the action at line, the violations first seen there.
+func (v *verdicts) seen(line int) {
+	for _, t := range v.topics() {
+		for _, x := range v.found(t) {
+			if _, ok := v.since[t+": "+x]; !ok {
+				v.since[t+": "+x] = line
+			}
+		}
+	}
+}
+
+// expect checks an expect line: its violation happened by now.
+func (v *verdicts) expect(x Expect) error {
+	v.judge()
+	if found := v.found(x.Topic); !slices.Contains(found, x.Key()) {
+		return fmt.Errorf("expect %s %s: not (yet) seen; violations of %s so far: %v", x.Kind, strings.TrimSpace(x.Topic+" "+x.Arg), x.Topic, found)
+	}
+	return nil
+}
+
+// end checks that every violation that happened is expected.
+func (v *verdicts) end() error {
+	v.judge()
+	var miss []string
+	for _, t := range v.topics() {
+		for _, x := range v.found(t) {
+			if k := t + ": " + x; !v.expected[k] {
+				if line, ok := v.since[k]; ok {
+					k += fmt.Sprintf(" (after line %d)", line)
+				} else {
+					k += " (at the end)"
+				}
+				miss = append(miss, k)
+			}
+		}
+	}
+	if len(miss) > 0 {
+		return fmt.Errorf("violations no expect line names: %s", strings.Join(miss, ", "))
+	}
+	return nil
 }

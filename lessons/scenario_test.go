@@ -74,3 +74,72 @@ func TestScenarioRulesVocabulary(t *testing.T) {
 		t.Fatalf("got %v, want a refusal at line 7", err)
 	}
 }
+
+// TestParseScenarioErrors: what a scenario adds to the language (expect,
+// quoted values, rules-only vocabulary, hw-checkpoint-interval) is refused
+// with its line and what is wrong.
+func TestParseScenarioErrors(t *testing.T) {
+	const base = "scenario s\nbrokers 2\nfencing zookeeper\nbackends rules\nsetup\n  do create-topic t rf=2\nstep\n  do produce t m1 acks=1\n  expect lost t m1\n  check truncation-reason 1 t == \"a and b\"\n"
+	if _, err := ParseScript("s.scenario", []byte(base)); err != nil {
+		t.Fatalf("the base scenario: %v", err)
+	}
+	for _, c := range []struct {
+		name, old, new string
+		line           int
+		msg            string
+	}{
+		{"unknown violation", "expect lost t m1", "expect gone t m1", 9, `expect "gone": want one of`},
+		{"violation without its value", "expect lost t m1", "expect lost t", 9, "missing word"},
+		{"violation of no topic", "expect lost t m1", "expect lost u m1", 9, `topic "u" is never created`},
+		{"offset not a number", "expect lost t m1", "expect diverged t x", 9, "not a whole number"},
+		{"rules-only query on the cluster", "backends rules", "backends rules cluster", 10, "runs only on the rules"},
+		{"rules-only action on the cluster", "backends rules\n", "backends cluster\n", 0, ""},
+		{"unbalanced quotes", `"a and b"`, `"a b`, 10, "unbalanced quotes"},
+		{"periodic checkpoint on the rules", "backends rules", "backends rules\nhw-checkpoint-interval 5s", 5, "runs on the cluster alone"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			src := strings.Replace(base, c.old, c.new, 1)
+			if c.line == 0 { // an action instead of the query
+				src = strings.Replace(src, "  check truncation-reason 1 t == \"a and b\"", "  do notice 1", 1)
+				c.line, c.msg = 10, "runs only on the rules"
+			}
+			_, err := ParseScript("s.scenario", []byte(src))
+			var pe *ParseError
+			if !errors.As(err, &pe) || pe.Line != c.line || !strings.Contains(pe.Msg, c.msg) {
+				t.Fatalf("got %v, want line %d with %q", err, c.line, c.msg)
+			}
+		})
+	}
+	lesson := strings.Replace(minimal, "do produce t m1 acks=1", "do produce t m1 acks=1\n  expect lost t m1", 1)
+	var pe *ParseError
+	if _, err := ParseScript("m.lesson", []byte(lesson)); !errors.As(err, &pe) || pe.Line != 44 || !strings.Contains(pe.Msg, "belongs to scenarios") {
+		t.Fatalf("expect in a lesson: %v", err)
+	}
+}
+
+// TestScenarioUnexpectedViolation: a violation no expect line names fails
+// the run with the line after which it happened; an expect line naming one
+// that did not happen fails at its line. On both back-ends.
+func TestScenarioUnexpectedViolation(t *testing.T) {
+	const src = "scenario v\nbrokers 2\nfencing zookeeper\nbackends rules cluster\nsetup\n  do create-topic t rf=2\nstep\n  do produce t m1 acks=1\n  do crash 1\n  do step 2100ms\n"
+	for _, c := range []struct {
+		name, extra string
+		line        int
+		msg         string
+	}{
+		{"unexpected", "", 10, "t: lost m1 (after line 10)"},
+		{"expected but not seen", "  expect diverged t 0\n", 11, "expect diverged t 0: not (yet) seen"},
+	} {
+		s, err := ParseScript("v.scenario", []byte(src+c.extra))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, run := range s.Runs() {
+			err := RunScenario(context.Background(), s, run, t.TempDir())
+			var se *ScenarioError
+			if !errors.As(err, &se) || se.Line != c.line || !strings.Contains(se.Msg, c.msg) {
+				t.Errorf("%s %s: %v, want line %d with %q", c.name, run, err, c.line, c.msg)
+			}
+		}
+	}
+}

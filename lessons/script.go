@@ -46,13 +46,33 @@ import (
 // in the text's language. A COND is TERM [and TERM]…; a TERM is
 // QUERY OP VALUE with OP one of == != < <= > >= has lacks, VALUE a literal
 // (a list is written [m1 m2], an error by its Kafka name, none for no
-// error, yes/no for a truth) or {QUERY}.
+// error, yes/no for a truth, a text holding "and" in double quotes) or
+// {QUERY}; has and lacks ask whether a list holds an item or a text holds
+// some words.
 //
 // A scenario is a file of the same language that tests rather than
 // teaches: it starts with "scenario NAME" instead of "lesson ID", needs no
 // part, titles, summary or explanations, a check may go without texts (its
-// condition names it), and "fencing" may list several rules: RunScenario
-// plays it once per rule and per back-end.
+// condition names it), "hw-checkpoint-interval 5s" sets the lab brokers'
+// replica.high.watermark.checkpoint.interval.ms (by default an hour: only
+// do checkpoint writes it), and "fencing" may list several rules: RunScenario
+// plays it once per rule and per back-end. A scenario names the
+// invariants its settings break, each where it first breaks:
+//
+//	expect lost TOPIC VALUE        an acknowledged VALUE is not in the leader's log
+//	expect seen-gone TOPIC OFFSET  a record a consumer could read at OFFSET is gone or changed
+//	expect hw-back TOPIC           the consumer-visible HW went backwards
+//	expect diverged TOPIC OFFSET   replicas done truncating differ at OFFSET below both HWs
+//	expect duplicated TOPIC VALUE  a consumer reads VALUE more than once
+//	expect wrong-offset TOPIC VALUE  an acknowledged VALUE is read at another offset
+//	expect unreadable TOPIC VALUE  an acknowledged VALUE is not lost but cannot be
+//	                               read (the partition offline, the HW below it)
+//
+// The runner watches the first four after every action; the chaos
+// durability checker (server/chaos) judges all of them, except seen-gone
+// and hw-back, at each expect line and at the end of the run. An expect
+// line fails when its violation has not happened by then, and the run
+// fails when one happened that no expect line names.
 
 // Parts are the sections of the learning path, in order.
 var Parts = []string{"storage", "replication", "failures", "delivery", "comparisons"}
@@ -86,6 +106,9 @@ type Script struct {
 	Backends []string
 	// Fencings are a scenario's fencing rules, each run in turn.
 	Fencings []string
+	// CheckpointInterval is a scenario's HW checkpoint interval on the lab
+	// (0: an hour).
+	CheckpointInterval time.Duration
 }
 
 // RunsOn reports whether the file runs on back-end b.
@@ -115,14 +138,29 @@ type ScriptChoice struct {
 	When Cond
 }
 
-// Item is one thing a step does, in order: an action, a sentence or a check.
+// Item is one thing a step does, in order: an action, a sentence, a check
+// or (in a scenario) an expected violation.
 type Item struct {
 	Line   int
 	Action *Action // do
 	Say    *Text   // say
 	Check  *Cond   // check, named by Name
 	Name   Text
+	Expect *Expect // expect
 }
+
+// Expect is a named violation a scenario expects: Kind (see violations),
+// the topic, and the value or offset it concerns ("" for hw-back).
+type Expect struct {
+	Kind, Topic, Arg string
+}
+
+// Key is the violation as the runners name it: "lost m2", "hw-back".
+func (x Expect) Key() string { return strings.TrimSpace(x.Kind + " " + x.Arg) }
+
+// violations are the expect kinds and what each needs after the topic.
+var violations = map[string]string{"lost": "word", "seen-gone": "int", "hw-back": "", "diverged": "int",
+	"duplicated": "word", "wrong-offset": "word", "unreadable": "word"}
 
 // Action is one operation with its arguments.
 type Action struct {
@@ -311,7 +349,7 @@ func (p *parser) line(n int, raw string) error {
 	}
 	header := p.step == nil && !p.inSet
 	switch kw {
-	case "lesson", "scenario", "part", "builds-on", "brokers", "fencing", "concepts", "summary", "backends":
+	case "lesson", "scenario", "part", "builds-on", "brokers", "fencing", "concepts", "summary", "backends", "hw-checkpoint-interval":
 		if !header {
 			return p.errf(n, "%s belongs to the lesson's header, before setup and the first step", kw)
 		}
@@ -393,6 +431,28 @@ func (p *parser) line(n int, raw string) error {
 			return p.errf(n, "choice %s has a second why", ch.ID)
 		}
 		return p.open(n, "why of choice "+ch.ID, &ch.Why)
+	case "expect":
+		f := strings.Fields(rest)
+		if !p.s.Scenario {
+			return p.errf(n, "expect belongs to scenarios; a lesson states outcomes with check")
+		}
+		kind, ok := "", false
+		if len(f) > 0 {
+			kind = f[0]
+			_, ok = violations[kind]
+		}
+		if !ok {
+			return p.errf(n, "expect %q: want one of %s", kind, strings.Join(sortedKeys(violations), ", "))
+		}
+		if err := p.checkArgs(strings.TrimSpace("topic "+violations[kind]), nil, f[1:]); err != nil {
+			return p.errf(n, "expect %s: %v", kind, err)
+		}
+		x := &Expect{Kind: kind, Topic: f[1]}
+		if len(f) > 2 {
+			x.Arg = f[2]
+		}
+		st.Items = append(st.Items, Item{Line: n, Expect: x})
+		return nil
 	case "say":
 		st.Items = append(st.Items, Item{Line: n, Say: &Text{}})
 		return p.open(n, "say", st.Items[len(st.Items)-1].Say)
@@ -447,6 +507,14 @@ func (p *parser) header(n int, kw, rest string) error {
 		if p.s.RunsOn(BackendRules) && (len(p.s.Setup) > 0 || len(p.s.Steps) > 0) {
 			return p.errf(n, "backends belongs before setup")
 		}
+	case "hw-checkpoint-interval":
+		if !p.s.Scenario || p.s.RunsOn(BackendRules) {
+			return p.errf(n, "hw-checkpoint-interval belongs to a scenario that runs on the cluster alone (the rules checkpoint when told)")
+		}
+		if err := p.checkArg("duration", rest); err != nil {
+			return p.errf(n, "hw-checkpoint-interval: %v", err)
+		}
+		p.s.CheckpointInterval, _ = time.ParseDuration(rest)
 	case "part":
 		if !slices.Contains(Parts, rest) {
 			return p.errf(n, "part %q: want one of %s", rest, strings.Join(Parts, ", "))
@@ -542,6 +610,8 @@ func (p *parser) finish(n int) error {
 		return p.errf(n, "no brokers line")
 	case s.Scenario && len(s.Steps) == 0:
 		return p.errf(n, "no steps")
+	case s.CheckpointInterval > 0 && s.RunsOn(BackendRules):
+		return p.errf(n, "hw-checkpoint-interval: the rules back-end checkpoints only when told (drop %s from backends)", BackendRules)
 	case s.Scenario:
 		return nil
 	case s.Part == "":
@@ -566,6 +636,9 @@ func (p *parser) action(n int, rest string) (Action, error) {
 	if !ok {
 		return a, p.errf(n, "unknown action %q (known: %s)", a.Name, strings.Join(actionNames(), ", "))
 	}
+	if p.s.RunsOn(BackendCluster) && rulesOnlyActions[a.Name] {
+		return a, p.errf(n, "action %s runs only on the rules (backends rules)", a.Name)
+	}
 	if p.s.RunsOn(BackendRules) && rulesActions[a.Name] == nil {
 		return a, p.errf(n, "action %s does not run on the rules (known there: %s); drop %s from backends", a.Name, strings.Join(sortedKeys(rulesActions), ", "), BackendRules)
 	}
@@ -580,7 +653,7 @@ func (p *parser) action(n int, rest string) (Action, error) {
 
 func (p *parser) cond(n int, s string) (Cond, error) {
 	c := Cond{Line: n}
-	for part := range strings.SplitSeq(s, " and ") {
+	for _, part := range splitAnd(s) {
 		f := strings.Fields(part)
 		i := slices.IndexFunc(f, func(w string) bool { return slices.Contains(ops, w) })
 		if i < 1 {
@@ -597,6 +670,11 @@ func (p *parser) cond(n int, s string) (Cond, error) {
 		if t.Want == "" {
 			return c, p.errf(n, "condition %q: nothing to compare with", strings.TrimSpace(part))
 		}
+		if q, ok := strings.CutPrefix(t.Want, `"`); ok {
+			if t.Want, ok = strings.CutSuffix(q, `"`); !ok || strings.Contains(t.Want, `"`) {
+				return c, p.errf(n, "condition %q: unbalanced quotes", strings.TrimSpace(part))
+			}
+		}
 		if strings.HasPrefix(t.Want, "{") && strings.HasSuffix(t.Want, "}") {
 			wq, err := parseQuery(strings.Fields(t.Want[1 : len(t.Want)-1]))
 			if err == nil {
@@ -612,6 +690,24 @@ func (p *parser) cond(n int, s string) (Cond, error) {
 	return c, nil
 }
 
+// splitAnd splits a condition at " and " outside double quotes: a quoted
+// value ("truncate there and ask again") may hold the word.
+func splitAnd(s string) []string {
+	var out []string
+	quoted, start := false, 0
+	for i := 0; i < len(s); i++ {
+		switch {
+		case s[i] == '"':
+			quoted = !quoted
+		case !quoted && strings.HasPrefix(s[i:], " and "):
+			out = append(out, s[start:i])
+			start = i + len(" and ")
+			i += len(" and ") - 1
+		}
+	}
+	return append(out, s[start:])
+}
+
 func parseQuery(f []string) (Query, error) {
 	if len(f) == 0 {
 		return Query{}, fmt.Errorf("empty query")
@@ -623,6 +719,9 @@ func (p *parser) checkQuery(q Query) error {
 	spec, ok := queries[q.Name]
 	if !ok {
 		return fmt.Errorf("unknown query %q (known: %s)", q.Name, strings.Join(queryNames(), ", "))
+	}
+	if p.s.RunsOn(BackendCluster) && rulesOnlyQueries[q.Name] {
+		return fmt.Errorf("query %s runs only on the rules (backends rules)", q.Name)
 	}
 	if p.s.RunsOn(BackendRules) && rulesQueries[q.Name] == nil {
 		return fmt.Errorf("query %s does not run on the rules (known there: %s); drop %s from backends", q.Name, strings.Join(sortedKeys(rulesQueries), ", "), BackendRules)

@@ -127,6 +127,12 @@ func FuzzParseScript(f *testing.F) {
 		}
 	}
 	f.Add([]byte("lesson 01-x\nstep\nchoice a when {x} == {y}\n"))
+	scenarios, _ := filepath.Glob("scenarios/*.scenario")
+	for _, file := range scenarios {
+		if b, err := os.ReadFile(file); err == nil {
+			f.Add(b)
+		}
+	}
 	f.Fuzz(func(t *testing.T, src []byte) {
 		s, err := ParseScript("f.lesson", src)
 		if err != nil {

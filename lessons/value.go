@@ -153,8 +153,11 @@ func compare(got Value, op string, want Value) (bool, error) {
 	case "!=":
 		return g != w, nil
 	case "has", "lacks":
+		if got.kind == vStr { // a text: whether it holds the words
+			return strings.Contains(g, w) == (op == "has"), nil
+		}
 		if got.kind != vList {
-			return false, fmt.Errorf("%s needs a list, got %s", op, g)
+			return false, fmt.Errorf("%s needs a list or a text, got %s", op, g)
 		}
 		in := slices.Contains(got.list, strings.Trim(w, "[]"))
 		return in == (op == "has"), nil

@@ -43,8 +43,16 @@ type querySpec struct {
 	get  func(e *Env, a []string) (Value, error)
 }
 
+// rulesOnly is the run of an action or query the lab cluster lacks: it
+// exists on the pure rules alone (rulesOnlyActions, rulesOnlyQueries), and
+// the parser refuses it in a file that runs on the cluster.
+func rulesOnly(*Env, []string, map[string]string) error {
+	return errors.New("only on the rules back-end")
+}
+
 var topicKeys = []string{"partitions", "rf", "segment.bytes", "index.interval.bytes", "min.insync.replicas",
-	"unclean.leader.election.enable", "truncation.rule", "retention.ms", "retention.bytes"}
+	"unclean.leader.election.enable", "truncation.rule", "retention.ms", "retention.bytes", "replica.lag.time.max.ms",
+	"flush.messages", rulesCheckpointKey}
 
 var actions map[string]actionSpec
 
@@ -135,13 +143,13 @@ func init() {
 			e.setResult(a[0], a[1], &result{answered: acksOf(opt) != 0, offset: off, err: err})
 			return nil
 		}},
-		"produce-to": {"broker topic word key=value*", []string{"acks"}, func(e *Env, a []string, opt map[string]string) error {
+		"produce-to": {"broker topic word key=value*", []string{"acks", "timeout"}, func(e *Env, a []string, opt map[string]string) error {
 			b := e.c.Broker(id(a[0]))
 			if b == nil {
 				return fmt.Errorf("produce-to: broker %s is not running", a[0])
 			}
 			acks := acksOf(opt)
-			res := b.Produce(e.ctx, a[1], 0, acks, storage.NewBatch([]storage.Record{{Value: []byte(a[2]), Timestamp: e.c.Clock().Now().UnixMilli()}}), 30*time.Second)
+			res := b.Produce(e.ctx, a[1], 0, acks, storage.NewBatch([]storage.Record{{Value: []byte(a[2]), Timestamp: e.c.Clock().Now().UnixMilli()}}), timeoutOf(opt))
 			e.wait()
 			r := &result{answered: acks != 0, offset: res.BaseOffset, err: res.Err}
 			if acks == 0 { // Kafka sends no response to acks=0: the producer hears nothing
@@ -262,9 +270,15 @@ func init() {
 		}},
 		"checkpoint": {"broker+", nil, func(e *Env, a []string, _ map[string]string) error { e.Checkpoint(ids(a)...); return nil }},
 		"flush":      {"broker+", nil, func(e *Env, a []string, _ map[string]string) error { return e.Flush(ids(a)...) }},
-		"consume": {"topic", nil, func(e *Env, a []string, _ map[string]string) error {
-			vs, err := e.Consume(a[0])
-			e.consumed[a[0]], e.consumeErr[a[0]] = vs, err
+		"consume": {"topic int?", nil, func(e *Env, a []string, _ map[string]string) error {
+			// From the start, or from the offset given.
+			from := int64(-1)
+			if len(a) > 1 {
+				from, _ = strconv.ParseInt(a[1], 10, 64)
+			}
+			recs, hw, err := e.c.Consume(a[0], 0, from, 1000)
+			e.consumed[a[0]] = mapS(recs, func(r cluster.ConsumedRecord) string { return string(r.Value) })
+			e.consumeErr[a[0]], e.consumedHW[a[0]] = err, hw
 			return nil
 		}},
 		"consume-all": {"topic", nil, func(e *Env, a []string, _ map[string]string) error {
@@ -660,6 +674,7 @@ func init() {
 			return num(readCheckpoint(filepath.Join(b.LogDir().Path(), "replication-offset-checkpoint"), a[1])), nil
 		}},
 	}
+	addScenarioVocab()
 }
 
 // lookupSegment is the segment the last lookup chose.

@@ -25,6 +25,7 @@ import (
 	"tidemark/server/cluster"
 	"tidemark/server/controller"
 	"tidemark/server/labs"
+	"tidemark/server/metrics"
 	"tidemark/server/web"
 	"tidemark/server/wire"
 )
@@ -48,6 +49,9 @@ type config struct {
 	connectionsMaxIdle   time.Duration
 	maxConnectionsPerIP  int
 
+	// observe, when it names a cluster, replaces the lab (observe_mode.go).
+	observe observeConfig
+
 	static fs.FS        // tests: the static tree to serve instead of the embedded one
 	logger *slog.Logger // tests: where the cluster logs (default stderr, warnings and up)
 }
@@ -61,6 +65,10 @@ const (
 	demoTopic      = "demo"
 	demoPartitions = 3
 )
+
+// mainLab is the main cluster's id among the hosted labs and its cluster
+// label in /metrics.
+const mainLab = "main"
 
 func parseFlags(args []string, out io.Writer) (config, error) {
 	var c config
@@ -90,16 +98,21 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 		"Kafka listeners' connections.max.idle.ms: a connection with no request for this long is closed (0: never)")
 	fs.IntVar(&c.maxConnectionsPerIP, "max-connections-per-ip", wire.DefaultMaxConnectionsPerIP,
 		"Kafka listeners' max.connections.per.ip: more connections from one address are closed at once (0: no limit)")
+	c.observe.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
-	return c, c.validate()
+	err := c.validate() // it may fill in the SASL password from the environment
+	return c, err
 }
 
-func (c config) validate() error {
+func (c *config) validate() error {
+	if err := c.observe.validate(); err != nil {
+		return err
+	}
 	if c.brokers < 1 || c.brokers > maxBrokers {
 		return fmt.Errorf("--brokers %d: must be between 1 and %d", c.brokers, maxBrokers)
 	}
@@ -159,6 +172,9 @@ func Main(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if len(cfg.observe.seeds) > 0 {
+		return runObserve(ctx, cfg, os.Stdout, nil)
+	}
 	return run(ctx, cfg, os.Stdout, nil)
 }
 
@@ -178,9 +194,12 @@ func run(ctx context.Context, cfg config, out io.Writer, started func(url string
 	}
 	controller.SetMaxPartitionReplicas(cfg.maxPartitionReplicas)
 	controller.SetMaxBrokerPartitions(cfg.maxBrokerPartitions)
+	// /metrics reports the main cluster as cluster="main".
+	mets := metrics.New(logger)
 	cl, err := cluster.Open(cluster.Options{MessageEvents: true, DataDir: cfg.dataDir, Brokers: cfg.brokers, KafkaPort: cfg.kafkaPort,
 		Paused: cfg.paused, Logger: logger, FencingRule: rule, Broker: broker.Config{
-			ConnectionsMaxIdle: offIfZero(cfg.connectionsMaxIdle), MaxConnectionsPerIP: offIfZero(cfg.maxConnectionsPerIP)}})
+			ConnectionsMaxIdle: offIfZero(cfg.connectionsMaxIdle), MaxConnectionsPerIP: offIfZero(cfg.maxConnectionsPerIP),
+			OnRequest: mets.RequestObserver(mainLab)}})
 	if err != nil {
 		if errors.Is(err, syscall.EADDRINUSE) {
 			err = fmt.Errorf("%w (another lab running? --kafka-port picks other ports)", err)
@@ -197,6 +216,7 @@ func run(ctx context.Context, cfg config, out io.Writer, started func(url string
 	if err := ensureDemo(cl, cfg.brokers); err != nil {
 		return err
 	}
+	defer mets.Add(mainLab, cl)()
 
 	// Lesson runs get their own clusters under <data-dir>/lessons, removed
 	// when they end; the main cluster is one of the hosted labs.
@@ -205,7 +225,7 @@ func run(ctx context.Context, cfg config, out io.Writer, started func(url string
 		return err
 	}
 	defer hosted.Close()
-	if _, err := hosted.Pin("main", cl); err != nil {
+	if _, err := hosted.Pin(mainLab, cl); err != nil {
 		return err
 	}
 	lessonRuns, err := lessons.NewService(lessons.Options{Labs: hosted, Logger: logger})
@@ -219,13 +239,32 @@ func run(ctx context.Context, cfg config, out io.Writer, started func(url string
 		return err
 	}
 	defer chaosRuns.Close()
+	mets.SetChaos(chaosRuns)
 
 	ws, err := web.New(web.Options{Lab: lab{cl}, Static: cfg.static, Logger: logger, Lessons: lessonRuns, Chaos: chaosRuns,
-		AllowedHosts: cfg.allowedHosts})
+		AllowedHosts: cfg.allowedHosts, Metrics: mets.Handler()})
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", cfg.addr)
+	return serveUI(ctx, cfg.addr, ws, out, func(url string) {
+		snap := cl.Snapshot()
+		var listeners []string
+		for _, b := range snap.Brokers {
+			listeners = append(listeners, b.Listener)
+		}
+		fmt.Fprintf(out, "tidemark: %d brokers (Kafka listeners %v), data in %s\n", cfg.brokers, listeners, cfg.dataDir)
+		if started != nil {
+			started(url, cl)
+		}
+	})
+}
+
+// serveUI serves ws on addr until ctx ends: it prints the URL and the
+// panel's size to out, calls listening with the URL, and on the way out
+// stops the web server (requests in flight answer) and then ends the
+// websockets. ws is closed when it returns.
+func serveUI(ctx context.Context, addr string, ws *web.Server, out io.Writer, listening func(url string)) error {
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		ws.Close()
 		if errors.Is(err, syscall.EADDRINUSE) {
@@ -243,21 +282,13 @@ func run(ctx context.Context, cfg config, out io.Writer, started func(url string
 	go func() { serveErr <- srv.Serve(ln) }()
 
 	url := "http://" + ln.Addr().String() + "/"
-	snap := cl.Snapshot()
-	var listeners []string
-	for _, b := range snap.Brokers {
-		listeners = append(listeners, b.Listener)
-	}
 	fmt.Fprintf(out, "tidemark: web UI on %s\n", url)
-	fmt.Fprintf(out, "tidemark: %d brokers (Kafka listeners %v), data in %s\n", cfg.brokers, listeners, cfg.dataDir)
 	if raw, gz, ok := ws.StaticSize("wasm/panel.wasm"); ok {
 		fmt.Fprintf(out, "tidemark: live panel %d KiB (%d KiB gzip)\n", raw>>10, gz>>10)
 	} else {
 		fmt.Fprintln(out, "tidemark: live panel not built (go tool task wasm); pages work without it")
 	}
-	if started != nil {
-		started(url, cl)
-	}
+	listening(url)
 
 	select {
 	case err := <-serveErr:

@@ -120,6 +120,15 @@ func TestRunServesAndStops(t *testing.T) {
 		t.Fatalf("GET / = %v %v", resp, err)
 	}
 	resp.Body.Close()
+	resp, err = http.Get(url + "metrics") // the main cluster, labelled cluster="main"
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if want := `kafka_log_log_logendoffset{broker="1",cluster="main",partition="0",topic="demo"}`; !strings.Contains(string(body), want) {
+		t.Fatalf("/metrics has no %s:\n%.2000s", want, body)
+	}
 	if err := stop(); err != nil {
 		t.Fatalf("run after cancel: %v", err)
 	}

@@ -15,6 +15,9 @@ type Page struct {
 	Lang  i18n.Lang // the zero Lang renders English
 	Path  string    // e.g. "/topics/demo/partitions/0"; "/" when empty
 	Flash *Flash    // nil: no message
+	// Observe names the Kafka cluster shown in observe mode (its bootstrap
+	// addresses); "" for the lab. Observed pages hide every control.
+	Observe string
 }
 
 // Flash is the outcome of a control a learner just used: OK or not, and the
@@ -58,4 +61,13 @@ func PanelCatalog(lang i18n.Lang) map[string]string {
 		}
 	}
 	return out
+}
+
+// bodyClass marks observe mode for the stylesheet, which hides the
+// controls the live panel draws (its fault menus, the time controls).
+func (p Page) bodyClass() string {
+	if p.Observe != "" {
+		return "observe"
+	}
+	return ""
 }

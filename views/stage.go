@@ -16,6 +16,9 @@ func (p Page) stageNodes(s events.Snapshot) string {
 	return panel.StageNodesHTML(&s, p.stageCatalog(), p.path())
 }
 func (p Page) stageLinkMenus(s events.Snapshot) string {
+	if p.Observe != "" { // an observed cluster's links cannot be cut from here
+		return ""
+	}
 	return panel.StageLinkMenusHTML(&s, p.stageCatalog(), p.path())
 }
 

@@ -20,7 +20,7 @@ func TestOverviewRendersSnapshot(t *testing.T) {
 		}}},
 	}
 	var buf bytes.Buffer
-	if err := Overview(Page{Title: "Cluster"}, s).Render(context.Background(), &buf); err != nil {
+	if err := Overview(Page{Title: "Cluster"}, s, nil).Render(context.Background(), &buf); err != nil {
 		t.Fatal(err)
 	}
 	html := buf.String()

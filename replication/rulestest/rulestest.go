@@ -1,32 +1,29 @@
 // Package rulestest is the pure rules' lab: a small cluster of
 // replication.Partition state machines with in-memory logs and a tiny
-// controller. It runs the replication package's testdata scripts and is
-// the "rules" back-end of the lesson runner (package lessons), so the same
-// scenario file runs against the rules alone and against the real lab
-// cluster.
+// ZooKeeper-era controller. It is the "rules" back-end of the scenario
+// language (package lessons), so the same scenario file runs against the
+// rules alone and against the real lab cluster; the rules' own scenario
+// tests are the lessons/scenarios/rules-*.scenario files.
 //
 // Commands (Cluster.Run):
 //
-//	config [min-isr=] [rule=] [unclean=] [lag=]              change topic configs at run time
 //	produce value=V [acks=all|1|0] [timeout=MS] [to=N]      a client produce (to the leader by default)
 //	fetch N [times=K]                                        follower N sends K fetches to the leader it knows
 //	sync                                                     every live follower fetches until nothing changes
 //	tick MS                                                  the cluster clock moves MS and every broker ticks
 //	flush N|all                                              fsync broker N's log and HW checkpoint
-//	crash N... | power-loss N...                             brokers die at once; the controller notices
-//	restart N                                                crash and start before the controller notices
-//	start N                                                  a dead broker recovers from disk and registers
-//	cut N | heal N                                           broker N loses/regains every link (controller too)
-//	elect N                                                  the controller moves leadership to N
-//	state                                                    print the lanes
-//	compare                                                  say whether the live logs are identical
-//	consume                                                  what a consumer of the leader can read
+//
+// and methods: Kill, Lost, Start, Isolate, HealAll, Elect, Checkpoint,
+// SetConfig. Every event is printed to SetOutput's builder and recorded
+// (Fetches, Proposals, Alters, Truncations, Elections, Happened) for the
+// scenario language's queries.
 //
 // After every command Check runs the invariants. Structural ones (ISR never
 // empty, leader ∈ ISR, log start ≤ HW ≤ LEO, offsets increase, epochs never
 // decrease) are collected in Errs. The ones that the settings may
 // legitimately break (replicas agree below the smaller HW, records a
-// consumer saw stay, acknowledged records stay) are printed as "!!" lines.
+// consumer saw stay, acknowledged records stay, the HW a consumer is told
+// never goes back) are recorded in Violations and printed as "!!" lines.
 package rulestest
 
 import (
@@ -90,6 +87,7 @@ type Cluster struct {
 	acked    []acked
 	visible  []entry // records a consumer could have read (below some leader's HW)
 	reported map[string]bool
+	maxHW    int64    // the highest HW a consumer was told
 	errs     []string // structural invariant failures
 	results  map[string]*ProduceResult
 
@@ -97,6 +95,80 @@ type Cluster struct {
 	// (and then fsynced), as the lab broker's is when its interval is long;
 	// otherwise every HW change is checkpointed at once.
 	ExplicitCheckpoints bool
+
+	// What happened, in order, for the scenario language's queries: each
+	// fetch sent, ISR proposal, controller answer to one, truncation,
+	// election, and each invariant a setting may break (Violations).
+	Fetches     []Fetch
+	Proposals   []Proposal
+	Alters      []AlterAnswer
+	Truncations []Truncation
+	Elections   []Election
+	Violations  []Violation
+	// Happened names every event printed, in order: b1-append-m1,
+	// answer-m1, b2-fetch, b1-hw, b1-propose, b1-queued, accept, reject,
+	// elect-b2, unclean-b2, offline, fenced-b2, b2-truncate, b1-fsync,
+	// b2-no-fetch, b1-error… (a scenario checks nothing else happened).
+	Happened []string
+}
+
+// Fetch is one Fetch a follower sent and what the leader answered.
+type Fetch struct {
+	Broker, Leader int32
+	Offset         int64
+	LastEpoch      int32
+	// Records are the records returned, value/eEPOCH.
+	Records []string
+	HW      int64
+	Err     error
+	// LogStart and LogEnd are the leader's log bounds the answer carried.
+	LogStart, LogEnd int64
+	// Diverging is "EPOCH@END" when the leader answered a diverging epoch.
+	Diverging string
+}
+
+// Proposal is an AlterPartition a leader sent (Queued: it could not reach
+// the controller).
+type Proposal struct {
+	Broker         int32
+	ISR            []int32
+	PartitionEpoch int32
+	Queued         bool
+}
+
+// AlterAnswer is the controller's answer to a proposal (Err nil: accepted).
+type AlterAnswer struct {
+	Broker  int32
+	Request replication.AlterPartitionRequest
+	Err     error
+}
+
+// Truncation is one truncation a replica did.
+type Truncation struct {
+	Broker int32
+	To     int64
+	// Removed are the records removed, OFFSET:value/eEPOCH.
+	Removed             []string
+	Rule, Cause, Reason string
+}
+
+// Election is a leadership change the controller made (Leader -1: the
+// partition went offline).
+type Election struct {
+	Leader, Epoch int32
+	ISR           []int32
+	Unclean       bool
+}
+
+// Violation is an invariant a setting may legitimately break: Kind "lost"
+// (an acknowledged Value is not in the leader's log), "seen-gone" (a
+// record a consumer could read at Offset is gone from the leader),
+// "hw-back" (the HW a consumer is told went backwards) or "diverged" (two
+// replicas done truncating differ at Offset below both HWs).
+type Violation struct {
+	Kind   string
+	Offset int64
+	Value  string
 }
 
 // ProduceResult is what a producer heard about one value.
@@ -160,7 +232,7 @@ func (c *Cluster) Kill(id int32, powerLoss bool) error {
 	if b == nil || !b.up {
 		return fmt.Errorf("b%d is not running", id)
 	}
-	c.crash(id, powerLoss, false)
+	c.crash(id, powerLoss)
 	return nil
 }
 
@@ -190,8 +262,101 @@ func (c *Cluster) Checkpoint(id int32) {
 	}
 }
 
+// Config returns the topic configs in force and whether unclean leader
+// election is enabled.
+func (c *Cluster) Config() (replication.Config, bool) { return c.cfg, c.unclean }
+
+// Record is one record of a log: offset, value and leader epoch.
+type Record struct {
+	Offset int64
+	Value  string
+	Epoch  int32
+}
+
+func (r Record) String() string { return fmt.Sprintf("%d:%s/e%d", r.Offset, r.Value, r.Epoch) }
+
+// Log returns broker id's log as its disk holds it (up or down).
+func (c *Cluster) Log(id int32) []Record {
+	b := c.b(id)
+	if b == nil {
+		return nil
+	}
+	out := make([]Record, len(b.log))
+	for i, e := range b.log {
+		out[i] = Record{int64(i), e.value, e.epoch}
+	}
+	return out
+}
+
+// Records is Log written OFFSET:value/eEPOCH.
+func (c *Cluster) Records(id int32) []string {
+	var out []string
+	for _, r := range c.Log(id) {
+		out = append(out, r.String())
+	}
+	return out
+}
+
+// Flushed is how many of broker id's records survive a power loss.
+func (c *Cluster) Flushed(id int32) int {
+	if b := c.b(id); b != nil {
+		return b.flushed
+	}
+	return 0
+}
+
+// CheckpointedHW is broker id's HW checkpoint as last written.
+func (c *Cluster) CheckpointedHW(id int32) int64 {
+	if b := c.b(id); b != nil {
+		return b.hw
+	}
+	return -1
+}
+
+// Fenced reports whether the controller considers broker id dead.
+func (c *Cluster) Fenced(id int32) bool { return c.fenced[id] }
+
+// Isolate cuts every link of broker id (the controller's too) without
+// telling the controller: Lost does, as a session timeout would.
+func (c *Cluster) Isolate(id int32) error {
+	b := c.b(id)
+	if b == nil || !b.up {
+		return fmt.Errorf("b%d is not running", id)
+	}
+	b.cut = true
+	return nil
+}
+
+// Isolated reports whether broker id's links are cut.
+func (c *Cluster) Isolated(id int32) bool { b := c.b(id); return b != nil && b.cut }
+
+// HealAll restores the links of every isolated broker.
+func (c *Cluster) HealAll() {
+	for _, b := range c.brokers {
+		if b.cut {
+			c.heal(b.id)
+		}
+	}
+}
+
+// Elect moves leadership to broker id, as the controller would if asked.
+func (c *Cluster) Elect(id int32) error {
+	b := c.b(id)
+	if b == nil || !b.up {
+		return fmt.Errorf("b%d is not running", id)
+	}
+	c.elect(id)
+	return nil
+}
+
 // Result returns what the producer of value heard; nil if it was never sent.
 func (c *Cluster) Result(value string) *ProduceResult { return c.results[value] }
+
+// happen records what happened (a token of Happened) and prints it.
+func (c *Cluster) happen(token, format string, a ...any) {
+	c.Happened = append(c.Happened, token)
+	c.printf(format, a...)
+}
 
 func (c *Cluster) printf(format string, a ...any) {
 	fmt.Fprintf(c.out, format+"\n", a...)
@@ -241,7 +406,7 @@ func New(n int, cfg replication.Config, unclean bool) *Cluster {
 func (c *Cluster) boot(b *broker) {
 	p, err := replication.New(b.id, c.cfg, replication.LogState{LogEndOffset: int64(len(b.log)), HighWatermark: b.hw, EpochCache: b.epochs}, c.now)
 	if err != nil {
-		c.printf("error: %v", err)
+		c.happen("error", "error: %v", err)
 		return
 	}
 	b.p, b.up, b.queued, b.synced = p, true, nil, false
@@ -256,7 +421,7 @@ func (c *Cluster) send(b *broker) {
 	}
 	before := b.p.Status().LeaderEpoch
 	if err := b.p.LeaderAndIsr(c.clone()); err != nil {
-		c.printf("b%d LeaderAndIsr: %s", b.id, errName(err))
+		c.happen(fmt.Sprintf("b%d-error", b.id), "b%d LeaderAndIsr: %s", b.id, errName(err))
 	}
 	if b.p.Status().LeaderEpoch != before {
 		b.synced = false
@@ -296,7 +461,7 @@ func (c *Cluster) brokerLost(id int32) {
 	}
 	if changed {
 		c.meta.PartitionEpoch++
-		c.printf("controller: b%d fenced, ISR %v, partition epoch %d", id, c.meta.ISR, c.meta.PartitionEpoch)
+		c.happen(fmt.Sprintf("fenced-b%d", id), "controller: b%d fenced, ISR %v, partition epoch %d", id, c.meta.ISR, c.meta.PartitionEpoch)
 		c.publish()
 	}
 }
@@ -323,7 +488,7 @@ func (c *Cluster) elect(want int32) {
 		}
 	}
 	if leader == replication.NoLeader && want != replication.NoLeader {
-		c.printf("controller: b%d cannot lead (not a live ISR member, unclean=%v)", want, c.unclean)
+		c.happen(fmt.Sprintf("cannot-lead-b%d", want), "controller: b%d cannot lead (not a live ISR member, unclean=%v)", want, c.unclean)
 		return
 	}
 	if leader == replication.NoLeader && c.meta.Leader == replication.NoLeader {
@@ -340,7 +505,8 @@ func (c *Cluster) elect(want int32) {
 		if len(live) > 0 {
 			c.meta.ISR = live
 		}
-		c.printf("controller: no live ISR member, partition offline (ISR %v)", c.meta.ISR)
+		c.happen("offline", "controller: no live ISR member, partition offline (ISR %v)", c.meta.ISR)
+		c.Elections = append(c.Elections, Election{Leader: leader, Epoch: c.meta.LeaderEpoch, ISR: slices.Clone(c.meta.ISR)})
 	} else {
 		if unclean {
 			c.meta.ISR = []int32{leader}
@@ -351,7 +517,8 @@ func (c *Cluster) elect(want int32) {
 		if unclean {
 			kind = "UNCLEAN election:"
 		}
-		c.printf("controller: %s b%d leader at epoch %d, ISR %v", kind, leader, c.meta.LeaderEpoch, c.meta.ISR)
+		c.happen(fmt.Sprintf("%s-b%d", map[bool]string{false: "elect", true: "unclean"}[unclean], leader), "controller: %s b%d leader at epoch %d, ISR %v", kind, leader, c.meta.LeaderEpoch, c.meta.ISR)
+		c.Elections = append(c.Elections, Election{Leader: leader, Epoch: c.meta.LeaderEpoch, ISR: slices.Clone(c.meta.ISR), Unclean: unclean})
 	}
 	c.publish()
 }
@@ -371,16 +538,17 @@ func (c *Cluster) alter(b *broker, req replication.AlterPartitionRequest) {
 			}
 		}
 	}
+	c.Alters = append(c.Alters, AlterAnswer{Broker: b.id, Request: req, Err: resp.Err})
 	if resp.Err != nil {
-		c.printf("controller rejects b%d's ISR %v (leader epoch %d, partition epoch %d): %s", b.id, req.NewISR, req.LeaderEpoch, req.PartitionEpoch, errName(resp.Err))
+		c.happen("reject", "controller rejects b%d's ISR %v (leader epoch %d, partition epoch %d): %s", b.id, req.NewISR, req.LeaderEpoch, req.PartitionEpoch, errName(resp.Err))
 	} else {
 		c.meta.ISR = slices.Clone(req.NewISR)
 		c.meta.PartitionEpoch++
 		resp.ISR, resp.PartitionEpoch = slices.Clone(c.meta.ISR), c.meta.PartitionEpoch
-		c.printf("controller accepts ISR %v, partition epoch %d", c.meta.ISR, c.meta.PartitionEpoch)
+		c.happen("accept", "controller accepts ISR %v, partition epoch %d", c.meta.ISR, c.meta.PartitionEpoch)
 	}
 	if err := b.p.AlterPartitionResponse(resp); err != nil {
-		c.printf("b%d AlterPartitionResponse: %v", b.id, err)
+		c.happen(fmt.Sprintf("b%d-error", b.id), "b%d AlterPartitionResponse: %v", b.id, err)
 	}
 }
 
@@ -398,7 +566,8 @@ func (c *Cluster) drainOne(b *broker) bool {
 		for off := t.ToOffset; off < t.FromOffset && off < int64(len(b.log)); off++ {
 			gone = append(gone, fmt.Sprintf("%d:%s/e%d", off, b.log[off].value, b.log[off].epoch))
 		}
-		c.printf("b%d truncates to %d, removing %s (rule %s, cause %s): %s", b.id, t.ToOffset, strings.Join(gone, " "), t.Rule, t.Cause, t.Reason)
+		c.happen(fmt.Sprintf("b%d-truncate", b.id), "b%d truncates to %d, removing %s (rule %s, cause %s): %s", b.id, t.ToOffset, strings.Join(gone, " "), t.Rule, t.Cause, t.Reason)
+		c.Truncations = append(c.Truncations, Truncation{Broker: b.id, To: t.ToOffset, Removed: gone, Rule: t.Rule.String(), Cause: t.Cause.String(), Reason: t.Reason})
 		if t.Cause == replication.TruncateFullyAndStartAt {
 			c.errs = append(c.errs, "the harness has no log start offsets; unexpected full truncation")
 		}
@@ -410,16 +579,17 @@ func (c *Cluster) drainOne(b *broker) bool {
 	}
 	if rd.HighWatermarkChanged {
 		if !c.quiet {
-			c.printf("b%d HW %d", b.id, rd.HighWatermark)
+			c.happen(fmt.Sprintf("b%d-hw", b.id), "b%d HW %d", b.id, rd.HighWatermark)
 		}
 		if !c.ExplicitCheckpoints {
 			b.hw = rd.HighWatermark
 		}
 	}
 	if req := rd.AlterPartition; req != nil {
-		c.printf("b%d proposes ISR %v (partition epoch %d)", b.id, req.NewISR, req.PartitionEpoch)
+		c.happen(fmt.Sprintf("b%d-propose", b.id), "b%d proposes ISR %v (partition epoch %d)", b.id, req.NewISR, req.PartitionEpoch)
+		c.Proposals = append(c.Proposals, Proposal{Broker: b.id, ISR: slices.Clone(req.NewISR), PartitionEpoch: req.PartitionEpoch, Queued: b.cut})
 		if b.cut {
-			c.printf("b%d cannot reach the controller; proposal queued", b.id)
+			c.happen(fmt.Sprintf("b%d-queued", b.id), "b%d cannot reach the controller; proposal queued", b.id)
 			b.queued = append(b.queued, *req)
 		} else {
 			c.alter(b, *req)
@@ -430,14 +600,14 @@ func (c *Cluster) drainOne(b *broker) bool {
 		delete(c.produces, r.ID)
 		c.results[v] = &ProduceResult{Answered: r.Acks != 0, Offset: r.BaseOffset, Err: r.Err}
 		if r.Err != nil {
-			c.printf("produce %s acks=%s → %s", v, acksName(r.Acks), errName(r.Err))
+			c.happen("answer-"+v, "produce %s acks=%s → %s", v, acksName(r.Acks), errName(r.Err))
 			continue
 		}
 		switch r.Acks {
 		case 0:
-			c.printf("produce %s acks=0 sent (no response)", v)
+			c.happen("answer-"+v, "produce %s acks=0 sent (no response)", v)
 		default:
-			c.printf("produce %s acks=%s → OK at offset %d", v, acksName(r.Acks), r.BaseOffset)
+			c.happen("answer-"+v, "produce %s acks=%s → OK at offset %d", v, acksName(r.Acks), r.BaseOffset)
 			c.acked = append(c.acked, acked{value: v, offset: r.BaseOffset, acks: acksName(r.Acks)})
 		}
 	}
@@ -466,13 +636,13 @@ func (c *Cluster) produce(value string, acks int16, timeout int64, to int32) {
 	b := c.b(to)
 	if b == nil || !b.up {
 		c.results[value] = &ProduceResult{Answered: true, Err: kerr.NotLeaderForPartition}
-		c.printf("produce %s: no leader to send to", value)
+		c.happen("answer-"+value, "produce %s: no leader to send to", value)
 		return
 	}
 	epoch, err := b.p.CheckProduce(acks)
 	if err != nil {
 		c.results[value] = &ProduceResult{Answered: acks != 0, Err: err}
-		c.printf("produce %s acks=%s to b%d → %s", value, acksName(acks), b.id, errName(err))
+		c.happen("answer-"+value, "produce %s acks=%s to b%d → %s", value, acksName(acks), b.id, errName(err))
 		return
 	}
 	off := int64(len(b.log))
@@ -484,9 +654,9 @@ func (c *Cluster) produce(value string, acks int16, timeout int64, to int32) {
 	if timeout > 0 {
 		req.DeadlineMs = c.now + timeout
 	}
-	c.printf("b%d appends %s at offset %d (epoch %d)", b.id, value, off, epoch)
+	c.happen(fmt.Sprintf("b%d-append-%s", b.id, value), "b%d appends %s at offset %d (epoch %d)", b.id, value, off, epoch)
 	if err := b.p.ProduceAppended(req); err != nil {
-		c.printf("b%d ProduceAppended: %v", b.id, err)
+		c.happen(fmt.Sprintf("b%d-error", b.id), "b%d ProduceAppended: %v", b.id, err)
 	}
 	c.drain()
 }
@@ -495,20 +665,20 @@ func (c *Cluster) produce(value string, acks int16, timeout int64, to int32) {
 func (c *Cluster) fetch(id int32) bool {
 	f := c.b(id)
 	if f == nil || !f.up {
-		c.printf("b%d is down", id)
+		c.happen(fmt.Sprintf("b%d-no-fetch", id), "b%d is down", id)
 		return false
 	}
 	req, ok := f.p.NextFetch()
 	if !ok {
 		if !c.quiet {
-			c.printf("b%d has no leader to fetch from", id)
+			c.happen(fmt.Sprintf("b%d-no-fetch", id), "b%d has no leader to fetch from", id)
 		}
 		return false
 	}
 	l := c.b(f.p.Status().Leader)
 	if l == nil || !l.up || l.cut || f.cut {
 		if !c.quiet {
-			c.printf("b%d cannot reach b%d", id, f.p.Status().Leader)
+			c.happen(fmt.Sprintf("b%d-no-fetch", id), "b%d cannot reach b%d", id, f.p.Status().Leader)
 		}
 		return false
 	}
@@ -523,6 +693,12 @@ func (c *Cluster) fetch(id int32) bool {
 			got = append(got, fmt.Sprintf("%s/e%d", e.value, e.epoch))
 		}
 	}
+	fr := Fetch{Broker: id, Leader: l.id, Offset: req.FetchOffset, LastEpoch: req.LastFetchedEpoch, Records: got, HW: res.HighWatermark,
+		Err: res.Err, LogStart: res.LogStartOffset, LogEnd: res.LogEndOffset}
+	if d := res.DivergingEpoch; d != nil {
+		fr.Diverging = fmt.Sprintf("%d@%d", d.Epoch, d.EndOffset)
+	}
+	c.Fetches = append(c.Fetches, fr)
 	if !c.quiet {
 		line := fmt.Sprintf("b%d fetch offset=%d last-epoch=%d from b%d →", id, req.FetchOffset, req.LastFetchedEpoch, l.id)
 		switch {
@@ -538,7 +714,7 @@ func (c *Cluster) fetch(id int32) bool {
 			}
 			line += fmt.Sprintf(", leader HW %d", res.HighWatermark)
 		}
-		c.printf("%s", line)
+		c.happen(fmt.Sprintf("b%d-fetch", id), "%s", line)
 	}
 	// The leader acts on what the fetch decided (HW, ISR, acks) before the
 	// follower sees the response.
@@ -547,7 +723,7 @@ func (c *Cluster) fetch(id int32) bool {
 		f.log = append(f.log, l.log[b.BaseOffset])
 	}
 	if err := f.p.HandleFetchResponse(res, batches); err != nil {
-		c.printf("b%d HandleFetchResponse: %v", id, err)
+		c.happen(fmt.Sprintf("b%d-error", id), "b%d HandleFetchResponse: %v", id, err)
 	}
 	if res.Err == nil && res.DivergingEpoch == nil {
 		f.synced = true
@@ -567,16 +743,13 @@ func (c *Cluster) tick(ms int64) {
 }
 
 // crash stops broker id; powerLoss also drops everything not fsynced.
-func (c *Cluster) crash(id int32, powerLoss, notify bool) {
+func (c *Cluster) crash(id int32, powerLoss bool) {
 	b := c.b(id)
 	b.up, b.p = false, nil
 	if powerLoss {
 		b.log = b.log[:b.flushed]
 		b.hw = min(b.flushedHW, int64(len(b.log)))
 		b.epochs, _ = leaderepoch.TruncateFromEnd(b.epochs, int64(len(b.log)))
-	}
-	if notify {
-		c.brokerLost(id)
 	}
 }
 
@@ -712,10 +885,11 @@ func (c *Cluster) Lanes() string {
 // check runs the invariants after a command.
 func (c *Cluster) Check() {
 	fail := func(f string, a ...any) { c.errs = append(c.errs, fmt.Sprintf(f, a...)) }
-	// warn prints msg once per key.
-	warn := func(key, f string, a ...any) {
+	// warn records v and prints msg once per key.
+	warn := func(key string, v Violation, f string, a ...any) {
 		if !c.reported[key] {
 			c.reported[key] = true
+			c.Violations = append(c.Violations, v)
 			c.printf("!! "+f, a...)
 		}
 	}
@@ -757,7 +931,7 @@ func (c *Cluster) Check() {
 			hw := min(a.p.Status().HighWatermark, b.p.Status().HighWatermark)
 			for off := int64(0); off < hw; off++ {
 				if a.log[off] != b.log[off] {
-					warn(fmt.Sprintf("disagree %d %d %d", a.id, b.id, off), "b%d and b%d disagree at offset %d below HW %d: %s/e%d vs %s/e%d", a.id, b.id, off, hw,
+					warn(fmt.Sprintf("disagree %d %d %d", a.id, b.id, off), Violation{Kind: "diverged", Offset: off}, "b%d and b%d disagree at offset %d below HW %d: %s/e%d vs %s/e%d", a.id, b.id, off, hw,
 						a.log[off].value, a.log[off].epoch, b.log[off].value, b.log[off].epoch)
 					break
 				}
@@ -771,17 +945,25 @@ func (c *Cluster) Check() {
 	// Consumer-visible records never go away; the visible HW never goes back.
 	for off, e := range c.visible {
 		if off >= len(l.log) || l.log[off] != e {
-			warn(fmt.Sprintf("visible %d %s", off, e.value), "consumer-visible record %s/e%d at offset %d is gone from leader b%d", e.value, e.epoch, off, l.id)
+			warn(fmt.Sprintf("visible %d %s", off, e.value), Violation{Kind: "seen-gone", Offset: int64(off), Value: e.value}, "consumer-visible record %s/e%d at offset %d is gone from leader b%d", e.value, e.epoch, off, l.id)
 			c.visible = nil
 			break
 		}
+	}
+	// The HW a consumer is told (ListOffsets latest) never goes back; a
+	// leader whose HW is below its epoch's start tells none (KIP-207).
+	if st := l.p.Status(); st.HighWatermark >= st.EpochStartOffset {
+		if st.HighWatermark < c.maxHW {
+			warn("hw-back", Violation{Kind: "hw-back"}, "consumer-visible HW went back from %d to %d at leader b%d", c.maxHW, st.HighWatermark, l.id)
+		}
+		c.maxHW = max(c.maxHW, st.HighWatermark)
 	}
 	if hw := int(l.p.Status().HighWatermark); hw > len(c.visible) {
 		c.visible = slices.Clone(l.log[:hw])
 	}
 	for _, a := range c.acked {
 		if a.offset >= int64(len(l.log)) || l.log[a.offset].value != a.value {
-			warn(fmt.Sprintf("acked %d %s", a.offset, a.value), "acknowledged %s (acks=%s, offset %d) is lost: not in leader b%d's log", a.value, a.acks, a.offset, l.id)
+			warn(fmt.Sprintf("acked %d %s", a.offset, a.value), Violation{Kind: "lost", Offset: a.offset, Value: a.value}, "acknowledged %s (acks=%s, offset %d) is lost: not in leader b%d's log", a.value, a.acks, a.offset, l.id)
 		}
 	}
 }
@@ -880,87 +1062,8 @@ func (c *Cluster) Run(cmd string, pos []string, kv map[string]string) error {
 			}
 			b.flushed, b.flushedHW = len(b.log), b.hw
 			c.flushes = true
-			c.printf("b%d fsynced %d records, HW checkpoint %d", b.id, b.flushed, b.hw)
+			c.happen(fmt.Sprintf("b%d-fsync", b.id), "b%d fsynced %d records, HW checkpoint %d", b.id, b.flushed, b.hw)
 		}
-	case "crash", "power-loss":
-		// Several ids fail at the same instant; the controller then
-		// notices them one by one in the given order.
-		var ids []int32
-		for i := range pos {
-			id, err := brokerArg(c, pos[i:])
-			if err != nil {
-				return err
-			}
-			if !c.b(id).up {
-				return fmt.Errorf("%s: b%d is already down", cmd, id)
-			}
-			ids = append(ids, id)
-		}
-		if len(ids) == 0 {
-			return errors.New("missing broker id")
-		}
-		for _, id := range ids {
-			c.crash(id, cmd == "power-loss", false)
-		}
-		for _, id := range ids {
-			c.brokerLost(id)
-		}
-	case "restart", "start", "cut", "heal", "elect":
-		id, err := brokerArg(c, pos)
-		if err != nil {
-			return err
-		}
-		b := c.b(id)
-		if (cmd == "start") == b.up {
-			return fmt.Errorf("%s: b%d up=%v", cmd, id, b.up)
-		}
-		switch cmd {
-		case "restart":
-			c.crash(id, false, c.meta.Leader == id)
-			c.start(id)
-		case "start":
-			c.start(id)
-		case "cut":
-			b.cut = true
-			c.brokerLost(id)
-		case "heal":
-			c.heal(id)
-		case "elect":
-			c.elect(id)
-		}
-	case "config":
-		if err := c.SetConfig(kv); err != nil {
-			return err
-		}
-		c.printf("min.insync.replicas=%d replica.lag.time.max.ms=%d rule=%s unclean.leader.election.enable=%v",
-			c.cfg.MinInsyncReplicas, c.cfg.ReplicaLagTimeMaxMs, c.cfg.TruncationRule, c.unclean)
-	case "state":
-		c.printf("%s", c.Lanes())
-	case "compare":
-		var ups []*broker
-		for _, b := range c.brokers {
-			if b.up {
-				ups = append(ups, b)
-			}
-		}
-		same := true
-		for _, b := range ups[1:] {
-			if !slices.Equal(b.log, ups[0].log) {
-				same = false
-				c.printf("b%d and b%d differ: %s vs %s", ups[0].id, b.id, fmtLog(ups[0].log, len(ups[0].log)), fmtLog(b.log, len(b.log)))
-			}
-		}
-		if same {
-			c.printf("identical: %s", fmtLog(ups[0].log, len(ups[0].log)))
-		}
-	case "consume":
-		l := c.b(c.meta.Leader)
-		if l == nil || !l.up {
-			c.printf("no leader: nothing to consume")
-			break
-		}
-		hw := l.p.Status().HighWatermark
-		c.printf("consumer reads from b%d below HW %d: %s", l.id, hw, fmtLog(l.log[:hw], int(hw)))
 	default:
 		return fmt.Errorf("unknown command %q", cmd)
 	}

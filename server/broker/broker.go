@@ -120,6 +120,10 @@ type Config struct {
 	// every log dir failed) or its Kafka listener stopped for good. It
 	// should Crash the broker.
 	OnHalt func(id int32, cause error)
+	// OnRequest, when set, is told of every Kafka request the listener
+	// answered: the broker, the API key and the total time (the
+	// /metrics request histogram). It must be quick.
+	OnRequest func(id int32, apiKey int16, total time.Duration)
 }
 
 func (c *Config) setDefaults() {
@@ -217,8 +221,12 @@ func Start(cfg Config) (*Broker, error) {
 		return nil, fmt.Errorf("broker %d: %w", cfg.ID, err)
 	}
 	b.lastHWCheckpoint = cfg.Clock.Now()
+	var onRequest func(int16, time.Duration)
+	if f := cfg.OnRequest; f != nil {
+		onRequest = func(key int16, d time.Duration) { f(cfg.ID, key, d) }
+	}
 	b.server, err = wire.NewServer(&handler{b: b}, wire.Options{Logger: b.logger, CopyFileRegions: cfg.CopyFileRegions,
-		ConnectionsMaxIdle: cfg.ConnectionsMaxIdle, MaxConnectionsPerIP: cfg.MaxConnectionsPerIP})
+		ConnectionsMaxIdle: cfg.ConnectionsMaxIdle, MaxConnectionsPerIP: cfg.MaxConnectionsPerIP, OnRequest: onRequest})
 	if err != nil {
 		b.dir.Crash()
 		return nil, err

@@ -116,19 +116,25 @@ func (s *Server) getChaos(c echo.Context) error {
 }
 
 func (s *Server) exportChaos(c echo.Context) error {
-	st, err := s.chaosRun(c)
+	st, err := s.finishedChaosRun(c)
 	if err != nil {
 		return err
-	}
-	if st.Result == nil {
-		return KafkaError(http.StatusConflict, kerr.InvalidRequest, "run "+st.ID+" has not finished: "+string(st.Progress.Phase))
 	}
 	b, err := st.Result.Export()
 	if err != nil {
 		return err
 	}
-	c.Response().Header().Set(echo.HeaderContentDisposition, `attachment; filename="chaos-`+st.ID+`.json"`)
-	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, b)
+	return download(c, "chaos-"+st.ID+".json", echo.MIMEApplicationJSON, b)
+}
+
+// finishedChaosRun is the {id} run once it has a result (409
+// INVALID_REQUEST before).
+func (s *Server) finishedChaosRun(c echo.Context) (chaos.RunState, error) {
+	st, err := s.chaosRun(c)
+	if err == nil && st.Result == nil {
+		err = KafkaError(http.StatusConflict, kerr.InvalidRequest, "run "+st.ID+" has not finished: "+string(st.Progress.Phase))
+	}
+	return st, err
 }
 
 // --- pages ---

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"encoding/csv"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -71,6 +72,11 @@ func TestChaosAPI(t *testing.T) {
 	res, err := chaos.Import(rec.Body.Bytes())
 	if rec.Code != 200 || err != nil || res.Seed != 7 || res.Config != chaos.Acks1 || len(res.Actions) != 40 {
 		t.Fatalf("export: %d %v", rec.Code, err)
+	}
+	// Acknowledged against read back, one CSV row per write.
+	rec = send(t, h, "GET", "/api/v1/export/chaos/"+st.ID+"/acked.csv", "")
+	if rows, err := csv.NewReader(rec.Body).ReadAll(); rec.Code != 200 || err != nil || len(rows) != 1+len(res.Writes) || rows[0][0] != "value" {
+		t.Fatalf("acked.csv: %d %v %d rows for %d writes", rec.Code, err, len(rows), len(res.Writes))
 	}
 	// The exported schedule, played again, gives the same counts.
 	actions, _ := json.Marshal(res.Actions)

@@ -51,6 +51,9 @@ func Lang(c echo.Context) i18n.Lang {
 // (which it clears).
 func (s *Server) page(c echo.Context, title string) views.Page {
 	p := views.Page{Title: title, Lang: Lang(c), Path: c.Request().URL.RequestURI()}
+	if s.observed != nil {
+		p.Observe = s.observedSeeds()
+	}
 	if ck, err := c.Cookie(flashCookie); err == nil {
 		if raw, err := base64.RawURLEncoding.DecodeString(ck.Value); err == nil && len(raw) > 0 {
 			p.Flash = &views.Flash{OK: raw[0] == '1', Text: string(raw[1:])}
@@ -62,7 +65,7 @@ func (s *Server) page(c echo.Context, title string) views.Page {
 
 func (s *Server) overview(c echo.Context) error {
 	p := s.page(c, i18n.T(Lang(c), "ui.overview.title"))
-	return Render(c, http.StatusOK, views.Overview(p, s.opts.Lab.Snapshot()))
+	return Render(c, http.StatusOK, views.Overview(p, s.opts.Lab.Snapshot(), s.observeView()))
 }
 
 func (s *Server) partitionPage(c echo.Context) error {

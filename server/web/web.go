@@ -72,6 +72,9 @@ type Options struct {
 	// for any port, "name:port" for one. Every other Host gets 421 (see
 	// hosts.go: DNS rebinding). Default none.
 	AllowedHosts []string
+	// Metrics serves GET /metrics (Prometheus text format, package
+	// server/metrics); nil: /metrics answers 501.
+	Metrics http.Handler
 }
 
 func (o *Options) setDefaults() error {
@@ -114,11 +117,13 @@ type Server struct {
 	faults Faults
 	clock  LabClock
 	insp   Inspector
-	echo   *echo.Echo
-	hosts  hostPolicy
-	files  map[string]*staticFile
-	ctx    context.Context // cancelled by Close: websocket writers say goodbye
-	cancel context.CancelFunc
+	// observed is set in observe mode (observe.go): read-only.
+	observed Observed
+	echo     *echo.Echo
+	hosts    hostPolicy
+	files    map[string]*staticFile
+	ctx      context.Context // cancelled by Close: websocket writers say goodbye
+	cancel   context.CancelFunc
 
 	mu     sync.Mutex // guards closed and conns.Add, so no Add races Close's Wait
 	closed bool
@@ -146,12 +151,14 @@ func New(opts Options) (*Server, error) {
 	s.faults, _ = opts.Lab.(Faults)
 	s.clock, _ = opts.Lab.(LabClock)
 	s.insp, _ = opts.Lab.(Inspector)
+	s.observed, _ = opts.Lab.(Observed)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
 	e.Pre(s.checkHost)
+	e.Pre(s.readOnly)
 	e.Pre(deadlines)
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true, DisablePrintStack: true}))
 	e.Use(securityHeaders)
@@ -164,6 +171,9 @@ func New(opts Options) (*Server, error) {
 	s.lessonRoutes(e)
 	s.fencingRoutes(e)
 	s.chaosRoutes(e)
+	s.exportRoutes(e)
+	e.GET("/metrics", s.serveMetrics)
+	e.GET("/api/v1/observe", s.getObserve)
 	e.GET("/ws", s.serveWS)
 	e.GET("/static/*", s.serveStatic)
 	s.echo = e
@@ -208,4 +218,13 @@ func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 		h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; connect-src 'self'; img-src 'self' data:; frame-ancestors 'none'")
 		return next(c)
 	}
+}
+
+// serveMetrics hands /metrics to Options.Metrics.
+func (s *Server) serveMetrics(c echo.Context) error {
+	if s.opts.Metrics == nil {
+		return notImplemented("serve metrics")
+	}
+	s.opts.Metrics.ServeHTTP(c.Response(), c.Request())
+	return nil
 }

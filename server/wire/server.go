@@ -89,6 +89,12 @@ type Options struct {
 	// LogInterval is the most often a repeated listener error is logged.
 	// 0 means 10s.
 	LogInterval time.Duration
+
+	// OnRequest, when set, is told of every request answered (or, for an
+	// acks=0 produce, handled): its API key and Kafka's TotalTimeMs, from
+	// the frame read to the response written. It runs on the connection's
+	// goroutine, so it must be quick (a histogram's Observe).
+	OnRequest func(apiKey int16, total time.Duration)
 }
 
 // validate fills defaults and rejects contradictions.
@@ -218,8 +224,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 // request, a request with an unsupported key/version (err wraps
 // ErrUnsupported), or the error that ends reading.
 type connItem struct {
-	req *Request
-	err error
+	req      *Request
+	err      error
+	received time.Time // when its frame was read (Options.OnRequest)
 }
 
 // errClosed is the internal reason for a connection the peer closed cleanly.
@@ -288,8 +295,9 @@ func (s *Server) readLoop(ctx context.Context, c net.Conn, items chan<- connItem
 			return
 		}
 		idle.begin()
+		received := time.Now()
 		req, err := s.decode(frame)
-		if !send(connItem{req: req, err: err}) {
+		if !send(connItem{req: req, err: err, received: received}) {
 			return
 		}
 		if err != nil && !errors.Is(err, ErrUnsupported) {
@@ -347,6 +355,9 @@ func (s *Server) processLoop(ctx context.Context, c net.Conn, id uint64, items <
 			err = w.write(hdr.CorrelationID, resp)
 		}
 		idle.end()
+		if s.opts.OnRequest != nil && err == nil {
+			s.opts.OnRequest(hdr.APIKey, time.Since(it.received))
+		}
 		if err != nil {
 			return "write failed", fmt.Errorf("%s response: %w", describeKey(hdr.APIKey, hdr.APIVersion), err)
 		}

@@ -1,0 +1,130 @@
+package lessons
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"tidemark/server/chaos"
+)
+
+// The chaos durability checker (server/chaos) as a scenario's second
+// judge: at each expect line and at the end of a run it compares what the
+// producers were told with what a consumer of the leader reads and what
+// every replica holds, and names what it finds as expect lines do. It sees
+// what the watchers do not: a value written twice (duplicated), one found
+// at another offset (wrong-offset), one acknowledged but unreadable
+// without being lost (the partition offline, or the leader's HW below it).
+
+// durable is one topic's state for the checker: partition 0 only.
+type durable struct {
+	writes   []chaos.Write
+	replicas []chaos.ReplicaLog // running replicas, the leader marked
+	leader   int32              // -1: no running leader (offline)
+}
+
+// findings runs the checker and names its findings: "lost m2",
+// "duplicated m1", "wrong-offset m1", "unreadable m1", "diverged 1".
+func (d durable) findings() []string {
+	final := chaos.Final{Consumed: map[int32][]chaos.Rec{}, Replicas: map[int32][]chaos.ReplicaLog{0: d.replicas}}
+	if d.leader < 0 {
+		final.Offline = []int32{0}
+	}
+	for _, r := range d.replicas {
+		if r.Leader {
+			for _, x := range r.Records {
+				if x.Offset < r.HW {
+					final.Consumed[0] = append(final.Consumed[0], x)
+				}
+			}
+		}
+	}
+	rep := chaos.Check(chaos.Input{Writes: d.writes, Final: final})
+	var out []string
+	for _, l := range append(rep.Lost, rep.UnsyncedLost...) {
+		out = append(out, "lost "+l.Write.Value)
+	}
+	for _, x := range rep.Duplicated {
+		out = append(out, "duplicated "+x.Write.Value)
+	}
+	for _, x := range rep.WrongOffset {
+		out = append(out, "wrong-offset "+x.Write.Value)
+	}
+	for _, w := range rep.Unreadable {
+		out = append(out, "unreadable "+w.Value)
+	}
+	for _, x := range rep.ReplicasDiffer {
+		out = append(out, fmt.Sprintf("diverged %d", x.Offset))
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// durableOf is a topic's state on the lab cluster.
+func (e *Env) durableOf(topic string) durable {
+	d := durable{leader: -1}
+	for key := range e.results {
+		v, ok := strings.CutPrefix(key, topic+"/")
+		if !ok {
+			continue
+		}
+		r, _ := e.result(topic, v)
+		acked := r.answered && r.err == nil && r.offset >= 0
+		w := chaos.Write{Value: v, Acked: acked, Offset: -1}
+		if acked {
+			w.Offset = r.offset
+		}
+		d.writes = append(d.writes, w)
+	}
+	m := e.Meta(topic)
+	for _, id := range e.c.BrokerIDs() {
+		st, ok := e.Status(id, topic)
+		recs, readable := e.readRecords(id, topic, 0)
+		if !ok || !readable {
+			continue
+		}
+		rl := chaos.ReplicaLog{Broker: id, Leader: id == m.Leader, HW: st.HighWatermark}
+		for _, x := range recs {
+			rl.Records = append(rl.Records, chaos.Rec{Offset: x.Offset, LeaderEpoch: x.Epoch, Value: x.Value})
+		}
+		if rl.Leader {
+			d.leader = id
+		}
+		d.replicas = append(d.replicas, rl)
+	}
+	return d
+}
+
+// durableOf is a topic's state on the rules.
+func (r *rulesEnv) durableOf(topic string) durable {
+	d := durable{leader: -1}
+	c := r.topics[topic]
+	for v := range r.sent {
+		res := c.Result(v)
+		if res == nil {
+			continue
+		}
+		acked := res.Answered && res.Err == nil
+		w := chaos.Write{Value: v, Acked: acked, Offset: -1}
+		if acked {
+			w.Offset = res.Offset
+		}
+		d.writes = append(d.writes, w)
+	}
+	m := c.Meta()
+	for _, b := range m.Replicas {
+		st, ok := c.Status(b)
+		if !ok {
+			continue
+		}
+		rl := chaos.ReplicaLog{Broker: b, Leader: b == m.Leader, HW: st.HighWatermark}
+		for _, x := range c.Log(b) {
+			rl.Records = append(rl.Records, chaos.Rec{Offset: x.Offset, LeaderEpoch: x.Epoch, Value: x.Value})
+		}
+		if rl.Leader {
+			d.leader = b
+		}
+		d.replicas = append(d.replicas, rl)
+	}
+	return d
+}
