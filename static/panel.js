@@ -25,7 +25,6 @@
   // wasm/dom.go), ending with a NUL.
   var els = [];
   var scratch = null;
-  var band = null; // a record's band, to copy
   // text sets an element's text: the data of its one text node when it
   // has one (cheaper for Chromium than replacing the node).
   function text(el, s) {
@@ -34,20 +33,19 @@
     else el.textContent = s;
   }
   // cell makes a lane's cell (see Cell.Inner in wasm/panel/lanes.go) show
-  // class, offset, x, tooltip, offset line, value, epoch line and band
-  // (1 or 0): f[i…i+7]. It remembers what the cell shows, read from the
-  // element the first time, and writes only what changed.
+  // class, offset, x, tooltip, offset line, value and epoch line:
+  // f[i…i+6]. It remembers what the cell shows, read from the element the
+  // first time, and writes only what changed.
   function cell(el, f, i) {
     var c = el.tmCell;
     if (!c) {
-      var ch = el.children, on = ch[2].getAttribute("class") === "band", off = ch[on ? 3 : 2];
-      var rec = ch[1].getAttribute("class") === "box"; // else a truncated record: no epoch line
+      var ch = el.children, rec = ch[1].getAttribute("class") === "box"; // else a truncated record
+      var off = ch[rec ? 3 : 2], val = off.nextElementSibling, ep = rec ? val.nextElementSibling : null;
       c = el.tmCell = {
-        band: on ? ch[2] : null, on: on, title: ch[0], off: off, val: off.nextElementSibling,
-        ep: rec ? off.nextElementSibling.nextElementSibling : null,
-        v: [el.getAttribute("class"), el.getAttribute("data-offset"), el.getAttribute("transform"), ch[0].textContent]
+        title: ch[0], off: off, val: val, ep: ep,
+        v: [el.getAttribute("class"), el.getAttribute("data-offset"), el.getAttribute("transform"),
+          ch[0].textContent, off.textContent, val.textContent, ep ? ep.textContent : ""]
       };
-      c.v.push(off.textContent, c.val.textContent, c.ep ? c.ep.textContent : "");
     }
     var v = c.v, x = "translate(" + f[i + 2] + ",0)";
     if (v[0] !== f[i]) el.setAttribute("class", v[0] = f[i]);
@@ -57,12 +55,6 @@
     if (v[4] !== f[i + 4]) text(c.off, v[4] = f[i + 4]);
     if (v[5] !== f[i + 5]) text(c.val, v[5] = f[i + 5]);
     if (c.ep && v[6] !== f[i + 6]) text(c.ep, v[6] = f[i + 6]);
-    var on = f[i + 7] === "1";
-    if (on !== c.on) {
-      c.on = on;
-      if (!on) c.band.remove();
-      else el.insertBefore(c.band || (c.band = band.cloneNode(true)), c.off);
-    }
   }
   window.tidemarkDOM = {
     adopt: function (h, el) { els[h] = el; },
@@ -88,8 +80,7 @@
           case "p": els[+f[i + 2]].appendChild(els[h]); i += 3; break; // append to
           case "r": els[h].remove(); i += 2; break; // remove
           case "f": els[h] = undefined; i += 2; break; // forget
-          case "w": cell(els[h], f, i + 2); i += 10; break; // a lane's cell
-          case "B": band = els[h]; i += 2; break;
+          case "w": cell(els[h], f, i + 2); i += 9; break; // a lane's cell
           default: throw new Error("unknown op " + f[i]);
           }
         }

@@ -71,7 +71,6 @@ type app struct {
 	dom         domBatch      // the lanes' cells and slots are written through it, once per frame
 	cellPool    [2][]*cellDOM // lane cell elements out of the document, for reuse: records and truncated records
 	cellTmpl    [2]*cellDOM   // an empty record and truncated record to copy (nil until needed)
-	bandTmpl    int           // a record's band, which the page copies (0 until needed)
 }
 
 // stageDOM is the stage as last rendered: its shape (the brokers), each
@@ -610,7 +609,6 @@ func (a *app) flushLanes() {
 	a.laneShape, a.figs = "", nil // nothing to forget: a new batch numbers afresh
 	a.cellPool = [2][]*cellDOM{}
 	a.cellTmpl = [2]*cellDOM{}
-	a.bandTmpl = 0
 	a.dom = domBatch{}
 	a.schedule()
 }
@@ -855,10 +853,6 @@ func (a *app) writeCell(cd *cellDOM, c *panel.Cell) {
 	if cd.part == *c {
 		return
 	}
-	if a.bandTmpl == 0 {
-		a.bandTmpl = a.dom.parse(panel.BandHTML)
-		a.dom.op('B', a.bandTmpl)
-	}
 	d := &a.dom
 	d.op('w', cd.h)
 	d.str(c.Class)
@@ -868,7 +862,6 @@ func (a *app) writeCell(cd *cellDOM, c *panel.Cell) {
 	d.str(c.Off)
 	d.str(c.Val)
 	d.str(c.Ep)
-	d.num(int64(b2i(c.Band)))
 	cd.part = *c
 }
 

@@ -169,9 +169,9 @@ type Lane struct {
 // Cell is one record (Key 2×offset) or truncated record (2×offset+1) of
 // a lane: a group of class Class holding its tooltip Title and its texts,
 // placed at X. A record shows Off (its offset), Val (its value, shortened)
-// and Ep (its leader epoch, with a ? while not committed) and, while not
-// committed, a band of its epoch's colour (Band); a truncated record shows
-// Off (offset and epoch) and Val, struck out. Every part is plain text or
+// and Ep (its leader epoch, with a ? while not committed) and, while its
+// class says uncommitted, a band of its epoch's colour; a truncated record
+// shows Off (offset and epoch) and Val, struck out. Every part is plain text or
 // an attribute, so the page can keep a cell's element and write only the
 // parts that changed: as records arrive, the element of a cell that left
 // the window is reused for the next one instead of parsing new markup.
@@ -183,7 +183,6 @@ type Cell struct {
 	Title    string
 	Off, Val string
 	Ep       string // "" for a truncated record
-	Band     bool
 }
 
 // Ghost reports whether the cell is a truncated record.
@@ -196,9 +195,11 @@ func (c *Cell) HTML() string {
 }
 
 // Inner returns the markup inside the cell's group, after its title. Its
-// elements are, in order: a record's rect.box, rect.band (only while
-// Band), text.off, text.val and text.ep; a truncated record's rect,
-// text.off, text.val, line and text.x.
+// elements are, in order: a record's rect.box, rect.band, text.off,
+// text.val and text.ep; a truncated record's rect, text.off, text.val,
+// line and text.x. The band is always there and shown only while the
+// record is not committed (app.css), so committing a record changes its
+// class and texts, not its elements.
 func (c *Cell) Inner() string {
 	if c.Ghost() {
 		// Full size, in the row under the lane: offset and epoch, the
@@ -207,19 +208,15 @@ func (c *Cell) Inner() string {
 			`</text><text class="val" x="20" y="82">` + esc(c.Val) +
 			`</text><line x1="3" y1="78" x2="37" y2="78"/><text class="x" x="20" y="95">✕</text>`
 	}
-	band := ""
-	if c.Band {
-		band = BandHTML
-	}
-	return `<rect class="box" x="1" y="14" width="38" height="40" rx="3"/>` + band +
+	return `<rect class="box" x="1" y="14" width="38" height="40" rx="3"/>` + BandHTML +
 		`<text class="off" x="20" y="29">` + esc(c.Off) + `</text><text class="val" x="20" y="41">` + esc(c.Val) +
 		`</text><text class="ep" x="20" y="51">` + esc(c.Ep) + `</text>`
 }
 
-// BandHTML is the markup of a record's band while it is not committed.
-// Committed, a record is filled in its epoch's colour; not committed, it
-// is white with a heavy dashed border and only this band of the colour on
-// top, with a ? after its epoch: unmistakable without colour too.
+// BandHTML is the markup of a record's band. Committed, a record is
+// filled in its epoch's colour; not committed, it is white with a heavy
+// dashed border and only this band of the colour on top, with a ? after
+// its epoch: unmistakable without colour too.
 const BandHTML = `<rect class="band" x="1" y="14" width="38" height="6" rx="2"/>`
 
 // Transform returns the cell's transform attribute.
@@ -568,7 +565,7 @@ func (lz *Lanes) lane(topic string, p *events.Partition, r *events.Replica, stat
 		}
 		t := lz.cell(id, c)
 		lz.cellBuf = append(lz.cellBuf, Cell{Key: 2 * rec.Offset, Class: recClass[abs32(rec.LeaderEpoch)%8*4+int32(id.state)*2+int32(isNew)],
-			Offset: rec.Offset, X: (rec.Offset - base) * cellW, Title: t.title, Off: t.off, Val: id.value, Ep: t.ep, Band: id.state == cellUncommitted})
+			Offset: rec.Offset, X: (rec.Offset - base) * cellW, Title: t.title, Off: t.off, Val: id.value, Ep: t.ep})
 	}
 	// Truncated records, struck out at the offsets they had (the newest per offset).
 	var ghost map[int64]events.TruncatedRecord
