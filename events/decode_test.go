@@ -22,12 +22,12 @@ func fullMessages() []Message {
 	}}}
 	snap := &Snapshot{Seq: 42, Time: at, Brokers: []Broker{{ID: 1, State: BrokerUp, Listener: "127.0.0.1:9092"}},
 		Controller: 0, Topics: []Topic{topic}, Configs: map[string]string{"unclean.leader.election.enable": "false"},
-		Cuts: []Fault{{Kind: FaultCut, From: 1, To: 2, OneWay: true}}, Paused: true}
+		Cuts: []Fault{{Kind: FaultCut, From: 1, To: 2, OneWay: true}}, Paused: true, Rate: 0.25}
 	ev := Event{Seq: 43, Time: at, Kind: KindAppend, Broker: 2, Topic: "demo", Partition: 1, Message: "m",
 		Offsets: &Offsets{Base: 1, Last: 2, LEO: 3, HW: 4}, Leader: &Leadership{Leader: 1, PreviousLeader: 2, LeaderEpoch: 3, StartOffset: 4, Unclean: true},
 		ISR: []int32{1}, ELR: []int32{2}, Error: "NOT_ENOUGH_REPLICAS", Acks: AcksAll, Records: recs, Truncated: trunc,
 		Fault: &Fault{Kind: FaultCut, From: 1, To: 3, OneWay: true}, Config: &ConfigChange{Key: "k", Value: "v", Previous: "p"},
-		Clock: &ClockChange{Action: ClockStep, StepMs: 100}, BrokerState: BrokerFenced, Listener: "127.0.0.1:9093",
+		Clock: &ClockChange{Action: ClockStep, StepMs: 100, Rate: 4}, BrokerState: BrokerFenced, Listener: "127.0.0.1:9093",
 		TopicCreated: &topic, Wire: &Wire{From: 1, To: 2, Client: "kcat", FetchOffset: 5, LastFetchedEpoch: 6, HW: 7, Records: 8, Version: 9, Lost: true}}
 	return []Message{
 		{Type: MessageSnapshot, Snapshot: snap},
@@ -171,4 +171,21 @@ func BenchmarkDecodeMessage(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestDecodeFloat reads the clock rates and other short decimals as
+// encoding/json does, and refuses what is not a number.
+func TestDecodeFloat(t *testing.T) {
+	for _, in := range []string{"0.25", "1", "4", "0.5", "-2.5e3", "1e-7", "2.5E+2", "0", "12.125"} {
+		m, err := DecodeMessage(`{"snapshot":{"rate":` + in + `}}`)
+		want, _ := strconv.ParseFloat(in, 64)
+		if err != nil || m.Snapshot.Rate != want {
+			t.Errorf("rate %s decoded as %v, %v; want %v", in, m.Snapshot.Rate, err, want)
+		}
+	}
+	for _, in := range []string{`"4"`, `.5`, `1.2.3`, `1e`, `1e9999`, `--1`, `99999999999999999999`} {
+		if _, err := DecodeMessage(`{"snapshot":{"rate":` + in + `}}`); err == nil {
+			t.Errorf("rate %s decoded", in)
+		}
+	}
 }

@@ -60,7 +60,8 @@ const (
 	// KindConfig: a config changed; Config holds key, value and the previous
 	// value. Topic is empty for lab-wide settings.
 	KindConfig Kind = "config"
-	// KindClock: the lab clock was paused, resumed or stepped; Clock describes it.
+	// KindClock: the lab clock was paused, resumed, stepped or set to run at
+	// another rate; Clock describes it.
 	KindClock Kind = "clock"
 	// KindBroker: a broker's state (BrokerState) or Listener changed, for example
 	// after a crash or when the controller fenced it; a broker the Snapshot does
@@ -275,10 +276,14 @@ const (
 	ClockPause  ClockAction = "pause"
 	ClockResume ClockAction = "resume"
 	ClockStep   ClockAction = "step"
+	ClockRate   ClockAction = "rate"
 )
 
-// ClockChange is a clock event: the action and, for a step, how far (StepMs).
+// ClockChange is a clock event: the action and, for a step, how far
+// (StepMs); for a rate change, the new rate (Rate: lab seconds per real
+// second, 0.25, 1 or 4).
 type ClockChange struct {
 	Action ClockAction `json:"action"`
 	StepMs int64       `json:"step_ms,omitempty"`
+	Rate   float64     `json:"rate,omitempty"`
 }

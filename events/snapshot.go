@@ -46,6 +46,17 @@ type Snapshot struct {
 	Configs    map[string]string `json:"configs,omitempty"` // lab-wide settings
 	Cuts       []Fault           `json:"cuts,omitempty"`    // network links currently cut
 	Paused     bool              `json:"paused,omitempty"`  // the lab clock is paused
+	// Rate is the lab clock's rate while it runs: lab seconds per real
+	// second (0.25, 1 or 4); 0 means 1 (ClockRate).
+	Rate float64 `json:"rate,omitempty"`
+}
+
+// ClockRate returns the lab clock's rate: Rate, or 1 when it is not set.
+func (s *Snapshot) ClockRate() float64 {
+	if s.Rate <= 0 {
+		return 1
+	}
+	return s.Rate
 }
 
 // Broker is one broker: its id, state and Kafka listener address (host:port).
@@ -281,6 +292,8 @@ func (s *Snapshot) Apply(e Event) {
 				s.Paused = true
 			case ClockResume:
 				s.Paused = false
+			case ClockRate:
+				s.Rate = e.Clock.Rate
 			}
 		}
 	case KindBroker:

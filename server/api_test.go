@@ -12,6 +12,7 @@ import (
 	"testing/fstest"
 	"time"
 
+	"tidemark/events"
 	"tidemark/server/cluster"
 	"tidemark/server/web"
 )
@@ -623,6 +624,68 @@ func TestAPIFaultsNetworkAndClock(t *testing.T) {
 	a.ok(200, "POST", "/api/v1/brokers/2/fetch", "", &f)
 	if f.Broker != 2 {
 		t.Fatalf("fetch = %+v", f)
+	}
+}
+
+// TestAPIClockRateAndStepEvent sets the clock's rate (refusing any but
+// 0.25, 1 and 4), steps a paused lab to its next event (the ISR shrink of
+// demo's partitions, whose followers never fetched) and then finds nothing
+// within a short limit; both need a paused clock. The page's forms reach
+// the same routes.
+func TestAPIClockRateAndStepEvent(t *testing.T) {
+	a := newAPILab(t)
+	var ck web.ClockResponse
+	a.ok(200, "POST", "/api/v1/clock/rate", `{"rate":0.25}`, &ck)
+	if ck.Rate != 0.25 || !ck.Paused {
+		t.Fatalf("rate 0.25 = %+v", ck)
+	}
+	for _, body := range []string{`{}`, `{"rate":0}`, `{"rate":2}`, `{"rate":-1}`, `{"rate":"4"}`, `{"rate":1e400}`, `{`} {
+		a.fails(400, "INVALID_REQUEST", "POST", "/api/v1/clock/rate", body)
+	}
+	if r := a.cl.Clock().Rate(); r != 0.25 {
+		t.Fatalf("a refused rate left the clock at %v", r)
+	}
+
+	var st web.StepEventResponse
+	a.ok(200, "POST", "/api/v1/clock/step-event", "", &st)
+	if !st.Found || st.SteppedMs <= 0 || len(st.Events) == 0 {
+		t.Fatalf("step-event = %+v, want the ISR shrinks", st)
+	}
+	for _, e := range st.Events {
+		if e.Kind != events.KindISR {
+			t.Errorf("reached a %s event, want ISR shrinks only", e.Kind)
+		}
+	}
+	a.ok(200, "POST", "/api/v1/clock/step-event", `{"max_ms":500}`, &st)
+	if st.Found || st.SteppedMs != 500 || len(st.Events) != 0 {
+		t.Fatalf("step-event with nothing to come = %+v, want 500 ms and no event", st)
+	}
+	for _, body := range []string{`{"max_ms":0}`, `{"max_ms":60001}`, `{"max_ms":"5"}`, `{"max":5}`} {
+		a.fails(400, "INVALID_REQUEST", "POST", "/api/v1/clock/step-event", body)
+	}
+
+	action := func(form string) web.ActionResult {
+		rec := a.do("POST", "/ui/action", form, "Content-Type", "application/x-www-form-urlencoded", "Accept", "application/json")
+		var r web.ActionResult
+		if err := json.Unmarshal(rec.Body.Bytes(), &r); err != nil {
+			t.Fatalf("form %s: %d %s", form, rec.Code, rec.Body)
+		}
+		return r
+	}
+	if r := action("action=rate&rate=1"); !r.OK || a.cl.Clock().Rate() != 1 || !strings.Contains(r.Text, "1×") {
+		t.Errorf("rate form: %+v, clock rate %v", r, a.cl.Clock().Rate())
+	}
+	if r := action("action=rate&rate=NaN"); r.OK || r.Code != "INVALID_REQUEST" {
+		t.Errorf("rate form with NaN: %+v", r)
+	}
+	if r := action("action=step-event"); !r.OK || !strings.Contains(r.Text, "60000 ms") {
+		t.Errorf("step-event form with nothing to come: %+v", r)
+	}
+	a.ok(200, "POST", "/api/v1/clock/resume", "", &ck)
+	a.fails(409, "INVALID_REQUEST", "POST", "/api/v1/clock/step-event", "")
+	a.ok(200, "POST", "/api/v1/clock/rate", `{"rate":4}`, &ck)
+	if ck.Rate != 4 || ck.Paused {
+		t.Fatalf("rate 4 while running = %+v", ck)
 	}
 }
 

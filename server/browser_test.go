@@ -18,6 +18,7 @@ import (
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"tidemark/events"
@@ -241,6 +242,12 @@ func (b *browserLab) shot(name string) {
 		b.t.Logf("screenshot %s: %v", name, err)
 		return
 	}
+	b.save(name, png)
+}
+
+// save writes a screenshot as artifacts/<name>.png.
+func (b *browserLab) save(name string, png []byte) {
+	b.t.Helper()
 	art := filepath.Join("..", "artifacts")
 	if err := os.MkdirAll(art, 0o755); err != nil {
 		b.t.Fatal(err)
@@ -258,9 +265,48 @@ func (b *browserLab) shotOf(sel, name string) {
 		b.t.Logf("screenshot %s: %v", name, err)
 		return
 	}
-	if err := os.WriteFile(filepath.Join("..", "artifacts", name+".png"), png, 0o644); err != nil {
-		b.t.Fatal(err)
+	b.save(name, png)
+}
+
+// shotInView saves what sel finds as the learner sees it, scrolled into
+// view (in its scrolling boxes too) and clipped to what of it they show,
+// as artifacts/<name>.png. chromedp.Screenshot captures beyond the
+// viewport, which lays the page out again at its full height: boxes sized
+// in vh (the stage's lanes box, which holds the charts) grow and what is
+// in them moves, so its clip caught the lanes instead of the charts.
+func (b *browserLab) shotInView(sel, name string) {
+	b.t.Helper()
+	clip := eval[page.Viewport](b, `(() => {
+  const el = document.querySelector(`+strconv.Quote(sel)+`);
+  el.scrollIntoView({block: "start", inline: "nearest"});
+  let r = el.getBoundingClientRect(), top = r.top, left = r.left, bottom = r.bottom, right = r.right;
+  for (let a = el.parentElement; a; a = a.parentElement) {
+    if (getComputedStyle(a).overflow === "visible") continue;
+    const c = a.getBoundingClientRect();
+    top = Math.max(top, c.top); left = Math.max(left, c.left); bottom = Math.min(bottom, c.bottom); right = Math.min(right, c.right);
+  }
+  bottom = Math.min(bottom, innerHeight); right = Math.min(right, innerWidth);
+  return {x: Math.round(left + scrollX), y: Math.round(top + scrollY), width: Math.round(right - left), height: Math.round(bottom - top), scale: 1};
+})()`)
+	if clip.Width <= 0 || clip.Height <= 0 {
+		b.t.Errorf("screenshot %s: %s is not in view (%+v)", name, sel, clip)
+		return
 	}
+	beyond := false
+	capture := func(ctx context.Context, tg *chromedp.Target) ([]byte, error) {
+		res, err := cdp.Call(ctx, tg, page.CaptureScreenshot, page.CaptureScreenshotParams{
+			Format: page.CaptureScreenshotFormatPng, Clip: &clip, CaptureBeyondViewport: &beyond})
+		if err != nil {
+			return nil, err
+		}
+		return res.Data, nil
+	}
+	png, err := chromedp.Run(b.ctx, capture)
+	if err != nil {
+		b.t.Logf("screenshot %s: %v", name, err)
+		return
+	}
+	b.save(name, png)
 }
 
 // api sends one API request to the lab and decodes its 200 answer into v.

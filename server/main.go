@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -22,6 +23,7 @@ import (
 	"tidemark/lessons"
 	"tidemark/server/broker"
 	"tidemark/server/chaos"
+	"tidemark/server/class"
 	"tidemark/server/cluster"
 	"tidemark/server/controller"
 	"tidemark/server/labs"
@@ -49,6 +51,12 @@ type config struct {
 	connectionsMaxIdle   time.Duration
 	maxConnectionsPerIP  int
 
+	// className turns on class mode: one seat per learner (server/class).
+	className         string
+	seats             int           // class mode: seats at least
+	maxAwakeSeats     int           // class mode: seat clusters running at once; 0: computed
+	hibernateAfter    time.Duration // class mode: an unused seat's cluster sleeps after this long
+	maxLessonClusters int           // lesson and chaos clusters at once; 0: 4, or in class mode the awake-seat default
 	// observe, when it names a cluster, replaces the lab (observe_mode.go).
 	observe observeConfig
 
@@ -98,6 +106,12 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 		"Kafka listeners' connections.max.idle.ms: a connection with no request for this long is closed (0: never)")
 	fs.IntVar(&c.maxConnectionsPerIP, "max-connections-per-ip", wire.DefaultMaxConnectionsPerIP,
 		"Kafka listeners' max.connections.per.ip: more connections from one address are closed at once (0: no limit)")
+	fs.StringVar(&c.className, "class", "", "run a class of this name: each learner joins a private seat (own cluster, lessons, progress) with a code; prints the teacher's link and the codes")
+	fs.IntVar(&c.seats, "seats", 0, "class mode: how many seats the class has (at least; the dashboard adds more)")
+	fs.IntVar(&c.maxAwakeSeats, "max-awake-seats", 0, fmt.Sprintf(
+		"class mode: most seat clusters running at once; idle ones hibernate to make room (0: computed from descriptors and memory, %d here)", class.DefaultMaxAwake()))
+	fs.DurationVar(&c.hibernateAfter, "hibernate-after", 10*time.Minute, "class mode: a seat's cluster with no request and no open page for this long hibernates (stopped, state on disk) and wakes on the next action")
+	fs.IntVar(&c.maxLessonClusters, "max-lesson-clusters", 0, "most lesson and chaos clusters at once (0: 4, in class mode the --max-awake-seats default)")
 	c.observe.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -145,9 +159,22 @@ func (c *config) validate() error {
 	if err != nil {
 		return fmt.Errorf("--addr %q: %v", c.addr, err)
 	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		// The lab injects faults on request and has no authentication.
-		return fmt.Errorf("--addr %q: the lab only listens on loopback (127.0.0.1, ::1 or localhost)", c.addr)
+	if ip := net.ParseIP(host); c.className == "" && host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		// The lab injects faults on request and has no authentication
+		// outside class mode.
+		return fmt.Errorf("--addr %q: the lab only listens on loopback (127.0.0.1, ::1 or localhost) unless it runs a class (--class)", c.addr)
+	}
+	if c.className != "" && len(c.observe.seeds) > 0 {
+		return errors.New("--class and --observe do not go together: a class runs its own clusters")
+	}
+	if c.className == "" && (c.seats != 0 || c.maxAwakeSeats != 0) {
+		return errors.New("--seats and --max-awake-seats need --class")
+	}
+	if c.seats < 0 || c.seats > class.MaxSeats {
+		return fmt.Errorf("--seats %d: must be between 0 and %d", c.seats, class.MaxSeats)
+	}
+	if c.maxAwakeSeats < 0 || c.maxLessonClusters < 0 || c.hibernateAfter <= 0 {
+		return errors.New("--max-awake-seats and --max-lesson-clusters must not be negative (0: computed), --hibernate-after must be positive")
 	}
 	return nil
 }
@@ -220,7 +247,11 @@ func run(ctx context.Context, cfg config, out io.Writer, started func(url string
 
 	// Lesson runs get their own clusters under <data-dir>/lessons, removed
 	// when they end; the main cluster is one of the hosted labs.
-	hosted, err := labs.New(labs.Options{Root: filepath.Join(cfg.dataDir, "lessons"), Logger: logger})
+	maxLessons := cfg.maxLessonClusters
+	if maxLessons == 0 && cfg.className != "" {
+		maxLessons = class.DefaultMaxAwake()
+	}
+	hosted, err := labs.New(labs.Options{Root: filepath.Join(cfg.dataDir, "lessons"), MaxClusters: maxLessons, Logger: logger})
 	if err != nil {
 		return err
 	}
@@ -241,8 +272,37 @@ func run(ctx context.Context, cfg config, out io.Writer, started func(url string
 	defer chaosRuns.Close()
 	mets.SetChaos(chaosRuns)
 
-	ws, err := web.New(web.Options{Lab: lab{cl}, Static: cfg.static, Logger: logger, Lessons: lessonRuns, Chaos: chaosRuns,
-		AllowedHosts: cfg.allowedHosts, Metrics: mets.Handler()})
+	wopts := web.Options{Lab: lab{cl}, Static: cfg.static, Logger: logger, Lessons: lessonRuns, Chaos: chaosRuns,
+		AllowedHosts: cfg.allowedHosts, Metrics: mets.Handler()}
+	var (
+		ws      *web.Server // the teacher's in class mode: the seats share its static files
+		cls     *class.Class
+		teacher string
+	)
+	if cfg.className != "" {
+		wopts.AllowedHosts = append(wopts.AllowedHosts, classHosts(cfg.addr)...)
+		cls, teacher, err = class.Open(class.Options{Dir: filepath.Join(cfg.dataDir, "class"), Name: cfg.className, Seats: cfg.seats,
+			Cluster: cluster.Options{MessageEvents: true, Brokers: cfg.brokers, Paused: cfg.paused, Logger: logger, FencingRule: rule,
+				Broker: broker.Config{ConnectionsMaxIdle: offIfZero(cfg.connectionsMaxIdle), MaxConnectionsPerIP: offIfZero(cfg.maxConnectionsPerIP)}},
+			Setup: func(c *cluster.Cluster) error { return ensureDemo(c, cfg.brokers) },
+			NewHandler: func(env class.Env) (http.Handler, io.Closer, error) {
+				sw, err := web.New(web.Options{Lab: lab{env.Cluster}, Logger: logger, Lessons: env.Lessons, Chaos: env.Chaos,
+					AllowedHosts: wopts.AllowedHosts, StaticFrom: ws})
+				if err != nil {
+					return nil, nil, err
+				}
+				// The teacher's /metrics reports each awake seat as cluster="seat-<n>".
+				unreport := mets.Add("seat-"+strconv.Itoa(env.Seat), env.Cluster)
+				return sw.Handler(), closerFunc(func() { sw.Close(); unreport() }), nil
+			},
+			Runs: hosted, MaxAwake: cfg.maxAwakeSeats, IdleAfter: cfg.hibernateAfter, Logger: logger})
+		if err != nil {
+			return err
+		}
+		defer cls.Close() // after the web server: it ends the seats' websockets
+		wopts.Class = cls
+	}
+	ws, err = web.New(wopts)
 	if err != nil {
 		return err
 	}
@@ -253,6 +313,9 @@ func run(ctx context.Context, cfg config, out io.Writer, started func(url string
 			listeners = append(listeners, b.Listener)
 		}
 		fmt.Fprintf(out, "tidemark: %d brokers (Kafka listeners %v), data in %s\n", cfg.brokers, listeners, cfg.dataDir)
+		if cls != nil {
+			printClass(out, cls, publicURL(cfg.addr, url), teacher)
+		}
 		if started != nil {
 			started(url, cl)
 		}
@@ -320,4 +383,70 @@ func ensureDemo(cl *cluster.Cluster, brokers int) error {
 		return fmt.Errorf("creating topic %s: %w", demoTopic, err)
 	}
 	return nil
+}
+
+// closerFunc makes a func() an io.Closer.
+type closerFunc func()
+
+func (f closerFunc) Close() error { f(); return nil }
+
+// classHosts are the Host names learners reach a class lab by when it
+// listens beyond loopback: the machine's name and its interface addresses
+// (for a wildcard --addr), or --addr's own host.
+func classHosts(addr string) []string {
+	host, _, _ := net.SplitHostPort(addr)
+	if ip := net.ParseIP(host); ip == nil || !ip.IsUnspecified() {
+		if ip == nil || !ip.IsLoopback() {
+			return []string{host}
+		}
+		return nil
+	}
+	var out []string
+	if name, err := os.Hostname(); err == nil {
+		out = append(out, name)
+	}
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() && !n.IP.IsLinkLocalUnicast() {
+			if n.IP.To4() != nil {
+				out = append(out, n.IP.String())
+			} else {
+				out = append(out, "["+n.IP.String()+"]")
+			}
+		}
+	}
+	return out
+}
+
+// publicURL is the base URL learners open, from the URL the server
+// listens on: --addr's host, or for a wildcard address the machine's first
+// non-loopback IPv4 address (else 127.0.0.1).
+func publicURL(addr, listening string) string {
+	u, _ := neturl.Parse(listening)
+	port := u.Port()
+	host, _, _ := net.SplitHostPort(addr)
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+		for _, h := range classHosts(addr) {
+			if ip := net.ParseIP(h); ip != nil && ip.To4() != nil {
+				host = h
+				break
+			}
+		}
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
+
+// printClass prints the teacher's link (with this start's teacher token)
+// and each seat's join code and link.
+func printClass(out io.Writer, cls *class.Class, base, teacher string) {
+	fmt.Fprintf(out, "tidemark: class %q, %d seats (at most %d clusters awake)\n", cls.Name(), cls.Len(), cls.MaxAwake())
+	fmt.Fprintf(out, "tidemark: teacher: %s/class?token=%s\n", base, teacher)
+	for _, s := range cls.Seats() {
+		who := ""
+		if s.Name != "" {
+			who = " (" + s.Name + ")"
+		}
+		fmt.Fprintf(out, "tidemark: seat %d%s: code %s  %s/join?code=%s\n", s.ID, who, s.Code, base, s.Code)
+	}
 }

@@ -54,11 +54,20 @@ func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard
 // URL, the cluster, and a stop function that cancels it and returns run's error.
 func startRun(t *testing.T, dir string, args ...string) (string, *cluster.Cluster, *bytes.Buffer, func() error) {
 	t.Helper()
+	return startRunWith(t, dir, nil, args...)
+}
+
+// startRunWith is startRun with a last change to the parsed config (nil: none).
+func startRunWith(t testing.TB, dir string, change func(*config), args ...string) (string, *cluster.Cluster, *bytes.Buffer, func() error) {
+	t.Helper()
 	cfg, err := parseFlags(append([]string{"--addr", "127.0.0.1:0", "--kafka-port", "0", "--data-dir", dir}, args...), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.logger = quietLogger()
+	if change != nil {
+		change(&cfg)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	out := new(bytes.Buffer) // written by run before started is called
 	type startedLab struct {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"strconv"
 	"testing"
 
 	"github.com/chromedp/cdproto/cdp"
@@ -109,26 +110,37 @@ func TestBrowserStage(t *testing.T) {
 	}
 	b.shot("stage-1-live")
 
-	// Records: two fetched by the followers and committed, one not yet;
-	// cells show their values.
-	b.api("POST", "api/v1/topics/demo/records", `{"acks":"1","partition":0,"records":[{"value":"alpha"},{"value":"beta"}]}`, nil)
-	for _, id := range []string{"1", "2", "3"} {
-		b.api("POST", "api/v1/brokers/"+id+"/fetch", "", nil)
+	// Records: some fetched by the followers and committed, one not yet;
+	// cells show their values. Twenty seconds of lab time in one-second
+	// steps (under replica.lag.time.max.ms between fetch rounds) give
+	// the charts' lines a third of their 60 s window: LEO rising, HW one
+	// round behind.
+	second := func() { b.api("POST", "api/v1/clock/step", `{"ms":1000}`, nil) }
+	for i := range 10 {
+		b.api("POST", "api/v1/topics/demo/records", `{"acks":"1","partition":0,"records":[{"value":"alpha"},{"value":"beta-`+strconv.Itoa(i)+`"}]}`, nil)
+		for range 2 {
+			second()
+			for _, id := range []string{"1", "2", "3"} {
+				b.api("POST", "api/v1/brokers/"+id+"/fetch", "", nil)
+			}
+		}
+	}
+	for _, id := range []string{"1", "2", "3"} { // the followers learn the last HW
 		b.api("POST", "api/v1/brokers/"+id+"/fetch", "", nil)
 	}
 	b.api("POST", "api/v1/topics/demo/records", `{"acks":"1","partition":0,"records":[{"value":"gamma-long-value"}]}`, nil)
+	second()
+	b.poll(`+document.getElementById("panel").dataset.seq >= `+strconv.FormatUint(b.cl.Bus().LastSeq(), 10), "the panel to catch up")
 	b.poll(`document.querySelector('#lanes g.rec.committed text.val') !== null && document.querySelector('#lanes g.rec.uncommitted text.val') !== null`,
 		"committed and uncommitted cells with their values")
-	if v := eval[string](b, `document.querySelector('#lanes g.rec.uncommitted text.val').textContent`); v != "gamm…" {
-		t.Errorf("uncommitted cell shows %q, want the value shortened to gamm…", v)
-	}
+	b.poll(`[...document.querySelectorAll('#lanes g.rec.uncommitted text.val')].every(v => v.textContent === "gamm…")`,
+		"the uncommitted cells to show the value shortened to gamm…")
 	b.shotOf(fig(0), "stage-1b-lane-values")
 	for _, c := range []string{"leo-hw", "isr", "rate", "latency"} {
 		b.poll(`document.querySelector('[data-testid="charts"] [data-testid="chart-`+c+`"] svg') !== null`, "the "+c+" chart")
 	}
 	b.poll(`document.querySelectorAll('[data-testid="chart-leo-hw"] polyline').length >= 6`, "LEO and HW lines of three replicas")
-	eval[bool](b, `(document.querySelector('[data-testid="charts"]').scrollIntoView(), true)`)
-	b.shotOf(`[data-testid="charts"]`, "stage-1c-charts")
+	b.shotInView(`[data-testid="charts"]`, "stage-1c-charts")
 
 	// A fetch round: the follower's request is seen on its way.
 	b.click("#stage-fetch")

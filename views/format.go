@@ -125,3 +125,6 @@ func (p Page) probe(pr apiv1.ProbeView) string {
 	}
 	return p.t("ui.lookup.probe.above", pr.Index, pr.Key)
 }
+
+// boolText is v as an HTML attribute value ("true" or "false").
+func boolText(v bool) string { return strconv.FormatBool(v) }

@@ -24,3 +24,12 @@ func (p Page) stageLinkMenus(s events.Snapshot) string {
 
 // legendShape is the shape the stage draws a message of kind k in.
 func legendShape(k string) string { return panel.Shape(events.Kind(k)) }
+
+// rateLabel is a clock rate as the stage shows it (¼×, 1×, 4×).
+func (p Page) rateLabel(rate float64) string { return panel.RateLabel(p.stageCatalog(), rate) }
+
+// clockState is the stage's status line for the clock, as the panel
+// writes it.
+func (p Page) clockState(s events.Snapshot) string {
+	return panel.ClockStateText(p.stageCatalog(), s.Paused, s.ClockRate())
+}

@@ -38,6 +38,31 @@ func TestOverviewRendersSnapshot(t *testing.T) {
 	}
 }
 
+// TestStageTimeControls: without JavaScript the stage's time controls are
+// forms, the rate in force is the pressed button and the status line says
+// what the clock does, in the page's language.
+func TestStageTimeControls(t *testing.T) {
+	for _, c := range []struct {
+		lang  i18n.Lang
+		state string
+	}{{i18n.English, "Clock paused · ¼×"}, {i18n.TraditionalChinese, "時鐘已暫停 · ¼×"}} {
+		var buf bytes.Buffer
+		s := events.Snapshot{Controller: 0, Paused: true, Rate: 0.25}
+		if err := StagePanel(Page{Title: "Cluster", Lang: c.lang, Path: "/"}, s).Render(context.Background(), &buf); err != nil {
+			t.Fatal(err)
+		}
+		h := buf.String()
+		for _, want := range []string{
+			`data-paused="true" data-rate="0.25">` + c.state + `<`, `id="stage-resume"`, `name="action" value="step-event"`,
+			`name="rate" value="0.25"`, `data-rate="0.25" aria-pressed="true"`, `data-rate="4" aria-pressed="false"`,
+		} {
+			if !strings.Contains(h, want) {
+				t.Errorf("%s: the stage lacks %q", c.lang, want)
+			}
+		}
+	}
+}
+
 func TestLayoutInChinese(t *testing.T) {
 	var buf bytes.Buffer
 	p := Page{Title: "X", Lang: i18n.SimplifiedChinese, Path: "/topics/demo/partitions/0", Flash: &Flash{OK: false, Text: "NOT_ENOUGH_REPLICAS: <b>"}}

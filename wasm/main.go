@@ -79,14 +79,15 @@ type stageDOM struct {
 	on       bool
 	shape    string
 	nodes    map[int32]panel.NodeView
-	speed    float64       // 0.25, 1 or 4: how fast messages cross a link
-	flown    uint64        // the newest event drawn in flight
-	inFlight int           // messages on the stage now
-	clock    string        // "pause" or "resume": what the clock form does now
-	status   string        // the producer's status shown
-	clients  panel.Clients // the external Kafka clients seen
-	charts   panel.Charts  // the charts' samples
-	chartsAt float64       // when the charts were last drawn (ms)
+	flown    uint64 // the newest event drawn in flight
+	inFlight int    // messages on the stage now
+	// clockShown, paused and rate are what the clock's controls show.
+	clockShown, paused bool
+	rate               float64
+	status             string        // the producer's status shown
+	clients            panel.Clients // the external Kafka clients seen
+	charts             panel.Charts  // the charts' samples
+	chartsAt           float64       // when the charts were last drawn (ms)
 }
 
 // chartsEveryMs is how often the charts are drawn again, at most.

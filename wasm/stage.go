@@ -12,13 +12,13 @@ import (
 	"tidemark/wasm/panel"
 )
 
-// setupStage shows the stage's JavaScript-only controls: one fetch round of
-// every running broker, and the speed of the messages in flight.
+// setupStage shows the stage's JavaScript-only control: one fetch round
+// of every running broker. Its other time controls are forms.
 func (a *app) setupStage() {
 	if a.el("topo").IsNull() {
 		return
 	}
-	a.stage = stageDOM{on: true, speed: 1, nodes: map[int32]panel.NodeView{}}
+	a.stage = stageDOM{on: true, nodes: map[int32]panel.NodeView{}}
 	if btn := a.el("stage-fetch"); !btn.IsNull() {
 		btn.Set("hidden", false)
 		a.on(btn, "click", func(js.Value) {
@@ -29,25 +29,6 @@ func (a *app) setupStage() {
 					body.Call("set", "broker", strconv.Itoa(int(b.ID)))
 					a.send(body)
 				}
-			}
-		})
-	}
-	speeds := a.el("stage-speeds")
-	if speeds.IsNull() {
-		return
-	}
-	speeds.Set("hidden", false)
-	btns := speeds.Call("querySelectorAll", "button[data-speed]")
-	for i := range btns.Length() {
-		btn := btns.Index(i)
-		a.on(btn, "click", func(js.Value) {
-			v := speedOf(btn.Get("dataset").Get("speed").String())
-			if v == 0 {
-				return
-			}
-			a.stage.speed = v
-			for j := range btns.Length() {
-				btns.Index(j).Call("setAttribute", "aria-pressed", strconv.FormatBool(btns.Index(j).Equal(btn)))
 			}
 		})
 	}
@@ -88,7 +69,7 @@ func (a *app) renderStage(v *events.Snapshot) {
 		}
 	}
 	a.setHTML("topo-links", panel.StageLinksSVG(v, a.cat))
-	a.renderClockButton(v.Paused)
+	a.renderClock(&a.state.Snap) // the live clock, also while the timeline shows the past
 	evs := a.newEvents(st.flown)
 	st.clients.Observe(evs)
 	st.charts.Observe(&a.state.Snap, evs)
@@ -106,21 +87,43 @@ func (a *app) renderStage(v *events.Snapshot) {
 	st.flown = a.state.Snap.Seq
 }
 
-// renderClockButton makes the clock's form pause a running clock and
-// resume a paused one.
-func (a *app) renderClockButton(paused bool) {
+// renderClock shows what the live clock does: its status line, the
+// clock's form (pause a running clock, resume a paused one) and which rate
+// button is pressed.
+func (a *app) renderClock(live *events.Snapshot) {
+	paused, rate := live.Paused, live.ClockRate()
+	if a.stage.clockShown && a.stage.paused == paused && a.stage.rate == rate {
+		return
+	}
+	a.stage.clockShown, a.stage.paused, a.stage.rate = true, paused, rate
+	if st := a.el("stage-clock-state"); !st.IsNull() {
+		st.Set("textContent", panel.ClockStateText(a.cat, paused, rate))
+		st.Call("setAttribute", "data-paused", strconv.FormatBool(paused))
+		st.Call("setAttribute", "data-rate", panel.RateValue(rate))
+	}
+	if st := a.el("clock-state"); !st.IsNull() { // the controls' badge, as the server draws it
+		badge, word := `<span class="badge ok"><span aria-hidden="true">▶</span> `, "stage.clock.running"
+		if paused {
+			badge, word = `<span class="badge warn"><span aria-hidden="true">❚❚</span> `, "stage.clock.paused"
+		}
+		st.Set("innerHTML", badge+htmlEscape(a.cat.T(word))+`</span> `+htmlEscape(panel.RateLabel(a.cat, rate)))
+	}
+	if sel := a.el("clock-rate"); !sel.IsNull() {
+		sel.Set("value", panel.RateValue(rate))
+	}
+	btns := a.doc.Call("querySelectorAll", "#stage-speeds button[data-rate]")
+	for i := range btns.Length() {
+		btn := btns.Index(i)
+		btn.Call("setAttribute", "aria-pressed", strconv.FormatBool(btn.Get("dataset").Get("rate").String() == panel.RateValue(rate)))
+	}
 	want := "pause"
 	if paused {
 		want = "resume"
 	}
-	if a.stage.clock == want {
-		return
-	}
 	form := a.doc.Call("querySelector", `.stage-time form[data-action="pause"], .stage-time form[data-action="resume"]`)
-	if form.IsNull() {
+	if form.IsNull() || form.Call("getAttribute", "data-action").String() == want {
 		return
 	}
-	a.stage.clock = want
 	form.Call("setAttribute", "data-action", want)
 	form.Call("querySelector", `input[name="action"]`).Set("value", want)
 	btn := form.Call("querySelector", "button")
@@ -151,7 +154,8 @@ func (a *app) renderProducer(evs []events.Event) {
 	}
 }
 
-// fly puts messages in flight: each crosses its link in flightMs/speed
+// fly puts messages in flight: each crosses its link in flightMs divided
+// by the lab clock's rate (4× as long at ¼×)
 // (staggered, so a round's fetches are told apart) and is then removed; a
 // lost one stops halfway and fades. With reduced motion each is shown
 // still at the middle of its link for the same time. At most
@@ -174,7 +178,8 @@ func (a *app) fly(fs []panel.Flight) {
 	for i := range fs {
 		markup.WriteString(fs[i].HTML())
 	}
-	dur := flightMs / a.stage.speed
+	rate := a.state.Snap.ClockRate()
+	dur := flightMs / rate
 	still := a.reducedMotion()
 	a.stage.inFlight += len(fs)
 	a.parseInto(g, false, markup.String(), func(els js.Value) {
@@ -194,7 +199,7 @@ func (a *app) fly(fs []panel.Flight) {
 			default:
 				frames = []any{frame(f.From, 1), frame(f.To, 1)}
 			}
-			delay := float64(i%6) * 150 / a.stage.speed
+			delay := float64(i%6) * 150 / rate
 			last = max(last, delay)
 			el.Call("animate", frames, map[string]any{"duration": dur, "delay": delay, "easing": "linear", "fill": "both"})
 		}
@@ -207,19 +212,6 @@ func (a *app) fly(fs []panel.Flight) {
 		})
 	})
 	a.flushParses()
-}
-
-// speedOf reads a speed button's data-speed (0 if it is none of them).
-func speedOf(s string) float64 {
-	switch s {
-	case "0.25":
-		return 0.25
-	case "1":
-		return 1
-	case "4":
-		return 4
-	}
-	return 0
 }
 
 func frame(p panel.Point, opacity float64) map[string]any {

@@ -52,10 +52,15 @@ type Network interface {
 	Delay(from, to int32) time.Duration
 }
 
-// Clock is the lab clock: Paused stops the broker's own loops.
+// Clock is the lab clock: Paused stops the broker's own loops, and Real
+// turns their lab-time intervals into real waits at the clock's rate
+// (a heartbeat every 200ms of lab time is every 800ms of real time at ¼×);
+// RateChanged is closed when the rate changes, and a wait starts again.
 type Clock interface {
 	Now() time.Time
 	Paused() bool
+	Real(d time.Duration) time.Duration
+	RateChanged() <-chan struct{}
 }
 
 // Publisher takes the broker's events; *events.Bus is one. It must not block.
@@ -95,7 +100,8 @@ type Config struct {
 	// this often, which is what KIP-101's scenarios exploit. Default 5s.
 	HighWatermarkCheckpointInterval time.Duration
 	// FetchMaxWait is how long a leader holds a follower's fetch that finds
-	// no new data (replica.fetch.wait.max.ms). Default 500ms (real time).
+	// no new data (replica.fetch.wait.max.ms). Default 500ms (lab time for a
+	// follower's fetch, real time for a client's).
 	FetchMaxWait time.Duration
 	// FetchMaxBytes bounds each partition's data in one fetch
 	// (replica.fetch.max.bytes). Default 1 MiB.
@@ -539,20 +545,26 @@ func (b *Broker) tickLoop() {
 	b.every(b.cfg.TickInterval, b.Tick)
 }
 
-// every runs fn each interval of real time while the lab clock runs; while
-// it is paused the lab steps the broker explicitly.
+// every runs fn each d of lab time while the lab clock runs: each wait is
+// d at the clock's rate, started again when the rate changes. While the
+// clock is paused the lab steps the broker explicitly.
 func (b *Broker) every(d time.Duration, fn func()) {
-	t := time.NewTicker(d)
+	clk := b.cfg.Clock
+	changed := clk.RateChanged()
+	t := time.NewTimer(clk.Real(d))
 	defer t.Stop()
 	for {
 		select {
 		case <-b.ctx.Done():
 			return
+		case <-changed:
 		case <-t.C:
-			if !b.cfg.Clock.Paused() {
+			if !clk.Paused() {
 				fn()
 			}
 		}
+		changed = clk.RateChanged()
+		t.Reset(clk.Real(d))
 	}
 }
 

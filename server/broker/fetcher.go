@@ -138,7 +138,7 @@ func (f *fetcher) loop() {
 		}
 		sent, err := f.round(f.ctx, f.b.cfg.FetchMaxWait, false)
 		if err != nil || !sent {
-			sleepCtx(f.ctx, 100*time.Millisecond)
+			sleepCtx(f.ctx, f.b.cfg.Clock.Real(100*time.Millisecond))
 		}
 	}
 }
@@ -228,7 +228,7 @@ func (f *fetcher) round(ctx context.Context, maxWait time.Duration, stepped bool
 		return true, ErrLinkCut
 	}
 	if d := b.cfg.Network.Delay(b.cfg.ID, f.leader); d > 0 {
-		sleepCtx(ctx, d)
+		sleepCtx(ctx, b.cfg.Clock.Real(d)) // a link's delay is lab time
 	}
 	if f.client == nil {
 		c, err := wire.Dial(ctx, f.addr, fmt.Sprintf("tidemark-follower-%d", b.cfg.ID))

@@ -221,6 +221,14 @@ func (b *Broker) handleFetch(ctx context.Context, req *kmsg.FetchRequest) kmsg.R
 	}
 	// Long poll: with nothing to send, wait for an append (or the deadline).
 	maxWait := min(time.Duration(req.MaxWaitMillis)*time.Millisecond, b.cfg.FetchMaxWait)
+	var rateChanged <-chan struct{} // nil: never
+	if replicaID >= 0 {
+		// A follower waits in lab time (a client in its own), and is
+		// answered at once when the rate changes: from ¼× to 4× its 2 s
+		// wait would last 8 s of lab time, past replica.lag.time.max.ms.
+		rateChanged = b.cfg.Clock.RateChanged()
+		maxWait = b.cfg.Clock.Real(maxWait)
+	}
 	if maxWait > 0 && len(parts) > 0 && !anyData(parts) {
 		timer := time.NewTimer(maxWait)
 		var cases, stop chan struct{}
@@ -247,6 +255,7 @@ func (b *Broker) handleFetch(ctx context.Context, req *kmsg.FetchRequest) kmsg.R
 		select {
 		case <-cases:
 		case <-timer.C:
+		case <-rateChanged:
 		case <-ctx.Done():
 		case <-b.ctx.Done():
 		}

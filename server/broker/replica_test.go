@@ -42,6 +42,9 @@ type pausedClock struct{ t time.Time }
 func (c pausedClock) Now() time.Time { return c.t }
 func (pausedClock) Paused() bool     { return true }
 
+func (pausedClock) Real(d time.Duration) time.Duration { return d }
+func (pausedClock) RateChanged() <-chan struct{}       { return nil }
+
 // testBrokers starts n brokers (ids 1..n) on a paused clock with a real
 // controller, heartbeats each once and stops them at the end of the test.
 func testBrokers(t *testing.T, n int32, onHalt func(int32, error)) (*controller.Controller, map[int32]*Broker) {

@@ -91,6 +91,7 @@ type Cluster struct {
 	snap   events.Snapshot
 
 	messages messageGate
+	stepMu   sync.Mutex // one StepToEvent at a time: they share messages' hold
 }
 
 // Open starts a cluster on DataDir, recovering whatever is there.
@@ -119,7 +120,7 @@ func Open(opts Options) (*Cluster, error) {
 	if opts.Paused {
 		c.clock.Pause()
 	}
-	c.snap = events.Snapshot{Controller: ControllerNode, Paused: opts.Paused}
+	c.snap = events.Snapshot{Controller: ControllerNode, Paused: opts.Paused, Rate: RateOne}
 	ctl, err := controller.Open(filepath.Join(opts.DataDir, "meta"), controller.Options{
 		Now: c.clock.Now, SessionTimeout: opts.SessionTimeout, Events: publisher{c}, Logger: opts.Logger,
 		FencingRule: opts.FencingRule,
@@ -161,20 +162,29 @@ func Open(opts Options) (*Cluster, error) {
 	return c, nil
 }
 
-// controllerLoop ticks the controller while the clock runs.
+// controllerTick is how often the controller looks at the clock (lab
+// time): session timeouts, fencing, elections.
+const controllerTick = 100 * time.Millisecond
+
+// controllerLoop ticks the controller every controllerTick of lab time
+// while the clock runs.
 func (c *Cluster) controllerLoop(ctx context.Context) {
 	defer c.wg.Done()
-	t := time.NewTicker(100 * time.Millisecond)
+	changed := c.clock.RateChanged()
+	t := time.NewTimer(c.clock.Real(controllerTick))
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-changed:
 		case <-t.C:
 			if !c.clock.Paused() {
 				c.controller.Tick()
 			}
 		}
+		changed = c.clock.RateChanged()
+		t.Reset(c.clock.Real(controllerTick))
 	}
 }
 
@@ -386,7 +396,7 @@ func (c *Cluster) resync() {
 	for _, l := range c.network.Cuts() {
 		s.Cuts = append(s.Cuts, events.Fault{Kind: events.FaultCut, From: l.From, To: l.To, OneWay: true})
 	}
-	s.Paused = c.clock.Paused()
+	s.Paused, s.Rate = c.clock.Paused(), c.clock.Rate()
 	s.Configs = map[string]string{controller.ConfigFencingRule: c.controller.FencingRule().String()}
 	c.snapMu.Lock()
 	s.Seq = c.bus.LastSeq()

@@ -8,7 +8,8 @@ import (
 )
 
 // messageSample is how often, at most, a message of one kind on one link is
-// published while the clock runs: enough for the stage to show traffic on
+// published while the clock runs (lab time, so the stage's traffic keeps
+// its density at every rate): enough for the stage to show traffic on
 // every link, few enough that 1,000 records a second do not drown the panel.
 const messageSample = time.Second
 
@@ -21,6 +22,11 @@ type messageGate struct {
 	mu    sync.Mutex
 	last  map[messageKey]time.Time
 	clock *Clock
+	// holding keeps the messages it lets through in held instead of
+	// publishing them (Cluster.StepToEvent: only the step that reached
+	// an event shows its messages).
+	holding bool
+	held    []events.Event
 }
 
 type messageKey struct {
@@ -50,10 +56,16 @@ func (g *messageGate) allow(e events.Event) bool {
 		return false
 	}
 	if g.clock.Paused() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.holding {
+			g.held = append(g.held, e)
+			return false
+		}
 		return true
 	}
 	k := messageKey{e.Kind, e.Wire.From, e.Wire.To}
-	now := time.Now()
+	now := g.clock.Now()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if now.Sub(g.last[k]) < messageSample {
@@ -64,6 +76,30 @@ func (g *messageGate) allow(e events.Event) bool {
 	}
 	g.last[k] = now
 	return true
+}
+
+// hold starts keeping the messages let through (paused) instead of
+// publishing them.
+func (g *messageGate) hold() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.holding, g.held = true, nil
+}
+
+// drop forgets the messages held so far and keeps holding.
+func (g *messageGate) drop() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.held = nil
+}
+
+// release stops holding and returns what was held.
+func (g *messageGate) release() []events.Event {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	held := g.held
+	g.holding, g.held = false, nil
+	return held
 }
 
 // publishMessage publishes one message event from the cluster itself (the

@@ -450,15 +450,21 @@ func (c *Cluster) Resume() {
 	}
 }
 
-// Step moves the paused clock by d and runs what that time brings, in
-// order: running brokers heartbeat, the controller fences the silent ones
-// and elects, brokers learn the result and tick their partitions (ISR
-// shrink, timeouts, flush.ms, retention, the HW checkpoint).
+// Step moves the paused clock by d and runs what that time brings (runTime).
 func (c *Cluster) Step(d time.Duration) error {
 	if !c.clock.Step(d) {
 		return fmt.Errorf("%w: step needs a paused clock and a positive duration", kerr.InvalidRequest)
 	}
 	publisher{c}.Publish(events.Event{Kind: events.KindClock, Broker: events.NoBroker, Clock: &events.ClockChange{Action: events.ClockStep, StepMs: d.Milliseconds()}})
+	c.runTime()
+	return nil
+}
+
+// runTime runs what a step of the clock brings, in order: running brokers
+// heartbeat, the controller fences the silent ones and elects, brokers
+// learn the result and tick their partitions (ISR shrink, timeouts,
+// flush.ms, retention, the HW checkpoint).
+func (c *Cluster) runTime() {
 	bs := c.liveBrokers()
 	for _, b := range bs {
 		b.Heartbeat()
@@ -467,6 +473,82 @@ func (c *Cluster) Step(d time.Duration) error {
 	for _, b := range bs {
 		b.Heartbeat()
 		b.Tick()
+	}
+}
+
+// MaxStepToEvent is how far StepToEvent moves the clock, at most, looking
+// for the next event.
+const MaxStepToEvent = time.Minute
+
+// stepToEventGrain is StepToEvent's step: a broker's tick (its default
+// TickInterval), the finest grain at which the lab's timers fire.
+const stepToEventGrain = 50 * time.Millisecond
+
+// StepToEvent moves the paused clock stepToEventGrain at a time, running
+// what each step brings as Step does, until an event the event list shows
+// is published (not a message in flight, not late record values), or until
+// limit (at most MaxStepToEvent; 0 means it) has passed. It returns how far
+// the clock moved and the listed events the last step published: usually
+// one, but one instant can bring several (a fencing and the elections it
+// causes). None means nothing happened within limit; then the clock event
+// says how far it went. The messages of the steps that brought nothing
+// (heartbeats every step) are dropped, so the stage shows only those that
+// led to the event, right after it.
+func (c *Cluster) StepToEvent(limit time.Duration) (time.Duration, []events.Event, error) {
+	if limit <= 0 || limit > MaxStepToEvent {
+		limit = MaxStepToEvent
+	}
+	c.stepMu.Lock()
+	defer c.stepMu.Unlock()
+	if !c.clock.Paused() {
+		return 0, nil, fmt.Errorf("%w: stepping to the next event needs a paused clock", kerr.InvalidRequest)
+	}
+	c.messages.hold()
+	var moved time.Duration
+	for moved < limit {
+		d := min(stepToEventGrain, limit-moved)
+		seq := c.bus.LastSeq()
+		if !c.clock.Step(d) {
+			c.messages.release()
+			return moved, nil, fmt.Errorf("%w: the clock was resumed while stepping to the next event", kerr.InvalidRequest)
+		}
+		moved += d
+		c.runTime()
+		if evs := listedSince(c.bus, seq); len(evs) > 0 {
+			if msgs := c.messages.release(); len(msgs) > 0 {
+				publisher{c}.Publish(msgs...)
+			}
+			return moved, evs, nil
+		}
+		c.messages.drop()
+	}
+	c.messages.release()
+	publisher{c}.Publish(events.Event{Kind: events.KindClock, Broker: events.NoBroker, Clock: &events.ClockChange{Action: events.ClockStep, StepMs: moved.Milliseconds()}})
+	return moved, nil, nil
+}
+
+// listedSince returns the events after seq that the event list shows.
+func listedSince(bus *events.Bus, seq uint64) []events.Event {
+	evs, _ := bus.Since(seq, 0)
+	out := evs[:0]
+	for _, e := range evs {
+		if !e.Kind.Unlisted() {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// SetRate makes the lab clock run at rate: RateQuarter, RateOne or RateFour
+// lab seconds per real second (INVALID_REQUEST otherwise). Paused, the
+// clock stays paused and runs at rate once resumed.
+func (c *Cluster) SetRate(rate float64) error {
+	changed, err := c.clock.SetRate(rate)
+	if err != nil {
+		return err
+	}
+	if changed {
+		publisher{c}.Publish(events.Event{Kind: events.KindClock, Broker: events.NoBroker, Clock: &events.ClockChange{Action: events.ClockRate, Rate: rate}})
 	}
 	return nil
 }

@@ -57,6 +57,10 @@ func partitionKey(topic string, p int32) []byte {
 	return fmt.Appendf(nil, "%s%s/%010d", prefixPartition, topic, p)
 }
 
+// OpenBadger opens a badger store in dir with the controller's settings
+// (below) and logging: the class roster keeps its few kilobytes there too.
+func OpenBadger(dir string, log *slog.Logger) (*badger.DB, error) { return openBadger(dir, log) }
+
 // openBadger opens the store with sync writes (a change is on disk before the
 // method that made it returns) and sizes fit for a few kilobytes of metadata.
 func openBadger(dir string, log *slog.Logger) (*badger.DB, error) {

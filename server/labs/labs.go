@@ -77,6 +77,9 @@ type Lab struct {
 	Dir string
 	// Pinned labs (the main cluster) are never swept and not counted.
 	Pinned bool
+	// Kept labs (a class seat's free-play cluster, opened by OpenDir) keep
+	// Dir when they close: closing one hibernates it.
+	Kept bool
 
 	cluster *cluster.Cluster
 	onClose func()
@@ -178,22 +181,45 @@ func (ls *Labs) Pin(id string, c *cluster.Cluster) (*Lab, error) {
 // closes (by Remove, the sweep or Close), just before its cluster stops. Open fails with ErrFull
 // when MaxClusters lesson clusters are running.
 func (ls *Labs) Open(opts cluster.Options, onClose func()) (*Lab, error) {
+	id := newID()
+	opts.Paused, opts.Bus = true, nil
+	return ls.open(&Lab{ID: id, Dir: filepath.Join(ls.opts.Root, id), onClose: onClose}, opts)
+}
+
+// OpenDir starts the cluster kept in dir under id, recovering what an
+// earlier OpenDir left there: a class seat's free-play cluster. Unlike
+// Open it keeps opts.Paused, and closing the lab (Remove, the sweep, Close)
+// stops the cluster but keeps dir, so that the next OpenDir wakes it where
+// it was. It counts against MaxClusters like Open's and fails with ErrFull
+// the same way; an id already open is an error.
+func (ls *Labs) OpenDir(id, dir string, opts cluster.Options, onClose func()) (*Lab, error) {
+	opts.Bus = nil
+	return ls.open(&Lab{ID: id, Dir: dir, Kept: true, onClose: onClose}, opts)
+}
+
+// open reserves l's slot and starts its cluster on free ports in l.Dir
+// with a bus keeping History events.
+func (ls *Labs) open(l *Lab, opts cluster.Options) (*Lab, error) {
 	ls.mu.Lock()
 	if ls.closed {
 		ls.mu.Unlock()
 		return nil, ErrClosed
+	}
+	if ls.labs[l.ID] != nil {
+		ls.mu.Unlock()
+		return nil, fmt.Errorf("labs: %q already exists", l.ID)
 	}
 	if ls.countLocked() >= ls.opts.MaxClusters {
 		ls.mu.Unlock()
 		return nil, fmt.Errorf("%w: %d lesson clusters are running; finish one or wait until an idle one is cleaned up (after %v)",
 			ErrFull, ls.opts.MaxClusters, ls.opts.IdleTimeout)
 	}
-	id := newID()
-	l := &Lab{ID: id, Dir: filepath.Join(ls.opts.Root, id), onClose: onClose, lastUsed: ls.opts.Now()}
+	id := l.ID
+	l.lastUsed = ls.opts.Now()
 	ls.labs[id] = l // reserve the slot while the cluster starts
 	ls.mu.Unlock()
 
-	opts.DataDir, opts.KafkaPort, opts.Paused = l.Dir, 0, true
+	opts.DataDir, opts.KafkaPort = l.Dir, 0
 	opts.Bus = events.NewBus(events.BusOptions{History: ls.opts.History})
 	if opts.Logger == nil {
 		opts.Logger = ls.opts.Logger
@@ -203,7 +229,9 @@ func (ls *Labs) Open(opts cluster.Options, onClose func()) (*Lab, error) {
 		ls.mu.Lock()
 		delete(ls.labs, id)
 		ls.mu.Unlock()
-		os.RemoveAll(l.Dir)
+		if !l.Kept {
+			os.RemoveAll(l.Dir)
+		}
 		return nil, err
 	}
 	ls.mu.Lock()
@@ -272,7 +300,7 @@ func (ls *Labs) List() []string {
 }
 
 // Remove closes the lesson lab with id: its cluster shuts down and its
-// directory is removed. Pinned labs are only forgotten. Unknown ids are
+// directory is removed (a Kept lab's stays). Pinned labs are only forgotten. Unknown ids are
 // not an error.
 func (ls *Labs) Remove(id string) error {
 	ls.mu.Lock()
@@ -301,6 +329,9 @@ func (l *Lab) close() error {
 		l.onClose() // first, so its user stops waiting on the cluster
 	}
 	err := l.cluster.Close()
+	if l.Kept {
+		return err
+	}
 	if rerr := os.RemoveAll(l.Dir); rerr != nil && err == nil {
 		err = rerr
 	}

@@ -180,3 +180,39 @@ func TestNewClearsDebris(t *testing.T) {
 }
 
 func sorted(s ...string) []string { slices.Sort(s); return s }
+
+// TestOpenDirKeepsState: a kept lab's directory outlives its cluster, so
+// closing it hibernates and the next OpenDir wakes it with its topics; it
+// counts against MaxClusters and its id cannot be opened twice.
+func TestOpenDirKeepsState(t *testing.T) {
+	clock := &fakeClock{now: time.Unix(1000, 0)}
+	ls := newLabs(t, 1, clock)
+	dir := filepath.Join(t.TempDir(), "seat-1")
+	opts := cluster.Options{Brokers: 1, Paused: true, Logger: quiet()}
+	l, err := ls.OpenDir("seat-1", dir, opts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ls.OpenDir("seat-1", dir, opts, nil); err == nil {
+		t.Fatal("opening seat-1 twice: no error")
+	}
+	if _, err := ls.Open(opts, nil); !errors.Is(err, ErrFull) {
+		t.Fatalf("a second cluster with MaxClusters 1: %v, want ErrFull", err)
+	}
+	if _, err := l.Cluster().CreateTopic("kept", 1, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := ls.Remove("seat-1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatalf("the kept directory is gone after Remove: %v", err)
+	}
+	l, err = ls.OpenDir("seat-1", dir, opts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := l.Cluster().Controller().Topic("kept"); !ok {
+		t.Fatal("topic kept is missing after waking the lab")
+	}
+}

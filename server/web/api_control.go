@@ -166,16 +166,18 @@ func (s *Server) heal(c echo.Context) error {
 }
 
 // ClockResponse is the body of the clock routes: whether the lab clock is
-// paused, the lab time and the last event.
+// paused, its rate (lab seconds per real second while it runs), the lab
+// time and the last event.
 type ClockResponse struct {
 	Paused  bool      `json:"paused"`
+	Rate    float64   `json:"rate"`
 	Time    time.Time `json:"time"`
 	LastSeq uint64    `json:"last_seq"`
 }
 
 func (s *Server) clockResponse() ClockResponse {
 	snap := s.opts.Lab.Snapshot()
-	return ClockResponse{Paused: snap.Paused, Time: snap.Time, LastSeq: snap.Seq}
+	return ClockResponse{Paused: snap.Paused, Rate: snap.ClockRate(), Time: snap.Time, LastSeq: snap.Seq}
 }
 
 func (s *Server) pause(c echo.Context) error {
@@ -214,6 +216,75 @@ func (s *Server) step(c echo.Context) error {
 		return KafkaError(http.StatusConflict, kerr.InvalidRequest, "the clock is running; pause it before stepping")
 	}
 	if err := s.clock.Step(time.Duration(*req.Ms) * time.Millisecond); err != nil {
+		return LabError(err)
+	}
+	return c.JSON(http.StatusOK, s.clockResponse())
+}
+
+// MaxStepToEvent is the most lab time POST /api/v1/clock/step-event looks
+// ahead for the next event.
+const MaxStepToEvent = time.Minute
+
+// StepEventRequest is the optional body of POST /api/v1/clock/step-event:
+// how far to look for the next event (default and at most MaxStepToEvent).
+type StepEventRequest struct {
+	MaxMs *int64 `json:"max_ms"`
+}
+
+// StepEventResponse is the body of POST /api/v1/clock/step-event: how far
+// the clock moved, the events it reached (empty: none within the limit,
+// said by Found) and the clock afterwards.
+type StepEventResponse struct {
+	ClockResponse
+	SteppedMs int64          `json:"stepped_ms"`
+	Found     bool           `json:"found"`
+	Events    []events.Event `json:"events"`
+}
+
+func (s *Server) stepEvent(c echo.Context) error {
+	if s.clock == nil {
+		return notImplemented("step the clock")
+	}
+	var req StepEventRequest
+	if c.Request().ContentLength != 0 {
+		if err := decodeJSON(c, &req); err != nil {
+			return err
+		}
+	}
+	limit := MaxStepToEvent
+	if req.MaxMs != nil {
+		if *req.MaxMs < 1 || *req.MaxMs > MaxStepToEvent.Milliseconds() {
+			return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, `max_ms must be between 1 and `+strconv.FormatInt(MaxStepToEvent.Milliseconds(), 10)+`: {"max_ms": 10000}`)
+		}
+		limit = time.Duration(*req.MaxMs) * time.Millisecond
+	}
+	if !s.opts.Lab.Snapshot().Paused {
+		return KafkaError(http.StatusConflict, kerr.InvalidRequest, "the clock is running; pause it before stepping to the next event")
+	}
+	moved, evs, err := s.clock.StepToEvent(limit)
+	if err != nil {
+		return LabError(err)
+	}
+	return c.JSON(http.StatusOK, StepEventResponse{ClockResponse: s.clockResponse(), SteppedMs: moved.Milliseconds(), Found: len(evs) > 0, Events: nonNil(evs)})
+}
+
+// RateRequest is the body of POST /api/v1/clock/rate.
+type RateRequest struct {
+	Rate *float64 `json:"rate"`
+}
+
+func (s *Server) setRate(c echo.Context) error {
+	if s.clock == nil {
+		return notImplemented("set the clock's rate")
+	}
+	var req RateRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	if req.Rate == nil {
+		return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, `rate is required: {"rate": 0.25} (0.25, 1 or 4)`)
+	}
+	if err := s.clock.SetRate(*req.Rate); err != nil {
 		return LabError(err)
 	}
 	return c.JSON(http.StatusOK, s.clockResponse())

@@ -51,6 +51,8 @@ func (s *Server) apiRoutes(e *echo.Echo) {
 	e.POST("/api/v1/clock/pause", s.pause, sameOrigin)
 	e.POST("/api/v1/clock/resume", s.resume, sameOrigin)
 	e.POST("/api/v1/clock/step", s.step, sameOrigin)
+	e.POST("/api/v1/clock/step-event", s.stepEvent, sameOrigin)
+	e.POST("/api/v1/clock/rate", s.setRate, sameOrigin)
 }
 
 // TopicInfo is one topic in the API: its configs and its partitions.

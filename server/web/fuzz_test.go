@@ -60,6 +60,8 @@ var fuzzRoutes = []struct{ method, path string }{
 	{"GET", "/api/v1/brokers/{b}/partitions/{t}/{p}/lookup"},
 	{"GET", "/api/v1/brokers/{b}/partitions/{t}/{p}/segments"},
 	{"POST", "/api/v1/clock/step"},
+	{"POST", "/api/v1/clock/step-event"},
+	{"POST", "/api/v1/clock/rate"},
 	{"POST", "/api/v1/network/cuts"},
 	{"PUT", "/api/v1/cluster/fencing-rule"},
 	{"GET", "/api/v1/events"},

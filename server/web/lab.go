@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"tidemark/events"
 	"tidemark/storage"
 )
 
@@ -82,7 +83,7 @@ type Faults interface {
 	Heal()
 }
 
-// LabClock pauses, resumes and steps the lab clock.
+// LabClock pauses, resumes, steps and sets the rate of the lab clock.
 type LabClock interface {
 	// Pause stops the lab clock (no-op when paused).
 	Pause()
@@ -91,6 +92,14 @@ type LabClock interface {
 	// Step moves a paused clock by d and runs what that time brings
 	// (INVALID_REQUEST when the clock runs).
 	Step(d time.Duration) error
+	// StepToEvent moves a paused clock until the next event the event list
+	// shows, or until limit has passed (INVALID_REQUEST when the clock
+	// runs); it returns how far it moved and the events reached (none:
+	// nothing happened within limit).
+	StepToEvent(limit time.Duration) (time.Duration, []events.Event, error)
+	// SetRate makes the running clock go rate lab seconds per real second:
+	// 0.25, 1 or 4 (INVALID_REQUEST otherwise).
+	SetRate(rate float64) error
 	// StepFetch makes broker id's followers send one Fetch each to their leaders.
 	StepFetch(ctx context.Context, id int32) error
 }

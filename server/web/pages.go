@@ -15,6 +15,7 @@ import (
 
 	"tidemark/i18n"
 	"tidemark/views"
+	"tidemark/wasm/panel"
 )
 
 // The HTML pages and their form controls. The pages read the same views the
@@ -219,6 +220,14 @@ func formCall(action string, get func(string) string) (apiCall, error) {
 			return bad("ms must be an integer")
 		}
 		return apiCall{"POST", "/api/v1/clock/step", map[string]any{"ms": ms}}, nil
+	case "step-event":
+		return apiCall{"POST", "/api/v1/clock/step-event", nil}, nil
+	case "rate":
+		rate, err := strconv.ParseFloat(get("rate"), 64)
+		if err != nil || panel.RateValue(rate) == "" {
+			return bad("rate must be 0.25, 1 or 4")
+		}
+		return apiCall{"POST", "/api/v1/clock/rate", map[string]any{"rate": rate}}, nil
 	case "heal":
 		return apiCall{"DELETE", "/api/v1/network/cuts", nil}, nil
 	case "cut":
@@ -335,6 +344,16 @@ func doneText(lang i18n.Lang, action string, get func(string) string, body []byt
 		return i18n.T(lang, "ui.done."+action, get("broker"))
 	case "step":
 		return i18n.T(lang, "ui.done.step", get("ms"))
+	case "step-event":
+		var r StepEventResponse
+		if json.Unmarshal(body, &r) == nil && !r.Found {
+			return i18n.T(lang, "ui.done.step-event.none", r.SteppedMs)
+		}
+		return i18n.T(lang, "ui.done.step-event", r.SteppedMs)
+	case "rate":
+		var r ClockResponse
+		json.Unmarshal(body, &r)
+		return i18n.T(lang, "ui.done.rate", panel.RateLabel(panel.Catalog(views.PanelCatalog(lang)), r.Rate))
 	case "cut":
 		return i18n.T(lang, "ui.done.cut", get("from"), get("to"))
 	case "fencing-rule":

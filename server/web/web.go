@@ -21,6 +21,7 @@ import (
 	"tidemark/events"
 	"tidemark/lessons"
 	"tidemark/server/chaos"
+	"tidemark/server/class"
 	"tidemark/static"
 )
 
@@ -72,6 +73,13 @@ type Options struct {
 	// for any port, "name:port" for one. Every other Host gets 421 (see
 	// hosts.go: DNS rebinding). Default none.
 	AllowedHosts []string
+	// Class turns on class mode (class.go): this Server is the teacher's
+	// and each learner's request goes to their seat's own Server. nil:
+	// one lab, no accounts.
+	Class *class.Class
+	// StaticFrom, when set, serves the static files that Server loaded
+	// instead of loading Static again (a class's seats share one copy).
+	StaticFrom *Server
 	// Metrics serves GET /metrics (Prometheus text format, package
 	// server/metrics); nil: /metrics answers 501.
 	Metrics http.Handler
@@ -133,11 +141,14 @@ type Server struct {
 // New builds the Echo app and its routes and loads (and compresses) the static
 // files. It fails on contradictory options or an unreadable static tree.
 func New(opts Options) (*Server, error) {
-	if err := opts.setDefaults(); err != nil {
+	err := opts.setDefaults()
+	if err != nil {
 		return nil, err
 	}
-	files, err := loadStatic(opts.Static)
-	if err != nil {
+	var files map[string]*staticFile
+	if opts.StaticFrom != nil {
+		files = opts.StaticFrom.files
+	} else if files, err = loadStatic(opts.Static); err != nil {
 		return nil, err
 	}
 	hosts, err := newHostPolicy(opts.AllowedHosts)
@@ -160,6 +171,9 @@ func New(opts Options) (*Server, error) {
 	e.Pre(s.checkHost)
 	e.Pre(s.readOnly)
 	e.Pre(deadlines)
+	if opts.Class != nil {
+		e.Pre(s.classGate)
+	}
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true, DisablePrintStack: true}))
 	e.Use(securityHeaders)
 
@@ -171,6 +185,7 @@ func New(opts Options) (*Server, error) {
 	s.lessonRoutes(e)
 	s.fencingRoutes(e)
 	s.chaosRoutes(e)
+	s.classRoutes(e)
 	s.exportRoutes(e)
 	e.GET("/metrics", s.serveMetrics)
 	e.GET("/api/v1/observe", s.getObserve)

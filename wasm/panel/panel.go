@@ -415,9 +415,12 @@ func Describe(e events.Event, c Catalog) string {
 		}
 	case events.KindClock:
 		if ck := e.Clock; ck != nil {
-			if ck.Action == events.ClockStep {
+			switch ck.Action {
+			case events.ClockStep:
 				d = c.T("panel.ev.step", ck.StepMs)
-			} else {
+			case events.ClockRate:
+				d = c.T("panel.ev.rate", RateLabel(c, ck.Rate))
+			default:
 				d = c.T("panel.ev." + string(ck.Action))
 			}
 		}

@@ -231,6 +231,7 @@ func TestDescribeEveryKind(t *testing.T) {
 		{Kind: events.KindConfig, Config: &events.ConfigChange{Key: "k", Value: "v"}},
 		{Kind: events.KindClock, Clock: &events.ClockChange{Action: events.ClockPause}}, {Kind: events.KindClock, Clock: &events.ClockChange{Action: events.ClockResume}},
 		{Kind: events.KindClock, Clock: &events.ClockChange{Action: events.ClockStep, StepMs: 5}},
+		{Kind: events.KindClock, Clock: &events.ClockChange{Action: events.ClockRate, Rate: 0.25}},
 		{Kind: events.KindBroker, BrokerState: events.BrokerFenced}, {Kind: events.KindTopic, TopicCreated: &events.Topic{Name: "t"}}, {Kind: events.KindTopic},
 	}
 	for _, l := range i18n.Languages() {

@@ -1,0 +1,229 @@
+package class
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"tidemark/events"
+	"tidemark/server/cluster"
+)
+
+// Exercises are tasks stated in words (the i18n keys exercise.<id>.title
+// and exercise.<id>.task) and checked on the seat's own cluster: two from
+// the events its cluster publishes, graded live after each of the seat's
+// requests, and one from its broker's log files, graded when the learner
+// answers. A pass is kept in the roster.
+var Exercises = []string{ExerciseLostAck, ExerciseAcksAllOneDown, ExerciseFindOffset}
+
+// The exercises.
+const (
+	// ExerciseLostAck: make an acknowledged write disappear using only acks
+	// and unclean leader election. Passed when a record a produce was
+	// acknowledged for is truncated from a replica after an unclean
+	// election of its partition.
+	ExerciseLostAck = "lost-ack"
+	// ExerciseAcksAllOneDown: keep acks=all writes flowing while one broker
+	// is down. Passed when a produce with acks=all is acknowledged while a
+	// broker is not up.
+	ExerciseAcksAllOneDown = "acks-all-one-down"
+	// ExerciseFindOffset: find the segment and byte position of offset
+	// FindOffset in partition demo-0 on broker 1. Passed by an answer that
+	// names the segment (its file or base offset) and the position of the
+	// batch holding the offset, as the broker's own lookup finds them.
+	ExerciseFindOffset = "find-offset"
+)
+
+// FindOffset is the offset ExerciseFindOffset asks about: past the first
+// batch, so that the answer takes a look at the index or the scan.
+const FindOffset = 5
+
+// Answer is a learner's answer to an exercise that asks for one.
+type Answer struct {
+	Segment  string `json:"segment"`  // "00000000000000000000.log" or its base offset
+	Position *int64 `json:"position"` // byte position of the batch in the .log
+}
+
+// ExerciseResult is a seat's standing in an exercise: passed (and when),
+// or the reason of the last check, as an i18n key and arguments.
+type ExerciseResult struct {
+	Exercise string   `json:"exercise"`
+	Passed   bool     `json:"passed"`
+	At       string   `json:"at,omitempty"` // RFC 3339, when passed
+	Key      string   `json:"key"`
+	Args     []string `json:"args,omitempty"`
+}
+
+// ErrUnknownExercise: no exercise has this id.
+var ErrUnknownExercise = fmt.Errorf("%w: no such exercise", kerr.InvalidRequest)
+
+// tp names a partition.
+type tp struct {
+	topic     string
+	partition int32
+}
+
+// offsetRange is an acknowledged produce's offsets.
+type offsetRange struct{ first, last int64 }
+
+// maxAcked bounds the acknowledged ranges the grader remembers per
+// partition: a learner's experiment is a handful of produces.
+const maxAcked = 256
+
+// grader follows one awake cluster's events for the live exercises. It
+// starts over when the seat wakes (a new cluster, a new bus); passes are
+// in the roster.
+type grader struct {
+	bus     *events.Bus
+	cursor  uint64
+	down    map[int32]bool
+	acked   map[tp][]offsetRange
+	unclean map[tp]bool
+	passed  map[string]bool
+}
+
+func newGrader(bus *events.Bus, snap events.Snapshot) *grader {
+	g := &grader{bus: bus, cursor: snap.Seq, down: map[int32]bool{}, acked: map[tp][]offsetRange{},
+		unclean: map[tp]bool{}, passed: map[string]bool{}}
+	for _, b := range snap.Brokers {
+		if b.State != events.BrokerUp {
+			g.down[b.ID] = true
+		}
+	}
+	return g
+}
+
+// advance reads the events published since the last call and returns the
+// live exercises they passed.
+func (g *grader) advance() []string {
+	var out []string
+	for {
+		evs, _ := g.bus.Since(g.cursor, 1024)
+		if len(evs) == 0 {
+			return out
+		}
+		for i := range evs {
+			if id := g.apply(&evs[i]); id != "" && !g.passed[id] {
+				g.passed[id] = true
+				out = append(out, id)
+			}
+		}
+		g.cursor = evs[len(evs)-1].Seq
+	}
+}
+
+// apply folds one event in; it returns the exercise the event passed ("" none).
+func (g *grader) apply(e *events.Event) string {
+	p := tp{e.Topic, e.Partition}
+	switch e.Kind {
+	case events.KindBroker:
+		if e.BrokerState == events.BrokerUp {
+			delete(g.down, e.Broker)
+		} else if e.BrokerState != "" {
+			g.down[e.Broker] = true
+		}
+	case events.KindAck:
+		if e.Offsets == nil || e.Offsets.Last < e.Offsets.Base {
+			return "" // acks=0, or nothing appended
+		}
+		r := append(g.acked[p], offsetRange{e.Offsets.Base, e.Offsets.Last})
+		g.acked[p] = r[max(0, len(r)-maxAcked):]
+		if e.Acks == events.AcksAll && len(g.down) > 0 {
+			return ExerciseAcksAllOneDown
+		}
+	case events.KindElection:
+		if e.Leader != nil && e.Leader.Unclean {
+			g.unclean[p] = true
+		}
+	case events.KindTruncation:
+		if !g.unclean[p] {
+			return ""
+		}
+		for _, t := range e.Truncated {
+			if slices.ContainsFunc(g.acked[p], func(r offsetRange) bool { return r.first <= t.Offset && t.Offset <= r.last }) {
+				return ExerciseLostAck
+			}
+		}
+	}
+	return ""
+}
+
+// gradeLocked runs the live exercises on st's new events and records their
+// passes. st.mu is held.
+func (c *Class) gradeLocked(st *seatRun) {
+	if st.lab == nil {
+		return
+	}
+	for _, id := range st.grader.advance() {
+		if err := c.RecordExercise(st.id, id); err != nil {
+			c.opts.Logger.Warn("class: recording an exercise", "seat", st.id, "err", err)
+		}
+	}
+}
+
+// Check grades exercise id for seat now, on the seat's cluster (waking
+// it), with answer for the exercises that ask for one, and returns the
+// seat's standing (a pass stays a pass) with this check's outcome.
+func (c *Class) Check(seat int, id string, answer Answer) (ExerciseResult, error) {
+	if !slices.Contains(Exercises, id) {
+		return ExerciseResult{}, ErrUnknownExercise
+	}
+	st, err := c.run(seat)
+	if err != nil {
+		return ExerciseResult{}, err
+	}
+	_, cl, err := c.acquire(st)
+	if err != nil {
+		return ExerciseResult{}, err
+	}
+	defer c.release(st)
+	st.mu.Lock()
+	c.gradeLocked(st)
+	st.mu.Unlock()
+	var key string
+	var args []string
+	if id == ExerciseFindOffset {
+		if key, args = checkFindOffset(cl, answer); key == "" {
+			if err := c.RecordExercise(seat, id); err != nil {
+				return ExerciseResult{}, err
+			}
+		}
+	}
+	r, _ := c.Result(seat, id) // the standing; this check's outcome when it has one
+	if key != "" {
+		r.Key, r.Args = key, args
+	}
+	return r, nil
+}
+
+// checkFindOffset compares answer with broker 1's own lookup of FindOffset
+// in demo-0 of cl; "" when it matches, else the i18n key and arguments of
+// why not.
+func checkFindOffset(cl *cluster.Cluster, a Answer) (string, []string) {
+	n := strconv.Itoa(FindOffset)
+	b := cl.Broker(1)
+	if b == nil {
+		return "exercise.find-offset.broker-down", nil
+	}
+	r := b.Replica("demo", 0)
+	if r == nil {
+		return "exercise.find-offset.no-offset", []string{n}
+	}
+	tr, err := r.Log().Lookup(FindOffset)
+	if err != nil {
+		return "exercise.find-offset.no-offset", []string{n}
+	}
+	if a.Position == nil || a.Segment == "" {
+		return "exercise.find-offset.answer", []string{n}
+	}
+	// A segment is named by its base offset, 20 digits with leading zeros.
+	base, err := strconv.ParseInt(strings.TrimSuffix(path.Base(strings.TrimSpace(a.Segment)), ".log"), 10, 64)
+	if err != nil || base != tr.SegmentBaseOffset || *a.Position != tr.Position {
+		return "exercise.find-offset.wrong", []string{n}
+	}
+	return "", nil
+}

@@ -1,0 +1,87 @@
+package class
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"tidemark/events"
+	"tidemark/server/cluster"
+)
+
+// TestGraderLiveExercises feeds the grader the events of both live
+// exercises' stories and of near misses.
+func TestGraderLiveExercises(t *testing.T) {
+	bus := events.NewBus(events.BusOptions{History: 64})
+	g := newGrader(bus, events.Snapshot{Brokers: []events.Broker{{ID: 1, State: events.BrokerUp}, {ID: 2, State: events.BrokerUp}}})
+	ack := func(acks events.Acks, first, last int64) events.Event {
+		return events.Event{Kind: events.KindAck, Topic: "demo", Acks: acks, Offsets: &events.Offsets{Base: first, Last: last}}
+	}
+	// acks=all with every broker up, acks=1 with one down: no pass.
+	bus.Publish(ack(events.AcksAll, 0, 0))
+	bus.Publish(events.Event{Kind: events.KindBroker, Broker: 2, BrokerState: events.BrokerCrashed})
+	bus.Publish(ack(events.AcksLeader, 1, 3))
+	// A truncation of acknowledged offsets without an unclean election: no pass.
+	bus.Publish(events.Event{Kind: events.KindTruncation, Topic: "demo", Truncated: []events.TruncatedRecord{{Offset: 2}}})
+	if got := g.advance(); len(got) != 0 {
+		t.Fatalf("near misses passed %v", got)
+	}
+	bus.Publish(ack(events.AcksAll, 4, 4))
+	if got := g.advance(); len(got) != 1 || got[0] != ExerciseAcksAllOneDown {
+		t.Fatalf("acks=all with broker 2 down: %v", got)
+	}
+	bus.Publish(events.Event{Kind: events.KindElection, Topic: "demo", Leader: &events.Leadership{Leader: 2, Unclean: true}})
+	bus.Publish(events.Event{Kind: events.KindTruncation, Topic: "demo", Partition: 1, Truncated: []events.TruncatedRecord{{Offset: 3}}})
+	if got := g.advance(); len(got) != 0 {
+		t.Fatalf("a truncation on another partition passed %v", got)
+	}
+	bus.Publish(events.Event{Kind: events.KindTruncation, Topic: "demo", Truncated: []events.TruncatedRecord{{Offset: 3}, {Offset: 9}}})
+	if got := g.advance(); len(got) != 1 || got[0] != ExerciseLostAck {
+		t.Fatalf("acknowledged offset 3 truncated after an unclean election: %v", got)
+	}
+}
+
+// TestCheckFindOffset: the answer is checked against broker 1's own lookup
+// of offset 5 in demo-0; a pass is kept in the roster.
+func TestCheckFindOffset(t *testing.T) {
+	clk := &clock{now: time.Unix(1000, 0)}
+	c := openClass(t, t.TempDir(), 2, clk, nil)
+	res, err := c.Check(1, ExerciseFindOffset, Answer{})
+	if err != nil || res.Passed || res.Key != "exercise.find-offset.no-offset" {
+		t.Fatalf("before any record: %+v, %v", res, err)
+	}
+	cl, done, err := c.Cluster(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{3, 3, 2} { // batches 0–2, 3–5, 6–7
+		recs := make([]cluster.Record, n)
+		for i := range recs {
+			recs[i] = cluster.Record{Value: []byte("v")}
+		}
+		if _, err := cl.Produce(context.Background(), "demo", 0, 1, recs, 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr, err := cl.Broker(1).Replica("demo", 0).Log().Lookup(FindOffset)
+	done()
+	if err != nil || tr.Position == 0 {
+		t.Fatalf("lookup: %+v, %v", tr, err)
+	}
+	wrong := tr.Position + 1
+	if res, _ := c.Check(1, ExerciseFindOffset, Answer{Segment: "00000000000000000000.log", Position: &wrong}); res.Passed || res.Key != "exercise.find-offset.wrong" {
+		t.Fatalf("a wrong position: %+v", res)
+	}
+	if res, _ := c.Check(1, ExerciseFindOffset, Answer{Segment: "00000000000000000000.log", Position: &tr.Position}); !res.Passed {
+		t.Fatalf("the right answer: %+v", res)
+	}
+	if r, _ := c.Result(1, ExerciseFindOffset); !r.Passed {
+		t.Fatalf("the pass is not in the roster: %+v", r)
+	}
+	if r, _ := c.Result(2, ExerciseFindOffset); r.Passed {
+		t.Fatal("seat 2 passed seat 1's exercise")
+	}
+	if _, err := c.Check(1, "nope", Answer{}); err == nil {
+		t.Fatal("an unknown exercise: no error")
+	}
+}

@@ -1,0 +1,513 @@
+// Package class runs a classroom: one lab process, a teacher and N seats.
+// Each seat is a learner's private place in the lab — their own free-play
+// cluster (a kept lab of server/labs that hibernates when idle), their own
+// lesson and chaos runs, their progress and prediction answers.
+//
+// The roster (this file) is the class's durable state in badger under the
+// data directory: the class name, the seats with their join codes and
+// display names, hashes of the seat and teacher tokens (never the tokens),
+// and each seat's progress. Seats (seats.go) runs the seats' clusters.
+package class
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"tidemark/server/controller"
+)
+
+// Limits of the roster.
+const (
+	// MaxSeats bounds a class: seats beyond what one machine runs would only
+	// queue for the awake-cluster budget.
+	MaxSeats = 500
+	// MaxNameRunes bounds a learner's display name.
+	MaxNameRunes = 40
+	// keptTokens is how many tokens a seat (one per device it joined from)
+	// or the teacher (one per start of the lab) keeps valid; the oldest go.
+	keptTokens = 8
+)
+
+// Errors of the roster. Each wraps the Kafka error a client can act on.
+var (
+	// ErrBadCode: no seat has this join code (a reset gives a seat a new one).
+	ErrBadCode = fmt.Errorf("%w: no seat has this join code", kerr.SaslAuthenticationFailed)
+	// ErrBadName: the display name is empty, too long or not printable.
+	ErrBadName = fmt.Errorf("%w: the name must be 1 to %d printable characters", kerr.InvalidRequest, MaxNameRunes)
+	// ErrNoSeat: no such seat number.
+	ErrNoSeat = fmt.Errorf("%w: no such seat", kerr.InvalidRequest)
+	// ErrTooManySeats: adding would pass MaxSeats.
+	ErrTooManySeats = fmt.Errorf("%w: a class has at most %d seats", kerr.PolicyViolation, MaxSeats)
+)
+
+// Seat is one seat as the roster keeps it. Tokens holds the SHA-256 of each
+// valid seat token, so a copy of the data directory grants nothing.
+type Seat struct {
+	ID     int       `json:"seat"`
+	Code   string    `json:"code"`
+	Name   string    `json:"name,omitempty"`
+	Joined time.Time `json:"joined,omitzero"`
+	Tokens []string  `json:"tokens,omitempty"`
+	// Lessons is the seat's progress per lesson id (its latest run).
+	Lessons map[string]LessonProgress `json:"lessons,omitempty"`
+	// Passed holds when the seat passed each exercise it passed.
+	Passed map[string]time.Time `json:"passed,omitempty"`
+}
+
+// LessonProgress is how far a seat got in a lesson's latest run and what it
+// predicted there.
+type LessonProgress struct {
+	Lesson      string       `json:"lesson"`
+	Executed    int          `json:"executed"` // steps run
+	Total       int          `json:"total"`
+	Done        bool         `json:"done"`
+	Predictions []Prediction `json:"predictions,omitempty"`
+	Updated     time.Time    `json:"updated"`
+}
+
+// Prediction is a seat's answer to one step's prediction.
+type Prediction struct {
+	Step   int    `json:"step"`
+	Chosen string `json:"chosen"`
+	Right  bool   `json:"right"`
+}
+
+// meta is the class record.
+type meta struct {
+	Name    string    `json:"name"`
+	Created time.Time `json:"created"`
+	// Teachers holds the SHA-256 of each valid teacher token.
+	Teachers []string `json:"teachers"`
+}
+
+const (
+	keyMeta    = "class"
+	prefixSeat = "seat/"
+)
+
+func seatKey(id int) []byte { return fmt.Appendf(nil, "%s%06d", prefixSeat, id) }
+
+// Roster is the class's durable state. Its methods are safe for concurrent
+// use; mu guards everything below it, and every change is written to badger
+// before the method returns.
+type Roster struct {
+	db  *badger.DB
+	now func() time.Time
+
+	mu     sync.Mutex
+	meta   meta
+	seats  []*Seat        // seats[i].ID == i+1
+	codes  map[string]int // join code → seat
+	tokens map[string]int // token hash → seat
+}
+
+// OpenRoster opens (or creates) the roster in dir. A new class needs name;
+// an existing one keeps its own name unless name differs, which renames it.
+// The class gets at least seats seats. Every open mints a fresh teacher
+// token, returned once: only its hash is stored.
+func OpenRoster(dir, name string, seats int, now func() time.Time, log *slog.Logger) (*Roster, string, error) {
+	if now == nil {
+		now = time.Now
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	if seats < 0 || seats > MaxSeats {
+		return nil, "", fmt.Errorf("class: %d seats: want 0..%d", seats, MaxSeats)
+	}
+	db, err := controller.OpenBadger(dir, log)
+	if err != nil {
+		return nil, "", fmt.Errorf("class: opening the roster in %s: %w", dir, err)
+	}
+	r := &Roster{db: db, now: now, codes: map[string]int{}, tokens: map[string]int{}}
+	if err := r.load(); err != nil {
+		db.Close()
+		return nil, "", err
+	}
+	if r.meta.Name == "" && name == "" {
+		db.Close()
+		return nil, "", errors.New("class: a new class needs a name")
+	}
+	if name != "" {
+		r.meta.Name = name
+	}
+	if r.meta.Created.IsZero() {
+		r.meta.Created = now()
+	}
+	teacher := newToken("tmt_")
+	r.meta.Teachers = keepNewest(append(r.meta.Teachers, hashToken(teacher)))
+	if err := r.putMeta(); err != nil {
+		db.Close()
+		return nil, "", err
+	}
+	if missing := seats - len(r.seats); missing > 0 {
+		if _, err := r.AddSeats(missing); err != nil {
+			db.Close()
+			return nil, "", err
+		}
+	}
+	return r, teacher, nil
+}
+
+// load reads the class record and every seat.
+func (r *Roster) load() error {
+	return r.db.View(func(txn *badger.Txn) error {
+		if it, err := txn.Get([]byte(keyMeta)); err == nil {
+			if err := it.Value(func(v []byte) error { return json.Unmarshal(v, &r.meta) }); err != nil {
+				return fmt.Errorf("class: reading the class record: %w", err)
+			}
+		} else if !errors.Is(err, badger.ErrKeyNotFound) {
+			return err
+		}
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(prefixSeat), PrefetchValues: true, PrefetchSize: 64})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			s := new(Seat)
+			if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, s) }); err != nil {
+				return fmt.Errorf("class: reading %s: %w", it.Item().Key(), err)
+			}
+			if s.ID != len(r.seats)+1 {
+				return fmt.Errorf("class: seat %d stored where seat %d belongs", s.ID, len(r.seats)+1)
+			}
+			r.seats = append(r.seats, s)
+			r.codes[s.Code] = s.ID
+			for _, h := range s.Tokens {
+				r.tokens[h] = s.ID
+			}
+		}
+		return nil
+	})
+}
+
+// Close closes the store.
+func (r *Roster) Close() error { return r.db.Close() }
+
+// Name returns the class's name.
+func (r *Roster) Name() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.meta.Name
+}
+
+// Teacher reports whether token is a valid teacher token.
+func (r *Roster) Teacher(token string) bool {
+	if token == "" {
+		return false
+	}
+	h := hashToken(token)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Contains(r.meta.Teachers, h)
+}
+
+// SeatOf returns the seat a seat token belongs to; false for any other
+// token (a teacher's, a reset seat's old one, garbage).
+func (r *Roster) SeatOf(token string) (int, bool) {
+	if token == "" {
+		return 0, false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	id, ok := r.tokens[hashToken(token)]
+	return id, ok
+}
+
+// Join gives whoever holds a seat's join code a new token for that seat and
+// sets its display name. The same code joins again from another device
+// (the seat keeps its cluster and progress) until the teacher resets the
+// seat.
+func (r *Roster) Join(code, name string) (int, string, error) {
+	name = strings.TrimSpace(name)
+	if !validName(name) {
+		return 0, "", ErrBadName
+	}
+	code = NormalizeCode(code)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	id, ok := r.codes[code]
+	if !ok {
+		return 0, "", ErrBadCode
+	}
+	s := *r.seats[id-1]
+	token := newToken("tms_")
+	h := hashToken(token)
+	s.Tokens = append(slices.Clone(s.Tokens), h)
+	var dropped []string
+	if n := len(s.Tokens) - keptTokens; n > 0 {
+		dropped, s.Tokens = s.Tokens[:n], s.Tokens[n:]
+	}
+	s.Name = name
+	if s.Joined.IsZero() {
+		s.Joined = r.now()
+	}
+	if err := r.putSeat(&s); err != nil {
+		return 0, "", err
+	}
+	*r.seats[id-1] = s
+	for _, d := range dropped {
+		delete(r.tokens, d)
+	}
+	r.tokens[h] = id
+	return id, token, nil
+}
+
+// AddSeats adds n seats with fresh join codes and returns them.
+func (r *Roster) AddSeats(n int) ([]Seat, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if n < 1 || len(r.seats)+n > MaxSeats {
+		return nil, fmt.Errorf("%w (%d now, %d asked for)", ErrTooManySeats, len(r.seats), n)
+	}
+	added := make([]Seat, 0, n)
+	wb := r.db.NewWriteBatch()
+	defer wb.Cancel()
+	for i := range n {
+		s := Seat{ID: len(r.seats) + i + 1, Code: r.freshCodeLocked(added)}
+		v, _ := json.Marshal(s)
+		if err := wb.Set(seatKey(s.ID), v); err != nil {
+			return nil, err
+		}
+		added = append(added, s)
+	}
+	if err := wb.Flush(); err != nil {
+		return nil, fmt.Errorf("class: storing seats: %w", err)
+	}
+	for i := range added {
+		s := added[i]
+		r.seats = append(r.seats, &s)
+		r.codes[s.Code] = s.ID
+	}
+	return added, nil
+}
+
+// freshCodeLocked returns a code no seat (nor one of pending) has.
+func (r *Roster) freshCodeLocked(pending []Seat) string {
+	for {
+		c := newCode()
+		if _, taken := r.codes[c]; !taken && !slices.ContainsFunc(pending, func(s Seat) bool { return s.Code == c }) {
+			return c
+		}
+	}
+}
+
+// Reset empties a seat for a new learner: a new join code, every token
+// revoked, no name and no progress. The caller resets its cluster.
+func (r *Roster) Reset(id int) (Seat, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if id < 1 || id > len(r.seats) {
+		return Seat{}, ErrNoSeat
+	}
+	old := r.seats[id-1]
+	s := Seat{ID: id, Code: r.freshCodeLocked(nil)}
+	if err := r.putSeat(&s); err != nil {
+		return Seat{}, err
+	}
+	delete(r.codes, old.Code)
+	for _, h := range old.Tokens {
+		delete(r.tokens, h)
+	}
+	r.codes[s.Code] = id
+	r.seats[id-1] = &s
+	return s, nil
+}
+
+// update changes a copy of seat id with change, which reports whether it
+// changed anything, and stores it: on disk first, then in memory.
+func (r *Roster) update(id int, change func(s *Seat) bool) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if id < 1 || id > len(r.seats) {
+		return ErrNoSeat
+	}
+	s := *r.seats[id-1]
+	if !change(&s) {
+		return nil // nothing new: no write
+	}
+	if err := r.putSeat(&s); err != nil {
+		return err
+	}
+	*r.seats[id-1] = s
+	return nil
+}
+
+// RecordLesson stores a seat's progress in a lesson (its latest run).
+func (r *Roster) RecordLesson(id int, p LessonProgress) error {
+	return r.update(id, func(s *Seat) bool {
+		if old, ok := s.Lessons[p.Lesson]; ok && old.Executed == p.Executed && old.Done == p.Done &&
+			slices.Equal(old.Predictions, p.Predictions) {
+			return false
+		}
+		p.Updated = r.now()
+		s.Lessons = maps.Clone(s.Lessons)
+		if s.Lessons == nil {
+			s.Lessons = map[string]LessonProgress{}
+		}
+		s.Lessons[p.Lesson] = p
+		return true
+	})
+}
+
+// RecordExercise stores that a seat passed an exercise (the first time
+// counts).
+func (r *Roster) RecordExercise(id int, exercise string) error {
+	return r.update(id, func(s *Seat) bool {
+		if _, ok := s.Passed[exercise]; ok {
+			return false
+		}
+		s.Passed = maps.Clone(s.Passed)
+		if s.Passed == nil {
+			s.Passed = map[string]time.Time{}
+		}
+		s.Passed[exercise] = r.now()
+		return true
+	})
+}
+
+// Result returns a seat's standing in an exercise: passed or not yet.
+func (r *Roster) Result(id int, exercise string) (ExerciseResult, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if id < 1 || id > len(r.seats) {
+		return ExerciseResult{}, false
+	}
+	if at, ok := r.seats[id-1].Passed[exercise]; ok {
+		return ExerciseResult{Exercise: exercise, Passed: true, At: at.UTC().Format(time.RFC3339), Key: "exercise.passed.text"}, true
+	}
+	return ExerciseResult{Exercise: exercise, Key: "exercise." + exercise + ".pending"}, true
+}
+
+// Seats returns a copy of every seat, by number, without token hashes.
+func (r *Roster) Seats() []Seat {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]Seat, len(r.seats))
+	for i, s := range r.seats {
+		out[i] = *s
+		out[i].Tokens = nil
+		out[i].Passed = maps.Clone(s.Passed)
+		out[i].Lessons = make(map[string]LessonProgress, len(s.Lessons))
+		for k, v := range s.Lessons {
+			v.Predictions = slices.Clone(v.Predictions)
+			out[i].Lessons[k] = v
+		}
+	}
+	return out
+}
+
+// Len returns the number of seats.
+func (r *Roster) Len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.seats)
+}
+
+func (r *Roster) putSeat(s *Seat) error {
+	v, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	if err := r.db.Update(func(txn *badger.Txn) error { return txn.Set(seatKey(s.ID), v) }); err != nil {
+		return fmt.Errorf("class: storing seat %d: %w", s.ID, err)
+	}
+	return nil
+}
+
+func (r *Roster) putMeta() error {
+	v, err := json.Marshal(r.meta)
+	if err != nil {
+		return err
+	}
+	return r.db.Update(func(txn *badger.Txn) error { return txn.Set([]byte(keyMeta), v) })
+}
+
+func keepNewest(hashes []string) []string {
+	if n := len(hashes) - keptTokens; n > 0 {
+		return hashes[n:]
+	}
+	return hashes
+}
+
+// validName accepts 1..MaxNameRunes printable runes.
+func validName(name string) bool {
+	if name == "" || !utf8.ValidString(name) || utf8.RuneCountInString(name) > MaxNameRunes {
+		return false
+	}
+	for _, c := range name {
+		if !unicode.IsPrint(c) {
+			return false
+		}
+	}
+	return true
+}
+
+// codeAlphabet is Crockford's base 32: no I, L, O or U to misread.
+const codeAlphabet = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+
+// newCode returns a join code: 10 characters of codeAlphabet from
+// crypto/rand (50 bits: at the join rate limit, guessing one takes
+// longer than any class lasts), written XXXXX-XXXXX.
+func newCode() string {
+	var b [10]byte
+	rand.Read(b[:])
+	out := make([]byte, 0, 11)
+	for i, c := range b {
+		if i == 5 {
+			out = append(out, '-')
+		}
+		out = append(out, codeAlphabet[c&31])
+	}
+	return string(out)
+}
+
+// NormalizeCode makes a typed code comparable: upper case, Crockford's
+// look-alikes mapped (O→0, I and L→1), spaces dropped, the dash put back.
+func NormalizeCode(code string) string {
+	var b strings.Builder
+	for _, c := range strings.ToUpper(code) {
+		switch {
+		case c == 'O':
+			c = '0'
+		case c == 'I' || c == 'L':
+			c = '1'
+		case c == '-' || c == ' ':
+			continue
+		}
+		b.WriteRune(c)
+	}
+	s := b.String()
+	if len(s) == 10 {
+		s = s[:5] + "-" + s[5:]
+	}
+	return s
+}
+
+// newToken returns prefix and 32 random bytes, base64url.
+func newToken(prefix string) string {
+	var b [32]byte
+	rand.Read(b[:])
+	return prefix + base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// hashToken is what the roster stores of a token: tokens carry 256 random
+// bits, so a plain SHA-256 (no salt, no stretching) cannot be reversed.
+func hashToken(token string) string {
+	h := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(h[:])
+}

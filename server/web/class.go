@@ -1,0 +1,514 @@
+package web
+
+import (
+	"encoding/csv"
+	"errors"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"golang.org/x/time/rate"
+
+	"tidemark/i18n"
+	"tidemark/server/class"
+	"tidemark/views"
+)
+
+// Class mode (Options.Class): the Server is the teacher's, and classGate
+// sends every learner's request to their seat's own Server. Who is who
+// comes from a token: Authorization: Bearer for scripts, else the
+// HttpOnly, SameSite=Strict cookie the join (or the teacher link) set.
+//
+//   - public: the join page and POST /api/v1/join (rate-limited per IP),
+//     static files, the language switch and the OpenAPI document;
+//   - a seat token: every other page and /api/v1 route, served by the
+//     seat's Server on the seat's own cluster and runs; the teacher's
+//     routes (/class…, /api/v1/class…) are 403;
+//   - the teacher token: the class routes, and every other route on the
+//     lab's main cluster (the teacher's own free play);
+//   - none: pages go to /join, the API answers 401.
+
+// Cookies of class mode.
+const (
+	seatCookie    = "tidemark_seat"
+	teacherCookie = "tidemark_teacher"
+)
+
+// Join rate limit per peer address: a burst of joinBurst (a class behind
+// one NAT joins at once), then five a second. Guessing one of 2^50 codes
+// at that rate takes millions of years.
+const (
+	joinEvery = 200 * time.Millisecond
+	joinBurst = 60
+)
+
+// classRoutes adds the join and teacher routes; outside class mode they
+// answer 404 NOT_FOUND.
+func (s *Server) classRoutes(e *echo.Echo) {
+	limit := middleware.RateLimiterWithConfig(middleware.RateLimiterConfig{
+		Store: middleware.NewRateLimiterMemoryStoreWithConfig(middleware.RateLimiterMemoryStoreConfig{
+			Rate: rate.Every(joinEvery), Burst: joinBurst, ExpiresIn: 10 * time.Minute}),
+		// The peer's address: X-Forwarded-For would let a guesser pick a
+		// new identity per request.
+		IdentifierExtractor: func(c echo.Context) (string, error) { return echo.ExtractIPDirect()(c.Request()), nil },
+		ErrorHandler: func(c echo.Context, err error) error {
+			return KafkaError(http.StatusForbidden, kerr.InvalidRequest, "no client address")
+		},
+		DenyHandler: func(c echo.Context, _ string, _ error) error {
+			return &Error{Status: http.StatusTooManyRequests, Code: kerr.ThrottlingQuotaExceeded.Message,
+				Message: "too many joins from this address; wait a few seconds", Key: "class.join.throttled"}
+		},
+	})
+	route := func(method, path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) {
+		e.Add(method, path, func(c echo.Context) error {
+			if s.opts.Class == nil {
+				return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "the lab runs no class (--class)"}
+			}
+			return h(c)
+		}, m...)
+	}
+	route("GET", "/join", s.joinPage)
+	route("POST", "/join", s.joinForm, sameOrigin, limit)
+	route("POST", "/api/v1/join", s.joinAPI, sameOrigin, limit)
+
+	route("GET", "/api/v1/class", s.getClass)
+	route("POST", "/api/v1/class/seats", s.addSeats, sameOrigin)
+	route("POST", "/api/v1/class/seats/:seat/reset", s.resetSeat, sameOrigin)
+	route("GET", "/api/v1/class/export", s.exportClass)
+	route("GET", "/class", s.classPage)
+	route("POST", "/class/seats", s.addSeatsForm, sameOrigin)
+	route("POST", "/class/seats/:seat/reset", s.resetSeatForm, sameOrigin)
+	route("GET", "/class/seats/:seat", s.seatProjection)
+	s.exerciseRoutes(route)
+}
+
+// publicPath reports whether path is served without a token in class mode.
+func publicPath(path string) bool {
+	return path == "/join" || path == "/api/v1/join" || path == "/ui/lang" || path == "/api/v1/openapi.json" ||
+		strings.HasPrefix(path, "/static/")
+}
+
+// teacherPath reports whether path is one of the teacher's routes.
+func teacherPath(path string) bool {
+	return path == "/class" || strings.HasPrefix(path, "/class/") ||
+		path == "/api/v1/class" || strings.HasPrefix(path, "/api/v1/class/")
+}
+
+// machinePath reports whether path is read by programs (the API, the
+// websocket, /metrics), which get the JSON error rather than a page.
+func machinePath(path string) bool {
+	return strings.HasPrefix(path, "/api/") || path == "/ws" || path == "/metrics"
+}
+
+// bearer returns the request's Authorization: Bearer token, "" without one.
+func bearer(r *http.Request) string {
+	if v, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+		return strings.TrimSpace(v)
+	}
+	return ""
+}
+
+func cookie(r *http.Request, name string) string {
+	if ck, err := r.Cookie(name); err == nil {
+		return ck.Value
+	}
+	return ""
+}
+
+// classGate routes a class-mode request by its token (see the top of this
+// file). It runs before routing, after the Host check.
+func (s *Server) classGate(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		path := r.URL.Path
+		if publicPath(path) {
+			return next(c)
+		}
+		cls := s.opts.Class
+		if tok := r.URL.Query().Get("token"); path == "/class" && r.Method == http.MethodGet && cls.Teacher(tok) {
+			// The teacher link printed at start: keep the token in a
+			// cookie and drop it from the address bar.
+			c.SetCookie(secretCookie(r, teacherCookie, tok))
+			return c.Redirect(http.StatusSeeOther, "/class")
+		}
+		tok := bearer(r)
+		if tok == "" {
+			// A browser holding both cookies (the teacher trying a seat)
+			// is the teacher on the class pages and the learner elsewhere.
+			if tok = cookie(r, seatCookie); tok == "" || teacherPath(path) {
+				tok = cookie(r, teacherCookie)
+			}
+		}
+		if cls.Teacher(tok) {
+			c.SetRequest(r.WithContext(views.WithClassRole(r.Context(), views.Teacher)))
+			return next(c)
+		}
+		r = r.WithContext(views.WithClassRole(r.Context(), views.Learner))
+		c.SetRequest(r)
+		if seat, ok := cls.SeatOf(tok); ok {
+			if teacherPath(path) {
+				return &Error{Status: http.StatusForbidden, Code: kerr.ClusterAuthorizationFailed.Message,
+					Message: "only the teacher may use this", Key: "class.teacher-only"}
+			}
+			if exercisePath(path) {
+				c.Set(seatKey, seat)
+				return next(c)
+			}
+			if err := cls.Serve(seat, c.Response().Writer, r); err != nil {
+				return s.classError(c, err)
+			}
+			return nil
+		}
+		if r.Method == http.MethodGet && !machinePath(path) {
+			return c.Redirect(http.StatusSeeOther, "/join")
+		}
+		return &Error{Status: http.StatusUnauthorized, Code: kerr.SaslAuthenticationFailed.Message,
+			Message: "join the class first (POST /api/v1/join) and send the seat token as Authorization: Bearer", Key: "class.auth-required"}
+	}
+}
+
+// classError shows a seat that could not be served (the class is full):
+// a page for a page, the JSON body for the API.
+func (s *Server) classError(c echo.Context, err error) error {
+	e := toError(classLabError(err))
+	r := c.Request()
+	if r.Method == http.MethodGet && !machinePath(r.URL.Path) {
+		return s.renderErrorPage(c, e)
+	}
+	return e
+}
+
+// classLabError is LabError with a full class as 429 (too many seats at
+// once, try again soon), as the lesson and chaos slots answer.
+func classLabError(err error) error {
+	out := LabError(err)
+	var e *Error
+	if errors.Is(err, class.ErrClassFull) && errors.As(out, &e) {
+		e.Status = http.StatusTooManyRequests
+	}
+	return out
+}
+
+// secretCookie is how a seat or teacher token is kept in a browser: not
+// readable by scripts, never sent by another site's request.
+func secretCookie(r *http.Request, name, value string) *http.Cookie {
+	return &http.Cookie{Name: name, Value: value, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
+		Secure: r.TLS != nil, MaxAge: 30 * 24 * 3600}
+}
+
+// JoinRequest is the body of POST /api/v1/join.
+type JoinRequest struct {
+	Code string `json:"code"`
+	Name string `json:"name"`
+}
+
+// JoinResponse is the answer of POST /api/v1/join: the seat and its token
+// (also set as an HttpOnly cookie).
+type JoinResponse struct {
+	Seat  int    `json:"seat"`
+	Token string `json:"token"`
+}
+
+// join joins the class and sets the seat cookie.
+func (s *Server) join(c echo.Context, code, name string) (JoinResponse, error) {
+	seat, tok, err := s.opts.Class.Join(code, name)
+	switch {
+	case errors.Is(err, class.ErrBadCode):
+		return JoinResponse{}, &Error{Status: http.StatusUnauthorized, Code: kerr.SaslAuthenticationFailed.Message,
+			Message: "no seat has this join code", Key: "class.join.bad-code"}
+	case errors.Is(err, class.ErrBadName):
+		return JoinResponse{}, &Error{Status: http.StatusBadRequest, Code: kerr.InvalidRequest.Message,
+			Message: err.Error(), Key: "class.join.bad-name", Args: []string{strconv.Itoa(class.MaxNameRunes)}}
+	case err != nil:
+		return JoinResponse{}, err
+	}
+	c.SetCookie(secretCookie(c.Request(), seatCookie, tok))
+	return JoinResponse{Seat: seat, Token: tok}, nil
+}
+
+func (s *Server) joinAPI(c echo.Context) error {
+	var req JoinRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	res, err := s.join(c, req.Code, req.Name)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, res)
+}
+
+func (s *Server) joinPage(c echo.Context) error {
+	lang := Lang(c)
+	v := views.JoinView{Class: s.opts.Class.Name(), Code: truncate(c.QueryParam("code"), 20)}
+	return Render(c, http.StatusOK, views.Join(s.page(c, i18n.T(lang, "class.join.title", v.Class)), v))
+}
+
+func (s *Server) joinForm(c echo.Context) error {
+	r := c.Request()
+	r.Body = http.MaxBytesReader(c.Response(), r.Body, maxFormBytes)
+	code, name := c.FormValue("code"), c.FormValue("name")
+	if _, err := s.join(c, code, name); err != nil {
+		lang := Lang(c)
+		e := toError(err)
+		v := views.JoinView{Class: s.opts.Class.Name(), Code: truncate(code, 20), Name: truncate(name, 40), Error: learnerText(lang, e)}
+		return Render(c, e.Status, views.Join(s.page(c, i18n.T(lang, "class.join.title", v.Class)), v))
+	}
+	return c.Redirect(http.StatusSeeOther, "/")
+}
+
+// ClassResponse is GET /api/v1/class: the class, its limits and every seat.
+type ClassResponse struct {
+	Name     string         `json:"name"`
+	MaxAwake int            `json:"max_awake"`
+	Seats    []SeatResponse `json:"seats"`
+}
+
+// SeatResponse is one seat: its join code and link, learner, presence,
+// whether its cluster runs, and its progress per lesson.
+type SeatResponse struct {
+	Seat    int                    `json:"seat"`
+	Code    string                 `json:"code"`
+	JoinURL string                 `json:"join_url"`
+	Name    string                 `json:"name"`
+	Joined  *time.Time             `json:"joined,omitempty"`
+	Online  bool                   `json:"online"`
+	Awake   bool                   `json:"awake"`
+	Lessons []class.LessonProgress `json:"lessons"`
+	// Exercises is the seat's standing in every exercise.
+	Exercises []class.ExerciseResult `json:"exercises"`
+}
+
+// joinURL is the link that opens the join page with code filled in, on the
+// address the teacher reached the lab at.
+func joinURL(r *http.Request, code string) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host + "/join?code=" + url.QueryEscape(code)
+}
+
+func (s *Server) seatResponse(r *http.Request, st class.Seat) SeatResponse {
+	out := SeatResponse{Seat: st.ID, Code: st.Code, JoinURL: joinURL(r, st.Code), Name: st.Name,
+		Online: s.opts.Class.Online(st.ID), Awake: s.opts.Class.Awake(st.ID), Lessons: []class.LessonProgress{}}
+	if !st.Joined.IsZero() {
+		out.Joined = &st.Joined
+	}
+	for _, id := range class.Exercises {
+		r, _ := s.opts.Class.Result(st.ID, id)
+		out.Exercises = append(out.Exercises, r)
+	}
+	for _, id := range slices.Sorted(func(yield func(string) bool) {
+		for k := range st.Lessons {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		out.Lessons = append(out.Lessons, st.Lessons[id])
+	}
+	return out
+}
+
+func (s *Server) classState(r *http.Request) ClassResponse {
+	cls := s.opts.Class
+	out := ClassResponse{Name: cls.Name(), MaxAwake: cls.MaxAwake(), Seats: []SeatResponse{}}
+	for _, st := range cls.Seats() {
+		out.Seats = append(out.Seats, s.seatResponse(r, st))
+	}
+	return out
+}
+
+func (s *Server) getClass(c echo.Context) error {
+	return c.JSON(http.StatusOK, s.classState(c.Request()))
+}
+
+// AddSeatsRequest is the body of POST /api/v1/class/seats.
+type AddSeatsRequest struct {
+	Count int `json:"count"`
+}
+
+// AddSeatsResponse lists the seats POST /api/v1/class/seats added.
+type AddSeatsResponse struct {
+	Seats []SeatResponse `json:"seats"`
+}
+
+func (s *Server) addSeatsN(r *http.Request, n int) (AddSeatsResponse, error) {
+	added, err := s.opts.Class.AddSeats(n)
+	if err != nil {
+		return AddSeatsResponse{}, LabError(err)
+	}
+	out := AddSeatsResponse{Seats: []SeatResponse{}}
+	for _, st := range added {
+		out.Seats = append(out.Seats, s.seatResponse(r, st))
+	}
+	return out, nil
+}
+
+func (s *Server) addSeats(c echo.Context) error {
+	var req AddSeatsRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	out, err := s.addSeatsN(c.Request(), req.Count)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, out)
+}
+
+// seatParam reads {seat}: a seat number of this class, else 404.
+func (s *Server) seatParam(c echo.Context) (int, error) {
+	n, err := strconv.Atoi(c.Param("seat"))
+	if err != nil || n < 1 || n > s.opts.Class.Len() {
+		return 0, &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no seat " + truncate(c.Param("seat"), 20)}
+	}
+	return n, nil
+}
+
+func (s *Server) resetSeatN(c echo.Context) (SeatResponse, error) {
+	n, err := s.seatParam(c)
+	if err != nil {
+		return SeatResponse{}, err
+	}
+	st, err := s.opts.Class.ResetSeat(n)
+	if err != nil {
+		return SeatResponse{}, LabError(err)
+	}
+	return s.seatResponse(c.Request(), st), nil
+}
+
+func (s *Server) resetSeat(c echo.Context) error {
+	out, err := s.resetSeatN(c)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// exportClass writes every seat's progress and prediction answers as JSON
+// (GET /api/v1/class's seats) or CSV (one row per answered prediction, and
+// one per lesson without any).
+func (s *Server) exportClass(c echo.Context) error {
+	state := s.classState(c.Request())
+	switch c.QueryParam("format") {
+	case "", "json":
+		c.Response().Header().Set(echo.HeaderContentDisposition, `attachment; filename="class.json"`)
+		return c.JSON(http.StatusOK, state)
+	case "csv":
+	default:
+		return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "format must be csv or json")
+	}
+	h := c.Response().Header()
+	h.Set(echo.HeaderContentType, "text/csv; charset=utf-8")
+	h.Set(echo.HeaderContentDisposition, `attachment; filename="class.csv"`)
+	c.Response().WriteHeader(http.StatusOK)
+	w := csv.NewWriter(c.Response())
+	w.Write([]string{"seat", "name", "lesson", "executed", "total", "done", "step", "chosen", "right"})
+	for _, st := range state.Seats {
+		row := []string{strconv.Itoa(st.Seat), csvCell(st.Name)}
+		if len(st.Lessons) == 0 {
+			w.Write(append(row, "", "", "", "", "", "", ""))
+		}
+		for _, l := range st.Lessons {
+			lr := append(slices.Clip(row), l.Lesson, strconv.Itoa(l.Executed), strconv.Itoa(l.Total), strconv.FormatBool(l.Done))
+			if len(l.Predictions) == 0 {
+				w.Write(append(lr, "", "", ""))
+			}
+			for _, p := range l.Predictions {
+				w.Write(append(slices.Clip(lr), strconv.Itoa(p.Step+1), csvCell(p.Chosen), strconv.FormatBool(p.Right)))
+			}
+		}
+	}
+	w.Flush()
+	return w.Error()
+}
+
+// csvCell keeps a learner's text from being read as a formula by a
+// spreadsheet (=, +, -, @ at the start).
+func csvCell(v string) string {
+	if v != "" && strings.ContainsRune("=+-@\t\r", rune(v[0])) {
+		return "'" + v
+	}
+	return v
+}
+
+func (s *Server) classView(r *http.Request) views.ClassView {
+	state := s.classState(r)
+	v := views.ClassView{Name: state.Name, MaxAwake: state.MaxAwake}
+	for _, st := range state.Seats {
+		row := views.SeatRow{Seat: st.Seat, Code: st.Code, JoinURL: st.JoinURL, Name: st.Name, Online: st.Online, Awake: st.Awake}
+		for _, r := range st.Exercises {
+			if r.Passed {
+				row.Passed = append(row.Passed, r.Exercise)
+			}
+		}
+		for _, l := range st.Lessons {
+			lr := views.LessonRow{Lesson: l.Lesson, Executed: l.Executed, Total: l.Total, Done: l.Done}
+			for _, p := range l.Predictions {
+				lr.Predictions = append(lr.Predictions, views.PredictionRow{Step: p.Step, Chosen: p.Chosen, Right: p.Right})
+			}
+			row.Lessons = append(row.Lessons, lr)
+		}
+		v.Seats = append(v.Seats, row)
+	}
+	return v
+}
+
+func (s *Server) classPage(c echo.Context) error {
+	v := s.classView(c.Request())
+	return Render(c, http.StatusOK, views.ClassDashboard(s.page(c, i18n.T(Lang(c), "class.dashboard.title", v.Name)), v))
+}
+
+// classFlash comes back to the dashboard with the outcome of a form.
+func classFlash(c echo.Context, ok bool, text string) error {
+	flash(c, ok, text)
+	return c.Redirect(http.StatusSeeOther, "/class")
+}
+
+func (s *Server) addSeatsForm(c echo.Context) error {
+	lang := Lang(c)
+	c.Request().Body = http.MaxBytesReader(c.Response(), c.Request().Body, maxFormBytes)
+	n, err := strconv.Atoi(c.FormValue("count"))
+	if err == nil {
+		_, err = s.addSeatsN(c.Request(), n)
+	}
+	if err != nil {
+		return classFlash(c, false, errText(lang, toError(LabError(err))))
+	}
+	return classFlash(c, true, i18n.T(lang, "class.add.done", n))
+}
+
+func (s *Server) resetSeatForm(c echo.Context) error {
+	lang := Lang(c)
+	st, err := s.resetSeatN(c)
+	if err != nil {
+		return classFlash(c, false, errText(lang, toError(err)))
+	}
+	return classFlash(c, true, i18n.T(lang, "class.seat.reset-done", st.Seat, st.Code))
+}
+
+// seatProjection shows a seat's cluster read-only (the classroom screen).
+// It wakes a hibernating seat, as the learner's own next request would.
+func (s *Server) seatProjection(c echo.Context) error {
+	n, err := s.seatParam(c)
+	if err != nil {
+		return err
+	}
+	cl, done, err := s.opts.Class.Cluster(n)
+	if err != nil {
+		return s.classError(c, err)
+	}
+	snap := cl.Snapshot()
+	done()
+	name := s.opts.Class.Seats()[n-1].Name
+	p := s.page(c, i18n.T(Lang(c), "class.projection.title", n))
+	return Render(c, http.StatusOK, views.SeatProjection(p, n, name, snap))
+}

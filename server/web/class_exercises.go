@@ -1,0 +1,171 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"tidemark/i18n"
+	"tidemark/server/class"
+	"tidemark/views"
+)
+
+// The exercises of class mode (class.Exercises): a learner lists them and
+// checks one on their seat's cluster (/api/v1/exercises, /exercises); the
+// teacher, or an external autograder with the teacher token, checks any
+// seat's (/api/v1/class/seats/{seat}/exercises/{id}/check). classGate puts
+// the learner's seat in the request (seatKey); the teacher has none.
+
+// seatKey is the echo.Context key of the seat classGate found.
+const seatKey = "class.seat"
+
+func (s *Server) exerciseRoutes(route func(string, string, echo.HandlerFunc, ...echo.MiddlewareFunc)) {
+	route("GET", "/api/v1/exercises", s.listExercises)
+	route("POST", "/api/v1/exercises/:id/check", s.checkExercise, sameOrigin)
+	route("GET", "/exercises", s.exercisesPage)
+	route("POST", "/exercises/:id/check", s.checkExerciseForm, sameOrigin)
+	route("POST", "/api/v1/class/seats/:seat/exercises/:id/check", s.checkSeatExercise, sameOrigin)
+}
+
+// exercisePath reports whether path is a learner's exercise route, served
+// by the class's Server rather than the seat's.
+func exercisePath(path string) bool {
+	return path == "/api/v1/exercises" || path == "/exercises" ||
+		strings.HasPrefix(path, "/api/v1/exercises/") || strings.HasPrefix(path, "/exercises/")
+}
+
+// ExerciseResponse is one exercise: its task in every language and the
+// seat's standing (Text in the request's language).
+type ExerciseResponse struct {
+	ID    string            `json:"id"`
+	Title map[string]string `json:"title"`
+	Task  map[string]string `json:"task"`
+	class.ExerciseResult
+	Text string `json:"text"`
+}
+
+// CheckRequest is the optional body of an exercise check: the answer for
+// the exercises that ask for one (find-offset).
+type CheckRequest = class.Answer
+
+func (s *Server) learnerSeat(c echo.Context) (int, error) {
+	if n, ok := c.Get(seatKey).(int); ok {
+		return n, nil
+	}
+	return 0, &Error{Status: http.StatusNotFound, Code: CodeNotFound,
+		Message: "exercises belong to a seat; the teacher checks one with POST /api/v1/class/seats/{seat}/exercises/{id}/check"}
+}
+
+func inLanguages(key string) map[string]string {
+	out := map[string]string{}
+	for _, l := range i18n.Languages() {
+		out[string(l)] = i18n.T(l, key)
+	}
+	return out
+}
+
+// resultText is a check's outcome in lang.
+func resultText(lang i18n.Lang, r class.ExerciseResult) string {
+	return learnerText(lang, &Error{Key: r.Key, Args: r.Args})
+}
+
+func (s *Server) exerciseResponse(lang i18n.Lang, r class.ExerciseResult) ExerciseResponse {
+	return ExerciseResponse{ID: r.Exercise, Title: inLanguages("exercise." + r.Exercise + ".title"),
+		Task: inLanguages("exercise." + r.Exercise + ".task"), ExerciseResult: r, Text: resultText(lang, r)}
+}
+
+func (s *Server) listExercises(c echo.Context) error {
+	seat, err := s.learnerSeat(c)
+	if err != nil {
+		return err
+	}
+	out := []ExerciseResponse{}
+	for _, id := range class.Exercises {
+		r, _ := s.opts.Class.Result(seat, id)
+		out = append(out, s.exerciseResponse(Lang(c), r))
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// check grades exercise {id} for seat with the request's answer.
+func (s *Server) check(c echo.Context, seat int, answer class.Answer) (class.ExerciseResult, error) {
+	r, err := s.opts.Class.Check(seat, c.Param("id"), answer)
+	if errors.Is(err, class.ErrUnknownExercise) {
+		return r, &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no exercise " + truncate(c.Param("id"), 40)}
+	}
+	return r, classLabError(err)
+}
+
+// checkAnswer reads the optional JSON answer of an API check.
+func checkAnswer(c echo.Context) (class.Answer, error) {
+	var a CheckRequest
+	if c.Request().ContentLength == 0 {
+		return a, nil
+	}
+	return a, decodeJSON(c, &a)
+}
+
+// answerCheck grades exercise {id} for seat with the request's JSON answer.
+func (s *Server) answerCheck(c echo.Context, seat int, err error) error {
+	if err != nil {
+		return err
+	}
+	a, err := checkAnswer(c)
+	if err != nil {
+		return err
+	}
+	r, err := s.check(c, seat, a)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, s.exerciseResponse(Lang(c), r))
+}
+
+func (s *Server) checkExercise(c echo.Context) error {
+	seat, err := s.learnerSeat(c)
+	return s.answerCheck(c, seat, err)
+}
+
+func (s *Server) checkSeatExercise(c echo.Context) error {
+	seat, err := s.seatParam(c)
+	return s.answerCheck(c, seat, err)
+}
+
+func (s *Server) exercisesPage(c echo.Context) error {
+	seat, err := s.learnerSeat(c)
+	if err != nil {
+		return err
+	}
+	lang := Lang(c)
+	var list []views.ExerciseView
+	for _, id := range class.Exercises {
+		r, _ := s.opts.Class.Result(seat, id)
+		list = append(list, views.ExerciseView{ID: id, Passed: r.Passed, AsksAnswer: id == class.ExerciseFindOffset})
+	}
+	return Render(c, http.StatusOK, views.Exercises(s.page(c, i18n.T(lang, "exercise.title")), list))
+}
+
+func (s *Server) checkExerciseForm(c echo.Context) error {
+	seat, err := s.learnerSeat(c)
+	if err != nil {
+		return err
+	}
+	lang := Lang(c)
+	c.Request().Body = http.MaxBytesReader(c.Response(), c.Request().Body, maxFormBytes)
+	a := class.Answer{Segment: truncate(c.FormValue("segment"), 40)}
+	if v := c.FormValue("position"); v != "" {
+		if p, err := strconv.ParseInt(v, 10, 64); err == nil {
+			a.Position = &p
+		}
+	}
+	r, err := s.check(c, seat, a)
+	if err != nil {
+		flash(c, false, errText(lang, toError(err)))
+	} else {
+		flash(c, r.Passed, i18n.T(lang, "exercise."+r.Exercise+".title")+": "+resultText(lang, r))
+	}
+	return c.Redirect(http.StatusSeeOther, "/exercises#exercise-"+truncate(c.Param("id"), 40))
+}
