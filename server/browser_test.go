@@ -90,7 +90,8 @@ func buildStaticDir() (string, error) {
 	if err := os.WriteFile(filepath.Join(dir, "wasm", "wasm_exec.js"), execJS, 0o644); err != nil {
 		return "", err
 	}
-	cmd := exec.Command(goBin, "build", "-trimpath", "-ldflags=-s -w", "-o", filepath.Join(dir, "wasm", "panel.wasm"), "./wasm")
+	// The flags of Taskfile.yml's wasm task.
+	cmd := exec.Command(goBin, "build", "-trimpath", "-ldflags=-s -w", "-gcflags=tidemark/wasm/...=-l", "-o", filepath.Join(dir, "wasm", "panel.wasm"), "./wasm")
 	cmd.Dir = ".." // the module root
 	cmd.Env = append(os.Environ(), "GOOS=js", "GOARCH=wasm")
 	if out, err := cmd.CombinedOutput(); err != nil {

@@ -22,18 +22,12 @@ type domBatch struct {
 	free []int // forgotten handles, for reuse
 }
 
-// op, str, num and forget are not inlined (nor app.el): copies of their
-// bodies at every call cost the panel more than a kilobyte of its size
-// budget (800 KiB gzip).
-//
-//go:noinline
 func (d *domBatch) op(op byte, h int) {
 	d.buf = append(d.buf, op, 0)
 	d.buf = strconv.AppendInt(d.buf, int64(h), 10)
 	d.buf = append(d.buf, 0)
 }
 
-//go:noinline
 func (d *domBatch) str(s string) {
 	for {
 		// NUL separates fields: one in s is shown as ␀.
@@ -48,7 +42,6 @@ func (d *domBatch) str(s string) {
 	d.buf = append(d.buf, 0)
 }
 
-//go:noinline
 func (d *domBatch) num(v int64) {
 	d.buf = strconv.AppendInt(d.buf, v, 10)
 	d.buf = append(d.buf, 0)
@@ -134,7 +127,6 @@ func (d *domBatch) remove(h int) { d.op('r', h) }
 
 // forget lets the page drop h's element and the batch reuse the handle.
 //
-//go:noinline
 func (d *domBatch) forget(h int) {
 	if h == 0 {
 		return

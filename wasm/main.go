@@ -198,7 +198,6 @@ func (a *app) after(ms float64, f func()) {
 	js.Global().Call("setTimeout", cb, ms)
 }
 
-//go:noinline
 func (a *app) el(id string) js.Value { return a.doc.Call("getElementById", id) }
 
 func (a *app) fn(f func(this js.Value, args []js.Value) any) js.Func {

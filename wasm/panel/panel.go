@@ -481,11 +481,6 @@ func escSlow(s string) string {
 // Esc is esc for the WASM side.
 func Esc(s string) string { return esc(s) }
 
-// itoa and i64 format a number. They are not inlined: strconv's fast path
-// for small numbers, inlined at each of their ~100 calls, cost the panel
-// 0.6 KiB gzip of its 800 KiB budget for no speed that shows.
-//
-//go:noinline
 func itoa(v int32) string { return strconv.Itoa(int(v)) }
 
 // Atoi parses a non-negative decimal int of at most 9 digits, as the
@@ -505,7 +500,6 @@ func Atoi(s string) (int, bool) {
 	return n, true
 }
 
-//go:noinline
 func i64(v int64) string { return strconv.FormatInt(v, 10) }
 
 func brokerName(id int32, c Catalog) string {
