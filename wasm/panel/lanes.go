@@ -586,7 +586,7 @@ func (lz *Lanes) lane(topic string, p *events.Partition, r *events.Replica, stat
 		if m.truncated[k] {
 			gc += " new"
 		}
-		id := cellID{offset: o, epoch: t.LeaderEpoch, state: cellTruncated, value: shortValue(t.Value), reason: t.Reason}
+		id := cellID{offset: o, epoch: t.LeaderEpoch, state: cellTruncated, value: shortValue(t.Value), reason: TruncatedReason(t, c)}
 		ct := lz.cell(id, c)
 		lz.cellBuf = append(lz.cellBuf, Cell{Key: 2*o + 1, Class: gc, Offset: o, X: (o - base) * cellW, Title: ct.title, Off: ct.off, Val: id.value})
 	}
