@@ -22,6 +22,8 @@ type domBatch struct {
 	free []int // forgotten handles, for reuse
 }
 
+// op starts a write: its letter (see tidemarkDOM.apply) and handle; str
+// and num add its arguments.
 func (d *domBatch) op(op byte, h int) {
 	d.buf = append(d.buf, op, 0)
 	d.buf = strconv.AppendInt(d.buf, int64(h), 10)
@@ -126,7 +128,6 @@ func (d *domBatch) appendTo(h, parent int) {
 func (d *domBatch) remove(h int) { d.op('r', h) }
 
 // forget lets the page drop h's element and the batch reuse the handle.
-//
 func (d *domBatch) forget(h int) {
 	if h == 0 {
 		return
