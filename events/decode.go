@@ -562,6 +562,14 @@ func (d *decoder) i32s() (v []int32) {
 	return v
 }
 
+func (d *decoder) strs() (v []string) {
+	if d.list() {
+		v = []string{}
+	}
+	d.array(func() { v = append(v, d.str()) })
+	return v
+}
+
 // list reports whether an array (not null) comes next: [] decodes as an
 // empty slice, null as nil, as encoding/json makes them. (Not a generic
 // function: its dictionaries would mark the types as used in interfaces
@@ -768,6 +776,10 @@ func (d *decoder) truncated() (v []TruncatedRecord) {
 				r.Value = d.str()
 			case "reason":
 				r.Reason = d.str()
+			case "reason_key":
+				r.ReasonKey = d.str()
+			case "reason_args":
+				r.ReasonArgs = d.strs()
 			default:
 				d.skip()
 			}
@@ -810,6 +822,10 @@ func (d *decoder) event(e *Event) {
 			e.Partition = d.i32()
 		case "message":
 			e.Message = d.str()
+		case "message_key":
+			e.MessageKey = d.str()
+		case "message_args":
+			e.MessageArgs = d.strs()
 		case "offsets":
 			if d.null() {
 				return

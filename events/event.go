@@ -175,8 +175,13 @@ type Event struct {
 	Broker    int32     `json:"broker"`
 	Topic     string    `json:"topic,omitempty"`
 	Partition int32     `json:"partition"`
-	// Message is a short human-readable note (for the event list and logs).
-	Message string `json:"message,omitempty"`
+	// Message is a short note in English (for logs, the JSON API and old
+	// clients); MessageKey and MessageArgs are the same note as an i18n
+	// catalog key and its arguments, so a page shows it in its reader's
+	// language (see Render). Message is the key's English text.
+	Message     string   `json:"message,omitempty"`
+	MessageKey  string   `json:"message_key,omitempty"`
+	MessageArgs []string `json:"message_args,omitempty"`
 
 	Offsets      *Offsets          `json:"offsets,omitempty"`
 	Leader       *Leadership       `json:"leader,omitempty"`
@@ -226,13 +231,16 @@ type Record struct {
 // a Digest of its content, so a learner can tell whether it came back. In a
 // Snapshot, Value is the record's value (when the replica's record window
 // still held it) and Reason the truncation event's Message: the rule
-// applied and why; events leave both empty.
+// applied and why (ReasonKey and ReasonArgs its MessageKey and
+// MessageArgs); events leave them empty.
 type TruncatedRecord struct {
-	Offset      int64  `json:"offset"`
-	LeaderEpoch int32  `json:"leader_epoch"`
-	Digest      string `json:"digest"`
-	Value       string `json:"value,omitempty"`
-	Reason      string `json:"reason,omitempty"`
+	Offset      int64    `json:"offset"`
+	LeaderEpoch int32    `json:"leader_epoch"`
+	Digest      string   `json:"digest"`
+	Value       string   `json:"value,omitempty"`
+	Reason      string   `json:"reason,omitempty"`
+	ReasonKey   string   `json:"reason_key,omitempty"`
+	ReasonArgs  []string `json:"reason_args,omitempty"`
 }
 
 // FaultKind names an injected fault or its repair.

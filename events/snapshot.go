@@ -264,7 +264,7 @@ func (s *Snapshot) Apply(e Event) {
 			r.HW = min(r.HW, to)
 			cut := make([]TruncatedRecord, len(e.Truncated))
 			for i, t := range e.Truncated {
-				t.Reason = e.Message
+				t.Reason, t.ReasonKey, t.ReasonArgs = e.Message, e.MessageKey, e.MessageArgs
 				if v, ok := valueAt(r.Records, t.Offset, t.LeaderEpoch); ok {
 					t.Value = v
 				}

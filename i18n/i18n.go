@@ -16,6 +16,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"tidemark/events"
 )
 
 // Lang is a language tag as used in HTML lang attributes.
@@ -165,4 +167,83 @@ func match(tag string) (Lang, bool) {
 		return SimplifiedChinese, true
 	}
 	return "", false
+}
+
+// Text returns what an event carries for the message key with args: its
+// English text (the catalog's English, never a second copy of the
+// sentence) and the arguments as text. Event texts use only %s: the
+// arguments travel as strings and are formatted again in the reader's
+// language. An argument made by Word or Count is a key, translated too.
+func Text(key string, args ...any) (english string, text []string) {
+	text = make([]string, len(args))
+	for i, a := range args {
+		text[i] = fmt.Sprint(a)
+	}
+	return Message(English, "", key, text), text
+}
+
+// Message renders an event message, its key and args, in lang (see
+// events.Render); english (the event's Message) when it has no key, as
+// events from before keys had none.
+func Message(lang Lang, english, key string, args []string) string {
+	if key == "" {
+		return english
+	}
+	return events.Render(func(k string, a ...any) string { return T(lang, k, a...) }, key, args)
+}
+
+// EventMessage returns e with Message, MessageKey and MessageArgs set to
+// the message key with args (see Text).
+func EventMessage(e events.Event, key string, args ...any) events.Event {
+	e.Message, e.MessageArgs = Text(key, args...)
+	e.MessageKey = key
+	return e
+}
+
+// Word returns a message argument that is itself a catalog key (a reason,
+// a direction, a count: "event.word.…") with arguments of its own, for
+// events.Render to translate. Its arguments must hold no ':' (ids, numbers
+// and lists do not).
+func Word(key string, args ...any) string {
+	var b strings.Builder
+	b.WriteString(key)
+	for _, a := range args {
+		b.WriteString(events.WordArgSep)
+		fmt.Fprint(&b, a)
+	}
+	return b.String()
+}
+
+// Nested returns e's message as a word, to say it inside another message
+// ("%s (the broker is not running)"). Its arguments must be plain text, not
+// words themselves.
+func Nested(e events.Event) string {
+	if len(e.MessageArgs) == 0 {
+		return e.MessageKey
+	}
+	return e.MessageKey + events.WordArgSep + strings.Join(e.MessageArgs, events.WordArgSep)
+}
+
+// Plural returns key.one for n = 1 and key.other otherwise: the catalog
+// holds both, so English says "1 segment" and "2 segments" (Chinese texts
+// are the same in both).
+func Plural(key string, n int) string {
+	if n == 1 {
+		return key + ".one"
+	}
+	return key + ".other"
+}
+
+// Count is Word for a counted noun, "event.word.segments" with n.
+func Count(key string, n int) string { return Word(Plural(key, n), n) }
+
+// KafkaError returns the message argument for Kafka's error named code
+// (NOT_ENOUGH_REPLICAS): the key of its description, errors.<CODE>, which
+// renders in the reader's language, or errors.other when the catalog has
+// none. The code itself is the event's Error field.
+func KafkaError(code string) string {
+	if _, ok := catalogs[English]["errors."+code]; ok {
+		return "errors." + code
+	}
+	return "errors.other"
 }

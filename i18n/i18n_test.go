@@ -3,7 +3,10 @@ package i18n
 import (
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
+
+	"tidemark/events"
 )
 
 var verb = regexp.MustCompile(`%[-+# 0-9.]*[a-zA-Z%]`)
@@ -71,5 +74,51 @@ func TestT(t *testing.T) {
 	}
 	if got := T(English, "no.such.key"); got != "no.such.key" {
 		t.Fatalf("missing key gives %q", got)
+	}
+}
+
+// TestEventTexts: event texts take their arguments as text (%s only,
+// events.Render formats them again in the reader's language), and the
+// helpers build what the event carries.
+func TestEventTexts(t *testing.T) {
+	for _, k := range Keys(English) {
+		if !strings.HasPrefix(k, "event.") {
+			continue
+		}
+		for _, v := range verb.FindAllString(T(English, k), -1) {
+			if v != "%s" {
+				t.Errorf("%s uses %s: event texts take only %%s", k, v)
+			}
+		}
+	}
+	for _, n := range []int{1, 2} {
+		if Plural("event.word.segments", n) != map[int]string{1: "event.word.segments.one", 2: "event.word.segments.other"}[n] {
+			t.Errorf("Plural(%d) = %s", n, Plural("event.word.segments", n))
+		}
+	}
+	en, args := Text("event.broker.started.recovered", Count("event.word.segments", 1), Count("event.word.torn-bytes", 12))
+	if want := "recovered after an unclean stop: 1 segment re-read, 12 torn bytes cut"; en != want {
+		t.Errorf("English %q, want %q", en, want)
+	}
+	if !slices.Equal(args, []string{"event.word.segments.one:1", "event.word.torn-bytes.other:12"}) {
+		t.Errorf("args %q", args)
+	}
+	e := EventMessage(events.Event{Kind: events.KindISR}, "event.isr.removed", Word("event.word.reason.fenced", 2), "demo-0", []int32{1, 3}, "", 4)
+	if e.Message != "broker 2 fenced: removed from the ISR of demo-0; ISR [1 3], partition epoch 4" || e.MessageKey != "event.isr.removed" {
+		t.Errorf("event %+v", e)
+	}
+	if got := Message(SimplifiedChinese, e.Message, e.MessageKey, e.MessageArgs); got != "broker 2 被隔离：从 demo-0 的 ISR 中移除；ISR [1 3]，分区 epoch 4" {
+		t.Errorf("zh-Hans %q", got)
+	}
+	if got := Message(TraditionalChinese, "old English", "", nil); got != "old English" {
+		t.Errorf("an event without a key shows %q", got)
+	}
+	// A message said inside another one.
+	n := EventMessage(events.Event{}, "event.broker.not-running", Nested(EventMessage(events.Event{}, "event.broker.fenced.request", 3)))
+	if n.Message != "broker 3 fenced on request (the broker is not running)" {
+		t.Errorf("nested %q", n.Message)
+	}
+	if KafkaError("NOT_ENOUGH_REPLICAS") != "errors.NOT_ENOUGH_REPLICAS" || KafkaError("NO_SUCH_CODE") != "errors.other" {
+		t.Error("KafkaError")
 	}
 }

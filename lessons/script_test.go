@@ -4,11 +4,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
 	"tidemark/i18n"
+	"tidemark/i18n/i18ntest"
 )
 
 // minimal is a valid lesson file that the cases below break one line at a
@@ -235,32 +235,13 @@ func indexOf(s []string, x string) int {
 	return -1
 }
 
-// englishSentence is three or more English words in a row (Kafka's terms
-// are single words or hyphenated: leader epoch, acks=all, min.insync.replicas).
-var englishSentence = regexp.MustCompile(`[A-Za-z]{2,}(?:[ ,]+[A-Za-z]{2,}){2,}`)
-
-// allowed are the English phrases a Chinese text may keep: names of
-// things a learner types or reads in Kafka's own output.
-// ("offset:" is the lanes' notation, as in 0:m1/e0.)
-var allowed = regexp.MustCompile(`offset:|eligible leader replicas|log end offset|high watermark|unclean leader election|log start offset|leader epoch cache|NOT_[A-Z_]+`)
-
-// halfWidth is ASCII punctuation next to Chinese characters.
-var halfWidth = regexp.MustCompile(`[\p{Han}）。][,:;?!.]|[,:;?!(]\s*[\p{Han}（]`)
-
-// chineseTexts lists every text a learner sees in one Chinese language:
-// the lessons' own texts and, from a full run, what the steps reported.
+// zhProblems lists what is wrong with x's texts in the Chinese languages
+// (i18ntest.ChineseProblems), each prefixed by its language.
 func zhProblems(x Text) []string {
 	var out []string
 	for _, l := range []i18n.Lang{i18n.SimplifiedChinese, i18n.TraditionalChinese} {
-		s := allowed.ReplaceAllString(x.In(l), "")
-		if m := englishSentence.FindString(s); m != "" {
-			out = append(out, string(l)+": "+m+" in "+x.In(l))
-		}
-		if strings.Contains(s, "<nil>") || strings.Contains(s, "%!") {
-			out = append(out, string(l)+": "+x.In(l))
-		}
-		if halfWidth.MatchString(s) {
-			out = append(out, string(l)+": half-width punctuation in "+x.In(l))
+		for _, p := range i18ntest.ChineseProblems(x.In(l)) {
+			out = append(out, string(l)+": "+p)
 		}
 	}
 	return out

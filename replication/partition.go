@@ -7,6 +7,8 @@ import (
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"tidemark/i18n"
 )
 
 // Role is what a replica currently is for its partition; the zero value
@@ -225,8 +227,12 @@ type Truncation struct {
 	ToOffset   int64
 	Rule       Rule
 	Cause      TruncationCause
-	// Reason is one sentence for logs and the UI.
-	Reason string
+	// Reason is one sentence for logs and the UI, in English; ReasonKey
+	// and ReasonArgs are the same as an i18n catalog key and its
+	// arguments (as i18n.Text takes them), for pages in other languages.
+	Reason     string
+	ReasonKey  string
+	ReasonArgs []any
 }
 
 // Ready is what the runtime must act on, in this order: Truncations and
@@ -486,8 +492,7 @@ func (p *Partition) becomeFollower() {
 		return // offline: nothing to follow yet; truncate when a leader exists
 	}
 	if p.cfg.TruncationRule == RuleHighWatermark && p.hw < p.leo {
-		p.truncate(p.hw, TruncateToHighWatermark,
-			fmt.Sprintf("became follower of %d at epoch %d: truncate to own HW %d", p.leader, p.leaderEpoch, p.hw))
+		p.truncate(p.hw, TruncateToHighWatermark, "event.word.trunc.become-follower", p.leader, p.leaderEpoch, p.hw)
 	}
 }
 
@@ -648,8 +653,7 @@ func (p *Partition) TruncateBeforeAppend(base int64) error {
 	if base >= p.leo {
 		return nil
 	}
-	p.truncate(base, TruncateBatchBoundary,
-		fmt.Sprintf("leader %d's batch starts at %d, inside this replica's last batch: truncate there", p.leader, base))
+	p.truncate(base, TruncateBatchBoundary, "event.word.trunc.batch-boundary", p.leader, base)
 	return nil
 }
 
@@ -714,17 +718,14 @@ func (p *Partition) HandleFetchResponse(res FetchResult, appended []Batch) error
 func (p *Partition) handleOutOfRange(res FetchResult) error {
 	switch {
 	case res.LogEndOffset >= 0 && res.LogEndOffset < p.leo:
-		p.truncate(res.LogEndOffset, TruncateLeaderEndOffset,
-			fmt.Sprintf("OFFSET_OUT_OF_RANGE: leader %d's log ends at %d, below our LEO %d", p.leader, res.LogEndOffset, p.leo))
+		p.truncate(res.LogEndOffset, TruncateLeaderEndOffset, "event.word.trunc.leader-end", p.leader, res.LogEndOffset, p.leo)
 	case res.LogStartOffset > p.leo:
 		from := p.leo
 		p.logStart, p.leo, p.hw = res.LogStartOffset, res.LogStartOffset, res.LogStartOffset
 		p.setHW(p.hw)
 		p.setEpochs(nil)
-		p.ready.Truncations = append(p.ready.Truncations, Truncation{
-			FromOffset: from, ToOffset: res.LogStartOffset, Rule: p.cfg.TruncationRule, Cause: TruncateFullyAndStartAt,
-			Reason: fmt.Sprintf("OFFSET_OUT_OF_RANGE: leader %d's log starts at %d, after our LEO %d", p.leader, res.LogStartOffset, from),
-		})
+		p.ready.Truncations = append(p.ready.Truncations, truncation(from, res.LogStartOffset, p.cfg.TruncationRule, TruncateFullyAndStartAt,
+			"event.word.trunc.leader-start", p.leader, res.LogStartOffset, from))
 	default:
 		return fmt.Errorf("replication: OFFSET_OUT_OF_RANGE at fetch offset %d but leader log is [%d,%d): %w", p.leo, res.LogStartOffset, res.LogEndOffset, kerr.OffsetOutOfRange)
 	}
@@ -734,27 +735,27 @@ func (p *Partition) handleOutOfRange(res FetchResult) error {
 // truncateDiverging is Kafka's AbstractFetcherThread.getOffsetTruncationState.
 func (p *Partition) truncateDiverging(d EpochEndOffset) error {
 	beforeLEO, beforeEpochs := p.leo, len(p.epochs)
-	reason := func(s string, a ...any) string {
-		return fmt.Sprintf("leader %d says epoch %d ends at %d: ", p.leader, d.Epoch, d.EndOffset) + fmt.Sprintf(s, a...)
-	}
+	// Every reason starts with what the leader said: its id, the epoch
+	// and that epoch's end offset.
+	said := []any{p.leader, d.Epoch, d.EndOffset}
 	switch {
 	case d.EndOffset == UndefinedOffset:
-		p.truncate(p.hw, TruncateToHighWatermark, reason("leader has no epoch information, truncate to own HW %d", p.hw))
+		p.truncate(p.hw, TruncateToHighWatermark, "event.word.trunc.no-epoch-info", append(said, p.hw)...)
 	case d.Epoch == UndefinedEpoch:
-		p.truncate(min(d.EndOffset, p.leo), TruncateDivergingEpoch, reason("truncate to the leader's end offset"))
+		p.truncate(min(d.EndOffset, p.leo), TruncateDivergingEpoch, "event.word.trunc.leader-end-offset", said...)
 	default:
 		own := EndOffsetForEpoch(p.epochs, p.leo, d.Epoch)
 		switch {
 		case own.EndOffset == UndefinedOffset:
-			p.truncate(min(d.EndOffset, p.leo), TruncateDivergingEpoch, reason("we do not know that epoch"))
+			p.truncate(min(d.EndOffset, p.leo), TruncateDivergingEpoch, "event.word.trunc.unknown-epoch", said...)
 		case own.Epoch != d.Epoch:
 			// KIP-279: we never had the leader's epoch; cut to the end of our
 			// largest epoch below it and ask again with the next fetch.
 			p.truncate(min(own.EndOffset, p.leo), TruncateDivergingEpoch,
-				reason("our largest epoch ≤ %d is %d, ending at %d; truncate there and ask again", d.Epoch, own.Epoch, own.EndOffset))
+				"event.word.trunc.kip279", append(said, d.Epoch, own.Epoch, own.EndOffset)...)
 		default:
 			p.truncate(min(own.EndOffset, d.EndOffset, p.leo), TruncateDivergingEpoch,
-				reason("ours ends at %d; truncate to the smaller", own.EndOffset))
+				"event.word.trunc.smaller", append(said, own.EndOffset)...)
 		}
 	}
 	if p.leo == beforeLEO && len(p.epochs) == beforeEpochs {
@@ -764,15 +765,22 @@ func (p *Partition) truncateDiverging(d EpochEndOffset) error {
 }
 
 // truncate cuts the log at to (never below the log start); the epoch cache
-// loses the entries starting at or after it, even when no record goes.
-func (p *Partition) truncate(to int64, cause TruncationCause, reason string) {
+// loses the entries starting at or after it, even when no record goes. The
+// reason is an i18n catalog key with its arguments.
+func (p *Partition) truncate(to int64, cause TruncationCause, reason string, args ...any) {
 	to = max(to, p.logStart)
 	if to < p.leo {
-		p.ready.Truncations = append(p.ready.Truncations, Truncation{
-			FromOffset: p.leo, ToOffset: to, Rule: p.cfg.TruncationRule, Cause: cause, Reason: reason,
-		})
+		p.ready.Truncations = append(p.ready.Truncations, truncation(p.leo, to, p.cfg.TruncationRule, cause, reason, args...))
 	}
 	p.cutTo(to)
+}
+
+// truncation is the Truncation from from to to, its reason the catalog
+// key with args (Reason its English text).
+func truncation(from, to int64, rule Rule, cause TruncationCause, key string, args ...any) Truncation {
+	t := Truncation{FromOffset: from, ToOffset: to, Rule: rule, Cause: cause, ReasonKey: key, ReasonArgs: args}
+	t.Reason, _ = i18n.Text(key, args...)
+	return t
 }
 
 // cutTo moves the rules' log end down to to (if it is below the LEO): the

@@ -251,7 +251,9 @@ func run(ctx context.Context, cfg config, out io.Writer, started func(url string
 	if maxLessons == 0 && cfg.className != "" {
 		maxLessons = class.DefaultMaxAwake()
 	}
-	hosted, err := labs.New(labs.Options{Root: filepath.Join(cfg.dataDir, "lessons"), MaxClusters: maxLessons, Logger: logger})
+	hosted, err := labs.New(labs.Options{Root: filepath.Join(cfg.dataDir, "lessons"), MaxClusters: maxLessons, Logger: logger,
+		// /metrics reports each lesson or chaos run's cluster under its lab id.
+		Watch: func(id string, c *cluster.Cluster) func() { return mets.Add(id, c) }})
 	if err != nil {
 		return err
 	}

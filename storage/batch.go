@@ -25,7 +25,9 @@ const (
 	compressionMask = 0x07
 )
 
-var crc32c = crc32.MakeTable(crc32.Castagnoli)
+// castagnoli is the CRC-32C table of a batch checksum (hash/crc32 uses the
+// processor's CRC32 instruction for it).
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // BatchHeader is the fixed header of one RecordBatch as stored in a .log file.
 type BatchHeader struct {
@@ -121,7 +123,7 @@ func checkBatch(b []byte) (BatchHeader, error) {
 
 // checkCRC checks a whole batch's CRC-32C against its header's.
 func checkCRC(h BatchHeader, b []byte) error {
-	if got := crc32.Checksum(b[batchAttrOffset:], crc32c); got != h.CRC {
+	if got := crc32.Checksum(b[batchAttrOffset:], castagnoli); got != h.CRC {
 		return fmt.Errorf("%w: CRC-32C %08x, batch says %08x", ErrCorruptMessage, got, h.CRC)
 	}
 	return nil
@@ -244,6 +246,6 @@ func NewBatch(records []Record) []byte {
 	}
 	b.Length = int32(batchHeaderSize - batchLogOverhead + len(body))
 	out := b.AppendTo(nil)
-	binary.BigEndian.PutUint32(out[batchCRCOffset:], crc32.Checksum(out[batchAttrOffset:], crc32c))
+	binary.BigEndian.PutUint32(out[batchCRCOffset:], crc32.Checksum(out[batchAttrOffset:], castagnoli))
 	return out
 }

@@ -163,7 +163,7 @@ func sparseBatch(span int32, valueBytes int) []byte {
 	rb.LastOffsetDelta = span - 1
 	rb.Length = int32(batchHeaderSize - batchLogOverhead + len(rb.Records))
 	out := rb.AppendTo(nil)
-	binary.BigEndian.PutUint32(out[batchCRCOffset:], crc32.Checksum(out[batchAttrOffset:], crc32c))
+	binary.BigEndian.PutUint32(out[batchCRCOffset:], crc32.Checksum(out[batchAttrOffset:], castagnoli))
 	return out
 }
 

@@ -249,7 +249,7 @@ func compressBatch(t *testing.T, batch []byte, codec int16, compress func([]byte
 	rb.Records = compress(rb.Records)
 	rb.Length = int32(batchHeaderSize - batchLogOverhead + len(rb.Records))
 	out := rb.AppendTo(nil)
-	binary.BigEndian.PutUint32(out[batchCRCOffset:], crc32.Checksum(out[batchAttrOffset:], crc32c))
+	binary.BigEndian.PutUint32(out[batchCRCOffset:], crc32.Checksum(out[batchAttrOffset:], castagnoli))
 	return out
 }
 

@@ -150,6 +150,88 @@ func validateRecords(h BatchHeader, raw []byte, tail int) ([]DecodedRecord, erro
 // of records, and decoding each was most of what a produce cost the broker.
 // FuzzScanRecord checks it against kmsg.
 func scanRecord(rec []byte) (offsetDelta int32, size int, ok bool) {
+	if offsetDelta, size, ok = scanPlainRecord(rec); ok {
+		return offsetDelta, size, true
+	}
+	return scanAnyRecord(rec)
+}
+
+// scanPlainRecord is scanRecord for the record nearly every producer
+// writes: every varint one or two bytes (the offset delta up to three), a
+// key or a null key (-1), a value, no headers. It reads it in one pass without sizing each field (a varint
+// is written shorter only when two bytes end in 0) and reports ok false for
+// any other record, valid or not, which scanAnyRecord then reads.
+func scanPlainRecord(rec []byte) (offsetDelta int32, size int, ok bool) {
+	_, p, longer := shortVarint(rec, 0) // the length
+	if p == 0 || p >= len(rec) {
+		return 0, 0, false
+	}
+	_, p, x := shortVarint(rec, p+1) // after the attributes: the timestamp delta
+	longer += x
+	if p == 0 {
+		return 0, 0, false
+	}
+	delta, end, x := shortVarint(rec, p)
+	if end == 0 { // offset deltas from 8,192 on take three bytes
+		delta, end, x = threeByteVarint(rec, p)
+	}
+	p, longer = end, longer+x
+	if p == 0 {
+		return 0, 0, false
+	}
+	key, p, x := shortVarint(rec, p)
+	longer += x
+	switch {
+	case p == 0:
+		return 0, 0, false
+	case key&1 == 0:
+		if int(key>>1) > len(rec)-p {
+			return 0, 0, false
+		}
+		p += int(key >> 1)
+	case key != 1: // a negative length other than -1: kmsg writes -1
+		return 0, 0, false
+	}
+	value, p, x := shortVarint(rec, p)
+	longer += x
+	if p == 0 || value&1 != 0 || int(value>>1) > len(rec)-p-1 {
+		return 0, 0, false
+	}
+	p += int(value >> 1)
+	if p != len(rec)-1 || rec[p] != 0 { // no headers, and nothing after
+		return 0, 0, false
+	}
+	return int32(delta>>1) ^ -int32(delta&1), len(rec) - longer, true
+}
+
+// shortVarint reads a uvarint of one or two bytes at rec[p:]: its value,
+// where it ends (0 for any other), and 1 if kmsg would write it in one
+// byte fewer (two bytes whose second is 0).
+func shortVarint(rec []byte, p int) (u uint32, end, longer int) {
+	if p < len(rec) && rec[p] < 0x80 {
+		return uint32(rec[p]), p + 1, 0
+	}
+	if p+1 < len(rec) && rec[p+1] < 0x80 {
+		if rec[p+1] == 0 {
+			longer = 1
+		}
+		return uint32(rec[p]&0x7f) | uint32(rec[p+1])<<7, p + 2, longer
+	}
+	return 0, 0, 0
+}
+
+// threeByteVarint reads a uvarint of three bytes at rec[p:] where
+// shortVarint found none of one or two, as shortVarint reports it.
+func threeByteVarint(rec []byte, p int) (u uint32, end, longer int) {
+	if p+2 >= len(rec) || rec[p+2] >= 0x80 {
+		return 0, 0, 0
+	}
+	u = uint32(rec[p]&0x7f) | uint32(rec[p+1]&0x7f)<<7 | uint32(rec[p+2])<<14
+	return u, p + 3, 3 - kbin.UvarintLen(u)
+}
+
+// scanAnyRecord is scanRecord for every record.
+func scanAnyRecord(rec []byte) (offsetDelta int32, size int, ok bool) {
 	// Every 32-bit varint's minimal size is kbin.UvarintLen of its
 	// zigzag-encoded form, so fields are sized without decoding them.
 	u, n := uvarintShort(rec)

@@ -20,7 +20,7 @@ import (
 func sealed(batch []byte, edit func(b []byte) []byte) []byte {
 	b := edit(bytes.Clone(batch))
 	binary.BigEndian.PutUint32(b[batchLengthOffset:], uint32(len(b)-batchLogOverhead))
-	binary.BigEndian.PutUint32(b[batchCRCOffset:], crc32.Checksum(b[batchAttrOffset:], crc32c))
+	binary.BigEndian.PutUint32(b[batchCRCOffset:], crc32.Checksum(b[batchAttrOffset:], castagnoli))
 	return b
 }
 
@@ -258,9 +258,12 @@ func FuzzScanRecord(f *testing.F) {
 		b := NewBatch([]Record{r})
 		f.Add(b[batchHeaderSize:])
 	}
-	f.Add([]byte{0x02, 0x00, 0x01, 0x02, 0x01, 0x01, 0x7f})       // null key and value, header count -64
-	f.Add([]byte{0x10, 0x00, 0x00, 0x00, 0x80, 0x00, 0x01, 0x00}) // a non-minimal varint
-	f.Add([]byte{0x80})                                           // a varint cut short
+	f.Add([]byte{0x02, 0x00, 0x01, 0x02, 0x01, 0x01, 0x7f})                         // null key and value, header count -64
+	f.Add([]byte{0x10, 0x00, 0x00, 0x00, 0x80, 0x00, 0x01, 0x00})                   // a non-minimal varint
+	f.Add([]byte{0x80})                                                             // a varint cut short
+	f.Add([]byte{0x0c, 0x00, 0x80, 0x00, 0x02, 0x81, 0x00, 0x04, 0x61, 0x62, 0x00}) // two-byte varints kmsg writes in one, a null key
+	f.Add([]byte{0x0e, 0x00, 0x00, 0xd0, 0x8c, 0x01, 0x01, 0x04, 0x61, 0x62, 0x00}) // offset delta 9,000: three bytes
+	f.Add([]byte{0x0e, 0x00, 0x00, 0x82, 0x80, 0x00, 0x01, 0x04, 0x61, 0x62, 0x00}) // offset delta 1 in three bytes
 	f.Fuzz(func(t *testing.T, rec []byte) {
 		offsetDelta, size, ok := scanRecord(rec)
 		var r kmsg.Record
@@ -270,6 +273,12 @@ func FuzzScanRecord(f *testing.F) {
 		}
 		if ok && (offsetDelta != r.OffsetDelta || size != recordSize(&r)) {
 			t.Fatalf("scanRecord: offset delta %d size %d; kmsg: %d %d", offsetDelta, size, r.OffsetDelta, recordSize(&r))
+		}
+		// The fast path, where it answers, answers as the general one.
+		if d, n, ok := scanPlainRecord(rec); ok {
+			if wd, wn, wok := scanAnyRecord(rec); !wok || d != wd || n != wn {
+				t.Fatalf("scanPlainRecord: %d %d; scanAnyRecord: %d %d %v", d, n, wd, wn, wok)
+			}
 		}
 	})
 }

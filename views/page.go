@@ -51,17 +51,24 @@ func (p Page) langURL(l i18n.Lang) string {
 	return "/ui/lang?set=" + url.QueryEscape(string(l)) + "&next=" + url.QueryEscape(p.path())
 }
 
-// PanelCatalog returns the strings the WASM panel needs (the "panel." and
-// "stage." keys)
-// in lang, for the page to embed as JSON.
+// PanelCatalog returns the strings the WASM panel needs in lang, for the
+// page to embed as JSON: the "panel." and "stage." keys, and the event
+// messages' "event." keys with Kafka's "errors." descriptions they quote.
 func PanelCatalog(lang i18n.Lang) map[string]string {
 	out := map[string]string{}
 	for k, v := range i18n.Catalog(lang) {
-		if strings.HasPrefix(k, "panel.") || strings.HasPrefix(k, "stage.") {
+		if strings.HasPrefix(k, "panel.") || strings.HasPrefix(k, "stage.") ||
+			strings.HasPrefix(k, "event.") || strings.HasPrefix(k, "errors.") {
 			out[k] = v
 		}
 	}
 	return out
+}
+
+// message renders an event message (its English text, key and args) in
+// the page's language.
+func (p Page) message(english, key string, args []string) string {
+	return i18n.Message(p.lang(), english, key, args)
 }
 
 // ClassRole is who a request is in class mode; the zero role is no class.

@@ -108,3 +108,27 @@ func TestPartitionLanes(t *testing.T) {
 		}
 	}
 }
+
+// TestTruncationMessageInPageLanguage: the partition page says why a
+// replica truncated in the page's language, and the panel's catalog
+// carries every event text and the Kafka error descriptions they quote.
+func TestTruncationMessageInPageLanguage(t *testing.T) {
+	v := apiv1.PartitionView{Topic: "demo", Truncations: []apiv1.TruncationView{{Seq: 7, Broker: 2, LEO: 1,
+		Message: "diverging-epoch (rule leader-epoch): leader 1 says epoch 0 ends at 1: we do not know that epoch", MessageKey: "event.truncation",
+		MessageArgs: []string{"diverging-epoch", "leader-epoch", "event.word.trunc.unknown-epoch:1:0:1"}}}}
+	var buf bytes.Buffer
+	if err := Partition(Page{Lang: i18n.TraditionalChinese}, PartitionPage{View: v}).Render(context.Background(), &buf); err != nil {
+		t.Fatal(err)
+	}
+	if want := "diverging-epoch（規則 leader-epoch）：leader 1 說 epoch 0 結束於 1：我們不知道這個 epoch"; !strings.Contains(buf.String(), want) {
+		t.Errorf("partition page lacks %q", want)
+	}
+	for _, l := range i18n.Languages() {
+		pc := PanelCatalog(l)
+		for _, k := range i18n.Keys(l) {
+			if _, ok := pc[k]; !ok && (strings.HasPrefix(k, "event.") || strings.HasPrefix(k, "errors.")) {
+				t.Errorf("%s: the panel's catalog lacks %s", l, k)
+			}
+		}
+	}
+}

@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"tidemark/events"
+	"tidemark/i18n"
 	"tidemark/replication"
 	"tidemark/server/controller"
 	"tidemark/server/wire"
@@ -189,11 +190,11 @@ type Broker struct {
 	// refresh asks the metadata goroutine to apply newer metadata, so a
 	// slow apply (a topic with many partitions) never delays heartbeats.
 	refresh chan struct{}
-	// decodes feeds decodeLoop (decoder.go); decodeMu guards the counts.
-	decodes         chan decodeJob
-	decodeMu        sync.Mutex
-	decodeBytes     int64
-	stoppedDecoding bool
+	// decodeWake starts a pass of decodeLoop (decoder.go) over the
+	// replicas in decodePending, which decodeMu guards.
+	decodeWake    chan struct{}
+	decodeMu      sync.Mutex
+	decodePending map[*replica]struct{}
 
 	// nextTickMs is the lab time (ms) by which tickLoop ticks next: the
 	// earliest deadline anything asked for with tickBy since the last Tick.
@@ -225,7 +226,7 @@ func Start(cfg Config) (*Broker, error) {
 		return nil, errors.New("broker: Config needs Controller, Network and Clock")
 	}
 	logger := cfg.Logger.With("broker", cfg.ID)
-	b := &Broker{cfg: cfg, logger: logger, errLog: newLimitedLog(logger, errorLogInterval), refresh: make(chan struct{}, 1), tickSoon: make(chan struct{}, 1), decodes: make(chan decodeJob, 256),
+	b := &Broker{cfg: cfg, logger: logger, errLog: newLimitedLog(logger, errorLogInterval), refresh: make(chan struct{}, 1), tickSoon: make(chan struct{}, 1), decodeWake: make(chan struct{}, 1),
 		replicas: map[storage.TopicPartition]*replica{}, fetchers: map[int32]*fetcher{}}
 	var err error
 	b.dir, err = storage.OpenLogDir(cfg.LogDir, storage.Options{
@@ -264,14 +265,13 @@ func Start(cfg Config) (*Broker, error) {
 		// descriptors, so this is rare): a broker nobody can reach must
 		// not look up, so it halts and shows as down.
 		b.logger.Error("Kafka listener stopped: the broker halts", "addr", b.Addr(), "err", err)
-		b.publish(events.Event{Kind: events.KindBroker, Broker: b.cfg.ID, BrokerState: events.BrokerCrashed, Listener: b.Addr(),
-			Message: fmt.Sprintf("broker %d's Kafka listener stopped (%v): it halts", b.cfg.ID, err)})
+		b.publish(i18n.EventMessage(events.Event{Kind: events.KindBroker, Broker: b.cfg.ID, BrokerState: events.BrokerCrashed, Listener: b.Addr()},
+			"event.broker.listener-stopped", b.cfg.ID)) // why is in the log above
 		if b.cfg.OnHalt != nil {
 			go b.cfg.OnHalt(b.cfg.ID, fmt.Errorf("Kafka listener stopped: %w", err))
 		}
 	}()
-	b.publish(events.Event{Kind: events.KindBroker, Broker: cfg.ID, BrokerState: events.BrokerUp, Listener: b.Addr(),
-		Message: b.recoveryMessage()})
+	b.publish(b.withRecoveryMessage(events.Event{Kind: events.KindBroker, Broker: cfg.ID, BrokerState: events.BrokerUp, Listener: b.Addr()}))
 	// Registration may fail while the link to the controller is cut; the
 	// heartbeat loop keeps trying.
 	b.register()
@@ -298,8 +298,8 @@ func (b *Broker) watchLogDir() {
 	}
 	cause := b.dir.Offline()
 	b.logger.Error("log dir offline: the broker halts", "dir", b.cfg.LogDir, "err", cause)
-	b.publish(events.Event{Kind: events.KindBroker, Broker: b.cfg.ID, BrokerState: events.BrokerCrashed, Listener: b.Addr(),
-		Error: "KAFKA_STORAGE_ERROR", Message: fmt.Sprintf("broker %d's log dir went offline (%v); with no log dir left it halts, as Kafka does", b.cfg.ID, cause)})
+	b.publish(i18n.EventMessage(events.Event{Kind: events.KindBroker, Broker: b.cfg.ID, BrokerState: events.BrokerCrashed, Listener: b.Addr(),
+		Error: "KAFKA_STORAGE_ERROR"}, "event.broker.log-dir-offline", b.cfg.ID)) // the cause is in the log above
 	if b.cfg.OnHalt != nil {
 		go b.cfg.OnHalt(b.cfg.ID, fmt.Errorf("its log dir went offline: %w", cause)) // it stops b, which waits for this goroutine
 	}
@@ -320,17 +320,24 @@ func (b *Broker) configFromDisk(tp storage.TopicPartition) storage.Config {
 	return storage.DefaultConfig()
 }
 
-func (b *Broker) recoveryMessage() string {
+// withRecoveryMessage returns ev saying how the broker's log dir started:
+// cleanly, empty, or recovered after an unclean stop.
+func (b *Broker) withRecoveryMessage(ev events.Event) events.Event {
 	if b.dir.WasCleanShutdown() {
-		return "started after a clean shutdown"
+		return i18n.EventMessage(ev, "event.broker.started.clean")
 	}
-	var recovered, truncated int64
+	// A new log dir has no marker either, but nothing stopped uncleanly.
+	if len(b.dir.Logs()) == 0 {
+		return i18n.EventMessage(ev, "event.broker.started.empty")
+	}
+	var recovered, truncated int
 	for _, l := range b.dir.Logs() {
 		r := l.Recovery()
-		recovered += int64(len(r.SegmentsRecovered))
-		truncated += r.BytesTruncated
+		recovered += len(r.SegmentsRecovered)
+		truncated += int(r.BytesTruncated)
 	}
-	return fmt.Sprintf("recovered after an unclean stop: %d segments re-read, %d torn bytes cut", recovered, truncated)
+	return i18n.EventMessage(ev, "event.broker.started.recovered",
+		i18n.Count("event.word.segments", recovered), i18n.Count("event.word.torn-bytes", truncated))
 }
 
 // ID returns the broker id.

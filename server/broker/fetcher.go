@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"tidemark/events"
+	"tidemark/i18n"
 	"tidemark/replication"
 	"tidemark/server/controller"
 	"tidemark/server/wire"
@@ -404,7 +405,7 @@ func (r *replica) handleFetchResponse(leader int32, sent replication.FetchReques
 			ev.Error = errorName(res.Err)
 		}
 		if res.DivergingEpoch != nil {
-			ev.Message = fmt.Sprintf("leader says the log diverges after epoch %d, which ends at offset %d", res.DivergingEpoch.Epoch, res.DivergingEpoch.EndOffset)
+			ev = i18n.EventMessage(ev, "event.fetch.diverging", res.DivergingEpoch.Epoch, res.DivergingEpoch.EndOffset)
 		}
 		r.outbox = slices.Insert(r.outbox, fetchAt, outboxEvent{ev: ev})
 	}

@@ -43,7 +43,11 @@ func (h *handler) Handle(ctx context.Context, rc *wire.RequestContext, req kmsg.
 	switch req := req.(type) {
 	case *kmsg.ProduceRequest:
 		h.b.publishProduceRequest(rc, req)
-		return h.b.handleProduce(ctx, req), nil
+		var prepared *validatedBatch
+		if v, ok := rc.Prepared.(validatedBatch); ok {
+			prepared = &v
+		}
+		return h.b.handleProduce(ctx, req, prepared), nil
 	case *kmsg.FetchRequest:
 		resp := h.b.handleFetch(ctx, req)
 		h.b.publishClientFetch(rc, req)
@@ -71,22 +75,55 @@ func (b *Broker) Produce(ctx context.Context, topic string, partition int32, ack
 	if r == nil {
 		return ProduceResult{Err: kerr.UnknownTopicOrPartition}
 	}
-	// Validate before the replica's lock: a batch that passes its CRC but
-	// does not decode would be replicated and stop every reader at its offset.
-	// The same pass decodes the newest records for the append event.
+	return b.produceValidated(ctx, r, acks, records, validateProduced(records), timeout)
+}
+
+// validatedBatch is a produced record set checked by validateProduced.
+type validatedBatch struct {
+	header storage.BatchHeader
+	tail   []storage.DecodedRecord
+	err    error
+}
+
+// validateProduced checks a produced record set before it may be appended:
+// a batch that passes its CRC but does not decode would be replicated and
+// stop every reader at its offset. The same pass decodes the newest records
+// for the append event.
+func validateProduced(records []byte) validatedBatch {
 	h, tail, err := storage.ValidateProducedBatchTail(records, events.RecordWindow)
-	if err != nil {
-		return ProduceResult{Err: err, BaseOffset: -1, LastOffset: -1}
+	return validatedBatch{h, tail, err}
+}
+
+// Prepare validates a one-partition Produce request's record set on the
+// connection's reader goroutine, ahead of its turn (wire.Preparer): while an
+// acks=all produce waits for its followers, the producer's next request is
+// being checked. The result is its validatedBatch. A request for several
+// partitions is left to its handler, which validates them in parallel.
+func (h *handler) Prepare(req kmsg.Request) any {
+	pr, ok := req.(*kmsg.ProduceRequest)
+	if !ok || pr.TransactionID != nil || len(pr.Topics) != 1 || len(pr.Topics[0].Partitions) != 1 {
+		return nil
+	}
+	return validateProduced(pr.Topics[0].Partitions[0].Records)
+}
+
+// produceValidated appends records, checked as v says, to r and waits as
+// acks says.
+func (b *Broker) produceValidated(ctx context.Context, r *replica, acks int16, records []byte, v validatedBatch, timeout time.Duration) ProduceResult {
+	if v.err != nil {
+		return ProduceResult{Err: v.err, BaseOffset: -1, LastOffset: -1}
 	}
 	if timeout <= 0 {
 		timeout = b.cfg.RequestTimeout
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout+time.Second)
 	defer cancel()
-	return r.produce(ctx, acks, records, uiRecords(h, tail), timeout)
+	return r.produce(ctx, acks, records, uiRecords(v.header, v.tail), timeout)
 }
 
-func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) kmsg.Response {
+// handleProduce serves a Produce request; prepared is what Prepare found
+// for a one-partition request (nil: the record sets are validated here).
+func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest, prepared *validatedBatch) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
 	var wg sync.WaitGroup
@@ -101,12 +138,21 @@ func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) km
 		resp.Topics = append(resp.Topics, rt)
 	}
 	// one produces to one partition and fills in its response.
-	one := func(out *kmsg.ProduceResponseTopicPartition, topic string, partition int32, records []byte) {
-		res := b.Produce(ctx, topic, partition, req.Acks, records, timeout)
-		out.BaseOffset, out.LogStartOffset = res.BaseOffset, -1
-		if r := b.replicaFor(topic, partition); r != nil {
+	one := func(out *kmsg.ProduceResponseTopicPartition, i, j int) {
+		topic, p := req.Topics[i].Topic, req.Topics[i].Partitions[j]
+		res := ProduceResult{Err: kerr.UnknownTopicOrPartition}
+		out.LogStartOffset = -1
+		if r := b.replicaFor(topic, p.Partition); r != nil {
+			var v validatedBatch
+			if prepared != nil {
+				v = *prepared // a one-partition request: i and j are 0
+			} else {
+				v = validateProduced(p.Records)
+			}
+			res = b.produceValidated(ctx, r, req.Acks, p.Records, v, timeout)
 			out.LogStartOffset = r.log.LogStartOffset()
 		}
+		out.BaseOffset = res.BaseOffset
 		out.LogAppendTime = -1
 		if res.Err != nil {
 			out.ErrorCode = errorCode(res.Err)
@@ -123,21 +169,17 @@ func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest) km
 	// goroutine, without a hand-off on every request.
 	single := len(req.Topics) == 1 && len(req.Topics[0].Partitions) == 1
 	for i, t := range req.Topics {
-		for j, p := range t.Partitions {
+		for j := range t.Partitions {
 			out := &resp.Topics[i].Partitions[j]
 			if req.TransactionID != nil {
 				out.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 				continue
 			}
 			if single {
-				one(out, t.Topic, p.Partition, p.Records)
+				one(out, i, j)
 				continue
 			}
-			wg.Add(1)
-			go func(out *kmsg.ProduceResponseTopicPartition, topic string, partition int32, records []byte) {
-				defer wg.Done()
-				one(out, topic, partition, records)
-			}(out, t.Topic, p.Partition, p.Records)
+			wg.Go(func() { one(out, i, j) })
 		}
 	}
 	wg.Wait()

@@ -3,7 +3,6 @@ package broker
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"slices"
 	"sync"
@@ -12,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"tidemark/events"
+	"tidemark/i18n"
 	"tidemark/replication"
 	"tidemark/server/controller"
 	"tidemark/storage"
@@ -66,8 +66,9 @@ type replica struct {
 // outboxEvent is an event waiting for mu to be released. raw, when set, is
 // a just-appended record set whose newest records are decoded into the
 // event then, off the replica's lock; when late is set too (a follower's
-// append) and the lab clock runs, they are decoded afterwards by the
-// broker's decoder and published as a KindRecords event, off the fetch path.
+// append) and the lab clock runs, the broker's decoder reads the replica's
+// newest records back later and publishes them as a KindRecords event, off
+// the fetch path.
 type outboxEvent struct {
 	ev   events.Event
 	raw  []byte
@@ -92,21 +93,21 @@ func (r *replica) unlock(after []func()) {
 	r.mu.Unlock()
 	if len(out) > 0 {
 		evs := make([]events.Event, len(out))
-		var late []outboxEvent
+		late := false
 		running := !r.b.cfg.Clock.Paused() // a paused lab decodes in line, so its steps replay exactly
 		for i, o := range out {
 			evs[i] = o.ev
 			switch {
 			case o.raw == nil:
 			case o.late && running:
-				late = append(late, o)
+				late = true
 			default:
 				evs[i].Records = decodeForUI(o.raw)
 			}
 		}
 		r.b.publish(evs...)
-		for _, o := range late {
-			r.b.decodeLater(o.ev, o.raw)
+		if late {
+			r.b.decodeLater(r)
 		}
 	}
 	runAll(after)
@@ -232,8 +233,7 @@ func (r *replica) tick(nowMs int64) {
 		r.rp.LogStartOffsetAdvanced(r.log.LogStartOffset())
 		ev := r.event(events.KindLEO)
 		ev.Offsets = &events.Offsets{Base: r.log.LogStartOffset(), LEO: r.log.LogEndOffset(), HW: r.hw}
-		ev.Message = fmt.Sprintf("retention deleted %d whole segment(s); log start offset is now %d", len(deleted), r.log.LogStartOffset())
-		r.emit(ev)
+		r.emit(i18n.EventMessage(ev, "event.retention", i18n.Count("event.word.whole-segments", len(deleted)), r.log.LogStartOffset()))
 		after = append(after, r.processReady()...)
 	}
 	r.unlock(after)
@@ -325,7 +325,7 @@ func (r *replica) produceEvent(c replication.ProduceResult) events.Event {
 	if c.Err != nil {
 		ev.Kind = events.KindProduceError
 		ev.Error = errorName(c.Err)
-		ev.Message = c.Err.Error()
+		ev = i18n.EventMessage(ev, "event.produce-error", ev.Error, i18n.KafkaError(ev.Error))
 	}
 	return ev
 }
@@ -387,8 +387,7 @@ func (r *replica) truncate(t replication.Truncation) events.Event {
 		ev.Error = err.Error()
 	}
 	ev.Offsets = &events.Offsets{Base: t.ToOffset, Last: t.FromOffset - 1, LEO: r.log.LogEndOffset(), HW: r.hw}
-	ev.Message = fmt.Sprintf("%s (rule %s): %s", t.Cause, t.Rule, t.Reason)
-	return ev
+	return i18n.EventMessage(ev, "event.truncation", t.Cause, t.Rule, i18n.Word(t.ReasonKey, t.ReasonArgs...))
 }
 
 // syncEpochCache writes the rules' leader-epoch cache to the log (the rules
@@ -546,8 +545,8 @@ func (r *replica) produce(ctx context.Context, acks int16, records []byte, ui []
 // was appended, releases r.mu and returns the error.
 func (r *replica) refuseProduceLocked(acks int16, err error) ProduceResult {
 	ev := r.event(events.KindProduceError)
-	ev.Acks, ev.Error, ev.Message = acksName(acks), errorName(err), err.Error()
-	r.emit(ev)
+	ev.Acks, ev.Error = acksName(acks), errorName(err)
+	r.emit(i18n.EventMessage(ev, "event.produce-error", ev.Error, i18n.KafkaError(ev.Error)))
 	r.unlock(nil)
 	return ProduceResult{Err: err}
 }

@@ -14,13 +14,13 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"tidemark/events"
+	"tidemark/i18n"
 	"tidemark/replication"
 	"tidemark/server/broker"
 	"tidemark/server/controller"
@@ -349,7 +349,7 @@ func (p publisher) Publish(evs ...events.Event) events.Event {
 func (c *Cluster) enrich(e *events.Event) {
 	if e.Kind == events.KindBroker && e.BrokerState == events.BrokerFenced && e.Broker != events.NoBroker && c.Broker(e.Broker) == nil {
 		e.BrokerState = events.BrokerCrashed
-		e.Message = strings.TrimSpace(e.Message + " (the broker is not running)")
+		*e = i18n.EventMessage(*e, "event.broker.not-running", i18n.Nested(*e))
 	}
 	if e.Kind == events.KindTopic && e.TopicCreated != nil {
 		for i := range e.TopicCreated.Partitions {

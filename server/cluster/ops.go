@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"tidemark/events"
+	"tidemark/i18n"
 	"tidemark/server/broker"
 	"tidemark/server/controller"
 	"tidemark/storage"
@@ -223,7 +225,7 @@ func (c *Cluster) Crash(id int32) error {
 		return err
 	}
 	err = b.Crash()
-	c.publishFault(events.FaultCrash, id, fmt.Sprintf("broker %d crashed: its process stopped; data it wrote stays in the page cache", id))
+	c.publishFault(events.FaultCrash, id, "event.fault.crash", id)
 	return err
 }
 
@@ -247,7 +249,7 @@ func (c *Cluster) FailDisk(id int32) error {
 		return nil
 	}
 	disk.Inject(errorfs.InjectorFunc(fail))
-	c.publishFault(events.FaultDiskFailure, id, fmt.Sprintf("broker %d's disk failed: every write and fsync fails from now on", id))
+	c.publishFault(events.FaultDiskFailure, id, "event.fault.disk-failure", id)
 	return nil
 }
 
@@ -259,7 +261,11 @@ func (c *Cluster) halted(id int32, cause error) {
 		return // already stopped
 	}
 	b.Crash()
-	c.publishFault(events.FaultCrash, id, fmt.Sprintf("broker %d halted: %v", id, cause))
+	why := i18n.Word("event.word.halt.listener") // the cause is in the broker's log
+	if errors.Is(cause, kerr.KafkaStorageError) {
+		why = i18n.Word("event.word.halt.log-dir")
+	}
+	c.publishFault(events.FaultCrash, id, "event.fault.halted", id, why)
 }
 
 // PowerLoss stops a broker and loses everything it had not fsynced.
@@ -269,11 +275,11 @@ func (c *Cluster) PowerLoss(id int32) (map[string]int64, error) {
 		return nil, err
 	}
 	lost, err := b.PowerLoss()
-	var total int64
+	var total int
 	for _, n := range lost {
-		total += n
+		total += int(n)
 	}
-	c.publishFault(events.FaultPowerLoss, id, fmt.Sprintf("broker %d lost power: %d bytes that were never fsynced are gone", id, total))
+	c.publishFault(events.FaultPowerLoss, id, i18n.Plural("event.fault.power-loss", total), id, total)
 	return lost, err
 }
 
@@ -312,8 +318,10 @@ func (c *Cluster) AwaitStopped(ctx context.Context, id int32) error {
 	}
 }
 
-func (c *Cluster) publishFault(kind events.FaultKind, id int32, msg string) {
-	publisher{c}.Publish(events.Event{Kind: events.KindFault, Broker: id, Fault: &events.Fault{Kind: kind}, Message: msg})
+// publishFault publishes a fault of broker id, its message the catalog
+// key with args.
+func (c *Cluster) publishFault(kind events.FaultKind, id int32, key string, args ...any) {
+	publisher{c}.Publish(i18n.EventMessage(events.Event{Kind: events.KindFault, Broker: id, Fault: &events.Fault{Kind: kind}}, key, args...))
 }
 
 // Restart starts a stopped broker on its log dir: it recovers from disk
@@ -334,7 +342,7 @@ func (c *Cluster) Restart(id int32) error {
 	case running:
 		return fmt.Errorf("%w: broker %d is already running", kerr.InvalidRequest, id)
 	}
-	c.publishFault(events.FaultRestart, id, fmt.Sprintf("broker %d restarts and recovers from its log dir", id))
+	c.publishFault(events.FaultRestart, id, "event.fault.restart", id)
 	b, err := c.startBroker(id, addr)
 	if err != nil {
 		return err
@@ -365,14 +373,14 @@ func (c *Cluster) reportRecovery(b *broker.Broker) {
 		rec := l.Recovery()
 		if leo >= r.LEO {
 			ev.Kind = events.KindLEO
-			ev.Message = fmt.Sprintf("recovered: LEO %d (%d segments re-read from the recovery point %d)", leo, len(rec.SegmentsRecovered), rec.RecoveryPoint)
+			ev = i18n.EventMessage(ev, "event.recovery.kept", leo, i18n.Count("event.word.segments", len(rec.SegmentsRecovered)), rec.RecoveryPoint)
 		} else {
 			for _, x := range r.Records {
 				if x.Offset >= leo {
 					ev.Truncated = append(ev.Truncated, events.TruncatedRecord{Offset: x.Offset, LeaderEpoch: x.LeaderEpoch, Digest: events.Digest([]byte(x.Key), []byte(x.Value))})
 				}
 			}
-			ev.Message = fmt.Sprintf("recovery: offsets %d..%d were not on disk and are lost (recovery point %d, %d torn bytes cut)", leo, r.LEO-1, rec.RecoveryPoint, rec.BytesTruncated)
+			ev = i18n.EventMessage(ev, "event.recovery.lost", leo, r.LEO-1, rec.RecoveryPoint, i18n.Count("event.word.torn-bytes", int(rec.BytesTruncated)))
 		}
 		evs = append(evs, ev)
 	}
@@ -393,21 +401,21 @@ func (c *Cluster) Cut(from, to int32, oneWay bool) error {
 		return fmt.Errorf("%w: a link needs two different nodes", kerr.InvalidRequest)
 	}
 	c.network.Cut(from, to, oneWay)
-	dir := "both ways"
+	dir := i18n.Word("event.word.dir.both")
 	if oneWay {
-		dir = "one way"
+		dir = i18n.Word("event.word.dir.one")
 	}
-	publisher{c}.Publish(events.Event{Kind: events.KindFault, Broker: events.NoBroker,
-		Fault:   &events.Fault{Kind: events.FaultCut, From: from, To: to, OneWay: oneWay},
-		Message: fmt.Sprintf("link %s → %s cut %s", nodeName(from), nodeName(to), dir)})
+	publisher{c}.Publish(i18n.EventMessage(events.Event{Kind: events.KindFault, Broker: events.NoBroker,
+		Fault: &events.Fault{Kind: events.FaultCut, From: from, To: to, OneWay: oneWay}},
+		"event.link.cut", nodeName(from), nodeName(to), dir))
 	return nil
 }
 
 // Heal restores every link.
 func (c *Cluster) Heal() {
 	c.network.Heal()
-	publisher{c}.Publish(events.Event{Kind: events.KindFault, Broker: events.NoBroker,
-		Fault: &events.Fault{Kind: events.FaultHeal}, Message: "every link restored"})
+	publisher{c}.Publish(i18n.EventMessage(events.Event{Kind: events.KindFault, Broker: events.NoBroker,
+		Fault: &events.Fault{Kind: events.FaultHeal}}, "event.link.heal"))
 }
 
 // SlowFetches delays every fetch the follower sends to the leader by d (0 removes it).
@@ -429,11 +437,13 @@ func (c *Cluster) checkNode(id int32) error {
 	return fmt.Errorf("%w: no node %d (0 is the controller, brokers are 1..%d)", kerr.InvalidRequest, id, c.opts.Brokers)
 }
 
+// nodeName names a node in a message: a word (i18n.Word) that each page
+// translates.
 func nodeName(id int32) string {
 	if id == ControllerNode {
-		return "controller"
+		return i18n.Word("event.word.node.controller")
 	}
-	return fmt.Sprintf("broker %d", id)
+	return i18n.Word("event.word.node.broker", id)
 }
 
 // Pause stops the lab clock.

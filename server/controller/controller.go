@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"tidemark/events"
+	"tidemark/i18n"
 	"tidemark/replication"
 )
 
@@ -84,6 +86,9 @@ func (p Partition) State() replication.PartitionState {
 	return replication.PartitionState{Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
 		Replicas: slices.Clone(p.Replicas), ISR: slices.Clone(p.ISR)}
 }
+
+// tp names p as messages do: topic-partition.
+func (p *Partition) tp() string { return p.Topic + "-" + strconv.Itoa(int(p.Partition)) }
 
 func (p Partition) clone() Partition {
 	p.Replicas, p.ISR, p.ELR = slices.Clone(p.Replicas), slices.Clone(p.ISR), slices.Clone(p.ELR)
@@ -417,9 +422,9 @@ func (c *Controller) Heartbeat(id int32, brokerEpoch int64) (metadataVersion uin
 		ch := newChange()
 		b.Fenced = false
 		ch.brokers[id] = true
-		ch.evs = append(ch.evs, events.Event{Kind: events.KindBroker, Broker: id, BrokerState: events.BrokerUp,
-			Listener: b.Listener, Message: fmt.Sprintf("broker %d unfenced by its heartbeat", id)})
-		c.electOffline(ch, fmt.Sprintf("broker %d unfenced", id))
+		ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindBroker, Broker: id, BrokerState: events.BrokerUp,
+			Listener: b.Listener}, "event.broker.unfenced", id))
+		c.electOffline(ch, i18n.Word("event.word.reason.unfenced", id))
 		if err := c.commit(ch); err != nil {
 			return 0, err
 		}
@@ -454,17 +459,16 @@ func (c *Controller) Tick() {
 		b := c.brokers[id]
 		b.Fenced = true
 		ch.brokers[id] = true
-		ch.evs = append(ch.evs, events.Event{Kind: events.KindBroker, Broker: id, BrokerState: events.BrokerFenced,
-			Listener: b.Listener, Message: fmt.Sprintf("broker %d fenced: no heartbeat for %v (session timeout %v)",
-				id, now.Sub(b.LastHeartbeat), c.opts.SessionTimeout)})
+		ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindBroker, Broker: id, BrokerState: events.BrokerFenced,
+			Listener: b.Listener}, "event.broker.fenced.timeout", id, now.Sub(b.LastHeartbeat), c.opts.SessionTimeout))
 	}
 	for _, id := range expired {
-		c.leaveReplicaSets(ch, id, fmt.Sprintf("broker %d fenced", id))
+		c.leaveReplicaSets(ch, id, i18n.Word("event.word.reason.fenced", id))
 	}
 	// Partitions go offline only when brokers are fenced (leaveReplicaSets
 	// elects what it can at once); unfencing and config changes elect too.
 	// So an idle tick walks no partition.
-	c.electOffline(ch, "offline partition")
+	c.electOffline(ch, i18n.Word("event.word.reason.offline"))
 	if err := c.commit(ch); err != nil {
 		c.log.Error("tick", "err", err)
 	}
@@ -501,9 +505,9 @@ func (c *Controller) FenceBroker(id int32) {
 	ch := newChange()
 	b.Fenced = true
 	ch.brokers[id] = true
-	ch.evs = append(ch.evs, events.Event{Kind: events.KindBroker, Broker: id, BrokerState: events.BrokerFenced,
-		Listener: b.Listener, Message: fmt.Sprintf("broker %d fenced on request", id)})
-	c.leaveReplicaSets(ch, id, fmt.Sprintf("broker %d fenced", id))
+	ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindBroker, Broker: id, BrokerState: events.BrokerFenced,
+		Listener: b.Listener}, "event.broker.fenced.request", id))
+	c.leaveReplicaSets(ch, id, i18n.Word("event.word.reason.fenced", id))
 	if err := c.commit(ch); err != nil {
 		c.log.Error("fence broker", "broker", id, "err", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"tidemark/events"
+	"tidemark/i18n"
 	"tidemark/replication"
 )
 
@@ -33,7 +34,7 @@ func (c *Controller) leaveReplicaSets(ch *change, id int32, reason string) {
 			if p.Leader == id {
 				c.elect(ch, t, p, isr, reason)
 			} else if len(isr) != len(p.ISR) {
-				c.setISR(ch, t, p, isr, id, fmt.Sprintf("%s: removed from the ISR of %s-%d", reason, p.Topic, p.Partition))
+				c.setISR(ch, t, p, isr, id, "event.isr.removed", reason, p.tp())
 			}
 		}
 	}
@@ -61,11 +62,10 @@ func (c *Controller) handOverLeaderships(ch *change, id int32, reason string) {
 			p.LeaderEpoch++
 			p.PartitionEpoch++
 			ch.partition(p)
-			ch.evs = append(ch.evs, events.Event{Kind: events.KindElection, Broker: next, Topic: p.Topic, Partition: p.Partition,
+			ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindElection, Broker: next, Topic: p.Topic, Partition: p.Partition,
 				Leader: &events.Leadership{Leader: next, PreviousLeader: prev, LeaderEpoch: p.LeaderEpoch},
-				ISR:    slices.Clone(p.ISR),
-				Message: fmt.Sprintf("%s: %s-%d leader %d → %d, leader epoch %d, clean", reason, p.Topic, p.Partition,
-					prev, next, p.LeaderEpoch)})
+				ISR:    slices.Clone(p.ISR)},
+				"event.election", reason, p.tp(), prev, next, p.LeaderEpoch, i18n.Word("event.word.how.clean")))
 		}
 	}
 }
@@ -126,7 +126,7 @@ func (c *Controller) elect(ch *change, t *topicState, p *Partition, isr []int32,
 	}
 	if leader == p.Leader {
 		if !slices.Equal(isr, p.ISR) {
-			c.setISR(ch, t, p, isr, events.NoBroker, reason)
+			c.setISR(ch, t, p, isr, events.NoBroker, "event.isr.changed", reason)
 		}
 		if leader == replication.NoLeader {
 			c.recoverUnclean(ch, t, p, reason)
@@ -143,31 +143,31 @@ func (c *Controller) elect(ch *change, t *topicState, p *Partition, isr []int32,
 	}
 	c.updateELR(t, p, old)
 	ch.partition(p)
-	how := "clean"
+	key, how := "event.election", i18n.Word("event.word.how.clean")
 	switch {
 	case unclean:
-		how = "unclean (records only the old ISR had may be lost)"
+		how = i18n.Word("event.word.how.unclean")
 	case fromELR:
-		how = fmt.Sprintf("clean, from the ELR (broker %d left the ISR while it was below min.insync.replicas, so it holds every committed record)", leader)
+		how = i18n.Word("event.word.how.elr", leader)
 	case leader == replication.NoLeader:
 		how = c.offlineWhy(t, p)
 		if !t.cfg.UncleanLeaderElection && c.rule != FencingKRaftELR {
-			how += " (unclean.leader.election.enable=false)"
+			key = "event.election.unclean-off"
 		}
 	}
-	ch.evs = append(ch.evs, events.Event{Kind: events.KindElection, Broker: leader, Topic: p.Topic, Partition: p.Partition,
+	ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindElection, Broker: leader, Topic: p.Topic, Partition: p.Partition,
 		Leader: &events.Leadership{Leader: leader, PreviousLeader: prev, LeaderEpoch: p.LeaderEpoch, Unclean: unclean},
-		ISR:    slices.Clone(p.ISR), ELR: slices.Clone(p.ELR),
-		Message: fmt.Sprintf("%s: %s-%d leader %d → %d, leader epoch %d, %s", reason, p.Topic, p.Partition,
-			prev, leader, p.LeaderEpoch, how)})
+		ISR:    slices.Clone(p.ISR), ELR: slices.Clone(p.ELR)},
+		key, reason, p.tp(), prev, leader, p.LeaderEpoch, how))
 	if leader == replication.NoLeader {
 		c.recoverUnclean(ch, t, p, reason)
 	}
 }
 
 // setISR changes p's ISR (bumping the partition epoch), keeps its ELR in
-// line, and reports it with broker as the broker concerned.
-func (c *Controller) setISR(ch *change, t *topicState, p *Partition, isr []int32, broker int32, msg string) {
+// line, and reports it with broker as the broker concerned: the message
+// key with args, followed by the ISR, the ELR and the partition epoch.
+func (c *Controller) setISR(ch *change, t *topicState, p *Partition, isr []int32, broker int32, key string, args ...any) {
 	old := p.ISR
 	p.ISR = slices.Clone(isr)
 	c.updateELR(t, p, old)
@@ -175,10 +175,10 @@ func (c *Controller) setISR(ch *change, t *topicState, p *Partition, isr []int32
 	ch.partition(p)
 	elr := ""
 	if len(p.ELR) > 0 {
-		elr = fmt.Sprintf(", ELR %v", p.ELR)
+		elr = i18n.Word("event.word.elr", p.ELR)
 	}
-	ch.evs = append(ch.evs, events.Event{Kind: events.KindISR, Broker: broker, Topic: p.Topic, Partition: p.Partition,
-		ISR: slices.Clone(p.ISR), ELR: slices.Clone(p.ELR), Message: fmt.Sprintf("%s; ISR %v%s, partition epoch %d", msg, p.ISR, elr, p.PartitionEpoch)})
+	ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindISR, Broker: broker, Topic: p.Topic, Partition: p.Partition,
+		ISR: slices.Clone(p.ISR), ELR: slices.Clone(p.ELR)}, key, append(args, p.ISR, elr, p.PartitionEpoch)...))
 }
 
 // AlterPartition is a leader's ISR proposal (Kafka's AlterPartition). It is
@@ -218,7 +218,7 @@ func (c *Controller) AlterPartition(topic string, partition int32, brokerID int3
 		return reject(err)
 	}
 	ch := newChange()
-	c.setISR(ch, t, p, req.NewISR, brokerID, fmt.Sprintf("leader %d changed the ISR of %s-%d", brokerID, topic, partition))
+	c.setISR(ch, t, p, req.NewISR, brokerID, "event.isr.alter", brokerID, p.tp())
 	if err := c.commit(ch); err != nil {
 		return reject(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"tidemark/events"
+	"tidemark/i18n"
 	"tidemark/replication"
 )
 
@@ -126,9 +127,9 @@ func (c *Controller) SetFencingRule(r FencingRule) error {
 	ch := newChange()
 	prev := c.rule
 	c.rule = r
-	ch.evs = append(ch.evs, events.Event{Kind: events.KindConfig, Broker: events.NoBroker,
-		Config:  &events.ConfigChange{Key: ConfigFencingRule, Value: r.String(), Previous: prev.String()},
-		Message: fmt.Sprintf("fencing rule is now %s (was %s)", r, prev)})
+	ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindConfig, Broker: events.NoBroker,
+		Config: &events.ConfigChange{Key: ConfigFencingRule, Value: r.String(), Previous: prev.String()}},
+		"event.config.fencing-rule", r, prev))
 	ch.settings = true
 	if r != FencingKRaftELR {
 		for _, name := range c.topicNames() {
@@ -183,19 +184,19 @@ func (c *Controller) reRegister(ch *change, b *Broker, reg Registration, withinS
 		// controller never saw it gone, so it keeps its ISR places (which is
 		// what lets KIP-101's restarted follower be elected cleanly). It
 		// lost its in-memory state, so it gives up the leaderships it held.
-		ch.evs = append(ch.evs, events.Event{Kind: events.KindBroker, Broker: id, BrokerState: events.BrokerUp,
-			Listener: b.Listener, Message: fmt.Sprintf("broker %d re-registered within its session (broker epoch %d): it keeps its ISR places (zookeeper rule)", id, b.Epoch)})
-		c.handOverLeaderships(ch, id, fmt.Sprintf("broker %d restarted", id))
+		ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindBroker, Broker: id, BrokerState: events.BrokerUp,
+			Listener: b.Listener}, "event.broker.rereg.zookeeper", id, b.Epoch))
+		c.handOverLeaderships(ch, id, i18n.Word("event.word.reason.restarted", id))
 		return
 	case c.rule != FencingZooKeeper && withinSession:
 		// KRaft: a new incarnation. The old one is fenced first, so the new
 		// one earns its ISR places back by catching up (KIP-903).
-		ch.evs = append(ch.evs, events.Event{Kind: events.KindBroker, Broker: id, BrokerState: events.BrokerFenced,
-			Listener: b.Listener, Message: fmt.Sprintf("broker %d re-registered with a new broker epoch %d: fenced, it leaves every ISR until it has caught up (%s rule)", id, b.Epoch, c.rule)})
-		c.leaveReplicaSets(ch, id, fmt.Sprintf("broker %d restarted", id))
+		ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindBroker, Broker: id, BrokerState: events.BrokerFenced,
+			Listener: b.Listener}, "event.broker.rereg.kraft", id, b.Epoch, c.rule))
+		c.leaveReplicaSets(ch, id, i18n.Word("event.word.reason.restarted", id))
 	default:
-		ch.evs = append(ch.evs, events.Event{Kind: events.KindBroker, Broker: id, BrokerState: events.BrokerFenced,
-			Listener: b.Listener, Message: fmt.Sprintf("broker %d registered with broker epoch %d; fenced until its first heartbeat", id, b.Epoch)})
+		ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindBroker, Broker: id, BrokerState: events.BrokerFenced,
+			Listener: b.Listener}, "event.broker.registered", id, b.Epoch))
 	}
 	if c.rule == FencingKRaftELR && !reg.CleanShutdown {
 		c.forgetUnclean(ch, id)
@@ -218,43 +219,40 @@ func (c *Controller) forgetUnclean(ch *change, id int32) {
 			if p.Leader == id {
 				// Its ISR place is already gone, so the election cannot put
 				// it in the ELR either.
-				c.elect(ch, t, p, p.ISR, fmt.Sprintf("broker %d restarted after an unclean shutdown", id))
+				c.elect(ch, t, p, p.ISR, i18n.Word("event.word.reason.unclean-restart", id))
 				continue
 			}
 			c.updateELR(t, p, nil)
 			p.PartitionEpoch++
 			ch.partition(p)
-			msg := fmt.Sprintf("broker %d restarted after an unclean shutdown: it may have lost acknowledged records, so it leaves the ISR and ELR of %s-%d; ISR %v, ELR %v",
-				id, p.Topic, p.Partition, p.ISR, p.ELR)
+			ev := events.Event{Kind: events.KindISR, Broker: id, Topic: p.Topic, Partition: p.Partition,
+				ISR: slices.Clone(p.ISR), ELR: slices.Clone(p.ELR)}
 			if p.Leader == replication.NoLeader {
-				msg += "; " + c.offlineWhy(t, p)
+				ev = i18n.EventMessage(ev, "event.isr.unclean-restart.offline", id, p.tp(), p.ISR, p.ELR, c.offlineWhy(t, p))
+			} else {
+				ev = i18n.EventMessage(ev, "event.isr.unclean-restart", id, p.tp(), p.ISR, p.ELR)
 			}
-			ch.evs = append(ch.evs, events.Event{Kind: events.KindISR, Broker: id, Topic: p.Topic, Partition: p.Partition,
-				ISR: slices.Clone(p.ISR), ELR: slices.Clone(p.ELR), Message: msg})
+			ch.evs = append(ch.evs, ev)
 		}
 	}
 }
 
 // offlineWhy says why a partition has no leader and what would bring one
-// back.
+// back, as a message word (i18n.Word).
 func (c *Controller) offlineWhy(t *topicState, p *Partition) string {
 	switch {
+	case len(p.ISR) > 0 && len(p.ELR) > 0:
+		return i18n.Word("event.word.offline.isr-elr", p.ISR, p.ELR)
 	case len(p.ISR) > 0:
-		s := fmt.Sprintf("offline: no ISR member %v is running", p.ISR)
-		if len(p.ELR) > 0 {
-			s += fmt.Sprintf(" and no ELR member %v", p.ELR)
-		}
-		return s + "; restarting one brings it back"
+		return i18n.Word("event.word.offline.isr", p.ISR)
 	case len(p.ELR) > 0:
-		return fmt.Sprintf("offline: the ISR is empty and no ELR member %v is running; restarting one brings it back", p.ELR)
+		return i18n.Word("event.word.offline.elr", p.ELR)
+	case c.rule == FencingKRaftELR && !t.cfg.UncleanLeaderElection:
+		return i18n.Word("event.word.offline.unknown-or-unclean")
 	case c.rule == FencingKRaftELR:
-		s := "offline: no replica is known to hold every acknowledged record (the ISR and ELR are empty); once every replica is back, the one with the longest log is elected"
-		if !t.cfg.UncleanLeaderElection {
-			s += ", or now with unclean.leader.election.enable=true (records may be lost)"
-		}
-		return s
+		return i18n.Word("event.word.offline.unknown")
 	}
-	return "offline"
+	return i18n.Word("event.word.offline")
 }
 
 // recoverUnclean is KIP-966's "balanced" unclean recovery: a partition
@@ -284,11 +282,10 @@ func (c *Controller) recoverUnclean(ch *change, t *topicState, p *Partition, rea
 	p.LeaderEpoch++
 	p.PartitionEpoch++
 	ch.partition(p)
-	ch.evs = append(ch.evs, events.Event{Kind: events.KindElection, Broker: best, Topic: p.Topic, Partition: p.Partition,
+	ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindElection, Broker: best, Topic: p.Topic, Partition: p.Partition,
 		Leader: &events.Leadership{Leader: best, PreviousLeader: prev, LeaderEpoch: p.LeaderEpoch},
-		ISR:    slices.Clone(p.ISR),
-		Message: fmt.Sprintf("%s: %s-%d recovered: every replica is back and broker %d has the longest log (last epoch %d, LEO %d); leader epoch %d",
-			reason, p.Topic, p.Partition, best, bestInfo.LastEpoch, bestInfo.LogEndOffset, p.LeaderEpoch)})
+		ISR:    slices.Clone(p.ISR)},
+		"event.election.recovered", reason, p.tp(), best, bestInfo.LastEpoch, bestInfo.LogEndOffset, p.LeaderEpoch))
 	return true
 }
 
@@ -301,8 +298,8 @@ func (c *Controller) minISRChanged(ch *change, t *topicState) {
 			p.ELR = nil
 			p.PartitionEpoch++
 			ch.partition(p)
-			ch.evs = append(ch.evs, events.Event{Kind: events.KindISR, Broker: events.NoBroker, Topic: p.Topic, Partition: p.Partition,
-				ISR: slices.Clone(p.ISR), Message: fmt.Sprintf("%s-%d: the ISR %v reaches min.insync.replicas=%d: ELR cleared", p.Topic, p.Partition, p.ISR, t.minISR())})
+			ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindISR, Broker: events.NoBroker, Topic: p.Topic, Partition: p.Partition,
+				ISR: slices.Clone(p.ISR)}, "event.isr.elr-cleared", p.tp(), p.ISR, t.minISR()))
 		}
 	}
 }
@@ -329,7 +326,7 @@ func (c *Controller) ReportLogs(id int32, brokerEpoch int64, logs []LogInfo) err
 		tp := topicPartition{l.Topic, l.Partition}
 		c.logs[id][tp] = l
 		if t := c.topics[l.Topic]; t != nil && l.Partition >= 0 && int(l.Partition) < len(t.parts) {
-			c.recoverUnclean(ch, t, t.parts[l.Partition], fmt.Sprintf("broker %d reported its log", id))
+			c.recoverUnclean(ch, t, t.parts[l.Partition], i18n.Word("event.word.reason.reported", id))
 		}
 	}
 	return c.commit(ch)

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"tidemark/events"
+	"tidemark/i18n"
 	"tidemark/storage"
 )
 
@@ -87,8 +88,8 @@ func (c *Controller) CreateTopic(name string, partitions int32, replicationFacto
 	for _, p := range t.parts {
 		ch.partition(p)
 	}
-	ch.evs = append(ch.evs, events.Event{Kind: events.KindTopic, Broker: events.NoBroker, Topic: name, TopicCreated: eventTopic(t),
-		Message: fmt.Sprintf("topic %s created: %d partitions, replication factor %d", name, partitions, replicationFactor)})
+	ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindTopic, Broker: events.NoBroker, Topic: name, TopicCreated: eventTopic(t)},
+		i18n.Plural("event.topic.created", int(partitions)), name, partitions, replicationFactor))
 	if err := c.commit(ch); err != nil {
 		return Topic{}, err
 	}
@@ -139,8 +140,8 @@ func (c *Controller) DeleteTopic(name string) error {
 	delete(c.topics, name)
 	ch := newChange()
 	ch.deleted = append(ch.deleted, deletedTopic{name: name, partitions: int32(len(t.parts))})
-	ch.evs = append(ch.evs, events.Event{Kind: events.KindTopic, Broker: events.NoBroker, Topic: name,
-		Message: fmt.Sprintf("topic %s deleted", name)})
+	ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindTopic, Broker: events.NoBroker, Topic: name},
+		"event.topic.deleted", name))
 	return c.commit(ch)
 }
 
@@ -190,9 +191,14 @@ func (c *Controller) AlterConfigs(topic string, changes map[string]*string) (Top
 		if had == has && prev == now {
 			continue
 		}
-		ch.evs = append(ch.evs, events.Event{Kind: events.KindConfig, Broker: events.NoBroker, Topic: topic,
-			Config:  &events.ConfigChange{Key: k, Value: now, Previous: prev},
-			Message: configMessage(topic, k, now, has)})
+		ev := events.Event{Kind: events.KindConfig, Broker: events.NoBroker, Topic: topic,
+			Config: &events.ConfigChange{Key: k, Value: now, Previous: prev}}
+		if has {
+			ev = i18n.EventMessage(ev, "event.config.topic", topic, k, now)
+		} else {
+			ev = i18n.EventMessage(ev, "event.config.topic.default", topic, k)
+		}
+		ch.evs = append(ch.evs, ev)
 	}
 	if len(ch.evs) == 0 {
 		return t.snapshot(), nil
@@ -201,17 +207,10 @@ func (c *Controller) AlterConfigs(topic string, changes map[string]*string) (Top
 	ch.topics[topic] = true
 	c.minISRChanged(ch, t)
 	if cfg.UncleanLeaderElection {
-		c.electOfflineIn(ch, t, ConfigUncleanLeaderElection+"=true")
+		c.electOfflineIn(ch, t, i18n.Word("event.word.reason.unclean-enabled"))
 	}
 	if err := c.commit(ch); err != nil {
 		return Topic{}, err
 	}
 	return t.snapshot(), nil
-}
-
-func configMessage(topic, key, value string, set bool) string {
-	if !set {
-		return fmt.Sprintf("topic %s: %s back to its default", topic, key)
-	}
-	return fmt.Sprintf("topic %s: %s=%s", topic, key, value)
 }

@@ -218,7 +218,7 @@ func Lanes(w io.Writer, topic string, p events.Partition, lang i18n.Lang) error 
 				continue
 			}
 			s.printf(`<g class="truncated" data-offset="%d"><title>%s</title><rect x="%.1f" y="%.1f" width="%d" height="%d" fill="#f4f4f4" stroke="#999"/>`,
-				t.Offset, esc(i18n.T(lang, "stage.lane.truncated")+": "+t.Reason), x(t.Offset)+1, ty, cellW-2, 22)
+				t.Offset, esc(i18n.T(lang, "stage.lane.truncated")+": "+i18n.Message(lang, t.Reason, t.ReasonKey, t.ReasonArgs)), x(t.Offset)+1, ty, cellW-2, 22)
 			s.printf(`<text x="%.1f" y="%.1f" text-anchor="middle" text-decoration="line-through">%s</text></g>`,
 				x(t.Offset)+cellW/2, ty+15, esc(strconv.FormatInt(t.Offset, 10)+" "+short(t.Value)))
 		}

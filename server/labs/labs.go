@@ -45,7 +45,11 @@ type Options struct {
 	// History is how many events each lesson cluster's bus keeps (default
 	// 1<<16): a lesson replays its events from the start to step back.
 	History int
-	Logger  *slog.Logger
+	// Watch, if not nil, is called with each opened lab's cluster once it
+	// runs (not pinned ones: their owner reports them) and returns what to
+	// call when the lab closes: /metrics reports lesson and chaos labs so.
+	Watch  func(id string, c *cluster.Cluster) (unwatch func())
+	Logger *slog.Logger
 }
 
 // ErrFull is returned by Open when MaxClusters lesson clusters run. It wraps
@@ -83,6 +87,7 @@ type Lab struct {
 
 	cluster *cluster.Cluster
 	onClose func()
+	unwatch func() // from Options.Watch; nil without one
 
 	mu       sync.Mutex // guards lastUsed and closed
 	lastUsed time.Time
@@ -234,6 +239,9 @@ func (ls *Labs) open(l *Lab, opts cluster.Options) (*Lab, error) {
 		}
 		return nil, err
 	}
+	if ls.opts.Watch != nil {
+		l.unwatch = ls.opts.Watch(id, c)
+	}
 	ls.mu.Lock()
 	l.cluster = c
 	closed := ls.closed
@@ -322,6 +330,9 @@ func (l *Lab) close() error {
 	}
 	l.closed = true
 	l.mu.Unlock()
+	if l.unwatch != nil {
+		l.unwatch()
+	}
 	if l.Pinned {
 		return nil
 	}

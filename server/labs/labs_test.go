@@ -216,3 +216,58 @@ func TestOpenDirKeepsState(t *testing.T) {
 		t.Fatal("topic kept is missing after waking the lab")
 	}
 }
+
+// TestWatch: Options.Watch sees each opened lab's cluster under its id once
+// it runs, and its unwatch runs once when the lab is removed (and not for a
+// pinned cluster, whose owner reports it).
+func TestWatch(t *testing.T) {
+	type call struct {
+		id      string
+		c       *cluster.Cluster
+		removed int
+	}
+	var (
+		mu    sync.Mutex
+		calls []*call
+	)
+	ls, err := New(Options{Root: filepath.Join(t.TempDir(), "lessons"), MaxClusters: 2, SweepInterval: -1, Logger: quiet(),
+		Watch: func(id string, c *cluster.Cluster) func() {
+			cl := &call{id: id, c: c}
+			mu.Lock()
+			calls = append(calls, cl)
+			mu.Unlock()
+			return func() { mu.Lock(); cl.removed++; mu.Unlock() }
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ls.Close()
+	main, err := cluster.Open(cluster.Options{DataDir: t.TempDir(), Brokers: 1, Paused: true, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer main.Close()
+	if _, err := ls.Pin("main", main); err != nil {
+		t.Fatal(err)
+	}
+	lab, err := ls.Open(cluster.Options{Brokers: 1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	if len(calls) != 1 || calls[0].id != lab.ID || calls[0].c != lab.Cluster() || calls[0].removed != 0 {
+		t.Fatalf("after Open: watch calls %+v, want one for %s", calls, lab.ID)
+	}
+	mu.Unlock()
+	if err := ls.Remove(lab.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := ls.Remove(lab.ID); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(calls) != 1 || calls[0].removed != 1 {
+		t.Fatalf("after Remove: %d watch calls, unwatched %d times; want 1 and 1", len(calls), calls[0].removed)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 
 	"tidemark/events"
+	"tidemark/i18n"
 )
 
 // poll is what one Poll read.
@@ -95,21 +96,21 @@ func diff(prev, next *events.Snapshot) []events.Event {
 	var evs []events.Event
 	for _, b := range next.Brokers {
 		if old := prev.Broker(b.ID); old == nil || *old != b {
-			evs = append(evs, events.Event{Kind: events.KindBroker, Broker: b.ID, BrokerState: b.State, Listener: b.Listener,
-				Message: fmt.Sprintf("broker %d %s at %s", b.ID, b.State, b.Listener)})
+			evs = append(evs, i18n.EventMessage(events.Event{Kind: events.KindBroker, Broker: b.ID, BrokerState: b.State, Listener: b.Listener},
+				"event.observe.broker", b.ID, i18n.Word("event.word.state."+string(b.State)), b.Listener))
 		}
 	}
 	for _, t := range prev.Topics {
 		if next.Topic(t.Name) == nil {
-			evs = append(evs, events.Event{Kind: events.KindTopic, Broker: events.NoBroker, Topic: t.Name, Message: "topic " + t.Name + " deleted"})
+			evs = append(evs, i18n.EventMessage(events.Event{Kind: events.KindTopic, Broker: events.NoBroker, Topic: t.Name}, "event.topic.deleted", t.Name))
 		}
 	}
 	for i := range next.Topics {
 		t := &next.Topics[i]
 		old := prev.Topic(t.Name)
 		if old == nil || !sameShape(old, t) {
-			evs = append(evs, events.Event{Kind: events.KindTopic, Broker: events.NoBroker, Topic: t.Name, TopicCreated: t,
-				Message: fmt.Sprintf("topic %s: %d partitions", t.Name, len(t.Partitions))})
+			evs = append(evs, i18n.EventMessage(events.Event{Kind: events.KindTopic, Broker: events.NoBroker, Topic: t.Name, TopicCreated: t},
+				i18n.Plural("event.observe.topic", len(t.Partitions)), t.Name, len(t.Partitions)))
 			continue
 		}
 		evs = append(evs, configEvents(t.Name, old.Configs, t.Configs)...)
@@ -145,14 +146,14 @@ func configEvents(topic string, old, cur map[string]string) []events.Event {
 	keys := slices.Sorted(maps.Keys(cur))
 	for _, k := range keys {
 		if prev, ok := old[k]; !ok || prev != cur[k] {
-			evs = append(evs, events.Event{Kind: events.KindConfig, Broker: events.NoBroker, Topic: topic,
-				Config: &events.ConfigChange{Key: k, Value: cur[k], Previous: prev}, Message: topic + ": " + k + "=" + cur[k]})
+			evs = append(evs, i18n.EventMessage(events.Event{Kind: events.KindConfig, Broker: events.NoBroker, Topic: topic,
+				Config: &events.ConfigChange{Key: k, Value: cur[k], Previous: prev}}, "event.observe.config", topic, k, cur[k]))
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(old)) {
 		if _, ok := cur[k]; !ok {
-			evs = append(evs, events.Event{Kind: events.KindConfig, Broker: events.NoBroker, Topic: topic,
-				Config: &events.ConfigChange{Key: k, Previous: old[k]}, Message: topic + ": " + k + " back to its default"})
+			evs = append(evs, i18n.EventMessage(events.Event{Kind: events.KindConfig, Broker: events.NoBroker, Topic: topic,
+				Config: &events.ConfigChange{Key: k, Previous: old[k]}}, "event.observe.config.default", topic, k))
 		}
 	}
 	return evs
@@ -163,24 +164,24 @@ func partitionEvents(topic string, old, cur *events.Partition) []events.Event {
 	tp := fmt.Sprintf("%s-%d", topic, cur.Partition)
 	switch {
 	case old.Leader != cur.Leader || old.LeaderEpoch != cur.LeaderEpoch:
-		evs = append(evs, events.Event{Kind: events.KindElection, Broker: cur.Leader, Topic: topic, Partition: cur.Partition,
+		evs = append(evs, i18n.EventMessage(events.Event{Kind: events.KindElection, Broker: cur.Leader, Topic: topic, Partition: cur.Partition,
 			Leader: &events.Leadership{Leader: cur.Leader, PreviousLeader: old.Leader, LeaderEpoch: cur.LeaderEpoch},
-			ISR:    slices.Clone(cur.ISR), ELR: slices.Clone(cur.ELR),
-			Message: fmt.Sprintf("%s: leader %d, leader epoch %d, ISR %v", tp, cur.Leader, cur.LeaderEpoch, cur.ISR)})
+			ISR:    slices.Clone(cur.ISR), ELR: slices.Clone(cur.ELR)},
+			"event.observe.election", tp, cur.Leader, cur.LeaderEpoch, cur.ISR))
 	case !slices.Equal(old.ISR, cur.ISR) || !slices.Equal(old.ELR, cur.ELR):
-		evs = append(evs, events.Event{Kind: events.KindISR, Broker: cur.Leader, Topic: topic, Partition: cur.Partition,
-			ISR: slices.Clone(cur.ISR), ELR: slices.Clone(cur.ELR), Message: fmt.Sprintf("%s: ISR %v, ELR %v", tp, cur.ISR, cur.ELR)})
+		evs = append(evs, i18n.EventMessage(events.Event{Kind: events.KindISR, Broker: cur.Leader, Topic: topic, Partition: cur.Partition,
+			ISR: slices.Clone(cur.ISR), ELR: slices.Clone(cur.ELR)}, "event.observe.isr", tp, cur.ISR, cur.ELR))
 	}
 	for k := range cur.ReplicaLogs {
 		o, r := &old.ReplicaLogs[k], &cur.ReplicaLogs[k]
 		// LEO before HW: Apply's LEO event does not touch the HW.
 		if o.LEO != r.LEO {
-			evs = append(evs, events.Event{Kind: events.KindLEO, Broker: r.Broker, Topic: topic, Partition: cur.Partition,
-				Offsets: &events.Offsets{LEO: r.LEO}, Message: fmt.Sprintf("%s on broker %d: LEO %d", tp, r.Broker, r.LEO)})
+			evs = append(evs, i18n.EventMessage(events.Event{Kind: events.KindLEO, Broker: r.Broker, Topic: topic, Partition: cur.Partition,
+				Offsets: &events.Offsets{LEO: r.LEO}}, "event.observe.leo", tp, r.Broker, r.LEO))
 		}
 		if o.HW != r.HW {
-			evs = append(evs, events.Event{Kind: events.KindHW, Broker: r.Broker, Topic: topic, Partition: cur.Partition,
-				Offsets: &events.Offsets{HW: r.HW}, Message: fmt.Sprintf("%s on broker %d: HW %d", tp, r.Broker, r.HW)})
+			evs = append(evs, i18n.EventMessage(events.Event{Kind: events.KindHW, Broker: r.Broker, Topic: topic, Partition: cur.Partition,
+				Offsets: &events.Offsets{HW: r.HW}}, "event.observe.hw", tp, r.Broker, r.HW))
 		}
 	}
 	return evs

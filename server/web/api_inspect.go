@@ -155,7 +155,8 @@ func (s *Server) truncations(topic string, partition int32) []TruncationView {
 		if e.Kind != events.KindTruncation || e.Topic != topic || e.Partition != partition {
 			continue
 		}
-		tv := TruncationView{Seq: e.Seq, Time: e.Time, Broker: e.Broker, Message: e.Message, Truncated: nonNil(e.Truncated)}
+		tv := TruncationView{Seq: e.Seq, Time: e.Time, Broker: e.Broker, Message: e.Message, MessageKey: e.MessageKey,
+			MessageArgs: e.MessageArgs, Truncated: nonNil(e.Truncated)}
 		if e.Offsets != nil {
 			tv.LEO = e.Offsets.LEO
 		}

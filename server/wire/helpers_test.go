@@ -191,3 +191,25 @@ func frameOf(req kmsg.Request, version int16, corr int32, clientID string) []byt
 	req.SetVersion(version)
 	return kmsg.NewRequestFormatter(kmsg.FormatterClientID(clientID)).AppendRequest(nil, req, corr)
 }
+
+// dialServer starts a server for h with default options and returns a raw
+// connection to it, closed when the test ends.
+func dialServer(t *testing.T, h Handler) net.Conn {
+	t.Helper()
+	addr, _ := startServer(t, h, Options{})
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// metadataFrame is the frame of a Metadata request for one topic.
+func metadataFrame(topic string, version int16, corr int32) []byte {
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = []kmsg.MetadataRequestTopic{rt}
+	return frameOf(req, version, corr, "c")
+}

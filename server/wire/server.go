@@ -40,13 +40,28 @@ type Handler interface {
 	Handle(ctx context.Context, rc *RequestContext, req kmsg.Request) (kmsg.Response, error)
 }
 
+// Preparer is implemented by a Handler that can do part of a request's
+// work before its turn. Prepare runs on the connection's reader goroutine
+// as soon as the request is decoded, while the connection's earlier
+// requests are still being handled, so work that depends only on the
+// request's own bytes (checking a produce's records) overlaps with an
+// earlier request's wait (an acks=all produce waiting for its followers)
+// instead of adding to it. Handle gets the result as
+// RequestContext.Prepared. Prepare must not block or touch state Handle
+// changes; at most QueuedRequests prepared requests wait per connection.
+type Preparer interface {
+	Prepare(req kmsg.Request) any
+}
+
 // RequestContext describes where a request came from. ConnID numbers the
-// listener's connections from 1, in accept order.
+// listener's connections from 1, in accept order. Prepared is what the
+// Handler's Prepare returned for the request (nil without a Preparer).
 type RequestContext struct {
 	Header     RequestHeader
 	ConnID     uint64
 	RemoteAddr net.Addr
 	LocalAddr  net.Addr
+	Prepared   any
 }
 
 // Options configures a Server. The zero value gives Kafka's defaults.
@@ -225,6 +240,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 // ErrUnsupported), or the error that ends reading.
 type connItem struct {
 	req      *Request
+	prepared any // the Handler's Prepare result for req
 	err      error
 	received time.Time // when its frame was read (Options.OnRequest)
 }
@@ -297,7 +313,11 @@ func (s *Server) readLoop(ctx context.Context, c net.Conn, items chan<- connItem
 		idle.begin()
 		received := time.Now()
 		req, err := s.decode(frame)
-		if !send(connItem{req: req, err: err, received: received}) {
+		var prepared any
+		if p, ok := s.h.(Preparer); ok && err == nil {
+			prepared = p.Prepare(req.Body)
+		}
+		if !send(connItem{req: req, prepared: prepared, err: err, received: received}) {
 			return
 		}
 		if err != nil && !errors.Is(err, ErrUnsupported) {
@@ -378,7 +398,7 @@ func (s *Server) respond(ctx context.Context, c net.Conn, id uint64, it connItem
 		}
 		return nil, "unsupported api key or version, and its response has no error code to say so", it.err
 	}
-	rc := &RequestContext{Header: hdr, ConnID: id, RemoteAddr: c.RemoteAddr(), LocalAddr: c.LocalAddr()}
+	rc := &RequestContext{Header: hdr, ConnID: id, RemoteAddr: c.RemoteAddr(), LocalAddr: c.LocalAddr(), Prepared: it.prepared}
 	resp, err := s.h.Handle(ctx, rc, it.req.Body)
 	if err != nil {
 		return nil, "handler error", err

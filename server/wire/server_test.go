@@ -207,12 +207,7 @@ func TestPipelinedOrder(t *testing.T) {
 			return nil, errors.New("unexpected")
 		},
 	}
-	addr, _ := startServer(t, h, Options{})
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := dialServer(t, h)
 	var out []byte
 	const n = 8
 	for i := range n {
@@ -221,11 +216,7 @@ func TestPipelinedOrder(t *testing.T) {
 			p.Acks = 0
 			out = append(out, frameOf(p, 7, 1000, "c")...)
 		}
-		req := kmsg.NewPtrMetadataRequest()
-		rt := kmsg.NewMetadataRequestTopic()
-		rt.Topic = kmsg.StringPtr(fmt.Sprint("t", i))
-		req.Topics = []kmsg.MetadataRequestTopic{rt}
-		out = append(out, frameOf(req, int16(i%13), int32(i), "c")...) // mixed classic and flexible
+		out = append(out, metadataFrame(fmt.Sprint("t", i), int16(i%13), int32(i))...) // mixed classic and flexible
 	}
 	if _, err := conn.Write(out); err != nil {
 		t.Fatal(err)
@@ -528,5 +519,58 @@ func TestNewServerRejectsBadTables(t *testing.T) {
 	}
 	if _, err := NewServer(&funcHandler{}, Options{MaxRequestBytes: 3}); err == nil {
 		t.Error("MaxRequestBytes 3 accepted")
+	}
+}
+
+// preparingHandler is a funcHandler that is also a Preparer.
+type preparingHandler struct {
+	funcHandler
+	prepare func(req kmsg.Request) any
+}
+
+func (h *preparingHandler) Prepare(req kmsg.Request) any { return h.prepare(req) }
+
+// TestPreparedAheadOfTurn checks that a Preparer's Prepare runs as soon as a
+// request is decoded, while the connection's earlier request is still being
+// handled, and that Handle gets its result.
+func TestPreparedAheadOfTurn(t *testing.T) {
+	secondPrepared := make(chan struct{})
+	h := &preparingHandler{prepare: func(req kmsg.Request) any {
+		topic := *req.(*kmsg.MetadataRequest).Topics[0].Topic
+		if topic == "t1" {
+			close(secondPrepared)
+		}
+		return "prepared " + topic
+	}}
+	h.table = VersionTable{3: {0, 12}}
+	h.fn = func(ctx context.Context, rc *RequestContext, req kmsg.Request) (kmsg.Response, error) {
+		r := req.(*kmsg.MetadataRequest)
+		topic := *r.Topics[0].Topic
+		if topic == "t0" {
+			select { // t1 is prepared while t0 is being handled
+			case <-secondPrepared:
+			case <-time.After(10 * time.Second):
+				return nil, errors.New("t1 was not prepared while t0 was handled")
+			}
+		}
+		if rc.Prepared != "prepared "+topic {
+			return nil, fmt.Errorf("%s: Prepared is %v", topic, rc.Prepared)
+		}
+		return metadataResponse(rc, r), nil
+	}
+	conn := dialServer(t, h)
+	out := append(metadataFrame("t0", 9, 0), metadataFrame("t1", 9, 1)...)
+	if _, err := conn.Write(out); err != nil {
+		t.Fatal(err)
+	}
+	conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+	for i := range 2 {
+		raw, err := ReadFrame(conn, 1<<20)
+		if err != nil {
+			t.Fatalf("response %d: %v", i, err)
+		}
+		if corr := int32(binary.BigEndian.Uint32(raw)); corr != int32(i) {
+			t.Fatalf("response %d has correlation id %d", i, corr)
+		}
 	}
 }

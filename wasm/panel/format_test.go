@@ -11,12 +11,14 @@ import (
 	"tidemark/i18n"
 )
 
-// TestSprintfMatchesFmt formats every panel and stage text of every
-// catalogue with Sprintf and with fmt.Sprintf: they must agree.
+// TestSprintfMatchesFmt formats every panel, stage and event text (and
+// the Kafka error descriptions events quote) of every catalogue with
+// Sprintf and with fmt.Sprintf: they must agree.
 func TestSprintfMatchesFmt(t *testing.T) {
 	for _, lang := range i18n.Languages() {
 		for k, text := range i18n.Catalog(lang) {
-			if !strings.HasPrefix(k, "panel.") && !strings.HasPrefix(k, "stage.") {
+			if !strings.HasPrefix(k, "panel.") && !strings.HasPrefix(k, "stage.") &&
+				!strings.HasPrefix(k, "event.") && !strings.HasPrefix(k, "errors.") {
 				continue
 			}
 			var args []any

@@ -350,7 +350,7 @@ func (s *State) RenderEvents(newSince, cursor uint64, c Catalog) string {
 }
 
 // Describe returns a one-line description of e in c's language, followed by
-// its Message when it has one.
+// its message when it has one (EventMessage).
 func Describe(e events.Event, c Catalog) string {
 	tp := e.Topic + "-" + itoa(e.Partition)
 	o := e.Offsets
@@ -439,10 +439,28 @@ func Describe(e events.Event, c Catalog) string {
 	if d == "" {
 		d = string(e.Kind)
 	}
-	if e.Message != "" {
-		d += " — " + e.Message
+	if m := EventMessage(e, c); m != "" {
+		d += " — " + m
 	}
 	return d
+}
+
+// EventMessage returns e's message in c's language; its English Message
+// when it has no key (an older server's event).
+func EventMessage(e events.Event, c Catalog) string {
+	if e.MessageKey == "" {
+		return e.Message
+	}
+	return events.Render(c.T, e.MessageKey, e.MessageArgs)
+}
+
+// TruncatedReason returns why a truncated record went (its truncation
+// event's message) in c's language.
+func TruncatedReason(t events.TruncatedRecord, c Catalog) string {
+	if t.ReasonKey == "" {
+		return t.Reason
+	}
+	return events.Render(c.T, t.ReasonKey, t.ReasonArgs)
 }
 
 // esc escapes s for HTML text and attribute values, as html.EscapeString
@@ -480,6 +498,7 @@ func escSlow(s string) string {
 
 // Esc is esc for the WASM side.
 func Esc(s string) string { return esc(s) }
+
 func itoa(v int32) string { return strconv.Itoa(int(v)) }
 
 // Atoi parses a non-negative decimal int of at most 9 digits, as the

@@ -247,3 +247,33 @@ func TestDescribeEveryKind(t *testing.T) {
 		}
 	}
 }
+
+// TestDescribeTranslatesMessages: an event's message reads in the panel's
+// language, its words and Kafka's error description too (the code kept);
+// an event without a key (an older server's) shows its English Message.
+func TestDescribeTranslatesMessages(t *testing.T) {
+	hans := Catalog(i18n.Catalog(i18n.SimplifiedChinese))
+	e := events.Event{Kind: events.KindProduceError, Topic: "demo", Error: "NOT_ENOUGH_REPLICAS", Acks: events.AcksAll,
+		Message:    "NOT_ENOUGH_REPLICAS: Not appended: the ISR is smaller than min.insync.replicas.",
+		MessageKey: "event.produce-error", MessageArgs: []string{"NOT_ENOUGH_REPLICAS", "errors.NOT_ENOUGH_REPLICAS"}}
+	if d := Describe(e, hans); !strings.HasSuffix(d, " — NOT_ENOUGH_REPLICAS：未追加：ISR 小于 min.insync.replicas。") {
+		t.Errorf("zh-Hans: %q", d)
+	}
+	if d := Describe(e, en); !strings.HasSuffix(d, " — "+e.Message) {
+		t.Errorf("en: %q", d)
+	}
+	cut := events.Event{Kind: events.KindFault, Fault: &events.Fault{Kind: events.FaultCut, From: 0, To: 3},
+		MessageKey: "event.link.cut", MessageArgs: []string{"event.word.node.controller", "event.word.node.broker:3", "event.word.dir.both"}}
+	if got := EventMessage(cut, Catalog(i18n.Catalog(i18n.TraditionalChinese))); got != "鏈路 控制器 → broker 3 已切斷，雙向" {
+		t.Errorf("zh-Hant: %q", got)
+	}
+	old := events.Event{Kind: events.KindFault, Message: "every link restored"}
+	if got := EventMessage(old, hans); got != old.Message {
+		t.Errorf("an event without a key: %q", got)
+	}
+	tr := events.TruncatedRecord{Reason: "r", ReasonKey: "event.truncation",
+		ReasonArgs: []string{"diverging-epoch", "leader-epoch", "event.word.trunc.unknown-epoch:2:3:4"}}
+	if got := TruncatedReason(tr, hans); got != "diverging-epoch（规则 leader-epoch）：leader 2 说 epoch 3 结束于 4：我们不知道这个 epoch" {
+		t.Errorf("truncated reason %q", got)
+	}
+}

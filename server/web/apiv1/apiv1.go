@@ -61,14 +61,17 @@ type RecordView struct {
 }
 
 // TruncationView is one truncation: which replica, its new LEO, what it
-// removed and why (Message names the rule).
+// removed and why (Message names the rule; MessageKey and MessageArgs are
+// the event's, for a page in another language).
 type TruncationView struct {
-	Seq       uint64                   `json:"seq"`
-	Time      time.Time                `json:"time"`
-	Broker    int32                    `json:"broker"`
-	LEO       int64                    `json:"leo"`
-	Message   string                   `json:"message,omitempty"`
-	Truncated []events.TruncatedRecord `json:"truncated"`
+	Seq         uint64                   `json:"seq"`
+	Time        time.Time                `json:"time"`
+	Broker      int32                    `json:"broker"`
+	LEO         int64                    `json:"leo"`
+	Message     string                   `json:"message,omitempty"`
+	MessageKey  string                   `json:"message_key,omitempty"`
+	MessageArgs []string                 `json:"message_args,omitempty"`
+	Truncated   []events.TruncatedRecord `json:"truncated"`
 }
 
 // SegmentsResponse is the body of GET …/segments: one replica's files on disk.
