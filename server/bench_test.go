@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"net"
 	"net/http"
@@ -12,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/performance"
 	"github.com/chromedp/chromedp"
 	"github.com/gorilla/websocket"
 
@@ -85,17 +88,45 @@ func BenchmarkPanelLatency(b *testing.B) {
 		sentMu sync.Mutex
 		all    []sent
 	)
-	var renders [][4]float64 // [seq, ms since epoch, render ms, handle ms]
+	var renders [][5]float64 // [seq, ms since epoch, render ms, handle ms, lanes ms]
 	readRenders := func() {
-		got, err := chromedp.Run(lab.ctx, chromedp.Evaluate[[][4]float64](`window.tidemarkRenders()`))
+		got, err := chromedp.Run(lab.ctx, chromedp.Evaluate[[][5]float64](`window.tidemarkRenders()`))
 		if err != nil {
 			b.Fatal(err)
 		}
 		renders = append(renders, got...)
 	}
 	readRenders() // drop the renders of page load
+	// Where the page's main thread spends the run: Chromium's own counters
+	// (seconds of script, style, layout and task time since the page
+	// loaded), read before and after.
+	metrics := func() map[string]float64 {
+		got, err := chromedp.Run(lab.ctx, func(ctx context.Context, tg *chromedp.Target) (map[string]float64, error) {
+			if _, err := cdp.Call(ctx, tg, performance.Enable, performance.EnableParams{}); err != nil {
+				return nil, err
+			}
+			r, err := cdp.Call(ctx, tg, performance.GetMetrics, cdp.Empty{})
+			if err != nil {
+				return nil, err
+			}
+			m := map[string]float64{}
+			for _, x := range r.Metrics {
+				m[x.Name] = x.Value
+			}
+			return m, nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return got
+	}
+	before := metrics()
 
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 32}}
+	// Close the client's connections before the server shuts down: one it
+	// dialled but never used is new to the server, which waits 5 s for it,
+	// as long as its whole shutdown may take.
+	defer client.CloseIdleConnections()
 	produce := func(partition int32) {
 		body := `{"partition":` + strconv.Itoa(int(partition)) + `,"acks":"1","records":[{"value":"a"},{"value":"b"},{"value":"c"},{"value":"d"},{"value":"e"}]}`
 		start := time.Now()
@@ -140,6 +171,7 @@ func BenchmarkPanelLatency(b *testing.B) {
 		readRenders()
 	}
 	elapsed := time.Since(begin)
+	after := metrics()
 	b.StopTimer()
 	// Let the last appends reach the panel.
 	deadline := time.Now().Add(5 * time.Second)
@@ -155,7 +187,7 @@ func BenchmarkPanelLatency(b *testing.B) {
 				missing++
 				continue
 			}
-			i := slices.IndexFunc(renders, func(r [4]float64) bool { return uint64(r[0]) >= seq })
+			i := slices.IndexFunc(renders, func(r [5]float64) bool { return uint64(r[0]) >= seq })
 			if i < 0 {
 				missing++
 				continue
@@ -183,12 +215,31 @@ func BenchmarkPanelLatency(b *testing.B) {
 	b.ReportMetric(float64(records)/elapsed.Seconds(), "records/s")
 	if n := len(renders); n > 1 {
 		b.ReportMetric(float64(n-1)/((renders[n-1][1]-renders[0][1])/1000), "renders/s")
-		var rms, hms float64
+		var rms, hms, lms float64
 		for _, r := range renders {
-			rms, hms = rms+r[2], hms+r[3]
+			rms, hms, lms = rms+r[2], hms+r[3], lms+r[4]
 		}
 		b.ReportMetric(rms/float64(n), "render-ms/frame")
 		b.ReportMetric(hms/float64(n), "decode-ms/frame")
+		b.ReportMetric(lms/float64(n), "lanes-ms/frame")
+		// The p99 of the gaps between renders: a record that arrives in a
+		// long gap waits for its end.
+		var gaps, rs []float64
+		for i := 1; i < n; i++ {
+			gaps = append(gaps, renders[i][1]-renders[i-1][1])
+			rs = append(rs, renders[i][2])
+		}
+		slices.Sort(gaps)
+		slices.Sort(rs)
+		b.ReportMetric(pct(gaps, 0.99), "gap-p99-ms")
+		b.ReportMetric(pct(rs, 0.99), "render-p99-ms")
+	}
+	// Main-thread time per second of the run, by kind (ms/s).
+	for _, m := range []struct{ name, unit string }{
+		{"ScriptDuration", "script-ms/s"}, {"RecalcStyleDuration", "style-ms/s"},
+		{"LayoutDuration", "layout-ms/s"}, {"TaskDuration", "busy-ms/s"},
+	} {
+		b.ReportMetric((after[m.name]-before[m.name])*1000/elapsed.Seconds(), m.unit)
 	}
 	b.ReportMetric(0, "ns/op")
 }

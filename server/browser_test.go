@@ -90,7 +90,8 @@ func buildStaticDir() (string, error) {
 	if err := os.WriteFile(filepath.Join(dir, "wasm", "wasm_exec.js"), execJS, 0o644); err != nil {
 		return "", err
 	}
-	cmd := exec.Command(goBin, "build", "-trimpath", "-ldflags=-s -w", "-o", filepath.Join(dir, "wasm", "panel.wasm"), "./wasm")
+	// The flags of Taskfile.yml's wasm task.
+	cmd := exec.Command(goBin, "build", "-trimpath", "-ldflags=-s -w", "-gcflags=tidemark/...=-l", "-o", filepath.Join(dir, "wasm", "panel.wasm"), "./wasm")
 	cmd.Dir = ".." // the module root
 	cmd.Env = append(os.Environ(), "GOOS=js", "GOARCH=wasm")
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -417,6 +418,12 @@ func TestBrowserPanel(t *testing.T) {
 	if n := eval[int](b, `document.querySelectorAll('#lanes .new, #lanes .moved, #lanes .elected, #lanes .fetch-arrow').length`); n != 0 {
 		t.Fatalf("%d animated lane elements under reduced motion", n)
 	}
+	// A write to the lanes that fails (a bug) is logged, and the next frame
+	// draws the lanes afresh: the panel keeps going.
+	eval[bool](b, `(() => { const apply = tidemarkDOM.apply; tidemarkDOM.apply = () => { tidemarkDOM.apply = apply; return false; }; return true; })()`)
+	b.api("POST", "api/v1/topics/demo/records", `{"partition":0,"acks":"all","records":[{"value":"again"}]}`, nil)
+	b.poll(`[...document.querySelectorAll('`+lane(0, leader)+` g.rec.committed')].map(g => +g.dataset.offset).sort((x, y) => x - y).join() === "0,1,2,3,4"`,
+		"every record once in the lanes drawn afresh after a failed write")
 
 	// The pause control works from the keyboard: focus it, press Enter, Space.
 	pressed := func() string {

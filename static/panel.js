@@ -16,6 +16,81 @@
     var text = words["panel.unavailable"] || "live panel unavailable: %s";
     if (status) status.textContent = text.replace("%s", why);
   }
+  // tidemarkDOM applies the DOM writes of one of the panel's frames, sent as
+  // one string: each call from Go into JS costs microseconds (its arguments
+  // are converted one by one), so thousands of small writes a frame cost
+  // more than the writes themselves. The panel numbers the elements it
+  // writes to (handles > 0); the string is a NUL-separated list of fields,
+  // each write an op letter, a handle and the op's arguments (see
+  // wasm/dom.go), ending with a NUL.
+  var els = [];
+  var scratch = null;
+  // text sets an element's text: the data of its one text node when it
+  // has one (cheaper for Chromium than replacing the node).
+  function text(el, s) {
+    var n = el.firstChild;
+    if (n && n.nodeType === 3 && !n.nextSibling) n.data = s;
+    else el.textContent = s;
+  }
+  // cell makes a lane's cell (see Cell.Inner in wasm/panel/lanes.go) show
+  // class, offset, x, tooltip, offset line, value and epoch line:
+  // f[i…i+6]. It remembers what the cell shows, read from the element the
+  // first time, and writes only what changed.
+  function cell(el, f, i) {
+    var c = el.tmCell;
+    if (!c) {
+      var ch = el.children, rec = ch[1].getAttribute("class") === "box"; // else a truncated record
+      var off = ch[rec ? 3 : 2], val = off.nextElementSibling, ep = rec ? val.nextElementSibling : null;
+      c = el.tmCell = {
+        title: ch[0], off: off, val: val, ep: ep,
+        v: [el.getAttribute("class"), el.getAttribute("data-offset"), el.getAttribute("transform"),
+          ch[0].textContent, off.textContent, val.textContent, ep ? ep.textContent : ""]
+      };
+    }
+    var v = c.v, x = "translate(" + f[i + 2] + ",0)";
+    if (v[0] !== f[i]) el.setAttribute("class", v[0] = f[i]);
+    if (v[1] !== f[i + 1]) el.setAttribute("data-offset", v[1] = f[i + 1]);
+    if (v[2] !== x) el.setAttribute("transform", v[2] = x);
+    if (v[3] !== f[i + 3]) text(c.title, v[3] = f[i + 3]);
+    if (v[4] !== f[i + 4]) text(c.off, v[4] = f[i + 4]);
+    if (v[5] !== f[i + 5]) text(c.val, v[5] = f[i + 5]);
+    if (c.ep && v[6] !== f[i + 6]) text(c.ep, v[6] = f[i + 6]);
+  }
+  window.tidemarkDOM = {
+    adopt: function (h, el) { els[h] = el; },
+    // apply does the writes and reports whether all went well (else the
+    // panel draws the lanes afresh).
+    apply: function (ops) {
+      var f = ops.split("\0"), n = f.length - 1, i = 0;
+      try {
+        while (i < n) {
+          var h = +f[i + 1];
+          switch (f[i]) {
+          case "a": els[h].setAttribute(f[i + 2], f[i + 3]); i += 4; break; // attribute
+          case "t": text(els[h], f[i + 2]); i += 3; break;
+          case "h": els[h].innerHTML = f[i + 2]; i += 3; break; // markup of the children
+          case "c": els[h] = els[+f[i + 2]].children[+f[i + 3]]; i += 4; break; // child
+          case "k": els[h] = els[+f[i + 2]].cloneNode(true); i += 3; break; // clone
+          case "m": // markup of one (detached) element
+            if (!scratch) scratch = document.createElementNS("http://www.w3.org/2000/svg", "g");
+            scratch.innerHTML = f[i + 2];
+            els[h] = scratch.firstElementChild;
+            scratch.textContent = "";
+            i += 3; break;
+          case "p": els[+f[i + 2]].appendChild(els[h]); i += 3; break; // append to
+          case "r": els[h].remove(); i += 2; break; // remove
+          case "f": els[h] = undefined; i += 2; break; // forget
+          case "w": cell(els[h], f, i + 2); i += 9; break; // a lane's cell
+          default: throw new Error("unknown op " + f[i]);
+          }
+        }
+      } catch (e) {
+        console.error("tidemark panel: DOM write " + f[i] + " " + f[i + 1] + ": " + e);
+        return false;
+      }
+      return true;
+    }
+  };
   if (typeof WebAssembly !== "object" || typeof Go !== "function") {
     unavailable("WebAssembly");
     return;

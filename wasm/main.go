@@ -14,8 +14,9 @@
 // (show only that topic or partition). The page's
 // window.tidemarkRenders() returns, and forgets, [seq, time in ms since the
 // Unix epoch, ms spent rendering, ms spent decoding and applying messages
-// since the previous render] for each render since the last call: the
-// benchmark reads when an event reached the DOM and where the time went.
+// since the previous render, ms of the rendering spent on the lanes] for
+// each render since the last call: the benchmark reads when an event
+// reached the DOM and where the time went.
 package main
 
 import (
@@ -67,6 +68,9 @@ type app struct {
 	appendFn    js.Value      // Element.prototype.append
 	replaceFn   js.Value      // Element.prototype.replaceChildren
 	stage       stageDOM      // the stage's topology (#topo), when the page has one
+	dom         domBatch      // the lanes' cells and slots are written through it, once per frame
+	cellPool    [2][]*cellDOM // lane cell elements out of the document, for reuse: records and truncated records
+	cellTmpl    [2]*cellDOM   // an empty record and truncated record to copy (nil until needed)
 }
 
 // stageDOM is the stage as last rendered: its shape (the brokers), each
@@ -104,6 +108,7 @@ const flightMs = 1600
 // record's text, which cost more than the frame.
 type figDOM struct {
 	el, caption, meta, arrows js.Value
+	svg                       int // handle (domBatch) of the SVG
 	part                      panel.Figure
 	lanes                     []laneDOM
 }
@@ -117,17 +122,21 @@ type timelineShown struct {
 	seq, viewSeq uint64
 }
 
+// laneDOM is a lane of a figure as last rendered: the handles (domBatch)
+// of its elements and the parts they show.
 type laneDOM struct {
-	el, title, id, nums, slots, cells, marks js.Value
-	hw, leo                                  js.Value // the markers in marks (undefined when not shown)
+	el, title, id, nums, slots, cells, marks int
+	hw, leo                                  int // the markers in marks (0 when not shown)
 	part                                     panel.Lane
+	slotXs                                   []int64            // the empty slots' x
 	cellMap                                  map[int64]*cellDOM // by Cell.Key
 	gen                                      uint32             // counts updates, to find the cells no longer shown
 }
 
-// cellDOM is a cell of a lane as last rendered.
+// cellDOM is a cell of a lane as last written: the handle (domBatch) of
+// its element and what it shows.
 type cellDOM struct {
-	el   js.Value
+	h    int
 	part panel.Cell
 	gen  uint32 // the lane's gen when last shown
 }
@@ -468,7 +477,9 @@ func (a *app) render() {
 	}
 	a.setHTML("panel-brokers", panel.RenderBrokers(view, a.cat))
 	a.renderStage(view)
+	tl0 := a.now()
 	a.renderLanes(a.lanes.Figures(view, motion, a.cat, a.topic, a.partition))
+	lanesMs := a.now() - tl0
 	var cursor uint64
 	if !s.Following {
 		cursor = view.Seq
@@ -530,7 +541,7 @@ func (a *app) render() {
 	}
 	if len(a.renderLog) < maxRenderLog {
 		t1 := a.now()
-		a.renderLog = append(a.renderLog, []any{float64(s.Snap.Seq), t1, t1 - t0, a.handleMs})
+		a.renderLog = append(a.renderLog, []any{float64(s.Snap.Seq), t1, t1 - t0, a.handleMs, lanesMs})
 	}
 	a.handleMs = 0
 }
@@ -550,6 +561,12 @@ func (a *app) renderLanes(figs []panel.Figure) {
 		shape.WriteString(figs[i].Key + "\x01" + figs[i].Shape + "\x02")
 	}
 	if shape.String() != a.laneShape {
+		for i := range a.figs {
+			for j := range a.figs[i].lanes {
+				a.forgetLane(&a.figs[i].lanes[j])
+			}
+			a.dom.forget(a.figs[i].svg)
+		}
 		var b strings.Builder
 		for i := range figs {
 			b.WriteString(figs[i].HTML())
@@ -557,6 +574,7 @@ func (a *app) renderLanes(figs []panel.Figure) {
 		root.Set("innerHTML", b.String())
 		a.laneShape = shape.String()
 		a.bindLanes(root, figs)
+		a.flushLanes()
 		return
 	}
 	for i := range figs {
@@ -577,7 +595,22 @@ func (a *app) renderLanes(figs []panel.Figure) {
 		d.part = *f
 		d.part.Lanes = nil
 	}
+	a.flushLanes()
 	a.flushParses()
+}
+
+// flushLanes sends the frame's writes to the lanes. Should one fail (a
+// bug), the next frame draws the lanes afresh, with new elements: a page
+// that stayed wrong, or a panel stopped by the error, would be worse.
+func (a *app) flushLanes() {
+	if a.dom.flush() {
+		return
+	}
+	a.laneShape, a.figs = "", nil // nothing to forget: a new batch numbers afresh
+	a.cellPool = [2][]*cellDOM{}
+	a.cellTmpl = [2]*cellDOM{}
+	a.dom = domBatch{}
+	a.schedule()
 }
 
 // parseJob is markup to parse into an element of the lanes.
@@ -637,20 +670,21 @@ func (a *app) bindLanes(root js.Value, figs []panel.Figure) {
 		d := figDOM{el: el, caption: el.Get("firstElementChild"), arrows: svg.Get("lastElementChild"), part: *f}
 		d.meta = d.caption.Get("lastElementChild")
 		d.part.Lanes = nil
-		le := svg.Get("children")
+		d.svg = a.dom.adopt(svg)
 		for j := range f.Lanes {
 			l := &f.Lanes[j]
-			g := le.Index(j)
-			parts := g.Get("children")
-			head := parts.Index(0).Get("children")
-			ld := laneDOM{el: g, title: head.Index(0), id: head.Index(1), nums: head.Index(2), slots: head.Index(3),
-				cells: parts.Index(1), marks: parts.Index(2), part: *l,
-				cellMap: make(map[int64]*cellDOM, len(l.Cells))}
-			ld.part.Cells = nil
-			ld.bindMarks()
-			ce := ld.cells.Get("children")
+			// A lane is g.lane-head (title, g.lane-id, text.lane-nums,
+			// g.slots), g.cells and g.marks (see panel.Lane.HTML).
+			ld := laneDOM{el: a.dom.child(d.svg, j), part: *l, cellMap: make(map[int64]*cellDOM, len(l.Cells))}
+			head := a.dom.child(ld.el, 0)
+			ld.title, ld.id, ld.nums, ld.slots = a.dom.child(head, 0), a.dom.child(head, 1), a.dom.child(head, 2), a.dom.child(head, 3)
+			ld.cells, ld.marks = a.dom.child(ld.el, 1), a.dom.child(ld.el, 2)
+			a.dom.forget(head)
+			ld.part.Cells, ld.part.Slots = nil, nil
+			a.bindMarks(&ld)
+			ld.slotXs = append(ld.slotXs, l.Slots...)
 			for k, c := range l.Cells {
-				ld.cellMap[c.Key] = &cellDOM{el: ce.Index(k), part: c}
+				ld.cellMap[c.Key] = &cellDOM{h: a.dom.child(ld.cells, k), part: c}
 			}
 			d.lanes = append(d.lanes, ld)
 		}
@@ -659,96 +693,186 @@ func (a *app) bindLanes(root js.Value, figs []panel.Figure) {
 }
 
 // bindMarks finds the markers d.marks was just set to.
-func (d *laneDOM) bindMarks() {
-	ms := d.marks.Get("children")
-	d.hw, d.leo = js.Undefined(), js.Undefined()
+func (a *app) bindMarks(d *laneDOM) {
+	a.dom.forget(d.hw)
+	a.dom.forget(d.leo)
+	d.hw, d.leo = 0, 0
 	i := 0
 	if d.part.HWX >= 0 {
-		d.hw = ms.Index(i)
+		d.hw = a.dom.child(d.marks, i)
 		i++
 	}
 	if d.part.LEOX >= 0 {
-		d.leo = ms.Index(i)
+		d.leo = a.dom.child(d.marks, i)
 	}
 }
 
 func (a *app) updateLane(d *laneDOM, l *panel.Lane) {
 	old := d.part
-	setAttrs(d.el, old.Attrs, l.Attrs)
+	for i, at := range l.Attrs {
+		if i >= len(old.Attrs) || old.Attrs[i] != at {
+			a.dom.setAttr(d.el, at.Name, at.Value)
+		}
+	}
 	if l.Title != old.Title {
-		d.title.Set("textContent", l.Title)
+		a.dom.setText(d.title, l.Title)
 	}
 	if l.Head != old.Head {
-		d.id.Set("innerHTML", l.Head)
+		a.dom.setHTML(d.id, l.Head)
 	}
 	if l.Nums != old.Nums {
-		d.nums.Set("textContent", l.Nums)
+		a.dom.setText(d.nums, l.Nums)
 	}
-	if l.Slots != old.Slots {
-		a.parseInto(d.slots, true, l.Slots, nil)
-	}
+	a.updateSlots(d, l.Slots)
 	if l.CellsAt != old.CellsAt {
-		d.cells.Call("setAttribute", "transform", l.CellsAt)
+		a.dom.setAttr(d.cells, "transform", l.CellsAt)
 	}
 	d.part = *l
-	d.part.Cells = nil
+	d.part.Cells, d.part.Slots = nil, nil
 	// Markers: moved by their transform while the same ones are shown.
 	if (l.HWX >= 0) != (old.HWX >= 0) || (l.LEOX >= 0) != (old.LEOX >= 0) {
-		d.marks.Set("innerHTML", l.Marks())
-		d.bindMarks()
+		a.dom.setHTML(d.marks, l.Marks())
+		a.bindMarks(d)
 	} else {
 		if l.HWX >= 0 && l.HWX != old.HWX {
-			d.hw.Call("setAttribute", "transform", panel.MarkAt(l.HWX))
+			a.dom.setAttr(d.hw, "transform", panel.MarkAt(l.HWX))
 		}
 		if l.HWX >= 0 && l.HWMoved != old.HWMoved {
-			d.hw.Call("setAttribute", "class", l.HWClass())
+			a.dom.setAttr(d.hw, "class", l.HWClass())
 		}
 		if l.LEOX >= 0 && l.LEOX != old.LEOX {
-			d.leo.Call("setAttribute", "transform", panel.MarkAt(l.LEOX))
+			a.dom.setAttr(d.leo, "transform", panel.MarkAt(l.LEOX))
 		}
 	}
-	// Cells: keep, move or change those still shown; add the new ones in
-	// one parse; remove the rest.
-	var added strings.Builder
-	var addedCells []*cellDOM
+	// Cells: those still shown keep their element and get only the parts
+	// that changed. The element of a cell that left the window shows a new
+	// one in place (under a stream of records the window turns over every
+	// frame, and moving a group costs Chromium less than taking one out
+	// and putting one in); the rest go to the pool, where new cells find
+	// an element before a copy of a template is made.
 	d.gen++
 	for i := range l.Cells {
-		c := &l.Cells[i]
-		cd := d.cellMap[c.Key]
-		if cd == nil || cd.part.Inner != c.Inner {
-			if cd != nil {
-				cd.el.Call("remove")
-			}
-			cd = &cellDOM{part: *c, gen: d.gen}
-			d.cellMap[c.Key] = cd
-			added.WriteString(c.HTML())
-			addedCells = append(addedCells, cd)
-			continue
+		if cd := d.cellMap[l.Cells[i].Key]; cd != nil {
+			cd.gen = d.gen
 		}
-		old := &cd.part
-		if old.Class != c.Class {
-			cd.el.Call("setAttribute", "class", c.Class)
-		}
-		if old.Title != c.Title {
-			cd.el.Get("firstElementChild").Set("textContent", c.Title)
-		}
-		if old.X != c.X {
-			cd.el.Call("setAttribute", "transform", c.Transform())
-		}
-		cd.part, cd.gen = *c, d.gen
 	}
+	var gone [2][]*cellDOM // records, truncated records
 	for k, cd := range d.cellMap {
 		if cd.gen != d.gen {
-			cd.el.Call("remove")
 			delete(d.cellMap, k)
+			kind := b2i(cd.part.Ghost())
+			gone[kind] = append(gone[kind], cd)
 		}
 	}
-	if len(addedCells) > 0 {
-		a.parseInto(d.cells, false, added.String(), func(els js.Value) {
-			for i, cd := range addedCells {
-				cd.el = els.Index(i)
+	for i := range l.Cells {
+		c := &l.Cells[i]
+		if cd := d.cellMap[c.Key]; cd != nil {
+			a.writeCell(cd, c)
+			continue
+		}
+		var cd *cellDOM
+		kind := b2i(c.Ghost())
+		if g := gone[kind]; len(g) > 0 && !(animated(&g[len(g)-1].part) && animated(c)) {
+			// In place; not when it would keep an animated class, which
+			// then would not play again.
+			cd, gone[kind] = g[len(g)-1], g[:len(g)-1]
+		} else {
+			cd = a.newCell(c.Ghost())
+			a.dom.appendTo(cd.h, d.cells)
+		}
+		cd.gen = d.gen
+		d.cellMap[c.Key] = cd
+		a.writeCell(cd, c)
+	}
+	for _, g := range gone {
+		for _, cd := range g {
+			a.dom.remove(cd.h)
+			// Kept for reuse, out of the document.
+			if k := b2i(cd.part.Ghost()); len(a.cellPool[k]) < maxPooledCells {
+				a.cellPool[k] = append(a.cellPool[k], cd)
+			} else {
+				a.dom.forget(cd.h)
 			}
-		})
+		}
+	}
+}
+
+// animated reports whether c's class plays an animation (panel.Motion).
+func animated(c *panel.Cell) bool { return strings.HasSuffix(c.Class, " new") }
+
+// updateSlots shows the lane's empty slots at xs, if they moved.
+func (a *app) updateSlots(d *laneDOM, xs []int64) {
+	same := len(xs) == len(d.slotXs)
+	for i := 0; same && i < len(xs); i++ {
+		same = xs[i] == d.slotXs[i]
+	}
+	if same {
+		return
+	}
+	var b strings.Builder
+	for _, x := range xs {
+		b.WriteString(panel.SlotAt(x))
+	}
+	a.dom.setHTML(d.slots, b.String())
+	d.slotXs = append(d.slotXs[:0], xs...)
+}
+
+// maxPooledCells bounds the cell elements kept for reuse, of each kind (a
+// frame shows a few hundred cells at most).
+const maxPooledCells = 512
+
+// newCell returns a detached cell element of the kind: a pooled one, or a
+// copy of the kind's template (a cell with no texts).
+func (a *app) newCell(ghost bool) *cellDOM {
+	k := b2i(ghost)
+	if p := a.cellPool[k]; len(p) > 0 {
+		cd := p[len(p)-1]
+		p[len(p)-1] = nil
+		a.cellPool[k] = p[:len(p)-1]
+		return cd
+	}
+	t := a.cellTmpl[k]
+	if t == nil {
+		t = &cellDOM{part: panel.Cell{Key: int64(k)}}
+		t.h = a.dom.parse(t.part.HTML())
+		a.cellTmpl[k] = t
+	}
+	return &cellDOM{h: a.dom.clone(t.h), part: t.part}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// writeCell makes cd's element show c; the page writes only the parts
+// that differ from what it shows.
+func (a *app) writeCell(cd *cellDOM, c *panel.Cell) {
+	if cd.part == *c {
+		return
+	}
+	d := &a.dom
+	d.op('w', cd.h)
+	d.str(c.Class)
+	d.num(c.Offset)
+	d.num(c.X)
+	d.str(c.Title)
+	d.str(c.Off)
+	d.str(c.Val)
+	d.str(c.Ep)
+	cd.part = *c
+}
+
+// forgetLane lets go of the handles of a lane's cells and slots (its
+// figure is being replaced).
+func (a *app) forgetLane(d *laneDOM) {
+	for _, cd := range d.cellMap {
+		a.dom.forget(cd.h)
+	}
+	for _, h := range [...]int{d.el, d.title, d.id, d.nums, d.slots, d.cells, d.marks, d.hw, d.leo} {
+		a.dom.forget(h)
 	}
 }
 

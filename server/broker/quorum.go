@@ -47,6 +47,10 @@ type quorumWaiter struct {
 	ch         chan ProduceResult
 	acks       int16
 	deadlineMs int64
+	// sent is set once the proposal's first messages went out (and came
+	// back, delivery being synchronous): from then on the request waits
+	// for peers that were not reachable, and Status counts it.
+	sent bool
 }
 
 // answer completes a waiting produce request and reports it as the ISR
@@ -71,6 +75,7 @@ func (b *Broker) openQuorum(l *storage.Log, replicas []int32) (*quorumState, err
 		return nil, err
 	}
 	q := &quorumState{node: n, waiters: map[uint64]quorumWaiter{}, leader: -1, tickedMs: b.nowMs()}
+	b.tickBy(q.tickedMs + b.cfg.TickInterval.Milliseconds()) // Raft ticks from now on
 	if st := n.Status(); st.LastIndex <= 1 && st.Term <= 1 && len(replicas) > 0 && replicas[0] == b.cfg.ID {
 		if err := n.Campaign(); err != nil {
 			n.Close()
@@ -95,13 +100,29 @@ func (r *replica) status() replication.Status {
 	return replication.Status{BrokerID: r.b.cfg.ID, Role: role, Leader: st.Leader, LeaderEpoch: int32(st.Term),
 		PartitionEpoch: r.applied.PartitionEpoch, Replicas: slices.Clone(r.applied.Replicas), ISR: slices.Clone(r.applied.ISR),
 		LogStartOffset: r.log.LogStartOffset(), LogEndOffset: r.log.LogEndOffset(), HighWatermark: r.hw,
-		EpochCache: r.log.Epochs(), WaitingProduces: len(r.q.waiters), NowMs: r.tickedMs}
+		EpochCache: r.log.Epochs(), WaitingProduces: r.waitingQuorum(), NowMs: r.tickedMs}
+}
+
+// waitingQuorum counts the produce requests whose proposal went out and
+// did not commit: a caller that sees the count grow knows the produce
+// either waits for a majority or has been answered.
+func (r *replica) waitingQuorum() int {
+	n := 0
+	for _, w := range r.q.waiters {
+		if w.sent {
+			n++
+		}
+	}
+	return n
 }
 
 // quorumTick times out produce requests past their deadline and reports a
 // leadership the controller has not taken yet. Raft's own ticks come from
-// TickRaft. Callers hold r.mu; the returned calls run after it is released.
+// TickRaft; the broker is asked to tick again one TickInterval on, since
+// Raft counts its timeouts in ticks. Callers hold r.mu; the returned calls
+// run after it is released.
 func (r *replica) quorumTick(nowMs int64) []func() {
+	r.b.tickBy(nowMs + r.b.cfg.TickInterval.Milliseconds())
 	for id, w := range r.q.waiters {
 		if nowMs >= w.deadlineMs {
 			r.answer(id, ProduceResult{BaseOffset: -1, LastOffset: -1, Err: kerr.RequestTimedOut})
@@ -354,6 +375,12 @@ func (r *replica) produceQuorum(ctx context.Context, acks int16, records []byte,
 	if acks == 0 {
 		return ProduceResult{BaseOffset: -1, LastOffset: -1}
 	}
+	r.mu.Lock()
+	if w, ok := r.q.waiters[id]; ok {
+		w.sent = true
+		r.q.waiters[id] = w
+	}
+	r.mu.Unlock()
 	select {
 	case res := <-ch:
 		return res

@@ -356,3 +356,20 @@ func TestQuorumLeader(t *testing.T) {
 		wantErr(t, l.c.QuorumLeader(c.topic, 0, c.broker, c.epoch, 9), c.want)
 	}
 }
+
+// TestQuorumUncleanRestart: under kraft-elr a broker back from an unclean
+// stop leaves every ISR, but not a quorum partition's replica set: Raft's
+// own log and votes decide what it may lead.
+func TestQuorumUncleanRestart(t *testing.T) {
+	l := newRuleLab(t, FencingKRaftELR)
+	l.start(1, 2, 3)
+	l.create("q", 1, 3, map[string]string{"replication.protocol": "quorum"})
+	l.create("i", 1, 3, nil)
+	if _, err := l.c.Register(Registration{ID: 2, Listener: "127.0.0.1:0"}); err != nil {
+		t.Fatal(err)
+	}
+	l.want("q", 0, 1, []int32{1, 2, 3}, 0, 0)
+	if got := l.part("i", 0); slices.Contains(got.ISR, 2) {
+		t.Fatalf("the isr topic kept broker 2 in its ISR: %+v", got)
+	}
+}

@@ -50,7 +50,8 @@ var upgrader = websocket.Upgrader{
 }
 
 // serveWS streams the lab: a snapshot, then every event in Seq order, batched
-// per frame. This goroutine is the connection's only writer; a second
+// per frame: the events that arrive within Options.Linger of the first go
+// together. This goroutine is the connection's only writer; a second
 // goroutine only reads (control frames, deadlines). The send queue is the
 // bounded events.Subscription: when the client falls behind, its queue is
 // dropped and it gets a fresh snapshot instead, so a slow client costs neither
@@ -85,9 +86,21 @@ func (s *Server) serveWS(c echo.Context) error {
 	}
 	ping := time.NewTicker(s.opts.PingInterval)
 	defer ping.Stop()
+	linger := time.NewTimer(s.opts.Linger)
+	defer linger.Stop()
 	for {
 		select {
 		case <-sub.Ready():
+			if s.opts.Linger > 0 {
+				// Let the events that follow go in the same frame.
+				linger.Reset(s.opts.Linger)
+				select {
+				case <-linger.C:
+				case <-readerDone:
+					return nil
+				case <-s.ctx.Done(): // handled below
+				}
+			}
 			evs, lagged := sub.Drain()
 			if lagged {
 				if last, err = w.snapshot(lab); err != nil {

@@ -77,6 +77,27 @@ func TestWSSnapshotThenOrderedEvents(t *testing.T) {
 	}
 }
 
+// TestWSLinger: events published within Options.Linger of the first go to
+// the client in one message. (The five are published in microseconds; the
+// linger of 500 ms is the bound.)
+func TestWSLinger(t *testing.T) {
+	lab := newTestLab(events.BusOptions{})
+	s := newTestServer(t, lab, Options{Linger: 500 * time.Millisecond})
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+
+	c := dialWS(t, srv)
+	if m := c.next(); m.Type != events.MessageSnapshot {
+		t.Fatalf("first message = %+v", m)
+	}
+	for i := range 5 {
+		lab.publish(events.Event{Kind: events.KindHW, Broker: 1, Topic: "demo", Offsets: &events.Offsets{HW: int64(i)}})
+	}
+	if m := c.next(); m.Type != events.MessageEvents || len(m.Events) != 5 {
+		t.Fatalf("message = %+v, want the 5 events together", m)
+	}
+}
+
 // TestWSSlowClient makes one client stop reading while events keep coming.
 // Its writer blocks on the full socket, its bounded queue overflows, and when
 // it reads again it gets a fresh snapshot and then the events after it. A

@@ -1,6 +1,7 @@
 package panel
 
 import (
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -12,7 +13,10 @@ import (
 // record goes.
 const LaneCells = 20
 
-// SVG geometry, in user units.
+// SVG geometry, in user units. The markup writes the coordinates that
+// follow from it out (a 40×40 cell: width 38, middle 20; the row of
+// truncated records at 58): every call formatting a constant made the
+// panel bigger. TestLaneGeometry checks them.
 const (
 	labelW = 170 // lane label column
 	cellW  = 40
@@ -141,17 +145,18 @@ type Figure struct {
 // Lane is one replica's lane: its attributes, its head (tooltip, labels,
 // numbers and empty slots), its cells and its markers; slots and markers
 // are drawn for the window shown. The parts that change with every record
-// (tooltip, numbers, marker positions) are kept apart from the markup, so
-// a frame sets them without re-parsing (and re-laying out) any text.
+// (tooltip, numbers, slot and marker positions, cells) are kept apart from
+// the markup, so a frame sets them without re-parsing (and re-laying out)
+// any text.
 type Lane struct {
 	Key    string // broker id
 	Ghosts bool   // the lane has a row of truncated records
 	Attrs  []Attr
-	Title  string // the lane's tooltip (text)
-	Head   string // inner markup of g.lane-id: labels of broker, ISR/OSR and state
-	Nums   string // text of the LEO and HW numbers
-	Slots  string // inner markup of g.slots: the empty slots of the window
-	Cells  []Cell // records and truncated records, by offset
+	Title  string  // the lane's tooltip (text)
+	Head   string  // inner markup of g.lane-id: labels of broker, ISR/OSR and state
+	Nums   string  // text of the LEO and HW numbers
+	Slots  []int64 // the x of each empty slot of the window (offsets not yet written)
+	Cells  []Cell  // records and truncated records, by offset
 	// CellsAt is the transform of g.cells: the window slides by moving the
 	// group, so cells that stay keep their layout.
 	CellsAt string
@@ -162,33 +167,75 @@ type Lane struct {
 }
 
 // Cell is one record (Key 2×offset) or truncated record (2×offset+1) of
-// a lane: a group of class Class holding its tooltip Title (text) and
-// Inner, placed at X. Inner does not depend on the window shown, so a cell
-// that only moves keeps its element and gets a new transform; one that is
-// committed gets a new class and tooltip.
+// a lane: a group of class Class holding its tooltip Title and its texts,
+// placed at X. A record shows Off (its offset), Val (its value, shortened)
+// and Ep (its leader epoch, with a ? while not committed) and, while its
+// class says uncommitted, a band of its epoch's colour; a truncated record
+// shows Off (offset and epoch) and Val, struck out. Every part is plain text or
+// an attribute, so the page can keep a cell's element and write only the
+// parts that changed: as records arrive, the element of a cell that left
+// the window is reused for the next one instead of parsing new markup.
 type Cell struct {
-	Key    int64
-	Class  string
-	Offset int64
-	X      int64
-	Title  string
-	Inner  string
+	Key      int64
+	Class    string
+	Offset   int64
+	X        int64
+	Title    string
+	Off, Val string
+	Ep       string // "" for a truncated record
 }
+
+// Ghost reports whether the cell is a truncated record.
+func (c *Cell) Ghost() bool { return c.Key&1 == 1 }
 
 // HTML returns the cell's markup.
 func (c *Cell) HTML() string {
-	return `<g class="` + esc(c.Class) + `" data-offset="` + i64(c.Offset) + `" transform="` + c.Transform() + `"><title>` + esc(c.Title) + `</title>` + c.Inner + `</g>`
+	return `<g class="` + esc(c.Class) + `" data-offset="` + i64(c.Offset) + `" transform="` + c.Transform() + `"><title>` +
+		esc(c.Title) + `</title>` + c.Inner() + `</g>`
 }
+
+// Inner returns the markup inside the cell's group, after its title. Its
+// elements are, in order: a record's rect.box, rect.band, text.off,
+// text.val and text.ep; a truncated record's rect, text.off, text.val,
+// line and text.x. The band is always there and shown only while the
+// record is not committed (app.css), so committing a record changes its
+// class and texts, not its elements.
+func (c *Cell) Inner() string {
+	if c.Ghost() {
+		// Full size, in the row under the lane: offset and epoch, the
+		// value struck out, and a cross; the tooltip says why.
+		return `<rect x="1" y="58" width="38" height="40" rx="3"/><text class="off" x="20" y="69">` + esc(c.Off) +
+			`</text><text class="val" x="20" y="82">` + esc(c.Val) +
+			`</text><line x1="3" y1="78" x2="37" y2="78"/><text class="x" x="20" y="95">✕</text>`
+	}
+	return `<rect class="box" x="1" y="14" width="38" height="40" rx="3"/>` + BandHTML +
+		`<text class="off" x="20" y="29">` + esc(c.Off) + `</text><text class="val" x="20" y="41">` + esc(c.Val) +
+		`</text><text class="ep" x="20" y="51">` + esc(c.Ep) + `</text>`
+}
+
+// BandHTML is the markup of a record's band. Committed, a record is
+// filled in its epoch's colour; not committed, it is white with a heavy
+// dashed border and only this band of the colour on top, with a ? after
+// its epoch: unmistakable without colour too.
+const BandHTML = `<rect class="band" x="1" y="14" width="38" height="6" rx="2"/>`
 
 // Transform returns the cell's transform attribute.
 func (c *Cell) Transform() string { return "translate(" + i64(c.X) + ",0)" }
+
+// SlotAt returns the markup of an empty slot at x.
+func SlotAt(x int64) string {
+	return `<rect class="slot" x="` + i64(x) + `" y="14" width="38" height="40" rx="3"/>`
+}
 
 // HTML returns the lane's markup.
 func (l *Lane) HTML() string {
 	var b strings.Builder
 	b.WriteString(`<g` + attrs(l.Attrs) + `><g class="lane-head"><title>` + esc(l.Title) + `</title><g class="lane-id">` + l.Head +
-		`</g><text class="lane-nums" x="4" y="` + i64(14+cellH-2) + `">` + esc(l.Nums) + `</text><g class="slots">` + l.Slots +
-		`</g></g><g class="cells" transform="` + l.CellsAt + `">`)
+		`</g><text class="lane-nums" x="4" y="52">` + esc(l.Nums) + `</text><g class="slots">`)
+	for _, x := range l.Slots {
+		b.WriteString(SlotAt(x))
+	}
+	b.WriteString(`</g></g><g class="cells" transform="` + l.CellsAt + `">`)
 	for i := range l.Cells {
 		b.WriteString(l.Cells[i].HTML())
 	}
@@ -202,7 +249,7 @@ func (l *Lane) HTML() string {
 func (l *Lane) Marks() string {
 	var b strings.Builder
 	if l.HWX >= 0 {
-		b.WriteString(`<g class="` + l.HWClass() + `" transform="` + MarkAt(l.HWX) + `"><line x1="0" y1="8" x2="0" y2="` + i64(14+cellH+2) + `"/><text x="2" y="10">HW</text></g>`)
+		b.WriteString(`<g class="` + l.HWClass() + `" transform="` + MarkAt(l.HWX) + `"><line x1="0" y1="8" x2="0" y2="56"/><text x="2" y="10">HW</text></g>`)
 	}
 	if l.LEOX >= 0 {
 		bottom := laneHeight(l.Ghosts) - 18
@@ -269,6 +316,10 @@ func LaneFigures(v *events.Snapshot, m Motion, c Catalog, topic string, partitio
 // formatting every record of every lane again. A Lanes is for one Catalog.
 type Lanes struct {
 	cells map[cellID]cellText
+	// The cells and slots of the last figures, reused by the next call:
+	// each lane's are a part of these.
+	cellBuf []Cell
+	slotBuf []int64
 }
 
 type cellID struct {
@@ -285,51 +336,36 @@ const (
 	cellTruncated
 )
 
-type cellText struct{ title, inner string }
+type cellText struct{ title, off, ep string }
 
 // maxCellTexts bounds the texts a Lanes remembers (a frame shows a few
 // hundred cells at most).
 const maxCellTexts = 4096
 
-// cell returns the tooltip and markup of a cell.
+// cell returns the tooltip, offset line and epoch line of a cell.
 func (lz *Lanes) cell(id cellID, c Catalog) cellText {
 	if t, ok := lz.cells[id]; ok {
 		return t
 	}
 	var t cellText
-	mid := i64(cellW / 2)
 	if id.state == cellTruncated {
-		// Full size, in the row under the lane: offset and epoch, the
-		// value struck out, and a cross; the tooltip says why.
-		gy := int64(ghostY)
 		t.title = c.T("panel.lane.rec", id.offset, id.epoch, c.T("panel.lane.truncated"))
 		if id.reason != "" {
 			t.title += " — " + id.reason
 		}
-		t.inner = `<rect x="1" y="` + i64(gy) + `" width="` + i64(cellW-2) + `" height="` + i64(cellH) + `" rx="3"/>` +
-			`<text class="off" x="` + mid + `" y="` + i64(gy+11) + `">` + i64(id.offset) + ` e` + itoa(id.epoch) + `</text>` +
-			`<text class="val" x="` + mid + `" y="` + i64(gy+24) + `">` + esc(id.value) + `</text>` +
-			`<line x1="3" y1="` + i64(gy+20) + `" x2="` + i64(cellW-3) + `" y2="` + i64(gy+20) + `"/>` +
-			`<text class="x" x="` + mid + `" y="` + i64(gy+cellH-3) + `">✕</text>`
+		t.off = i64(id.offset) + " e" + itoa(id.epoch)
 	} else {
-		// Committed: filled in its epoch's colour. Not committed: white,
-		// a heavy dashed border and only a band of the colour on top, with
-		// a ? under the value: unmistakable without colour too.
 		state := c.T("panel.lane.committed")
-		band, mark := "", ""
+		t.ep = "e" + itoa(id.epoch)
 		if id.state == cellUncommitted {
 			state = c.T("panel.lane.uncommitted")
-			band = `<rect class="band" x="1" y="14" width="` + i64(cellW-2) + `" height="6" rx="2"/>`
-			mark = "?"
+			t.ep += "?"
 		}
 		t.title = c.T("panel.lane.rec", id.offset, id.epoch, state)
 		if id.value != "" {
 			t.title += ": " + id.value
 		}
-		t.inner = `<rect class="box" x="1" y="14" width="` + i64(cellW-2) + `" height="` + i64(cellH) + `" rx="3"/>` + band +
-			`<text class="off" x="` + mid + `" y="` + i64(14+15) + `">` + i64(id.offset) + `</text>` +
-			`<text class="val" x="` + mid + `" y="` + i64(14+27) + `">` + esc(id.value) + `</text>` +
-			`<text class="ep" x="` + mid + `" y="` + i64(14+cellH-3) + `">e` + itoa(id.epoch) + mark + `</text>`
+		t.off = i64(id.offset)
 	}
 	if lz.cells == nil || len(lz.cells) >= maxCellTexts {
 		lz.cells = make(map[cellID]cellText, 256)
@@ -338,9 +374,12 @@ func (lz *Lanes) cell(id cellID, c Catalog) cellText {
 	return t
 }
 
-// Figures is LaneFigures, remembering cell texts between calls.
+// Figures is LaneFigures, remembering cell texts between calls. The
+// figures' cells and slots are valid until the next call: a frame under a
+// stream of records allocates no cells.
 func (lz *Lanes) Figures(v *events.Snapshot, m Motion, c Catalog, topic string, partition int32) []Figure {
 	var out []Figure
+	lz.cellBuf, lz.slotBuf = lz.cellBuf[:0], lz.slotBuf[:0]
 	for ti := range v.Topics {
 		t := &v.Topics[ti]
 		if topic != "" && t.Name != topic {
@@ -470,14 +509,14 @@ func (lz *Lanes) lane(topic string, p *events.Partition, r *events.Replica, stat
 	if leader {
 		label += " ★"
 	}
-	b.WriteString(`<text class="lane-label" x="4" y="` + i64(14+12) + `">` + esc(label) + `</text>`)
+	b.WriteString(`<text class="lane-label" x="4" y="26">` + esc(label) + `</text>`)
 	badge, badgeCls := "ISR", "isr-badge"
 	if !inSync {
 		badge, badgeCls = "OSR", "osr-badge"
 	}
-	b.WriteString(`<text class="` + badgeCls + `" x="110" y="` + i64(14+12) + `">` + badge + `</text>`)
+	b.WriteString(`<text class="` + badgeCls + `" x="110" y="26">` + badge + `</text>`)
 	if state != events.BrokerUp {
-		b.WriteString(`<text class="state-word" x="4" y="` + i64(14+cellH+14) + `">` + state.Glyph() + ` ` + esc(c.T("panel.state."+string(state))) + `</text>`)
+		b.WriteString(`<text class="state-word" x="4" y="68">` + state.Glyph() + ` ` + esc(c.T("panel.state."+string(state))) + `</text>`)
 	}
 	if l.Ghosts {
 		// Why the struck-out records went: the rule of the newest
@@ -489,17 +528,18 @@ func (lz *Lanes) lane(topic string, p *events.Partition, r *events.Replica, stat
 				break
 			}
 		}
-		b.WriteString(`<text class="ghost-why" x="4" y="` + i64(ghostY+cellH-6) + `">✕ ` + esc(why) + `</text>`)
+		b.WriteString(`<text class="ghost-why" x="4" y="92">✕ ` + esc(why) + `</text>`)
 	}
 	l.Head = b.String()
 	b.Reset()
 	l.Nums = "LEO " + i64(r.LEO) + " · HW " + i64(r.HW)
 	// Empty slots: the grid of offsets not yet written, records drawn in
 	// the cells.
+	from := len(lz.slotBuf)
 	for o := max(lo, r.LEO); o <= hi; o++ {
-		b.WriteString(`<rect class="slot" x="` + i64(xOf(o, lo)+1) + `" y="14" width="` + i64(cellW-2) + `" height="` + i64(cellH) + `" rx="3"/>`)
+		lz.slotBuf = append(lz.slotBuf, xOf(o, lo)+1)
 	}
-	l.Slots = b.String()
+	l.Slots = lz.slotBuf[from:len(lz.slotBuf):len(lz.slotBuf)]
 	// Markers: HW solid with its label above, LEO dashed with its label below.
 	l.HWX, l.LEOX, l.HWMoved = -1, -1, m.hwMoved[k]
 	if r.HW >= lo && r.HW <= hi+1 {
@@ -509,25 +549,23 @@ func (lz *Lanes) lane(topic string, p *events.Partition, r *events.Replica, stat
 		l.LEOX = xOf(r.LEO, lo)
 	}
 	// Records.
+	from = len(lz.cellBuf)
 	newFrom, appended := m.appended[k]
 	for _, rec := range r.Records {
 		if rec.Offset < lo || rec.Offset > hi {
 			continue
 		}
-		rc := epClass[abs32(rec.LeaderEpoch)%8]
 		id := cellID{offset: rec.Offset, epoch: rec.LeaderEpoch, value: shortValue(rec.Value)}
-		if rec.Offset < hw {
-			rc += " committed"
-		} else {
-			rc += " uncommitted"
+		if rec.Offset >= hw {
 			id.state = cellUncommitted
 		}
+		isNew := 0
 		if appended && rec.Offset >= newFrom {
-			rc += " new"
+			isNew = 1
 		}
 		t := lz.cell(id, c)
-		l.Cells = append(l.Cells, Cell{Key: 2 * rec.Offset, Class: rc, Offset: rec.Offset, X: (rec.Offset - base) * cellW,
-			Title: t.title, Inner: t.inner})
+		lz.cellBuf = append(lz.cellBuf, Cell{Key: 2 * rec.Offset, Class: recClass[abs32(rec.LeaderEpoch)%8*4+int32(id.state)*2+int32(isNew)],
+			Offset: rec.Offset, X: (rec.Offset - base) * cellW, Title: t.title, Off: t.off, Val: id.value, Ep: t.ep})
 	}
 	// Truncated records, struck out at the offsets they had (the newest per offset).
 	var ghost map[int64]events.TruncatedRecord
@@ -548,13 +586,26 @@ func (lz *Lanes) lane(topic string, p *events.Partition, r *events.Replica, stat
 		if m.truncated[k] {
 			gc += " new"
 		}
-		ct := lz.cell(cellID{offset: o, epoch: t.LeaderEpoch, state: cellTruncated, value: shortValue(t.Value), reason: TruncatedReason(t, c)}, c)
-		l.Cells = append(l.Cells, Cell{Key: 2*o + 1, Class: gc, Offset: o, X: (o - base) * cellW, Title: ct.title, Inner: ct.inner})
+		id := cellID{offset: o, epoch: t.LeaderEpoch, state: cellTruncated, value: shortValue(t.Value), reason: TruncatedReason(t, c)}
+		ct := lz.cell(id, c)
+		lz.cellBuf = append(lz.cellBuf, Cell{Key: 2*o + 1, Class: gc, Offset: o, X: (o - base) * cellW, Title: ct.title, Off: ct.off, Val: id.value})
 	}
+	l.Cells = lz.cellBuf[from:len(lz.cellBuf):len(lz.cellBuf)]
 	return l
 }
 
-var epClass = [8]string{"rec ep0", "rec ep1", "rec ep2", "rec ep3", "rec ep4", "rec ep5", "rec ep6", "rec ep7"}
+// recClass is a record cell's class by leader epoch (mod 8), state
+// (cellCommitted or cellUncommitted) and whether it is new, at
+// epoch×4+state×2+new: built once, so a frame allocates no class strings.
+var recClass = func() (t []string) {
+	for ep := range 8 {
+		for _, word := range []string{" committed", " uncommitted"} {
+			c := "rec ep" + strconv.Itoa(ep) + word
+			t = append(t, c, c+" new")
+		}
+	}
+	return t
+}()
 
 func abs32(v int32) int32 {
 	if v < 0 {

@@ -498,6 +498,7 @@ func escSlow(s string) string {
 
 // Esc is esc for the WASM side.
 func Esc(s string) string { return esc(s) }
+
 func itoa(v int32) string { return strconv.Itoa(int(v)) }
 
 // Atoi parses a non-negative decimal int of at most 9 digits, as the

@@ -1,0 +1,100 @@
+package panel
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	"tidemark/events"
+	"tidemark/i18n"
+)
+
+// streamSnapshot returns the demo topic as a stream of records leaves it
+// at LEO leo: 3 partitions × 3 replicas, each holding the newest
+// events.RecordWindow records, the HW a few records behind.
+func streamSnapshot(leo int64) *events.Snapshot {
+	s := &events.Snapshot{Controller: 0}
+	for id := int32(1); id <= 3; id++ {
+		s.Brokers = append(s.Brokers, events.Broker{ID: id, State: events.BrokerUp})
+	}
+	t := events.Topic{Name: "demo"}
+	for p := range int32(3) {
+		part := events.Partition{Partition: p, Leader: 1, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}}
+		for id := int32(1); id <= 3; id++ {
+			r := events.Replica{Broker: id, LEO: leo, HW: leo - 5}
+			for o := max(0, leo-events.RecordWindow); o < leo; o++ {
+				r.Records = append(r.Records, events.Record{Offset: o, Value: "v" + strconv.FormatInt(o%7, 10)})
+			}
+			part.ReplicaLogs = append(part.ReplicaLogs, r)
+		}
+		t.Partitions = append(t.Partitions, part)
+	}
+	s.Topics = []events.Topic{t}
+	return s
+}
+
+// BenchmarkLaneFigures draws the lanes of the demo topic frame after frame
+// while a stream moves every LEO by a whole window (every cell changes, as
+// at 1,000 records/s): what the panel computes per frame before writing
+// to the page.
+func BenchmarkLaneFigures(b *testing.B) {
+	c := Catalog(i18n.Catalog(i18n.Languages()[0]))
+	var snaps []*events.Snapshot
+	for i := range 16 {
+		snaps = append(snaps, streamSnapshot(int64(100+i*LaneCells)))
+	}
+	var lz Lanes
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		lz.Figures(snaps[i%len(snaps)], Motion{}, c, "", -1)
+		i++
+	}
+}
+
+// TestLanesReuse: figures drawn after others (their cells in reused
+// buffers, their texts remembered) are the figures drawn afresh.
+func TestLanesReuse(t *testing.T) {
+	c := Catalog(i18n.Catalog(i18n.Languages()[0]))
+	var lz Lanes
+	for _, leo := range []int64{3, 30, 31, 90, 12} {
+		s := streamSnapshot(leo)
+		got, want := lz.Figures(s, Motion{}, c, "", -1), LaneFigures(s, Motion{}, c, "", -1)
+		if len(got) != len(want) {
+			t.Fatalf("LEO %d: %d figures, want %d", leo, len(got), len(want))
+		}
+		for i := range got {
+			if g, w := got[i].HTML(), want[i].HTML(); g != w {
+				t.Fatalf("LEO %d: figure %d is\n%s\nwant\n%s", leo, i, g, w)
+			}
+		}
+	}
+}
+
+// TestCellChildren: a cell's children come in the order the page finds
+// them by (Cell.Inner): the panel writes a cell's texts by their index.
+func TestCellChildren(t *testing.T) {
+	inOrder := func(markup string, parts ...string) {
+		t.Helper()
+		at := 0
+		for _, p := range parts {
+			i := strings.Index(markup[at:], p)
+			if i < 0 {
+				t.Fatalf("%q not after %d in %s", p, at, markup)
+			}
+			at += i + len(p)
+		}
+	}
+	rec := Cell{Key: 4, Offset: 2, Off: "2", Val: "v", Ep: "e0?"}
+	inOrder(rec.HTML(), "<title>", `<rect class="box"`, `<rect class="band"`, `<text class="off"`, `<text class="val"`, `<text class="ep"`)
+	ghost := Cell{Key: 5, Offset: 2, Off: "2 e0", Val: "v"}
+	inOrder(ghost.HTML(), "<title>", "<rect", `<text class="off"`, `<text class="val"`, "<line", `<text class="x"`)
+}
+
+// TestLaneGeometry: the coordinates the markup writes out are the
+// geometry's.
+func TestLaneGeometry(t *testing.T) {
+	if cellW != 40 || cellH != 40 || ghostY != 58 || BandHTML != `<rect class="band" x="1" y="14" width="38" height="6" rx="2"/>` {
+		t.Fatal("the lane geometry changed: update the coordinates written out in lanes.go")
+	}
+}
