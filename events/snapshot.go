@@ -49,6 +49,10 @@ type Snapshot struct {
 	// Rate is the lab clock's rate while it runs: lab seconds per real
 	// second (0.25, 1 or 4); 0 means 1 (ClockRate).
 	Rate float64 `json:"rate,omitempty"`
+	// Observed is true for a real Kafka cluster the lab only reads
+	// (server/observe): Controller is one of its brokers, and there is no
+	// lab controller (node 0) nor UI producer.
+	Observed bool `json:"observed,omitempty"`
 }
 
 // ClockRate returns the lab clock's rate: Rate, or 1 when it is not set.
