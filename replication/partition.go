@@ -3,6 +3,7 @@ package replication
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -368,6 +369,29 @@ func (p *Partition) Tick(nowMs int64) {
 	}
 	p.waiters = kept
 	p.maybeShrinkIsr()
+}
+
+// NextTickMs returns the earliest time (milliseconds, the runtime's clock)
+// at which Tick could decide something: an acks=all request's deadline, or
+// when an ISR follower that is behind the LEO stops counting as caught up
+// (replica.lag.time.max.ms after it last was). It is math.MaxInt64 when no
+// Tick would change anything until another input arrives (an append can
+// put followers behind), so a runtime may sleep until then.
+func (p *Partition) NextTickMs() int64 {
+	next := int64(math.MaxInt64)
+	for _, w := range p.waiters {
+		if w.deadlineMs > 0 {
+			next = min(next, w.deadlineMs)
+		}
+	}
+	if p.canPropose() {
+		for _, r := range p.isr {
+			if f := p.followers[r]; r != p.id && f != nil && f.leo != p.leo {
+				next = min(next, f.lastCaughtUpMs+p.cfg.ReplicaLagTimeMaxMs+1)
+			}
+		}
+	}
+	return next
 }
 
 // Ready returns the decisions made since the last call and forgets them.

@@ -2,6 +2,7 @@ package replication
 
 import (
 	"errors"
+	"math"
 	"slices"
 	"testing"
 
@@ -235,5 +236,41 @@ func TestIneligibleReplicaRetried(t *testing.T) {
 		if got := p.Ready().AlterPartition != nil; got != tc.retried {
 			t.Errorf("after %v: proposed again %v, want %v", tc.err, got, tc.retried)
 		}
+	}
+}
+
+// TestNextTickMs: nothing is due while the follower is at the LEO; after an
+// acks=all append it is due when the follower stops counting as caught up
+// (replica.lag.time.max.ms after it last was), and once that ISR proposal is
+// in flight only the produce's deadline is left.
+func TestNextTickMs(t *testing.T) {
+	p := leaderOf(t, 3)
+	p.Tick(1000) // within the default 3 s: the follower still counts as caught up
+	p.FollowerFetch(FetchRequest{ReplicaID: 2, FetchOffset: 3, CurrentLeaderEpoch: 1, LastFetchedEpoch: 0})
+	if err := p.SetConfig(Config{MinInsyncReplicas: 1, ReplicaLagTimeMaxMs: 100}); err != nil {
+		t.Fatal(err)
+	}
+	if rd := p.Ready(); rd.AlterPartition != nil {
+		t.Fatalf("unexpected proposal %+v", rd.AlterPartition)
+	}
+	if n := p.NextTickMs(); n != math.MaxInt64 {
+		t.Fatalf("follower at the LEO: NextTickMs = %d, want none", n)
+	}
+	if err := p.ProduceAppended(ProduceRequest{ID: 1, Acks: -1, Batch: Batch{BaseOffset: 3, LastOffset: 5, Epoch: 1}, DeadlineMs: 5000}); err != nil {
+		t.Fatal(err)
+	}
+	if n := p.NextTickMs(); n != 1101 {
+		t.Fatalf("follower behind: NextTickMs = %d, want 1101", n)
+	}
+	p.Tick(1100)
+	if rd := p.Ready(); rd.AlterPartition != nil {
+		t.Fatalf("ISR shrink proposed at 1100, before it was due: %+v", rd.AlterPartition)
+	}
+	p.Tick(1101)
+	if rd := p.Ready(); rd.AlterPartition == nil || !slices.Equal(rd.AlterPartition.NewISR, []int32{1}) {
+		t.Fatalf("at 1101: proposal %+v, want ISR [1]", rd.AlterPartition)
+	}
+	if n := p.NextTickMs(); n != 5000 {
+		t.Fatalf("proposal in flight: NextTickMs = %d, want the produce deadline 5000", n)
 	}
 }

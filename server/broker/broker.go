@@ -25,6 +25,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"tidemark/events"
@@ -91,10 +92,14 @@ type Config struct {
 	Logger     *slog.Logger
 
 	// HeartbeatInterval is how often the broker heartbeats the controller
-	// (lab time). Default 200ms.
+	// (broker.heartbeat.interval.ms), and so how soon it learns metadata the
+	// controller changed on its own (a fencing). Default 500ms: a quarter of
+	// the lab's 2 s session, as Kafka's 2 s is about a quarter of its 9 s.
 	HeartbeatInterval time.Duration
-	// TickInterval is how often partitions see the clock (ISR shrink, acks
-	// timeouts, flush.ms, retention). Default 50ms.
+	// TickInterval is the shortest wait between two ticks, which show the
+	// partitions the clock (ISR shrink, acks timeouts, flush.ms, retention):
+	// the broker ticks when one of those is due (tickBy), at least once per
+	// RetentionCheckInterval, and no more often than this. Default 50ms.
 	TickInterval time.Duration
 	// HighWatermarkCheckpointInterval is Kafka's
 	// replica.high.watermark.checkpoint.interval.ms: the HW reaches disk only
@@ -138,7 +143,7 @@ func (c *Config) setDefaults() {
 		c.Logger = slog.Default()
 	}
 	if c.HeartbeatInterval <= 0 {
-		c.HeartbeatInterval = 200 * time.Millisecond
+		c.HeartbeatInterval = 500 * time.Millisecond
 	}
 	if c.TickInterval <= 0 {
 		c.TickInterval = 50 * time.Millisecond
@@ -191,6 +196,12 @@ type Broker struct {
 	decodeMu      sync.Mutex
 	decodePending map[*replica]struct{}
 
+	// nextTickMs is the lab time (ms) by which tickLoop ticks next: the
+	// earliest deadline anything asked for with tickBy since the last Tick.
+	// tickSoon wakes tickLoop when tickBy brings it forward.
+	nextTickMs atomic.Int64
+	tickSoon   chan struct{}
+
 	mu               sync.Mutex
 	brokerEpoch      int64
 	registeredOnce   bool
@@ -215,7 +226,7 @@ func Start(cfg Config) (*Broker, error) {
 		return nil, errors.New("broker: Config needs Controller, Network and Clock")
 	}
 	logger := cfg.Logger.With("broker", cfg.ID)
-	b := &Broker{cfg: cfg, logger: logger, errLog: newLimitedLog(logger, errorLogInterval), refresh: make(chan struct{}, 1), decodeWake: make(chan struct{}, 1),
+	b := &Broker{cfg: cfg, logger: logger, errLog: newLimitedLog(logger, errorLogInterval), refresh: make(chan struct{}, 1), tickSoon: make(chan struct{}, 1), decodeWake: make(chan struct{}, 1),
 		replicas: map[storage.TopicPartition]*replica{}, fetchers: map[int32]*fetcher{}}
 	var err error
 	b.dir, err = storage.OpenLogDir(cfg.LogDir, storage.Options{
@@ -547,11 +558,6 @@ func (b *Broker) metadataLoop() {
 	}
 }
 
-func (b *Broker) tickLoop() {
-	defer b.wg.Done()
-	b.every(b.cfg.TickInterval, b.Tick)
-}
-
 // every runs fn each d of lab time while the lab clock runs: each wait is
 // d at the clock's rate, started again when the rate changes. While the
 // clock is paused the lab steps the broker explicitly.
@@ -575,10 +581,61 @@ func (b *Broker) every(d time.Duration, fn func()) {
 	}
 }
 
+// tickLoop ticks the partitions when something is due (nextTickMs), at
+// least once per RetentionCheckInterval, at most once per TickInterval (lab
+// time, waited at the clock's rate and again when it changes): an idle
+// broker wakes once a second instead of twenty times. While the clock is
+// paused the lab steps the broker explicitly.
+func (b *Broker) tickLoop() {
+	defer b.wg.Done()
+	clk := b.cfg.Clock
+	changed := clk.RateChanged()
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.ctx.Done():
+			return
+		case <-changed:
+		case <-t.C:
+		case <-b.tickSoon:
+		}
+		wait := RetentionCheckInterval
+		if !clk.Paused() {
+			if b.nowMs() >= b.nextTickMs.Load() {
+				b.Tick()
+			}
+			wait = time.Duration(b.nextTickMs.Load()-b.nowMs()) * time.Millisecond
+		}
+		changed = clk.RateChanged()
+		t.Reset(clk.Real(min(max(wait, b.cfg.TickInterval), RetentionCheckInterval)))
+	}
+}
+
+// tickBy has tickLoop tick by lab time ms (or sooner). It takes no lock.
+func (b *Broker) tickBy(ms int64) {
+	for {
+		cur := b.nextTickMs.Load()
+		if ms >= cur {
+			return
+		}
+		if b.nextTickMs.CompareAndSwap(cur, ms) {
+			break
+		}
+	}
+	select {
+	case b.tickSoon <- struct{}{}:
+	default: // a wake-up is pending; it reads the new time
+	}
+}
+
 // Tick shows every partition the time: ISR shrink, acks=all timeouts,
-// flush.ms, retention, and now and then the HW checkpoint.
+// flush.ms, retention, and now and then the HW checkpoint. It schedules the
+// next tick: the partitions' next deadlines (replica.tick), the next
+// retention check and the next HW checkpoint.
 func (b *Broker) Tick() {
 	now := b.cfg.Clock.Now()
+	b.nextTickMs.Store(now.UnixMilli() + RetentionCheckInterval.Milliseconds())
 	for _, r := range b.replicaList() {
 		r.tick(now.UnixMilli())
 	}
@@ -587,7 +644,9 @@ func (b *Broker) Tick() {
 	if due {
 		b.lastHWCheckpoint = now
 	}
+	next := b.lastHWCheckpoint.Add(b.cfg.HighWatermarkCheckpointInterval)
 	b.mu.Unlock()
+	b.tickBy(next.UnixMilli())
 	if due {
 		b.checkpointHighWatermarks()
 	}

@@ -379,6 +379,7 @@ func (r *replica) handleFetchResponse(leader int32, sent replication.FetchReques
 					appended = append(appended, replication.Batch{BaseOffset: h.BaseOffset, LastOffset: h.LastOffset(), Epoch: h.PartitionLeaderEpoch})
 				}
 				last = info.LastOffset
+				r.flushBy(b.nowMs())
 				r.outbox = append(r.outbox, outboxEvent{ev: r.appendEvent(info, hs[len(hs)-1].PartitionLeaderEpoch), raw: records, late: true})
 			}
 		}

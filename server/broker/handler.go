@@ -273,25 +273,15 @@ func (b *Broker) handleFetch(ctx context.Context, req *kmsg.FetchRequest) kmsg.R
 	}
 	if maxWait > 0 && len(parts) > 0 && !anyData(parts) {
 		timer := time.NewTimer(maxWait)
-		var cases, stop chan struct{}
+		var cases chan struct{}
 		if len(parts) == 1 {
-			// A fetch of one partition waits on it directly: one wake-up
-			// fewer between an append (or a HW move) and the answer, and
-			// no goroutine or channel to make.
+			// A fetch of one partition waits on it directly: no channel
+			// to make, nothing to register.
 			cases = parts[0].waitOn
 		} else {
-			cases, stop = make(chan struct{}, 1), make(chan struct{})
+			cases = make(chan struct{}, 1)
 			for _, fp := range parts {
-				go func(ch chan struct{}) {
-					select {
-					case <-ch:
-						select {
-						case cases <- struct{}{}:
-						default:
-						}
-					case <-stop:
-					}
-				}(fp.waitOn)
+				fp.r.watch(cases, fp.waitOn)
 			}
 		}
 		select {
@@ -301,8 +291,10 @@ func (b *Broker) handleFetch(ctx context.Context, req *kmsg.FetchRequest) kmsg.R
 		case <-ctx.Done():
 		case <-b.ctx.Done():
 		}
-		if stop != nil {
-			close(stop)
+		if len(parts) > 1 {
+			for _, fp := range parts {
+				fp.r.unwatch(cases)
+			}
 		}
 		timer.Stop()
 		for _, fp := range parts {

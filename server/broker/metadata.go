@@ -160,6 +160,7 @@ func (b *Broker) sendAlterPartition(r *replica, req replication.AlterPartitionRe
 		r.mu.Lock()
 		r.pendingAlter = &req
 		r.mu.Unlock()
+		b.tickBy(b.nowMs() + b.cfg.TickInterval.Milliseconds()) // a tick retries it
 		return
 	}
 	r.mu.Lock()

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -35,8 +36,12 @@ type replica struct {
 	// newData is closed (and replaced) on every append: it wakes the
 	// long-polling fetches waiting for data.
 	newData chan struct{}
+	// watchers are long-polling fetches of several partitions waiting for
+	// this one among them (watch): wake signals each and forgets them.
+	watchers []chan struct{}
 	// pendingAlter is an ISR proposal the controller did not receive (the
-	// link was cut); it is sent again at each tick.
+	// link was cut); it is sent again at the next tick (sendAlterPartition
+	// asks for one TickInterval later).
 	pendingAlter *replication.AlterPartitionRequest
 	// lastFetchErr is the error of the last fetch response (a follower), so a
 	// repeated one is reported once.
@@ -48,7 +53,10 @@ type replica struct {
 	tickedMs int64
 	// retentionCheckedMs is when tick last applied retention (lab time).
 	retentionCheckedMs int64
-	stopped            bool
+	// flushAtMs is when flush.ms makes the oldest append since the last
+	// flush due (lab time): the tick then flushes. 0 when none waits.
+	flushAtMs int64
+	stopped   bool
 	// outbox gathers the events made under mu; unlock publishes them after
 	// releasing it, so no lock of the event bus or the lab is ever taken
 	// under a replica's.
@@ -79,6 +87,9 @@ func (r *replica) emit(evs ...events.Event) {
 func (r *replica) unlock(after []func()) {
 	out := r.outbox
 	r.outbox = nil
+	if next := r.rp.NextTickMs(); next != math.MaxInt64 {
+		r.b.tickBy(next) // an acks=all deadline, or when a follower's lag would shrink the ISR
+	}
 	r.mu.Unlock()
 	if len(out) > 0 {
 		evs := make([]events.Event, len(out))
@@ -194,6 +205,11 @@ func (r *replica) tick(nowMs int64) {
 	}
 	r.rp.Tick(nowMs)
 	r.tickedMs = max(r.tickedMs, nowMs)
+	if r.flushAtMs > nowMs {
+		r.b.tickBy(r.flushAtMs)
+	} else {
+		r.flushAtMs = 0 // flushIfDue below flushes it
+	}
 	after := r.processReady()
 	if r.pendingAlter != nil {
 		req := *r.pendingAlter
@@ -229,6 +245,15 @@ func (r *replica) tick(nowMs int64) {
 // (5 minutes there; a second here, so a learner sees it happen). Checking
 // every 50 ms tick cost an idle lab with thousands of replicas real CPU.
 const RetentionCheckInterval = time.Second
+
+// flushBy has the broker tick when flush.ms makes an append made at nowMs
+// due (the tick's flushIfDue flushes it). Callers hold r.mu.
+func (r *replica) flushBy(nowMs int64) {
+	if ms := r.log.Config().FlushMs.Milliseconds(); ms > 0 && r.flushAtMs == 0 {
+		r.flushAtMs = nowMs + ms
+		r.b.tickBy(r.flushAtMs)
+	}
+}
 
 // flushIfDue applies flush.ms and flush.messages outside r.mu.
 func (r *replica) flushIfDue() {
@@ -391,6 +416,39 @@ func (r *replica) syncEpochCache(cache []replication.EpochEntry) []events.Event 
 func (r *replica) wake() {
 	close(r.newData)
 	r.newData = make(chan struct{})
+	for _, w := range r.watchers {
+		select {
+		case w <- struct{}{}:
+		default: // already signalled by another partition of its fetch
+		}
+	}
+	clear(r.watchers)
+	r.watchers = r.watchers[:0]
+}
+
+// watch has wake signalled at this replica's next append or HW move, or at
+// once if there was one since seen was its newData. One channel watches
+// every partition of a long-polling fetch, where a goroutine per partition
+// used to forward newData (thousands a second in an idle lab with thousands
+// of replicas).
+func (r *replica) watch(wake chan struct{}, seen chan struct{}) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.newData != seen {
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+		return
+	}
+	r.watchers = append(r.watchers, wake)
+}
+
+// unwatch forgets wake (a fetch that stopped waiting).
+func (r *replica) unwatch(wake chan struct{}) {
+	r.mu.Lock()
+	r.watchers = slices.DeleteFunc(r.watchers, func(w chan struct{}) bool { return w == wake })
+	r.mu.Unlock()
 }
 
 func (r *replica) stop() {
@@ -445,6 +503,7 @@ func (r *replica) produce(ctx context.Context, acks int16, records []byte, ui []
 		return r.awaitDuplicate(ctx, acks, epoch, *pc.dup, timeout)
 	}
 	r.producersAppended(pc, info)
+	r.flushBy(now)
 	r.wake()
 	r.nextID++
 	id := r.nextID

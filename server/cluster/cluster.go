@@ -162,16 +162,19 @@ func Open(opts Options) (*Cluster, error) {
 	return c, nil
 }
 
-// controllerTick is how often the controller looks at the clock (lab
-// time): session timeouts, fencing, elections.
-const controllerTick = 100 * time.Millisecond
-
-// controllerLoop ticks the controller every controllerTick of lab time
-// while the clock runs.
+// controllerLoop ticks the controller while the clock runs: when the first
+// session can expire (NextSessionExpiry), and at least every half session
+// of lab time for sessions that began meanwhile. A rate change starts the
+// wait again.
 func (c *Cluster) controllerLoop(ctx context.Context) {
 	defer c.wg.Done()
+	idle := max(c.opts.SessionTimeout, 0)
+	if idle == 0 {
+		idle = controller.DefaultSessionTimeout
+	}
+	idle /= 2
 	changed := c.clock.RateChanged()
-	t := time.NewTimer(c.clock.Real(controllerTick))
+	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
 		select {
@@ -179,12 +182,16 @@ func (c *Cluster) controllerLoop(ctx context.Context) {
 			return
 		case <-changed:
 		case <-t.C:
-			if !c.clock.Paused() {
-				c.controller.Tick()
+		}
+		wait := idle
+		if !c.clock.Paused() {
+			c.controller.Tick()
+			if at, ok := c.controller.NextSessionExpiry(); ok {
+				wait = min(wait, at.Sub(c.clock.Now()))
 			}
 		}
 		changed = c.clock.RateChanged()
-		t.Reset(c.clock.Real(controllerTick))
+		t.Reset(max(c.clock.Real(wait), time.Millisecond))
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -193,6 +194,10 @@ type Controller struct {
 	// logs is what each broker last reported of its logs (ReportLogs),
 	// for KIP-966's unclean recovery.
 	logs map[int32]map[topicPartition]LogInfo
+	// compacting is set while maybeCompact's goroutine (in compactions)
+	// compacts the store; Close waits for it.
+	compacting  atomic.Bool
+	compactions sync.WaitGroup
 }
 
 type topicState struct {
@@ -250,6 +255,7 @@ func Open(dir string, opts Options) (*Controller, error) {
 			return nil, fmt.Errorf("controller: storing the fencing rule: %w", err)
 		}
 	}
+	c.maybeCompact()
 	return c, nil
 }
 
@@ -257,12 +263,28 @@ func Open(dir string, opts Options) (*Controller, error) {
 // nothing, for the methods that return no error); closing twice is harmless.
 func (c *Controller) Close() error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.closed {
+		c.mu.Unlock()
 		return nil
 	}
-	c.closed = true
+	c.closed = true // nothing else touches the store from now on
+	c.mu.Unlock()
+	c.compactions.Wait()
 	return c.db.Close()
+}
+
+// maybeCompact compacts the store on a goroutine of its own once level 0
+// has grown (badgerOptions starts no compactor), one compaction at a time.
+func (c *Controller) maybeCompact() {
+	if c.compacting.Load() || !needsCompaction(c.db) || !c.compacting.CompareAndSwap(false, true) {
+		return
+	}
+	c.compactions.Go(func() {
+		defer c.compacting.Store(false)
+		if err := compactStore(c.db); err != nil {
+			c.log.Warn("compacting the metadata store", "err", err)
+		}
+	})
 }
 
 func (c *Controller) now() time.Time { return c.opts.Now() }
@@ -323,6 +345,7 @@ func (c *Controller) commit(ch *change) error {
 		return err
 	}
 	c.version++
+	c.maybeCompact()
 	if c.opts.Events != nil && len(ch.evs) > 0 {
 		now := c.now()
 		for i := range ch.evs {
@@ -449,6 +472,21 @@ func (c *Controller) Tick() {
 	if err := c.commit(ch); err != nil {
 		c.log.Error("tick", "err", err)
 	}
+}
+
+// NextSessionExpiry returns the earliest time at which Tick would fence a
+// broker that does not heartbeat again: its last heartbeat plus the session
+// timeout (plus a nanosecond: the session must be exceeded). ok is false
+// when every broker is fenced or none is known.
+func (c *Controller) NextSessionExpiry() (at time.Time, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, b := range c.brokers {
+		if e := b.LastHeartbeat.Add(c.opts.SessionTimeout + time.Nanosecond); !b.Fenced && (!ok || e.Before(at)) {
+			at, ok = e, true
+		}
+	}
+	return at, ok
 }
 
 // FenceBroker fences broker id at once, as Tick would after the session

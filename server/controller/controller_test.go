@@ -72,8 +72,12 @@ func TestSessionTimeoutFencesWithSteppedClock(t *testing.T) {
 	l.create("t", 3, 3, nil) // AR [1 2 3], [2 3 1], [3 1 2]
 	v := l.c.MetadataVersion()
 
+	start := l.clk.Now()
 	l.clk.Step(1500 * time.Millisecond)
 	l.beat(1, 2)
+	if at, ok := l.c.NextSessionExpiry(); !ok || !at.Equal(start.Add(DefaultSessionTimeout+time.Nanosecond)) {
+		t.Fatalf("NextSessionExpiry = %v, %v; want broker 3's, just past t0+%v", at.Sub(start), ok, DefaultSessionTimeout)
+	}
 	l.clk.Step(500 * time.Millisecond) // broker 3 silent for exactly the session timeout: not yet
 	l.c.Tick()
 	if l.c.MetadataVersion() != v {
@@ -107,6 +111,9 @@ func TestSessionTimeoutFencesWithSteppedClock(t *testing.T) {
 	l.want("t", 0, -1, []int32{2}, 1, 2)
 	l.want("t", 1, -1, []int32{2}, 1, 3)
 	l.want("t", 2, -1, []int32{2}, 2, 2)
+	if at, ok := l.c.NextSessionExpiry(); ok {
+		t.Fatalf("every broker fenced, yet NextSessionExpiry = %v", at)
+	}
 }
 
 func TestCleanElectionFollowsAROrder(t *testing.T) {

@@ -100,6 +100,10 @@ type Coordinator struct {
 	log    *slog.Logger
 	cancel context.CancelFunc
 	done   chan struct{}
+	// joined is signalled by every JoinGroup: the timer sleeps while no
+	// group has a member or a pending id (an idle lab has none), and only
+	// a join can give it one.
+	joined chan struct{}
 
 	mu      sync.Mutex
 	groups  map[string]*group
@@ -127,7 +131,7 @@ func Open(opts Options) (*Coordinator, error) {
 		return nil, err
 	}
 	c := &Coordinator{opts: opts, log: opts.Logger, groups: map[string]*group{}, offsets: st.Groups,
-		nextPID: st.ProducerIDBlockEnd, pidEnd: st.ProducerIDBlockEnd, done: make(chan struct{})}
+		nextPID: st.ProducerIDBlockEnd, pidEnd: st.ProducerIDBlockEnd, done: make(chan struct{}), joined: make(chan struct{}, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
 	go c.tickLoop(ctx)
@@ -164,6 +168,13 @@ func (c *Coordinator) tickLoop(ctx context.Context) {
 	t := time.NewTicker(c.opts.TickInterval)
 	defer t.Stop()
 	for {
+		if !c.timersRunning() {
+			select {
+			case <-ctx.Done():
+				return
+			case <-c.joined:
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -171,6 +182,29 @@ func (c *Coordinator) tickLoop(ctx context.Context) {
 			c.Tick()
 		}
 	}
+}
+
+// wakeTimer wakes the timer if it sleeps for want of groups to watch; a
+// join calls it after adding its member or pending id, so the timer's next
+// look sees them.
+func (c *Coordinator) wakeTimer() {
+	select {
+	case c.joined <- struct{}{}:
+	default:
+	}
+}
+
+// timersRunning reports whether some group has a deadline Tick must watch:
+// a member's session, a pending member id or a rebalance.
+func (c *Coordinator) timersRunning() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, g := range c.groups {
+		if len(g.members) > 0 || len(g.pending) > 0 || g.state == StatePreparingRebalance {
+			return true
+		}
+	}
+	return false
 }
 
 // Tick expires members whose session timed out and completes rebalances
@@ -348,6 +382,7 @@ func (c *Coordinator) JoinGroup(ctx context.Context, req *kmsg.JoinGroupRequest,
 		id = newMemberID(clientID)
 		g.pending[id] = now.Add(session)
 		c.mu.Unlock()
+		c.wakeTimer()
 		r := joinError(kerr.MemberIDRequired)
 		r.MemberID = id
 		return r
@@ -395,6 +430,7 @@ func (c *Coordinator) JoinGroup(ctx context.Context, req *kmsg.JoinGroupRequest,
 	}
 	g.maybeCompleteJoin(now)
 	c.mu.Unlock()
+	c.wakeTimer()
 	select {
 	case r := <-ch:
 		return r

@@ -238,3 +238,41 @@ func TestOffsetsDurable(t *testing.T) {
 		t.Fatalf("producer id %d handed out after %d", pid2, pid1)
 	}
 }
+
+// TestTimerSleepsWithoutMembers: the coordinator's own timer does nothing
+// while no group has a member (an idle lab wakes for nothing), and after a
+// join it still expires the member's session by itself.
+func TestTimerSleepsWithoutMembers(t *testing.T) {
+	clk := &fakeClock{now: time.Unix(1000, 0)}
+	c, err := Open(Options{Dir: t.TempDir(), Now: clk.Now, TickInterval: time.Millisecond, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.timersRunning() {
+		t.Fatal("timers running with no group")
+	}
+	id, ch := join(t, c)
+	r := <-ch
+	if r.ErrorCode != 0 {
+		t.Fatalf("join: code %d", r.ErrorCode)
+	}
+	if !c.timersRunning() {
+		t.Fatal("no timers running with a member")
+	}
+	clk.Add(11 * time.Second) // past the 10 s session, no heartbeat
+	member := func() bool { // not a heartbeat: that would renew the session
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.groups["g"].members[id] != nil
+	}
+	for i := 0; member(); i++ {
+		if i == 10000 {
+			t.Fatal("the timer never expired the member's session")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if c.timersRunning() {
+		t.Fatal("timers still running once the group is empty")
+	}
+}

@@ -1,0 +1,188 @@
+package broker
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"tidemark/server/controller"
+	"tidemark/server/wire"
+	"tidemark/storage"
+)
+
+// steppedClock is paused (the brokers' loops idle) and moved by the test.
+type steppedClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *steppedClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+func (*steppedClock) Paused() bool                       { return true }
+func (*steppedClock) Real(d time.Duration) time.Duration { return d }
+func (*steppedClock) RateChanged() <-chan struct{}       { return nil }
+func (c *steppedClock) set(t time.Time) {
+	c.mu.Lock()
+	c.t = t
+	c.mu.Unlock()
+}
+
+// TestTickScheduledByDeadlines: a broker's next tick is the earliest thing
+// due, not a fixed period: the next retention check while nothing waits,
+// the moment a follower behind the LEO passes replica.lag.time.max.ms after
+// an append, and flush.ms after it; the tick at each shrinks the ISR and
+// then schedules the next.
+func TestTickScheduledByDeadlines(t *testing.T) {
+	dir := t.TempDir()
+	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	clk := &steppedClock{t: t0}
+	ctl, err := controller.Open(filepath.Join(dir, "meta"), controller.Options{Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ctl.Close() })
+	brokers := map[int32]*Broker{}
+	for id := int32(1); id <= 2; id++ {
+		b, err := Start(Config{ID: id, LogDir: LogDirPath(dir, id), ListenAddr: "127.0.0.1:0",
+			Controller: directController{ctl}, Network: openNetwork{}, Clock: clk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Crash() })
+		b.Heartbeat()
+		brokers[id] = b
+	}
+	tc, err := ctl.CreateTopic("t", 1, 2, map[string]string{"replica.lag.time.max.ms": "500", "flush.ms": "2000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range brokers {
+		b.RefreshMetadata()
+	}
+	leader, follower := brokers[tc.Partitions[0].Leader], brokers[3-tc.Partitions[0].Leader]
+	if err := follower.FetchRound(context.Background()); err != nil { // caught up at t0
+		t.Fatal(err)
+	}
+	isr := func() []int32 {
+		md := ctl.Metadata()
+		return md.Topic("t").Partitions[0].ISR
+	}
+	ms := func(d time.Duration) int64 { return t0.Add(d).UnixMilli() }
+	next := func(want time.Duration, when string) {
+		t.Helper()
+		if got := leader.nextTickMs.Load(); got != ms(want) {
+			t.Fatalf("%s: next tick at t0%+dms, want t0%+dms", when, got-t0.UnixMilli(), want.Milliseconds())
+		}
+	}
+
+	leader.Tick()
+	next(time.Second, "idle") // the next retention check
+	if res := leader.Produce(context.Background(), "t", 0, 1, storage.NewBatch([]storage.Record{{Value: []byte("m1")}}), time.Second); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	next(501*time.Millisecond, "after an append the follower has not fetched")
+
+	clk.set(t0.Add(500 * time.Millisecond))
+	leader.Tick()
+	if isr := isr(); len(isr) != 2 {
+		t.Fatalf("ISR %v at 500 ms, before the follower's lag passed 500 ms", isr)
+	}
+	clk.set(t0.Add(501 * time.Millisecond))
+	leader.Tick()
+	if isr := isr(); !slices.Equal(isr, []int32{leader.ID()}) {
+		t.Fatalf("ISR %v at 501 ms, want [%d]", isr, leader.ID())
+	}
+	next(1501*time.Millisecond, "ISR shrunk") // retention again; flush.ms is due at 2000
+
+	clk.set(t0.Add(1501 * time.Millisecond))
+	leader.Tick()
+	next(2000*time.Millisecond, "flush.ms pending")
+	clk.set(t0.Add(2000 * time.Millisecond))
+	leader.Tick()
+	next(3000*time.Millisecond, "flushed")
+}
+
+// TestLongPollOfSeveralPartitionsWakes: a consumer's Fetch of two
+// partitions that finds nothing waits (MaxWait 20 s) and is answered as soon
+// as one of them gets a record; it leaves no watcher behind.
+func TestLongPollOfSeveralPartitionsWakes(t *testing.T) {
+	ctl, brokers := testBrokers(t, 1, nil)
+	b := brokers[1]
+	tc, err := ctl.CreateTopic("t", 2, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.RefreshMetadata()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cl, err := wire.Dial(ctx, b.Addr(), "test-consumer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrFetchRequest()
+	req.SetVersion(fetchVersion)
+	req.ReplicaState.ID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.SessionEpoch = -1, 20_000, 1, 1<<20, -1
+	rt := kmsg.NewFetchRequestTopic()
+	rt.TopicID = tc.ID
+	for p := range int32(2) {
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.CurrentLeaderEpoch, rp.LastFetchedEpoch, rp.PartitionMaxBytes = p, -1, -1, 1<<20
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	type answer struct {
+		resp kmsg.Response
+		err  error
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		resp, err := cl.Request(ctx, req)
+		answered <- answer{resp, err}
+	}()
+	// Produce once the fetch is waiting on both partitions.
+	for watching := false; !watching; {
+		select {
+		case a := <-answered:
+			t.Fatalf("answered before any record: %v", a.err)
+		case <-ctx.Done():
+			t.Fatal("the fetch never waited on both partitions")
+		case <-time.After(time.Millisecond):
+		}
+		watching = true
+		for p := range int32(2) {
+			r := b.replicaFor("t", p)
+			r.mu.Lock()
+			watching = watching && len(r.watchers) == 1
+			r.mu.Unlock()
+		}
+	}
+	if res := b.Produce(ctx, "t", 1, 1, storage.NewBatch([]storage.Record{{Value: []byte("m1")}}), time.Second); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	a := <-answered // ctx bounds it at 10 s, half the fetch's MaxWait
+	if a.err != nil {
+		t.Fatal(a.err)
+	}
+	parts := a.resp.(*kmsg.FetchResponse).Topics[0].Partitions
+	if len(parts) != 2 || len(parts[1].RecordBatches) == 0 {
+		t.Fatalf("answer %+v, want partition 1's record", parts)
+	}
+	for p := range int32(2) {
+		r := b.replicaFor("t", p)
+		r.mu.Lock()
+		n := len(r.watchers)
+		r.mu.Unlock()
+		if n != 0 {
+			t.Errorf("partition %d keeps %d watchers after the fetch", p, n)
+		}
+	}
+}
