@@ -632,9 +632,10 @@ func (a *app) measureLanes() {
 }
 
 // visibleCells returns l's cells on screen in d (and laneMargin either
-// side): only those get elements and texts, since under a stream of
-// records most of a 64-record window is scrolled out of view and laying
-// out its texts was most of a frame. All of them when d was not measured.
+// side): only those get elements and texts, since a figure scrolled
+// sideways (a phone, the stage's column) shows only part of its window
+// and laying out cell texts is much of a frame. All of them when d was
+// not measured.
 func (a *app) visibleCells(d *figDOM, l *panel.Lane) []panel.Cell {
 	if d.vis1 == 0 {
 		return l.Cells
