@@ -637,6 +637,8 @@ func (d *decoder) snapshot(s *Snapshot) {
 			s.Paused = d.bool()
 		case "rate":
 			s.Rate = d.f64()
+		case "observed":
+			s.Observed = d.bool()
 		default:
 			d.skip()
 		}

@@ -23,7 +23,7 @@ func fullMessages() []Message {
 	}}}
 	snap := &Snapshot{Seq: 42, Time: at, Brokers: []Broker{{ID: 1, State: BrokerUp, Listener: "127.0.0.1:9092"}},
 		Controller: 0, Topics: []Topic{topic}, Configs: map[string]string{"unclean.leader.election.enable": "false"},
-		Cuts: []Fault{{Kind: FaultCut, From: 1, To: 2, OneWay: true}}, Paused: true, Rate: 0.25}
+		Cuts: []Fault{{Kind: FaultCut, From: 1, To: 2, OneWay: true}}, Paused: true, Rate: 0.25, Observed: true}
 	ev := Event{Seq: 43, Time: at, Kind: KindAppend, Broker: 2, Topic: "demo", Partition: 1, Message: "m",
 		MessageKey: "event.k", MessageArgs: []string{"1", "x\"y"},
 		Offsets: &Offsets{Base: 1, Last: 2, LEO: 3, HW: 4}, Leader: &Leadership{Leader: 1, PreviousLeader: 2, LeaderEpoch: 3, StartOffset: 4, Unclean: true},

@@ -49,6 +49,10 @@ type Snapshot struct {
 	// Rate is the lab clock's rate while it runs: lab seconds per real
 	// second (0.25, 1 or 4); 0 means 1 (ClockRate).
 	Rate float64 `json:"rate,omitempty"`
+	// Observed is true for a real Kafka cluster the lab only reads
+	// (server/observe): Controller is one of its brokers, and there is no
+	// lab controller (node 0) nor UI producer.
+	Observed bool `json:"observed,omitempty"`
 }
 
 // ClockRate returns the lab clock's rate: Rate, or 1 when it is not set.
@@ -213,7 +217,8 @@ func (p *Partition) Replica(broker int32) *Replica {
 // Apply changes s as e describes and sets s.Seq to e.Seq. Events about brokers,
 // topics or replicas s does not know change nothing but Seq; kinds that only
 // report (fetch, ack, produce-error) change nothing but Seq. Apply never panics
-// on a well-typed event, whatever its fields hold.
+// on a well-typed event, whatever its fields hold. It changes s's slices in
+// place, so a shallow copy of s changes with it: Clone s to keep a state.
 func (s *Snapshot) Apply(e Event) {
 	s.Seq = e.Seq
 	if !e.Time.IsZero() {
@@ -366,14 +371,18 @@ func setConfig(m map[string]string, c ConfigChange) map[string]string {
 	return m
 }
 
-// appendWindow appends add to w and keeps only the newest RecordWindow entries,
-// copying so the result never aliases add.
+// appendWindow appends add to w and keeps only the newest RecordWindow entries.
+// The window slides along its array (w[n:]) instead of being copied, so
+// append moves it to a new array only once the spare room is used up: an
+// append costs what it adds, not the whole window. The result never aliases
+// add.
 func appendWindow[T any](w, add []T) []T {
-	w = append(w, add...)
-	if n := len(w) - RecordWindow; n > 0 {
-		w = append(w[:0:0], w[n:]...)
+	if n := len(w) + len(add) - RecordWindow; n > 0 {
+		d := min(n, len(w))
+		clear(w[:d]) // let the dropped entries' strings go
+		w, add = w[d:], add[n-d:]
 	}
-	return w
+	return append(w, add...)
 }
 
 // valueAt returns the value of the record at offset with epoch in rs.
@@ -388,29 +397,33 @@ func valueAt(rs []Record, offset int64, epoch int32) (string, bool) {
 
 // mergeWindow puts late-decoded records into a replica's window: by
 // offset, replacing what was there, only below the replica's LEO (a record
-// truncated since is not brought back), keeping the newest RecordWindow.
+// truncated since is not brought back), keeping the newest RecordWindow. It
+// works in place: late values mostly replace records already in the window.
 func mergeWindow(w, add []Record, leo int64) []Record {
-	out := append([]Record(nil), w...)
 	for _, r := range add {
 		if r.Offset >= leo {
 			continue
 		}
-		i := len(out)
-		for i > 0 && out[i-1].Offset >= r.Offset {
+		i := len(w)
+		for i > 0 && w[i-1].Offset >= r.Offset {
 			i--
 		}
-		if i < len(out) && out[i].Offset == r.Offset {
-			out[i] = r
-			continue
+		switch {
+		case i < len(w) && w[i].Offset == r.Offset:
+			w[i] = r
+		case i == 0 && len(w) >= RecordWindow:
+			// Older than a full window: it would be dropped below.
+		default:
+			w = append(w, Record{})
+			copy(w[i+1:], w[i:])
+			w[i] = r
 		}
-		out = append(out, Record{})
-		copy(out[i+1:], out[i:])
-		out[i] = r
 	}
-	if n := len(out) - RecordWindow; n > 0 {
-		out = out[n:]
+	if n := len(w) - RecordWindow; n > 0 {
+		clear(w[:n])
+		w = w[n:]
 	}
-	return out
+	return w
 }
 
 func keepBelow(rs []Record, offset int64) []Record {

@@ -71,6 +71,7 @@ type app struct {
 	dom         domBatch      // the lanes' cells and slots are written through it, once per frame
 	cellPool    [2][]*cellDOM // lane cell elements out of the document, for reuse: records and truncated records
 	cellTmpl    [2]*cellDOM   // an empty record and truncated record to copy (nil until needed)
+	visBuf      []panel.Cell  // a lane's cells on screen, this frame
 }
 
 // stageDOM is the stage as last rendered: its shape (the brokers), each
@@ -111,6 +112,9 @@ type figDOM struct {
 	svg                       int // handle (domBatch) of the SVG
 	part                      panel.Figure
 	lanes                     []laneDOM
+	// vis0 and vis1 are the x range of the SVG the figure shows (it
+	// scrolls sideways), read at the start of each frame; vis1 0 unknown.
+	vis0, vis1 int64
 }
 
 // timelineShown is what the timeline and #panel's data-* show.
@@ -174,6 +178,14 @@ func main() {
 	a.setupStage()
 	a.setupTimeline()
 	a.setupForms()
+	// Scrolling a figure brings cells into view that were not drawn
+	// (visibleCells): draw them. Scroll events do not bubble; capture them.
+	if lanes := a.el("lanes"); !lanes.IsNull() {
+		lanes.Call("addEventListener", "scroll", a.fn(func(js.Value, []js.Value) any {
+			a.schedule()
+			return nil
+		}), js.ValueOf(map[string]any{"capture": true, "passive": true}))
+	}
 	// A hidden page gets no frames: handle what is queued, and each
 	// message as it comes until the page shows again.
 	a.on(doc, "visibilitychange", func(js.Value) {
@@ -475,6 +487,7 @@ func (a *app) render() {
 			motion = panel.MotionOf(evs)
 		}
 	}
+	a.measureLanes()
 	a.setHTML("panel-brokers", panel.RenderBrokers(view, a.cat))
 	a.renderStage(view)
 	tl0 := a.now()
@@ -590,13 +603,50 @@ func (a *app) renderLanes(figs []panel.Figure) {
 			a.parseInto(d.arrows, true, f.Arrows, nil)
 		}
 		for j := range f.Lanes {
-			a.updateLane(&d.lanes[j], &f.Lanes[j])
+			a.updateLane(&d.lanes[j], &f.Lanes[j], a.visibleCells(d, &f.Lanes[j]))
 		}
 		d.part = *f
 		d.part.Lanes = nil
 	}
 	a.flushLanes()
 	a.flushParses()
+}
+
+// laneMargin is how far (SVG units, 8 cells) beyond the part of a figure
+// on screen its cells are still kept up to date, so a short scroll finds
+// them drawn.
+const laneMargin = 320
+
+// measureLanes reads which part of each figure is on screen. It runs
+// first in a frame, before any write, so reading costs Chromium no extra
+// layout.
+func (a *app) measureLanes() {
+	for i := range a.figs {
+		d := &a.figs[i]
+		d.vis0, d.vis1 = 0, 0
+		if w := d.el.Get("clientWidth").Int(); w > 0 {
+			d.vis0 = int64(d.el.Get("scrollLeft").Int())
+			d.vis1 = d.vis0 + int64(w)
+		}
+	}
+}
+
+// visibleCells returns l's cells on screen in d (and laneMargin either
+// side): only those get elements and texts, since a figure scrolled
+// sideways (a phone, the stage's column) shows only part of its window
+// and laying out cell texts is much of a frame. All of them when d was
+// not measured.
+func (a *app) visibleCells(d *figDOM, l *panel.Lane) []panel.Cell {
+	if d.vis1 == 0 {
+		return l.Cells
+	}
+	a.visBuf = a.visBuf[:0]
+	for _, c := range l.Cells {
+		if x := l.CellsX + c.X; x+laneMargin > d.vis0 && x < d.vis1+laneMargin {
+			a.visBuf = append(a.visBuf, c)
+		}
+	}
+	return a.visBuf
 }
 
 // flushLanes sends the frame's writes to the lanes. Should one fail (a
@@ -707,7 +757,8 @@ func (a *app) bindMarks(d *laneDOM) {
 	}
 }
 
-func (a *app) updateLane(d *laneDOM, l *panel.Lane) {
+// updateLane brings d up to l, drawing only cells (l's visible ones).
+func (a *app) updateLane(d *laneDOM, l *panel.Lane, cells []panel.Cell) {
 	old := d.part
 	for i, at := range l.Attrs {
 		if i >= len(old.Attrs) || old.Attrs[i] != at {
@@ -751,8 +802,8 @@ func (a *app) updateLane(d *laneDOM, l *panel.Lane) {
 	// and putting one in); the rest go to the pool, where new cells find
 	// an element before a copy of a template is made.
 	d.gen++
-	for i := range l.Cells {
-		if cd := d.cellMap[l.Cells[i].Key]; cd != nil {
+	for i := range cells {
+		if cd := d.cellMap[cells[i].Key]; cd != nil {
 			cd.gen = d.gen
 		}
 	}
@@ -764,8 +815,8 @@ func (a *app) updateLane(d *laneDOM, l *panel.Lane) {
 			gone[kind] = append(gone[kind], cd)
 		}
 	}
-	for i := range l.Cells {
-		c := &l.Cells[i]
+	for i := range cells {
+		c := &cells[i]
 		if cd := d.cellMap[c.Key]; cd != nil {
 			a.writeCell(cd, c)
 			continue

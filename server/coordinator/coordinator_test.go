@@ -261,7 +261,7 @@ func TestTimerSleepsWithoutMembers(t *testing.T) {
 		t.Fatal("no timers running with a member")
 	}
 	clk.Add(11 * time.Second) // past the 10 s session, no heartbeat
-	member := func() bool { // not a heartbeat: that would renew the session
+	member := func() bool {   // not a heartbeat: that would renew the session
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		return c.groups["g"].members[id] != nil

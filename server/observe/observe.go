@@ -143,7 +143,7 @@ func New(opts Options) (*Observer, error) {
 		return nil, fmt.Errorf("observe: %w", err)
 	}
 	return &Observer{opts: opts, cl: cl, adm: kadm.NewClient(cl), bus: events.NewBus(events.BusOptions{History: opts.History}),
-		snap: events.Snapshot{Controller: events.NoBroker}, info: Info{Seeds: opts.Seeds}}, nil
+		snap: events.Snapshot{Controller: events.NoBroker, Observed: true}, info: Info{Seeds: opts.Seeds}}, nil
 }
 
 // Close closes the client.

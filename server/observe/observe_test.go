@@ -113,8 +113,8 @@ func TestObserveKfake(t *testing.T) {
 		t.Fatal(err)
 	}
 	snap := o.Snapshot()
-	if len(snap.Brokers) != 3 || snap.Controller < 0 || snap.Broker(snap.Controller) == nil {
-		t.Fatalf("brokers %+v, controller %d", snap.Brokers, snap.Controller)
+	if len(snap.Brokers) != 3 || snap.Controller < 0 || snap.Broker(snap.Controller) == nil || !snap.Observed {
+		t.Fatalf("brokers %+v, controller %d, observed %v", snap.Brokers, snap.Controller, snap.Observed)
 	}
 	for _, b := range snap.Brokers {
 		if b.State != events.BrokerUp || !slices.Contains(seeds, b.Listener) {

@@ -29,7 +29,7 @@ type poll struct {
 // before and is no longer in the metadata stays, as crashed: a Kafka
 // cluster's metadata names only the brokers it can reach.
 func (p *poll) snapshot(prev *events.Snapshot) events.Snapshot {
-	s := events.Snapshot{Controller: p.md.Controller}
+	s := events.Snapshot{Controller: p.md.Controller, Observed: true}
 	seen := map[int32]bool{}
 	for _, b := range p.md.Brokers {
 		s.Brokers = append(s.Brokers, events.Broker{ID: b.NodeID, State: events.BrokerUp,

@@ -158,8 +158,9 @@ type Lane struct {
 	Slots  []int64 // the x of each empty slot of the window (offsets not yet written)
 	Cells  []Cell  // records and truncated records, by offset
 	// CellsAt is the transform of g.cells: the window slides by moving the
-	// group, so cells that stay keep their layout.
+	// group, so cells that stay keep their layout. CellsX is its x.
 	CellsAt string
+	CellsX  int64
 	// The HW and LEO markers, over the cells: the x of each (-1 when out
 	// of the window), and whether the HW moved (animated).
 	HWX, LEOX int64
@@ -499,7 +500,8 @@ func (lz *Lanes) lane(topic string, p *events.Partition, r *events.Replica, stat
 	// Cells sit at their offset from base, which moves only every 1024
 	// offsets (coordinates stay small enough for float precision).
 	base := lo &^ 1023
-	l := Lane{Key: itoa(r.Broker), Ghosts: hasGhosts(r, lo, hi), CellsAt: "translate(" + i64(xOf(base, lo)) + ",0)"}
+	l := Lane{Key: itoa(r.Broker), Ghosts: hasGhosts(r, lo, hi), CellsX: xOf(base, lo)}
+	l.CellsAt = "translate(" + i64(l.CellsX) + ",0)"
 	l.Attrs = []Attr{{"class", cls}, {"data-topic", topic}, {"data-partition", itoa(p.Partition)}, {"data-broker", itoa(r.Broker)},
 		{"data-leo", i64(r.LEO)}, {"data-hw", i64(r.HW)}, {"transform", "translate(0," + i64(y) + ")"}}
 	l.Title = c.T("panel.lane.label", r.Broker, r.LEO, r.HW)

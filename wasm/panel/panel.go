@@ -2,10 +2,12 @@
 // syscall/js so it is tested natively; wasm/main.go only wires it to the DOM
 // and the websocket. It renders HTML and SVG strings with every value escaped.
 //
-// State keeps the live snapshot and a bounded history: the snapshot the
-// history starts from (Base) and the events since (Hist). The timeline shows
-// the lab as it was after any recorded event by applying Hist[:pos] to a
-// clone of Base.
+// State keeps the live snapshot and a bounded history: the events (Hist) and
+// clones of the live state taken every CheckpointEvery of them, the first
+// being the state Hist starts from. The timeline shows the lab as it was
+// after any recorded event by applying the events since the checkpoint
+// before it to a clone of that checkpoint. Each event is applied once to
+// the live state and never again, unless the timeline shows a past state.
 package panel
 
 import (
@@ -18,9 +20,14 @@ import (
 // MaxRecent is how many recent events the panel lists.
 const MaxRecent = 50
 
-// MaxHistory is how many events the timeline keeps; older ones are folded
-// into Base, so memory stays bounded however long the page stays open.
+// MaxHistory is how many events the timeline keeps at least; past it the
+// oldest CheckpointEvery are dropped at once, so memory stays bounded
+// however long the page stays open.
 const MaxHistory = 5000
+
+// CheckpointEvery is how many events lie between two checkpoints of the
+// timeline: a past state costs at most that many applies.
+const CheckpointEvery = 500
 
 // Catalog translates the panel's strings (the "panel." keys of the i18n
 // catalogues, embedded in the page). A missing key is shown as itself.
@@ -104,15 +111,20 @@ func appendArg(b []byte, arg any) []byte {
 
 // State is what the panel knows: the lab's snapshot as of Snap.Seq, the most
 // recent events (oldest first), whether a snapshot has arrived on the current
-// connection (Live), and the timeline (Base, Hist and the position shown).
+// connection (Live), and the timeline (Hist, its checkpoints and the
+// position shown).
 type State struct {
 	Snap      events.Snapshot
 	Recent    []events.Event
 	Live      bool
 	Snapshots int // snapshots received, including fresh ones after falling behind
 
-	Base events.Snapshot // the state Hist starts from
-	Hist []events.Event  // events after Base, oldest first, at most MaxHistory
+	// Hist is the events since the first checkpoint, oldest first, at
+	// most MaxHistory+CheckpointEvery.
+	Hist []events.Event
+	// checks are clones of the live state after Hist[:at], by at; the
+	// first is at 0 (the state Hist starts from).
+	checks []checkpoint
 	// Following is true while the panel shows the live state; otherwise it
 	// shows the state after Hist[:Pos] (Pos 0: Base itself).
 	Following bool
@@ -122,8 +134,15 @@ type State struct {
 	viewPos int             // the Pos view was built for; -1 none
 }
 
+type checkpoint struct {
+	at   int
+	snap events.Snapshot
+}
+
 // NewState returns an empty State following the live state.
-func NewState() *State { return &State{Following: true, viewPos: -1} }
+func NewState() *State {
+	return &State{Following: true, viewPos: -1, checks: []checkpoint{{}}}
+}
 
 // Handle applies one websocket message: a snapshot replaces the state and
 // restarts the history from it; events newer than the snapshot are applied
@@ -136,7 +155,7 @@ func (s *State) Handle(m events.Message) bool {
 			return false
 		}
 		s.Snap = m.Snapshot.Clone()
-		s.Base = m.Snapshot.Clone()
+		s.checks = append(s.checks[:0], checkpoint{0, m.Snapshot.Clone()})
 		s.Hist = nil
 		s.Pos = 0
 		s.viewPos = -1
@@ -144,8 +163,8 @@ func (s *State) Handle(m events.Message) bool {
 		s.Snapshots++
 		return true
 	case events.MessageEvents:
-		// Hist grows by MaxHistory at a time, so the folding below moves
-		// it to a new array only every MaxHistory events.
+		// Hist grows by MaxHistory at a time, so dropping its oldest events
+		// moves it to a new array only every MaxHistory events.
 		if need := len(s.Hist) + len(m.Events); need > cap(s.Hist) {
 			s.Hist = append(make([]events.Event, 0, need+MaxHistory), s.Hist...)
 		}
@@ -160,6 +179,9 @@ func (s *State) Handle(m events.Message) bool {
 			}
 			s.Hist = append(s.Hist, e)
 			changed = true
+			if len(s.Hist)-s.checks[len(s.checks)-1].at >= CheckpointEvery {
+				s.checks = append(s.checks, checkpoint{len(s.Hist), s.Snap.Clone()})
+			}
 		}
 		// Resliced, not copied: appending moves the recent events to a
 		// new array only as its capacity runs out.
@@ -167,27 +189,36 @@ func (s *State) Handle(m events.Message) bool {
 			clear(s.Recent[:n])
 			s.Recent = s.Recent[n:]
 		}
-		// Fold as the events come, a few at a time: folding a thousand at
-		// once stalled a frame. Hist is resliced, not copied.
-		if n := len(s.Hist) - MaxHistory; n > 0 {
-			for _, e := range s.Hist[:n] {
-				s.Base.Apply(e)
-			}
-			clear(s.Hist[:n]) // let the folded events' records go
-			s.Hist = s.Hist[n:]
-			// The past state shown is the same after folding, unless it
-			// was folded itself.
-			keep := s.viewPos == s.Pos && s.Pos >= n
-			s.Pos = max(0, s.Pos-n)
-			if keep {
-				s.viewPos = s.Pos
-			} else {
-				s.viewPos = -1
-			}
-		}
+		s.dropOldest()
 		return changed
 	}
 	return false
+}
+
+// dropOldest drops the events before the second checkpoint once Hist
+// holds more than MaxHistory after it: the second becomes the first, and
+// nothing is applied again. Hist is resliced, not copied.
+func (s *State) dropOldest() {
+	if len(s.checks) < 2 || len(s.Hist)-s.checks[1].at < MaxHistory {
+		return
+	}
+	n := s.checks[1].at
+	clear(s.Hist[:n]) // let the dropped events' records go
+	s.Hist = s.Hist[n:]
+	s.checks[0] = checkpoint{}
+	s.checks = s.checks[1:]
+	for i := range s.checks {
+		s.checks[i].at -= n
+	}
+	// The past state shown is the same after dropping, unless it was
+	// dropped itself.
+	keep := s.viewPos == s.Pos && s.Pos >= n
+	s.Pos = max(0, s.Pos-n)
+	if keep {
+		s.viewPos = s.Pos
+	} else {
+		s.viewPos = -1
+	}
 }
 
 // Disconnected marks the state as no longer live (the stream ended).
@@ -207,14 +238,30 @@ func (s *State) View() *events.Snapshot {
 	if s.Following {
 		return &s.Snap
 	}
-	if s.viewPos != s.Pos {
-		s.view = s.Base.Clone()
-		for _, e := range s.Hist[:s.Pos] {
-			s.view.Apply(e)
-		}
-		s.viewPos = s.Pos
+	if s.viewPos == s.Pos {
+		return &s.view
 	}
+	c := s.checkpointBefore(s.Pos)
+	// Stepping forward within a checkpoint's stretch goes on from the
+	// state shown instead of cloning again.
+	if s.viewPos < c.at || s.viewPos > s.Pos {
+		s.view = c.snap.Clone()
+		s.viewPos = c.at
+	}
+	for _, e := range s.Hist[s.viewPos:s.Pos] {
+		s.view.Apply(e)
+	}
+	s.viewPos = s.Pos
 	return &s.view
+}
+
+// checkpointBefore returns the last checkpoint at or before pos.
+func (s *State) checkpointBefore(pos int) *checkpoint {
+	i := len(s.checks) - 1
+	for i > 0 && s.checks[i].at > pos {
+		i--
+	}
+	return &s.checks[i]
 }
 
 // ViewSeq returns the Seq of the state shown.

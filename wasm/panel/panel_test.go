@@ -112,8 +112,8 @@ func TestTimeline(t *testing.T) {
 	}
 }
 
-// TestHistoryBounded: beyond MaxHistory events the oldest fold into Base,
-// and a past position follows its event.
+// TestHistoryBounded: beyond MaxHistory events the oldest are dropped a
+// checkpoint's stretch at a time, and a past position follows its event.
 func TestHistoryBounded(t *testing.T) {
 	s := NewState()
 	s.Handle(events.Message{Type: events.MessageSnapshot, Snapshot: snapshot(0)})
@@ -124,11 +124,42 @@ func TestHistoryBounded(t *testing.T) {
 	for i := uint64(MaxHistory + 1); i <= MaxHistory+MaxHistory/4+1; i++ {
 		s.Handle(events.Message{Type: events.MessageEvents, Events: []events.Event{hwEvent(i, int64(i))}})
 	}
-	if len(s.Hist) != MaxHistory || s.Base.Seq != MaxHistory/4+1 {
-		t.Fatalf("history %d, base seq %d", len(s.Hist), s.Base.Seq)
+	if n := len(s.Hist); n < MaxHistory || n > MaxHistory+CheckpointEvery || s.checks[0].snap.Seq != s.Hist[0].Seq-1 {
+		t.Fatalf("history %d, first checkpoint seq %d, first event %d", n, s.checks[0].snap.Seq, s.Hist[0].Seq)
 	}
 	if s.ViewSeq() != 2000 || s.View().Topics[0].Partitions[0].ReplicaLogs[0].HW != 2000 {
-		t.Fatalf("past view after folding: seq %d", s.ViewSeq())
+		t.Fatalf("past view after dropping: seq %d", s.ViewSeq())
+	}
+}
+
+// TestTimelineCheckpoints: every past position shows the state after its
+// event, whichever way the timeline got there (seeking back across
+// checkpoints, stepping forward from the state shown).
+func TestTimelineCheckpoints(t *testing.T) {
+	s := NewState()
+	s.Handle(events.Message{Type: events.MessageSnapshot, Snapshot: snapshot(0)})
+	const n = 3*CheckpointEvery + 7
+	for i := uint64(1); i <= n; i++ {
+		s.Handle(events.Message{Type: events.MessageEvents, Events: []events.Event{hwEvent(i, int64(i))}})
+	}
+	if len(s.checks) != 4 {
+		t.Fatalf("%d checkpoints, want 4", len(s.checks))
+	}
+	hw := func() int64 { return s.View().Topics[0].Partitions[0].ReplicaLogs[0].HW }
+	for _, pos := range []int{n - 1, 1200, 1499, 1500, 1501, 3, 0, 999, 1000, 1001, 1002} {
+		s.Seek(pos)
+		if s.ViewSeq() != uint64(pos) || hw() != int64(pos) {
+			t.Fatalf("seek %d: seq %d hw %d", pos, s.ViewSeq(), hw())
+		}
+	}
+	for range 5 {
+		s.Forward()
+	}
+	if s.ViewSeq() != 1007 || hw() != 1007 {
+		t.Fatalf("forward to 1007: seq %d hw %d", s.ViewSeq(), hw())
+	}
+	if s.Snap.Topics[0].Partitions[0].ReplicaLogs[0].HW != n || s.checks[0].snap.Topics[0].Partitions[0].ReplicaLogs[0].HW != 0 {
+		t.Fatal("the timeline changed the live state or a checkpoint")
 	}
 }
 

@@ -43,6 +43,47 @@ func StageLayout(ids []int32) map[int32]Point {
 	return pos
 }
 
+// stageLayout places v's nodes as StageLayout does, without the lab's
+// controller (node 0) and the UI's producer when v is an observed cluster:
+// its controller is one of its brokers (whose id may be 0), and the UI
+// produces nothing to it.
+func stageLayout(v *events.Snapshot) map[int32]Point {
+	ids := brokerIDs(v)
+	pos := StageLayout(ids)
+	if v.Observed {
+		delete(pos, ClientNode)
+		if !slices.Contains(ids, 0) {
+			delete(pos, 0)
+		}
+	}
+	return pos
+}
+
+// stageLinks returns v's directed links: StageLinks, or for an observed
+// cluster only those between its brokers.
+func stageLinks(v *events.Snapshot) []Link {
+	ids := brokerIDs(v)
+	if !v.Observed {
+		return StageLinks(ids)
+	}
+	var out []Link
+	for i, a := range ids {
+		for _, b := range ids[i+1:] {
+			out = append(out, Link{a, b}, Link{b, a})
+		}
+	}
+	return out
+}
+
+// stageNodeName is nodeName, but every node of an observed cluster is a
+// broker.
+func stageNodeName(v *events.Snapshot, id int32, c Catalog) string {
+	if v.Observed {
+		return c.T("panel.broker", id)
+	}
+	return nodeName(id, c)
+}
+
 // Link is one direction of a link between two nodes.
 type Link struct{ From, To int32 }
 
@@ -114,17 +155,16 @@ func F1(v float64) string {
 // direction, with an arrowhead; a cut direction is dashed, in vermillion,
 // and crossed out (✕) in its middle, so a one-way cut shows which way.
 func StageLinksSVG(v *events.Snapshot, c Catalog) string {
-	ids := brokerIDs(v)
-	pos := StageLayout(ids)
+	pos := stageLayout(v)
 	var b strings.Builder
-	for _, l := range StageLinks(ids) {
+	for _, l := range stageLinks(v) {
 		p, q := linkPath(pos, l.From, l.To)
 		isCut := cut(v, l.From, l.To)
 		cls, state := "link", "up"
 		if isCut {
 			cls, state = "link cut", "cut"
 		}
-		name := c.T("stage.link.dir", nodeName(l.From, c), nodeName(l.To, c), c.T("stage.link."+state))
+		name := c.T("stage.link.dir", stageNodeName(v, l.From, c), stageNodeName(v, l.To, c), c.T("stage.link."+state))
 		b.WriteString(`<g class="` + cls + `" data-testid="link-` + itoa(l.From) + `-` + itoa(l.To) + `" data-from="` + itoa(l.From) +
 			`" data-to="` + itoa(l.To) + `" data-state="` + state + `"><title>` + esc(name) + `</title><line x1="` + f1(p.X) + `" y1="` + f1(p.Y) +
 			`" x2="` + f1(q.X) + `" y2="` + f1(q.Y) + `" marker-end="url(#stage-arrow` + map[bool]string{true: "-cut", false: ""}[isCut] + `)"/>`)
@@ -170,21 +210,29 @@ func pct(p Point) string {
 // each broker with its state, whose summary opens its menu (crash, power
 // loss, disk failure, restart, one fetch round), each action a form that
 // works without JavaScript and that the panel sends without reloading.
-// Menus are <details>, so keyboard and no-JS use need nothing more.
+// Menus are <details>, so keyboard and no-JS use need nothing more. An
+// observed cluster has only its brokers, without menus, its controller
+// named in its role.
 func StageNodesHTML(v *events.Snapshot, c Catalog, next string) string {
-	ids := brokerIDs(v)
-	pos := StageLayout(ids)
+	pos := stageLayout(v)
 	var b strings.Builder
-	b.WriteString(`<div class="node controller" data-testid="node-0" data-state="up" data-pos="` + pct(pos[0]) + `"><span class="node-name">` +
-		esc(c.T("panel.controller")) + `</span><span class="node-state">` + esc(c.T("stage.node0")) + `</span></div>`)
-	b.WriteString(`<div class="node client" data-testid="node-client" data-pos="` + pct(pos[ClientNode]) + `"><span class="node-name">` +
-		esc(c.T("stage.producer")) + `</span><span class="node-state" id="stage-producer">` + esc(c.T("stage.producer.idle")) + `</span></div>`)
+	if !v.Observed {
+		b.WriteString(`<div class="node controller" data-testid="node-0" data-state="up" data-pos="` + pct(pos[0]) + `"><span class="node-name">` +
+			esc(c.T("panel.controller")) + `</span><span class="node-state">` + esc(c.T("stage.node0")) + `</span></div>`)
+		b.WriteString(`<div class="node client" data-testid="node-client" data-pos="` + pct(pos[ClientNode]) + `"><span class="node-name">` +
+			esc(c.T("stage.producer")) + `</span><span class="node-state" id="stage-producer">` + esc(c.T("stage.producer.idle")) + `</span></div>`)
+	}
 	for _, nv := range StageNodes(v, c) {
 		sid := itoa(nv.ID)
-		b.WriteString(`<details class="node broker state-` + esc(nv.State) + `" data-testid="node-` + sid + `" data-broker="` + sid +
-			`" data-state="` + esc(nv.State) + `" data-pos="` + pct(pos[nv.ID]) + `"><summary aria-label="` + esc(c.T("stage.menu.broker", nv.ID)) + `">` +
-			`<span class="node-name">` + esc(c.T("panel.broker", nv.ID)) + `</span><span class="node-state">` + esc(nv.Text) +
-			`</span><span class="node-role">` + esc(nv.Role) + `</span></summary><div class="menu">`)
+		attrs := ` class="node broker state-` + esc(nv.State) + `" data-testid="node-` + sid + `" data-broker="` + sid +
+			`" data-state="` + esc(nv.State) + `" data-pos="` + pct(pos[nv.ID]) + `"`
+		spans := `<span class="node-name">` + esc(c.T("panel.broker", nv.ID)) + `</span><span class="node-state">` + esc(nv.Text) +
+			`</span><span class="node-role">` + esc(nv.Role) + `</span>`
+		if v.Observed { // read only: no fault menu
+			b.WriteString(`<div` + attrs + `>` + spans + `</div>`)
+			continue
+		}
+		b.WriteString(`<details` + attrs + `><summary aria-label="` + esc(c.T("stage.menu.broker", nv.ID)) + `">` + spans + `</summary><div class="menu">`)
 		for _, act := range []string{"crash", "power-loss", "disk-failure", "restart", "fetch"} {
 			b.WriteString(actionForm(next, act, c.T("stage.act."+act, nv.ID), "broker", sid))
 		}
@@ -207,8 +255,12 @@ func actionForm(next, action, label string, fields ...string) string {
 
 // StageLinkMenusHTML returns a button at the middle of each link (a pair
 // of nodes) that opens its menu: cut one way, cut the other way, cut both
-// ways, heal every link.
+// ways, heal every link. An observed cluster's links have none: the lab
+// only reads it.
 func StageLinkMenusHTML(v *events.Snapshot, c Catalog, next string) string {
+	if v.Observed {
+		return ""
+	}
 	ids := brokerIDs(v)
 	pos := StageLayout(ids)
 	var b strings.Builder
@@ -237,7 +289,7 @@ type NodeView struct {
 	ID    int32
 	State string // "up", "crashed", "fenced"
 	Text  string // glyph and state word
-	Role  string // "leader of N" or ""
+	Role  string // "controller", "leader of N", both (" · ") or ""
 }
 
 // StageNodes returns each broker's NodeView in v.
@@ -245,9 +297,14 @@ func StageNodes(v *events.Snapshot, c Catalog) []NodeView {
 	out := make([]NodeView, 0, len(v.Brokers))
 	for _, br := range v.Brokers {
 		nv := NodeView{ID: br.ID, State: string(br.State), Text: br.State.Glyph() + " " + c.T("panel.state."+string(br.State))}
-		if n := leads(v, br.ID); n > 0 {
-			nv.Role = c.T("panel.leaderof", n)
+		var roles []string
+		if br.ID == v.Controller { // an observed cluster's: the lab's is node 0
+			roles = append(roles, c.T("panel.controller"))
 		}
+		if n := leads(v, br.ID); n > 0 {
+			roles = append(roles, c.T("panel.leaderof", n))
+		}
+		nv.Role = strings.Join(roles, " · ")
 		out = append(out, nv)
 	}
 	return out
@@ -268,7 +325,7 @@ type Flight struct {
 // kinds, and acks and produce errors (leader → client). At most max, the
 // newest.
 func Flights(v *events.Snapshot, evs []events.Event, c Catalog, max int) []Flight {
-	pos := StageLayout(brokerIDs(v))
+	pos := stageLayout(v)
 	var out []Flight
 	for _, e := range evs {
 		var from, to int32

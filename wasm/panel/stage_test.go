@@ -138,3 +138,44 @@ func TestCharts(t *testing.T) {
 		t.Errorf("a sample from %.0f s kept at %.0f s", first, ch.now)
 	}
 }
+
+// TestStageObserved: an observed cluster's stage draws its brokers (id 0
+// among them) and their links only, names the broker that is its
+// controller, and offers no fault menus: no lab controller, no producer.
+func TestStageObserved(t *testing.T) {
+	v := &events.Snapshot{Observed: true, Controller: 2,
+		Brokers: []events.Broker{{ID: 0, State: events.BrokerUp}, {ID: 1, State: events.BrokerUp}, {ID: 2, State: events.BrokerUp}}}
+	nodes := StageNodesHTML(v, en, "/")
+	if n := strings.Count(nodes, `data-testid="node-`); n != 3 || strings.Contains(nodes, "node-client") || strings.Contains(nodes, `class="node controller"`) {
+		t.Errorf("%d nodes, want the 3 brokers only: %s", n, nodes)
+	}
+	if strings.Contains(nodes, "<details") || strings.Contains(nodes, "<form") {
+		t.Errorf("fault menus on an observed cluster: %s", nodes)
+	}
+	if !strings.Contains(nodes, `data-testid="node-0" data-broker="0"`) {
+		t.Errorf("broker 0 not drawn as a broker: %s", nodes)
+	}
+	for _, nv := range StageNodes(v, en) {
+		if want := nv.ID == 2; strings.Contains(nv.Role, en.T("panel.controller")) != want {
+			t.Errorf("broker %d role %q", nv.ID, nv.Role)
+		}
+	}
+	svg := StageLinksSVG(v, en)
+	if n := strings.Count(svg, `data-testid="link-`); n != 6 {
+		t.Errorf("%d link directions, want 6 (3 brokers)", n)
+	}
+	if strings.Contains(svg, en.T("panel.controller")) {
+		t.Errorf("a link names the lab's controller: %s", svg)
+	}
+	if m := StageLinkMenusHTML(v, en, "/"); m != "" {
+		t.Errorf("link menus on an observed cluster: %s", m)
+	}
+	pos := stageLayout(v)
+	if _, ok := pos[ClientNode]; ok || len(pos) != 3 {
+		t.Errorf("layout %v", pos)
+	}
+	// The lab's stage is unchanged: node 0 and the producer.
+	if lab := StageNodesHTML(stageSnap(), en, "/"); !strings.Contains(lab, "node-client") || !strings.Contains(lab, `class="node controller"`) {
+		t.Errorf("lab stage: %s", lab)
+	}
+}
