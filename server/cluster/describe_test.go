@@ -86,6 +86,21 @@ func TestDescribeLogDirsClusterTopicPartitions(t *testing.T) {
 		t.Fatalf("controller endpoint type: %v %+v", err, dc)
 	}
 
+	// Bounded by what exists: 100,000 partitions named, the two hosted answered.
+	many := kadm.TopicsSet{"strict": {}}
+	for p := range int32(100_000) {
+		many["strict"][p] = struct{}{}
+	}
+	if d, err := adm.DescribeBrokerLogDirs(ctx, 2, many); err != nil || len(d.SortedPartitions()) != 2 {
+		t.Fatalf("100,000 partitions named: %v %d answered", err, len(d.SortedPartitions()))
+	}
+	bad := kmsg.NewPtrDescribeTopicPartitionsRequest()
+	bad.Topics = []kmsg.DescribeTopicPartitionsRequestTopic{{Topic: "strict"}}
+	bad.Cursor = &kmsg.DescribeTopicPartitionsRequestCursor{Topic: "other"}
+	if resp, err := bad.RequestWith(ctx, cl); err != nil || len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != kerr.InvalidRequest.Code {
+		t.Fatalf("cursor outside the named topics: %v %+v", err, resp)
+	}
+
 	// Crash a follower of strict-0: fenced, it leaves the ISR below
 	// min.insync.replicas (3) and joins the ELR.
 	snap := c.Snapshot()
