@@ -65,6 +65,12 @@ func (b *Broker) handleClientAPI(ctx context.Context, rc *wire.RequestContext, r
 		return b.handleListGroups(req), nil
 	case *kmsg.InitProducerIDRequest:
 		return b.handleInitProducerID(req), nil
+	case *kmsg.DescribeLogDirsRequest:
+		return b.handleDescribeLogDirs(req), nil
+	case *kmsg.DescribeClusterRequest:
+		return b.handleDescribeCluster(req), nil
+	case *kmsg.DescribeTopicPartitionsRequest:
+		return b.handleDescribeTopicPartitions(req), nil
 	}
 	return nil, errors.New("no handler for " + kmsg.NameForKey(req.Key()))
 }

@@ -35,6 +35,9 @@ func (h *handler) Versions() wire.VersionTable {
 	for k, r := range clientAPIVersions { // admin, groups, producer ids: clientapi.go
 		t[k] = r
 	}
+	for k, r := range describeAPIVersions { // log dirs, cluster, ELR: describe.go
+		t[k] = r
+	}
 	return t
 }
 

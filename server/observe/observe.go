@@ -270,9 +270,13 @@ func (o *Observer) topicConfigs(ctx context.Context, info *Info, topics []string
 	return out
 }
 
+// elrMaxPages bounds the DescribeTopicPartitions pages one poll reads
+// (Kafka answers at most 2000 partitions a page).
+const elrMaxPages = 50
+
 // elr asks DescribeTopicPartitions (KIP-966, Kafka 3.8+) for each
-// partition's eligible leader replicas; nil when the cluster does not
-// answer it.
+// partition's eligible leader replicas, page by page along the response's
+// cursor; nil when the cluster does not answer it.
 func (o *Observer) elr(ctx context.Context, info *Info, topics []string) map[string]map[int32][]int32 {
 	req := kmsg.NewPtrDescribeTopicPartitionsRequest()
 	req.ResponsePartitionLimit = 2000
@@ -281,22 +285,33 @@ func (o *Observer) elr(ctx context.Context, info *Info, topics []string) map[str
 		rt.Topic = t
 		req.Topics = append(req.Topics, rt)
 	}
-	resp, err := req.RequestWith(ctx, o.cl)
-	if err != nil {
-		info.Unavailable = append(info.Unavailable, "DescribeTopicPartitions (ELR): "+err.Error())
-		return nil
-	}
 	out := map[string]map[int32][]int32{}
-	for _, t := range resp.Topics {
-		if t.Topic == nil || t.ErrorCode != 0 {
-			continue
+	for range elrMaxPages {
+		resp, err := req.RequestWith(ctx, o.cl)
+		if err != nil {
+			info.Unavailable = append(info.Unavailable, "DescribeTopicPartitions (ELR): "+err.Error())
+			return nil
 		}
-		m := map[int32][]int32{}
-		for _, p := range t.Partitions {
-			m[p.Partition] = p.EligibleLeaderReplicas
+		for _, t := range resp.Topics {
+			if t.Topic == nil || t.ErrorCode != 0 {
+				continue
+			}
+			m := out[*t.Topic]
+			if m == nil {
+				m = map[int32][]int32{}
+				out[*t.Topic] = m
+			}
+			for _, p := range t.Partitions {
+				m[p.Partition] = p.EligibleLeaderReplicas
+			}
 		}
-		out[*t.Topic] = m
+		c := resp.NextCursor
+		if c == nil {
+			return out
+		}
+		req.Cursor = &kmsg.DescribeTopicPartitionsRequestCursor{Topic: c.Topic, Partition: c.Partition}
 	}
+	info.Unavailable = append(info.Unavailable, fmt.Sprintf("DescribeTopicPartitions (ELR): more than %d pages, the rest not read", elrMaxPages))
 	return out
 }
 

@@ -13,6 +13,8 @@ import (
 	"maps"
 	"math/big"
 	"net"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -249,10 +251,11 @@ func TestObserveSASL(t *testing.T) {
 
 // TestObserveLabListeners treats a lab cluster's own Kafka listeners as an
 // external cluster: the observed picture agrees with the lab's own
-// snapshot on brokers, leaders, leader epochs, ISR and HWs; what the lab's
-// brokers do not answer (DescribeLogDirs) is named, not fatal. A crash
-// seen from outside: the broker left the metadata (shown crashed) and the
-// ISR shrank.
+// snapshot on brokers, leaders, leader epochs, ISR and HWs, and every
+// broker's log dir is read with its partitions' sizes as on disk. A crash
+// seen from outside: the broker left the metadata (shown crashed), the ISR
+// shrank and, where that took it below min.insync.replicas, the crashed
+// broker is in the ELR (the lab's default fencing rule, kraft-elr).
 func TestObserveLabListeners(t *testing.T) {
 	lab, err := cluster.Open(cluster.Options{DataDir: t.TempDir(), Brokers: 3, Paused: true, Logger: quiet})
 	if err != nil {
@@ -260,6 +263,9 @@ func TestObserveLabListeners(t *testing.T) {
 	}
 	defer lab.Close()
 	if _, err := lab.CreateTopic("demo", 2, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lab.CreateTopic("strict", 1, 3, map[string]string{"min.insync.replicas": "3"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := lab.Produce(ctxT(t), "demo", 0, 1, []cluster.Record{{Value: []byte("a")}, {Value: []byte("b")}}, time.Second); err != nil {
@@ -300,8 +306,18 @@ func TestObserveLabListeners(t *testing.T) {
 	if hw := seen.Partition("demo", 0).Replica(seen.Partition("demo", 0).Leader).HW; hw != 2 {
 		t.Fatalf("demo-0 HW %d, want 2", hw)
 	}
-	if un := strings.Join(o.Info().Unavailable, "; "); !strings.Contains(un, "DescribeLogDirs") {
-		t.Fatalf("unavailable %q: want DescribeLogDirs named", un)
+	info := o.Info()
+	if len(info.Unavailable) > 0 {
+		t.Fatalf("unavailable: %q", info.Unavailable)
+	}
+	if len(info.LogDirs) != 3 {
+		t.Fatalf("log dirs %+v", info.LogDirs)
+	}
+	for _, d := range info.LogDirs {
+		if want := logFilesSize(t, d.Dir); d.Error != "" || d.Partitions != 3 || d.Size != want || d.Size == 0 ||
+			filepath.Base(d.Dir) != "broker-"+itoa(d.Broker) {
+			t.Fatalf("log dir %+v, want %d bytes of .log files", d, want)
+		}
 	}
 
 	// Crash a follower of demo-0 and let the leader drop it from the ISR.
@@ -329,10 +345,34 @@ func TestObserveLabListeners(t *testing.T) {
 	if isr := after.Partition("demo", 0).ISR; slices.Contains(isr, victim) {
 		t.Fatalf("ISR %v still holds crashed broker %d", isr, victim)
 	}
+	labNow := lab.Snapshot()
+	labStrict, seenStrict := labNow.Partition("strict", 0), after.Partition("strict", 0)
+	if !slices.Contains(seenStrict.ELR, victim) || !slices.Equal(seenStrict.ELR, labStrict.ELR) || slices.Contains(seenStrict.ISR, victim) {
+		t.Fatalf("strict-0 observed ISR %v ELR %v, lab ELR %v: want crashed broker %d in the ELR", seenStrict.ISR, seenStrict.ELR, labStrict.ELR, victim)
+	}
 	evs, _ := o.Bus().Since(before.Seq, 0)
 	if !sameState(replay(before, evs), after) {
 		t.Fatalf("events %+v do not take the picture across the crash", evs)
 	}
+}
+
+// logFilesSize is the bytes of the .log segment files under a broker's
+// log dir.
+func logFilesSize(t *testing.T, dir string) int64 {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*", "*.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, f := range files {
+		fi, err := os.Stat(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += fi.Size()
+	}
+	return n
 }
 
 func sortedCopy(s []int32) []int32 { return slices.Sorted(slices.Values(s)) }
