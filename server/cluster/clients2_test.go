@@ -262,17 +262,17 @@ func TestBadInputClosesOnlyThatConnection(t *testing.T) {
 		t.Fatalf("the other connection broke: %v", err)
 	}
 
-	// DescribeCluster is not implemented: UNSUPPORTED_VERSION, not a hang.
+	// DescribeACLs is not implemented: UNSUPPORTED_VERSION, not a hang.
 	wc, err := wire.Dial(ctx, addr, "probe")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer wc.Close()
-	resp, err := wc.Request(ctx, kmsg.NewPtrDescribeClusterRequest())
+	resp, err := wc.Request(ctx, kmsg.NewPtrDescribeACLsRequest())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if code := resp.(*kmsg.DescribeClusterResponse).ErrorCode; code != kerr.UnsupportedVersion.Code {
-		t.Fatalf("DescribeCluster: %v", kerr.ErrorForCode(code))
+	if code := resp.(*kmsg.DescribeACLsResponse).ErrorCode; code != kerr.UnsupportedVersion.Code {
+		t.Fatalf("DescribeACLs: %v", kerr.ErrorForCode(code))
 	}
 }

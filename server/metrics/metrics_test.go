@@ -151,15 +151,25 @@ func TestMetricsFollowProduceAndCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	caughtUp(t, m, "main", cl)
+	// The listener times a request once its response is written, which can
+	// be just after the client has read it: wait (bounded) for the count.
+	produceTimed := map[string]string{"cluster": "main", "broker": lb, "request": "Produce"}
 	after := scrape(t, srv)
+	for i := 0; ; i++ {
+		if v, ok := value(after, "kafka_network_requestmetrics_totaltimems", produceTimed); ok && v >= 1 {
+			break
+		}
+		if i == 5000 {
+			t.Fatal("the Produce request was never timed")
+		}
+		time.Sleep(time.Millisecond)
+		after = scrape(t, srv)
+	}
 	if v := mustValue(t, after, "kafka_log_log_logendoffset", part); v != 2 {
 		t.Fatalf("leader LEO after producing 2 records: %v", v)
 	}
 	if v := mustValue(t, after, "kafka_server_brokertopicmetrics_messagesin_total", map[string]string{"cluster": "main", "broker": lb, "topic": "demo"}); v != 2 {
 		t.Fatalf("messagesin after producing 2 records: %v", v)
-	}
-	if v := mustValue(t, after, "kafka_network_requestmetrics_totaltimems", map[string]string{"cluster": "main", "broker": lb, "request": "Produce"}); v < 1 {
-		t.Fatalf("Produce requests timed: %v", v)
 	}
 	if v := mustValue(t, after, "kafka_server_replicamanager_underreplicatedpartitions", map[string]string{"cluster": "main", "broker": lb}); v != 0 {
 		t.Fatalf("under-replicated before the crash: %v", v)
