@@ -76,7 +76,7 @@ func (b *Broker) replicaFor(topic string, partition int32) *replica {
 func (b *Broker) Produce(ctx context.Context, topic string, partition int32, acks int16, records []byte, timeout time.Duration) ProduceResult {
 	r := b.replicaFor(topic, partition)
 	if r == nil {
-		return ProduceResult{Err: kerr.UnknownTopicOrPartition}
+		return refused(kerr.UnknownTopicOrPartition)
 	}
 	return b.produceValidated(ctx, r, acks, records, validateProduced(records), timeout)
 }
@@ -114,7 +114,7 @@ func (h *handler) Prepare(req kmsg.Request) any {
 // acks says.
 func (b *Broker) produceValidated(ctx context.Context, r *replica, acks int16, records []byte, v validatedBatch, timeout time.Duration) ProduceResult {
 	if v.err != nil {
-		return ProduceResult{Err: v.err, BaseOffset: -1, LastOffset: -1}
+		return refused(v.err)
 	}
 	if timeout <= 0 {
 		timeout = b.cfg.RequestTimeout
@@ -143,7 +143,7 @@ func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest, pr
 	// one produces to one partition and fills in its response.
 	one := func(out *kmsg.ProduceResponseTopicPartition, i, j int) {
 		topic, p := req.Topics[i].Topic, req.Topics[i].Partitions[j]
-		res := ProduceResult{Err: kerr.UnknownTopicOrPartition}
+		res := refused(kerr.UnknownTopicOrPartition)
 		out.LogStartOffset = -1
 		if r := b.replicaFor(topic, p.Partition); r != nil {
 			var v validatedBatch

@@ -125,7 +125,7 @@ func (r *replica) quorumTick(nowMs int64) []func() {
 	r.b.tickBy(nowMs + r.b.cfg.TickInterval.Milliseconds())
 	for id, w := range r.q.waiters {
 		if nowMs >= w.deadlineMs {
-			r.answer(id, ProduceResult{BaseOffset: -1, LastOffset: -1, Err: kerr.RequestTimedOut})
+			r.answer(id, refused(kerr.RequestTimedOut))
 		}
 	}
 	after := r.quorumReady()
@@ -259,7 +259,7 @@ func (r *replica) applyCommitted(e quorum.Entry) bool {
 
 func (r *replica) failQuorumWaiters(err error) {
 	for id := range r.q.waiters {
-		r.answer(id, ProduceResult{BaseOffset: -1, LastOffset: -1, Err: err})
+		r.answer(id, refused(err))
 	}
 }
 
@@ -360,7 +360,7 @@ func (r *replica) produceQuorum(ctx context.Context, acks int16, records []byte,
 	r.mu.Lock()
 	if r.stopped {
 		r.mu.Unlock()
-		return ProduceResult{Err: kerr.NotLeaderForPartition}
+		return refused(kerr.NotLeaderForPartition)
 	}
 	r.nextID++
 	id := r.nextID
@@ -388,6 +388,6 @@ func (r *replica) produceQuorum(ctx context.Context, acks int16, records []byte,
 		r.mu.Lock()
 		delete(r.q.waiters, id)
 		r.mu.Unlock()
-		return ProduceResult{Err: kerr.RequestTimedOut}
+		return refused(kerr.RequestTimedOut) // proposed, not yet committed: not in the segment log
 	}
 }

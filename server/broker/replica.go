@@ -499,11 +499,18 @@ func (r *replica) stop() {
 	r.wake()
 }
 
-// ProduceResult is the outcome of one produce to one partition.
+// ProduceResult is the outcome of one produce to one partition. The
+// offsets are -1 when nothing was appended (as in Kafka's response); a
+// failed produce with offsets was appended but not acknowledged.
 type ProduceResult struct {
 	BaseOffset int64
 	LastOffset int64
 	Err        error
+}
+
+// refused is the result of a produce refused before anything was appended.
+func refused(err error) ProduceResult {
+	return ProduceResult{BaseOffset: -1, LastOffset: -1, Err: err}
 }
 
 // produce appends a record set as leader and waits as acks says: acks=0 and
@@ -518,7 +525,7 @@ func (r *replica) produce(ctx context.Context, acks int16, records []byte, ui []
 	r.mu.Lock()
 	if r.stopped {
 		r.mu.Unlock()
-		return ProduceResult{Err: kerr.NotLeaderForPartition}
+		return refused(kerr.NotLeaderForPartition)
 	}
 	now := r.b.nowMs()
 	r.advance(now)
@@ -563,7 +570,7 @@ func (r *replica) produce(ctx context.Context, acks int16, records []byte, ui []
 		r.b.logger.Error("append not accepted by the replication rules", "partition", r.tp, "err", err)
 		delete(r.waiters, id)
 		r.unlock(nil)
-		return ProduceResult{Err: err}
+		return ProduceResult{BaseOffset: info.FirstOffset, LastOffset: info.LastOffset, Err: err}
 	}
 	r.unlock(r.processReady())
 	select {
@@ -584,7 +591,7 @@ func (r *replica) refuseProduceLocked(acks int16, err error) ProduceResult {
 	ev.Acks, ev.Error = acksName(acks), errorName(err)
 	r.emit(i18n.EventMessage(ev, "event.produce-error", ev.Error, i18n.KafkaError(ev.Error)))
 	r.unlock(nil)
-	return ProduceResult{Err: err}
+	return refused(err)
 }
 
 // appendEvent describes an append; its records are decoded at unlock.

@@ -10,6 +10,7 @@ import (
 
 	"tidemark/server/broker"
 	"tidemark/server/wire"
+	"tidemark/storage"
 )
 
 // openPaused starts a paused 3-broker cluster in a temp dir.
@@ -151,5 +152,32 @@ func TestSetCopyFileRegions(t *testing.T) {
 	waitLeader(t, c, "z", 0)
 	if d := fetch(); d.CopiedBytes == 0 || d.SendfileBytes != 0 || d.CopySyscalls < 2 {
 		t.Fatalf("after the switch and a restart: %+v, want user-space copies only", d)
+	}
+}
+
+// TestRefusedProduceHasNoOffsets: a produce refused before any append
+// (a partition the broker does not host, a follower asked to lead) says
+// so with offsets -1, as Kafka's response does, so that nobody reports
+// records "appended but not acknowledged" that were never written.
+func TestRefusedProduceHasNoOffsets(t *testing.T) {
+	c := openPaused(t)
+	tp, err := c.CreateTopic("demo", 1, 3, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	follower := tp.Partitions[0].Replicas[1]
+	if follower == tp.Partitions[0].Leader {
+		follower = tp.Partitions[0].Replicas[0]
+	}
+	batch := storage.NewBatch([]storage.Record{{Value: []byte("v")}})
+	for _, tc := range []struct {
+		name   string
+		broker int32
+		topic  string
+	}{{"unknown partition", tp.Partitions[0].Leader, "nope"}, {"not the leader", follower, "demo"}} {
+		res := c.Broker(tc.broker).Produce(context.Background(), tc.topic, 0, 1, batch, time.Second)
+		if res.Err == nil || res.BaseOffset != -1 || res.LastOffset != -1 {
+			t.Errorf("%s: %+v, want an error and offsets -1", tc.name, res)
+		}
 	}
 }
