@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -461,10 +462,20 @@ func TestClassExercises(t *testing.T) {
 	if status, b := l.call(t, "POST", "/api/v1/topics/demo/records", bob, `{"partition":0,"acks":"all","records":[{"value":"x"}]}`); status != 200 {
 		t.Fatalf("acks=all produce with broker 3 down: %d %s", status, b)
 	}
-	status, body = l.call(t, "GET", "/api/v1/exercises", bob, "")
+	// The acknowledgement's event is published by the leader after it
+	// answers, so the grader may see it a moment after the produce returns:
+	// ask again (bounded) until it has.
 	var list []web.ExerciseResponse
-	if status != 200 || json.Unmarshal([]byte(body), &list) != nil || len(list) != 3 {
-		t.Fatalf("Bob's exercises: %d %s", status, body)
+	for i := 0; ; i++ {
+		status, body = l.call(t, "GET", "/api/v1/exercises", bob, "")
+		list = nil
+		if status != 200 || json.Unmarshal([]byte(body), &list) != nil || len(list) != 3 {
+			t.Fatalf("Bob's exercises: %d %s", status, body)
+		}
+		if slices.ContainsFunc(list, func(r web.ExerciseResponse) bool { return r.ID == "acks-all-one-down" && r.Passed }) || i == 500 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	for _, r := range list {
 		if want := r.ID == "acks-all-one-down"; r.Passed != want {
