@@ -120,10 +120,21 @@ func (g *grader) advance() []string {
 func (g *grader) apply(e *events.Event) string {
 	p := tp{e.Topic, e.Partition}
 	switch e.Kind {
-	case events.KindBroker:
-		if e.BrokerState == events.BrokerUp {
+	case events.KindFault:
+		// "Down" is the broker's process stopped, which the lab's faults
+		// say; the controller's fencing and unfencing do not (a heartbeat
+		// sent just before a crash can unfence the crashed broker).
+		if e.Fault == nil {
+			break
+		}
+		switch e.Fault.Kind {
+		case events.FaultCrash, events.FaultPowerLoss, events.FaultDiskFailure:
+			g.down[e.Broker] = true
+		case events.FaultRestart:
 			delete(g.down, e.Broker)
-		} else if e.BrokerState != "" {
+		}
+	case events.KindBroker:
+		if e.BrokerState == events.BrokerCrashed { // halted on its own (its log dir or listener failed)
 			g.down[e.Broker] = true
 		}
 	case events.KindAck:
