@@ -12,14 +12,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// TestMessageEvents checks the stage's messages in flight on a paused
-// cluster: a produce request to the leader, a follower's fetch carrying
-// its offset and last fetched epoch, the response carrying the HW, a
-// heartbeat per broker on a step, a lost fetch on a cut link, and none at
-// all when the cluster was opened without MessageEvents.
-func TestMessageEvents(t *testing.T) {
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	c, err := Open(Options{DataDir: t.TempDir(), Brokers: 3, Paused: true, MessageEvents: true, Logger: quiet})
+// openWithMessages opens a paused 3-broker cluster that publishes message
+// events, with a one-partition RF 3 topic demo.
+func openWithMessages(t *testing.T) *Cluster {
+	t.Helper()
+	c, err := Open(Options{DataDir: t.TempDir(), Brokers: 3, Paused: true, MessageEvents: true,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,6 +25,16 @@ func TestMessageEvents(t *testing.T) {
 	if _, err := c.CreateTopic("demo", 1, 3, nil); err != nil {
 		t.Fatal(err)
 	}
+	return c
+}
+
+// TestMessageEvents checks the stage's messages in flight on a paused
+// cluster: a produce request to the leader, a follower's fetch carrying
+// its offset and last fetched epoch, the response carrying the HW, a
+// heartbeat per broker on a step, a lost fetch on a cut link, and none at
+// all when the cluster was opened without MessageEvents.
+func TestMessageEvents(t *testing.T) {
+	c := openWithMessages(t)
 	snap := c.Snapshot()
 	leader := snap.Partition("demo", 0).Leader
 	follower, other := leader%3+1, (leader+1)%3+1
@@ -110,15 +118,7 @@ func TestMessageEvents(t *testing.T) {
 // stage: a franz-go producer's Produce (client id, records, acks) and a
 // consumer's answered Fetch (its position and the HW it reads up to).
 func TestClientMessageEvents(t *testing.T) {
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	c, err := Open(Options{DataDir: t.TempDir(), Brokers: 3, Paused: true, MessageEvents: true, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	if _, err := c.CreateTopic("demo", 1, 3, nil); err != nil {
-		t.Fatal(err)
-	}
+	c := openWithMessages(t)
 	snap := c.Snapshot()
 	leader := snap.Partition("demo", 0).Leader
 	from := c.Bus().LastSeq()
