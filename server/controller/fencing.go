@@ -178,6 +178,13 @@ func (c *Controller) updateELR(t *topicState, p *Partition, old []int32) {
 // under the rule in force. Callers hold c.mu.
 func (c *Controller) reRegister(ch *change, b *Broker, reg Registration, withinSession bool) {
 	id := b.ID
+	// Under every rule a restarted broker leaves its pipelines: its replica
+	// may lack what they wrote meanwhile, so it rejoins at the tail (and
+	// its replica, with an older generation stamp, is discarded).
+	c.leavePipelines(ch, id, i18n.Word("event.word.reason.restarted", id))
+	if !b.Fenced {
+		defer c.repairAllPipelines(ch, i18n.Word("event.word.reason.restarted", id))
+	}
 	switch {
 	case c.rule == FencingZooKeeper && withinSession:
 		// Back before its session expired: as with ZooKeeper-era Kafka, the
@@ -209,8 +216,8 @@ func (c *Controller) reRegister(ch *change, b *Broker, reg Registration, withinS
 func (c *Controller) forgetUnclean(ch *change, id int32) {
 	for _, name := range c.topicNames() {
 		t := c.topics[name]
-		if t.cfg.Protocol == ProtocolQuorum {
-			continue // Raft's own log and votes decide (QuorumLeader)
+		if t.cfg.Protocol != ProtocolISR {
+			continue // Raft's own log and votes decide (QuorumLeader); a pipeline member left at registration
 		}
 		for _, p := range t.parts {
 			inISR, inELR := slices.Contains(p.ISR, id), slices.Contains(p.ELR, id)
