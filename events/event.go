@@ -104,6 +104,14 @@ const (
 	// KindMetadata: the controller (Wire.From) gave a broker (Broker,
 	// Wire.To) metadata version Wire.Version, which carries LeaderAndIsr.
 	KindMetadata Kind = "metadata"
+	// KindPipelineWrite: a replication.protocol=pipeline member (Broker,
+	// Wire.From) forwarded Wire.Records offsets from Wire.FetchOffset to
+	// its successor (Wire.To).
+	KindPipelineWrite Kind = "pipeline-write"
+	// KindPipelineAck: a pipeline member (Broker, Wire.From) told its
+	// predecessor (Wire.To) that it and every member after it have the
+	// records below Wire.HW.
+	KindPipelineAck Kind = "pipeline-ack"
 )
 
 // Unlisted reports whether k is left out of the event list and the
@@ -116,7 +124,8 @@ func (k Kind) Unlisted() bool { return k.IsMessage() || k == KindRecords }
 func (k Kind) IsMessage() bool {
 	switch k {
 	case KindFetchRequest, KindFetchResponse, KindProduceRequest, KindClientFetch,
-		KindHeartbeat, KindAlterPartition, KindMetadata:
+		KindHeartbeat, KindAlterPartition, KindMetadata,
+		KindPipelineWrite, KindPipelineAck:
 		return true
 	}
 	return false

@@ -251,8 +251,13 @@ type Member struct {
 
 	// recovered is set once the recovery of pl.Stamp finished here.
 	recovered bool
-	// recoverSent is set once the head sent its Recover write.
-	recoverSent bool
+	// recovery is the Recover write this member sends its successor
+	// until the recovery's ack comes back; recoveryOut is set while one is
+	// on its way (a refused one is sent again after the next Tick).
+	recovery    *Message
+	recoveryOut bool
+	// hold stops forwarding until the next Tick (after a rewind).
+	hold bool
 	// stampAt is the agreed length at which this replica takes the
 	// pipeline's stamp; -1 once it has.
 	stampAt int64
@@ -284,7 +289,7 @@ func New(cfg Config, log LogState, nowMs int64) *Member {
 }
 
 func (m *Member) resetStamp() {
-	m.recovered, m.recoverSent, m.stampAt = false, false, -1
+	m.recovered, m.recovery, m.recoveryOut, m.stampAt, m.hold = false, nil, false, -1, false
 	m.nextLEO, m.sent, m.downAcked, m.ackedUp = -1, -1, -1, -1
 	m.waitSinceMs, m.failed, m.reportedMs = -1, NoMember, -1
 	m.rd = Ready{StampStart: -1, RecoveryLength: -1}
@@ -324,9 +329,16 @@ func (m *Member) SetPipeline(p Pipeline) {
 func (m *Member) adopt(p Pipeline) {
 	m.pl = Pipeline{Members: slices.Clone(p.Members), Stamp: p.Stamp}
 	m.resetStamp()
-	if m.pl.Head() == m.cfg.ID && len(m.pl.Members) == 1 {
-		m.finishRecovery(m.log.LogEndOffset) // alone: nothing to agree on
+	if m.pl.Head() != m.cfg.ID {
+		return
 	}
+	if next := m.pl.Next(m.cfg.ID); next != NoMember {
+		m.recovery = &Message{Kind: KindWrite, From: m.cfg.ID, To: next, Stamp: m.pl.Stamp, Members: slices.Clone(m.pl.Members),
+			Recover: true, HeadStamp: m.log.Stamp, Length: m.log.LogEndOffset, LogStart: m.log.LogStartOffset}
+		m.waitSinceMs = m.nowMs // the recovery too must be answered in time
+		return
+	}
+	m.finishRecovery(m.log.LogEndOffset) // alone: nothing to agree on
 }
 
 // CheckProduce says whether this replica may take a produce with acks: it
@@ -373,6 +385,7 @@ func (m *Member) LogChanged(logStart, leo int64) {
 // after while the pipeline stays broken.
 func (m *Member) Tick(nowMs int64) {
 	m.nowMs = max(m.nowMs, nowMs)
+	m.hold = false
 	if m.pl.Head() != m.cfg.ID || len(m.pl.Members) < 2 || m.waitSinceMs < 0 {
 		return
 	}
@@ -386,8 +399,12 @@ func (m *Member) Tick(nowMs int64) {
 	m.report(failed)
 }
 
-// NextTickMs is when Tick has something to decide; math.MaxInt64 for never.
+// NextTickMs is when Tick has something to decide (now, while forwarding
+// is held back); math.MaxInt64 for never.
 func (m *Member) NextTickMs() int64 {
+	if m.hold {
+		return m.nowMs
+	}
 	if m.pl.Head() != m.cfg.ID || len(m.pl.Members) < 2 || m.waitSinceMs < 0 {
 		return 1<<63 - 1
 	}
@@ -424,6 +441,19 @@ func (m *Member) Unreachable(id int32) {
 	if prev := m.pl.Prev(m.cfg.ID); prev != NoMember {
 		m.rd.Messages = append(m.rd.Messages, m.ack(prev))
 	}
+}
+
+// Refused tells the member that id received a message and refused it (it
+// has not applied the pipeline's metadata yet, or does not host the
+// partition yet): the message is sent again after the next Tick, from what
+// id last acknowledged. A member that keeps refusing is reported by the
+// head's timeout.
+func (m *Member) Refused(id int32) {
+	if id != m.pl.Next(m.cfg.ID) {
+		return
+	}
+	m.hold, m.recoveryOut = true, false
+	m.sent = -1
 }
 
 // Step hands the member a message its neighbour sent. A message of an
@@ -485,8 +515,9 @@ func (m *Member) stepRecover(msg Message) {
 		m.rd.Messages = append(m.rd.Messages, ack)
 		return
 	}
-	m.rd.Messages = append(m.rd.Messages, Message{Kind: KindWrite, From: m.cfg.ID, To: next, Stamp: m.pl.Stamp, Members: slices.Clone(m.pl.Members),
-		Recover: true, HeadStamp: msg.HeadStamp, Length: length, LogStart: msg.LogStart})
+	m.recovery = &Message{Kind: KindWrite, From: m.cfg.ID, To: next, Stamp: m.pl.Stamp, Members: slices.Clone(m.pl.Members),
+		Recover: true, HeadStamp: msg.HeadStamp, Length: length, LogStart: msg.LogStart}
+	m.recoveryOut = false
 }
 
 // finishRecovery cuts the log above the agreed length. The new stamp
@@ -538,8 +569,14 @@ func (m *Member) stepWrite(msg Message) {
 // stepAck learns what the successor has.
 func (m *Member) stepAck(msg Message) {
 	m.nextLEO = msg.LEO
-	if m.sent < 0 || m.sent > msg.LEO {
-		m.sent = msg.LEO // forward again from where it is
+	switch {
+	case m.sent < 0:
+		m.sent = msg.LEO
+	case m.sent > msg.LEO:
+		// The successor did not take what was sent (a write was lost):
+		// forward again from its LEO, at the next tick rather than at
+		// once, so a successor that keeps refusing is not flooded.
+		m.sent, m.hold = msg.LEO, true
 	}
 	if msg.Failed != NoMember && m.failed == NoMember {
 		m.failed = msg.Failed
@@ -548,6 +585,7 @@ func (m *Member) stepAck(msg Message) {
 		}
 	}
 	if msg.Recover && !m.recovered {
+		m.recovery = nil
 		m.finishRecovery(msg.Length)
 	}
 	m.downAcked = max(m.downAcked, msg.Acked)
@@ -604,12 +642,11 @@ func (m *Member) settleHW() {
 // its recovery here, and every member forwards what its successor lacks.
 func (m *Member) Ready() Ready {
 	next := m.pl.Next(m.cfg.ID)
-	if m.pl.Head() == m.cfg.ID && !m.recovered && !m.recoverSent && next != NoMember {
-		m.recoverSent = true
-		m.rd.Messages = append(m.rd.Messages, Message{Kind: KindWrite, From: m.cfg.ID, To: next, Stamp: m.pl.Stamp, Members: slices.Clone(m.pl.Members),
-			Recover: true, HeadStamp: m.log.Stamp, Length: m.log.LogEndOffset, LogStart: m.log.LogStartOffset})
+	if m.recovery != nil && !m.recoveryOut && !m.hold {
+		m.recoveryOut = true
+		m.rd.Messages = append(m.rd.Messages, *m.recovery)
 	}
-	if m.recovered && next != NoMember && m.nextLEO >= 0 && m.failed == NoMember {
+	if m.recovered && next != NoMember && m.nextLEO >= 0 && m.failed == NoMember && !m.hold {
 		if m.sent < 0 {
 			m.sent = m.nextLEO
 		}

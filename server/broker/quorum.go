@@ -89,6 +89,9 @@ func (b *Broker) openQuorum(l *storage.Log, replicas []int32) (*quorumState, err
 // quorum partition it is made from Raft's state (leader epoch = term, HW =
 // the committed end, ISR = every replica: Raft has none).
 func (r *replica) status() replication.Status {
+	if r.pl != nil {
+		return r.pipelineStatus() // pipeline.go
+	}
 	if r.q == nil {
 		return r.rp.Status()
 	}

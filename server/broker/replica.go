@@ -60,6 +60,9 @@ type replica struct {
 	// q is the Raft side of a replication.protocol=quorum partition
 	// (quorum.go); nil for isr, where rp decides.
 	q *quorumState
+	// pl is the pipeline side of a replication.protocol=pipeline
+	// partition (pipeline.go); nil otherwise.
+	pl *pipelineState
 	// outbox gathers the events made under mu; unlock publishes them after
 	// releasing it, so no lock of the event bus or the lab is ever taken
 	// under a replica's.
@@ -130,6 +133,10 @@ func (b *Broker) newReplica(tp storage.TopicPartition, tc controller.TopicConfig
 		}
 	}
 	hw, _ := b.dir.HighWatermark(tp)
+	var pl *pipelineState
+	if tc.Protocol == controller.ProtocolPipeline {
+		pl = b.newPipeline(l, tc, hw)
+	}
 	state := replication.LogState{
 		LogStartOffset: l.LogStartOffset(),
 		LogEndOffset:   l.LogEndOffset(),
@@ -148,7 +155,10 @@ func (b *Broker) newReplica(tp storage.TopicPartition, tc controller.TopicConfig
 		// cut the log below it; Raft appends the rest again).
 		st.HighWatermark = l.LogEndOffset()
 	}
-	return &replica{b: b, tp: tp, log: l, rp: rp, q: q, configs: configs,
+	if pl != nil {
+		st.HighWatermark = pl.m.Status().HighWatermark
+	}
+	return &replica{b: b, tp: tp, log: l, rp: rp, q: q, pl: pl, configs: configs,
 		hw: st.HighWatermark, tickedMs: now, waiters: map[uint64]chan replication.ProduceResult{}, newData: make(chan struct{}),
 		applied: controller.Partition{LeaderEpoch: -1, PartitionEpoch: -1, Leader: -1}}, nil
 }
@@ -176,7 +186,7 @@ func (r *replica) apply(p controller.Partition, tc controller.TopicConfig, confi
 		if err := r.log.SetConfig(tc.Storage()); err != nil {
 			r.b.logger.Error("applying topic config to the log", "partition", r.tp, "err", err)
 		}
-		if err := r.rp.SetConfig(tc.Replication()); err != nil && r.q == nil {
+		if err := r.rp.SetConfig(tc.Replication()); err != nil && r.q == nil && r.pl == nil {
 			r.b.logger.Error("applying topic config to replication", "partition", r.tp, "err", err)
 		}
 		r.configs = configs
@@ -184,6 +194,12 @@ func (r *replica) apply(p controller.Partition, tc controller.TopicConfig, confi
 	if r.q != nil {
 		r.applied = p // Raft, not the controller, decides who leads
 		r.unlock(nil)
+		return
+	}
+	if r.pl != nil {
+		r.applyPipeline(p, tc)
+		r.unlock(r.pipelineReady())
+		r.pump()
 		return
 	}
 	if p.LeaderEpoch != r.applied.LeaderEpoch || p.PartitionEpoch != r.applied.PartitionEpoch {
@@ -223,7 +239,7 @@ func (r *replica) tick(nowMs int64) {
 		r.mu.Unlock()
 		return
 	}
-	if r.q == nil {
+	if r.q == nil && r.pl == nil {
 		r.rp.Tick(nowMs)
 	}
 	r.tickedMs = max(r.tickedMs, nowMs)
@@ -233,9 +249,13 @@ func (r *replica) tick(nowMs int64) {
 		r.flushAtMs = 0 // flushIfDue below flushes it
 	}
 	var after []func()
-	if r.q != nil {
+	switch {
+	case r.q != nil:
 		after = r.quorumTick(nowMs)
-	} else {
+	case r.pl != nil:
+		after = r.pipelineTick(nowMs)
+		defer r.pump() // what the tick decided to send (after r.mu is released)
+	default:
 		after = r.processReady()
 	}
 	if r.pendingAlter != nil {
@@ -256,7 +276,10 @@ func (r *replica) tick(nowMs int64) {
 	if err != nil && !errors.Is(err, storage.ErrClosed) {
 		r.b.errLog.log("retention", "partition", r.tp, "err", err)
 	}
-	if len(deleted) > 0 && r.q == nil {
+	if len(deleted) > 0 && r.pl != nil {
+		r.pl.m.LogChanged(r.log.LogStartOffset(), r.log.LogEndOffset())
+	}
+	if len(deleted) > 0 && r.q == nil && r.pl == nil {
 		r.rp.LogStartOffsetAdvanced(r.log.LogStartOffset())
 		ev := r.event(events.KindLEO)
 		ev.Offsets = &events.Offsets{Base: r.log.LogStartOffset(), LEO: r.log.LogEndOffset(), HW: r.hw}
@@ -491,6 +514,9 @@ func (r *replica) stop() {
 			r.b.logger.Warn("closing the Raft state", "partition", r.tp, "err", err)
 		}
 	}
+	if r.pl != nil {
+		r.failPipelineWaiters(0, kerr.NotLeaderForPartition)
+	}
 	for id, ch := range r.waiters {
 		ch <- replication.ProduceResult{ID: id, Err: kerr.NotLeaderForPartition}
 		delete(r.waiters, id)
@@ -521,6 +547,9 @@ func refused(err error) ProduceResult {
 func (r *replica) produce(ctx context.Context, acks int16, records []byte, ui []events.Record, timeout time.Duration) ProduceResult {
 	if r.q != nil {
 		return r.produceQuorum(ctx, acks, records, timeout)
+	}
+	if r.pl != nil {
+		return r.producePipeline(ctx, acks, records, ui, timeout)
 	}
 	r.mu.Lock()
 	if r.stopped {

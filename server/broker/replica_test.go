@@ -30,6 +30,9 @@ func (d directController) Metadata() (controller.Metadata, error) { return d.c.M
 func (d directController) QuorumLeader(topic string, partition, brokerID int32, brokerEpoch int64, term int32) error {
 	return d.c.QuorumLeader(topic, partition, brokerID, brokerEpoch, term)
 }
+func (d directController) PipelineFailed(topic string, partition, brokerID int32, brokerEpoch int64, stamp, failed int32) error {
+	return d.c.PipelineFailed(topic, partition, brokerID, brokerEpoch, stamp, failed)
+}
 
 func (d directController) AlterPartition(topic string, partition, brokerID int32, brokerEpoch int64, req replication.AlterPartitionRequest) (replication.AlterPartitionResponse, error) {
 	return d.c.AlterPartition(topic, partition, brokerID, brokerEpoch, req), nil

@@ -92,6 +92,8 @@ type Cluster struct {
 
 	messages messageGate
 	stepMu   sync.Mutex // one StepToEvent at a time: they share messages' hold
+	// pipelineSent counts the pipeline messages sent (pipeline_link.go).
+	pipelineSent pipelineCounts
 }
 
 // Open starts a cluster on DataDir, recovering whatever is there.
@@ -203,6 +205,7 @@ func (c *Cluster) startBroker(id int32, addr string) (*broker.Broker, error) {
 	cfg.Controller = controllerLink{c: c, id: id}
 	cfg.Network = c.network
 	cfg.Raft = raftLink{c}
+	cfg.Pipeline = pipelineLink{c}
 	cfg.Clock = c.clock
 	cfg.Events = publisher{c}
 	cfg.Logger = c.logger
@@ -511,6 +514,13 @@ func (l controllerLink) Metadata() (controller.Metadata, error) {
 
 func (l controllerLink) QuorumLeader(topic string, partition, brokerID int32, brokerEpoch int64, term int32) error {
 	_, err := roundTrip(l, errOnly(func() error { return l.c.controller.QuorumLeader(topic, partition, brokerID, brokerEpoch, term) }))
+	return err
+}
+
+func (l controllerLink) PipelineFailed(topic string, partition, brokerID int32, brokerEpoch int64, stamp, failed int32) error {
+	_, err := roundTrip(l, errOnly(func() error {
+		return l.c.controller.PipelineFailed(topic, partition, brokerID, brokerEpoch, stamp, failed)
+	}))
 	return err
 }
 
