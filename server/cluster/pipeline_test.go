@@ -265,3 +265,43 @@ func TestPipelineTopicKgo(t *testing.T) {
 		t.Errorf("%d writes and %d acks for 100 records, want at least 200 each", writes, acks)
 	}
 }
+
+// TestPipelineTopicAckCut: a one-way cut drops the tail's acks to the
+// middle member. Nothing tells the head: after replica.lag.time.max.ms of
+// lab time without the tail's ack it reports its successor, and the
+// pipeline is rebuilt without it. The write was on every survivor, so the
+// recovery keeps and commits it. Once the link heals, the heartbeats'
+// re-replication adds the middle member back at the tail, where its stale
+// replica is discarded and copied.
+func TestPipelineTopicAckCut(t *testing.T) {
+	c := openPausedN(t, 3)
+	if _, err := c.CreateTopic("p", 1, 3, map[string]string{"replication.protocol": "pipeline", "min.insync.replicas": "2",
+		"replica.lag.time.max.ms": "1000"}); err != nil {
+		t.Fatal(err)
+	}
+	pipelineSettled(t, c, "p")
+	if err := produceOne(t, c, "p", "a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Cut(3, 2, true); err != nil {
+		t.Fatal(err)
+	}
+	start := c.clock.Now()
+	if err := produceOne(t, c, "p", "b"); err != nil {
+		t.Fatalf("b: %v", err)
+	}
+	if waited := c.clock.Now().Sub(start); waited < time.Second {
+		t.Fatalf("b acknowledged after %v of lab time, before the head's timeout", waited)
+	}
+	if members, stamp := pipelineSettled(t, c, "p"); !slices.Equal(members, []int32{1, 3}) || stamp != 1 {
+		t.Fatalf("after the ack timeout: pipeline %v stamp %d, want [1 3] stamp 1", members, stamp)
+	}
+	c.Heal()
+	if err := c.Step(4 * time.Second); err != nil { // past controller.PipelineRepairInterval
+		t.Fatal(err)
+	}
+	if members, _ := pipelineSettled(t, c, "p"); !slices.Equal(members, []int32{1, 3, 2}) {
+		t.Fatalf("healed: pipeline %v, want [1 3 2]", members)
+	}
+	checkPipelineLogs(t, c, "p", []string{"a", "b"})
+}

@@ -198,6 +198,9 @@ type Controller struct {
 	// compacts the store; Close waits for it.
 	compacting  atomic.Bool
 	compactions sync.WaitGroup
+	// pipelinesRepaired is when the heartbeats last had running replicas
+	// added back to pipelines (maybeRepairPipelines).
+	pipelinesRepaired time.Time
 }
 
 type topicState struct {
@@ -418,6 +421,9 @@ func (c *Controller) Heartbeat(id int32, brokerEpoch int64) (metadataVersion uin
 		return 0, fmt.Errorf("%w: broker %d sent broker epoch %d, the current one is %d", kerr.StaleBrokerEpoch, id, brokerEpoch, b.Epoch)
 	}
 	b.LastHeartbeat = c.now()
+	if err := c.maybeRepairPipelines(); err != nil {
+		return 0, err
+	}
 	if b.Fenced {
 		ch := newChange()
 		b.Fenced = false

@@ -3,6 +3,7 @@ package controller
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -116,6 +117,26 @@ func (c *Controller) repairAllPipelines(ch *change, reason string) {
 			c.repairPipelines(ch, t, reason)
 		}
 	}
+}
+
+// PipelineRepairInterval is how often, at most, heartbeats have the
+// controller add running replicas back at the tail of the pipelines they
+// left while running (a cut link, a refused write): HDFS's replication
+// monitor's interval (dfs.namenode.replication.interval, 3 s). A replica
+// still cut off fails the new pipeline's recovery and is taken out again.
+const PipelineRepairInterval = 3 * time.Second
+
+// maybeRepairPipelines runs repairAllPipelines once per
+// PipelineRepairInterval of lab time. Callers hold c.mu.
+func (c *Controller) maybeRepairPipelines() error {
+	now := c.now()
+	if now.Sub(c.pipelinesRepaired) < PipelineRepairInterval {
+		return nil
+	}
+	c.pipelinesRepaired = now
+	ch := newChange()
+	c.repairAllPipelines(ch, i18n.Word("event.word.reason.pipeline-repair"))
+	return c.commit(ch)
 }
 
 // PipelineFailed is a pipeline head's report that failed did not answer
