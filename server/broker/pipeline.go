@@ -169,6 +169,7 @@ func (r *replica) pipelineReady() []func() {
 			after = append(after, func() { r.reportPipelineFailure(*f) })
 		}
 	}
+	r.pipelineTickBy() // the head's ack timeout, whatever started it
 	return after
 }
 
@@ -235,7 +236,6 @@ func (r *replica) pipelineTick(nowMs int64) []func() {
 			r.answerPipeline(id, ProduceResult{BaseOffset: w.first, LastOffset: w.last, Err: kerr.RequestTimedOut})
 		}
 	}
-	r.pipelineTickBy()
 	return r.pipelineReady()
 }
 
@@ -332,7 +332,7 @@ func (r *replica) send(msg pipeline.Message) {
 		r.pl.m.Unreachable(msg.To)
 	default:
 		r.pl.m.Refused(msg.To)
-		r.pipelineTickBy()
+		r.pipelineTickBy() // the retry
 	}
 	r.mu.Unlock()
 }
@@ -408,7 +408,7 @@ func (r *replica) producePipeline(ctx context.Context, acks int16, records []byt
 	if acks != -1 {
 		r.nextID++
 		r.emit(r.produceEvent(replication.ProduceResult{ID: r.nextID, Acks: acks, BaseOffset: info.FirstOffset, LastOffset: info.LastOffset}))
-		r.unlock(nil)
+		r.unlock(r.pipelineReady())
 		r.pump()
 		return res
 	}
@@ -416,8 +416,7 @@ func (r *replica) producePipeline(ctx context.Context, acks int16, records []byt
 	id := r.nextID
 	ch := make(chan ProduceResult, 1)
 	r.pl.waiters[id] = pipelineWaiter{ch: ch, first: info.FirstOffset, last: info.LastOffset, deadlineMs: now + timeout.Milliseconds()}
-	r.pipelineTickBy()
-	r.unlock(nil)
+	r.unlock(r.pipelineReady())
 	r.pump()
 	select {
 	case res := <-ch:
