@@ -305,3 +305,38 @@ func TestPipelineTopicAckCut(t *testing.T) {
 	}
 	checkPipelineLogs(t, c, "p", []string{"a", "b"})
 }
+
+// TestPipelineTopicCrashedHead: the head crashes. Nobody can report it
+// (it was the one that reports): the controller fences it when its
+// session expires and the next member heads a pipeline under a new stamp,
+// with every acknowledged write. Back, the old head rejoins at the tail
+// and its replica, of an older stamp, is discarded and copied.
+func TestPipelineTopicCrashedHead(t *testing.T) {
+	c := openPausedN(t, 3)
+	if _, err := c.CreateTopic("p", 1, 3, map[string]string{"replication.protocol": "pipeline", "min.insync.replicas": "2"}); err != nil {
+		t.Fatal(err)
+	}
+	pipelineSettled(t, c, "p")
+	if err := produceOne(t, c, "p", "a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Crash(1); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Step(2100 * time.Millisecond); err != nil { // past the session timeout
+		t.Fatal(err)
+	}
+	if members, stamp := pipelineSettled(t, c, "p"); !slices.Equal(members, []int32{2, 3}) || stamp != 1 {
+		t.Fatalf("head fenced: pipeline %v stamp %d, want [2 3] stamp 1", members, stamp)
+	}
+	if err := produceOne(t, c, "p", "b"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Restart(1); err != nil {
+		t.Fatal(err)
+	}
+	if members, _ := pipelineSettled(t, c, "p"); !slices.Equal(members, []int32{2, 3, 1}) {
+		t.Fatalf("old head back: pipeline %v, want [2 3 1]", members)
+	}
+	checkPipelineLogs(t, c, "p", []string{"a", "b"})
+}
