@@ -424,9 +424,18 @@ func (m *Member) report(failed int32) {
 // delivered (a cut link, a stopped broker). A successor that cannot be
 // reached is reported: by the head to the controller, by anyone else in an
 // ack to its predecessor. What was sent to it is forgotten.
+//
+// During a recovery an unreachable successor is only retried (after the
+// next Tick): brokers that start together (a lab opened on its data) are
+// not all running at the same instant, and one that stays unreachable is
+// reported by the head's timeout.
 func (m *Member) Unreachable(id int32) {
 	if id != m.pl.Next(m.cfg.ID) {
 		return // the predecessor: the head times out, or the controller fences it
+	}
+	if !m.recovered {
+		m.Refused(id)
+		return
 	}
 	m.sent, m.nextLEO = -1, -1
 	if m.failed == NoMember {

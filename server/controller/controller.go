@@ -198,9 +198,9 @@ type Controller struct {
 	// compacts the store; Close waits for it.
 	compacting  atomic.Bool
 	compactions sync.WaitGroup
-	// pipelinesRepaired is when the heartbeats last had running replicas
-	// added back to pipelines (maybeRepairPipelines).
-	pipelinesRepaired time.Time
+	// pipelinesRepaired is, per broker, when its heartbeats last had its
+	// replicas added back to pipelines (maybeRepairPipelines).
+	pipelinesRepaired map[int32]time.Time
 }
 
 type topicState struct {
@@ -240,7 +240,7 @@ func Open(dir string, opts Options) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("controller: opening metadata store %s: %w", dir, err)
 	}
-	c := &Controller{db: db, opts: opts, log: opts.Logger, brokers: map[int32]*Broker{}, registered: map[int32]bool{},
+	c := &Controller{db: db, opts: opts, log: opts.Logger, brokers: map[int32]*Broker{}, registered: map[int32]bool{}, pipelinesRepaired: map[int32]time.Time{},
 		topics: map[string]*topicState{}, logs: map[int32]map[topicPartition]LogInfo{}}
 	if err := c.load(); err != nil {
 		db.Close()
@@ -386,6 +386,14 @@ func (c *Controller) Register(reg Registration) (brokerEpoch int64, err error) {
 	ch := newChange()
 	b := c.brokers[id]
 	withinSession := b != nil && !b.Fenced && c.registered[id]
+	if b != nil && (c.registered[id] || !reg.CleanShutdown) {
+		// Under every rule a restarted broker leaves its pipelines: its
+		// replica may lack what they wrote meanwhile (or lost it to a power
+		// cut), so it rejoins at the tail, where its replica, of an older
+		// generation stamp, is discarded. Only the first registration
+		// after a clean stop of the whole lab keeps its places.
+		c.leavePipelines(ch, id, i18n.Word("event.word.reason.restarted", id))
+	}
 	c.registered[id] = true
 	if b == nil {
 		b = &Broker{ID: id}
@@ -397,6 +405,9 @@ func (c *Controller) Register(reg Registration) (brokerEpoch int64, err error) {
 	// What it knew of its logs before this incarnation is stale.
 	delete(c.logs, id)
 	c.reRegister(ch, b, reg, withinSession)
+	if !b.Fenced {
+		c.repairAllPipelines(ch, i18n.Word("event.word.reason.restarted", id), id) // back within its session (zookeeper)
+	}
 	if err := c.commit(ch); err != nil {
 		return 0, err
 	}
@@ -421,7 +432,7 @@ func (c *Controller) Heartbeat(id int32, brokerEpoch int64) (metadataVersion uin
 		return 0, fmt.Errorf("%w: broker %d sent broker epoch %d, the current one is %d", kerr.StaleBrokerEpoch, id, brokerEpoch, b.Epoch)
 	}
 	b.LastHeartbeat = c.now()
-	if err := c.maybeRepairPipelines(); err != nil {
+	if err := c.maybeRepairPipelines(id); err != nil {
 		return 0, err
 	}
 	if b.Fenced {
@@ -431,6 +442,7 @@ func (c *Controller) Heartbeat(id int32, brokerEpoch int64) (metadataVersion uin
 		ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindBroker, Broker: id, BrokerState: events.BrokerUp,
 			Listener: b.Listener}, "event.broker.unfenced", id))
 		c.electOffline(ch, i18n.Word("event.word.reason.unfenced", id))
+		c.repairAllPipelines(ch, i18n.Word("event.word.reason.unfenced", id), id)
 		if err := c.commit(ch); err != nil {
 			return 0, err
 		}

@@ -9,6 +9,7 @@ import (
 	"tidemark/events"
 	"tidemark/i18n"
 	"tidemark/replication"
+	"tidemark/replication/pipeline"
 )
 
 // leaveReplicaSets removes fenced broker id from every ISR and moves its
@@ -97,7 +98,7 @@ func (c *Controller) electOfflineIn(ch *change, t *topicState, reason string) {
 	case ProtocolQuorum:
 		return
 	case ProtocolPipeline:
-		c.repairPipelines(ch, t, reason)
+		c.repairPipelines(ch, t, reason, pipeline.NoMember)
 		return
 	}
 	for _, p := range t.parts {

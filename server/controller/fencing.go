@@ -178,13 +178,6 @@ func (c *Controller) updateELR(t *topicState, p *Partition, old []int32) {
 // under the rule in force. Callers hold c.mu.
 func (c *Controller) reRegister(ch *change, b *Broker, reg Registration, withinSession bool) {
 	id := b.ID
-	// Under every rule a restarted broker leaves its pipelines: its replica
-	// may lack what they wrote meanwhile, so it rejoins at the tail (and
-	// its replica, with an older generation stamp, is discarded).
-	c.leavePipelines(ch, id, i18n.Word("event.word.reason.restarted", id))
-	if !b.Fenced {
-		defer c.repairAllPipelines(ch, i18n.Word("event.word.reason.restarted", id))
-	}
 	switch {
 	case c.rule == FencingZooKeeper && withinSession:
 		// Back before its session expired: as with ZooKeeper-era Kafka, the

@@ -88,54 +88,55 @@ func (c *Controller) leavePipelines(ch *change, id int32, reason string) {
 }
 
 // repairPipelines brings t's offline pipelines back when their last member
-// runs again (under a new stamp), and adds each running replica that is
-// not a member at the tail of a pipeline that has a head, one stamp each:
-// HDFS's NameNode re-replicating an under-replicated block. Callers hold
-// c.mu.
-func (c *Controller) repairPipelines(ch *change, t *topicState, reason string) {
+// runs again (under a new stamp), and adds broker rejoin, when it is a
+// running replica outside the pipeline, at the tail of a pipeline that has
+// a head, one stamp each: HDFS's NameNode re-replicating an
+// under-replicated block. Only the broker that just showed it runs (it
+// registered, was unfenced or heartbeated) rejoins: one that crashed is
+// not fenced until its session expires. pipeline.NoMember rejoins none.
+// Callers hold c.mu.
+func (c *Controller) repairPipelines(ch *change, t *topicState, reason string, rejoin int32) {
 	for _, p := range t.parts {
-		cur := pipelineOf(p)
-		if p.Leader == replication.NoLeader {
-			head := cur.Head()
-			if head == pipeline.NoMember || !c.live(head) {
-				continue
-			}
+		if head := pipelineOf(p).Head(); p.Leader == replication.NoLeader && head != pipeline.NoMember && c.live(head) {
+			cur := pipelineOf(p)
 			c.setPipeline(ch, p, pipeline.Pipeline{Members: cur.Members, Stamp: cur.Stamp + 1}, head, reason, "")
 		}
-		for _, r := range p.Replicas {
-			if next, ok := pipelineOf(p).Rejoin(r); ok && c.live(r) {
-				c.setPipeline(ch, p, next, p.Leader, reason, "event.pipeline.rejoined", r)
-			}
+		cur := pipelineOf(p)
+		if !slices.Contains(p.Replicas, rejoin) || !c.live(rejoin) {
+			continue
+		}
+		if next, ok := cur.Rejoin(rejoin); ok && p.Leader != replication.NoLeader {
+			c.setPipeline(ch, p, next, p.Leader, reason, "event.pipeline.rejoined", rejoin)
 		}
 	}
 }
 
 // repairAllPipelines is repairPipelines for every pipeline topic.
-func (c *Controller) repairAllPipelines(ch *change, reason string) {
+func (c *Controller) repairAllPipelines(ch *change, reason string, rejoin int32) {
 	for _, name := range c.topicNames() {
 		if t := c.topics[name]; t.cfg.Protocol == ProtocolPipeline {
-			c.repairPipelines(ch, t, reason)
+			c.repairPipelines(ch, t, reason, rejoin)
 		}
 	}
 }
 
-// PipelineRepairInterval is how often, at most, heartbeats have the
-// controller add running replicas back at the tail of the pipelines they
-// left while running (a cut link, a refused write): HDFS's replication
+// PipelineRepairInterval is how often, at most, a broker's heartbeats have
+// the controller add its running replicas back at the tail of the
+// pipelines they left while it ran (a cut link): HDFS's replication
 // monitor's interval (dfs.namenode.replication.interval, 3 s). A replica
 // still cut off fails the new pipeline's recovery and is taken out again.
 const PipelineRepairInterval = 3 * time.Second
 
-// maybeRepairPipelines runs repairAllPipelines once per
-// PipelineRepairInterval of lab time. Callers hold c.mu.
-func (c *Controller) maybeRepairPipelines() error {
+// maybeRepairPipelines runs repairAllPipelines for broker id, at most once
+// per PipelineRepairInterval of lab time per broker. Callers hold c.mu.
+func (c *Controller) maybeRepairPipelines(id int32) error {
 	now := c.now()
-	if now.Sub(c.pipelinesRepaired) < PipelineRepairInterval {
+	if now.Sub(c.pipelinesRepaired[id]) < PipelineRepairInterval {
 		return nil
 	}
-	c.pipelinesRepaired = now
+	c.pipelinesRepaired[id] = now
 	ch := newChange()
-	c.repairAllPipelines(ch, i18n.Word("event.word.reason.pipeline-repair"))
+	c.repairAllPipelines(ch, i18n.Word("event.word.reason.pipeline-repair"), id)
 	return c.commit(ch)
 }
 

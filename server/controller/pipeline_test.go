@@ -40,13 +40,18 @@ func TestPipelineState(t *testing.T) {
 		wantErr(t, l.c.PipelineFailed("p", 0, c.broker, c.epoch, c.stamp, c.failed), c.want)
 	}
 
-	// Fencing the head makes the next survivor head. Broker 2 is still
-	// running: the next repair (an unfencing, a fencing tick) adds it at
-	// the tail with broker 1 once it is unfenced, in AR order, one stamp
-	// each.
+	// Fencing the head makes the next survivor head. Broker 1 rejoins at
+	// the tail once it is unfenced; broker 2, running all along, at its
+	// next heartbeat past controller.PipelineRepairInterval (HDFS's
+	// re-replication), one stamp each.
 	l.c.FenceBroker(1)
 	l.want("p", 0, 3, []int32{3}, 2, 2)
 	l.beat(1)
+	l.want("p", 0, 3, []int32{3, 1}, 3, 3)
+	l.beat(2) // too soon after its last repair
+	l.want("p", 0, 3, []int32{3, 1}, 3, 3)
+	l.clk.Step(PipelineRepairInterval)
+	l.beat(2)
 	l.want("p", 0, 3, []int32{3, 1, 2}, 4, 4)
 
 	l.c.FenceBroker(2)
@@ -61,9 +66,10 @@ func TestPipelineState(t *testing.T) {
 		t.Fatalf("broker 1 leads a pipeline whose last member 3 is down: %+v", got)
 	}
 	l.beat(3)
-	if got := l.part("p", 0); got.Leader != 3 || len(got.ISR) != 2 || got.ISR[1] != 1 {
-		t.Fatalf("broker 3 back: %+v, want head 3 and 1 rejoined", got)
-	}
+	l.want("p", 0, 3, []int32{3}, 8, 8)
+	l.clk.Step(PipelineRepairInterval)
+	l.beat(1)
+	l.want("p", 0, 3, []int32{3, 1}, 9, 9)
 }
 
 // TestPipelineRestartLeaves: a broker that registers again leaves its
