@@ -59,6 +59,10 @@ type pipelineWaiter struct {
 	first      int64
 	last       int64
 	deadlineMs int64
+	// sent is set once the produce's first pump returned (its writes went
+	// down the pipeline and what came back was handled): from then on it
+	// waits for members that did not answer, and Status counts it.
+	sent bool
 }
 
 // newPipeline makes a new replica's pipeline member from what its log
@@ -82,7 +86,12 @@ func (r *replica) pipelineStatus() replication.Status {
 	if st.IsHead {
 		role = replication.RoleLeader
 	}
-	waiting := len(r.pl.waiters)
+	waiting := 0
+	for _, w := range r.pl.waiters {
+		if w.sent {
+			waiting++
+		}
+	}
 	return replication.Status{BrokerID: r.b.cfg.ID, Role: role, Leader: leader, LeaderEpoch: st.Pipeline.Stamp,
 		PartitionEpoch: r.applied.PartitionEpoch, Replicas: append([]int32(nil), r.applied.Replicas...), ISR: st.Pipeline.Members,
 		LogStartOffset: r.log.LogStartOffset(), LogEndOffset: r.log.LogEndOffset(), HighWatermark: r.hw,
@@ -224,7 +233,16 @@ func (r *replica) reportPipelineFailure(f pipeline.Failure) {
 		r.b.logger.Debug("pipeline failure not reported", "partition", r.tp, "stamp", f.Stamp, "failed", f.Failed, "err", err)
 		return
 	}
-	r.b.refreshSoon() // the new pipeline reaches the replicas with the metadata
+	// The new pipeline reaches this head with the metadata, and the others
+	// with its recovery write: applied now, the rebuild happens in this
+	// call, so a paused lab's steps stay exact. A caller already applying
+	// metadata (the metadata goroutine) leaves it to that goroutine.
+	if r.b.applyMu.TryLock() {
+		r.b.applyMu.Unlock()
+		r.b.RefreshMetadata()
+	} else {
+		r.b.refreshSoon()
+	}
 }
 
 // pipelineTick shows the member the time (the head's ack timeout) and
@@ -418,6 +436,12 @@ func (r *replica) producePipeline(ctx context.Context, acks int16, records []byt
 	r.pl.waiters[id] = pipelineWaiter{ch: ch, first: info.FirstOffset, last: info.LastOffset, deadlineMs: now + timeout.Milliseconds()}
 	r.unlock(r.pipelineReady())
 	r.pump()
+	r.mu.Lock()
+	if w, ok := r.pl.waiters[id]; ok {
+		w.sent = true
+		r.pl.waiters[id] = w
+	}
+	r.mu.Unlock()
 	select {
 	case res := <-ch:
 		return res
