@@ -26,7 +26,9 @@ func TestReplicationMessageCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	after := c.ReplicationMessages()
-	isr := func(m map[controller.ReplicationProtocol]map[string]int64, kind string) int64 { return m[controller.ProtocolISR][kind] }
+	isr := func(m map[controller.ReplicationProtocol]map[string]int64, kind string) int64 {
+		return m[controller.ProtocolISR][kind]
+	}
 	if d := isr(after, MessageFetchRequest) - isr(before, MessageFetchRequest); d != 1 {
 		t.Errorf("one fetch round of broker %d counted %d Fetch requests", follower, d)
 	}
@@ -39,7 +41,9 @@ func TestReplicationMessageCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	after = c.ReplicationMessages()
-	q := func(m map[controller.ReplicationProtocol]map[string]int64, kind string) int64 { return m[controller.ProtocolQuorum][kind] }
+	q := func(m map[controller.ReplicationProtocol]map[string]int64, kind string) int64 {
+		return m[controller.ProtocolQuorum][kind]
+	}
 	if d := q(after, "MsgApp") - q(before, "MsgApp"); d < 2 {
 		t.Errorf("a quorum write to RF 3 counted %d MsgApp; want one to each follower at least", d)
 	}
