@@ -66,6 +66,9 @@ type Options struct {
 	// Progress is called after every action (from the run's goroutine).
 	Progress func(Progress)
 	Logger   *slog.Logger
+	// byProtocol reports each topic's counts in Progress.Protocols (a
+	// comparison) instead of the one topic's in Counts.
+	byProtocol bool
 }
 
 // RequestTimeout is every produce's timeout (Kafka's request.timeout.ms):
@@ -156,6 +159,7 @@ func play(ctx context.Context, cfg Config, specs []topicSpec, actions []Action, 
 		return err
 	}
 	r := newRunner(ctx, c, cfg, specs, actions, report)
+	r.byProtocol = o.byProtocol
 	err = r.start()
 	if err == nil {
 		err = started(r)
@@ -243,6 +247,8 @@ type runner struct {
 	cfg      Config
 	actions  []Action
 	progress func(Progress)
+	// byProtocol: Options.byProtocol.
+	byProtocol bool
 
 	action     int    // index of the action being played
 	seq        uint64 // the last bus event processed
@@ -455,10 +461,10 @@ func (r *runner) report(phase Phase, done int) {
 	p := Progress{Phase: phase, Action: done, Total: len(r.actions)}
 	for _, t := range r.playing() {
 		cs := t.liveCounts()
-		if len(r.topics) == 1 {
-			p.Counts = cs
-		} else {
+		if r.byProtocol {
 			p.Protocols = append(p.Protocols, ProtocolCounts{Protocol: t.protocol, Counts: cs})
+		} else {
+			p.Counts = cs
 		}
 	}
 	r.progress(p)
