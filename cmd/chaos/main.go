@@ -40,7 +40,11 @@ func run(args []string, out io.Writer) error {
 	runs := fs.Int("runs", 1000, "schedules per configuration (seeds first..first+runs-1)")
 	first := fs.Uint64("seed", 1, "first seed")
 	actions := fs.Int("actions", chaos.DefaultActions, fmt.Sprintf("actions per schedule (1..%d)", chaos.MaxActions))
-	configs := fs.String("configs", "strict,acks1,unclean,hw-truncation", "comma-separated configurations")
+	var all []string
+	for _, c := range chaos.Configs() {
+		all = append(all, string(c))
+	}
+	configs := fs.String("configs", strings.Join(all, ","), "comma-separated configurations (strict-<protocol>: strict on that replication.protocol)")
 	parallel := fs.Int("parallel", runtime.GOMAXPROCS(0), "runs at once")
 	if err := fs.Parse(args); err != nil {
 		return err
