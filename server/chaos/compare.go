@@ -38,8 +38,10 @@ type ProtocolResult struct {
 	Protocol controller.ReplicationProtocol `json:"protocol"`
 	Topic    string                         `json:"topic"`
 	// Skipped says why the protocol did not run (the controller refused
-	// its topic); the figures are then zero.
-	Skipped string `json:"skipped,omitempty"`
+	// its topic), SkippedCode with Kafka's error name; the figures are
+	// then zero.
+	Skipped     string `json:"skipped,omitempty"`
+	SkippedCode string `json:"skipped_code,omitempty"`
 	// Attempted and Accepted count the acks=all writes sent and
 	// acknowledged; Availability is Accepted/Attempted (0 without writes).
 	Attempted    int     `json:"attempted"`
@@ -204,7 +206,7 @@ func (t *topicRun) result(before, after map[string]int64) ProtocolResult {
 		pr.ReplicasFor = append(pr.ReplicasFor, FailureNeeds{F: f, Replicas: n})
 	}
 	if t.created != nil {
-		pr.Skipped = t.created.Error()
+		pr.Skipped, pr.SkippedCode = t.created.Error(), kafkaName(t.created)
 		return pr
 	}
 	writes := t.results()
