@@ -71,6 +71,8 @@ type ProtocolResult struct {
 	// Series is the protocol's live counts after every action and settle
 	// round, for the charts.
 	Series []Sample `json:"series"`
+	// Writes is every write to the topic as it ended.
+	Writes []Write `json:"writes"`
 }
 
 // Percentiles are the 50th and 99th percentiles of N values (nearest
@@ -199,7 +201,7 @@ func addSamples(series map[controller.ReplicationProtocol][]Sample, p Progress) 
 // result is the topic's column: before and after are the links' message
 // counts for its protocol when the schedule started and at the end.
 func (t *topicRun) result(before, after map[string]int64) ProtocolResult {
-	pr := ProtocolResult{Protocol: t.protocol, Topic: t.name, Losses: []Loss{}, Messages: map[string]int64{}, Series: []Sample{}}
+	pr := ProtocolResult{Protocol: t.protocol, Topic: t.name, Losses: []Loss{}, Messages: map[string]int64{}, Series: []Sample{}, Writes: []Write{}}
 	for _, f := range []int{1, 2} {
 		n, formula := ReplicasNeeded(t.protocol, f)
 		pr.ReplicasFormula = formula
@@ -210,20 +212,14 @@ func (t *topicRun) result(before, after map[string]int64) ProtocolResult {
 		return pr
 	}
 	writes := t.results()
+	pr.Writes = writes
 	rep := t.check(writes)
 	pr.Counts = rep.Counts()
 	pr.Attempted, pr.Accepted, pr.Lost, pr.Losses = pr.Counts.Writes, pr.Counts.Acked, pr.Counts.Lost, rep.Lost
 	if pr.Attempted > 0 {
 		pr.Availability = float64(pr.Accepted) / float64(pr.Attempted)
 	}
-	var ms, acts []float64
-	for _, w := range writes {
-		if w.Acked {
-			ms = append(ms, float64(w.AckedMs-w.SentMs))
-			acts = append(acts, float64(w.AckedAction-w.SentAction))
-		}
-	}
-	pr.LatencyMs, pr.LatencyActions = percentiles(ms), percentiles(acts)
+	pr.LatencyMs, pr.LatencyActions = Latencies(writes)
 	for k, n := range after {
 		if d := n - before[k]; d > 0 {
 			pr.Messages[k] = d
@@ -237,6 +233,19 @@ func (t *topicRun) result(before, after map[string]int64) ProtocolResult {
 		pr.MessagesPerRecord = float64(pr.MessagesTotal) / float64(pr.Committed)
 	}
 	return pr
+}
+
+// Latencies returns the acknowledged writes' latencies: lab time and
+// schedule actions from the first send to the acknowledgement.
+func Latencies(writes []Write) (ms, actions Percentiles) {
+	var m, a []float64
+	for _, w := range writes {
+		if w.Acked {
+			m = append(m, float64(w.AckedMs-w.SentMs))
+			a = append(a, float64(w.AckedAction-w.SentAction))
+		}
+	}
+	return percentiles(m), percentiles(a)
 }
 
 // percentiles returns the 50th and 99th percentiles of xs (nearest rank).
