@@ -685,16 +685,26 @@ func (t *topicRun) produce(pr *producer, p int32) (string, error) {
 	before, waiting := rep.Log().LogEndOffset(), rep.Status().WaitingProduces
 	r.wg.Go(func() { pd.done <- br.Produce(context.Background(), t.name, p, acks, records, RequestTimeout) })
 	// The hand-off: the leader appended the batch, answered, or proposed
-	// it and waits (it is then among its waiting produces).
+	// it and waits (it is then among its waiting produces). An append
+	// takes the append's path even when its answer came too (acks=1), so
+	// the outcome does not depend on which the run saw first. A quorum
+	// leader appends what committed while its messages are still going
+	// round: its log growing is no hand-off.
+	appended := func() bool { return !appendsOnCommit(t.protocol) && rep.Log().LogEndOffset() > before }
 	deadline := time.Now().Add(handOff)
+wait:
 	for {
 		select {
 		case res := <-pd.done:
+			if appended() {
+				pd.done <- res // collected from the append's events, below
+				break wait
+			}
 			seq := r.c.Bus().LastSeq()
 			if res.Err == nil && rep.Log().LogEndOffset() > before {
-				// Appended and answered at once (a quorum leader answers
-				// as it appends what committed): take the acknowledgement's
-				// event, so a replay names the same one.
+				// A quorum leader answers as it appends what committed:
+				// take the acknowledgement's event, so a replay names
+				// the same one.
 				if seq = t.awaitAnswer(leader, p, res.BaseOffset, deadline); seq == 0 {
 					return "", fmt.Errorf("%w: the acknowledgement of %s by broker %d was never published", ErrRun, b.w.Value, leader)
 				}
@@ -703,11 +713,8 @@ func (t *topicRun) produce(pr *producer, p int32) (string, error) {
 			return "answered", nil
 		default:
 		}
-		// Waiting first: an isr leader appends before it waits. A quorum
-		// leader appends what committed while its messages are still
-		// going round: it has handed off when it answers or waits.
-		proposed := rep.Status().WaitingProduces > waiting
-		if !appendsOnCommit(t.protocol) && rep.Log().LogEndOffset() > before {
+		proposed := rep.Status().WaitingProduces > waiting // first: an isr leader appends before it waits
+		if appended() {
 			break
 		}
 		if proposed {
