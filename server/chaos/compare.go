@@ -176,11 +176,18 @@ func Compare(ctx context.Context, seed uint64, actions []Action, protocols []con
 	}, func(r *runner) {
 		cmp.Outcomes, cmp.SettleRounds = r.outcomes, r.settleDone
 		now := r.c.ReplicationMessages()
+		done := Progress{Phase: PhaseDone, Action: len(actions), Total: len(actions)}
 		for _, t := range r.topics {
 			pr := t.result(r.messages[t.protocol], now[t.protocol])
-			pr.Series = series[t.protocol]
+			if ss, ok := series[t.protocol]; ok {
+				pr.Series = ss
+			}
 			cmp.Protocols = append(cmp.Protocols, pr)
+			if pr.Skipped == "" {
+				done.Protocols = append(done.Protocols, ProtocolCounts{Protocol: pr.Protocol, Counts: pr.Counts})
+			}
 		}
+		r.progress(done)
 	})
 	if err != nil {
 		return cmp, err

@@ -49,6 +49,7 @@ func (s *Service) StartCompare(seed uint64, n int, protocols []string) (CompareS
 		Progress: Progress{Phase: PhaseStarting, Total: len(actions)}, Series: []ProtocolSeries{}}
 	err = s.launch(func() { s.compares.add(st.ID, st, s.opts.MaxKept, (*CompareState).Done) }, func(ctx context.Context, o Options) {
 		series := map[controller.ReplicationProtocol][]Sample{}
+		var final Progress
 		o.Progress = func(p Progress) {
 			s.mu.Lock()
 			defer s.mu.Unlock()
@@ -62,6 +63,8 @@ func (s *Service) StartCompare(seed uint64, n int, protocols []string) (CompareS
 			st.Series = next
 			if p.Phase != PhaseDone {
 				st.Progress = p
+			} else {
+				final = p // the checker's counts: set with the result
 			}
 		}
 		res, err := Compare(ctx, seed, actions, ps, o)
@@ -71,8 +74,7 @@ func (s *Service) StartCompare(seed uint64, n int, protocols []string) (CompareS
 			st.Progress.Phase, st.Error = PhaseFailed, err.Error()
 			return
 		}
-		st.Result = res
-		st.Progress.Phase, st.Progress.Action = PhaseDone, len(actions)
+		st.Result, st.Progress = res, final
 	})
 	if err != nil {
 		return CompareState{}, err

@@ -110,6 +110,7 @@ func Run(ctx context.Context, seed uint64, cfg Config, actions []Action, o Optio
 		res.Report = t.check(res.Writes)
 		res.Counts = res.Report.Counts()
 		res.Final = t.final
+		r.progress(Progress{Phase: PhaseDone, Action: len(actions), Total: len(actions), Counts: res.Counts})
 	})
 	if err != nil {
 		return res, err
@@ -139,7 +140,8 @@ type topicSpec struct {
 
 // play opens the run's cluster, creates the topics (started decides whether
 // the run goes on: a topic the controller refused is skipped or fatal),
-// plays actions, settles, reads back, and hands the runner to done.
+// plays actions, settles, reads back, and hands the runner to done, which
+// reports PhaseDone.
 func play(ctx context.Context, cfg Config, specs []topicSpec, actions []Action, o Options, started func(*runner) error, done func(*runner)) error {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -168,8 +170,7 @@ func play(ctx context.Context, cfg Config, specs []topicSpec, actions []Action, 
 		err = r.run()
 	}
 	if err == nil {
-		done(r)
-		r.report(PhaseDone, len(actions))
+		done(r) // reports PhaseDone with the checker's counts
 	}
 	r.closeClients()
 	cerr := closeCluster()
