@@ -55,4 +55,12 @@ func TestBrowserCompare(t *testing.T) {
 		}
 	}
 	b.shot("compare")
+
+	// The same page in Simplified Chinese (the header's switch).
+	b.click(`a[data-lang="zh-Hans"]`)
+	b.poll(`document.documentElement.lang === "zh-Hans" && document.querySelector('[data-testid="compare-table"] th') !== null`, "the page in Chinese")
+	if th := eval[string](b, `document.querySelector('[data-testid="compare-table"] th').innerText`); th != "指标" {
+		t.Errorf("the table's first header in Chinese is %q", th)
+	}
+	b.shot("compare-zh-Hans")
 }
