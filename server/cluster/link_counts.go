@@ -71,7 +71,9 @@ func (lc *linkCounts) countRaft(msg []byte) {
 // counts its follower fetches: a broker asks Allowed once per Fetch it
 // sends (from itself to a leader) and once per answer it reads (from the
 // leader to itself), and only its fetcher asks (fetcher.go). Only isr
-// partitions are fetched: Raft replicates quorum ones.
+// partitions are fetched: Raft replicates quorum ones. A protocol that
+// sends other messages between brokers counts them where it sends them,
+// as raftLink does, not by asking Allowed.
 type fetchLink struct {
 	net    *Network
 	counts *linkCounts
