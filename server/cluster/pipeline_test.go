@@ -11,6 +11,8 @@ import (
 
 	"tidemark/events"
 	"tidemark/replication"
+	"tidemark/replication/pipeline"
+	"tidemark/server/controller"
 )
 
 // pipelineSettled steps the paused clock one broker tick at a time
@@ -259,7 +261,8 @@ func TestPipelineTopicKgo(t *testing.T) {
 		t.Fatal(err)
 	}
 	kgoRoundTrip(t, c, "p", 100)
-	writes, acks := c.PipelineMessages()
+	sent := c.ReplicationMessages()[controller.ProtocolPipeline]
+	writes, acks := sent[pipeline.KindWrite.String()], sent[pipeline.KindAck.String()]
 	t.Logf("pipeline messages: %d writes, %d acks for 100 records", writes, acks)
 	if writes < 200 || acks < 200 {
 		t.Errorf("%d writes and %d acks for 100 records, want at least 200 each", writes, acks)

@@ -20,6 +20,7 @@ var (
 
 // SendRaft delivers one encoded Raft message from broker from to broker to.
 func (l raftLink) SendRaft(from, to int32, tp storage.TopicPartition, msg []byte) error {
+	l.c.links.countRaft(msg) // sent, whether or not it arrives
 	b, err := l.reach(from, to)
 	if err != nil {
 		return err
