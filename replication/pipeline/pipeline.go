@@ -218,11 +218,16 @@ type Ready struct {
 	Messages       []Message
 	Failure        *Failure
 	RecoveryLength int64 // the agreed length when this drain finished a recovery; -1 otherwise
+	// CaughtUp is set, on the head, once per stamp when every member has
+	// every record the recovery agreed on (the tail acknowledged them): a
+	// member that joined at the tail holds every acknowledged record and
+	// may now head, which the controller learns from it.
+	CaughtUp bool
 }
 
 // Empty reports whether there is nothing to do.
 func (rd Ready) Empty() bool {
-	return rd.Truncation == nil && rd.Append == nil && rd.StampStart < 0 && len(rd.Messages) == 0 && rd.Failure == nil
+	return rd.Truncation == nil && rd.Append == nil && rd.StampStart < 0 && len(rd.Messages) == 0 && rd.Failure == nil && !rd.CaughtUp
 }
 
 // LogState is what a replica's log holds when its Member is made. Stamp is
@@ -258,6 +263,15 @@ type Member struct {
 	recoveryOut bool
 	// hold stops forwarding until the next Tick (after a rewind).
 	hold bool
+	// discardTo, when not -1, is where a discarded replica's log starts
+	// again once the copy's first write arrives; its records stay until
+	// then. staleStamp is the stamp it had. Kept across stamps.
+	discardTo  int64
+	staleStamp int32
+	// length is the agreed length of this stamp's recovery (-1 before it
+	// finished); caughtUp is set once the head reported every member has it.
+	length   int64
+	caughtUp bool
 	// stampAt is the agreed length at which this replica takes the
 	// pipeline's stamp; -1 once it has.
 	stampAt int64
@@ -283,13 +297,14 @@ type Member struct {
 // New returns the Member of replica cfg.ID with its log as it is, in no
 // pipeline yet (SetPipeline gives it one).
 func New(cfg Config, log LogState, nowMs int64) *Member {
-	m := &Member{cfg: cfg, log: log, nowMs: nowMs, pl: Pipeline{Stamp: -1}}
+	m := &Member{cfg: cfg, log: log, nowMs: nowMs, pl: Pipeline{Stamp: -1}, discardTo: -1}
 	m.resetStamp()
 	return m
 }
 
 func (m *Member) resetStamp() {
 	m.recovered, m.recovery, m.recoveryOut, m.stampAt, m.hold = false, nil, false, -1, false
+	m.length, m.caughtUp = -1, false
 	m.nextLEO, m.sent, m.downAcked, m.ackedUp = -1, -1, -1, -1
 	m.waitSinceMs, m.failed, m.reportedMs = -1, NoMember, -1
 	m.rd = Ready{StampStart: -1, RecoveryLength: -1}
@@ -376,6 +391,9 @@ func (m *Member) Produced(leo int64) {
 // applied (an append that failed, a truncation that ended elsewhere,
 // retention moving the log start).
 func (m *Member) LogChanged(logStart, leo int64) {
+	if m.discardTo >= 0 {
+		return // the log still holds the records being discarded
+	}
 	m.log.LogStartOffset, m.log.LogEndOffset = logStart, leo
 	m.sent = min(m.sent, leo)
 }
@@ -511,7 +529,13 @@ func (m *Member) Step(msg Message) error {
 func (m *Member) stepRecover(msg Message) {
 	length := msg.Length
 	if m.log.Stamp != msg.HeadStamp {
-		m.rd.Truncation = &Truncation{ToOffset: msg.LogStart, Discard: true, StaleStamp: m.log.Stamp, Stamp: m.pl.Stamp}
+		// Discarded: it counts as empty from here on, but its records are
+		// cut only when the copy's first write arrives (with it, in one
+		// Ready), so a copy that never comes (a cut link) leaves them.
+		if m.discardTo < 0 {
+			m.staleStamp = m.log.Stamp
+		}
+		m.discardTo = msg.LogStart
 		m.log = LogState{LogStartOffset: msg.LogStart, LogEndOffset: msg.LogStart, HighWatermark: msg.LogStart, Stamp: -1}
 	} else {
 		length = min(length, m.log.LogEndOffset)
@@ -540,6 +564,7 @@ func (m *Member) finishRecovery(length int64) {
 		m.log.HighWatermark = min(m.log.HighWatermark, length)
 	}
 	m.recovered = true
+	m.length = length
 	m.stampAt = length
 	m.stampIfCaughtUp()
 	m.rd.RecoveryLength = length
@@ -564,6 +589,10 @@ func (m *Member) stepWrite(msg Message) {
 	if !m.recovered || msg.BaseOffset != m.log.LogEndOffset || msg.EndOffset <= msg.BaseOffset {
 		m.rd.Messages = append(m.rd.Messages, m.ack(msg.From))
 		return
+	}
+	if m.discardTo >= 0 {
+		m.rd.Truncation = &Truncation{ToOffset: m.discardTo, Discard: true, StaleStamp: m.staleStamp, Stamp: m.pl.Stamp}
+		m.discardTo = -1
 	}
 	a := msg
 	m.rd.Append = &a
@@ -643,6 +672,9 @@ func (m *Member) settleHW() {
 			m.waitSinceMs = -1
 		} else if m.waitSinceMs < 0 {
 			m.waitSinceMs = m.nowMs
+		}
+		if !m.caughtUp && m.ackable() >= m.length {
+			m.caughtUp, m.rd.CaughtUp = true, true
 		}
 	}
 }

@@ -51,6 +51,10 @@ type Controller interface {
 	// PipelineFailed reports that a pipeline head's member failed did not
 	// answer in generation stamp stamp (controller.Controller.PipelineFailed).
 	PipelineFailed(topic string, partition, brokerID int32, brokerEpoch int64, stamp, failed int32) error
+	// PipelineCaughtUp reports that every member of a pipeline head's
+	// pipeline has what its recovery agreed on
+	// (controller.Controller.PipelineCaughtUp).
+	PipelineCaughtUp(topic string, partition, brokerID int32, brokerEpoch int64, stamp int32) error
 }
 
 // Network says whether a link between two brokers carries traffic now, and

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -104,7 +105,7 @@ func (r *replica) pipelineStatus() replication.Status {
 func (r *replica) applyPipeline(p controller.Partition, tc controller.TopicConfig) {
 	r.applied = p
 	r.pl.minISR = tc.Replication().MinInsyncReplicas
-	members := p.ISR
+	members := slices.Concat(p.ISR, p.Joining)
 	if p.Leader == replication.NoLeader {
 		members = nil // offline: no head to write through
 	}
@@ -177,6 +178,10 @@ func (r *replica) pipelineReady() []func() {
 		if f := rd.Failure; f != nil {
 			after = append(after, func() { r.reportPipelineFailure(*f) })
 		}
+		if rd.CaughtUp {
+			stamp := r.pl.m.Status().Pipeline.Stamp
+			after = append(after, func() { r.reportCaughtUp(stamp) })
+		}
 	}
 	r.pipelineTickBy() // the head's ack timeout, whatever started it
 	return after
@@ -196,7 +201,9 @@ func (r *replica) pipelineTruncate(t pipeline.Truncation) {
 	}
 	ev := r.truncate(rt)
 	r.emit(i18n.EventMessage(ev, "event.pipeline.truncation", rt.Cause, word))
-	r.pl.m.LogChanged(r.log.LogStartOffset(), r.log.LogEndOffset())
+	if !t.Discard { // a discard comes with the copy's first records, which the member counts already
+		r.pl.m.LogChanged(r.log.LogStartOffset(), r.log.LogEndOffset())
+	}
 	r.failPipelineWaiters(r.log.LogEndOffset(), kerr.NotLeaderForPartition)
 	if r.hw > r.log.LogEndOffset() {
 		r.hw = r.log.LogEndOffset()
@@ -242,6 +249,15 @@ func (r *replica) reportPipelineFailure(f pipeline.Failure) {
 		r.b.RefreshMetadata()
 	} else {
 		r.b.refreshSoon()
+	}
+}
+
+// reportCaughtUp tells the controller that every member of the pipeline
+// of stamp has what its recovery agreed on, so joining members join the
+// ISR. Lost, it is not sent again: they join at the next stamp's report.
+func (r *replica) reportCaughtUp(stamp int32) {
+	if err := r.b.cfg.Controller.PipelineCaughtUp(r.tp.Topic, r.tp.Partition, r.b.cfg.ID, r.b.BrokerEpoch(), stamp); err != nil {
+		r.b.logger.Debug("pipeline catch-up not reported", "partition", r.tp, "stamp", stamp, "err", err)
 	}
 }
 

@@ -34,6 +34,10 @@ func (d directController) PipelineFailed(topic string, partition, brokerID int32
 	return d.c.PipelineFailed(topic, partition, brokerID, brokerEpoch, stamp, failed)
 }
 
+func (d directController) PipelineCaughtUp(topic string, partition, brokerID int32, brokerEpoch int64, stamp int32) error {
+	return d.c.PipelineCaughtUp(topic, partition, brokerID, brokerEpoch, stamp)
+}
+
 func (d directController) AlterPartition(topic string, partition, brokerID int32, brokerEpoch int64, req replication.AlterPartitionRequest) (replication.AlterPartitionResponse, error) {
 	return d.c.AlterPartition(topic, partition, brokerID, brokerEpoch, req), nil
 }

@@ -523,6 +523,11 @@ func (l controllerLink) PipelineFailed(topic string, partition, brokerID int32, 
 	return err
 }
 
+func (l controllerLink) PipelineCaughtUp(topic string, partition, brokerID int32, brokerEpoch int64, stamp int32) error {
+	_, err := roundTrip(l, errOnly(func() error { return l.c.controller.PipelineCaughtUp(topic, partition, brokerID, brokerEpoch, stamp) }))
+	return err
+}
+
 func (l controllerLink) AlterPartition(topic string, partition, brokerID int32, brokerEpoch int64, req replication.AlterPartitionRequest) (replication.AlterPartitionResponse, error) {
 	l.message(events.KindAlterPartition, true, !l.there(), func(e *events.Event) {
 		e.Topic, e.Partition, e.ISR = topic, partition, append([]int32(nil), req.NewISR...)

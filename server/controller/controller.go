@@ -78,6 +78,12 @@ type Partition struct {
 	PartitionEpoch int32
 	ISR            []int32
 	ELR            []int32
+	// Joining, for a replication.protocol=pipeline partition, are the
+	// members after the ISR at the pipeline's tail that are still being
+	// copied: writes flow through them, but they cannot head it or keep
+	// it when the ISR's members fail, until its head reports them caught
+	// up (PipelineCaughtUp) and they join the ISR. Empty otherwise.
+	Joining []int32
 }
 
 // State returns p as the replication rules take it (a LeaderAndIsr), sharing
@@ -91,7 +97,7 @@ func (p Partition) State() replication.PartitionState {
 func (p *Partition) tp() string { return p.Topic + "-" + strconv.Itoa(int(p.Partition)) }
 
 func (p Partition) clone() Partition {
-	p.Replicas, p.ISR, p.ELR = slices.Clone(p.Replicas), slices.Clone(p.ISR), slices.Clone(p.ELR)
+	p.Replicas, p.ISR, p.ELR, p.Joining = slices.Clone(p.Replicas), slices.Clone(p.ISR), slices.Clone(p.ELR), slices.Clone(p.Joining)
 	return p
 }
 
@@ -117,6 +123,11 @@ func (p *Partition) check() error {
 	for _, r := range p.ELR {
 		if !slices.Contains(p.Replicas, r) || slices.Contains(p.ISR, r) {
 			return fmt.Errorf("ELR member %d not in replicas %v or also in ISR %v", r, p.Replicas, p.ISR)
+		}
+	}
+	for _, r := range p.Joining {
+		if !slices.Contains(p.Replicas, r) || slices.Contains(p.ISR, r) {
+			return fmt.Errorf("joining member %d not in replicas %v or also in ISR %v", r, p.Replicas, p.ISR)
 		}
 	}
 	return nil
@@ -393,6 +404,9 @@ func (c *Controller) Register(reg Registration) (brokerEpoch int64, err error) {
 		// generation stamp, is discarded. Only the first registration
 		// after a clean stop of the whole lab keeps its places.
 		c.leavePipelines(ch, id, i18n.Word("event.word.reason.restarted", id))
+		if !reg.CleanShutdown && c.rule == FencingKRaftELR {
+			c.forgetUncleanPipelines(ch, id)
+		}
 	}
 	c.registered[id] = true
 	if b == nil {

@@ -15,25 +15,32 @@ import (
 
 // A replication.protocol=pipeline partition keeps its pipeline in Kafka's
 // own fields, so Metadata, the lanes and every fencing rule read it as they
-// read an ISR: the ISR is the pipeline in order (head first), the leader its
-// head, the leader epoch its generation stamp. The controller makes every
-// stamp, as HDFS's NameNode does (package replication/pipeline says why).
+// read an ISR: the pipeline is the ISR in order (head first) followed by the
+// joining members (Partition.Joining: being copied, not yet complete), the
+// leader is its head, the leader epoch its generation stamp. The controller
+// makes every stamp, as HDFS's NameNode does (package replication/pipeline
+// says why).
 
-// pipelineOf returns p's pipeline.
+// pipelineOf returns p's pipeline: the ISR, then the joining members.
 func pipelineOf(p *Partition) pipeline.Pipeline {
-	return pipeline.Pipeline{Members: slices.Clone(p.ISR), Stamp: p.LeaderEpoch}
+	return pipeline.Pipeline{Members: slices.Concat(p.ISR, p.Joining), Stamp: p.LeaderEpoch}
 }
 
-// setPipeline stores next as p's pipeline (a new stamp, so a new partition
-// epoch) and reports it: an election event when the head changed, else an
-// ISR event with key and args. Callers hold c.mu.
-func (c *Controller) setPipeline(ch *change, p *Partition, next pipeline.Pipeline, leader int32, reason string, key string, args ...any) {
+// setPipeline stores p's pipeline as isr and joining under stamp with
+// leader (a new stamp, so a new partition epoch) and reports it: an
+// election event when the head changed, else an ISR event with key and
+// args. Callers hold c.mu.
+func (c *Controller) setPipeline(ch *change, p *Partition, isr, joining []int32, stamp, leader int32, reason string, key string, args ...any) {
 	prev := p.Leader
-	p.ISR, p.Leader, p.LeaderEpoch = next.Members, leader, next.Stamp
+	p.ISR, p.Joining, p.Leader, p.LeaderEpoch = isr, joining, leader, stamp
+	if len(p.Joining) == 0 {
+		p.Joining = nil
+	}
 	p.PartitionEpoch++
 	ch.partition(p)
+	members := pipelineOf(p).Members
 	if leader != prev {
-		how := i18n.Word("event.word.how.pipeline", next.Members)
+		how := i18n.Word("event.word.how.pipeline", members)
 		if leader == replication.NoLeader {
 			how = i18n.Word("event.word.offline.isr", p.ISR)
 		}
@@ -43,35 +50,41 @@ func (c *Controller) setPipeline(ch *change, p *Partition, next pipeline.Pipelin
 		return
 	}
 	ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindISR, Broker: events.NoBroker, Topic: p.Topic, Partition: p.Partition,
-		ISR: slices.Clone(p.ISR)}, key, append(args, p.tp(), p.ISR, p.LeaderEpoch)...))
+		ISR: slices.Clone(p.ISR)}, key, append(args, p.tp(), members, p.LeaderEpoch)...))
 }
 
-// leavePipeline takes broker id out of p's pipeline under a new stamp; the
-// last member stays and the partition goes offline until it is back (it
-// alone has every acknowledged record). Callers hold c.mu.
+// leavePipeline takes broker id out of p's pipeline under a new stamp. A
+// joining member just leaves. An ISR member leaves the survivors, and the
+// first running one heads (a head fenced in the same tick leaves too); when
+// none is left the last stays, offline, and the joining members are let go:
+// only an ISR member is known to hold every acknowledged record. Callers
+// hold c.mu.
 func (c *Controller) leavePipeline(ch *change, p *Partition, id int32, reason string) {
-	cur := pipelineOf(p)
-	if !slices.Contains(cur.Members, id) {
+	stamp := p.LeaderEpoch + 1
+	switch {
+	case slices.Contains(p.Joining, id):
+		joining := slices.DeleteFunc(slices.Clone(p.Joining), func(m int32) bool { return m == id })
+		c.setPipeline(ch, p, slices.Clone(p.ISR), joining, stamp, p.Leader, reason, "event.pipeline.rebuilt", id, reason)
+		return
+	case !slices.Contains(p.ISR, id):
 		return
 	}
-	next, ok := cur.Without(id)
-	// A head that is not running cannot lead either (fenced in the same
-	// tick): it leaves too, and the next survivor heads.
-	for ok && !c.live(next.Head()) {
+	isr, ok := pipeline.Pipeline{Members: p.ISR}.Without(id)
+	for ok && !c.live(isr.Head()) {
 		var more pipeline.Pipeline
-		if more, ok = next.Without(next.Head()); ok {
-			next = more
+		if more, ok = isr.Without(isr.Head()); ok {
+			isr = more
 		}
 	}
-	next.Stamp = cur.Stamp + 1
-	leader := next.Head()
-	if !c.live(leader) {
-		leader = replication.NoLeader // the last member stays: offline until it is back
-		if p.Leader == replication.NoLeader && slices.Equal(next.Members, cur.Members) {
+	leader, joining := isr.Head(), slices.Clone(p.Joining)
+	if leader == id || !c.live(leader) { // id leaves even where it still counts as live (it registers again)
+		// The last member stays: offline until it is back.
+		if p.Leader == replication.NoLeader && slices.Equal(isr.Members, p.ISR) {
 			return
 		}
+		leader, joining = replication.NoLeader, nil
 	}
-	c.setPipeline(ch, p, next, leader, reason, "event.pipeline.rebuilt", id, reason)
+	c.setPipeline(ch, p, isr.Members, joining, stamp, leader, reason, "event.pipeline.rebuilt", id, reason)
 }
 
 // leavePipelines takes broker id out of every pipeline (fenced, or back
@@ -87,26 +100,51 @@ func (c *Controller) leavePipelines(ch *change, id int32, reason string) {
 	}
 }
 
+// forgetUncleanPipelines is KIP-966 for pipelines, under the kraft-elr
+// rule: broker id, back from an unclean shutdown (a crash or power loss),
+// is the last member of offline pipelines, but its log may have lost
+// acknowledged records, so it does not head them again alone. Their ISR is
+// emptied, and once every replica is back the longest log heads
+// (recoverUnclean, from the logs the brokers report): a replica discarded
+// at its rejoin keeps its records until its copy arrives, so it may be it.
+// Callers hold c.mu.
+func (c *Controller) forgetUncleanPipelines(ch *change, id int32) {
+	for _, name := range c.topicNames() {
+		t := c.topics[name]
+		if t.cfg.Protocol != ProtocolPipeline {
+			continue
+		}
+		for _, p := range t.parts {
+			if p.Leader != replication.NoLeader || !slices.Equal(p.ISR, []int32{id}) {
+				continue
+			}
+			p.ISR, p.Joining = nil, nil
+			p.PartitionEpoch++
+			ch.partition(p)
+			ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindISR, Broker: id, Topic: p.Topic, Partition: p.Partition},
+				"event.isr.unclean-restart.offline", id, p.tp(), p.ISR, p.ELR, c.offlineWhy(t, p)))
+		}
+	}
+}
+
 // repairPipelines brings t's offline pipelines back when their last member
 // runs again (under a new stamp), and adds broker rejoin, when it is a
 // running replica outside the pipeline, at the tail of a pipeline that has
-// a head, one stamp each: HDFS's NameNode re-replicating an
-// under-replicated block. Only the broker that just showed it runs (it
-// registered, was unfenced or heartbeated) rejoins: one that crashed is
-// not fenced until its session expires. pipeline.NoMember rejoins none.
-// Callers hold c.mu.
+// a head as a joining member, one stamp each: HDFS's NameNode
+// re-replicating an under-replicated block. Only the broker that just
+// showed it runs (it registered, was unfenced or heartbeated) rejoins: one
+// that crashed is not fenced until its session expires. pipeline.NoMember
+// rejoins none. Callers hold c.mu.
 func (c *Controller) repairPipelines(ch *change, t *topicState, reason string, rejoin int32) {
 	for _, p := range t.parts {
 		if head := pipelineOf(p).Head(); p.Leader == replication.NoLeader && head != pipeline.NoMember && c.live(head) {
-			cur := pipelineOf(p)
-			c.setPipeline(ch, p, pipeline.Pipeline{Members: cur.Members, Stamp: cur.Stamp + 1}, head, reason, "")
+			c.setPipeline(ch, p, slices.Clone(p.ISR), nil, p.LeaderEpoch+1, head, reason, "")
 		}
-		cur := pipelineOf(p)
-		if !slices.Contains(p.Replicas, rejoin) || !c.live(rejoin) {
+		if !slices.Contains(p.Replicas, rejoin) || !c.live(rejoin) || p.Leader == replication.NoLeader {
 			continue
 		}
-		if next, ok := cur.Rejoin(rejoin); ok && p.Leader != replication.NoLeader {
-			c.setPipeline(ch, p, next, p.Leader, reason, "event.pipeline.rejoined", rejoin)
+		if _, ok := pipelineOf(p).Rejoin(rejoin); ok {
+			c.setPipeline(ch, p, slices.Clone(p.ISR), append(slices.Clone(p.Joining), rejoin), p.LeaderEpoch+1, p.Leader, reason, "event.pipeline.rejoined", rejoin)
 		}
 	}
 }
@@ -140,6 +178,34 @@ func (c *Controller) maybeRepairPipelines(id int32) error {
 	return c.commit(ch)
 }
 
+// pipelineFromHead returns the partition a pipeline head reports on, after
+// checking the report: STALE_BROKER_EPOCH, UNKNOWN_TOPIC_OR_PARTITION,
+// INVALID_REQUEST (not a pipeline topic), FENCED_LEADER_EPOCH (an older
+// stamp), NOT_LEADER_OR_FOLLOWER (not the head of the current stamp).
+// Callers hold c.mu.
+func (c *Controller) pipelineFromHead(topic string, partition, brokerID int32, brokerEpoch int64, stamp int32) (*Partition, error) {
+	if err := c.usable(); err != nil {
+		return nil, err
+	}
+	if b := c.brokers[brokerID]; b == nil || b.Epoch != brokerEpoch {
+		return nil, fmt.Errorf("%w: broker %d sent broker epoch %d", kerr.StaleBrokerEpoch, brokerID, brokerEpoch)
+	}
+	t := c.topics[topic]
+	if t == nil || partition < 0 || int(partition) >= len(t.parts) {
+		return nil, fmt.Errorf("%w: %s-%d", kerr.UnknownTopicOrPartition, topic, partition)
+	}
+	p := t.parts[partition]
+	switch {
+	case t.cfg.Protocol != ProtocolPipeline:
+		return nil, fmt.Errorf("%w: %s: %s is %s, not %s", kerr.InvalidRequest, p.tp(), ConfigReplicationProtocol, t.cfg.Protocol, ProtocolPipeline)
+	case stamp < p.LeaderEpoch:
+		return nil, fmt.Errorf("%w: %s: generation stamp %d is older than the current %d", kerr.FencedLeaderEpoch, p.tp(), stamp, p.LeaderEpoch)
+	case stamp > p.LeaderEpoch || p.Leader != brokerID:
+		return nil, fmt.Errorf("%w: %s: broker %d does not head the pipeline %v of stamp %d", kerr.NotLeaderForPartition, p.tp(), brokerID, pipelineOf(p).Members, p.LeaderEpoch)
+	}
+	return p, nil
+}
+
 // PipelineFailed is a pipeline head's report that failed did not answer
 // (a forward that could not be delivered, or a write the tail did not
 // acknowledge in time) in generation stamp stamp: the controller rebuilds
@@ -151,28 +217,32 @@ func (c *Controller) maybeRepairPipelines(id int32) error {
 func (c *Controller) PipelineFailed(topic string, partition, brokerID int32, brokerEpoch int64, stamp, failed int32) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.usable(); err != nil {
-		return err
-	}
-	if b := c.brokers[brokerID]; b == nil || b.Epoch != brokerEpoch {
-		return fmt.Errorf("%w: broker %d sent broker epoch %d", kerr.StaleBrokerEpoch, brokerID, brokerEpoch)
-	}
-	t := c.topics[topic]
-	if t == nil || partition < 0 || int(partition) >= len(t.parts) {
-		return fmt.Errorf("%w: %s-%d", kerr.UnknownTopicOrPartition, topic, partition)
-	}
-	p := t.parts[partition]
+	p, err := c.pipelineFromHead(topic, partition, brokerID, brokerEpoch, stamp)
 	switch {
-	case t.cfg.Protocol != ProtocolPipeline:
-		return fmt.Errorf("%w: %s: %s is %s, not %s", kerr.InvalidRequest, p.tp(), ConfigReplicationProtocol, t.cfg.Protocol, ProtocolPipeline)
-	case stamp < p.LeaderEpoch:
-		return fmt.Errorf("%w: %s: generation stamp %d is older than the current %d", kerr.FencedLeaderEpoch, p.tp(), stamp, p.LeaderEpoch)
-	case stamp > p.LeaderEpoch || p.Leader != brokerID:
-		return fmt.Errorf("%w: %s: broker %d does not head the pipeline %v of stamp %d", kerr.NotLeaderForPartition, p.tp(), brokerID, p.ISR, p.LeaderEpoch)
-	case failed == brokerID || !slices.Contains(p.ISR, failed):
-		return fmt.Errorf("%w: %s: broker %d is not another member of the pipeline %v", kerr.InvalidRequest, p.tp(), failed, p.ISR)
+	case err != nil:
+		return err
+	case failed == brokerID || !slices.Contains(pipelineOf(p).Members, failed):
+		return fmt.Errorf("%w: %s: broker %d is not another member of the pipeline %v", kerr.InvalidRequest, p.tp(), failed, pipelineOf(p).Members)
 	}
 	ch := newChange()
 	c.leavePipeline(ch, p, failed, i18n.Word("event.word.reason.pipeline-failed", brokerID, failed))
+	return c.commit(ch)
+}
+
+// PipelineCaughtUp is a pipeline head's report that in generation stamp
+// stamp every member has every record the pipeline's recovery agreed on
+// (the tail acknowledged them): the joining members hold every
+// acknowledged record and join the ISR, in pipeline order. The stamp does
+// not change (the pipeline is the same). Errors as PipelineFailed.
+func (c *Controller) PipelineCaughtUp(topic string, partition, brokerID int32, brokerEpoch int64, stamp int32) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p, err := c.pipelineFromHead(topic, partition, brokerID, brokerEpoch, stamp)
+	if err != nil || len(p.Joining) == 0 {
+		return err
+	}
+	joined := p.Joining
+	ch := newChange()
+	c.setPipeline(ch, p, slices.Concat(p.ISR, p.Joining), nil, p.LeaderEpoch, p.Leader, "", "event.pipeline.caught-up", joined)
 	return c.commit(ch)
 }
