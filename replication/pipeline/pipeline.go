@@ -38,9 +38,14 @@
 // missed a generation (it was down, or cut off, while the pipeline was
 // rebuilt without it): like a datanode's replica with an older generation
 // stamp, it is discarded (its log truncated to empty, starting again at the
-// head's log start offset) and rebuilt by copying from its predecessor. A
-// replica that comes back joins at the tail under yet another stamp
-// (Pipeline.Rejoin).
+// head's log start offset) and rebuilt by copying from its predecessor; the
+// cut is made when the copy's first write arrives, so a copy that cannot
+// come (a cut link) destroys nothing. A replica that comes back joins at
+// the tail under yet another stamp (Pipeline.Rejoin). Writes flow through
+// it at once, but it holds every acknowledged record only once the tail
+// has acknowledged the recovery's length (Ready.CaughtUp): until the head
+// says so, the controller keeps it out of the ISR, so it never heads the
+// pipeline or keeps it alone.
 //
 // # Who rebuilds the pipeline
 //
@@ -52,7 +57,11 @@
 // exactly one pipeline: two members that both saw a failure cannot build two
 // pipelines, a stale head's writes are refused by any member that has a
 // newer stamp, and a crashed broker is taken out by the same fencing that
-// takes it out of an ISR.
+// takes it out of an ISR. The controller also knows what no member does:
+// which members are complete (the ISR) and which still joining, and which
+// broker came back from an unclean stop (under the kraft-elr rule a last
+// member back from one does not head alone; the longest log does, once
+// every replica is back, as KIP-966 recovers an ISR).
 package pipeline
 
 import (
