@@ -425,3 +425,26 @@ func TestInFlightWriteCut(t *testing.T) {
 	l.mustAccept("b")
 	l.survives([]string{"a", "b"})
 }
+
+// TestDiscardWaitsForCopy: a stale member whose copy cannot arrive (the
+// link from its predecessor is cut) keeps its records: it is discarded
+// only when the copy's first write comes, in the same Ready.
+func TestDiscardWaitsForCopy(t *testing.T) {
+	l := newLab(t, 3, 2)
+	l.mustAccept("a")
+	l.crash(3)
+	l.fence(3)
+	l.mustAccept("b")
+	l.cut[[2]int32{2, 3}] = true
+	l.restart(3) // [1 2 3]: the recovery write to 3 is lost, and retried at ticks
+	if got := l.values(3); !slices.Equal(got, []string{"a"}) || len(l.discards[3]) != 0 {
+		t.Fatalf("broker 3 holds %v (discards %v) with no copy in sight, want its a kept", got, l.discards[3])
+	}
+	delete(l.cut, [2]int32{2, 3})
+	l.tick(1) // the recovery write is sent again
+	l.mustAccept("c")
+	if len(l.discards[3]) != 1 {
+		t.Fatalf("broker 3's discards %v, want one once its copy came", l.discards[3])
+	}
+	l.survives([]string{"a", "b", "c"})
+}
