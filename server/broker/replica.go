@@ -515,7 +515,8 @@ func refused(err error) ProduceResult {
 
 // produce appends a record set as leader and waits as acks says: acks=0 and
 // acks=1 return after the append, acks=-1 once the HW passes the records or
-// the request times out.
+// the request times out. records passed validateProduced, so the log does
+// not check their CRC again (AppendValidatedAsLeader).
 // ui is the batch's newest records for the append event, with offsets
 // relative to the batch (uiRecords).
 func (r *replica) produce(ctx context.Context, acks int16, records []byte, ui []events.Record, timeout time.Duration) ProduceResult {
@@ -536,7 +537,7 @@ func (r *replica) produce(ctx context.Context, acks int16, records []byte, ui []
 	pc, err := r.checkProducers(records) // idempotence: producers.go
 	var info storage.AppendInfo
 	if err == nil && pc.dup == nil {
-		info, err = r.log.AppendAsLeader(records, epoch)
+		info, err = r.log.AppendValidatedAsLeader(records, epoch)
 	}
 	if err != nil {
 		return r.refuseProduceLocked(acks, err)
