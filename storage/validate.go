@@ -107,6 +107,7 @@ func validateRecords(h BatchHeader, raw []byte, tail int) ([]DecodedRecord, erro
 	keepFrom := max(int64(h.NumRecords)-int64(tail), 0)
 	kept := make([]DecodedRecord, 0, int64(h.NumRecords)-keepFrom)
 	var r kmsg.Record
+	var arena *[]byte // the kept records' bytes, copied out of raw
 	for i := int32(0); i < h.NumRecords; i++ {
 		length, n := shortLength(raw)
 		if n == 0 {
@@ -131,7 +132,10 @@ func validateRecords(h BatchHeader, raw []byte, tail int) ([]DecodedRecord, erro
 			if err := r.UnsafeReadFrom(rec); err != nil { // scanRecord read it: cannot fail
 				return nil, fmt.Errorf("%w: record %d does not decode: %v", ErrCorruptMessage, i, err)
 			}
-			kept = append(kept, decodedRecord(h, &r, true))
+			if arena == nil {
+				arena = arenaFor(rec, raw)
+			}
+			kept = append(kept, decodedRecord(h, &r, arena))
 		}
 	}
 	if len(raw) != 0 {

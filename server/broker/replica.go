@@ -608,9 +608,23 @@ func (r *replica) appendEvent(info storage.AppendInfo, epoch int32) events.Event
 // batch until the append assigns them, epochs are the batch's (the leader's
 // epoch once stamped).
 func uiRecords(h storage.BatchHeader, recs []storage.DecodedRecord) []events.Record {
+	// One string holds every key and value: two allocations per produce
+	// rather than one or two per record.
+	n := 0
+	for _, rec := range recs {
+		n += len(rec.Key) + len(rec.Value)
+	}
+	buf := make([]byte, 0, n)
+	for _, rec := range recs {
+		buf = append(append(buf, rec.Key...), rec.Value...)
+	}
+	all := string(buf)
 	out := make([]events.Record, len(recs))
 	for i, rec := range recs {
-		out[i] = events.Record{Offset: rec.Offset, LeaderEpoch: h.PartitionLeaderEpoch, Key: string(rec.Key), Value: string(rec.Value)}
+		key := all[:len(rec.Key)]
+		value := all[len(key) : len(key)+len(rec.Value)]
+		all = all[len(key)+len(value):]
+		out[i] = events.Record{Offset: rec.Offset, LeaderEpoch: h.PartitionLeaderEpoch, Key: key, Value: value}
 	}
 	return out
 }
