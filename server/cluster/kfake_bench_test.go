@@ -35,22 +35,7 @@ const kfakeBenchRounds = 5
 // first alternates from round to round, so load from other processes and
 // the collector's cycle hit both alike.
 func BenchmarkVersusKfake(b *testing.B) {
-	c, err := Open(Options{DataDir: b.TempDir(), Brokers: 3, Logger: quietLogger()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
-	if _, err := c.CreateTopic("rf1", 1, 1, nil); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := c.CreateTopic("rf3", 1, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
-		b.Fatal(err)
-	}
-	fake, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(1, "rf1", "rf3"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer fake.Close()
+	c, fake := openVersusKfake(b, 3, "rf1", "rf3")
 
 	type target struct {
 		name  string
@@ -126,6 +111,33 @@ func BenchmarkVersusKfake(b *testing.B) {
 	b.ReportMetric(0, "ns/op")
 }
 
+// openVersusKfake opens a 3-broker Tidemark lab and a kfake cluster of
+// kfakeBrokers brokers, both closed when b ends, each with the
+// one-partition topics named: in the lab, rf1 has RF=1 and rf3 RF=3 with
+// min.insync.replicas=2 (kfake does not replicate).
+func openVersusKfake(b *testing.B, kfakeBrokers int, topics ...string) (*Cluster, *kfake.Cluster) {
+	c, err := Open(Options{DataDir: b.TempDir(), Brokers: 3, Logger: quietLogger()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { c.Close() })
+	for _, topic := range topics {
+		rf, configs := int16(1), map[string]string(nil)
+		if topic == "rf3" {
+			rf, configs = 3, map[string]string{"min.insync.replicas": "2"}
+		}
+		if _, err := c.CreateTopic(topic, 1, rf, configs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	fake, err := kfake.NewCluster(kfake.NumBrokers(kfakeBrokers), kfake.SeedTopics(1, topics...))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(fake.Close)
+	return c, fake
+}
+
 // rotate returns s rotated left by r: a different element first each round.
 func rotate[T any](s []T, r int) []T {
 	r %= len(s)
@@ -147,19 +159,7 @@ const roundTripRecords = 7_500
 // round trip in µs; ratio = kfake's over Tidemark's (no target: Tidemark
 // validates every record, as Kafka does, and kfake only the batch's CRC).
 func BenchmarkProduceRoundTrip(b *testing.B) {
-	c, err := Open(Options{DataDir: b.TempDir(), Brokers: 3, Logger: quietLogger()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
-	if _, err := c.CreateTopic("rf1", 1, 1, nil); err != nil {
-		b.Fatal(err)
-	}
-	fake, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "rf1"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer fake.Close()
+	c, fake := openVersusKfake(b, 1, "rf1")
 	var leader string
 	for _, br := range c.liveBrokers() {
 		if br.Replica("rf1", 0) != nil { // RF=1: the one replica is the leader
