@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -53,6 +54,60 @@ type Config struct {
 	HeartbeatTicks int
 	// Logger receives Raft's own log (default slog.Default()).
 	Logger *slog.Logger
+	// LogEndOffset is the segment log's LEO at Open: Ready hands out the
+	// committed entries from the newest apply checkpoint at or below it
+	// (ApplyStart), so an owner whose segment log lost appends, or holds
+	// appends whose checkpoint was lost, applies them again.
+	LogEndOffset int64
+	// CompactEntries: once this many applied entries are in the state
+	// file, it is compacted, keeping the newest CompactEntries/2 for
+	// followers that are a little behind (one further behind gets a
+	// snapshot). Default 1000.
+	CompactEntries int
+	// SyncLog fsyncs the owner's segment log; a compaction calls it first,
+	// since the entries it drops then live only there. Nil: no compaction.
+	SyncLog func() error
+	// Restore puts the owner's segment log at a snapshot a leader sent (a
+	// follower too far behind for entries): its records up to End. Ready
+	// calls it before it persists the snapshot. Nil: snapshots fail the
+	// node.
+	Restore func(SnapshotData) error
+	// Synced, when set, is told the state file's length after each fsync,
+	// so the lab's power loss cuts only what was not synced.
+	Synced func(size int64)
+}
+
+// SnapshotData is what a quorum snapshot carries: the segment log as its
+// leader had it at the snapshot's index. End is the offset after the last
+// record; Start the leader's log start offset; Records the record batches
+// [Start, End) as stored (the broker adds them when it sends a snapshot;
+// Raft's Storage gives only End).
+type SnapshotData struct {
+	End, Start int64
+	Records    []byte
+}
+
+// EncodeSnapshotData lays d out as a raftpb.Snapshot's Data.
+func EncodeSnapshotData(d SnapshotData) []byte { return encodeSnapshotData(d) }
+
+func encodeSnapshotData(d SnapshotData) []byte {
+	b := make([]byte, 16, 16+len(d.Records))
+	binary.BigEndian.PutUint64(b, uint64(d.End))
+	binary.BigEndian.PutUint64(b[8:], uint64(d.Start))
+	return append(b, d.Records...)
+}
+
+// DecodeSnapshotData reads a snapshot's Data; CORRUPT_MESSAGE if it is not
+// one.
+func DecodeSnapshotData(b []byte) (SnapshotData, error) {
+	if len(b) < 16 {
+		return SnapshotData{}, fmt.Errorf("%w: Raft snapshot data of %d bytes", kerr.CorruptMessage, len(b))
+	}
+	d := SnapshotData{End: int64(binary.BigEndian.Uint64(b)), Start: int64(binary.BigEndian.Uint64(b[8:])), Records: b[16:]}
+	if d.Start < 0 || d.End < d.Start {
+		return SnapshotData{}, fmt.Errorf("%w: Raft snapshot of offsets [%d, %d)", kerr.CorruptMessage, d.Start, d.End)
+	}
+	return d, nil
 }
 
 // Entry is a committed Raft entry that carries a produced batch.
@@ -65,10 +120,9 @@ type Entry struct {
 	ProposalID uint64
 	// Proposer is the broker that proposed it.
 	Proposer int32
-	// BaseOffset is the offset the batch's first record gets: every
-	// replica applies the same entries in the same order, so each assigns
-	// the same offsets. NumRecords is the batch's record count.
-	BaseOffset int64
+	// NumRecords is the batch's record count. Every replica applies the
+	// same entries in the same order by the same rules, so each gives them
+	// the same offsets (or finds the same duplicates).
 	NumRecords int64
 	// Batch is the record batch as the producer sent it: a copy, which
 	// the owner may modify (appending stamps offsets and epoch into it).
@@ -83,6 +137,10 @@ type Ready struct {
 	// Committed are the entries that committed since the last Ready, in
 	// log order, to be appended to the segment log.
 	Committed []Entry
+	// LastCommitted is the index of the last entry committed by this
+	// Ready (batches or not), 0 if none: the owner reports it to Applied
+	// once Committed is in its segment log.
+	LastCommitted uint64
 }
 
 // Status is a node's view of its partition.
@@ -95,9 +153,11 @@ type Status struct {
 	// Role is "leader", "follower", "candidate" or "pre-candidate".
 	Role string
 	// CommitIndex and LastIndex are Raft log indexes: committed, and the
-	// last entry this node has (committed or not).
-	CommitIndex, LastIndex uint64
-	// CommittedEnd is the offset after the last committed record: the HW.
+	// last entry this node has (committed or not). FirstIndex is the first
+	// one the state file still holds (the ones before were compacted).
+	CommitIndex, LastIndex, FirstIndex uint64
+	// CommittedEnd is the segment log's end after the last applied entry,
+	// as the owner reported it (Applied): the HW.
 	CommittedEnd int64
 }
 
@@ -108,9 +168,10 @@ type Node struct {
 	rn      *raft.RawNode
 	storage *diskStorage
 	wal     *wal
-	// committedEnd is the offset after the last committed entry handed
-	// out, counted from the first entry: the replica's HW.
-	committedEnd int64
+	// applied is the newest apply checkpoint (Applied), checkpoints the
+	// ones after the snapshot, oldest first: a compaction cuts at one.
+	applied     checkpoint
+	checkpoints []checkpoint
 	// failed is the first persistence error; the node refuses everything
 	// after it, as a log dir that failed does.
 	failed error
@@ -124,10 +185,9 @@ const entryHeader = 1 + 4 + 8
 
 // Open opens (or creates) the replica's Raft state in cfg.Dir, replaying what
 // was persisted: after a crash the node comes back with the term, vote and
-// log entries it had synced, as Raft requires. Every committed entry is handed
-// out again by Ready from the first one on, so an owner whose segment log lost
-// unsynced appends gets them back; it skips those it already has (by
-// Entry.BaseOffset).
+// log entries it had synced, as Raft requires. Ready hands out the committed
+// entries after ApplyStart again, which the owner re-applies from that
+// offset.
 func Open(cfg Config) (*Node, error) {
 	if cfg.FS == nil {
 		cfg.FS = vfs.Default
@@ -141,6 +201,12 @@ func Open(cfg Config) (*Node, error) {
 	if cfg.HeartbeatTicks <= 0 {
 		cfg.HeartbeatTicks = 1
 	}
+	if cfg.CompactEntries <= 0 {
+		cfg.CompactEntries = 1000
+	}
+	if cfg.Synced == nil {
+		cfg.Synced = func(int64) {}
+	}
 	voters := make([]uint64, 0, len(cfg.Voters))
 	found := false
 	for _, v := range cfg.Voters {
@@ -153,34 +219,51 @@ func Open(cfg Config) (*Node, error) {
 	if !found {
 		return nil, fmt.Errorf("%w: broker %d is not among the replicas %v", kerr.InvalidReplicaAssignment, cfg.ID, cfg.Voters)
 	}
-	w, rep, err := openWAL(cfg.FS, cfg.Dir)
+	w, rep, err := openWAL(cfg.FS, cfg.Dir, cfg.Synced)
 	if err != nil {
 		return nil, fmt.Errorf("%w: opening Raft state: %v", kerr.KafkaStorageError, err)
 	}
 	if rep.torn > 0 {
 		cfg.Logger.Warn("Raft state had a torn tail; cut", "dir", cfg.Dir, "bytes", rep.torn)
 	}
-	ds := &diskStorage{wal: w, cs: raftpb.ConfState{Voters: voters}}
-	if err := ds.append(rep.entries); err != nil {
+	fail := func(format string, args ...any) (*Node, error) {
 		w.close()
-		return nil, fmt.Errorf("%w: Raft state in %s: %v", kerr.KafkaStorageError, cfg.Dir, err)
+		return nil, fmt.Errorf("%w: Raft state in %s: %s", kerr.KafkaStorageError, cfg.Dir, fmt.Sprintf(format, args...))
+	}
+	ds := &diskStorage{wal: w, cs: raftpb.ConfState{Voters: voters}, snap: rep.snap}
+	if err := ds.append(rep.entries); err != nil {
+		return fail("%v", err)
 	}
 	hs := rep.hs
 	if raft.IsEmptyHardState(hs) {
-		hs.Term, hs.Commit = snapTerm, snapIndex // the initial snapshot's
+		hs.Term, hs.Commit = rep.snap.term, rep.snap.index
 	}
-	if last := ds.lastIndex(); hs.Commit > last || hs.Commit < snapIndex {
-		w.close()
-		return nil, fmt.Errorf("%w: Raft state in %s: commit %d outside [%d, %d]", kerr.KafkaStorageError, cfg.Dir, hs.Commit, snapIndex, last)
+	if last := ds.lastIndex(); hs.Commit > last || hs.Commit < rep.snap.index {
+		return fail("commit %d outside [%d, %d]", hs.Commit, rep.snap.index, last)
 	}
 	ds.hs = hs
+	// Apply from the newest checkpoint the segment log reached: what it
+	// holds past it is cut and applied again (the same rules give the same
+	// records), what a power loss took from it is applied again too.
+	start := rep.snap
+	if start.end > cfg.LogEndOffset {
+		return fail("the segment log ends at %d, below the snapshot's end %d at index %d", cfg.LogEndOffset, start.end, start.index)
+	}
+	var kept []checkpoint
+	for _, c := range rep.applied {
+		if c.end <= cfg.LogEndOffset && c.index <= hs.Commit && c.index >= start.index {
+			start = c
+			kept = append(kept, c)
+		}
+	}
 	rn, err := raft.NewRawNode(&raft.Config{
 		ID:            uint64(cfg.ID),
 		ElectionTick:  cfg.ElectionTicks,
 		HeartbeatTick: cfg.HeartbeatTicks,
 		Storage:       ds,
-		// Applied 0: every committed entry is handed out again after a
-		// restart (see Open's doc).
+		Applied:       start.index,
+		// Bounds what Raft's own memory holds for a follower (one
+		// message's entries, unsent messages in flight).
 		MaxSizePerMsg:   1 << 20,
 		MaxInflightMsgs: 64,
 		// CheckQuorum: a leader cut off from a majority steps down after
@@ -195,7 +278,81 @@ func Open(cfg Config) (*Node, error) {
 		w.close()
 		return nil, err
 	}
-	return &Node{cfg: cfg, rn: rn, storage: ds, wal: w}, nil
+	return &Node{cfg: cfg, rn: rn, storage: ds, wal: w, applied: start, checkpoints: kept}, nil
+}
+
+// ApplyStart is the segment log's end at the newest apply checkpoint
+// within Config.LogEndOffset: the owner cuts its log back to it, and the
+// entries Ready hands out follow from there.
+func (n *Node) ApplyStart() int64 { return n.applied.end }
+
+// Applied records that the committed entries up to index are in the
+// segment log, which ends at end (Ready.LastCommitted and the LEO after
+// applying them), and compacts the state file when it holds
+// CompactEntries applied entries. The checkpoint is not synced: losing it
+// costs a re-apply after a restart.
+func (n *Node) Applied(index uint64, end int64) error {
+	if n.failed != nil {
+		return n.failed
+	}
+	if index <= n.applied.index {
+		return nil
+	}
+	term, err := n.storage.Term(index)
+	if err != nil {
+		return n.fail("apply checkpoint %d: %v", index, err)
+	}
+	c := checkpoint{index: index, term: term, end: end}
+	if err := n.wal.appendApplied(c); err != nil {
+		return n.fail("writing an apply checkpoint: %v", err)
+	}
+	n.applied = c
+	n.checkpoints = append(n.checkpoints, c)
+	if n.cfg.SyncLog != nil && index-n.storage.snap.index >= uint64(n.cfg.CompactEntries) {
+		return n.compact()
+	}
+	return nil
+}
+
+// compact rewrites the state file from the newest checkpoint that leaves
+// CompactEntries/2 applied entries in it, for followers a little behind.
+func (n *Node) compact() error {
+	keep := uint64(n.cfg.CompactEntries / 2)
+	i := -1
+	for j, c := range n.checkpoints {
+		if c.index+keep <= n.applied.index {
+			i = j
+		}
+	}
+	if i < 0 {
+		return nil
+	}
+	snap := n.checkpoints[i]
+	if err := n.cfg.SyncLog(); err != nil {
+		return n.fail("syncing the segment log before a compaction: %v", err)
+	}
+	last := n.storage.lastIndex()
+	var ents []raftpb.Entry
+	if snap.index < last {
+		var err error
+		if ents, err = n.storage.Entries(snap.index+1, last+1, math.MaxUint64); err != nil {
+			return n.fail("reading entries to keep: %v", err)
+		}
+	}
+	after := slices.Clone(n.checkpoints[i+1:])
+	refs, err := n.wal.rewrite(snap, n.storage.hs, ents, after)
+	if err != nil {
+		return n.fail("compacting: %v", err)
+	}
+	n.storage.snap, n.storage.ents = snap, refs
+	n.checkpoints = after
+	return nil
+}
+
+// fail fails the node for good with a KAFKA_STORAGE_ERROR.
+func (n *Node) fail(format string, args ...any) error {
+	n.failed = fmt.Errorf("%w: Raft state: %s", kerr.KafkaStorageError, fmt.Sprintf(format, args...))
+	return n.failed
 }
 
 // Tick advances Raft's logical clock by one tick (election and heartbeat
@@ -263,23 +420,24 @@ func (n *Node) Ready() (Ready, error) {
 	}
 	for n.rn.HasReady() {
 		rd := n.rn.Ready()
+		if !raft.IsEmptyHardState(rd.HardState) {
+			n.storage.hs = rd.HardState
+		}
 		if !raft.IsEmptySnap(rd.Snapshot) {
-			n.failed = fmt.Errorf("%w: Raft snapshots are not supported yet", kerr.KafkaStorageError)
-			return out, n.failed
+			if err := n.restore(rd.Snapshot); err != nil {
+				return out, err
+			}
 		}
 		refs, err := n.wal.append(rd.Entries, rd.HardState, rd.MustSync)
 		if err == nil {
 			err = n.storage.append(refs)
 		}
 		if err != nil {
-			n.failed = fmt.Errorf("%w: persisting Raft state: %v", kerr.KafkaStorageError, err)
-			return out, n.failed
-		}
-		if !raft.IsEmptyHardState(rd.HardState) {
-			n.storage.hs = rd.HardState
+			return out, n.fail("persisting: %v", err)
 		}
 		out.Messages = append(out.Messages, rd.Messages...)
 		for _, e := range rd.CommittedEntries {
+			out.LastCommitted = e.Index
 			ent, ok, err := n.decode(e)
 			if err != nil {
 				n.failed = err
@@ -309,9 +467,31 @@ func (n *Node) decode(e raftpb.Entry) (Entry, bool, error) {
 		records += int64(h.LastOffsetDelta) + 1
 	}
 	ent := Entry{Index: e.Index, Term: e.Term, Proposer: int32(binary.BigEndian.Uint32(e.Data[1:5])),
-		ProposalID: binary.BigEndian.Uint64(e.Data[5:13]), BaseOffset: n.committedEnd, NumRecords: records, Batch: slices.Clone(batch)}
-	n.committedEnd += records
+		ProposalID: binary.BigEndian.Uint64(e.Data[5:13]), NumRecords: records, Batch: slices.Clone(batch)}
 	return ent, true, nil
+}
+
+// restore installs a snapshot the leader sent: the owner's segment log
+// first (Config.Restore), then the state file is rewritten to start at it,
+// so a crash between the two finds the log at least as far as the state.
+func (n *Node) restore(s raftpb.Snapshot) error {
+	if n.cfg.Restore == nil {
+		return n.fail("snapshot at %d: this replica cannot restore snapshots", s.Metadata.Index)
+	}
+	d, err := DecodeSnapshotData(s.Data)
+	if err == nil {
+		err = n.cfg.Restore(d)
+	}
+	if err != nil {
+		return n.fail("restoring the snapshot at %d: %v", s.Metadata.Index, err)
+	}
+	snap := checkpoint{index: s.Metadata.Index, term: s.Metadata.Term, end: d.End}
+	if _, err := n.wal.rewrite(snap, n.storage.hs, nil, nil); err != nil {
+		return n.fail("writing the snapshot at %d: %v", snap.index, err)
+	}
+	n.storage.snap, n.storage.ents = snap, nil
+	n.applied, n.checkpoints = snap, nil
+	return nil
 }
 
 // Status returns the node's view: leader, term, role, indexes, HW.
@@ -323,7 +503,7 @@ func (n *Node) Status() Status {
 		leader = -1
 	}
 	return Status{ID: n.cfg.ID, Leader: leader, Term: bs.Term, Role: roleName(bs.RaftState),
-		CommitIndex: bs.Commit, LastIndex: last, CommittedEnd: n.committedEnd}
+		CommitIndex: bs.Commit, LastIndex: last, FirstIndex: n.storage.firstIndex(), CommittedEnd: n.applied.end}
 }
 
 func roleName(s raft.StateType) string {
@@ -343,6 +523,18 @@ func roleName(s raft.StateType) string {
 func (n *Node) ReportUnreachable(id int32) {
 	if n.failed == nil {
 		n.rn.ReportUnreachable(uint64(id))
+	}
+}
+
+// ReportSnapshot tells Raft whether the snapshot sent to id arrived, so
+// the leader goes back to sending it entries (or sends the snapshot again).
+func (n *Node) ReportSnapshot(id int32, ok bool) {
+	if n.failed == nil {
+		st := raft.SnapshotFinish
+		if !ok {
+			st = raft.SnapshotFailure
+		}
+		n.rn.ReportSnapshot(uint64(id), st)
 	}
 }
 
