@@ -41,6 +41,9 @@ type quorumState struct {
 	reportedTerm uint64
 	// tickedMs is the lab time of the last Raft tick (TickRaft).
 	tickedMs int64
+	// restored is set when the node restored a snapshot into the log:
+	// the producer state is rebuilt.
+	restored bool
 }
 
 type quorumWaiter struct {
@@ -66,15 +69,27 @@ func (r *replica) answer(id uint64, res ProduceResult) {
 }
 
 // openQuorum opens the Raft node of a new quorum replica in its log's
-// directory. A replica with no Raft state yet that is the first in the
-// assignment campaigns at once, so a new topic's first leader is the one the
-// controller's metadata already names.
+// directory. The segment log is cut back to the node's apply checkpoint
+// (the node hands out the committed entries after it again). A replica with
+// no Raft state yet that is the first in the assignment campaigns at once,
+// so a new topic's first leader is the one the controller's metadata
+// already names.
 func (b *Broker) openQuorum(l *storage.Log, replicas []int32) (*quorumState, error) {
-	n, err := quorum.Open(quorum.Config{ID: b.cfg.ID, Voters: replicas, Dir: l.Dir(), FS: b.cfg.FS, Logger: b.logger})
+	q := &quorumState{waiters: map[uint64]quorumWaiter{}, leader: -1, tickedMs: b.nowMs()}
+	n, err := quorum.Open(quorum.Config{ID: b.cfg.ID, Voters: replicas, Dir: l.Dir(), FS: b.cfg.FS, Logger: b.logger,
+		LogEndOffset: l.LogEndOffset(), CompactEntries: b.cfg.RaftCompactEntries, SyncLog: l.Flush,
+		Restore: func(d quorum.SnapshotData) error { q.restored = true; return restoreSnapshot(l, d) },
+		Synced:  func(size int64) { l.Synced(quorum.StateFile, size) }})
 	if err != nil {
 		return nil, err
 	}
-	q := &quorumState{node: n, waiters: map[uint64]quorumWaiter{}, leader: -1, tickedMs: b.nowMs()}
+	q.node = n
+	if end := n.ApplyStart(); l.LogEndOffset() > end {
+		if _, err := l.TruncateTo(end); err != nil {
+			n.Close()
+			return nil, err
+		}
+	}
 	b.tickBy(q.tickedMs + b.cfg.TickInterval.Milliseconds()) // Raft ticks from now on
 	if st := n.Status(); st.LastIndex <= 1 && st.Term <= 1 && len(replicas) > 0 && replicas[0] == b.cfg.ID {
 		if err := n.Campaign(); err != nil {
@@ -83,6 +98,40 @@ func (b *Broker) openQuorum(l *storage.Log, replicas []int32) (*quorumState, err
 		}
 	}
 	return q, nil
+}
+
+// restoreSnapshot brings a follower's segment log to a snapshot its leader
+// sent (it was too far behind for Raft's entries, which were compacted): the
+// records it lacks are appended as the leader stored them, and fsynced
+// before the node records the snapshot. Every replica's log holds only
+// committed entries in the same order, so the prefix it has is the leader's.
+func restoreSnapshot(l *storage.Log, d quorum.SnapshotData) error {
+	leo := l.LogEndOffset()
+	switch {
+	case leo > d.End:
+		if _, err := l.TruncateTo(d.End); err != nil {
+			return err
+		}
+	case leo < d.Start:
+		if err := l.TruncateFullyAndStartAt(d.Start); err != nil {
+			return err
+		}
+	}
+	recs := d.Records
+	for _, h := range storage.ScanBatchHeaders(recs) {
+		batch := recs[:h.Size()]
+		recs = recs[h.Size():]
+		if h.BaseOffset < l.LogEndOffset() || h.BaseOffset >= d.End {
+			continue
+		}
+		if _, err := l.AppendAsFollower(batch); err != nil {
+			return err
+		}
+	}
+	if leo := l.LogEndOffset(); leo != d.End {
+		return fmt.Errorf("%w: the snapshot's records end at %d, not %d", kerr.CorruptMessage, leo, d.End)
+	}
+	return l.Flush()
 }
 
 // status is the replica's view in the replication rules' terms; for a
@@ -185,9 +234,19 @@ func (r *replica) quorumReady() []func() {
 		r.failQuorumWaiters(kerr.KafkaStorageError)
 		return nil
 	}
+	if r.q.restored {
+		r.q.restored = false
+		r.producers = nil
+	}
+	applied := true
 	for _, e := range rd.Committed {
-		if !r.applyCommitted(e) {
+		if applied = r.applyCommitted(e); !applied {
 			break
+		}
+	}
+	if applied && rd.LastCommitted > 0 {
+		if err := r.q.node.Applied(rd.LastCommitted, r.log.LogEndOffset()); err != nil {
+			r.b.errLog.log("Raft state", "partition", r.tp, "err", err)
 		}
 	}
 	var after []func()
@@ -222,17 +281,28 @@ func (r *replica) quorumReady() []func() {
 	return after
 }
 
-// applyCommitted appends one committed entry to the segment log, unless the
-// log has it already (Raft hands every committed entry out again after a
-// restart). It reports whether the next entry may follow.
+// applyCommitted appends one committed entry to the segment log at its end,
+// after the idempotent-producer check the ISR leader makes before an append
+// (producers.go). Every replica applies the same entries in the same order
+// to the same log, so each reaches the same verdict: a retried batch is not
+// appended twice, and its proposer answers the original offsets. It reports
+// whether the next entry may follow.
 func (r *replica) applyCommitted(e quorum.Entry) bool {
-	leo := r.log.LogEndOffset()
+	pc, err := r.checkProducers(e.Batch)
 	switch {
-	case e.BaseOffset+e.NumRecords <= leo:
+	case errors.Is(err, kerr.OutOfOrderSequenceNumber) || errors.Is(err, kerr.InvalidProducerEpoch) || errors.Is(err, kerr.DuplicateSequenceNumber):
+		if e.Proposer == r.b.cfg.ID {
+			r.answer(e.ProposalID, refused(err))
+		}
 		return true
-	case e.BaseOffset != leo:
-		r.b.errLog.log("Raft entry does not start at the log end", "partition", r.tp, "index", e.Index, "offset", e.BaseOffset, "leo", leo)
+	case err != nil:
+		r.b.errLog.log("producer state of a committed Raft entry", "partition", r.tp, "index", e.Index, "err", err)
 		return false
+	case pc.dup != nil:
+		if e.Proposer == r.b.cfg.ID {
+			r.answer(e.ProposalID, ProduceResult{BaseOffset: pc.dup.firstOffset, LastOffset: pc.dup.lastOffset})
+		}
+		return true
 	}
 	epochs := len(r.log.Epochs())
 	info, err := r.log.AppendAsLeader(e.Batch, int32(e.Term))
@@ -242,6 +312,7 @@ func (r *replica) applyCommitted(e quorum.Entry) bool {
 		}
 		return false
 	}
+	r.producersAppended(pc, info)
 	if cache := r.log.Epochs(); len(cache) > epochs { // the first batch of a term
 		ev := r.event(events.KindEpoch)
 		last := cache[len(cache)-1]
@@ -295,9 +366,21 @@ func (b *Broker) refreshSoon() {
 // Raft.
 func (b *Broker) sendRaft(r *replica, msgs []raftpb.Message) {
 	var unreachable []int32
+	type snapSent struct {
+		to int32
+		ok bool
+	}
+	var snaps []snapSent
 	for _, m := range msgs {
 		to := int32(m.To)
-		data, err := m.Marshal()
+		var err error
+		if m.Type == raftpb.MsgSnap {
+			err = addSnapshotRecords(r.log, &m)
+		}
+		var data []byte
+		if err == nil {
+			data, err = m.Marshal()
+		}
 		if err == nil {
 			if b.cfg.Raft == nil {
 				err = errNoRaftTransport
@@ -305,11 +388,17 @@ func (b *Broker) sendRaft(r *replica, msgs []raftpb.Message) {
 				err = b.cfg.Raft.SendRaft(b.cfg.ID, to, r.tp, data)
 			}
 		}
+		if m.Type == raftpb.MsgSnap {
+			if err != nil {
+				b.logger.Debug("Raft snapshot not sent", "partition", r.tp, "to", to, "err", err)
+			}
+			snaps = append(snaps, snapSent{to, err == nil})
+		}
 		if err != nil && !slices.Contains(unreachable, to) {
 			unreachable = append(unreachable, to)
 		}
 	}
-	if len(unreachable) == 0 {
+	if len(unreachable) == 0 && len(snaps) == 0 {
 		return
 	}
 	r.mu.Lock()
@@ -317,8 +406,48 @@ func (b *Broker) sendRaft(r *replica, msgs []raftpb.Message) {
 		for _, id := range unreachable {
 			r.q.node.ReportUnreachable(id)
 		}
+		// Delivery is synchronous: the follower restored it, or did not.
+		for _, s := range snaps {
+			r.q.node.ReportSnapshot(s.to, s.ok)
+		}
 	}
 	r.mu.Unlock()
+}
+
+// maxSnapshotBytes bounds the records one Raft snapshot carries.
+const maxSnapshotBytes = 64 << 20
+
+// addSnapshotRecords fills a Raft snapshot's data with the records the
+// leader's segment log holds from its start to the snapshot's end: the
+// follower keeps the prefix it has and appends the rest. Reads need no
+// lock (storage allows concurrent readers).
+func addSnapshotRecords(l *storage.Log, m *raftpb.Message) error {
+	d, err := quorum.DecodeSnapshotData(m.Snapshot.Data)
+	if err != nil {
+		return err
+	}
+	d.Start = l.LogStartOffset()
+	for from := d.Start; from < d.End; {
+		fd, err := l.Read(from, d.End, 1<<20)
+		if err != nil {
+			return err
+		}
+		if fd.Region.Size == 0 {
+			return fmt.Errorf("%w: the log ends at %d, before the snapshot's %d", kerr.OffsetOutOfRange, from, d.End)
+		}
+		buf, err := fd.Region.ReadAll()
+		if err != nil {
+			return err
+		}
+		if d.Records = append(d.Records, buf...); len(d.Records) > maxSnapshotBytes {
+			return fmt.Errorf("%w: a snapshot of more than %d bytes", kerr.MessageTooLarge, maxSnapshotBytes)
+		}
+		from = fd.NextOffset
+	}
+	snap := *m.Snapshot
+	snap.Data = quorum.EncodeSnapshotData(d)
+	m.Snapshot = &snap
+	return nil
 }
 
 var errNoRaftTransport = errors.New("no Raft transport configured")

@@ -1,0 +1,212 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// produceRaw sends one record set to topic-0 as a Kafka ProduceRequest
+// (acks=all) and, while the partition's leader holds it waiting for a
+// commit, steps the paused clock 50 ms at a time (bounded); it returns the
+// partition's base offset and error.
+func produceRaw(t *testing.T, c *Cluster, cl *kgo.Client, topic string, leader int32, records []byte, timeoutMs int32) (int64, error) {
+	t.Helper()
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = -1, timeoutMs
+	tp := kmsg.NewProduceRequestTopic()
+	tp.Topic = topic
+	p := kmsg.NewProduceRequestTopicPartition()
+	p.Records = records
+	tp.Partitions = append(tp.Partitions, p)
+	req.Topics = append(req.Topics, tp)
+	type answer struct {
+		off int64
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		resp, err := req.RequestWith(context.Background(), cl.Broker(int(leader)))
+		if err != nil {
+			done <- answer{-1, err}
+			return
+		}
+		rp := resp.Topics[0].Partitions[0]
+		done <- answer{rp.BaseOffset, kerr.ErrorForCode(rp.ErrorCode)}
+	}()
+	for range 5000 {
+		select {
+		case a := <-done:
+			return a.off, a.err
+		case <-time.After(time.Millisecond):
+		}
+		if c.Broker(leader).Replica(topic, 0).Status().WaitingProduces > 0 {
+			if err := c.Step(50 * time.Millisecond); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	t.Fatal("produce did not end")
+	return -1, nil
+}
+
+// TestQuorumIdempotentRetries: idempotent batches sent by hand to a quorum
+// topic. An exact retry of a committed batch answers its original offset
+// and is not appended again; a gap is OUT_OF_ORDER_SEQUENCE_NUMBER. A retry
+// of a batch that timed out uncommitted (the leader was cut off from its
+// followers) puts both in the Raft log: both commit, and every replica's
+// apply finds the second a duplicate, so each log has the batch once and the
+// retry is answered the original's offset.
+func TestQuorumIdempotentRetries(t *testing.T) {
+	c := openPausedN(t, 3)
+	if _, err := c.CreateTopic("q", 1, 3, map[string]string{"replication.protocol": "quorum"}); err != nil {
+		t.Fatal(err)
+	}
+	leader, _ := quorumLeader(t, c, "q")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds(c)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ipr, err := kmsg.NewPtrInitProducerIDRequest().RequestWith(context.Background(), cl)
+	if err != nil || ipr.ErrorCode != 0 {
+		t.Fatalf("InitProducerId: %v %v", err, kerr.ErrorForCode(ipr.ErrorCode))
+	}
+	pid := ipr.ProducerID
+	send := func(seq int32, timeoutMs int32) (int64, error) {
+		return produceRaw(t, c, cl, "q", leader, idempotentBatch(pid, 0, seq, fmt.Sprint(seq)), timeoutMs)
+	}
+	for seq := int32(0); seq < 3; seq++ {
+		if off, err := send(seq, 5000); err != nil || off != int64(seq) {
+			t.Fatalf("seq %d: offset %d, %v", seq, off, err)
+		}
+	}
+	if off, err := send(1, 5000); err != nil || off != 1 {
+		t.Fatalf("retry of seq 1: offset %d, %v; want 1", off, err)
+	}
+	if _, err := send(5, 5000); !errors.Is(err, kerr.OutOfOrderSequenceNumber) {
+		t.Fatalf("gap: %v", err)
+	}
+	for _, id := range c.BrokerIDs() {
+		if id != leader {
+			if err := c.Cut(leader, id, false); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := send(3, 200); !errors.Is(err, kerr.RequestTimedOut) {
+		t.Fatalf("seq 3 with the leader cut off: %v, want REQUEST_TIMED_OUT", err)
+	}
+	c.Heal()
+	if off, err := send(3, 5000); err != nil || off != 3 {
+		t.Fatalf("retry of seq 3 after the heal: offset %d, %v; want 3", off, err)
+	}
+	if err := c.Step(200 * time.Millisecond); err != nil { // heartbeats carry the commit to the followers
+		t.Fatal(err)
+	}
+	checkQuorumLogs(t, c, "q", []string{"0", "1", "2", "3"})
+	for _, b := range c.liveBrokers() {
+		if vs, _ := values(t, c, b.ID(), "q"); len(vs) != 4 {
+			t.Fatalf("broker %d holds %v; want each batch once", b.ID(), vs)
+		}
+	}
+}
+
+// TestQuorumIdempotentKgoLeaderCrash: franz-go (idempotent, acks=all)
+// writes to a quorum topic; the followers' answers to the Raft leader are
+// cut, so the batches it proposes reach the followers' Raft logs but never
+// commit, and the leader is then killed. The next leader commits them, and
+// franz-go's retries of the same batches too: every acknowledged record is
+// in the log, and none is in it twice (each retry is found a duplicate when
+// it is applied).
+func TestQuorumIdempotentKgoLeaderCrash(t *testing.T) {
+	c := openRunning(t, 3)
+	const topic, n = "q", 200
+	if _, err := c.CreateTopic(topic, 1, 3, map[string]string{"replication.protocol": "quorum"}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	prod, err := kgo.NewClient(kgo.SeedBrokers(seeds(c)...), kgo.DefaultProduceTopic(topic),
+		kgo.RecordDeliveryTimeout(60*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	var mu sync.Mutex
+	acked := map[string]bool{}
+	var failed []error
+	var wg sync.WaitGroup
+	produce := func(from, to int) {
+		for i := from; i < to; i++ {
+			wg.Add(1)
+			v := fmt.Sprintf("r%05d", i)
+			prod.Produce(ctx, &kgo.Record{Value: []byte(v)}, func(r *kgo.Record, err error) {
+				defer wg.Done()
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					failed = append(failed, err)
+					return
+				}
+				acked[string(r.Value)] = true
+			})
+		}
+	}
+	produce(0, n/2)
+	if err := prod.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tp, _ := c.Controller().Topic(topic)
+	leader := tp.Partitions[0].Leader
+	for _, id := range c.BrokerIDs() {
+		if id != leader {
+			if err := c.Cut(id, leader, true); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	produce(n/2, n)
+	// Wait (bounded) until the followers' Raft logs hold entries the
+	// leader could not commit.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		st := c.Broker(leader).Replica(topic, 0).Status()
+		if st.WaitingProduces > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no produce waiting on the cut-off leader")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := c.Crash(leader); err != nil {
+		t.Fatal(err)
+	}
+	c.Heal()
+	wg.Wait()
+	if len(failed) > 0 {
+		t.Logf("%d records not acknowledged (first: %v)", len(failed), failed[0])
+	}
+	if len(acked) < n/2 {
+		t.Fatalf("only %d of %d records acknowledged", len(acked), n)
+	}
+	seen := consumeAll(t, c, topic, 1)
+	for v, k := range seen {
+		if k > 1 {
+			t.Errorf("record %s is in the log %d times", v, k)
+		}
+	}
+	for v := range acked {
+		if seen[v] == 0 {
+			t.Errorf("acknowledged %s is missing", v)
+		}
+	}
+	t.Logf("%d acknowledged, %d in the log, leader %d crashed", len(acked), len(seen), leader)
+}
