@@ -4,6 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +16,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"tidemark/replication/quorum"
+	"tidemark/server/broker"
 )
 
 // produceRaw sends one record set to topic-0 as a Kafka ProduceRequest
@@ -209,4 +217,127 @@ func TestQuorumIdempotentKgoLeaderCrash(t *testing.T) {
 		}
 	}
 	t.Logf("%d acknowledged, %d in the log, leader %d crashed", len(acked), len(seen), leader)
+}
+
+// TestQuorumPowerLossCutsRaftState: a follower loses power after writes
+// whose commit it learned but had not synced (Raft fsyncs entries, term
+// and vote before answering, not a commit index or an apply checkpoint):
+// the power loss cuts those bytes of raft-state as it cuts the segment
+// files. Back up, the follower learns the commit again and re-applies what
+// its segment log lost; then the leader crashes and the two others, one of
+// them the power-cut follower, still hold every acknowledged write.
+func TestQuorumPowerLossCutsRaftState(t *testing.T) {
+	c := openPausedN(t, 3)
+	if _, err := c.CreateTopic("q", 1, 3, map[string]string{"replication.protocol": "quorum"}); err != nil {
+		t.Fatal(err)
+	}
+	leader, _ := quorumLeader(t, c, "q")
+	var acked []string
+	for i := range 5 {
+		v := fmt.Sprint("w", i)
+		if err := produceOne(t, c, "q", v); err != nil {
+			t.Fatal(err)
+		}
+		acked = append(acked, v)
+	}
+	follower := c.BrokerIDs()[0]
+	if follower == leader {
+		follower = c.BrokerIDs()[1]
+	}
+	lost, err := c.PowerLoss(follower)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lost["q-0/raft-state"] == 0 {
+		t.Fatalf("power loss cut %v; want unsynced bytes of q-0/raft-state", lost)
+	}
+	t.Logf("power loss on broker %d cut %v", follower, lost)
+	if err := c.Restart(follower); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Step(500 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	checkQuorumLogs(t, c, "q", acked)
+	if err := c.Crash(leader); err != nil {
+		t.Fatal(err)
+	}
+	quorumLeader(t, c, "q")
+	if err := produceOne(t, c, "q", "after"); err != nil {
+		t.Fatal(err)
+	}
+	checkQuorumLogs(t, c, "q", append(acked, "after"))
+}
+
+// TestQuorumRaftStateCompacted: with raft-state compacted every 8 applied
+// entries, 60 writes leave it as small as after 20; a follower crashed
+// across the compactions is too far behind for the leader's entries, gets a
+// snapshot (the leader's records up to its end) and then entries, and holds
+// the same log as the others; a compacted replica restarts from its
+// snapshot.
+func TestQuorumRaftStateCompacted(t *testing.T) {
+	c, err := Open(Options{DataDir: t.TempDir(), Brokers: 3, Paused: true,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Broker: broker.Config{RaftCompactEntries: 8}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if _, err := c.CreateTopic("q", 1, 3, map[string]string{"replication.protocol": "quorum"}); err != nil {
+		t.Fatal(err)
+	}
+	leader, _ := quorumLeader(t, c, "q")
+	down := c.BrokerIDs()[0]
+	if down == leader {
+		down = c.BrokerIDs()[1]
+	}
+	if err := c.Crash(down); err != nil {
+		t.Fatal(err)
+	}
+	stateSize := func(id int32) int64 {
+		st, err := os.Stat(filepath.Join(c.Broker(id).Replica("q", 0).Log().Dir(), quorum.StateFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Size()
+	}
+	var acked []string
+	var sizes []int64
+	for i := range 60 {
+		v := fmt.Sprint("w", i)
+		if err := produceOne(t, c, "q", v); err != nil {
+			t.Fatal(err)
+		}
+		acked = append(acked, v)
+		if i >= 19 {
+			sizes = append(sizes, stateSize(leader))
+		}
+	}
+	if m := slices.Max(sizes); m > 2*sizes[0] {
+		t.Fatalf("raft-state sizes after writes 20–60: %v; want bounded", sizes)
+	}
+	if err := c.Restart(down); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Step(500 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	checkQuorumLogs(t, c, "q", acked)
+	if vs, _ := values(t, c, down, "q"); len(vs) != len(acked) {
+		t.Fatalf("broker %d back with %d records, want %d", down, len(vs), len(acked))
+	}
+	other := 6 - leader - down
+	if err := c.Crash(other); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Restart(other); err != nil {
+		t.Fatal(err)
+	}
+	if err := produceOne(t, c, "q", "after"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Step(200 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	checkQuorumLogs(t, c, "q", append(acked, "after"))
+	t.Logf("leader's raft-state %d–%d bytes over writes 20–60", slices.Min(sizes), slices.Max(sizes))
 }
