@@ -30,6 +30,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
+	"go.etcd.io/raft/v3/tracker"
 
 	"tidemark/storage"
 	"tidemark/storage/vfs"
@@ -516,6 +517,30 @@ func roleName(s raft.StateType) string {
 		return "pre-candidate"
 	}
 	return "follower"
+}
+
+// CaughtUp returns, on the leader, the replicas it sees as caught up, in
+// the order of Config.Voters: itself, and each follower that answered
+// within an election timeout (Raft's RecentActive, kept by CheckQuorum) and
+// either has the leader's last entry or is being streamed entries (Raft's
+// replicate state; one that is probed or needs a snapshot is behind). This
+// is the quorum partition's ISR. Nil anywhere but on the leader.
+func (n *Node) CaughtUp() []int32 {
+	if n.failed != nil || n.rn.BasicStatus().RaftState != raft.StateLeader {
+		return nil
+	}
+	last := n.storage.lastIndex()
+	in := map[uint64]bool{}
+	n.rn.WithProgress(func(id uint64, _ raft.ProgressType, pr tracker.Progress) {
+		in[id] = id == uint64(n.cfg.ID) || pr.RecentActive && (pr.Match >= last || pr.State == tracker.StateReplicate)
+	})
+	out := make([]int32, 0, len(n.cfg.Voters))
+	for _, v := range n.cfg.Voters {
+		if in[uint64(v)] {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // ReportUnreachable tells Raft a message to id could not be sent (the link

@@ -44,6 +44,10 @@ type quorumState struct {
 	// restored is set when the node restored a snapshot into the log:
 	// the producer state is rebuilt.
 	restored bool
+	// isrSent is the ISR last proposed to the controller, for the
+	// partition epoch isrSentEpoch: proposed once per change.
+	isrSent      []int32
+	isrSentEpoch int32
 }
 
 type quorumWaiter struct {
@@ -136,7 +140,8 @@ func restoreSnapshot(l *storage.Log, d quorum.SnapshotData) error {
 
 // status is the replica's view in the replication rules' terms; for a
 // quorum partition it is made from Raft's state (leader epoch = term, HW =
-// the committed end, ISR = every replica: Raft has none).
+// the committed end) and the Metadata's ISR, which the Raft leader keeps
+// to the replicas it sees as caught up (proposeQuorumISR).
 func (r *replica) status() replication.Status {
 	if r.q == nil {
 		return r.rp.Status()
@@ -278,7 +283,55 @@ func (r *replica) quorumReady() []func() {
 		msgs := rd.Messages
 		after = append(after, func() { r.b.sendRaft(r, msgs) })
 	}
+	if f := r.proposeQuorumISR(st); f != nil {
+		after = append(after, f)
+	}
 	return after
+}
+
+// proposeQuorumISR returns the call that proposes the replicas Raft's
+// leader sees as caught up (Node.CaughtUp) to the controller as the ISR,
+// with AlterPartition as an ISR leader does, when they differ from the
+// Metadata's: the controller owns the ISR every replica shows, and for a
+// quorum partition only the Raft leader changes it. Nil when there is
+// nothing to propose. Callers hold r.mu.
+func (r *replica) proposeQuorumISR(st quorum.Status) func() {
+	me := r.b.cfg.ID
+	if st.Role != "leader" || r.applied.Leader != me || r.applied.LeaderEpoch != int32(st.Term) {
+		return nil // the controller does not name this leadership yet
+	}
+	isr := r.q.node.CaughtUp()
+	if sameMembers(isr, r.applied.ISR) || r.q.isrSentEpoch == r.applied.PartitionEpoch && slices.Equal(isr, r.q.isrSent) {
+		return nil
+	}
+	r.q.isrSent, r.q.isrSentEpoch = isr, r.applied.PartitionEpoch
+	req := replication.AlterPartitionRequest{BrokerID: me, LeaderEpoch: int32(st.Term), PartitionEpoch: r.applied.PartitionEpoch, NewISR: isr}
+	return func() {
+		resp, err := r.b.cfg.Controller.AlterPartition(r.tp.Topic, r.tp.Partition, me, r.b.BrokerEpoch(), req)
+		if err == nil {
+			err = resp.Err
+		}
+		if err != nil {
+			r.b.logger.Debug("quorum ISR not altered", "partition", r.tp, "isr", isr, "err", err)
+			r.mu.Lock()
+			r.q.isrSent = nil // proposed again at the next tick
+			r.mu.Unlock()
+			return
+		}
+		r.b.refreshSoon() // the ISR reaches the replicas with the metadata
+	}
+}
+
+func sameMembers(a, b []int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			return false
+		}
+	}
+	return true
 }
 
 // applyCommitted appends one committed entry to the segment log at its end,

@@ -341,3 +341,68 @@ func TestQuorumRaftStateCompacted(t *testing.T) {
 	checkQuorumLogs(t, c, "q", append(acked, "after"))
 	t.Logf("leader's raft-state %d–%d bytes over writes 20–60", slices.Min(sizes), slices.Max(sizes))
 }
+
+// TestQuorumISR: a quorum partition's ISR is the replicas Raft's leader
+// sees as caught up, proposed to the controller as an ISR leader does: a
+// crashed follower leaves it at the leader's next heartbeat, and comes back
+// once it has caught up; the Metadata, every replica's status and the
+// lanes' snapshot show the same ISR.
+func TestQuorumISR(t *testing.T) {
+	c := openPausedN(t, 3)
+	if _, err := c.CreateTopic("q", 1, 3, map[string]string{"replication.protocol": "quorum"}); err != nil {
+		t.Fatal(err)
+	}
+	leader, _ := quorumLeader(t, c, "q")
+	follower := c.BrokerIDs()[0]
+	if follower == leader {
+		follower = c.BrokerIDs()[1]
+	}
+	// waitISR steps the clock (bounded) until the controller, every
+	// running replica and the snapshot show want as the ISR.
+	waitISR := func(want []int32) {
+		t.Helper()
+		var got []int32
+		for range 40 {
+			tp, _ := c.Controller().Topic("q")
+			got = tp.Partitions[0].ISR
+			ok := sameMembersTest(got, want)
+			for _, b := range c.liveBrokers() {
+				ok = ok && sameMembersTest(b.Replica("q", 0).Status().ISR, want)
+			}
+			snap := c.Snapshot()
+			if sp := snap.Partition("q", 0); ok && sp != nil && sameMembersTest(sp.ISR, want) {
+				return
+			}
+			if err := c.Step(50 * time.Millisecond); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Fatalf("ISR %v after 2 s; want %v", got, want)
+	}
+	waitISR(c.BrokerIDs())
+	if err := produceOne(t, c, "q", "a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Crash(follower); err != nil {
+		t.Fatal(err)
+	}
+	var rest []int32
+	for _, id := range c.BrokerIDs() {
+		if id != follower {
+			rest = append(rest, id)
+		}
+	}
+	waitISR(rest)
+	if err := produceOne(t, c, "q", "b"); err != nil { // the follower misses it
+		t.Fatal(err)
+	}
+	if err := c.Restart(follower); err != nil {
+		t.Fatal(err)
+	}
+	waitISR(c.BrokerIDs())
+	checkQuorumLogs(t, c, "q", []string{"a", "b"})
+}
+
+func sameMembersTest(a, b []int32) bool {
+	return len(a) == len(b) && !slices.ContainsFunc(a, func(x int32) bool { return !slices.Contains(b, x) })
+}
