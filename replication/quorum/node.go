@@ -51,7 +51,10 @@ type Config struct {
 	// from a leader before it campaigns (randomized by Raft up to twice
 	// that). Default 10: 500 ms at the broker's 50 ms tick.
 	ElectionTicks int
-	// HeartbeatTicks is how often a leader heartbeats, in Ticks. Default 1.
+	// HeartbeatTicks is how often a leader heartbeats, in Ticks. Default 2
+	// (100 ms): a fifth of the shortest election timeout, and a divisor of
+	// it, so the leader's CheckQuorum falls on a heartbeat's tick and an
+	// idle leader's broker need wake only then (TicksUntilDue).
 	HeartbeatTicks int
 	// Logger receives Raft's own log (default slog.Default()).
 	Logger *slog.Logger
@@ -176,6 +179,11 @@ type Node struct {
 	// failed is the first persistence error; the node refuses everything
 	// after it, as a log dir that failed does.
 	failed error
+	// sinceHeartbeat counts the Ticks since this node last sent heartbeats
+	// as leader; sinceHeard those since it last stepped an append,
+	// heartbeat or snapshot from a leader of its term. Each is reset no
+	// later than Raft resets its own timer, so TicksUntilDue is never late.
+	sinceHeartbeat, sinceHeard int
 }
 
 // entryVersion starts every proposal's data, in case its layout changes.
@@ -200,7 +208,7 @@ func Open(cfg Config) (*Node, error) {
 		cfg.ElectionTicks = 10
 	}
 	if cfg.HeartbeatTicks <= 0 {
-		cfg.HeartbeatTicks = 1
+		cfg.HeartbeatTicks = 2
 	}
 	if cfg.CompactEntries <= 0 {
 		cfg.CompactEntries = 1000
@@ -360,8 +368,32 @@ func (n *Node) fail(format string, args ...any) error {
 // timeouts are counted in ticks).
 func (n *Node) Tick() {
 	if n.failed == nil {
+		n.sinceHeartbeat++
+		n.sinceHeard++
 		n.rn.Tick()
 	}
+}
+
+// TicksUntilDue is how many Ticks from now the next one may do something:
+// a leader's next heartbeat (which is also when its CheckQuorum falls), a
+// follower's earliest election timeout (Raft randomizes it between
+// ElectionTicks and twice that; a follower that hears from its leader
+// never reaches it), every Tick for a candidate. Ticks before then only
+// count; the owner may give them later, all at once, and need not wake
+// for them: an idle partition wakes its broker once per heartbeat on the
+// leader and not at all on its followers. At least 1.
+func (n *Node) TicksUntilDue() int {
+	if n.failed != nil {
+		return math.MaxInt32
+	}
+	due := 1
+	switch n.rn.BasicStatus().RaftState {
+	case raft.StateLeader:
+		due = n.cfg.HeartbeatTicks - n.sinceHeartbeat
+	case raft.StateFollower:
+		due = n.cfg.ElectionTicks - n.sinceHeard
+	}
+	return max(due, 1)
 }
 
 // Step hands Raft a message another replica sent. A message not addressed
@@ -372,6 +404,12 @@ func (n *Node) Step(m raftpb.Message) error {
 	}
 	if m.To != uint64(n.cfg.ID) {
 		return fmt.Errorf("%w: Raft message for %d reached %d", kerr.InvalidRequest, m.To, n.cfg.ID)
+	}
+	switch m.Type {
+	case raftpb.MsgApp, raftpb.MsgHeartbeat, raftpb.MsgSnap:
+		if m.Term >= n.rn.BasicStatus().Term { // Raft ignores an older leader's
+			n.sinceHeard = 0
+		}
 	}
 	return n.rn.Step(m)
 }
@@ -437,6 +475,12 @@ func (n *Node) Ready() (Ready, error) {
 			return out, n.fail("persisting: %v", err)
 		}
 		out.Messages = append(out.Messages, rd.Messages...)
+		for _, m := range rd.Messages {
+			if m.Type == raftpb.MsgHeartbeat {
+				n.sinceHeartbeat = 0
+				break
+			}
+		}
 		for _, e := range rd.CommittedEntries {
 			out.LastCommitted = e.Index
 			ent, ok, err := n.decode(e)

@@ -172,11 +172,12 @@ func (r *replica) waitingQuorum() int {
 
 // quorumTick times out produce requests past their deadline and reports a
 // leadership the controller has not taken yet. Raft's own ticks come from
-// TickRaft; the broker is asked to tick again one TickInterval on, since
-// Raft counts its timeouts in ticks. Callers hold r.mu; the returned calls
-// run after it is released.
+// TickRaft; the broker is asked to tick again when Raft's next tick may do
+// something (Node.TicksUntilDue: an idle follower not before its election
+// timeout, an idle leader at its next heartbeat) or a produce request's
+// deadline passes, whichever is first. Callers hold r.mu; the returned
+// calls run after it is released.
 func (r *replica) quorumTick(nowMs int64) []func() {
-	r.b.tickBy(nowMs + r.b.cfg.TickInterval.Milliseconds())
 	for id, w := range r.q.waiters {
 		if nowMs >= w.deadlineMs {
 			r.answer(id, refused(kerr.RequestTimedOut))
@@ -186,7 +187,18 @@ func (r *replica) quorumTick(nowMs int64) []func() {
 	if st := r.q.node.Status(); st.Role == "leader" && r.q.reportedTerm < st.Term {
 		after = append(after, r.reportQuorumLeader(st.Term))
 	}
+	r.b.tickBy(r.nextQuorumTickMs())
 	return after
+}
+
+// nextQuorumTickMs is when the replica's broker must tick next for Raft
+// and the produce requests waiting on it. Callers hold r.mu.
+func (r *replica) nextQuorumTickMs() int64 {
+	next := r.q.tickedMs + int64(r.q.node.TicksUntilDue())*r.b.cfg.TickInterval.Milliseconds()
+	for _, w := range r.q.waiters {
+		next = min(next, w.deadlineMs)
+	}
+	return next
 }
 
 // maxRaftCatchUp bounds the Raft ticks one TickRaft gives a replica: a
@@ -213,6 +225,9 @@ func (r *replica) tickRaft(nowMs int64) {
 	for n := 0; ; n++ {
 		r.mu.Lock()
 		if r.stopped || r.q.tickedMs+interval > nowMs {
+			if !r.stopped {
+				r.b.tickBy(r.nextQuorumTickMs())
+			}
 			r.mu.Unlock()
 			return
 		}
@@ -520,6 +535,13 @@ func (b *Broker) ReceiveRaft(from int32, tp storage.TopicPartition, msg []byte) 
 	if int32(m.From) != from {
 		return fmt.Errorf("%w: Raft message from %d sent by %d", kerr.InvalidRequest, m.From, from)
 	}
+	if r.q != nil && !b.cfg.Clock.Paused() {
+		// An idle replica's broker does not wake for ticks that only
+		// count (TicksUntilDue): give them before the message, so Raft
+		// counts its timeouts from the right tick. (A paused lab's Step
+		// gives every broker each tick in turn.)
+		r.tickRaft(b.nowMs())
+	}
 	r.mu.Lock()
 	if r.stopped || r.q == nil {
 		r.mu.Unlock()
@@ -551,7 +573,9 @@ func (r *replica) produceQuorum(ctx context.Context, acks int16, records []byte,
 	}
 	ch := make(chan ProduceResult, 1)
 	if acks != 0 {
-		r.q.waiters[id] = quorumWaiter{ch: ch, acks: acks, deadlineMs: r.b.nowMs() + timeout.Milliseconds()}
+		deadline := r.b.nowMs() + timeout.Milliseconds()
+		r.q.waiters[id] = quorumWaiter{ch: ch, acks: acks, deadlineMs: deadline}
+		r.b.tickBy(deadline) // its timeout is a tick's work
 	}
 	r.unlock(r.quorumReady())
 	if acks == 0 {
