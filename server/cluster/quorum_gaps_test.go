@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"tidemark/events"
 	"tidemark/replication/quorum"
 	"tidemark/server/broker"
 )
@@ -405,4 +406,97 @@ func TestQuorumISR(t *testing.T) {
 
 func sameMembersTest(a, b []int32) bool {
 	return len(a) == len(b) && !slices.ContainsFunc(a, func(x int32) bool { return !slices.Contains(b, x) })
+}
+
+// TestQuorumRaftMessages: on a lab that publishes message events, every
+// Raft message of a quorum partition is a stage message from its sender to
+// its receiver, labelled with what it carries: the election's votes, the
+// appends with their term, first index, entry count and commit, their
+// answers, heartbeats with the commit. A delay on the leader's links holds
+// its appends for that much lab time, as a fetch's: the write commits only
+// once the clock has moved past it.
+func TestQuorumRaftMessages(t *testing.T) {
+	c, err := Open(Options{DataDir: t.TempDir(), Brokers: 3, Paused: true, MessageEvents: true,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	from := c.Bus().LastSeq()
+	if _, err := c.CreateTopic("q", 1, 3, map[string]string{"replication.protocol": "quorum"}); err != nil {
+		t.Fatal(err)
+	}
+	leader, term := quorumLeader(t, c, "q")
+	if err := produceOne(t, c, "q", "a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Step(200 * time.Millisecond); err != nil { // heartbeats
+		t.Fatal(err)
+	}
+	evs, _ := c.Bus().Since(from, 0)
+	seen := map[string]bool{}
+	for _, e := range evs {
+		if e.Kind != events.KindRaft {
+			continue
+		}
+		if e.Wire == nil || e.Wire.From != e.Broker || e.Wire.From == e.Wire.To || e.Topic != "q" {
+			t.Fatalf("Raft message %+v", e)
+		}
+		seen[e.MessageKey] = true
+		if e.MessageKey == "stage.msg.raft.app" && e.Wire.From == leader && e.MessageArgs[2] == "1" {
+			// The write's append: term, its index after the leader's
+			// empty entry of the term, one entry.
+			if want := fmt.Sprint(term); e.MessageArgs[0] != want {
+				t.Errorf("append %v; want term %s", e.MessageArgs, want)
+			}
+		}
+	}
+	for _, k := range []string{"stage.msg.raft.vote", "stage.msg.raft.vote-yes", "stage.msg.raft.app", "stage.msg.raft.app-ok",
+		"stage.msg.raft.heartbeat", "stage.msg.raft.heartbeat-ok"} {
+		if !seen[k] {
+			t.Errorf("no %s message; saw %v", k, seen)
+		}
+	}
+
+	for _, id := range c.BrokerIDs() {
+		if id != leader {
+			c.network.SetDelay(leader, id, 200*time.Millisecond)
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Produce(context.Background(), "q", 0, -1, []Record{{Value: []byte("slow")}}, 5*time.Second)
+		done <- err
+	}()
+	for c.Broker(leader).Replica("q", 0).Status().WaitingProduces == 0 {
+		select {
+		case err := <-done:
+			t.Fatalf("produce ended before its append crossed the delayed links: %v", err)
+		case <-time.After(time.Millisecond):
+		}
+	}
+	if err := c.Step(150 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("produce ended 150 ms into a 200 ms delay: %v", err)
+	default:
+	}
+	if err := c.Step(100 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("produce not acknowledged 250 ms into a 200 ms delay")
+	}
+	// The commit reaches the followers 200 ms later still.
+	if err := c.Step(250 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	checkQuorumLogs(t, c, "q", []string{"a", "slow"})
 }
