@@ -184,6 +184,10 @@ type Node struct {
 	// heartbeat or snapshot from a leader of its term. Each is reset no
 	// later than Raft resets its own timer, so TicksUntilDue is never late.
 	sinceHeartbeat, sinceHeard int
+	// ticks counts Ticks; heardAt is the tick at which each other replica
+	// last sent this node a message (CaughtUp).
+	ticks   int
+	heardAt map[uint64]int
 }
 
 // entryVersion starts every proposal's data, in case its layout changes.
@@ -287,7 +291,7 @@ func Open(cfg Config) (*Node, error) {
 		w.close()
 		return nil, err
 	}
-	return &Node{cfg: cfg, rn: rn, storage: ds, wal: w, applied: start, checkpoints: kept}, nil
+	return &Node{cfg: cfg, rn: rn, storage: ds, wal: w, applied: start, checkpoints: kept, heardAt: map[uint64]int{}}, nil
 }
 
 // ApplyStart is the segment log's end at the newest apply checkpoint
@@ -370,6 +374,7 @@ func (n *Node) Tick() {
 	if n.failed == nil {
 		n.sinceHeartbeat++
 		n.sinceHeard++
+		n.ticks++
 		n.rn.Tick()
 	}
 }
@@ -411,6 +416,7 @@ func (n *Node) Step(m raftpb.Message) error {
 			n.sinceHeard = 0
 		}
 	}
+	n.heardAt[m.From] = n.ticks
 	return n.rn.Step(m)
 }
 
@@ -564,11 +570,13 @@ func roleName(s raft.StateType) string {
 }
 
 // CaughtUp returns, on the leader, the replicas it sees as caught up, in
-// the order of Config.Voters: itself, and each follower that answered
-// within an election timeout (Raft's RecentActive, kept by CheckQuorum) and
-// either has the leader's last entry or is being streamed entries (Raft's
+// the order of Config.Voters: itself, and each follower it heard from
+// within an election timeout (Kafka's replica.lag.time.max.ms) that either
+// has the leader's last entry or is being streamed entries (Raft's
 // replicate state; one that is probed or needs a snapshot is behind). This
-// is the quorum partition's ISR. Nil anywhere but on the leader.
+// is the quorum partition's ISR. Nil anywhere but on the leader. (Raft's
+// own RecentActive is cleared at every CheckQuorum until the next answers,
+// so an ISR made from it would flap.)
 func (n *Node) CaughtUp() []int32 {
 	if n.failed != nil || n.rn.BasicStatus().RaftState != raft.StateLeader {
 		return nil
@@ -576,7 +584,9 @@ func (n *Node) CaughtUp() []int32 {
 	last := n.storage.lastIndex()
 	in := map[uint64]bool{}
 	n.rn.WithProgress(func(id uint64, _ raft.ProgressType, pr tracker.Progress) {
-		in[id] = id == uint64(n.cfg.ID) || pr.RecentActive && (pr.Match >= last || pr.State == tracker.StateReplicate)
+		heard, ok := n.heardAt[id]
+		recent := ok && n.ticks-heard <= n.cfg.ElectionTicks
+		in[id] = id == uint64(n.cfg.ID) || recent && (pr.Match >= last || pr.State == tracker.StateReplicate)
 	})
 	out := make([]int32, 0, len(n.cfg.Voters))
 	for _, v := range n.cfg.Voters {

@@ -49,6 +49,7 @@ type quorumState struct {
 	// partition epoch isrSentEpoch: proposed once per change.
 	isrSent      []int32
 	isrSentEpoch int32
+	isrFailed    bool
 }
 
 type quorumWaiter struct {
@@ -179,6 +180,9 @@ func (r *replica) waitingQuorum() int {
 // deadline passes, whichever is first. Callers hold r.mu; the returned
 // calls run after it is released.
 func (r *replica) quorumTick(nowMs int64) []func() {
+	if r.q.isrFailed {
+		r.q.isrFailed, r.q.isrSent = false, nil
+	}
 	for id, w := range r.q.waiters {
 		if nowMs >= w.deadlineMs {
 			r.answer(id, refused(kerr.RequestTimedOut))
@@ -255,9 +259,12 @@ func (r *replica) quorumReady() []func() {
 		r.failQuorumWaiters(kerr.KafkaStorageError)
 		return nil
 	}
-	if r.q.restored {
+	if r.q.restored { // the log now holds the snapshot's records
 		r.q.restored = false
 		r.producers = nil
+		ev := r.event(events.KindLEO)
+		ev.Offsets = &events.Offsets{Base: r.log.LogStartOffset(), LEO: r.log.LogEndOffset(), HW: r.hw}
+		r.emit(ev)
 	}
 	applied := true
 	for _, e := range rd.Committed {
@@ -330,8 +337,9 @@ func (r *replica) proposeQuorumISR(st quorum.Status) func() {
 		if err != nil {
 			r.b.logger.Debug("quorum ISR not altered", "partition", r.tp, "isr", isr, "err", err)
 			r.mu.Lock()
-			r.q.isrSent = nil // proposed again at the next tick
+			r.q.isrFailed = true // proposed again at the next tick
 			r.mu.Unlock()
+			r.b.tickBy(r.b.nowMs() + r.b.cfg.TickInterval.Milliseconds())
 			return
 		}
 		r.b.refreshSoon() // the ISR reaches the replicas with the metadata

@@ -500,3 +500,20 @@ func TestQuorumRaftMessages(t *testing.T) {
 	}
 	checkQuorumLogs(t, c, "q", []string{"a", "slow"})
 }
+
+// BenchmarkQuorumIdle measures an idle running 3-broker lab with a quorum
+// topic of 30 partitions (RF 3): cpu% of one core and context switches per
+// second (its wake-ups) over -idle-for, after a second to settle.
+func BenchmarkQuorumIdle(b *testing.B) {
+	for range b.N {
+		c := openRunning(b, 3)
+		if _, err := c.CreateTopic("q", 30, 3, map[string]string{"replication.protocol": "quorum"}); err != nil {
+			b.Fatal(err)
+		}
+		time.Sleep(2 * time.Second) // elections
+		cpu, sw := idleCPU(b, "")
+		b.ReportMetric(cpu, "cpu%")
+		b.ReportMetric(sw, "switches/s")
+		c.Close()
+	}
+}
