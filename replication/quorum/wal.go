@@ -55,6 +55,8 @@ type wal struct {
 	buf  []byte
 	// synced is told the file's length after every fsync (Config.Synced).
 	synced func(int64)
+	// pending are apply checkpoints waiting for the next write.
+	pending []byte
 }
 
 // replayed is what openWAL read back.
@@ -191,20 +193,14 @@ func decodeCheckpoint(b []byte) (checkpoint, bool) {
 		end: int64(binary.BigEndian.Uint64(b[16:]))}, true
 }
 
-// appendApplied writes an apply checkpoint, unsynced: it only saves work
-// after a restart (a lost one makes the owner re-apply from an earlier
-// checkpoint, which gives the same log).
+// appendApplied queues an apply checkpoint for the next write (it costs no
+// write of its own, and is not synced): it only saves work after a restart,
+// and a lost one makes the owner re-apply from an earlier checkpoint, which
+// gives the same log.
 func (w *wal) appendApplied(c checkpoint) error {
-	w.buf = w.buf[:0]
 	var err error
-	if w.buf, err = appendRecord(w.buf, recApplied, c); err != nil {
-		return err
-	}
-	if _, err := w.f.WriteAt(w.buf, w.size); err != nil {
-		return err
-	}
-	w.size += int64(len(w.buf))
-	return nil
+	w.pending, err = appendRecord(w.pending, recApplied, c)
+	return err
 }
 
 // rewrite replaces the state file by one that starts at snap and holds hs,
@@ -255,6 +251,7 @@ func (w *wal) rewrite(snap checkpoint, hs raftpb.HardState, entries []raftpb.Ent
 	}
 	w.f.Close()
 	w.f, w.size = f, int64(len(buf))
+	w.pending = w.pending[:0] // applied holds them
 	w.synced(w.size)
 	return refs, nil
 }
@@ -263,7 +260,8 @@ func (w *wal) rewrite(snap checkpoint, hs raftpb.HardState, entries []raftpb.Ent
 // when sync is set (raft.MustSync says when Raft needs it). It returns
 // where each entry was written.
 func (w *wal) append(entries []raftpb.Entry, hs raftpb.HardState, sync bool) ([]entryRef, error) {
-	w.buf = w.buf[:0]
+	w.buf = append(w.buf[:0], w.pending...)
+	w.pending = w.pending[:0]
 	refs := make([]entryRef, len(entries))
 	var err error
 	for i := range entries {
@@ -329,4 +327,13 @@ func appendRecord(buf []byte, kind byte, m marshaler) ([]byte, error) {
 	return buf, nil
 }
 
-func (w *wal) close() error { return w.f.Close() }
+// close writes the queued checkpoints and closes the file.
+func (w *wal) close() error {
+	if len(w.pending) > 0 {
+		if _, err := w.f.WriteAt(w.pending, w.size); err != nil {
+			w.f.Close()
+			return err
+		}
+	}
+	return w.f.Close()
+}

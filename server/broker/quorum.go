@@ -46,7 +46,9 @@ type quorumState struct {
 	// the producer state is rebuilt.
 	restored bool
 	// isrSent is the ISR last proposed to the controller, for the
-	// partition epoch isrSentEpoch: proposed once per change.
+	// partition epoch isrSentEpoch: proposed once per change. isrFailed
+	// says the controller refused it or never got it: the next tick
+	// proposes again.
 	isrSent      []int32
 	isrSentEpoch int32
 	isrFailed    bool
