@@ -143,8 +143,10 @@ func TestQuorumIdempotentKgoLeaderCrash(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
+	// Metadata is refreshed at most every 50 ms (franz-go's default is
+	// 5 s), so the new leader is found at once.
 	prod, err := kgo.NewClient(kgo.SeedBrokers(seeds(c)...), kgo.DefaultProduceTopic(topic),
-		kgo.RecordDeliveryTimeout(60*time.Second))
+		kgo.RecordDeliveryTimeout(60*time.Second), kgo.MetadataMinAge(50*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
