@@ -23,6 +23,7 @@ var (
 // waits before it is sent (delayLine; it is lost if the broker stopped or
 // the link was cut meanwhile, and the sender is not told).
 func (l raftLink) SendRaft(from, to int32, tp storage.TopicPartition, msg []byte) error {
+	l.c.links.countRaft(msg) // sent, whether or not it arrives
 	if d := l.c.network.Delay(from, to); d > 0 && l.c.network.Allowed(from, to) {
 		l.c.linkDelays.add(d, func() { l.deliver(from, to, tp, msg) })
 		return nil
