@@ -111,6 +111,22 @@ func DecodeSnapshotData(b []byte) (SnapshotData, error) {
 	if d.Start < 0 || d.End < d.Start {
 		return SnapshotData{}, fmt.Errorf("%w: Raft snapshot of offsets [%d, %d)", kerr.CorruptMessage, d.Start, d.End)
 	}
+	if len(d.Records) == 0 {
+		return d, nil // the metadata only, as Raft's Storage gives it
+	}
+	// The records must be whole batches from Start on, one after another,
+	// reaching End.
+	next, rest := d.Start, d.Records
+	for _, h := range storage.ScanBatchHeaders(d.Records) {
+		if h.BaseOffset != next {
+			return SnapshotData{}, fmt.Errorf("%w: Raft snapshot batch at offset %d, expected %d", kerr.CorruptMessage, h.BaseOffset, next)
+		}
+		next = h.LastOffset() + 1
+		rest = rest[h.Size():]
+	}
+	if len(rest) > 0 || next < d.End {
+		return SnapshotData{}, fmt.Errorf("%w: Raft snapshot records end at offset %d, not %d", kerr.CorruptMessage, next, d.End)
+	}
 	return d, nil
 }
 
@@ -409,6 +425,16 @@ func (n *Node) Step(m raftpb.Message) error {
 	}
 	if m.To != uint64(n.cfg.ID) {
 		return fmt.Errorf("%w: Raft message for %d reached %d", kerr.InvalidRequest, m.To, n.cfg.ID)
+	}
+	if m.Type == raftpb.MsgSnap {
+		// Refused before Raft takes it: a snapshot Restore cannot use would
+		// fail the node for good.
+		if m.Snapshot == nil {
+			return fmt.Errorf("%w: Raft snapshot message without a snapshot", kerr.CorruptMessage)
+		}
+		if _, err := DecodeSnapshotData(m.Snapshot.Data); err != nil {
+			return err
+		}
 	}
 	switch m.Type {
 	case raftpb.MsgApp, raftpb.MsgHeartbeat, raftpb.MsgSnap:

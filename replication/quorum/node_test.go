@@ -528,3 +528,30 @@ func TestQuorumCompaction(t *testing.T) {
 	g.checkSame()
 	t.Logf("state file %d–%d bytes over writes 20–60; first index %d", slices.Min(sizes), slices.Max(sizes), st.FirstIndex)
 }
+
+// TestQuorumBadSnapshot: a snapshot message whose data is not a segment
+// log's records from its start to its end is refused with CORRUPT_MESSAGE
+// before Raft takes it, and the replica goes on.
+func TestQuorumBadSnapshot(t *testing.T) {
+	g := newGroup(t, 3)
+	g.elect(1)
+	recs := storage.NewBatch([]storage.Record{{Value: []byte("x")}}) // offset 0, one record
+	for _, data := range [][]byte{
+		nil,
+		[]byte("short"),
+		EncodeSnapshotData(SnapshotData{Start: 5, End: 2}),
+		EncodeSnapshotData(SnapshotData{Start: 0, End: 4, Records: recs}),           // ends at 1
+		EncodeSnapshotData(SnapshotData{Start: 3, End: 4, Records: recs}),           // starts at 0
+		EncodeSnapshotData(SnapshotData{Start: 0, End: 1, Records: append(recs, 1)}), // a torn tail
+	} {
+		m := raftpb.Message{Type: raftpb.MsgSnap, From: 1, To: 2, Term: g.nodes[1].Status().Term,
+			Snapshot: &raftpb.Snapshot{Data: data, Metadata: raftpb.SnapshotMetadata{Index: 100, Term: 1}}}
+		if err := g.nodes[2].Step(m); !errors.Is(err, kerr.CorruptMessage) {
+			t.Errorf("snapshot data %q: %v, want CORRUPT_MESSAGE", data, err)
+		}
+	}
+	if _, err := g.produce(1, 1); err != nil {
+		t.Fatal(err)
+	}
+	g.checkSame()
+}
