@@ -540,8 +540,8 @@ func TestQuorumBadSnapshot(t *testing.T) {
 		nil,
 		[]byte("short"),
 		EncodeSnapshotData(SnapshotData{Start: 5, End: 2}),
-		EncodeSnapshotData(SnapshotData{Start: 0, End: 4, Records: recs}),           // ends at 1
-		EncodeSnapshotData(SnapshotData{Start: 3, End: 4, Records: recs}),           // starts at 0
+		EncodeSnapshotData(SnapshotData{Start: 0, End: 4, Records: recs}),            // ends at 1
+		EncodeSnapshotData(SnapshotData{Start: 3, End: 4, Records: recs}),            // starts at 0
 		EncodeSnapshotData(SnapshotData{Start: 0, End: 1, Records: append(recs, 1)}), // a torn tail
 	} {
 		m := raftpb.Message{Type: raftpb.MsgSnap, From: 1, To: 2, Term: g.nodes[1].Status().Term,
