@@ -17,6 +17,14 @@
 // is 2, after a snapshot at index 1 that names the voters), as the raft
 // package recommends instead of Bootstrap. Raft's log is read from the state
 // file when needed (diskStorage), so memory holds no batches.
+//
+// The owner gives committed entries their offsets as it appends them (it
+// may find one a duplicate and skip it) and reports back how far it got
+// (Applied): an apply checkpoint, from which a restart re-applies. Once
+// CompactEntries applied entries are in the state file it is rewritten from
+// a snapshot at a checkpoint (Raft's Storage then starts there); a follower
+// that needs entries compacted away gets the snapshot, whose data is the
+// leader's records up to the checkpoint's end offset (SnapshotData).
 package quorum
 
 import (
