@@ -112,6 +112,11 @@ const (
 	// predecessor (Wire.To) that it and every member after it have the
 	// records below Wire.HW.
 	KindPipelineAck Kind = "pipeline-ack"
+	// KindRaft: a replica (Broker, Wire.From) of a quorum partition sent a
+	// Raft message to another (Wire.To); MessageKey and MessageArgs say
+	// which (append, its answer, vote, heartbeat, snapshot) and what it
+	// carries (term, index, commit), and are its label on the stage.
+	KindRaft Kind = "raft"
 )
 
 // Unlisted reports whether k is left out of the event list and the
@@ -124,7 +129,7 @@ func (k Kind) Unlisted() bool { return k.IsMessage() || k == KindRecords }
 func (k Kind) IsMessage() bool {
 	switch k {
 	case KindFetchRequest, KindFetchResponse, KindProduceRequest, KindClientFetch,
-		KindHeartbeat, KindAlterPartition, KindMetadata,
+		KindHeartbeat, KindAlterPartition, KindMetadata, KindRaft,
 		KindPipelineWrite, KindPipelineAck:
 		return true
 	}
