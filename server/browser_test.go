@@ -91,7 +91,11 @@ func buildStaticDir() (string, error) {
 		return "", err
 	}
 	// The flags of Taskfile.yml's wasm task.
-	cmd := exec.Command(goBin, "build", "-trimpath", "-ldflags=-s -w", "-gcflags=tidemark/...=-l", "-o", filepath.Join(dir, "wasm", "panel.wasm"), "./wasm")
+	ld := "-ldflags=-s -w"
+	if os.Getenv("TIDEMARK_WASM_NAMES") != "" {
+		ld = "-ldflags=" // keep the names, for a profile
+	}
+	cmd := exec.Command(goBin, "build", "-trimpath", ld, "-gcflags=tidemark/...=-l", "-o", filepath.Join(dir, "wasm", "panel.wasm"), "./wasm")
 	cmd.Dir = ".." // the module root
 	cmd.Env = append(os.Environ(), "GOOS=js", "GOARCH=wasm")
 	if out, err := cmd.CombinedOutput(); err != nil {

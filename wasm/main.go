@@ -72,6 +72,7 @@ type app struct {
 	cellPool    [2][]*cellDOM // lane cell elements out of the document, for reuse: records and truncated records
 	cellTmpl    [2]*cellDOM   // an empty record and truncated record to copy (nil until needed)
 	visBuf      []panel.Cell  // a lane's cells on screen, this frame
+	measured    bool          // figs' vis0 and vis1 are up to date
 }
 
 // stageDOM is the stage as last rendered: its shape (the brokers), each
@@ -89,6 +90,7 @@ type stageDOM struct {
 	clients            panel.Clients // the external Kafka clients seen
 	charts             panel.Charts  // the charts' samples
 	chartsAt           float64       // when the charts were last drawn (ms)
+	scale              float64       // px per unit of the topology's SVG (0 not known yet)
 }
 
 // chartsEveryMs is how often the charts are drawn again, at most.
@@ -180,11 +182,19 @@ func main() {
 	a.setupForms()
 	// Scrolling a figure brings cells into view that were not drawn
 	// (visibleCells): draw them. Scroll events do not bubble; capture them.
+	// A figure is measured again only after a scroll or a resize: reading
+	// its scroll position in every frame made Chromium lay out the page
+	// twice a frame (animations had already changed its style).
 	if lanes := a.el("lanes"); !lanes.IsNull() {
 		lanes.Call("addEventListener", "scroll", a.fn(func(js.Value, []js.Value) any {
+			a.measured = false
 			a.schedule()
 			return nil
 		}), js.ValueOf(map[string]any{"capture": true, "passive": true}))
+		a.observeSize(lanes, func(float64) {
+			a.measured = false
+			a.schedule()
+		})
 	}
 	// A hidden page gets no frames: handle what is queued, and each
 	// message as it comes until the page shows again.
@@ -196,6 +206,24 @@ func main() {
 	})
 	a.connect()
 	select {}
+}
+
+// observeSize calls f with el's content width whenever its size changes
+// (and once when it is first laid out), from a ResizeObserver: Chromium
+// reports it after its own layout, so reading it costs no extra one.
+// Nothing happens without ResizeObserver or el.
+func (a *app) observeSize(el js.Value, f func(width float64)) {
+	ro := js.Global().Get("ResizeObserver")
+	if el.IsNull() || ro.Type() != js.TypeFunction {
+		return
+	}
+	ro.New(a.fn(func(_ js.Value, args []js.Value) any {
+		entries := args[0]
+		if n := entries.Length(); n > 0 {
+			f(entries.Index(n - 1).Get("contentRect").Get("width").Float())
+		}
+		return nil
+	})).Call("observe", el)
 }
 
 // after calls f in ms milliseconds, from the page's event loop (the time
@@ -587,6 +615,7 @@ func (a *app) renderLanes(figs []panel.Figure) {
 		root.Set("innerHTML", b.String())
 		a.laneShape = shape.String()
 		a.bindLanes(root, figs)
+		a.measured = false
 		a.flushLanes()
 		return
 	}
@@ -617,10 +646,14 @@ func (a *app) renderLanes(figs []panel.Figure) {
 // them drawn.
 const laneMargin = 320
 
-// measureLanes reads which part of each figure is on screen. It runs
-// first in a frame, before any write, so reading costs Chromium no extra
-// layout.
+// measureLanes reads which part of each figure is on screen, when a
+// scroll, a resize or new figures may have changed it. It runs first in a
+// frame, before the frame's writes.
 func (a *app) measureLanes() {
+	if a.measured {
+		return
+	}
+	a.measured = true
 	for i := range a.figs {
 		d := &a.figs[i]
 		d.vis0, d.vis1 = 0, 0

@@ -398,14 +398,18 @@ var shapes = map[events.Kind]string{
 	events.KindMetadata:       `<rect x="-8" y="-5" width="16" height="10"/><path d="M-8 -5 L0 1 L8 -5" class="flap"/>`,
 }
 
-// HTML returns the message's markup, drawn at its start (the page moves it).
+// HTML returns the message's markup: an SVG of its own, centred on the
+// top left corner of #topo-msgs, which the page moves along its link by a
+// transform. An element of its own is moved by the compositor without
+// restyling, laying out or repainting the stage every frame, which a group
+// inside the topology's SVG cost (SVG's children are not composited).
 func (f *Flight) HTML() string {
 	cls := "msg msg-" + string(f.Kind)
 	if f.Lost {
 		cls += " lost"
 	}
-	return `<g class="` + esc(cls) + `" data-testid="msg" data-kind="` + esc(string(f.Kind)) + `" data-seq="` + strconv.FormatUint(f.Seq, 10) +
-		`"><title>` + esc(f.Title) + `</title>` + shapes[f.Kind] + `<text x="9" y="-8">` + esc(f.Label) + `</text></g>`
+	return `<svg class="` + esc(cls) + `" data-testid="msg" data-kind="` + esc(string(f.Kind)) + `" data-seq="` + strconv.FormatUint(f.Seq, 10) +
+		`" viewBox="-10 -10 20 20" width="20" height="20"><title>` + esc(f.Title) + `</title>` + shapes[f.Kind] + `<text x="9" y="-8">` + esc(f.Label) + `</text></svg>`
 }
 
 // Shape returns the markup of the shape messages of kind k are drawn in.
