@@ -36,43 +36,44 @@ const maxRenderLog = 8192
 const maxAnimated = 40
 
 type app struct {
-	doc         js.Value
-	root        js.Value // #panel
-	cat         panel.Catalog
-	state       *panel.State
-	rendered    uint64 // live Seq at the last render (what is "new")
-	scheduled   bool
-	paused      bool     // the event list is frozen (state keeps updating)
-	backoffMs   int      // before the next reconnection
-	reduce      js.Value // matchMedia("(prefers-reduced-motion: reduce)")
-	renderLog   []any
-	handleMs    float64           // time spent decoding and applying messages since the last render
-	shown       map[string]string // innerHTML last set per element id: unchanged parts are not touched
-	listAt      float64           // when the event list was last rendered (ms)
-	listed      uint64            // live Seq when the event list was last rendered
-	listPending bool              // a render is due for the list's next turn
-	topic       string            // #panel's data-topic: show only this topic ("" all)
-	partition   int32             // #panel's data-partition: only this partition (-1 all)
-	funcs       []js.Func         // kept alive for the page's lifetime
-	laneShape   string            // the shapes of the figures in #lanes, in order
-	inbox       js.Value          // the current connection's queued messages (undefined: none)
-	listen      func()            // wakes Go at the connection's next message
-	figs        []figDOM          // #lanes' figures as last rendered
-	lanes       panel.Lanes       // draws the figures, remembering cell texts
-	tlRange     js.Value          // the timeline's slider, status line and live button (undefined: no timeline)
-	tlStatus    js.Value
-	tlLive      js.Value
-	tlShown     timelineShown // what the timeline and #panel's data show
-	parses      []parseJob    // markup to parse at the end of the frame
-	scratch     js.Value      // a detached SVG group to parse it in
-	appendFn    js.Value      // Element.prototype.append
-	replaceFn   js.Value      // Element.prototype.replaceChildren
-	stage       stageDOM      // the stage's topology (#topo), when the page has one
-	dom         domBatch      // the lanes' cells and slots are written through it, once per frame
-	cellPool    [2][]*cellDOM // lane cell elements out of the document, for reuse: records and truncated records
-	cellTmpl    [2]*cellDOM   // an empty record and truncated record to copy (nil until needed)
-	visBuf      []panel.Cell  // a lane's cells on screen, this frame
-	measured    bool          // figs' vis0 and vis1 are up to date
+	doc       js.Value
+	root      js.Value // #panel
+	cat       panel.Catalog
+	state     *panel.State
+	rendered  uint64 // live Seq at the last render (what is "new")
+	scheduled bool
+	paused    bool     // the event list is frozen (state keeps updating)
+	backoffMs int      // before the next reconnection
+	reduce    js.Value // matchMedia("(prefers-reduced-motion: reduce)")
+	renderLog []any
+	handleMs  float64           // time spent decoding and applying messages since the last render
+	shown     map[string]string // innerHTML last set per element id: unchanged parts are not touched
+	listAt    float64           // when the event list was last rendered (ms)
+	tlAt      float64           // when the timeline's status and slider last changed (ms)
+	listed    uint64            // live Seq when the event list was last rendered
+	renderDue bool              // a render is due for the list's or the timeline's next turn
+	topic     string            // #panel's data-topic: show only this topic ("" all)
+	partition int32             // #panel's data-partition: only this partition (-1 all)
+	funcs     []js.Func         // kept alive for the page's lifetime
+	laneShape string            // the shapes of the figures in #lanes, in order
+	inbox     js.Value          // the current connection's queued messages (undefined: none)
+	listen    func()            // wakes Go at the connection's next message
+	figs      []figDOM          // #lanes' figures as last rendered
+	lanes     panel.Lanes       // draws the figures, remembering cell texts
+	tlRange   js.Value          // the timeline's slider, status line and live button (undefined: no timeline)
+	tlStatus  js.Value
+	tlLive    js.Value
+	tlShown   timelineShown // what the timeline and #panel's data show
+	parses    []parseJob    // markup to parse at the end of the frame
+	scratch   js.Value      // a detached SVG group to parse it in
+	appendFn  js.Value      // Element.prototype.append
+	replaceFn js.Value      // Element.prototype.replaceChildren
+	stage     stageDOM      // the stage's topology (#topo), when the page has one
+	dom       domBatch      // the lanes' cells and slots are written through it, once per frame
+	cellPool  [2][]*cellDOM // lane cell elements out of the document, for reuse: records and truncated records
+	cellTmpl  [2]*cellDOM   // an empty record and truncated record to copy (nil until needed)
+	visBuf    []panel.Cell  // a lane's cells on screen, this frame
+	measured  bool          // figs' vis0 and vis1 are up to date
 }
 
 // stageDOM is the stage as last rendered: its shape (the brokers), each
@@ -526,9 +527,9 @@ func (a *app) render() {
 		cursor = view.Seq
 	}
 	// The list is for reading: under a stream of events it is redrawn at
-	// most every 250 ms, which leaves the frame to the lanes.
+	// most every readEveryMs, which leaves the frame to the lanes.
 	if !a.paused || !s.Following {
-		if wait := 250 - (t0 - a.listAt); wait <= 0 || !s.Following {
+		if wait := readEveryMs - (t0 - a.listAt); wait <= 0 || !s.Following {
 			// Like the lanes, highlight what a learner can follow: under
 			// a stream every item would flash, and keep the page busy.
 			newSince := a.listed
@@ -537,12 +538,8 @@ func (a *app) render() {
 			}
 			a.setHTML("panel-events", s.RenderEvents(newSince, cursor, a.cat))
 			a.listed, a.listAt = s.Snap.Seq, t0
-		} else if !a.listPending && a.listed != s.Snap.Seq {
-			a.listPending = true
-			a.after(wait, func() {
-				a.listPending = false
-				a.schedule()
-			})
+		} else if a.listed != s.Snap.Seq {
+			a.renderIn(wait)
 		}
 	}
 	a.rendered = s.Snap.Seq
@@ -550,6 +547,18 @@ func (a *app) render() {
 	pos, end := s.Position()
 	tl := timelineShown{pos: pos, end: end, text: s.TimelineText(a.cat), following: s.Following, seq: s.Snap.Seq, viewSeq: view.Seq}
 	old := a.tlShown
+	// Under a stream of events the status line and the slider change at
+	// most every readEveryMs too: the page repainted them (and what
+	// shares their layer) in every frame, for a number no one can read.
+	if s.Following && old.following && len(a.newEvents(old.seq)) > maxAnimated {
+		if wait := readEveryMs - (t0 - a.tlAt); wait > 0 {
+			tl.pos, tl.end, tl.text = old.pos, old.end, old.text
+			a.renderIn(wait)
+		}
+	}
+	if tl.pos != old.pos || tl.end != old.end || tl.text != old.text {
+		a.tlAt = t0
+	}
 	a.tlShown = tl
 	if r := a.tlRange; r.Truthy() {
 		if tl.end != old.end {
@@ -585,6 +594,24 @@ func (a *app) render() {
 		a.renderLog = append(a.renderLog, []any{float64(s.Snap.Seq), t1, t1 - t0, a.handleMs, lanesMs})
 	}
 	a.handleMs = 0
+}
+
+// readEveryMs is how often, at most, the parts of the panel made for
+// reading (the event list, the timeline's status line) change under a
+// stream of events.
+const readEveryMs = 250
+
+// renderIn renders again in ms milliseconds (once, however often asked
+// before then), for a part whose turn comes then.
+func (a *app) renderIn(ms float64) {
+	if a.renderDue {
+		return
+	}
+	a.renderDue = true
+	a.after(ms, func() {
+		a.renderDue = false
+		a.schedule()
+	})
 }
 
 // renderLanes shows figs in #lanes. While the figures keep their shape it
