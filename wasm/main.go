@@ -87,7 +87,9 @@ type stageDOM struct {
 	// clockShown, paused and rate are what the clock's controls show.
 	clockShown, paused bool
 	rate               float64
-	status             string        // the producer's status shown
+	status, next       string        // the producer's status shown, and to show at its next turn
+	statusAt           float64       // when status last changed (ms)
+	links              string        // panel.StageLinksKey of the links drawn
 	clients            panel.Clients // the external Kafka clients seen
 	charts             panel.Charts  // the charts' samples
 	chartsAt           float64       // when the charts were last drawn (ms)

@@ -73,7 +73,10 @@ func (a *app) renderStage(v *events.Snapshot) {
 			el.Call("querySelector", ".node-role").Set("textContent", nv.Role)
 		}
 	}
-	a.setHTML("topo-links", panel.StageLinksSVG(v, a.cat))
+	if key := panel.StageLinksKey(v); key != st.links { // not built in every frame
+		a.setHTML("topo-links", panel.StageLinksSVG(v, a.cat))
+		st.links = key
+	}
 	a.renderClock(&a.state.Snap) // the live clock, also while the timeline shows the past
 	evs := a.newEvents(st.flown)
 	st.clients.Observe(evs)
@@ -137,11 +140,13 @@ func (a *app) renderClock(live *events.Snapshot) {
 }
 
 // renderProducer shows what the UI's producer last did: waiting for its
-// answer, acknowledged, or failed.
+// answer, acknowledged, or failed. Under a stream of events it changes at
+// most every readEveryMs, as the event list (in every frame it made the
+// page repaint the topology's layer).
 func (a *app) renderProducer(evs []events.Event) {
 	text := ""
-	for _, e := range evs {
-		switch {
+	for i := len(evs) - 1; i >= 0 && text == ""; i-- { // the last one says it
+		switch e := &evs[i]; {
 		case e.Kind == events.KindProduceRequest && e.Wire != nil && e.Wire.Client == "tidemark-ui":
 			text = a.cat.T("stage.producer.waiting", string(e.Acks))
 		case e.Kind == events.KindAck && e.Offsets != nil:
@@ -150,10 +155,19 @@ func (a *app) renderProducer(evs []events.Event) {
 			text = a.cat.T("stage.producer.error", e.Error)
 		}
 	}
-	if text == "" || text == a.stage.status {
+	if text != "" {
+		a.stage.next = text
+	}
+	if a.stage.next == a.stage.status {
 		return
 	}
-	a.stage.status = text
+	now := a.now()
+	if wait := readEveryMs - (now - a.stage.statusAt); len(evs) > maxAnimated && wait > 0 {
+		a.renderIn(wait)
+		return
+	}
+	text = a.stage.next
+	a.stage.status, a.stage.statusAt = text, now
 	if el := a.el("stage-producer"); !el.IsNull() {
 		el.Set("textContent", text)
 	}

@@ -177,6 +177,23 @@ func StageLinksSVG(v *events.Snapshot, c Catalog) string {
 	return b.String()
 }
 
+// StageLinksKey returns what StageLinksSVG draws from: the nodes and the
+// cut directions. The markup changes only when the key does.
+func StageLinksKey(v *events.Snapshot) string {
+	var b strings.Builder
+	b.WriteString(StageShape(v))
+	if v.Observed {
+		b.WriteString("o")
+	}
+	for _, c := range v.Cuts {
+		b.WriteString("|" + itoa(c.From) + ">" + itoa(c.To))
+		if !c.OneWay {
+			b.WriteString("<")
+		}
+	}
+	return b.String()
+}
+
 // nodeName is "controller", "broker N" or "client" in c's language.
 func nodeName(id int32, c Catalog) string {
 	switch id {
