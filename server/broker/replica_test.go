@@ -3,11 +3,13 @@ package broker
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"tidemark/events"
 	"tidemark/replication"
 	"tidemark/server/controller"
 	"tidemark/server/wire"
@@ -180,5 +182,25 @@ func TestListenerStopHaltsBroker(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the broker did not halt")
+	}
+}
+
+// TestUIRecords checks that a produced batch's newest records, as
+// validation decoded them, become the append event's records: keys and
+// values intact (a null key shows as none), offsets relative to the batch.
+func TestUIRecords(t *testing.T) {
+	batch := storage.NewBatch([]storage.Record{
+		{Value: []byte("first")},
+		{Key: []byte{}, Value: []byte("")},
+		{Key: []byte("k"), Value: []byte("last value")},
+	})
+	h, tail, err := storage.ValidateProducedBatchTail(batch, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := uiRecords(h, tail)
+	want := []events.Record{{Offset: 1, LeaderEpoch: -1}, {Offset: 2, LeaderEpoch: -1, Key: "k", Value: "last value"}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("uiRecords = %+v, want %+v", got, want)
 	}
 }
