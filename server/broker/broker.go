@@ -208,6 +208,9 @@ type Broker struct {
 	nextTickMs atomic.Int64
 	tickSoon   chan struct{}
 
+	// sessions are the fetch sessions (KIP-227) this broker serves.
+	sessions fetchSessions
+
 	mu               sync.Mutex
 	brokerEpoch      int64
 	registeredOnce   bool
