@@ -439,7 +439,7 @@ func (r *replica) nextFetch(leader int32) (replication.FetchRequest, bool) {
 	}
 	after := r.processReady()
 	fr, ok := r.rp.NextFetch()
-	ok = ok && r.rp.Status().Leader == leader
+	ok = ok && r.rp.Leader() == leader
 	r.unlock(after)
 	return fr, ok
 }
