@@ -272,6 +272,10 @@ func (f *fetcher) round(ctx context.Context, maxWait time.Duration, stepped bool
 		}
 	}
 	if len(sentParts) == 0 {
+		// Nothing to fetch: the leader would keep reading the partitions
+		// just forgotten, as if this follower still fetched them. Start
+		// over with a full fetch, which replaces the session.
+		sess.reset()
 		return false, nil
 	}
 	resp, back, err := f.exchange(ctx, req, sentParts)

@@ -39,8 +39,12 @@ const (
 )
 
 // fetchSessions is a broker's cache of fetch sessions by id.
+//
+// Lock order: a session's mu before fetchSessions.mu (an incremental fetch
+// counts the partitions it adds); create locks a new session's mu under
+// fetchSessions.mu, before anyone else can see it.
 type fetchSessions struct {
-	mu       sync.Mutex // guards byID, parts and used; taken before a session's mu, never inside it
+	mu       sync.Mutex // guards byID, parts, and each session's used and counted
 	byID     map[int32]*fetchSession
 	parts    int    // partitions cached by every session together
 	lastUsed uint64 // counts lookups, for least-recently-used eviction
@@ -52,7 +56,8 @@ type fetchSession struct {
 	id        int32
 	replicaID int32 // the follower that opened it; -1 for a consumer
 
-	used uint64 // fetchSessions.lastUsed at its last request; under fetchSessions.mu
+	used    uint64 // fetchSessions.lastUsed at its last request; under fetchSessions.mu
+	counted int    // its partitions in fetchSessions.parts; under fetchSessions.mu
 
 	mu    sync.Mutex
 	epoch int32 // the epoch the next incremental request must carry
@@ -175,7 +180,7 @@ func (c *fetchSessions) create(parts []sessionPart, replicaID int32) *fetchSessi
 		id = rand.Int32N(1<<31-1) + 1
 	}
 	c.lastUsed++
-	s := &fetchSession{id: id, replicaID: replicaID, used: c.lastUsed, epoch: 1, parts: parts}
+	s := &fetchSession{id: id, replicaID: replicaID, used: c.lastUsed, counted: len(parts), epoch: 1, parts: parts}
 	s.index()
 	c.byID[id] = s
 	c.parts += len(parts)
@@ -193,6 +198,7 @@ func (c *fetchSessions) resize(s *fetchSession, n int) bool {
 	}
 	if c.byID[s.id] == s {
 		c.parts += n
+		s.counted += n
 	}
 	return true
 }
@@ -210,9 +216,7 @@ func (c *fetchSessions) close(id int32) {
 func (c *fetchSessions) removeLocked(id int32) {
 	if s := c.byID[id]; s != nil {
 		delete(c.byID, id)
-		// A request in progress on s may still change its parts; counting
-		// what it held when it was removed is close enough for a bound.
-		c.parts -= len(s.parts)
+		c.parts -= s.counted
 	}
 }
 

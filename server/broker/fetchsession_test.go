@@ -331,3 +331,38 @@ func TestIdleFollowerFetchAllocs(t *testing.T) {
 		t.Fatalf("allocations per idle round: %.0f with 4 partitions, %.0f with 200; want at most 60, not growing with partitions", few, many)
 	}
 }
+
+// TestFollowerForgetsPartition: a partition the follower stops fetching
+// leaves the leader's session (a forgotten topic), so the leader no longer
+// counts fetches for it; with nothing left to fetch the follower starts
+// over with a full fetch next time.
+func TestFollowerForgetsPartition(t *testing.T) {
+	leader, follower, f := followerPair(t, 2)
+	sessionParts := func() (n int) {
+		leader.sessions.mu.Lock()
+		defer leader.sessions.mu.Unlock()
+		for _, s := range leader.sessions.byID {
+			s.mu.Lock()
+			n += len(s.parts)
+			s.mu.Unlock()
+		}
+		return n
+	}
+	if n := sessionParts(); n != 2 {
+		t.Fatalf("the leader's session holds %d partitions, want 2", n)
+	}
+	follower.replicaFor("t", 1).stop()
+	if err := follower.FetchRound(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := sessionParts(); n != 1 {
+		t.Fatalf("after the follower stopped fetching partition 1 the leader's session holds %d partitions, want 1", n)
+	}
+	follower.replicaFor("t", 0).stop()
+	if err := follower.FetchRound(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if f.session.id != 0 || f.session.epoch != initialSessionEpoch {
+		t.Fatalf("with nothing to fetch the follower keeps session %d at epoch %d, want a full fetch next", f.session.id, f.session.epoch)
+	}
+}
