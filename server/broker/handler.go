@@ -255,6 +255,7 @@ func (b *Broker) handleFetch(ctx context.Context, rc *wire.RequestContext, req *
 	}
 	// outs never grows after this: parts point into it.
 	outs = slices.Grow(outs, len(targets))[:len(targets)]
+	nowMs := b.nowMs()
 	for i := range targets {
 		t := &targets[i]
 		out := &outs[i]
@@ -273,7 +274,7 @@ func (b *Broker) handleFetch(ctx context.Context, rc *wire.RequestContext, req *
 		parts = append(parts, fetchPart{r: r, req: t.req, out: out})
 		fp := &parts[len(parts)-1]
 		if replicaID >= 0 {
-			b.followerFetchState(fp, replicaID, replicaEpoch)
+			b.followerFetchState(fp, replicaID, replicaEpoch, nowMs)
 		} else {
 			b.consumerFetchState(fp)
 		}
@@ -395,8 +396,9 @@ func (fp *fetchPart) refresh(follower bool) {
 }
 
 // followerFetchState lets the replication rules see a follower's fetch: its
-// fetch offset becomes its LEO on the leader, which may move the HW.
-func (b *Broker) followerFetchState(fp *fetchPart, replicaID int32, replicaEpoch int64) {
+// fetch offset becomes its LEO on the leader, which may move the HW. nowMs
+// is the lab time of the request, read once for all its partitions.
+func (b *Broker) followerFetchState(fp *fetchPart, replicaID int32, replicaEpoch int64, nowMs int64) {
 	r := fp.r
 	r.mu.Lock()
 	if r.stopped || r.q != nil { // a quorum partition's replicas replicate by Raft
@@ -404,7 +406,7 @@ func (b *Broker) followerFetchState(fp *fetchPart, replicaID int32, replicaEpoch
 		fp.out.ErrorCode = kerr.NotLeaderForPartition.Code
 		return
 	}
-	r.advance(b.nowMs())
+	r.advance(nowMs)
 	res := r.rp.FollowerFetch(replication.FetchRequest{
 		ReplicaID:          replicaID,
 		FetchOffset:        fp.req.FetchOffset,
