@@ -44,12 +44,19 @@ func (b *Broker) publishProduceRequest(rc *wire.RequestContext, req *kmsg.Produc
 // to, and how far behind it is. Followers' fetches are reported by their
 // fetchers.
 func (b *Broker) publishClientFetch(rc *wire.RequestContext, replicaID int32, parts []sessionPart) {
-	if !b.wantsMessages() || replicaID >= 0 {
+	if replicaID >= 0 {
+		return
+	}
+	due := b.messagesDue(events.KindClientFetch, b.cfg.ID, events.NoBroker, len(parts))
+	if due == 0 {
 		return
 	}
 	client := clientID(rc)
 	var evs []events.Event
 	for _, p := range parts {
+		if len(evs) == due {
+			break
+		}
 		r := b.replicaFor(p.topic, p.req.Partition)
 		if r == nil {
 			continue

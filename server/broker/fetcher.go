@@ -322,10 +322,10 @@ func (f *fetcher) round(ctx context.Context, maxWait time.Duration, stepped bool
 			sp.answer = &f.synth[len(f.synth)-1]
 		}
 	}
-	if b.wantsMessages() {
-		resEvs := make([]events.Event, 0, len(sentParts))
+	if due := b.messagesDue(events.KindFetchResponse, f.leader, b.cfg.ID, len(sentParts)); due > 0 {
+		resEvs := make([]events.Event, 0, due)
 		for _, sp := range sentParts {
-			if sp.answer != nil {
+			if sp.answer != nil && len(resEvs) < due {
 				resEvs = append(resEvs, fetchResponseEvent(sp.r, sp.answer, f.leader, !back))
 			}
 		}
@@ -368,9 +368,9 @@ func (f *fetcher) round(ctx context.Context, maxWait time.Duration, stepped bool
 func (f *fetcher) exchange(ctx context.Context, req *kmsg.FetchRequest, sentParts []sentPart) (resp *kmsg.FetchResponse, back bool, err error) {
 	b := f.b
 	there := b.cfg.Network.Allowed(b.cfg.ID, f.leader)
-	if b.wantsMessages() {
-		reqEvs := make([]events.Event, len(sentParts))
-		for i, sp := range sentParts {
+	if due := b.messagesDue(events.KindFetchRequest, b.cfg.ID, f.leader, len(sentParts)); due > 0 {
+		reqEvs := make([]events.Event, due)
+		for i, sp := range sentParts[:due] {
 			reqEvs[i] = sp.r.event(events.KindFetchRequest)
 			reqEvs[i].Wire = &events.Wire{From: b.cfg.ID, To: f.leader, FetchOffset: sp.req.FetchOffset,
 				LastFetchedEpoch: sp.req.LastFetchedEpoch, Lost: !there}
