@@ -87,7 +87,7 @@ type sessionPart struct {
 // done. errCode is a top-level error (FETCH_SESSION_ID_NOT_FOUND,
 // INVALID_FETCH_SESSION_EPOCH) with which the request is answered at once.
 // req's topics are named (resolveTopicIDs) and deduplicated.
-func (c *fetchSessions) open(req *kmsg.FetchRequest, replicaID int32, topicName func(*kmsg.FetchRequestForgottenTopic) string) (parts []sessionPart, s *fetchSession, errCode int16) {
+func (c *fetchSessions) open(req *kmsg.FetchRequest, replicaID int32) (parts []sessionPart, s *fetchSession, errCode int16) {
 	requested := func() []sessionPart {
 		n := 0
 		for _, t := range req.Topics {
@@ -128,7 +128,7 @@ func (c *fetchSessions) open(req *kmsg.FetchRequest, replicaID int32, topicName 
 		return nil, nil, kerr.InvalidFetchSessionEpoch.Code
 	}
 	before := len(s.parts)
-	s.update(req, topicName)
+	s.update(req)
 	if !c.resize(s, len(s.parts)-before) {
 		s.mu.Unlock()
 		c.close(s.id)
@@ -224,7 +224,7 @@ func (c *fetchSessions) removeLocked(id int32) {
 // are added or replace the cached parameters, its forgotten topics' are
 // removed. A topic's partitions stay together, in the order the topics
 // first came, so the response names each topic once.
-func (s *fetchSession) update(req *kmsg.FetchRequest, topicName func(*kmsg.FetchRequestForgottenTopic) string) {
+func (s *fetchSession) update(req *kmsg.FetchRequest) {
 	added := false
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
@@ -238,17 +238,29 @@ func (s *fetchSession) update(req *kmsg.FetchRequest, topicName func(*kmsg.Fetch
 			added = true
 		}
 	}
-	var forgotten map[storage.TopicPartition]bool
-	for i := range req.ForgottenTopics {
-		ft := &req.ForgottenTopics[i]
-		name := topicName(ft)
+	// Forgotten topics are named by id from v13: a deleted topic's id no
+	// longer resolves to the name the session holds it under.
+	type key struct {
+		id    [16]byte
+		topic string
+		p     int32
+	}
+	keyOf := func(sp *sessionPart) key {
+		if req.Version >= 13 {
+			return key{id: sp.topicID, p: sp.req.Partition}
+		}
+		return key{topic: sp.topic, p: sp.req.Partition}
+	}
+	var forgotten map[key]bool
+	for _, ft := range req.ForgottenTopics {
 		for _, p := range ft.Partitions {
-			tp := storage.TopicPartition{Topic: name, Partition: p}
-			if _, ok := s.at[tp]; ok {
-				if forgotten == nil {
-					forgotten = map[storage.TopicPartition]bool{}
-				}
-				forgotten[tp] = true
+			if forgotten == nil {
+				forgotten = map[key]bool{}
+			}
+			if req.Version >= 13 {
+				forgotten[key{id: ft.TopicID, p: p}] = true
+			} else {
+				forgotten[key{topic: ft.Topic, p: p}] = true
 			}
 		}
 	}
@@ -256,9 +268,7 @@ func (s *fetchSession) update(req *kmsg.FetchRequest, topicName func(*kmsg.Fetch
 		return
 	}
 	if len(forgotten) > 0 {
-		s.parts = slices.DeleteFunc(s.parts, func(sp sessionPart) bool {
-			return forgotten[storage.TopicPartition{Topic: sp.topic, Partition: sp.req.Partition}]
-		})
+		s.parts = slices.DeleteFunc(s.parts, func(sp sessionPart) bool { return forgotten[keyOf(&sp)] })
 	}
 	if added {
 		first := map[string]int{}
@@ -288,24 +298,12 @@ func (sp *sessionPart) mustAnswer(out *kmsg.FetchResponseTopicPartition) bool {
 		out.HighWatermark != sp.hw || out.LogStartOffset != sp.logStart
 }
 
-// forgottenTopicName names a forgotten topic of a Fetch as resolveTopicIDs
-// names requested ones: by id from v13, by name before.
-func (b *Broker) forgottenTopicName(version int16) func(*kmsg.FetchRequestForgottenTopic) string {
-	return func(ft *kmsg.FetchRequestForgottenTopic) string {
-		if version < 13 {
-			return ft.Topic
-		}
-		_, names := b.topicIDs()
-		if name, ok := names[ft.TopicID]; ok {
-			return name
-		}
-		return unknownTopicIDName(ft.TopicID)
-	}
-}
-
 // unknownTopicIDName is the name resolveTopicIDs gives a topic id it does
 // not know: one no topic can have (names are checked at creation), one per
 // id, so each unknown id is answered on its own.
 func unknownTopicIDName(id [16]byte) string {
-	return fmt.Sprintf("\x00unknown-topic-id-%x", id)
+	return fmt.Sprintf("%s%x", unknownTopicIDPrefix, id)
 }
+
+// unknownTopicIDPrefix starts every name unknownTopicIDName gives.
+const unknownTopicIDPrefix = "\x00unknown-topic-id-"

@@ -213,39 +213,54 @@ func TestKgoConsumerUsesFetchSession(t *testing.T) {
 }
 
 // followerPair starts a leader and a follower (brokers 1 and 2, paused)
-// with topic t of n partitions led by broker 1 and has the follower's
-// fetcher open its session.
-func followerPair(t *testing.T, n int32) (leader, follower *Broker, f *fetcher) {
+// with topic t of n partitions, and one-partition topics named by extra,
+// all led by broker 1, and has the follower's fetcher open its session.
+func followerPair(t *testing.T, n int32, extra ...string) (ctl *controller.Controller, leader, follower *Broker, f *fetcher) {
 	t.Helper()
 	ctl, brokers := testBrokers(t, 2, nil)
+	want := int(n)
 	if _, err := ctl.CreateTopic("t", n, 2, nil); err != nil {
 		t.Fatal(err)
+	}
+	for _, name := range extra {
+		if _, err := ctl.CreateTopic(name, 1, 2, nil); err != nil {
+			t.Fatal(err)
+		}
+		want++
 	}
 	for _, b := range brokers {
 		b.RefreshMetadata()
 	}
-	for p := range n {
-		if r := brokers[1].replicaFor("t", p); r.rp.Status().Leader != 1 {
-			ctl.FenceBroker(2) // lead everything from broker 1, then let 2 back
-			for _, b := range brokers {
-				b.RefreshMetadata()
-			}
-			brokers[2].Heartbeat()
-			brokers[1].Heartbeat()
-			break
-		}
+	// Lead everything from broker 1: fence broker 2, then let it back.
+	ctl.FenceBroker(2)
+	for _, b := range brokers {
+		b.RefreshMetadata()
 	}
+	brokers[2].Heartbeat()
+	brokers[1].Heartbeat()
 	leader, follower = brokers[1], brokers[2]
 	follower.mu.Lock()
 	f = follower.fetchers[1]
 	follower.mu.Unlock()
-	if f == nil || len(f.parts) != int(n) {
-		t.Fatalf("broker 2 has no fetcher from broker 1 for the %d partitions", n)
+	if f == nil || len(f.parts) != want {
+		t.Fatalf("broker 2 has no fetcher from broker 1 for the %d partitions", want)
 	}
 	if err := follower.FetchRound(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	return leader, follower, f
+	return ctl, leader, follower, f
+}
+
+// leaderSessionParts counts the partitions b's fetch sessions hold.
+func leaderSessionParts(b *Broker) (n int) {
+	b.sessions.mu.Lock()
+	defer b.sessions.mu.Unlock()
+	for _, s := range b.sessions.byID {
+		s.mu.Lock()
+		n += len(s.parts)
+		s.mu.Unlock()
+	}
+	return n
 }
 
 // TestFollowerFetchSession: a follower's fetcher opens a session with its
@@ -253,7 +268,7 @@ func followerPair(t *testing.T, n int32) (leader, follower *Broker, f *fetcher) 
 // and when the leader loses the session (a restart) the follower gets
 // FETCH_SESSION_ID_NOT_FOUND once and opens a new one.
 func TestFollowerFetchSession(t *testing.T) {
-	leader, follower, f := followerPair(t, 3)
+	_, leader, follower, f := followerPair(t, 3)
 	ctx := context.Background()
 	for range 3 {
 		if err := follower.FetchRound(ctx); err != nil {
@@ -316,7 +331,7 @@ func TestIdleFollowerFetchAllocs(t *testing.T) {
 		t.Skip("creates 200 partitions")
 	}
 	allocs := func(n int32) float64 {
-		_, _, f := followerPair(t, n)
+		_, _, _, f := followerPair(t, n)
 		round := func() {
 			if _, err := f.round(context.Background(), 0, false); err != nil {
 				t.Fatal(err)
@@ -337,25 +352,15 @@ func TestIdleFollowerFetchAllocs(t *testing.T) {
 // counts fetches for it; with nothing left to fetch the follower starts
 // over with a full fetch next time.
 func TestFollowerForgetsPartition(t *testing.T) {
-	leader, follower, f := followerPair(t, 2)
-	sessionParts := func() (n int) {
-		leader.sessions.mu.Lock()
-		defer leader.sessions.mu.Unlock()
-		for _, s := range leader.sessions.byID {
-			s.mu.Lock()
-			n += len(s.parts)
-			s.mu.Unlock()
-		}
-		return n
-	}
-	if n := sessionParts(); n != 2 {
+	_, leader, follower, f := followerPair(t, 2)
+	if n := leaderSessionParts(leader); n != 2 {
 		t.Fatalf("the leader's session holds %d partitions, want 2", n)
 	}
 	follower.replicaFor("t", 1).stop()
 	if err := follower.FetchRound(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if n := sessionParts(); n != 1 {
+	if n := leaderSessionParts(leader); n != 1 {
 		t.Fatalf("after the follower stopped fetching partition 1 the leader's session holds %d partitions, want 1", n)
 	}
 	follower.replicaFor("t", 0).stop()
@@ -364,5 +369,27 @@ func TestFollowerForgetsPartition(t *testing.T) {
 	}
 	if f.session.id != 0 || f.session.epoch != initialSessionEpoch {
 		t.Fatalf("with nothing to fetch the follower keeps session %d at epoch %d, want a full fetch next", f.session.id, f.session.epoch)
+	}
+}
+
+// TestDeletedTopicLeavesSession: a deleted topic's partitions leave the
+// leader's session although the leader can no longer name the topic's id
+// (a follower forgets topics by id). Kept, they were answered
+// UNKNOWN_TOPIC_OR_PARTITION in every idle long poll.
+func TestDeletedTopicLeavesSession(t *testing.T) {
+	ctl, leader, follower, _ := followerPair(t, 1, "gone")
+	if n := leaderSessionParts(leader); n != 2 {
+		t.Fatalf("the leader's session holds %d partitions, want 2", n)
+	}
+	if err := ctl.DeleteTopic("gone"); err != nil {
+		t.Fatal(err)
+	}
+	leader.RefreshMetadata()
+	follower.RefreshMetadata()
+	if err := follower.FetchRound(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := leaderSessionParts(leader); n != 1 {
+		t.Fatalf("after the topic's deletion the leader's session holds %d partitions, want 1", n)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -233,7 +234,7 @@ func (b *Broker) handleFetch(ctx context.Context, rc *wire.RequestContext, req *
 	}
 	unknownIDs := b.resolveTopicIDs(req)
 	req.Topics = dedupeFetchTopics(req.Topics)
-	targets, sess, errCode := b.sessions.open(req, replicaID, b.forgottenTopicName(req.Version))
+	targets, sess, errCode := b.sessions.open(req, replicaID)
 	if errCode != 0 {
 		resp.ErrorCode = errCode
 		return resp
@@ -266,7 +267,7 @@ func (b *Broker) handleFetch(ctx context.Context, rc *wire.RequestContext, req *
 		r := b.replicaFor(t.topic, t.req.Partition)
 		if r == nil {
 			out.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			if unknownIDs[t.topicID] || t.topic == unknownTopicIDName(t.topicID) {
+			if unknownIDs[t.topicID] || strings.HasPrefix(t.topic, unknownTopicIDPrefix) { // named by resolveTopicIDs, now or when the session took it
 				out.ErrorCode = kerr.UnknownTopicID.Code
 			}
 			continue
