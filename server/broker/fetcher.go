@@ -84,7 +84,7 @@ type sessionState struct {
 // the session's epoch on without the answer reaching the follower.
 func (s *followerSession) reset() {
 	s.id, s.epoch = 0, initialSessionEpoch
-	clear(s.parts)
+	s.parts = nil // a new map, not one sized by the session's largest
 }
 
 // updateFetchers gives each leader a fetcher for the partitions this broker
