@@ -11,6 +11,7 @@ import (
 
 	"tidemark/events"
 	"tidemark/replication"
+	"tidemark/server/chaos"
 	"tidemark/server/cluster"
 	"tidemark/server/controller"
 	"tidemark/storage"
@@ -41,8 +42,9 @@ type Env struct {
 	lookupTopic string
 	timeOffset  int64
 	times       map[string]int64
-	fetched     *fetchRegions // the last fetch-regions
-	topics      []string      // created by the script, in order
+	fetched     *fetchRegions     // the last fetch-regions
+	compared    *chaos.Comparison // the last compare (compare.go)
+	topics      []string          // created by the script, in order
 
 	// watch checks the invariants after every action and fetch (scenario
 	// runs only; nil in a lesson).

@@ -675,6 +675,7 @@ func init() {
 		}},
 	}
 	addScenarioVocab()
+	addCompareVocab()
 }
 
 // lookupSegment is the segment the last lookup chose.

@@ -26,6 +26,15 @@ type Write struct {
 	// acked. Copies gone before it (an earlier attempt truncated) do not
 	// say how the acknowledged record was lost.
 	AckedSeq uint64 `json:"acked_seq,omitempty"`
+	// SentAction and SentMs are the action during which the value was
+	// first sent and the lab time then (ms since the schedule started);
+	// AckedAction and AckedMs the same for its acknowledgement (0 when
+	// not acked). Stepped runs move lab time only with the clock's steps:
+	// fetch rounds and Raft's messages take none.
+	SentAction  int   `json:"sent_action"`
+	SentMs      int64 `json:"sent_ms"`
+	AckedAction int   `json:"acked_action,omitempty"`
+	AckedMs     int64 `json:"acked_ms,omitempty"`
 }
 
 // Removal names how a replica lost a copy of a record.

@@ -37,7 +37,7 @@ func (r *runner) closeClients() {
 // (ListOffsets over its Kafka listener): its HW. False while the leader
 // answers with an error, such as OFFSET_NOT_AVAILABLE while its HW has not
 // reached the start of its leader epoch (KIP-207).
-func (r *runner) visibleHW(b *broker.Broker, partition int32) (int64, bool) {
+func (r *runner) visibleHW(b *broker.Broker, topic string, partition int32) (int64, bool) {
 	for attempt := 0; attempt < 2; attempt++ {
 		w := r.clients[b.ID()]
 		if w == nil || w.addr != b.Addr() {
@@ -55,7 +55,7 @@ func (r *runner) visibleHW(b *broker.Broker, partition int32) (int64, bool) {
 		req.SetVersion(4)
 		req.ReplicaID = -1
 		t := kmsg.NewListOffsetsRequestTopic()
-		t.Topic = Topic
+		t.Topic = topic
 		p := kmsg.NewListOffsetsRequestTopicPartition()
 		p.Partition, p.Timestamp, p.CurrentLeaderEpoch = partition, -1, -1
 		t.Partitions = append(t.Partitions, p)
@@ -79,7 +79,7 @@ func (r *runner) visibleHW(b *broker.Broker, partition int32) (int64, bool) {
 
 // consume reads each partition from its start up to hws[p] with franz-go,
 // as any consumer would.
-func consume(ctx context.Context, seeds []string, hws map[int32]int64) (map[int32][]Rec, error) {
+func consume(ctx context.Context, seeds []string, topic string, hws map[int32]int64) (map[int32][]Rec, error) {
 	out := map[int32][]Rec{}
 	offsets := map[int32]kgo.Offset{}
 	for p, hw := range hws {
@@ -90,7 +90,7 @@ func consume(ctx context.Context, seeds []string, hws map[int32]int64) (map[int3
 	if len(offsets) == 0 {
 		return out, nil
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{Topic: offsets}),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}),
 		kgo.FetchMaxWait(100*time.Millisecond), kgo.RetryBackoffFn(func(int) time.Duration { return 20 * time.Millisecond }))
 	if err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"tidemark/replication"
 	"tidemark/server/broker"
 	"tidemark/server/cluster"
+	"tidemark/server/controller"
 	"tidemark/storage"
 )
 
@@ -32,6 +34,15 @@ type Progress struct {
 	Action int    `json:"action"` // actions done
 	Total  int    `json:"total"`
 	Counts Counts `json:"counts"`
+	// Protocols has each topic's counts when a run plays several (a
+	// comparison); a chaos run's one topic is Counts.
+	Protocols []ProtocolCounts `json:"protocols,omitempty"`
+}
+
+// ProtocolCounts is one topic's live counts in a run of several.
+type ProtocolCounts struct {
+	Protocol controller.ReplicationProtocol `json:"protocol"`
+	Counts   Counts                         `json:"counts"`
 }
 
 // Phase names a stage of a run.
@@ -55,6 +66,9 @@ type Options struct {
 	// Progress is called after every action (from the run's goroutine).
 	Progress func(Progress)
 	Logger   *slog.Logger
+	// byProtocol reports each topic's counts in Progress.Protocols (a
+	// comparison) instead of the one topic's in Counts.
+	byProtocol bool
 }
 
 // RequestTimeout is every produce's timeout (Kafka's request.timeout.ms):
@@ -78,14 +92,57 @@ func Run(ctx context.Context, seed uint64, cfg Config, actions []Action, o Optio
 	if _, err := ParseConfig(string(cfg)); err != nil {
 		return nil, err
 	}
+	if err := validActions(actions); err != nil {
+		return nil, err
+	}
+	res := &Result{Seed: seed, Config: cfg, Actions: actions}
+	specs := []topicSpec{{name: Topic, protocol: cfg.Protocol(), configs: cfg.TopicConfigs()}}
+	err := play(ctx, cfg, specs, actions, o, func(r *runner) error {
+		if err := r.topics[0].created; err != nil {
+			return fmt.Errorf("%w: creating the topic: %v", ErrRun, err)
+		}
+		return nil
+	}, func(r *runner) {
+		t := r.topics[0]
+		res.Outcomes, res.SettleRounds = r.outcomes, r.settleDone
+		res.Elections = t.elections
+		res.Writes = t.results()
+		res.Report = t.check(res.Writes)
+		res.Counts = res.Report.Counts()
+		res.Final = t.final
+		r.progress(Progress{Phase: PhaseDone, Action: len(actions), Total: len(actions), Counts: res.Counts})
+	})
+	if err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// validActions bounds a schedule and checks each action.
+func validActions(actions []Action) error {
 	if len(actions) > MaxActions {
-		return nil, fmt.Errorf("%w: %d actions; at most %d", kerr.InvalidRequest, len(actions), MaxActions)
+		return fmt.Errorf("%w: %d actions; at most %d", kerr.InvalidRequest, len(actions), MaxActions)
 	}
 	for _, a := range actions {
 		if err := a.validate(); err != nil {
-			return nil, err
+			return err
 		}
 	}
+	return nil
+}
+
+// topicSpec is one topic a run writes to.
+type topicSpec struct {
+	name     string
+	protocol controller.ReplicationProtocol
+	configs  map[string]string
+}
+
+// play opens the run's cluster, creates the topics (started decides whether
+// the run goes on: a topic the controller refused is skipped or fatal),
+// plays actions, settles, reads back, and hands the runner to done, which
+// reports PhaseDone.
+func play(ctx context.Context, cfg Config, specs []topicSpec, actions []Action, o Options, started func(*runner) error, done func(*runner)) error {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -101,10 +158,20 @@ func Run(ctx context.Context, seed uint64, cfg Config, actions []Action, o Optio
 	c, closeCluster, err := o.Open(cluster.Options{Brokers: Brokers, Paused: true, Logger: o.Logger,
 		Bus: events.NewBus(events.BusOptions{History: 1 << 16})})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	r := newRunner(ctx, c, cfg, actions, report)
-	res, err := r.run(seed)
+	r := newRunner(ctx, c, cfg, specs, actions, report)
+	r.byProtocol = o.byProtocol
+	err = r.start()
+	if err == nil {
+		err = started(r)
+	}
+	if err == nil {
+		err = r.run()
+	}
+	if err == nil {
+		done(r) // reports PhaseDone with the checker's counts
+	}
 	r.closeClients()
 	cerr := closeCluster()
 	// Closing answers the produces still waiting; their goroutines end.
@@ -112,7 +179,7 @@ func Run(ctx context.Context, seed uint64, cfg Config, actions []Action, o Optio
 	if err == nil && cerr != nil {
 		err = cerr
 	}
-	return res, err
+	return err
 }
 
 // openTemp opens a cluster in a new temporary directory and removes it on close.
@@ -181,27 +248,49 @@ type runner struct {
 	cfg      Config
 	actions  []Action
 	progress func(Progress)
+	// byProtocol: Options.byProtocol.
+	byProtocol bool
 
-	action    int    // index of the action being played
-	seq       uint64 // the last bus event processed
-	evs       []events.Event
-	producers []*producer
-	pending   []*pending
-	writes    []*Write
-	gen       map[int32]int // bumped at every crash and power loss
-	wg        sync.WaitGroup
-
-	// What each running replica held at the last sample, and its copies.
-	held       map[int32]map[int32]map[string]int64 // broker → partition → value → offset
-	open       map[copyKey]int                      // index in copies of a held copy
-	copies     []Copy
-	restarted  map[int32]map[int32]*powerCut // broker → partition → how it stopped, until sampled
-	elections  []Election
-	hws        []HWSample
-	leaders    []LeaderSample
+	action     int    // index of the action being played
+	seq        uint64 // the last bus event processed
+	evs        []events.Event
+	topics     []*topicRun
+	gen        map[int32]int // bumped at every crash and power loss
+	wg         sync.WaitGroup
 	outcomes   []string
 	clients    map[int32]*wireClient
 	settleDone int
+	// began is the lab time the schedule started at: writes' times are
+	// lab time since then.
+	began time.Time
+	// messages are the links' replication messages when the schedule
+	// started.
+	messages map[controller.ReplicationProtocol]map[string]int64
+}
+
+// topicRun is one topic of a run: its producers, their writes, and what
+// the run observed of its replicas. A comparison plays the same actions on
+// one topic per protocol; a chaos run has one topic.
+type topicRun struct {
+	r        *runner
+	name     string
+	protocol controller.ReplicationProtocol
+	configs  map[string]string
+	// created is the controller's refusal of the topic; nil once it exists.
+	created   error
+	producers []*producer
+	pending   []*pending
+	writes    []*Write
+
+	// What each running replica held at the last sample, and its copies.
+	held      map[int32]map[int32]map[string]int64 // broker → partition → value → offset
+	open      map[copyKey]int                      // index in copies of a held copy
+	copies    []Copy
+	restarted map[int32]map[int32]*powerCut // broker → partition → how it stopped, until sampled
+	elections []Election
+	hws       []HWSample
+	leaders   []LeaderSample
+	final     Final
 }
 
 type copyKey struct {
@@ -217,108 +306,219 @@ type powerCut struct {
 	recoveryPoint int64 // -1 after a crash
 }
 
-func newRunner(ctx context.Context, c *cluster.Cluster, cfg Config, actions []Action, progress func(Progress)) *runner {
+func newRunner(ctx context.Context, c *cluster.Cluster, cfg Config, specs []topicSpec, actions []Action, progress func(Progress)) *runner {
 	r := &runner{ctx: ctx, c: c, cfg: cfg, actions: actions, progress: progress, gen: map[int32]int{},
-		held: map[int32]map[int32]map[string]int64{}, open: map[copyKey]int{}, restarted: map[int32]map[int32]*powerCut{},
 		clients: map[int32]*wireClient{}}
-	for id := 1; id <= Producers; id++ {
-		p := &producer{id: id, idempotent: idempotent(id), pid: -1, epoch: -1}
-		for i := range p.leader {
-			p.leader[i] = -1
+	for _, sp := range specs {
+		t := &topicRun{r: r, name: sp.name, protocol: sp.protocol, configs: sp.configs,
+			held: map[int32]map[int32]map[string]int64{}, open: map[copyKey]int{}, restarted: map[int32]map[int32]*powerCut{}}
+		for id := 1; id <= Producers; id++ {
+			p := &producer{id: id, idempotent: idempotent(id), pid: -1, epoch: -1}
+			for i := range p.leader {
+				p.leader[i] = -1
+			}
+			t.producers = append(t.producers, p)
 		}
-		r.producers = append(r.producers, p)
+		r.topics = append(r.topics, t)
 	}
 	return r
 }
 
-func (r *runner) run(seed uint64) (*Result, error) {
-	res := &Result{Seed: seed, Config: r.cfg, Actions: r.actions}
-	if _, err := r.c.CreateTopic(Topic, Partitions, Brokers, r.cfg.TopicConfigs()); err != nil {
-		return res, fmt.Errorf("%w: creating the topic: %v", ErrRun, err)
-	}
-	for _, p := range r.producers {
-		if p.idempotent {
-			resp := r.c.Coordinator().InitProducerID(kmsg.NewPtrInitProducerIDRequest())
-			if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-				return res, fmt.Errorf("%w: InitProducerId: %v", ErrRun, err)
+// start creates the topics (a refused one is kept, with its error, and
+// takes no further part), gives the idempotent producers their ids, and
+// steps the clock until every partition has a leader (quorum partitions
+// elect theirs by Raft; isr ones have one at once).
+func (r *runner) start() error {
+	var live []*topicRun
+	for _, t := range r.topics {
+		if _, err := r.c.CreateTopic(t.name, Partitions, Brokers, t.configs); err != nil {
+			t.created = err
+			continue
+		}
+		live = append(live, t)
+		for _, p := range t.producers {
+			if p.idempotent {
+				resp := r.c.Coordinator().InitProducerID(kmsg.NewPtrInitProducerIDRequest())
+				if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+					return fmt.Errorf("%w: InitProducerId: %v", ErrRun, err)
+				}
+				p.pid, p.epoch = resp.ProducerID, resp.ProducerEpoch
 			}
-			p.pid, p.epoch = resp.ProducerID, resp.ProducerEpoch
 		}
 	}
+	for range leaderSteps {
+		if r.leadersKnown(live) {
+			break
+		}
+		if err := r.c.Step(leaderStep); err != nil {
+			return fmt.Errorf("%w: %v", ErrRun, err)
+		}
+	}
+	r.began = r.c.Clock().Now()
+	r.messages = r.c.ReplicationMessages()
+	return nil
+}
+
+// leaderSteps × leaderStep bounds the wait for a new topic's first leaders
+// (Raft elects in 0.5–1 s of lab time).
+const (
+	leaderSteps = 200
+	leaderStep  = 50 * time.Millisecond
+)
+
+// leadersKnown reports whether every partition of ts has a leader in the
+// controller's metadata that leads at that epoch by its own account.
+func (r *runner) leadersKnown(ts []*topicRun) bool {
+	for _, t := range ts {
+		md, ok := r.c.Controller().Topic(t.name)
+		if !ok {
+			return false
+		}
+		for _, p := range md.Partitions {
+			b := r.c.Broker(p.Leader)
+			if b == nil {
+				return false
+			}
+			rep := b.Replica(t.name, p.Partition)
+			if rep == nil {
+				return false
+			}
+			if st := rep.Status(); st.Role != replication.RoleLeader || st.LeaderEpoch != p.LeaderEpoch {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// playing returns the topics the run writes to (those created).
+func (r *runner) playing() []*topicRun {
+	out := make([]*topicRun, 0, len(r.topics))
+	for _, t := range r.topics {
+		if t.created == nil {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// electing returns the topics whose partitions elect their leaders
+// themselves, over time (not isr, whose controller elects at once).
+func (r *runner) electing() []*topicRun {
+	var out []*topicRun
+	for _, t := range r.playing() {
+		if t.protocol != controller.ProtocolISR {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// run plays the schedule, settles and reads everything back.
+func (r *runner) run() error {
 	r.seq = r.c.Bus().LastSeq()
 	for i, a := range r.actions {
 		if err := r.ctx.Err(); err != nil {
-			return res, err
+			return err
 		}
 		r.action = i
 		out, err := r.play(a)
 		if err != nil {
-			return res, err
+			return err
 		}
 		r.outcomes = append(r.outcomes, out)
 		if err := r.observe(a); err != nil {
-			return res, err
+			return err
 		}
 		r.report(PhaseSchedule, i+1)
 	}
 	if err := r.settle(); err != nil {
-		return res, err
+		return err
 	}
-	final, err := r.readBack()
-	if err != nil {
-		return res, err
+	for _, t := range r.playing() {
+		if err := t.readBack(); err != nil {
+			return err
+		}
 	}
-	res.Outcomes, res.SettleRounds = r.outcomes, r.settleDone
-	res.Elections = r.elections
-	for _, w := range r.writes {
-		res.Writes = append(res.Writes, *w)
+	return nil
+}
+
+// results returns the topic's writes as they ended.
+func (t *topicRun) results() []Write {
+	out := make([]Write, 0, len(t.writes))
+	for _, w := range t.writes {
+		out = append(out, *w)
 	}
-	res.Report = Check(Input{Writes: res.Writes, Copies: r.copies, Elections: r.elections, HWs: r.hws, Leaders: r.leaders, Final: final})
-	res.Counts = res.Report.Counts()
-	res.Final = final
-	r.progress(Progress{Phase: PhaseDone, Action: len(r.actions), Total: len(r.actions), Counts: res.Counts})
-	return res, nil
+	return out
+}
+
+// check runs the checker on the topic.
+func (t *topicRun) check(writes []Write) Report {
+	return Check(Input{Writes: writes, Copies: t.copies, Elections: t.elections, HWs: t.hws, Leaders: t.leaders, Final: t.final})
 }
 
 // report sends the live counts.
 func (r *runner) report(phase Phase, done int) {
+	p := Progress{Phase: phase, Action: done, Total: len(r.actions)}
+	for _, t := range r.playing() {
+		cs := t.liveCounts()
+		if r.byProtocol {
+			p.Protocols = append(p.Protocols, ProtocolCounts{Protocol: t.protocol, Counts: cs})
+		} else {
+			p.Counts = cs
+		}
+	}
+	r.progress(p)
+}
+
+// liveCounts counts the topic's writes so far and what looks lost now.
+func (t *topicRun) liveCounts() Counts {
 	cs := Counts{}
-	for _, w := range r.writes {
+	for _, w := range t.writes {
 		cs.Writes++
 		if w.Acked {
 			cs.Acked++
-			if r.missingAtLeader(w) {
+			if t.missingAtLeader(w) {
 				cs.Lost++
 			}
 		}
 	}
-	live := Check(Input{HWs: r.hws, Leaders: r.leaders})
+	live := Check(Input{HWs: t.hws, Leaders: t.leaders})
 	cs.HWBackwards, cs.LeaderOutsideISR = len(live.HWBackwards), len(live.LeaderOutsideISR)
-	r.progress(Progress{Phase: phase, Action: done, Total: len(r.actions), Counts: cs})
+	return cs
 }
 
 // missingAtLeader reports whether an acknowledged write is missing from the
 // log of its partition's leader, as last sampled.
-func (r *runner) missingAtLeader(w *Write) bool {
-	t, ok := r.c.Controller().Topic(Topic)
+func (t *topicRun) missingAtLeader(w *Write) bool {
+	md, ok := t.r.c.Controller().Topic(t.name)
 	if !ok {
 		return false
 	}
-	l := t.Partitions[w.Partition].Leader
-	m, ok := r.held[l][w.Partition]
-	if !ok || r.c.Broker(l) == nil {
+	l := md.Partitions[w.Partition].Leader
+	m, ok := t.held[l][w.Partition]
+	if !ok || t.r.c.Broker(l) == nil {
 		return false // no leader to ask
 	}
 	_, there := m[w.Value]
 	return !there
 }
 
-// play runs one action and returns its outcome ("ok" or a Kafka error name).
+// play runs one action and returns its outcome ("ok" or a Kafka error
+// name; a produce's on each topic, space-separated).
 func (r *runner) play(a Action) (string, error) {
 	var err error
 	switch a.Kind {
 	case ActProduce:
-		return r.produce(r.producers[a.Producer-1], a.Partition)
+		var outs []string
+		for _, t := range r.playing() {
+			out, err := t.produce(t.producers[a.Producer-1], a.Partition)
+			if err != nil {
+				return "", err
+			}
+			outs = append(outs, out)
+		}
+		return strings.Join(outs, " "), nil
 	case ActFetch:
 		err = r.c.StepFetch(r.ctx, a.Broker)
 	case ActStep:
@@ -328,8 +528,12 @@ func (r *runner) play(a Action) (string, error) {
 			r.stopped(a.Broker, nil)
 		}
 	case ActPowerLoss:
-		rps := r.recoveryPoints(a.Broker)
-		if _, err = r.c.PowerLoss(a.Broker); r.c.Broker(a.Broker) == nil && rps != nil {
+		running := r.c.Broker(a.Broker) != nil
+		rps := map[*topicRun]map[int32]int64{}
+		for _, t := range r.playing() {
+			rps[t] = t.recoveryPoints(a.Broker)
+		}
+		if _, err = r.c.PowerLoss(a.Broker); running && r.c.Broker(a.Broker) == nil {
 			r.stopped(a.Broker, rps)
 		}
 	case ActRestart:
@@ -344,14 +548,14 @@ func (r *runner) play(a Action) (string, error) {
 
 // recoveryPoints reads, before a power loss, each log's recovery point: the
 // offset below which it is fsynced. Nil if the broker is not running.
-func (r *runner) recoveryPoints(id int32) map[int32]int64 {
-	b := r.c.Broker(id)
+func (t *topicRun) recoveryPoints(id int32) map[int32]int64 {
+	b := t.r.c.Broker(id)
 	if b == nil {
 		return nil
 	}
 	out := map[int32]int64{}
 	for p := range int32(Partitions) {
-		if rep := b.Replica(Topic, p); rep != nil {
+		if rep := b.Replica(t.name, p); rep != nil {
 			out[p] = rep.Log().RecoveryPoint()
 		}
 	}
@@ -360,20 +564,28 @@ func (r *runner) recoveryPoints(id int32) map[int32]int64 {
 
 // stopped notes that a broker stopped: its waiting produces are answered
 // (decided), and when it restarts its logs are compared with what it held
-// then. recoveryPoints is nil for a crash, which keeps everything written.
-func (r *runner) stopped(id int32, recoveryPoints map[int32]int64) {
+// then. recoveryPoints (by topic) is nil for a crash, which keeps
+// everything written.
+func (r *runner) stopped(id int32, recoveryPoints map[*topicRun]map[int32]int64) {
 	r.gen[id]++
+	for _, t := range r.playing() {
+		t.stopped(id, recoveryPoints[t])
+	}
+	r.closeClient(id)
+}
+
+func (t *topicRun) stopped(id int32, recoveryPoints map[int32]int64) {
 	cut := map[int32]*powerCut{}
 	for p := range int32(Partitions) {
 		rp, ok := recoveryPoints[p]
 		if !ok {
 			rp = -1
 		}
-		c := &powerCut{seq: r.c.Bus().LastSeq(), recoveryPoint: rp}
+		c := &powerCut{seq: t.r.c.Bus().LastSeq(), recoveryPoint: rp}
 		// A stop before the replica was sampled again (a power loss, a
 		// restart, then a crash) adds to the earlier one: what the first
 		// power loss took is still its doing, and a crash takes nothing.
-		if prev := r.restarted[id][p]; prev != nil && prev.recoveryPoint >= 0 {
+		if prev := t.restarted[id][p]; prev != nil && prev.recoveryPoint >= 0 {
 			c.seq = prev.seq
 			if rp < 0 || prev.recoveryPoint < rp {
 				c.recoveryPoint = prev.recoveryPoint
@@ -381,8 +593,7 @@ func (r *runner) stopped(id int32, recoveryPoints map[int32]int64) {
 		}
 		cut[p] = c
 	}
-	r.restarted[id] = cut
-	r.closeClient(id)
+	t.restarted[id] = cut
 }
 
 func outcome(err error) string {
@@ -412,8 +623,11 @@ func kafkaName(err error) string {
 }
 
 // produce sends producer pr's next batch to partition p's leader as pr
-// knows it, and returns once the leader appended it or answered.
-func (r *runner) produce(pr *producer, p int32) (string, error) {
+// knows it, and returns once the leader appended it, answered, or (a
+// quorum leader, which appends only what a majority has) proposed it and
+// waits for a majority.
+func (t *topicRun) produce(pr *producer, p int32) (string, error) {
+	r := t.r
 	if pr.inflight[p] != nil {
 		return "in-flight", nil
 	}
@@ -425,8 +639,8 @@ func (r *runner) produce(pr *producer, p int32) (string, error) {
 			acks = "all"
 		}
 		w := &Write{Value: fmt.Sprintf("p%d-%d", pr.id, pr.n), Producer: pr.id, Idempotent: pr.idempotent,
-			Acks: acks, Partition: p, Offset: -1}
-		r.writes = append(r.writes, w)
+			Acks: acks, Partition: p, Offset: -1, SentAction: r.action, SentMs: r.labMs()}
+		t.writes = append(t.writes, w)
 		b = &batch{w: w, seq: pr.seq[p], epoch: pr.epoch}
 		if pr.idempotent {
 			pr.seq[p]++
@@ -434,8 +648,8 @@ func (r *runner) produce(pr *producer, p int32) (string, error) {
 		pr.retry[p] = b // until it is sent and answered
 	}
 	if pr.leader[p] < 0 {
-		if t, ok := r.c.Controller().Topic(Topic); ok {
-			pr.leader[p] = t.Partitions[p].Leader
+		if md, ok := r.c.Controller().Topic(t.name); ok {
+			pr.leader[p] = md.Partitions[p].Leader
 		}
 	}
 	leader := pr.leader[p]
@@ -445,7 +659,7 @@ func (r *runner) produce(pr *producer, p int32) (string, error) {
 	br := r.c.Broker(leader)
 	var rep *broker.Replica
 	if br != nil {
-		rep = br.Replica(Topic, p)
+		rep = br.Replica(t.name, p)
 	}
 	if rep == nil {
 		pr.leader[p] = -1
@@ -469,16 +683,45 @@ func (r *runner) produce(pr *producer, p int32) (string, error) {
 	}
 	b.w.Attempts++
 	pd := &pending{pr: pr, b: b, broker: leader, gen: r.gen[leader], offset: -1, done: make(chan broker.ProduceResult, 1)}
-	before := rep.Log().LogEndOffset()
-	r.wg.Go(func() { pd.done <- br.Produce(context.Background(), Topic, p, acks, records, RequestTimeout) })
-	// The hand-off: the leader appended the batch, or answered.
+	before, waiting := rep.Log().LogEndOffset(), rep.Status().WaitingProduces
+	r.wg.Go(func() { pd.done <- br.Produce(context.Background(), t.name, p, acks, records, RequestTimeout) })
+	// The hand-off: the leader appended the batch, answered, or proposed
+	// it and waits (it is then among its waiting produces). An append
+	// takes the append's path even when its answer came too (acks=1), so
+	// the outcome does not depend on which the run saw first. A quorum
+	// leader appends what committed while its messages are still going
+	// round: its log growing is no hand-off.
+	appended := func() bool { return !appendsOnCommit(t.protocol) && rep.Log().LogEndOffset() > before }
 	deadline := time.Now().Add(handOff)
-	for rep.Log().LogEndOffset() <= before {
+wait:
+	for {
 		select {
 		case res := <-pd.done:
-			r.answered(pd, res, r.c.Bus().LastSeq())
+			if appended() {
+				pd.done <- res // collected from the append's events, below
+				break wait
+			}
+			seq := r.c.Bus().LastSeq()
+			if res.Err == nil && rep.Log().LogEndOffset() > before {
+				// A quorum leader answers as it appends what committed:
+				// take the acknowledgement's event, so a replay names
+				// the same one.
+				if seq = t.awaitAnswer(leader, p, res.BaseOffset, deadline); seq == 0 {
+					return "", fmt.Errorf("%w: the acknowledgement of %s by broker %d was never published", ErrRun, b.w.Value, leader)
+				}
+			}
+			t.answered(pd, res, seq)
 			return "answered", nil
 		default:
+		}
+		proposed := rep.Status().WaitingProduces > waiting // first: an isr leader appends before it waits
+		if appended() {
+			break
+		}
+		if proposed {
+			pr.inflight[p] = pd
+			t.pending = append(t.pending, pd)
+			return "proposed", nil
 		}
 		if time.Now().After(deadline) {
 			return "", fmt.Errorf("%w: produce of %s to broker %d neither appended nor answered", ErrRun, b.w.Value, leader)
@@ -488,7 +731,7 @@ func (r *runner) produce(pr *producer, p int32) (string, error) {
 	// The append's events are published once the leader releases the
 	// replica: wait for them too, so the next action's events come after
 	// them in every replay.
-	for !r.appendPublished(leader, p, before) {
+	for !t.appendPublished(leader, p, before) {
 		if time.Now().After(deadline) {
 			return "", fmt.Errorf("%w: the append of %s to broker %d was never published", ErrRun, b.w.Value, leader)
 		}
@@ -498,28 +741,56 @@ func (r *runner) produce(pr *producer, p int32) (string, error) {
 		pd.offset = off
 	}
 	pr.inflight[p] = pd
-	r.pending = append(r.pending, pd)
+	t.pending = append(t.pending, pd)
 	return "appended", nil
 }
 
+// appendsOnCommit reports whether a leader of protocol p appends a
+// produced batch only once it committed (Raft), so its log growing says
+// nothing about the hand-off.
+func appendsOnCommit(p controller.ReplicationProtocol) bool { return p == controller.ProtocolQuorum }
+
+// labMs is lab time since the schedule started, in milliseconds.
+func (r *runner) labMs() int64 { return r.c.Clock().Now().Sub(r.began).Milliseconds() }
+
 // appendPublished reports whether broker's append at offset base of
 // partition p is on the bus (after the events the runner has read).
-func (r *runner) appendPublished(broker, p int32, base int64) bool {
-	evs, _ := r.c.Bus().Since(r.seq, 0)
+func (t *topicRun) appendPublished(broker, p int32, base int64) bool {
+	evs, _ := t.r.c.Bus().Since(t.r.seq, 0)
 	for _, e := range evs {
-		if e.Kind == events.KindAppend && e.Broker == broker && e.Topic == Topic && e.Partition == p && e.Offsets != nil && e.Offsets.Base == base {
+		if e.Kind == events.KindAppend && e.Broker == broker && e.Topic == t.name && e.Partition == p && e.Offsets != nil && e.Offsets.Base == base {
 			return true
 		}
 	}
 	return false
 }
 
-// answered applies a produce's answer to its producer.
-func (r *runner) answered(pd *pending, res broker.ProduceResult, seq uint64) {
+// awaitAnswer waits (until deadline) for broker's acknowledgement event of
+// the batch at base of partition p and returns its sequence number; 0 if
+// it never came.
+func (t *topicRun) awaitAnswer(broker, p int32, base int64, deadline time.Time) uint64 {
+	for {
+		evs, _ := t.r.c.Bus().Since(t.r.seq, 0)
+		for _, e := range evs {
+			if e.Kind == events.KindAck && e.Broker == broker && e.Topic == t.name && e.Partition == p && e.Offsets != nil && e.Offsets.Base == base {
+				return e.Seq
+			}
+		}
+		if time.Now().After(deadline) {
+			return 0
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+// answered applies a produce's answer to its producer; seq is the bus
+// sequence it was decided at.
+func (t *topicRun) answered(pd *pending, res broker.ProduceResult, seq uint64) {
 	pr, b, p := pd.pr, pd.b, pd.b.w.Partition
 	pr.inflight[p] = nil
 	if res.Err == nil {
 		b.w.Acked, b.w.Offset, b.w.Error, b.w.AckedSeq = true, res.BaseOffset, "", seq
+		b.w.AckedAction, b.w.AckedMs = t.r.action, t.r.labMs()
 		pr.retry[p] = nil
 		return
 	}
@@ -599,65 +870,137 @@ func (r *runner) observe(a Action) error {
 		r.seq = evs[n-1].Seq
 	}
 	r.evs = evs
-	for _, e := range evs {
-		if e.Kind == events.KindElection && e.Topic == Topic && e.Leader != nil {
-			r.elections = append(r.elections, Election{Seq: e.Seq, Action: r.action, Partition: e.Partition,
-				Leader: e.Leader.Leader, PreviousLeader: e.Leader.PreviousLeader, LeaderEpoch: e.Leader.LeaderEpoch,
-				Unclean: e.Leader.Unclean, ISR: slices.Clone(e.ISR)})
+	for _, t := range r.playing() {
+		for _, e := range evs {
+			if e.Kind == events.KindElection && e.Topic == t.name && e.Leader != nil {
+				t.elections = append(t.elections, Election{Seq: e.Seq, Action: r.action, Partition: e.Partition,
+					Leader: e.Leader.Leader, PreviousLeader: e.Leader.PreviousLeader, LeaderEpoch: e.Leader.LeaderEpoch,
+					Unclean: e.Leader.Unclean, ISR: slices.Clone(e.ISR)})
+			}
 		}
+		if err := t.collect(); err != nil {
+			return err
+		}
+		t.sample()
+		t.sampleLeaders()
 	}
-	if err := r.collect(); err != nil {
-		return err
-	}
-	r.sample(a)
-	r.sampleLeaders()
 	return nil
 }
 
 // collect takes the answers of the waiting produces whose fate this action
 // decided: an ack or produce-error event for their offsets, or their
 // broker stopped. Undecided ones keep waiting, so the run does not depend
-// on how fast goroutines are scheduled.
-func (r *runner) collect() error {
-	kept := r.pending[:0]
-	for _, pd := range r.pending {
+// on how fast goroutines are scheduled. A proposal (offset unknown: a
+// quorum leader appends only once a majority has it) was answered when its
+// leader waits for fewer produces than the run has proposals there.
+func (t *topicRun) collect() error {
+	r := t.r
+	kept := t.pending[:0]
+	proposals := map[replicaKey][]*pending{}
+	for _, pd := range t.pending {
 		decided := r.gen[pd.broker] != pd.gen
 		at := r.seq // when it was decided: its answer's event, or now
-		for _, e := range r.evs {
-			if (e.Kind == events.KindAck || e.Kind == events.KindProduceError) && e.Broker == pd.broker &&
-				e.Topic == Topic && e.Partition == pd.b.w.Partition && e.Offsets != nil && e.Offsets.Base == pd.offset {
-				decided, at = true, e.Seq
+		if pd.offset >= 0 {
+			for _, e := range r.evs {
+				if t.answers(e, pd.broker, pd.b.w.Partition) && e.Offsets.Base == pd.offset {
+					decided, at = true, e.Seq
+				}
 			}
 		}
-		if !decided {
+		switch {
+		case decided:
+			select {
+			case res := <-pd.done:
+				t.answered(pd, res, at)
+			case <-time.After(handOff):
+				return fmt.Errorf("%w: the answer to %s (decided) never arrived", ErrRun, pd.b.w.Value)
+			}
+		case pd.offset < 0:
+			k := replicaKey{pd.broker, pd.b.w.Partition}
+			proposals[k] = append(proposals[k], pd)
 			kept = append(kept, pd)
-			continue
-		}
-		select {
-		case res := <-pd.done:
-			r.answered(pd, res, at)
-		case <-time.After(handOff):
-			return fmt.Errorf("%w: the answer to %s (decided) never arrived", ErrRun, pd.b.w.Value)
+		default:
+			kept = append(kept, pd)
 		}
 	}
-	r.pending = kept
+	t.pending = kept
+	for k, pds := range proposals {
+		if err := t.collectProposals(k, pds); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// replicaKey names a broker's replica of a partition of the topic.
+type replicaKey struct{ broker, partition int32 }
+
+// answers reports whether e answers a produce to broker's replica of
+// partition p (an acknowledgement or an error after the append).
+func (t *topicRun) answers(e events.Event, broker, p int32) bool {
+	return (e.Kind == events.KindAck || e.Kind == events.KindProduceError) && e.Broker == broker &&
+		e.Topic == t.name && e.Partition == p && e.Offsets != nil
+}
+
+// collectProposals takes the answers of the proposals pds waiting at one
+// replica: as many as it no longer waits for, and exactly those, since the
+// others' requests are still waiting and send nothing.
+func (t *topicRun) collectProposals(k replicaKey, pds []*pending) error {
+	r := t.r
+	b := r.c.Broker(k.broker)
+	if b == nil {
+		return nil // stopped: gen changed, decided at the next collect
+	}
+	rep := b.Replica(t.name, k.partition)
+	if rep == nil {
+		return nil
+	}
+	n := len(pds) - rep.Status().WaitingProduces
+	deadline := time.Now().Add(handOff)
+	for got := 0; got < n; {
+		for _, pd := range pds {
+			if pd.pr.inflight[pd.b.w.Partition] != pd {
+				continue // answered already
+			}
+			select {
+			case res := <-pd.done:
+				at := r.seq
+				for _, e := range r.evs {
+					if res.Err == nil && t.answers(e, k.broker, k.partition) && e.Kind == events.KindAck && e.Offsets.Base == res.BaseOffset {
+						at = e.Seq
+					}
+				}
+				t.answered(pd, res, at)
+				got++
+			default:
+			}
+		}
+		if got < n {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("%w: %d of %d answered proposals to broker %d arrived", ErrRun, got, n, k.broker)
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+	}
+	t.pending = slices.DeleteFunc(t.pending, func(pd *pending) bool { return pd.pr.inflight[pd.b.w.Partition] != pd })
 	return nil
 }
 
 // sample reads every running replica's log and updates the copies: new
 // values open one, values gone close it with the cause the run can see.
-func (r *runner) sample(a Action) {
+func (t *topicRun) sample() {
+	r := t.r
 	now := r.seq
 	for _, id := range r.c.BrokerIDs() {
 		b := r.c.Broker(id)
 		if b == nil {
 			continue
 		}
-		if r.held[id] == nil {
-			r.held[id] = map[int32]map[string]int64{}
+		if t.held[id] == nil {
+			t.held[id] = map[int32]map[string]int64{}
 		}
 		for p := range int32(Partitions) {
-			rep := b.Replica(Topic, p)
+			rep := b.Replica(t.name, p)
 			if rep == nil {
 				continue
 			}
@@ -666,23 +1009,23 @@ func (r *runner) sample(a Action) {
 			for _, x := range recs {
 				have[x.Value] = x.Offset
 			}
-			cut := r.restarted[id][p]
-			delete(r.restarted[id], p)
-			for v, off := range r.held[id][p] {
+			cut := t.restarted[id][p]
+			delete(t.restarted[id], p)
+			for v, off := range t.held[id][p] {
 				if noff, ok := have[v]; ok && noff == off {
 					continue
 				}
-				r.closeCopy(v, id, p, off, cut, now)
+				t.closeCopy(v, id, p, off, cut, now)
 			}
 			for _, x := range recs {
 				k := copyKey{x.Value, id}
-				if _, ok := r.open[k]; !ok {
-					r.open[k] = len(r.copies)
-					r.copies = append(r.copies, Copy{Value: x.Value, Partition: p, Broker: id, Offset: x.Offset, From: now,
+				if _, ok := t.open[k]; !ok {
+					t.open[k] = len(t.copies)
+					t.copies = append(t.copies, Copy{Value: x.Value, Partition: p, Broker: id, Offset: x.Offset, From: now,
 						FromAction: r.action, Action: -1})
 				}
 			}
-			r.held[id][p] = have
+			t.held[id][p] = have
 		}
 	}
 }
@@ -690,26 +1033,26 @@ func (r *runner) sample(a Action) {
 // closeCopy records why broker id no longer holds value: lost to a power
 // cut if it was above the recovery point then, removed by a truncation
 // event that names it, or otherwise gone in recovery.
-func (r *runner) closeCopy(value string, id, p int32, off int64, cut *powerCut, now uint64) {
+func (t *topicRun) closeCopy(value string, id, p int32, off int64, cut *powerCut, now uint64) {
 	k := copyKey{value, id}
-	i, ok := r.open[k]
+	i, ok := t.open[k]
 	if !ok {
 		return
 	}
-	delete(r.open, k)
-	c := &r.copies[i]
-	c.To, c.Action = now, r.action
+	delete(t.open, k)
+	c := &t.copies[i]
+	c.To, c.Action = now, t.r.action
 	if cut != nil && cut.recoveryPoint >= 0 && off >= cut.recoveryPoint {
 		c.To, c.Removal = cut.seq, RemovedByPowerLoss
 		return
 	}
 	digest := events.Digest(nil, []byte(value))
-	for _, e := range r.evs {
-		if e.Kind != events.KindTruncation || e.Broker != id || e.Topic != Topic || e.Partition != p {
+	for _, e := range t.r.evs {
+		if e.Kind != events.KindTruncation || e.Broker != id || e.Topic != t.name || e.Partition != p {
 			continue
 		}
-		for _, t := range e.Truncated {
-			if t.Digest == digest && t.Offset == off {
+		for _, tr := range e.Truncated {
+			if tr.Digest == digest && tr.Offset == off {
 				c.To, c.Removal, c.Detail = e.Seq, RemovedByTruncation, e.Message
 				return
 			}
@@ -722,20 +1065,23 @@ func (r *runner) closeCopy(value string, id, p int32, off int64, cut *powerCut, 
 }
 
 // sampleLeaders records who leads each partition with which ISR (the
-// controller's view and the leader's own) and the HW a consumer sees.
-func (r *runner) sampleLeaders() {
-	t, ok := r.c.Controller().Topic(Topic)
+// controller's view and the leader's own) and the HW a consumer sees. A
+// quorum partition's leader is the Raft leader the controller publishes in
+// Metadata.
+func (t *topicRun) sampleLeaders() {
+	r := t.r
+	md, ok := r.c.Controller().Topic(t.name)
 	if !ok {
 		return
 	}
-	for _, p := range t.Partitions {
-		r.leaders = append(r.leaders, LeaderSample{Action: r.action, Partition: p.Partition, Source: "controller",
+	for _, p := range md.Partitions {
+		t.leaders = append(t.leaders, LeaderSample{Action: r.action, Partition: p.Partition, Source: "controller",
 			Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, ISR: slices.Clone(p.ISR)})
 		b := r.c.Broker(p.Leader)
 		if b == nil {
 			continue
 		}
-		rep := b.Replica(Topic, p.Partition)
+		rep := b.Replica(t.name, p.Partition)
 		if rep == nil {
 			continue
 		}
@@ -743,10 +1089,10 @@ func (r *runner) sampleLeaders() {
 		if st.Role != replication.RoleLeader || st.LeaderEpoch != p.LeaderEpoch {
 			continue // not leading yet: nothing a consumer can ask
 		}
-		r.leaders = append(r.leaders, LeaderSample{Action: r.action, Partition: p.Partition, Source: fmt.Sprintf("broker %d", p.Leader),
+		t.leaders = append(t.leaders, LeaderSample{Action: r.action, Partition: p.Partition, Source: fmt.Sprintf("broker %d", p.Leader),
 			Leader: p.Leader, LeaderEpoch: st.LeaderEpoch, ISR: slices.Clone(st.ISR)})
-		if hw, ok := r.visibleHW(b, p.Partition); ok {
-			r.hws = append(r.hws, HWSample{Action: r.action, Seq: r.c.Bus().LastSeq(), Partition: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, HW: hw})
+		if hw, ok := r.visibleHW(b, t.name, p.Partition); ok {
+			t.hws = append(t.hws, HWSample{Action: r.action, Seq: r.c.Bus().LastSeq(), Partition: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, HW: hw})
 		}
 	}
 }
@@ -784,7 +1130,9 @@ func (r *runner) settle() error {
 		r.settleDone = round
 		r.report(PhaseSettle, end)
 		if s := r.state(); s == last {
-			if same++; same == 2 {
+			// Raft elects only after its election timeout: a quorum
+			// partition without a leader is not settled, however still.
+			if same++; same >= 2 && r.leadersKnown(r.electing()) {
 				return nil
 			}
 		} else {
@@ -796,32 +1144,35 @@ func (r *runner) settle() error {
 
 // state sums up leaders, ISRs and every replica's role, epoch, LEO and HW.
 func (r *runner) state() string {
-	var s string
-	if t, ok := r.c.Controller().Topic(Topic); ok {
-		for _, p := range t.Partitions {
-			s += fmt.Sprintf("p%d:%d/%d/%v ", p.Partition, p.Leader, p.LeaderEpoch, p.ISR)
+	var s strings.Builder
+	for _, t := range r.playing() {
+		if md, ok := r.c.Controller().Topic(t.name); ok {
+			for _, p := range md.Partitions {
+				fmt.Fprintf(&s, "%s/p%d:%d/%d/%v ", t.name, p.Partition, p.Leader, p.LeaderEpoch, p.ISR)
+			}
 		}
-	}
-	for _, id := range r.c.BrokerIDs() {
-		b := r.c.Broker(id)
-		if b == nil {
-			continue
-		}
-		for p := range int32(Partitions) {
-			if rep := b.Replica(Topic, p); rep != nil {
-				st := rep.Status()
-				s += fmt.Sprintf("b%d/%d:%s/%d/%d/%d ", id, p, st.Role, st.LeaderEpoch, st.LogEndOffset, st.HighWatermark)
+		for _, id := range r.c.BrokerIDs() {
+			b := r.c.Broker(id)
+			if b == nil {
+				continue
+			}
+			for p := range int32(Partitions) {
+				if rep := b.Replica(t.name, p); rep != nil {
+					st := rep.Status()
+					fmt.Fprintf(&s, "%s/b%d/%d:%s/%d/%d/%d ", t.name, id, p, st.Role, st.LeaderEpoch, st.LogEndOffset, st.HighWatermark)
+				}
 			}
 		}
 	}
-	return s
+	return s.String()
 }
 
 // readBack reads what a consumer reads from each partition's leader and
-// every replica's whole log.
-func (r *runner) readBack() (Final, error) {
+// every replica's whole log into t.final.
+func (t *topicRun) readBack() error {
+	r := t.r
 	f := Final{Consumed: map[int32][]Rec{}, Replicas: map[int32][]ReplicaLog{}}
-	t, _ := r.c.Controller().Topic(Topic)
+	md, _ := r.c.Controller().Topic(t.name)
 	hws := map[int32]int64{}
 	var seeds []string
 	for _, id := range r.c.BrokerIDs() {
@@ -831,20 +1182,20 @@ func (r *runner) readBack() (Final, error) {
 		}
 		seeds = append(seeds, b.Addr())
 		for p := range int32(Partitions) {
-			rep := b.Replica(Topic, p)
+			rep := b.Replica(t.name, p)
 			if rep == nil {
 				continue
 			}
 			st := rep.Status()
-			f.Replicas[p] = append(f.Replicas[p], ReplicaLog{Broker: id, Leader: st.Role == replication.RoleLeader && id == t.Partitions[p].Leader,
+			f.Replicas[p] = append(f.Replicas[p], ReplicaLog{Broker: id, Leader: st.Role == replication.RoleLeader && id == md.Partitions[p].Leader,
 				HW: st.HighWatermark, Records: readLog(rep.Log())})
 		}
 	}
-	for _, p := range t.Partitions {
+	for _, p := range md.Partitions {
 		b := r.c.Broker(p.Leader)
 		hw, ok := int64(0), false
 		if b != nil {
-			hw, ok = r.visibleHW(b, p.Partition)
+			hw, ok = r.visibleHW(b, t.name, p.Partition)
 		}
 		if !ok {
 			f.Offline = append(f.Offline, p.Partition)
@@ -852,12 +1203,13 @@ func (r *runner) readBack() (Final, error) {
 		}
 		hws[p.Partition] = hw
 	}
-	consumed, err := consume(r.ctx, seeds, hws)
+	consumed, err := consume(r.ctx, seeds, t.name, hws)
 	if err != nil {
-		return f, fmt.Errorf("%w: reading back as a consumer: %v", ErrRun, err)
+		return fmt.Errorf("%w: reading %s back as a consumer: %v", ErrRun, t.name, err)
 	}
 	for p := range hws {
 		f.Consumed[p] = consumed[p]
 	}
-	return f, nil
+	t.final = f
+	return nil
 }

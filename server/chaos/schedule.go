@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -28,8 +29,34 @@ const (
 	HWTruncation Config = "hw-truncation"
 )
 
-// Configs returns every configuration, Strict first.
-func Configs() []Config { return []Config{Strict, Acks1, Unclean, HWTruncation} }
+// Protocols are the replication protocols (topic config
+// replication.protocol) the checker and the comparison run, isr first.
+// pipeline joins when the controller's config accepts it: adding its name
+// here makes a strict-pipeline configuration and a comparison column. A
+// protocol the config refuses is skipped by a comparison, which says why.
+var Protocols = []controller.ReplicationProtocol{controller.ProtocolISR, controller.ProtocolQuorum}
+
+// strictPrefix names Strict on another protocol: strict-quorum.
+const strictPrefix = "strict-"
+
+// StrictOn is Strict on a topic of protocol p: "strict" for isr,
+// "strict-quorum" for quorum.
+func StrictOn(p controller.ReplicationProtocol) Config {
+	if p == controller.ProtocolISR || p == "" {
+		return Strict
+	}
+	return Config(strictPrefix + string(p))
+}
+
+// Configs returns every configuration, Strict first, then Strict on each
+// other protocol of Protocols.
+func Configs() []Config {
+	out := []Config{Strict, Acks1, Unclean, HWTruncation}
+	for _, p := range Protocols[1:] {
+		out = append(out, StrictOn(p))
+	}
+	return out
+}
 
 // ParseConfig returns the configuration named s; INVALID_CONFIG names the
 // valid ones otherwise.
@@ -38,6 +65,15 @@ func ParseConfig(s string) (Config, error) {
 		return c, nil
 	}
 	return "", fmt.Errorf("%w: no chaos configuration %q (one of %v)", kerr.InvalidConfig, s, Configs())
+}
+
+// Protocol is the replication protocol of c's topic: isr but for
+// strict-<protocol>.
+func (c Config) Protocol() controller.ReplicationProtocol {
+	if p, ok := strings.CutPrefix(string(c), strictPrefix); ok {
+		return controller.ReplicationProtocol(p)
+	}
+	return controller.ProtocolISR
 }
 
 // Acks is what the plain producers ask for under c: "all" or "1".
@@ -61,6 +97,9 @@ func (c Config) TopicConfigs() map[string]string {
 		m[controller.ConfigUncleanLeaderElection] = "true"
 	case HWTruncation:
 		m[controller.ConfigTruncationRule] = "high-watermark"
+	}
+	if p := c.Protocol(); p != controller.ProtocolISR {
+		m[controller.ConfigReplicationProtocol] = string(p)
 	}
 	return m
 }

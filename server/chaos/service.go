@@ -40,13 +40,57 @@ type ServiceOptions struct {
 type Service struct {
 	opts ServiceOptions
 
-	mu     sync.Mutex // guards runs, order and closed, and every RunState
-	runs   map[string]*RunState
-	order  []string // ids, oldest first
-	closed bool
-	wg     sync.WaitGroup
-	ctx    context.Context
-	cancel context.CancelFunc
+	mu       sync.Mutex // guards runs, compares and closed, and every RunState and CompareState
+	runs     kept[RunState]
+	compares kept[CompareState]
+	closed   bool
+	wg       sync.WaitGroup
+	ctx      context.Context
+	cancel   context.CancelFunc
+}
+
+// kept is the runs of one kind a Service remembers, oldest first.
+type kept[T any] struct {
+	byID  map[string]*T
+	order []string
+}
+
+// add remembers st under id and forgets the oldest finished runs beyond
+// maxKept.
+func (k *kept[T]) add(id string, st *T, maxKept int, done func(*T) bool) {
+	if k.byID == nil {
+		k.byID = map[string]*T{}
+	}
+	k.byID[id] = st
+	k.order = append(k.order, id)
+	for i := 0; len(k.order) > maxKept && i < len(k.order); {
+		id := k.order[i]
+		if done(k.byID[id]) {
+			delete(k.byID, id)
+			k.order = append(k.order[:i], k.order[i+1:]...)
+			continue
+		}
+		i++
+	}
+}
+
+// list returns copies of every run, newest first.
+func (k *kept[T]) list() []T {
+	out := make([]T, 0, len(k.order))
+	for i := len(k.order) - 1; i >= 0; i-- {
+		out = append(out, *k.byID[k.order[i]])
+	}
+	return out
+}
+
+// get returns a copy of run id; ErrUnknownRun if there is none.
+func (k *kept[T]) get(id string) (T, error) {
+	st, ok := k.byID[id]
+	if !ok {
+		var none T
+		return none, fmt.Errorf("%w: %q", ErrUnknownRun, id)
+	}
+	return *st, nil
 }
 
 // RunState is a run as the API shows it. Result is set once it finished.
@@ -79,7 +123,7 @@ func NewService(opts ServiceOptions) (*Service, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	s := &Service{opts: opts, runs: map[string]*RunState{}}
+	s := &Service{opts: opts}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	return s, nil
 }
@@ -91,69 +135,22 @@ func (s *Service) Start(seed uint64, cfg Config, n int, actions []Action) (RunSt
 	if _, err := ParseConfig(string(cfg)); err != nil {
 		return RunState{}, err
 	}
-	if seed > MaxSeed {
-		return RunState{}, fmt.Errorf("%w: seed %d is larger than %d", kerr.InvalidRequest, seed, uint64(MaxSeed))
-	}
-	if actions == nil {
-		if n == 0 {
-			n = DefaultActions
-		}
-		if n < 1 || n > MaxActions {
-			return RunState{}, fmt.Errorf("%w: %d actions; a run has 1 to %d", kerr.InvalidRequest, n, MaxActions)
-		}
-		actions = Generate(seed, n)
-	}
-	if len(actions) == 0 || len(actions) > MaxActions {
-		return RunState{}, fmt.Errorf("%w: %d actions; a run has 1 to %d", kerr.InvalidRequest, len(actions), MaxActions)
-	}
-	for _, a := range actions {
-		if err := a.validate(); err != nil {
-			return RunState{}, err
-		}
-	}
-	ctx, cancel := context.WithCancel(s.ctx)
-	lab, err := s.opts.Labs.Open(cluster.Options{Brokers: Brokers, Logger: s.opts.Logger}, cancel)
+	actions, err := schedule(seed, n, actions)
 	if err != nil {
-		cancel()
 		return RunState{}, err
 	}
 	st := &RunState{ID: newRunID(), Seed: seed, Config: cfg, Actions: len(actions),
 		Progress: Progress{Phase: PhaseStarting, Total: len(actions)}}
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		cancel()
-		s.opts.Labs.Remove(lab.ID)
-		return RunState{}, errors.New("chaos: service closed")
-	}
-	s.runs[st.ID] = st
-	s.order = append(s.order, st.ID)
-	s.forgetLocked()
-	out := *st
-	s.wg.Add(1)
-	s.mu.Unlock()
-	go func() {
-		defer s.wg.Done()
-		defer cancel()
-		opened := false
-		res, err := Run(ctx, seed, cfg, actions, Options{
-			Logger: s.opts.Logger,
-			Open: func(cluster.Options) (*cluster.Cluster, func() error, error) {
-				if opened {
-					return nil, nil, errors.New("chaos: one cluster per run")
-				}
-				opened = true
-				return lab.Cluster(), func() error { return s.opts.Labs.Remove(lab.ID) }, nil
-			},
-			Progress: func(p Progress) {
-				if p.Phase == PhaseDone {
-					return // done is when the result is in, below
-				}
-				s.mu.Lock()
-				st.Progress = p
-				s.mu.Unlock()
-			},
-		})
+	err = s.launch(func() { s.runs.add(st.ID, st, s.opts.MaxKept, (*RunState).Done) }, func(ctx context.Context, o Options) {
+		o.Progress = func(p Progress) {
+			if p.Phase == PhaseDone {
+				return // done is when the result is in, below
+			}
+			s.mu.Lock()
+			st.Progress = p
+			s.mu.Unlock()
+		}
+		res, err := Run(ctx, seed, cfg, actions, o)
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if err != nil {
@@ -162,43 +159,91 @@ func (s *Service) Start(seed uint64, cfg Config, n int, actions []Action) (RunSt
 		}
 		st.Result, st.Lost, st.UnsyncedLost = res, res.Report.Lost, res.Report.UnsyncedLost
 		st.Progress = Progress{Phase: PhaseDone, Action: len(actions), Total: len(actions), Counts: res.Counts}
-	}()
-	return out, nil
+	})
+	if err != nil {
+		return RunState{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return *st, nil
 }
 
-// forgetLocked drops the oldest finished runs beyond MaxKept.
-func (s *Service) forgetLocked() {
-	for i := 0; len(s.order) > s.opts.MaxKept && i < len(s.order); {
-		id := s.order[i]
-		if st := s.runs[id]; st.Done() {
-			delete(s.runs, id)
-			s.order = append(s.order[:i], s.order[i+1:]...)
-			continue
-		}
-		i++
+// schedule checks a run's seed and schedule: actions if given, else
+// Generate(seed, n) (n 0: DefaultActions); INVALID_REQUEST when out of bounds.
+func schedule(seed uint64, n int, actions []Action) ([]Action, error) {
+	if seed > MaxSeed {
+		return nil, fmt.Errorf("%w: seed %d is larger than %d", kerr.InvalidRequest, seed, uint64(MaxSeed))
 	}
+	if actions == nil {
+		if n == 0 {
+			n = DefaultActions
+		}
+		if n < 1 || n > MaxActions {
+			return nil, fmt.Errorf("%w: %d actions; a run has 1 to %d", kerr.InvalidRequest, n, MaxActions)
+		}
+		actions = Generate(seed, n)
+	}
+	if len(actions) == 0 || len(actions) > MaxActions {
+		return nil, fmt.Errorf("%w: %d actions; a run has 1 to %d", kerr.InvalidRequest, len(actions), MaxActions)
+	}
+	for _, a := range actions {
+		if err := a.validate(); err != nil {
+			return nil, err
+		}
+	}
+	return actions, nil
+}
+
+// launch opens a lab cluster for a run, remembers the run (register, under
+// s.mu) and plays it in the background: play gets Options whose Open hands
+// out that cluster once and removes it from the lab at the end.
+func (s *Service) launch(register func(), play func(ctx context.Context, o Options)) error {
+	ctx, cancel := context.WithCancel(s.ctx)
+	lab, err := s.opts.Labs.Open(cluster.Options{Brokers: Brokers, Logger: s.opts.Logger}, cancel)
+	if err != nil {
+		cancel()
+		return err
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		cancel()
+		s.opts.Labs.Remove(lab.ID)
+		return errors.New("chaos: service closed")
+	}
+	register()
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.wg.Done()
+		defer cancel()
+		opened := false
+		play(ctx, Options{
+			Logger: s.opts.Logger,
+			Open: func(cluster.Options) (*cluster.Cluster, func() error, error) {
+				if opened {
+					return nil, nil, errors.New("chaos: one cluster per run")
+				}
+				opened = true
+				return lab.Cluster(), func() error { return s.opts.Labs.Remove(lab.ID) }, nil
+			},
+		})
+	}()
+	return nil
 }
 
 // Get returns a run's state (a copy); ErrUnknownRun if there is none.
 func (s *Service) Get(id string) (RunState, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st, ok := s.runs[id]
-	if !ok {
-		return RunState{}, fmt.Errorf("%w: %q", ErrUnknownRun, id)
-	}
-	return *st, nil
+	return s.runs.get(id)
 }
 
 // List returns every remembered run, newest first.
 func (s *Service) List() []RunState {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]RunState, 0, len(s.order))
-	for i := len(s.order) - 1; i >= 0; i-- {
-		out = append(out, *s.runs[s.order[i]])
-	}
-	return out
+	return s.runs.list()
 }
 
 // Close stops every run and waits for them.

@@ -92,6 +92,7 @@ type Cluster struct {
 
 	messages messageGate
 	stepMu   sync.Mutex // one StepToEvent at a time: they share messages' hold
+	links    linkCounts // replication messages on the links: link_counts.go
 }
 
 // Open starts a cluster on DataDir, recovering whatever is there.
@@ -201,7 +202,7 @@ func (c *Cluster) startBroker(id int32, addr string) (*broker.Broker, error) {
 	cfg.LogDir = broker.LogDirPath(c.opts.DataDir, id)
 	cfg.ListenAddr = addr
 	cfg.Controller = controllerLink{c: c, id: id}
-	cfg.Network = c.network
+	cfg.Network = fetchLink{net: c.network, counts: &c.links, id: id}
 	cfg.Raft = raftLink{c}
 	cfg.Clock = c.clock
 	cfg.Events = publisher{c}

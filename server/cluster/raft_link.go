@@ -19,6 +19,7 @@ var (
 
 // SendRaft delivers one encoded Raft message from broker from to broker to.
 func (l raftLink) SendRaft(from, to int32, tp storage.TopicPartition, msg []byte) error {
+	l.c.links.countRaft(msg) // sent, whether or not it arrives
 	if !l.c.network.Allowed(from, to) {
 		return errLinkCut
 	}

@@ -185,6 +185,7 @@ func New(opts Options) (*Server, error) {
 	s.lessonRoutes(e)
 	s.fencingRoutes(e)
 	s.chaosRoutes(e)
+	s.compareRoutes(e)
 	s.classRoutes(e)
 	s.exportRoutes(e)
 	e.GET("/metrics", s.serveMetrics)

@@ -1,0 +1,66 @@
+package server
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// TestBrowserCompare starts a comparison from the /compare page's form in
+// headless Chromium, follows the page (it reloads itself, no JavaScript of
+// ours) until the run is done, and reads the results table and the charts:
+// one column and one chart per protocol. Screenshot: artifacts/compare.png.
+func TestBrowserCompare(t *testing.T) {
+	b := startBrowserLab(t, false)
+	b.open("/compare", false)
+	if err := chromedp.Do(b.ctx, chromedp.SetValue(chromedp.CSS(`input[name="seed"]`), "3")); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(b.ctx, chromedp.SetValue(chromedp.CSS(`input[name="actions"]`), "40")); err != nil {
+		t.Fatal(err)
+	}
+	b.click(`[data-testid="compare-form"] button[type="submit"]`)
+	// The run's page reloads every second until the run is done: each
+	// reload can interrupt an evaluation, so ask again (bounded).
+	done := `location.pathname.startsWith("/compare/runs/") && document.querySelector('[data-testid="compare-table"]') !== null &&
+		document.querySelector('meta[http-equiv="refresh"]') === null`
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(b.ctx, 2*time.Second)
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](done))
+		cancel()
+		if err == nil && ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.shot("failed-compare")
+			t.Fatalf("the comparison did not finish in 90 s (last error %v)", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	protocols := eval[[]string](b, `[...document.querySelectorAll('[data-testid="compare-table"] th[data-protocol]')].map(th => th.dataset.protocol)`)
+	if len(protocols) != 2 || protocols[0] != "isr" || protocols[1] != "quorum" {
+		t.Fatalf("table columns %v", protocols)
+	}
+	if n := eval[int](b, `document.querySelectorAll('[data-testid^="compare-chart-"] polyline').length`); n != 6 {
+		t.Errorf("%d chart lines; want 3 per protocol", n)
+	}
+	text := eval[string](b, `document.querySelector('[data-testid="compare-table"]').innerText`)
+	for _, want := range []string{"2f+1", "f+1", " ms"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the table lacks %q:\n%s", want, text)
+		}
+	}
+	b.shot("compare")
+
+	// The same page in Simplified Chinese (the header's switch).
+	b.click(`a[data-lang="zh-Hans"]`)
+	b.poll(`document.documentElement.lang === "zh-Hans" && document.querySelector('[data-testid="compare-table"] th') !== null`, "the page in Chinese")
+	if th := eval[string](b, `document.querySelector('[data-testid="compare-table"] th').innerText`); th != "指标" {
+		t.Errorf("the table's first header in Chinese is %q", th)
+	}
+	b.shot("compare-zh-Hans")
+}

@@ -1,0 +1,194 @@
+package web
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"tidemark/i18n"
+	"tidemark/server/chaos"
+	"tidemark/views"
+)
+
+// The comparison routes: POST /api/v1/compare plays one seeded chaos
+// schedule on a cluster of its own with one topic per replication protocol,
+// GET /api/v1/compare/{id} shows its progress, live samples and (once done)
+// every protocol's figures, GET /api/v1/compare/{id}/export the finished
+// comparison as a JSON download. The page /compare starts comparisons and
+// shows them. They run on the chaos service (Options.Chaos), so class mode
+// keeps them to the seat as it does chaos runs; without it they answer 501.
+
+func (s *Server) compareRoutes(e *echo.Echo) {
+	e.POST("/api/v1/compare", s.startCompare, sameOrigin)
+	e.GET("/api/v1/compare/:id", s.getCompare)
+	e.GET("/api/v1/compare/:id/export", s.exportCompare)
+	e.GET("/compare", s.comparePage)
+	e.POST("/compare/start", s.startCompareForm, sameOrigin)
+	e.GET("/compare/runs/:id", s.compareRunPage)
+}
+
+// CompareRequest is the body of POST /api/v1/compare: the seed, how many
+// actions to generate from it (default 100) and the protocols to compare
+// (default every one the lab has: isr and quorum).
+type CompareRequest struct {
+	Seed      uint64   `json:"seed"`
+	Actions   int      `json:"actions"`
+	Protocols []string `json:"protocols,omitempty"`
+}
+
+func (s *Server) startCompare(c echo.Context) error {
+	svc, err := s.chaosService()
+	if err != nil {
+		return err
+	}
+	var req CompareRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	if req.Actions == 0 {
+		req.Actions = chaos.DefaultActions
+	}
+	st, err := svc.StartCompare(req.Seed, req.Actions, req.Protocols)
+	if err != nil {
+		return chaosError(err)
+	}
+	return c.JSON(http.StatusCreated, st)
+}
+
+func (s *Server) compareRun(c echo.Context) (chaos.CompareState, error) {
+	svc, err := s.chaosService()
+	if err != nil {
+		return chaos.CompareState{}, err
+	}
+	st, err := svc.GetCompare(c.Param("id"))
+	return st, chaosError(err)
+}
+
+func (s *Server) getCompare(c echo.Context) error {
+	st, err := s.compareRun(c)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, st)
+}
+
+// exportCompare is the finished comparison as a JSON file (409
+// INVALID_REQUEST before it finished).
+func (s *Server) exportCompare(c echo.Context) error {
+	st, err := s.compareRun(c)
+	if err != nil {
+		return err
+	}
+	if st.Result == nil {
+		return KafkaError(http.StatusConflict, kerr.InvalidRequest, "comparison "+st.ID+" has not finished: "+string(st.Progress.Phase))
+	}
+	b, err := json.MarshalIndent(st.Result, "", "  ")
+	if err != nil {
+		return err
+	}
+	return download(c, "compare-"+st.ID+".json", echo.MIMEApplicationJSON, b)
+}
+
+// --- pages ---
+
+func (s *Server) comparePage(c echo.Context) error {
+	svc, err := s.chaosService()
+	if err != nil {
+		return err
+	}
+	p := s.page(c, i18n.T(Lang(c), "compare.title"))
+	v := views.CompareListView{Actions: chaos.DefaultActions, MaxActions: chaos.MaxActions}
+	for _, pr := range chaos.Protocols {
+		v.Protocols = append(v.Protocols, string(pr))
+	}
+	for _, st := range svc.ListCompares() {
+		v.Runs = append(v.Runs, compareRunView(st))
+	}
+	return Render(c, http.StatusOK, views.CompareList(p, v))
+}
+
+func (s *Server) startCompareForm(c echo.Context) error {
+	svc, err := s.chaosService()
+	if err != nil {
+		return err
+	}
+	seed, err := strconv.ParseUint(strings.TrimSpace(c.FormValue("seed")), 10, 64)
+	if err != nil {
+		flash(c, false, kerr.InvalidRequest.Message+": seed "+strconv.Quote(truncate(c.FormValue("seed"), 30)))
+		return c.Redirect(http.StatusSeeOther, "/compare")
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(c.FormValue("actions")))
+	if err != nil {
+		n = -1 // StartCompare names the range
+	}
+	form, err := c.FormParams()
+	if err != nil {
+		return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "unreadable form")
+	}
+	st, err := svc.StartCompare(seed, n, form["protocol"])
+	if err != nil {
+		e := toError(chaosError(err))
+		flash(c, false, e.Code+": "+e.Message)
+		return c.Redirect(http.StatusSeeOther, "/compare")
+	}
+	return c.Redirect(http.StatusSeeOther, "/compare/runs/"+url.PathEscape(st.ID))
+}
+
+func (s *Server) compareRunPage(c echo.Context) error {
+	st, err := s.compareRun(c)
+	if err != nil {
+		return err
+	}
+	p := s.page(c, i18n.T(Lang(c), "compare.run.title", st.ID))
+	return Render(c, http.StatusOK, views.CompareRun(p, compareRunView(st)))
+}
+
+// compareRunView is a comparison as its page shows it: the live counts
+// while it runs, every figure once it is done.
+func compareRunView(st chaos.CompareState) views.CompareRunView {
+	v := views.CompareRunView{ID: st.ID, Seed: st.Seed, Actions: st.Actions, Phase: string(st.Progress.Phase),
+		Action: st.Progress.Action, Total: st.Progress.Total, Done: st.Done(), Error: st.Error}
+	live := map[string]chaos.Counts{}
+	for _, pc := range st.Progress.Protocols {
+		live[string(pc.Protocol)] = pc.Counts
+	}
+	results := map[string]chaos.ProtocolResult{}
+	if st.Result != nil {
+		for _, pr := range st.Result.Protocols {
+			results[string(pr.Protocol)] = pr
+		}
+	}
+	for _, proto := range st.Protocols {
+		name := string(proto)
+		col := views.CompareColumn{Protocol: name}
+		_, col.Formula = chaos.ReplicasNeeded(proto, 1)
+		col.ReplicasF1, _ = chaos.ReplicasNeeded(proto, 1)
+		col.ReplicasF2, _ = chaos.ReplicasNeeded(proto, 2)
+		n := live[name]
+		col.Attempted, col.Accepted, col.Lost = n.Writes, n.Acked, n.Lost
+		if pr, ok := results[name]; ok {
+			col.Finished, col.SkippedCode = true, pr.SkippedCode
+			col.Attempted, col.Accepted, col.Lost, col.UnsyncedLost = pr.Attempted, pr.Accepted, pr.Lost, pr.Counts.UnsyncedLost
+			col.LatencyP50, col.LatencyP99 = pr.LatencyMs.P50, pr.LatencyMs.P99
+			col.Messages, col.Committed, col.PerRecord = pr.MessagesTotal, pr.Committed, pr.MessagesPerRecord
+		}
+		col.Availability = -1
+		if col.Attempted > 0 {
+			col.Availability = 100 * float64(col.Accepted) / float64(col.Attempted)
+		}
+		v.Columns = append(v.Columns, col)
+	}
+	for _, ps := range st.Series {
+		ch := views.CompareChart{Protocol: string(ps.Protocol)}
+		for _, smp := range ps.Samples {
+			ch.Points = append(ch.Points, views.ComparePoint{Writes: smp.Writes, Acked: smp.Acked, Lost: smp.Lost})
+		}
+		v.Charts = append(v.Charts, ch)
+	}
+	return v
+}
