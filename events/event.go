@@ -104,6 +104,11 @@ const (
 	// KindMetadata: the controller (Wire.From) gave a broker (Broker,
 	// Wire.To) metadata version Wire.Version, which carries LeaderAndIsr.
 	KindMetadata Kind = "metadata"
+	// KindRaft: a replica (Broker, Wire.From) of a quorum partition sent a
+	// Raft message to another (Wire.To); MessageKey and MessageArgs say
+	// which (append, its answer, vote, heartbeat, snapshot) and what it
+	// carries (term, index, commit), and are its label on the stage.
+	KindRaft Kind = "raft"
 )
 
 // Unlisted reports whether k is left out of the event list and the
@@ -116,7 +121,7 @@ func (k Kind) Unlisted() bool { return k.IsMessage() || k == KindRecords }
 func (k Kind) IsMessage() bool {
 	switch k {
 	case KindFetchRequest, KindFetchResponse, KindProduceRequest, KindClientFetch,
-		KindHeartbeat, KindAlterPartition, KindMetadata:
+		KindHeartbeat, KindAlterPartition, KindMetadata, KindRaft:
 		return true
 	}
 	return false

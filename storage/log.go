@@ -396,6 +396,14 @@ func (l *Log) flushDueLocked(now time.Time) bool {
 		cfg.FlushMs > 0 && now.Sub(l.firstUnflushed) >= cfg.FlushMs.Truncate(time.Millisecond)
 }
 
+// Synced records that the first size bytes of the file name in the log's
+// directory, one the log does not write itself (a quorum replica's
+// raft-state), are on stable storage, so a PowerLoss of the log dir cuts
+// that file back to them as it cuts the segments.
+func (l *Log) Synced(name string, size int64) {
+	l.env.tracker.set(filepath.Join(l.dir, name), size)
+}
+
 // Flush fsyncs every segment written since the last flush and moves the
 // recovery point to the LEO.
 func (l *Log) Flush() error {

@@ -27,9 +27,11 @@ type group struct {
 	// cut[from][to] drops messages from → to.
 	cut map[[2]int32]bool
 	// applied is each replica's segment log as the broker would write it:
-	// the committed batches in order (by BaseOffset; a replay after a
-	// restart is skipped as the broker skips it).
+	// the committed batches in order (cut back to the node's ApplyStart at
+	// a restart, as the broker cuts its log).
 	applied map[int32][]Entry
+	// compactEntries is Config.CompactEntries for nodes started from now.
+	compactEntries int
 	// acked are the proposal ids answered as committed (on their proposer).
 	acked  map[uint64]bool
 	nextID uint64
@@ -57,11 +59,49 @@ func newGroup(t *testing.T, n int) *group {
 
 func (g *group) start(id int32) {
 	g.t.Helper()
-	n, err := Open(Config{ID: id, Voters: g.ids, Dir: g.dirs[id], Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	n, err := Open(Config{ID: id, Voters: g.ids, Dir: g.dirs[id], Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		LogEndOffset: g.leo(id), CompactEntries: g.compactEntries, SyncLog: func() error { return nil },
+		Restore: func(d SnapshotData) error { return g.restore(id, d) }})
 	if err != nil {
 		g.t.Fatalf("open %d: %v", id, err)
 	}
 	g.nodes[id] = n
+	g.truncate(id, n.ApplyStart())
+}
+
+// leo is the end offset of id's log.
+func (g *group) leo(id int32) int64 {
+	var leo int64
+	for _, e := range g.applied[id] {
+		leo += e.NumRecords
+	}
+	return leo
+}
+
+// truncate cuts id's log back to end.
+func (g *group) truncate(id int32, end int64) {
+	var leo int64
+	for i, e := range g.applied[id] {
+		if leo+e.NumRecords > end {
+			g.applied[id] = g.applied[id][:i]
+			return
+		}
+		leo += e.NumRecords
+	}
+}
+
+// restore is a follower's Config.Restore: the broker copies the records
+// the snapshot carries; here they come from a replica whose log reaches
+// the snapshot's end.
+func (g *group) restore(id int32, d SnapshotData) error {
+	for _, o := range g.ids {
+		if o != id && g.leo(o) >= d.End {
+			g.applied[id] = slices.Clone(g.applied[o])
+			g.truncate(id, d.End)
+			return nil
+		}
+	}
+	return fmt.Errorf("no replica has offsets up to %d", d.End)
 }
 
 // crash stops a replica as a killed process: its state file keeps what it
@@ -92,7 +132,7 @@ func (g *group) settle() {
 			if err != nil {
 				g.t.Fatalf("ready %d: %v", id, err)
 			}
-			g.apply(id, rd.Committed)
+			g.apply(id, rd)
 			msgs = append(msgs, rd.Messages...)
 		}
 		if len(msgs) == 0 {
@@ -107,28 +147,26 @@ func (g *group) settle() {
 			if err := g.nodes[to].Step(m); err != nil {
 				g.t.Fatalf("step %d→%d: %v", from, to, err)
 			}
+			if m.Type == raftpb.MsgSnap {
+				g.nodes[from].ReportSnapshot(to, true)
+			}
 		}
 	}
 	g.t.Fatal("the group did not settle in 100 rounds")
 }
 
-// apply appends committed entries to id's log, skipping what it has (the
-// broker compares BaseOffset with its log's LEO the same way).
-func (g *group) apply(id int32, ents []Entry) {
-	for _, e := range ents {
-		leo := int64(0)
-		if log := g.applied[id]; len(log) > 0 {
-			leo = log[len(log)-1].BaseOffset + log[len(log)-1].NumRecords
-		}
-		if e.BaseOffset < leo {
-			continue
-		}
-		if e.BaseOffset != leo {
-			g.t.Fatalf("replica %d: entry at offset %d after LEO %d", id, e.BaseOffset, leo)
-		}
+// apply appends committed entries to id's log and reports them applied,
+// as the broker does.
+func (g *group) apply(id int32, rd Ready) {
+	for _, e := range rd.Committed {
 		g.applied[id] = append(g.applied[id], e)
 		if e.Proposer == id {
 			g.acked[e.ProposalID] = true
+		}
+	}
+	if rd.LastCommitted > 0 {
+		if err := g.nodes[id].Applied(rd.LastCommitted, g.leo(id)); err != nil {
+			g.t.Fatalf("applied %d: %v", id, err)
 		}
 	}
 }
@@ -216,7 +254,7 @@ func (g *group) checkSame() {
 		}
 		for i := range got {
 			a, b := got[i], ref[i]
-			if a.ProposalID != b.ProposalID || a.Term != b.Term || a.BaseOffset != b.BaseOffset || a.Index != b.Index {
+			if a.ProposalID != b.ProposalID || a.Term != b.Term || a.Index != b.Index {
 				g.t.Fatalf("replica %d entry %d %+v; replica %d %+v", id, i, a, refID, b)
 			}
 		}
@@ -431,5 +469,89 @@ func TestQuorumTornStateFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	g.checkAckedKept()
+	g.checkSame()
+}
+
+// TestQuorumCompaction: the state file is compacted once CompactEntries
+// entries are applied, so it stays bounded however many writes come; a
+// replica down across compactions is sent a snapshot (its records copied
+// from a replica that has them) and then entries, and ends with the same
+// log; a restart after a compaction starts from the snapshot.
+func TestQuorumCompaction(t *testing.T) {
+	g := newGroup(t, 3)
+	g.compactEntries = 8
+	for _, id := range g.ids { // reopen with compaction on
+		g.crash(id)
+		g.start(id)
+	}
+	g.elect(1)
+	g.crash(3)
+	var sizes []int64
+	for i := range 60 {
+		if _, err := g.produce(1, 2); err != nil {
+			t.Fatal(err)
+		}
+		if i >= 20 {
+			st, err := os.Stat(filepath.Join(g.dirs[1], StateFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			sizes = append(sizes, st.Size())
+		}
+	}
+	st := g.nodes[1].Status()
+	if st.FirstIndex < 40 {
+		t.Fatalf("after 60 writes the state file starts at index %d; want a compacted one", st.FirstIndex)
+	}
+	// Bounded: at most CompactEntries applied entries plus a snapshot and
+	// the hard state; the size after 20 writes is as large as it gets.
+	if m := slices.Max(sizes); m > 2*sizes[0] {
+		t.Fatalf("state file sizes %v grow", sizes)
+	}
+	g.start(3)
+	g.tick(5)
+	if _, err := g.produce(1, 1); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := g.leo(3), g.leo(1); got != want {
+		t.Fatalf("replica 3 back at LEO %d, leader %d", got, want)
+	}
+	g.checkAckedKept()
+	g.checkSame()
+	// A restart of a compacted replica replays from its snapshot.
+	g.crash(2)
+	g.start(2)
+	g.tick(3)
+	if _, err := g.produce(1, 1); err != nil {
+		t.Fatal(err)
+	}
+	g.checkSame()
+	t.Logf("state file %d–%d bytes over writes 20–60; first index %d", slices.Min(sizes), slices.Max(sizes), st.FirstIndex)
+}
+
+// TestQuorumBadSnapshot: a snapshot message whose data is not a segment
+// log's records from its start to its end is refused with CORRUPT_MESSAGE
+// before Raft takes it, and the replica goes on.
+func TestQuorumBadSnapshot(t *testing.T) {
+	g := newGroup(t, 3)
+	g.elect(1)
+	recs := storage.NewBatch([]storage.Record{{Value: []byte("x")}}) // offset 0, one record
+	for _, data := range [][]byte{
+		nil,
+		[]byte("short"),
+		EncodeSnapshotData(SnapshotData{Start: 5, End: 2}),
+		EncodeSnapshotData(SnapshotData{Start: 0, End: 4, Records: recs}),            // ends at 1
+		EncodeSnapshotData(SnapshotData{Start: 3, End: 4, Records: recs}),            // starts at 0
+		EncodeSnapshotData(SnapshotData{Start: 0, End: 1, Records: append(recs, 1)}), // a torn tail
+	} {
+		m := raftpb.Message{Type: raftpb.MsgSnap, From: 1, To: 2, Term: g.nodes[1].Status().Term,
+			Snapshot: &raftpb.Snapshot{Data: data, Metadata: raftpb.SnapshotMetadata{Index: 100, Term: 1}}}
+		if err := g.nodes[2].Step(m); !errors.Is(err, kerr.CorruptMessage) {
+			t.Errorf("snapshot data %q: %v, want CORRUPT_MESSAGE", data, err)
+		}
+	}
+	if _, err := g.produce(1, 1); err != nil {
+		t.Fatal(err)
+	}
 	g.checkSame()
 }

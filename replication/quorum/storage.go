@@ -13,20 +13,16 @@ import (
 // as committed). raft.MemoryStorage would keep every batch ever produced in
 // memory. Not safe for concurrent use; Node serializes its calls.
 //
-// The log starts after a snapshot at index 1, term 1 that names the voters
-// (see the package doc); nothing is compacted yet.
+// The log starts after a snapshot: at first the initial one at index 1,
+// term 1 that names the voters (see the package doc), after a compaction
+// the last entry compacted away (whose records are in the segment log).
 type diskStorage struct {
 	wal  *wal
 	hs   raftpb.HardState
 	cs   raftpb.ConfState
-	ents []entryRef // index firstIndex+i
+	snap checkpoint
+	ents []entryRef // index snap.index+1+i
 }
-
-const (
-	snapIndex  = 1
-	snapTerm   = 1
-	firstIndex = snapIndex + 1
-)
 
 var _ raft.Storage = (*diskStorage)(nil)
 
@@ -40,7 +36,7 @@ func (s *diskStorage) InitialState() (raftpb.HardState, raftpb.ConfState, error)
 func (s *diskStorage) Entries(lo, hi, maxSize uint64) ([]raftpb.Entry, error) {
 	last := s.lastIndex()
 	switch {
-	case lo < firstIndex:
+	case lo < s.firstIndex():
 		return nil, raft.ErrCompacted
 	case hi > last+1 || lo > hi:
 		return nil, fmt.Errorf("%w: entries [%d, %d) past the last index %d", raft.ErrUnavailable, lo, hi, last)
@@ -48,7 +44,7 @@ func (s *diskStorage) Entries(lo, hi, maxSize uint64) ([]raftpb.Entry, error) {
 	out := make([]raftpb.Entry, 0, hi-lo)
 	var size uint64
 	for i := lo; i < hi; i++ {
-		e, err := s.wal.read(s.ents[i-firstIndex])
+		e, err := s.wal.read(s.ents[i-s.firstIndex()])
 		if err != nil {
 			return nil, err
 		}
@@ -64,37 +60,42 @@ func (s *diskStorage) Entries(lo, hi, maxSize uint64) ([]raftpb.Entry, error) {
 // Term returns entry i's term.
 func (s *diskStorage) Term(i uint64) (uint64, error) {
 	switch {
-	case i == snapIndex:
-		return snapTerm, nil
-	case i < snapIndex:
+	case i == s.snap.index:
+		return s.snap.term, nil
+	case i < s.snap.index:
 		return 0, raft.ErrCompacted
 	case i > s.lastIndex():
 		return 0, raft.ErrUnavailable
 	}
-	return s.ents[i-firstIndex].term, nil
+	return s.ents[i-s.firstIndex()].term, nil
 }
 
 // LastIndex returns the last entry's index (the snapshot's when empty).
 func (s *diskStorage) LastIndex() (uint64, error) { return s.lastIndex(), nil }
 
-func (s *diskStorage) lastIndex() uint64 { return snapIndex + uint64(len(s.ents)) }
+func (s *diskStorage) lastIndex() uint64 { return s.snap.index + uint64(len(s.ents)) }
 
 // FirstIndex returns the first entry's index.
-func (s *diskStorage) FirstIndex() (uint64, error) { return firstIndex, nil }
+func (s *diskStorage) FirstIndex() (uint64, error) { return s.firstIndex(), nil }
 
-// Snapshot returns the initial snapshot that names the voters.
+func (s *diskStorage) firstIndex() uint64 { return s.snap.index + 1 }
+
+// Snapshot returns the last snapshot: its data is the segment log's end
+// offset at its index (SnapshotData); the owner adds the records before it
+// sends it (see Config.Restore).
 func (s *diskStorage) Snapshot() (raftpb.Snapshot, error) {
-	return raftpb.Snapshot{Metadata: raftpb.SnapshotMetadata{Index: snapIndex, Term: snapTerm, ConfState: s.cs}}, nil
+	return raftpb.Snapshot{Data: encodeSnapshotData(SnapshotData{End: s.snap.end}),
+		Metadata: raftpb.SnapshotMetadata{Index: s.snap.index, Term: s.snap.term, ConfState: s.cs}}, nil
 }
 
 // append records where new entries were written; an entry replaces the
 // one at its index and every later one (a new leader overwrote them).
 func (s *diskStorage) append(refs []entryRef) error {
 	for _, r := range refs {
-		if r.index < firstIndex || r.index > s.lastIndex()+1 {
+		if r.index < s.firstIndex() || r.index > s.lastIndex()+1 {
 			return fmt.Errorf("entry %d does not follow %d", r.index, s.lastIndex())
 		}
-		s.ents = append(s.ents[:r.index-firstIndex], r)
+		s.ents = append(s.ents[:r.index-s.firstIndex()], r)
 	}
 	return nil
 }

@@ -17,13 +17,22 @@ import (
 // StateFile is the name of the file, in the partition's directory, that
 // holds a replica's Raft state: its HardState (term, vote, commit) and its
 // Raft log entries, appended as records. Raft needs both on stable storage
-// before it sends a message that depends on them.
+// before it sends a message that depends on them. A compaction rewrites it
+// (to a temporary file, then renamed over it) starting with a snapshot
+// record, so it holds only the entries not yet applied or kept for slow
+// followers.
 const StateFile = "raft-state"
 
 // Record kinds in the state file.
 const (
 	recHardState byte = 1
 	recEntry     byte = 2
+	// recApplied is an apply checkpoint: the entries up to an index are in
+	// the segment log, which ends at an offset then.
+	recApplied byte = 3
+	// recSnapshot starts a compacted file: the entries up to its index are
+	// gone from the file and in the segment log, which ends at its offset.
+	recSnapshot byte = 4
 )
 
 // recordHeader is a record's CRC-32C (of kind and payload), payload length
@@ -39,15 +48,23 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // wal is the state file opened for appending. It is not safe for
 // concurrent use; Node serializes its calls.
 type wal struct {
+	fs   vfs.FS
+	path string
 	f    vfs.File
 	size int64
 	buf  []byte
+	// synced is told the file's length after every fsync (Config.Synced).
+	synced func(int64)
+	// pending are apply checkpoints waiting for the next write.
+	pending []byte
 }
 
 // replayed is what openWAL read back.
 type replayed struct {
 	hs      raftpb.HardState
+	snap    checkpoint // the initial one unless the file starts with a snapshot
 	entries []entryRef // in file order; a later entry replaces from its index on
+	applied []checkpoint
 	// torn is how many bytes at the end did not form a whole record (a
 	// crash or power loss mid-write); they were cut off.
 	torn int64
@@ -56,7 +73,7 @@ type replayed struct {
 // openWAL opens (creating it if missing) dir's state file, reads every
 // whole record back and cuts a torn tail, so appends continue after the
 // last good record.
-func openWAL(fsys vfs.FS, dir string) (*wal, replayed, error) {
+func openWAL(fsys vfs.FS, dir string, synced func(int64)) (*wal, replayed, error) {
 	path := filepath.Join(dir, StateFile)
 	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
@@ -67,7 +84,7 @@ func openWAL(fsys vfs.FS, dir string) (*wal, replayed, error) {
 		f.Close()
 		return nil, replayed{}, err
 	}
-	var r replayed
+	r := replayed{snap: initialSnap}
 	good, err := replay(io.NewSectionReader(f, 0, st.Size()), &r)
 	if err != nil {
 		f.Close()
@@ -83,7 +100,10 @@ func openWAL(fsys vfs.FS, dir string) (*wal, replayed, error) {
 			return nil, replayed{}, err
 		}
 	}
-	return &wal{f: f, size: good}, r, nil
+	// What a crash left is on disk (the page cache survived it); a power
+	// loss from now on cuts back to here at most.
+	synced(good)
+	return &wal{fs: fsys, path: path, f: f, size: good, synced: synced}, r, nil
 }
 
 // replay reads records until the end or the first one that is not whole
@@ -118,6 +138,16 @@ func replay(rd io.Reader, r *replayed) (int64, error) {
 				return 0, fmt.Errorf("entry at byte %d: %w", good, err)
 			}
 			r.entries = append(r.entries, entryRef{index: e.Index, term: e.Term, pos: good + recordHeader, size: n})
+		case recApplied, recSnapshot:
+			c, ok := decodeCheckpoint(payload)
+			if !ok {
+				return 0, fmt.Errorf("checkpoint at byte %d: %d bytes", good, n)
+			}
+			if hdr[8] == recSnapshot {
+				r.snap, r.entries, r.applied = c, nil, nil
+			} else {
+				r.applied = append(r.applied, c)
+			}
 		default:
 			return 0, fmt.Errorf("unknown record kind %d at byte %d", hdr[8], good)
 		}
@@ -134,11 +164,104 @@ type entryRef struct {
 	size        uint32
 }
 
+// checkpoint says that the entries up to index (of term) are in the
+// segment log, which ends at offset end.
+type checkpoint struct {
+	index, term uint64
+	end         int64
+}
+
+// initialSnap is every replica's starting point (see the package doc).
+var initialSnap = checkpoint{index: 1, term: 1}
+
+const checkpointSize = 8 + 8 + 8
+
+func (c checkpoint) Size() int { return checkpointSize }
+
+func (c checkpoint) MarshalTo(b []byte) (int, error) {
+	binary.BigEndian.PutUint64(b[0:], c.index)
+	binary.BigEndian.PutUint64(b[8:], c.term)
+	binary.BigEndian.PutUint64(b[16:], uint64(c.end))
+	return checkpointSize, nil
+}
+
+func decodeCheckpoint(b []byte) (checkpoint, bool) {
+	if len(b) != checkpointSize {
+		return checkpoint{}, false
+	}
+	return checkpoint{index: binary.BigEndian.Uint64(b), term: binary.BigEndian.Uint64(b[8:]),
+		end: int64(binary.BigEndian.Uint64(b[16:]))}, true
+}
+
+// appendApplied queues an apply checkpoint for the next write (it costs no
+// write of its own, and is not synced): it only saves work after a restart,
+// and a lost one makes the owner re-apply from an earlier checkpoint, which
+// gives the same log.
+func (w *wal) appendApplied(c checkpoint) error {
+	var err error
+	w.pending, err = appendRecord(w.pending, recApplied, c)
+	return err
+}
+
+// rewrite replaces the state file by one that starts at snap and holds hs,
+// the entries after snap and the apply checkpoints after it: written to a
+// temporary file, fsynced, renamed over the state file and the directory
+// fsynced, so a crash at any point leaves one whole file. It returns where
+// the entries now lie.
+func (w *wal) rewrite(snap checkpoint, hs raftpb.HardState, entries []raftpb.Entry, applied []checkpoint) ([]entryRef, error) {
+	buf, err := appendRecord(nil, recSnapshot, snap)
+	if err != nil {
+		return nil, err
+	}
+	refs := make([]entryRef, len(entries))
+	for i := range entries {
+		at := len(buf)
+		if buf, err = appendRecord(buf, recEntry, &entries[i]); err != nil {
+			return nil, err
+		}
+		refs[i] = entryRef{index: entries[i].Index, term: entries[i].Term, pos: int64(at) + recordHeader,
+			size: uint32(len(buf) - at - recordHeader)}
+	}
+	if buf, err = appendRecord(buf, recHardState, &hs); err != nil {
+		return nil, err
+	}
+	for _, c := range applied {
+		if buf, err = appendRecord(buf, recApplied, c); err != nil {
+			return nil, err
+		}
+	}
+	path := w.path
+	tmp := path + ".tmp"
+	f, err := w.fs.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if _, err = f.WriteAt(buf, 0); err == nil {
+		err = f.Sync()
+	}
+	if err == nil {
+		err = w.fs.Rename(tmp, path)
+	}
+	if err == nil {
+		err = vfs.SyncDir(w.fs, filepath.Dir(path))
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	w.f.Close()
+	w.f, w.size = f, int64(len(buf))
+	w.pending = w.pending[:0] // applied holds them
+	w.synced(w.size)
+	return refs, nil
+}
+
 // append writes entries and, if not empty, the hard state, and fsyncs
 // when sync is set (raft.MustSync says when Raft needs it). It returns
 // where each entry was written.
 func (w *wal) append(entries []raftpb.Entry, hs raftpb.HardState, sync bool) ([]entryRef, error) {
-	w.buf = w.buf[:0]
+	w.buf = append(w.buf[:0], w.pending...)
+	w.pending = w.pending[:0]
 	refs := make([]entryRef, len(entries))
 	var err error
 	for i := range entries {
@@ -161,7 +284,10 @@ func (w *wal) append(entries []raftpb.Entry, hs raftpb.HardState, sync bool) ([]
 		w.size += int64(len(w.buf))
 	}
 	if sync {
-		return refs, w.f.Sync()
+		if err := w.f.Sync(); err != nil {
+			return nil, err
+		}
+		w.synced(w.size)
 	}
 	return refs, nil
 }
@@ -201,4 +327,13 @@ func appendRecord(buf []byte, kind byte, m marshaler) ([]byte, error) {
 	return buf, nil
 }
 
-func (w *wal) close() error { return w.f.Close() }
+// close writes the queued checkpoints and closes the file.
+func (w *wal) close() error {
+	if len(w.pending) > 0 {
+		if _, err := w.f.WriteAt(w.pending, w.size); err != nil {
+			w.f.Close()
+			return err
+		}
+	}
+	return w.f.Close()
+}

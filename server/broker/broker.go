@@ -142,6 +142,10 @@ type Config struct {
 	// FS is the file system the log dir is read and written through
 	// (default the OS's); the lab passes one it can make fail.
 	FS vfs.FS
+	// RaftCompactEntries is quorum.Config.CompactEntries for every quorum
+	// replica: raft-state is compacted once it holds this many applied
+	// entries. Default (0) 1000.
+	RaftCompactEntries int
 	// OnHalt, when set, is called (on its own goroutine) when the broker
 	// halts because its log dir went offline (Kafka halts a broker whose
 	// every log dir failed) or its Kafka listener stopped for good. It

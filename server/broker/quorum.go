@@ -11,6 +11,7 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 
 	"tidemark/events"
+	"tidemark/i18n"
 	"tidemark/replication"
 	"tidemark/replication/quorum"
 	"tidemark/storage"
@@ -41,6 +42,16 @@ type quorumState struct {
 	reportedTerm uint64
 	// tickedMs is the lab time of the last Raft tick (TickRaft).
 	tickedMs int64
+	// restored is set when the node restored a snapshot into the log:
+	// the producer state is rebuilt.
+	restored bool
+	// isrSent is the ISR last proposed to the controller, for the
+	// partition epoch isrSentEpoch: proposed once per change. isrFailed
+	// says the controller refused it or never got it: the next tick
+	// proposes again.
+	isrSent      []int32
+	isrSentEpoch int32
+	isrFailed    bool
 }
 
 type quorumWaiter struct {
@@ -66,15 +77,27 @@ func (r *replica) answer(id uint64, res ProduceResult) {
 }
 
 // openQuorum opens the Raft node of a new quorum replica in its log's
-// directory. A replica with no Raft state yet that is the first in the
-// assignment campaigns at once, so a new topic's first leader is the one the
-// controller's metadata already names.
+// directory. The segment log is cut back to the node's apply checkpoint
+// (the node hands out the committed entries after it again). A replica with
+// no Raft state yet that is the first in the assignment campaigns at once,
+// so a new topic's first leader is the one the controller's metadata
+// already names.
 func (b *Broker) openQuorum(l *storage.Log, replicas []int32) (*quorumState, error) {
-	n, err := quorum.Open(quorum.Config{ID: b.cfg.ID, Voters: replicas, Dir: l.Dir(), FS: b.cfg.FS, Logger: b.logger})
+	q := &quorumState{waiters: map[uint64]quorumWaiter{}, leader: -1, tickedMs: b.nowMs()}
+	n, err := quorum.Open(quorum.Config{ID: b.cfg.ID, Voters: replicas, Dir: l.Dir(), FS: b.cfg.FS, Logger: b.logger,
+		LogEndOffset: l.LogEndOffset(), CompactEntries: b.cfg.RaftCompactEntries, SyncLog: l.Flush,
+		Restore: func(d quorum.SnapshotData) error { q.restored = true; return restoreSnapshot(l, d) },
+		Synced:  func(size int64) { l.Synced(quorum.StateFile, size) }})
 	if err != nil {
 		return nil, err
 	}
-	q := &quorumState{node: n, waiters: map[uint64]quorumWaiter{}, leader: -1, tickedMs: b.nowMs()}
+	q.node = n
+	if end := n.ApplyStart(); l.LogEndOffset() > end {
+		if _, err := l.TruncateTo(end); err != nil {
+			n.Close()
+			return nil, err
+		}
+	}
 	b.tickBy(q.tickedMs + b.cfg.TickInterval.Milliseconds()) // Raft ticks from now on
 	if st := n.Status(); st.LastIndex <= 1 && st.Term <= 1 && len(replicas) > 0 && replicas[0] == b.cfg.ID {
 		if err := n.Campaign(); err != nil {
@@ -85,9 +108,44 @@ func (b *Broker) openQuorum(l *storage.Log, replicas []int32) (*quorumState, err
 	return q, nil
 }
 
+// restoreSnapshot brings a follower's segment log to a snapshot its leader
+// sent (it was too far behind for Raft's entries, which were compacted): the
+// records it lacks are appended as the leader stored them, and fsynced
+// before the node records the snapshot. Every replica's log holds only
+// committed entries in the same order, so the prefix it has is the leader's.
+func restoreSnapshot(l *storage.Log, d quorum.SnapshotData) error {
+	leo := l.LogEndOffset()
+	switch {
+	case leo > d.End:
+		if _, err := l.TruncateTo(d.End); err != nil {
+			return err
+		}
+	case leo < d.Start:
+		if err := l.TruncateFullyAndStartAt(d.Start); err != nil {
+			return err
+		}
+	}
+	recs := d.Records
+	for _, h := range storage.ScanBatchHeaders(recs) {
+		batch := recs[:h.Size()]
+		recs = recs[h.Size():]
+		if h.BaseOffset < l.LogEndOffset() || h.BaseOffset >= d.End {
+			continue
+		}
+		if _, err := l.AppendAsFollower(batch); err != nil {
+			return err
+		}
+	}
+	if leo := l.LogEndOffset(); leo != d.End {
+		return fmt.Errorf("%w: the snapshot's records end at %d, not %d", kerr.CorruptMessage, leo, d.End)
+	}
+	return l.Flush()
+}
+
 // status is the replica's view in the replication rules' terms; for a
 // quorum partition it is made from Raft's state (leader epoch = term, HW =
-// the committed end, ISR = every replica: Raft has none).
+// the committed end) and the Metadata's ISR, which the Raft leader keeps
+// to the replicas it sees as caught up (proposeQuorumISR).
 func (r *replica) status() replication.Status {
 	if r.q == nil {
 		return r.rp.Status()
@@ -118,11 +176,15 @@ func (r *replica) waitingQuorum() int {
 
 // quorumTick times out produce requests past their deadline and reports a
 // leadership the controller has not taken yet. Raft's own ticks come from
-// TickRaft; the broker is asked to tick again one TickInterval on, since
-// Raft counts its timeouts in ticks. Callers hold r.mu; the returned calls
-// run after it is released.
+// TickRaft; the broker is asked to tick again when Raft's next tick may do
+// something (Node.TicksUntilDue: an idle follower not before its election
+// timeout, an idle leader at its next heartbeat) or a produce request's
+// deadline passes, whichever is first. Callers hold r.mu; the returned
+// calls run after it is released.
 func (r *replica) quorumTick(nowMs int64) []func() {
-	r.b.tickBy(nowMs + r.b.cfg.TickInterval.Milliseconds())
+	if r.q.isrFailed {
+		r.q.isrFailed, r.q.isrSent = false, nil
+	}
 	for id, w := range r.q.waiters {
 		if nowMs >= w.deadlineMs {
 			r.answer(id, refused(kerr.RequestTimedOut))
@@ -132,7 +194,18 @@ func (r *replica) quorumTick(nowMs int64) []func() {
 	if st := r.q.node.Status(); st.Role == "leader" && r.q.reportedTerm < st.Term {
 		after = append(after, r.reportQuorumLeader(st.Term))
 	}
+	r.b.tickBy(r.nextQuorumTickMs())
 	return after
+}
+
+// nextQuorumTickMs is when the replica's broker must tick next for Raft
+// and the produce requests waiting on it. Callers hold r.mu.
+func (r *replica) nextQuorumTickMs() int64 {
+	next := r.q.tickedMs + int64(r.q.node.TicksUntilDue())*r.b.cfg.TickInterval.Milliseconds()
+	for _, w := range r.q.waiters {
+		next = min(next, w.deadlineMs)
+	}
+	return next
 }
 
 // maxRaftCatchUp bounds the Raft ticks one TickRaft gives a replica: a
@@ -159,6 +232,9 @@ func (r *replica) tickRaft(nowMs int64) {
 	for n := 0; ; n++ {
 		r.mu.Lock()
 		if r.stopped || r.q.tickedMs+interval > nowMs {
+			if !r.stopped {
+				r.b.tickBy(r.nextQuorumTickMs())
+			}
 			r.mu.Unlock()
 			return
 		}
@@ -185,9 +261,22 @@ func (r *replica) quorumReady() []func() {
 		r.failQuorumWaiters(kerr.KafkaStorageError)
 		return nil
 	}
+	if r.q.restored { // the log now holds the snapshot's records
+		r.q.restored = false
+		r.producers = nil
+		ev := r.event(events.KindLEO)
+		ev.Offsets = &events.Offsets{Base: r.log.LogStartOffset(), LEO: r.log.LogEndOffset(), HW: r.hw}
+		r.emit(ev)
+	}
+	applied := true
 	for _, e := range rd.Committed {
-		if !r.applyCommitted(e) {
+		if applied = r.applyCommitted(e); !applied {
 			break
+		}
+	}
+	if applied && rd.LastCommitted > 0 {
+		if err := r.q.node.Applied(rd.LastCommitted, r.log.LogEndOffset()); err != nil {
+			r.b.errLog.log("Raft state", "partition", r.tp, "err", err)
 		}
 	}
 	var after []func()
@@ -219,20 +308,80 @@ func (r *replica) quorumReady() []func() {
 		msgs := rd.Messages
 		after = append(after, func() { r.b.sendRaft(r, msgs) })
 	}
+	if f := r.proposeQuorumISR(st); f != nil {
+		after = append(after, f)
+	}
 	return after
 }
 
-// applyCommitted appends one committed entry to the segment log, unless the
-// log has it already (Raft hands every committed entry out again after a
-// restart). It reports whether the next entry may follow.
-func (r *replica) applyCommitted(e quorum.Entry) bool {
-	leo := r.log.LogEndOffset()
-	switch {
-	case e.BaseOffset+e.NumRecords <= leo:
-		return true
-	case e.BaseOffset != leo:
-		r.b.errLog.log("Raft entry does not start at the log end", "partition", r.tp, "index", e.Index, "offset", e.BaseOffset, "leo", leo)
+// proposeQuorumISR returns the call that proposes the replicas Raft's
+// leader sees as caught up (Node.CaughtUp) to the controller as the ISR,
+// with AlterPartition as an ISR leader does, when they differ from the
+// Metadata's: the controller owns the ISR every replica shows, and for a
+// quorum partition only the Raft leader changes it. Nil when there is
+// nothing to propose. Callers hold r.mu.
+func (r *replica) proposeQuorumISR(st quorum.Status) func() {
+	me := r.b.cfg.ID
+	if st.Role != "leader" || r.applied.Leader != me || r.applied.LeaderEpoch != int32(st.Term) {
+		return nil // the controller does not name this leadership yet
+	}
+	isr := r.q.node.CaughtUp()
+	if sameMembers(isr, r.applied.ISR) || r.q.isrSentEpoch == r.applied.PartitionEpoch && slices.Equal(isr, r.q.isrSent) {
+		return nil
+	}
+	r.q.isrSent, r.q.isrSentEpoch = isr, r.applied.PartitionEpoch
+	req := replication.AlterPartitionRequest{BrokerID: me, LeaderEpoch: int32(st.Term), PartitionEpoch: r.applied.PartitionEpoch, NewISR: isr}
+	return func() {
+		resp, err := r.b.cfg.Controller.AlterPartition(r.tp.Topic, r.tp.Partition, me, r.b.BrokerEpoch(), req)
+		if err == nil {
+			err = resp.Err
+		}
+		if err != nil {
+			r.b.logger.Debug("quorum ISR not altered", "partition", r.tp, "isr", isr, "err", err)
+			r.mu.Lock()
+			r.q.isrFailed = true // proposed again at the next tick
+			r.mu.Unlock()
+			r.b.tickBy(r.b.nowMs() + r.b.cfg.TickInterval.Milliseconds())
+			return
+		}
+		r.b.refreshSoon() // the ISR reaches the replicas with the metadata
+	}
+}
+
+func sameMembers(a, b []int32) bool {
+	if len(a) != len(b) {
 		return false
+	}
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			return false
+		}
+	}
+	return true
+}
+
+// applyCommitted appends one committed entry to the segment log at its end,
+// after the idempotent-producer check the ISR leader makes before an append
+// (producers.go). Every replica applies the same entries in the same order
+// to the same log, so each reaches the same verdict: a retried batch is not
+// appended twice, and its proposer answers the original offsets. It reports
+// whether the next entry may follow.
+func (r *replica) applyCommitted(e quorum.Entry) bool {
+	pc, err := r.checkProducers(e.Batch)
+	switch {
+	case errors.Is(err, kerr.OutOfOrderSequenceNumber) || errors.Is(err, kerr.InvalidProducerEpoch) || errors.Is(err, kerr.DuplicateSequenceNumber):
+		if e.Proposer == r.b.cfg.ID {
+			r.answer(e.ProposalID, refused(err))
+		}
+		return true
+	case err != nil:
+		r.b.errLog.log("producer state of a committed Raft entry", "partition", r.tp, "index", e.Index, "err", err)
+		return false
+	case pc.dup != nil:
+		if e.Proposer == r.b.cfg.ID {
+			r.answer(e.ProposalID, ProduceResult{BaseOffset: pc.dup.firstOffset, LastOffset: pc.dup.lastOffset})
+		}
+		return true
 	}
 	epochs := len(r.log.Epochs())
 	info, err := r.log.AppendAsLeader(e.Batch, int32(e.Term))
@@ -242,6 +391,7 @@ func (r *replica) applyCommitted(e quorum.Entry) bool {
 		}
 		return false
 	}
+	r.producersAppended(pc, info)
 	if cache := r.log.Epochs(); len(cache) > epochs { // the first batch of a term
 		ev := r.event(events.KindEpoch)
 		last := cache[len(cache)-1]
@@ -295,9 +445,28 @@ func (b *Broker) refreshSoon() {
 // Raft.
 func (b *Broker) sendRaft(r *replica, msgs []raftpb.Message) {
 	var unreachable []int32
+	type snapSent struct {
+		to int32
+		ok bool
+	}
+	var snaps []snapSent
+	if b.wantsMessages() {
+		evs := make([]events.Event, len(msgs))
+		for i, m := range msgs {
+			evs[i] = r.raftMessageEvent(m, !b.cfg.Network.Allowed(b.cfg.ID, int32(m.To)))
+		}
+		b.publish(evs...)
+	}
 	for _, m := range msgs {
 		to := int32(m.To)
-		data, err := m.Marshal()
+		var err error
+		if m.Type == raftpb.MsgSnap {
+			err = addSnapshotRecords(r.log, &m)
+		}
+		var data []byte
+		if err == nil {
+			data, err = m.Marshal()
+		}
 		if err == nil {
 			if b.cfg.Raft == nil {
 				err = errNoRaftTransport
@@ -305,11 +474,17 @@ func (b *Broker) sendRaft(r *replica, msgs []raftpb.Message) {
 				err = b.cfg.Raft.SendRaft(b.cfg.ID, to, r.tp, data)
 			}
 		}
+		if m.Type == raftpb.MsgSnap {
+			if err != nil {
+				b.logger.Debug("Raft snapshot not sent", "partition", r.tp, "to", to, "err", err)
+			}
+			snaps = append(snaps, snapSent{to, err == nil})
+		}
 		if err != nil && !slices.Contains(unreachable, to) {
 			unreachable = append(unreachable, to)
 		}
 	}
-	if len(unreachable) == 0 {
+	if len(unreachable) == 0 && len(snaps) == 0 {
 		return
 	}
 	r.mu.Lock()
@@ -317,8 +492,83 @@ func (b *Broker) sendRaft(r *replica, msgs []raftpb.Message) {
 		for _, id := range unreachable {
 			r.q.node.ReportUnreachable(id)
 		}
+		// Delivery is synchronous: the follower restored it, or did not.
+		for _, s := range snaps {
+			r.q.node.ReportSnapshot(s.to, s.ok)
+		}
 	}
 	r.mu.Unlock()
+}
+
+// raftMessageEvent describes a Raft message for the stage: which one and
+// what it carries (its term, and the index and commit that matter for it).
+func (r *replica) raftMessageEvent(m raftpb.Message, lost bool) events.Event {
+	ev := r.event(events.KindRaft)
+	ev.Wire = &events.Wire{From: int32(m.From), To: int32(m.To), Lost: lost}
+	switch m.Type {
+	case raftpb.MsgApp:
+		return i18n.EventMessage(ev, "stage.msg.raft.app", m.Term, m.Index+1, len(m.Entries), m.Commit)
+	case raftpb.MsgAppResp:
+		if m.Reject {
+			return i18n.EventMessage(ev, "stage.msg.raft.app-reject", m.Term, m.Index)
+		}
+		return i18n.EventMessage(ev, "stage.msg.raft.app-ok", m.Term, m.Index)
+	case raftpb.MsgVote, raftpb.MsgPreVote:
+		key := "stage.msg.raft.vote"
+		if m.Type == raftpb.MsgPreVote {
+			key = "stage.msg.raft.prevote"
+		}
+		return i18n.EventMessage(ev, key, m.Term, m.Index, m.LogTerm)
+	case raftpb.MsgVoteResp, raftpb.MsgPreVoteResp:
+		key := "stage.msg.raft.vote-yes"
+		if m.Reject {
+			key = "stage.msg.raft.vote-no"
+		}
+		return i18n.EventMessage(ev, key, m.Term)
+	case raftpb.MsgHeartbeat:
+		return i18n.EventMessage(ev, "stage.msg.raft.heartbeat", m.Term, m.Commit)
+	case raftpb.MsgHeartbeatResp:
+		return i18n.EventMessage(ev, "stage.msg.raft.heartbeat-ok", m.Term)
+	case raftpb.MsgSnap:
+		return i18n.EventMessage(ev, "stage.msg.raft.snap", m.Term, m.Snapshot.Metadata.Index)
+	}
+	return i18n.EventMessage(ev, "stage.msg.raft.other", m.Type.String(), m.Term)
+}
+
+// maxSnapshotBytes bounds the records one Raft snapshot carries.
+const maxSnapshotBytes = 64 << 20
+
+// addSnapshotRecords fills a Raft snapshot's data with the records the
+// leader's segment log holds from its start to the snapshot's end: the
+// follower keeps the prefix it has and appends the rest. Reads need no
+// lock (storage allows concurrent readers).
+func addSnapshotRecords(l *storage.Log, m *raftpb.Message) error {
+	d, err := quorum.DecodeSnapshotData(m.Snapshot.Data)
+	if err != nil {
+		return err
+	}
+	d.Start = l.LogStartOffset()
+	for from := d.Start; from < d.End; {
+		fd, err := l.Read(from, d.End, 1<<20)
+		if err != nil {
+			return err
+		}
+		if fd.Region.Size == 0 {
+			return fmt.Errorf("%w: the log ends at %d, before the snapshot's %d", kerr.OffsetOutOfRange, from, d.End)
+		}
+		buf, err := fd.Region.ReadAll()
+		if err != nil {
+			return err
+		}
+		if d.Records = append(d.Records, buf...); len(d.Records) > maxSnapshotBytes {
+			return fmt.Errorf("%w: a snapshot of more than %d bytes", kerr.MessageTooLarge, maxSnapshotBytes)
+		}
+		from = fd.NextOffset
+	}
+	snap := *m.Snapshot
+	snap.Data = quorum.EncodeSnapshotData(d)
+	m.Snapshot = &snap
+	return nil
 }
 
 var errNoRaftTransport = errors.New("no Raft transport configured")
@@ -337,6 +587,13 @@ func (b *Broker) ReceiveRaft(from int32, tp storage.TopicPartition, msg []byte) 
 	}
 	if int32(m.From) != from {
 		return fmt.Errorf("%w: Raft message from %d sent by %d", kerr.InvalidRequest, m.From, from)
+	}
+	if r.q != nil && !b.cfg.Clock.Paused() {
+		// An idle replica's broker does not wake for ticks that only
+		// count (TicksUntilDue): give them before the message, so Raft
+		// counts its timeouts from the right tick. (A paused lab's Step
+		// gives every broker each tick in turn.)
+		r.tickRaft(b.nowMs())
 	}
 	r.mu.Lock()
 	if r.stopped || r.q == nil {
@@ -369,7 +626,9 @@ func (r *replica) produceQuorum(ctx context.Context, acks int16, records []byte,
 	}
 	ch := make(chan ProduceResult, 1)
 	if acks != 0 {
-		r.q.waiters[id] = quorumWaiter{ch: ch, acks: acks, deadlineMs: r.b.nowMs() + timeout.Milliseconds()}
+		deadline := r.b.nowMs() + timeout.Milliseconds()
+		r.q.waiters[id] = quorumWaiter{ch: ch, acks: acks, deadlineMs: deadline}
+		r.b.tickBy(deadline) // its timeout is a tick's work
 	}
 	r.unlock(r.quorumReady())
 	if acks == 0 {

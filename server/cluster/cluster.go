@@ -91,8 +91,10 @@ type Cluster struct {
 	snap   events.Snapshot
 
 	messages messageGate
-	stepMu   sync.Mutex // one StepToEvent at a time: they share messages' hold
-	links    linkCounts // replication messages on the links: link_counts.go
+	// linkDelays holds Raft messages crossing a delayed link (delay_line.go).
+	linkDelays delayLine
+	stepMu     sync.Mutex // one StepToEvent at a time: they share messages' hold
+	links      linkCounts // replication messages on the links: link_counts.go
 }
 
 // Open starts a cluster on DataDir, recovering whatever is there.
@@ -118,6 +120,7 @@ func Open(opts Options) (*Cluster, error) {
 	c := &Cluster{opts: opts, logger: opts.Logger, clock: NewClock(), network: NewNetwork(), bus: opts.Bus,
 		brokers: map[int32]*broker.Broker{}, ports: map[int32]string{}, disks: map[int32]*errorfs.FS{}, stopped: map[int32]chan struct{}{}}
 	c.messages = messageGate{on: opts.MessageEvents, clock: c.clock}
+	c.linkDelays.clock = c.clock
 	if opts.Paused {
 		c.clock.Pause()
 	}
@@ -239,6 +242,7 @@ func (c *Cluster) Close() error {
 		return nil
 	}
 	c.closed = true
+	c.linkDelays.stop()
 	bs := make([]*broker.Broker, 0, len(c.brokers))
 	for _, b := range c.brokers {
 		bs = append(bs, b)

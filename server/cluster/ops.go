@@ -470,10 +470,12 @@ func (c *Cluster) Step(d time.Duration) error {
 	// Raft counts its timeouts in ticks: give every broker in turn the
 	// ticks the step skips, one grain at a time (runTime gives the last).
 	for t := stepToEventGrain; t < d; t += stepToEventGrain {
+		c.linkDelays.deliverDue(start.Add(t)) // messages on delayed links arrive
 		for _, b := range c.liveBrokers() {
 			b.TickRaft(start.Add(t))
 		}
 	}
+	c.linkDelays.deliverDue(c.clock.Now())
 	c.runTime()
 	return nil
 }

@@ -9,7 +9,8 @@ import (
 // raftLink carries quorum partitions' Raft messages between brokers over
 // the lab's links: a message crossing a cut link, or to a broker that is
 // not running, is lost, as a fetch would be. Messages are handed over as
-// their encoded bytes, in the sender's call (the lab steps stay exact).
+// their encoded bytes, in the sender's call (the lab steps stay exact), or
+// later on a delayed link (SendRaft).
 type raftLink struct{ c *Cluster }
 
 var (
@@ -18,8 +19,19 @@ var (
 )
 
 // SendRaft delivers one encoded Raft message from broker from to broker to.
+// On a link with a delay it arrives that much lab time later, as a fetch
+// waits before it is sent (delayLine; it is lost if the broker stopped or
+// the link was cut meanwhile, and the sender is not told).
 func (l raftLink) SendRaft(from, to int32, tp storage.TopicPartition, msg []byte) error {
 	l.c.links.countRaft(msg) // sent, whether or not it arrives
+	if d := l.c.network.Delay(from, to); d > 0 && l.c.network.Allowed(from, to) {
+		l.c.linkDelays.add(d, func() { l.deliver(from, to, tp, msg) })
+		return nil
+	}
+	return l.deliver(from, to, tp, msg)
+}
+
+func (l raftLink) deliver(from, to int32, tp storage.TopicPartition, msg []byte) error {
 	if !l.c.network.Allowed(from, to) {
 		return errLinkCut
 	}

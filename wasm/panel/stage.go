@@ -363,7 +363,9 @@ func Flights(v *events.Snapshot, evs []events.Event, c Catalog, max int) []Fligh
 }
 
 // MessageLabel is the short label a message carries on the stage: a
-// fetch's offset and last epoch, a response's HW, a produce's acks.
+// fetch's offset and last epoch, a response's HW, a produce's acks; for
+// any other kind its event's message (a Raft message's term, index and
+// commit), else the kind's name.
 func MessageLabel(e events.Event, c Catalog) string {
 	w := e.Wire
 	switch e.Kind {
@@ -382,6 +384,9 @@ func MessageLabel(e events.Event, c Catalog) string {
 	case events.KindMetadata:
 		return c.T("stage.msg.metadata", w.Version)
 	}
+	if e.MessageKey != "" { // a kind without its own label says what it carries
+		return EventMessage(e, c)
+	}
 	return string(e.Kind)
 }
 
@@ -398,6 +403,10 @@ var shapes = map[events.Kind]string{
 	events.KindMetadata:       `<rect x="-8" y="-5" width="16" height="10"/><path d="M-8 -5 L0 1 L8 -5" class="flap"/>`,
 }
 
+// anyShape draws every message kind that has no shape of its own (Raft's,
+// and kinds added later): a pill, its label beside it.
+const anyShape = `<rect class="any" x="-7" y="-4" width="14" height="8" rx="4"/>`
+
 // HTML returns the message's markup, drawn at its start (the page moves it).
 func (f *Flight) HTML() string {
 	cls := "msg msg-" + string(f.Kind)
@@ -405,8 +414,13 @@ func (f *Flight) HTML() string {
 		cls += " lost"
 	}
 	return `<g class="` + esc(cls) + `" data-testid="msg" data-kind="` + esc(string(f.Kind)) + `" data-seq="` + strconv.FormatUint(f.Seq, 10) +
-		`"><title>` + esc(f.Title) + `</title>` + shapes[f.Kind] + `<text x="9" y="-8">` + esc(f.Label) + `</text></g>`
+		`"><title>` + esc(f.Title) + `</title>` + Shape(f.Kind) + `<text x="9" y="-8">` + esc(f.Label) + `</text></g>`
 }
 
 // Shape returns the markup of the shape messages of kind k are drawn in.
-func Shape(k events.Kind) string { return shapes[k] }
+func Shape(k events.Kind) string {
+	if s, ok := shapes[k]; ok {
+		return s
+	}
+	return anyShape
+}

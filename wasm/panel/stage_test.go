@@ -66,6 +66,25 @@ func TestFlights(t *testing.T) {
 	}
 }
 
+// TestFlightsAnyKind: a message kind without a shape and label of its own
+// (Raft's, or one added later) is drawn as a pill labelled with its
+// event's message in the page's language, or with its kind's name.
+func TestFlightsAnyKind(t *testing.T) {
+	c := Catalog{"stage.msg.raft.heartbeat": "Raft heartbeat t%s c%s"}
+	evs := []events.Event{
+		{Seq: 2, Kind: events.KindRaft, Broker: 1, Wire: &events.Wire{From: 1, To: 3},
+			MessageKey: "stage.msg.raft.heartbeat", MessageArgs: []string{"2", "7"}},
+		{Seq: 3, Kind: events.KindRaft, Broker: 3, Wire: &events.Wire{From: 3, To: 1}},
+	}
+	fs := Flights(stageSnap(), evs, c, 10)
+	if len(fs) != 2 || fs[0].Label != "Raft heartbeat t2 c7" || fs[1].Label != "raft" {
+		t.Fatalf("flights %+v", fs)
+	}
+	if h := fs[0].HTML(); !strings.Contains(h, anyShape) || !strings.Contains(h, "Raft heartbeat t2 c7") {
+		t.Errorf("markup %s", h)
+	}
+}
+
 // TestClients: external clients' produces and fetches are listed newest
 // first, one row per client, kind and partition; a consumer at the HW says
 // it stopped there; the UI's producer is left out.

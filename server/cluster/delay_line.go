@@ -1,0 +1,77 @@
+package cluster
+
+import (
+	"sort"
+	"sync"
+	"time"
+)
+
+// delayLine holds messages crossing a delayed link (Network.Delay) until
+// lab time reaches their arrival, then delivers them in arrival order (in
+// sending order for equal arrivals). While the clock runs a timer at the
+// clock's rate delivers them; while it is paused, Step delivers those each
+// of its grains reaches, so a paused lab's steps stay exact. A transport
+// whose sender must not wait (Raft's, delivered in the sender's call) uses
+// it where a fetcher, which has a goroutine of its own, sleeps.
+type delayLine struct {
+	clock *Clock
+
+	mu      sync.Mutex // guards pending and timer
+	pending []delayed
+	timer   *time.Timer
+}
+
+type delayed struct {
+	due     time.Time
+	deliver func()
+}
+
+// add delivers with deliver once d of lab time has passed from now.
+func (l *delayLine) add(d time.Duration, deliver func()) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	due := l.clock.Now().Add(d)
+	i := sort.Search(len(l.pending), func(i int) bool { return l.pending[i].due.After(due) })
+	l.pending = append(l.pending, delayed{})
+	copy(l.pending[i+1:], l.pending[i:])
+	l.pending[i] = delayed{due, deliver}
+	l.armLocked()
+}
+
+// deliverDue delivers, outside the lock, what has arrived by now.
+func (l *delayLine) deliverDue(now time.Time) {
+	l.mu.Lock()
+	n := sort.Search(len(l.pending), func(i int) bool { return l.pending[i].due.After(now) })
+	due := append([]delayed(nil), l.pending[:n]...)
+	l.pending = append(l.pending[:0], l.pending[n:]...)
+	l.armLocked()
+	l.mu.Unlock()
+	for _, d := range due {
+		d.deliver()
+	}
+}
+
+// armLocked sets the timer for the first arrival while the clock runs (a
+// paused clock's Step delivers instead; the next add after a resume arms
+// it again). Callers hold l.mu.
+func (l *delayLine) armLocked() {
+	if l.timer != nil {
+		l.timer.Stop()
+		l.timer = nil
+	}
+	if len(l.pending) == 0 || l.clock.Paused() {
+		return
+	}
+	wait := l.clock.Real(l.pending[0].due.Sub(l.clock.Now()))
+	l.timer = time.AfterFunc(max(wait, 0), func() { l.deliverDue(l.clock.Now()) })
+}
+
+// stop drops every message in flight (the lab is closing).
+func (l *delayLine) stop() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.timer != nil {
+		l.timer.Stop()
+	}
+	l.pending = nil
+}

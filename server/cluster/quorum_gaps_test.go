@@ -1,0 +1,521 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"tidemark/events"
+	"tidemark/replication/quorum"
+	"tidemark/server/broker"
+)
+
+// produceRaw sends one record set to topic-0 as a Kafka ProduceRequest
+// (acks=all) and, while the partition's leader holds it waiting for a
+// commit, steps the paused clock 50 ms at a time (bounded); it returns the
+// partition's base offset and error.
+func produceRaw(t *testing.T, c *Cluster, cl *kgo.Client, topic string, leader int32, records []byte, timeoutMs int32) (int64, error) {
+	t.Helper()
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = -1, timeoutMs
+	tp := kmsg.NewProduceRequestTopic()
+	tp.Topic = topic
+	p := kmsg.NewProduceRequestTopicPartition()
+	p.Records = records
+	tp.Partitions = append(tp.Partitions, p)
+	req.Topics = append(req.Topics, tp)
+	type answer struct {
+		off int64
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		resp, err := req.RequestWith(context.Background(), cl.Broker(int(leader)))
+		if err != nil {
+			done <- answer{-1, err}
+			return
+		}
+		rp := resp.Topics[0].Partitions[0]
+		done <- answer{rp.BaseOffset, kerr.ErrorForCode(rp.ErrorCode)}
+	}()
+	for range 5000 {
+		select {
+		case a := <-done:
+			return a.off, a.err
+		case <-time.After(time.Millisecond):
+		}
+		if c.Broker(leader).Replica(topic, 0).Status().WaitingProduces > 0 {
+			if err := c.Step(50 * time.Millisecond); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	t.Fatal("produce did not end")
+	return -1, nil
+}
+
+// TestQuorumIdempotentRetries: idempotent batches sent by hand to a quorum
+// topic. An exact retry of a committed batch answers its original offset
+// and is not appended again; a gap is OUT_OF_ORDER_SEQUENCE_NUMBER. A retry
+// of a batch that timed out uncommitted (the leader was cut off from its
+// followers) puts both in the Raft log: both commit, and every replica's
+// apply finds the second a duplicate, so each log has the batch once and the
+// retry is answered the original's offset.
+func TestQuorumIdempotentRetries(t *testing.T) {
+	c := openPausedN(t, 3)
+	if _, err := c.CreateTopic("q", 1, 3, map[string]string{"replication.protocol": "quorum"}); err != nil {
+		t.Fatal(err)
+	}
+	leader, _ := quorumLeader(t, c, "q")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds(c)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ipr, err := kmsg.NewPtrInitProducerIDRequest().RequestWith(context.Background(), cl)
+	if err != nil || ipr.ErrorCode != 0 {
+		t.Fatalf("InitProducerId: %v %v", err, kerr.ErrorForCode(ipr.ErrorCode))
+	}
+	pid := ipr.ProducerID
+	send := func(seq int32, timeoutMs int32) (int64, error) {
+		return produceRaw(t, c, cl, "q", leader, idempotentBatch(pid, 0, seq, fmt.Sprint(seq)), timeoutMs)
+	}
+	for seq := int32(0); seq < 3; seq++ {
+		if off, err := send(seq, 5000); err != nil || off != int64(seq) {
+			t.Fatalf("seq %d: offset %d, %v", seq, off, err)
+		}
+	}
+	if off, err := send(1, 5000); err != nil || off != 1 {
+		t.Fatalf("retry of seq 1: offset %d, %v; want 1", off, err)
+	}
+	if _, err := send(5, 5000); !errors.Is(err, kerr.OutOfOrderSequenceNumber) {
+		t.Fatalf("gap: %v", err)
+	}
+	for _, id := range c.BrokerIDs() {
+		if id != leader {
+			if err := c.Cut(leader, id, false); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := send(3, 200); !errors.Is(err, kerr.RequestTimedOut) {
+		t.Fatalf("seq 3 with the leader cut off: %v, want REQUEST_TIMED_OUT", err)
+	}
+	c.Heal()
+	if off, err := send(3, 5000); err != nil || off != 3 {
+		t.Fatalf("retry of seq 3 after the heal: offset %d, %v; want 3", off, err)
+	}
+	if err := c.Step(200 * time.Millisecond); err != nil { // heartbeats carry the commit to the followers
+		t.Fatal(err)
+	}
+	checkQuorumLogs(t, c, "q", []string{"0", "1", "2", "3"})
+	for _, b := range c.liveBrokers() {
+		if vs, _ := values(t, c, b.ID(), "q"); len(vs) != 4 {
+			t.Fatalf("broker %d holds %v; want each batch once", b.ID(), vs)
+		}
+	}
+}
+
+// TestQuorumIdempotentKgoLeaderCrash: franz-go (idempotent, acks=all)
+// writes to a quorum topic; the followers' answers to the Raft leader are
+// cut, so the batches it proposes reach the followers' Raft logs but never
+// commit, and the leader is then killed. The next leader commits them, and
+// franz-go's retries of the same batches too: every acknowledged record is
+// in the log, and none is in it twice (each retry is found a duplicate when
+// it is applied).
+func TestQuorumIdempotentKgoLeaderCrash(t *testing.T) {
+	c := openRunning(t, 3)
+	const topic, n = "q", 200
+	if _, err := c.CreateTopic(topic, 1, 3, map[string]string{"replication.protocol": "quorum"}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	// Metadata is refreshed at most every 50 ms (franz-go's default is
+	// 5 s), so the new leader is found at once.
+	prod, err := kgo.NewClient(kgo.SeedBrokers(seeds(c)...), kgo.DefaultProduceTopic(topic),
+		kgo.RecordDeliveryTimeout(60*time.Second), kgo.MetadataMinAge(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	var mu sync.Mutex
+	acked := map[string]bool{}
+	var failed []error
+	var wg sync.WaitGroup
+	produce := func(from, to int) {
+		for i := from; i < to; i++ {
+			wg.Add(1)
+			v := fmt.Sprintf("r%05d", i)
+			prod.Produce(ctx, &kgo.Record{Value: []byte(v)}, func(r *kgo.Record, err error) {
+				defer wg.Done()
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					failed = append(failed, err)
+					return
+				}
+				acked[string(r.Value)] = true
+			})
+		}
+	}
+	produce(0, n/2)
+	if err := prod.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tp, _ := c.Controller().Topic(topic)
+	leader := tp.Partitions[0].Leader
+	for _, id := range c.BrokerIDs() {
+		if id != leader {
+			if err := c.Cut(id, leader, true); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	produce(n/2, n)
+	// Wait (bounded) until the followers' Raft logs hold entries the
+	// leader could not commit.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		st := c.Broker(leader).Replica(topic, 0).Status()
+		if st.WaitingProduces > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no produce waiting on the cut-off leader")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := c.Crash(leader); err != nil {
+		t.Fatal(err)
+	}
+	c.Heal()
+	wg.Wait()
+	if len(failed) > 0 {
+		t.Logf("%d records not acknowledged (first: %v)", len(failed), failed[0])
+	}
+	if len(acked) < n/2 {
+		t.Fatalf("only %d of %d records acknowledged", len(acked), n)
+	}
+	seen := consumeAll(t, c, topic, 1)
+	for v, k := range seen {
+		if k > 1 {
+			t.Errorf("record %s is in the log %d times", v, k)
+		}
+	}
+	for v := range acked {
+		if seen[v] == 0 {
+			t.Errorf("acknowledged %s is missing", v)
+		}
+	}
+	t.Logf("%d acknowledged, %d in the log, leader %d crashed", len(acked), len(seen), leader)
+}
+
+// TestQuorumPowerLossCutsRaftState: a follower loses power after writes
+// whose commit it learned but had not synced (Raft fsyncs entries, term
+// and vote before answering, not a commit index or an apply checkpoint):
+// the power loss cuts those bytes of raft-state as it cuts the segment
+// files. Back up, the follower learns the commit again and re-applies what
+// its segment log lost; then the leader crashes and the two others, one of
+// them the power-cut follower, still hold every acknowledged write.
+func TestQuorumPowerLossCutsRaftState(t *testing.T) {
+	c := openPausedN(t, 3)
+	if _, err := c.CreateTopic("q", 1, 3, map[string]string{"replication.protocol": "quorum"}); err != nil {
+		t.Fatal(err)
+	}
+	leader, _ := quorumLeader(t, c, "q")
+	var acked []string
+	for i := range 5 {
+		v := fmt.Sprint("w", i)
+		if err := produceOne(t, c, "q", v); err != nil {
+			t.Fatal(err)
+		}
+		acked = append(acked, v)
+	}
+	follower := c.BrokerIDs()[0]
+	if follower == leader {
+		follower = c.BrokerIDs()[1]
+	}
+	lost, err := c.PowerLoss(follower)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lost["q-0/raft-state"] == 0 {
+		t.Fatalf("power loss cut %v; want unsynced bytes of q-0/raft-state", lost)
+	}
+	t.Logf("power loss on broker %d cut %v", follower, lost)
+	if err := c.Restart(follower); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Step(500 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	checkQuorumLogs(t, c, "q", acked)
+	if err := c.Crash(leader); err != nil {
+		t.Fatal(err)
+	}
+	quorumLeader(t, c, "q")
+	if err := produceOne(t, c, "q", "after"); err != nil {
+		t.Fatal(err)
+	}
+	checkQuorumLogs(t, c, "q", append(acked, "after"))
+}
+
+// TestQuorumRaftStateCompacted: with raft-state compacted every 8 applied
+// entries, 60 writes leave it as small as after 20; a follower crashed
+// across the compactions is too far behind for the leader's entries, gets a
+// snapshot (the leader's records up to its end) and then entries, and holds
+// the same log as the others; a compacted replica restarts from its
+// snapshot.
+func TestQuorumRaftStateCompacted(t *testing.T) {
+	c, err := Open(Options{DataDir: t.TempDir(), Brokers: 3, Paused: true,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Broker: broker.Config{RaftCompactEntries: 8}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if _, err := c.CreateTopic("q", 1, 3, map[string]string{"replication.protocol": "quorum"}); err != nil {
+		t.Fatal(err)
+	}
+	leader, _ := quorumLeader(t, c, "q")
+	down := c.BrokerIDs()[0]
+	if down == leader {
+		down = c.BrokerIDs()[1]
+	}
+	if err := c.Crash(down); err != nil {
+		t.Fatal(err)
+	}
+	stateSize := func(id int32) int64 {
+		st, err := os.Stat(filepath.Join(c.Broker(id).Replica("q", 0).Log().Dir(), quorum.StateFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Size()
+	}
+	var acked []string
+	var sizes []int64
+	for i := range 60 {
+		v := fmt.Sprint("w", i)
+		if err := produceOne(t, c, "q", v); err != nil {
+			t.Fatal(err)
+		}
+		acked = append(acked, v)
+		if i >= 19 {
+			sizes = append(sizes, stateSize(leader))
+		}
+	}
+	if m := slices.Max(sizes); m > 2*sizes[0] {
+		t.Fatalf("raft-state sizes after writes 20–60: %v; want bounded", sizes)
+	}
+	if err := c.Restart(down); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Step(500 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	checkQuorumLogs(t, c, "q", acked)
+	if vs, _ := values(t, c, down, "q"); len(vs) != len(acked) {
+		t.Fatalf("broker %d back with %d records, want %d", down, len(vs), len(acked))
+	}
+	other := 6 - leader - down
+	if err := c.Crash(other); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Restart(other); err != nil {
+		t.Fatal(err)
+	}
+	if err := produceOne(t, c, "q", "after"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Step(200 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	checkQuorumLogs(t, c, "q", append(acked, "after"))
+	t.Logf("leader's raft-state %d–%d bytes over writes 20–60", slices.Min(sizes), slices.Max(sizes))
+}
+
+// TestQuorumISR: a quorum partition's ISR is the replicas Raft's leader
+// sees as caught up, proposed to the controller as an ISR leader does: a
+// crashed follower leaves it at the leader's next heartbeat, and comes back
+// once it has caught up; the Metadata, every replica's status and the
+// lanes' snapshot show the same ISR.
+func TestQuorumISR(t *testing.T) {
+	c := openPausedN(t, 3)
+	if _, err := c.CreateTopic("q", 1, 3, map[string]string{"replication.protocol": "quorum"}); err != nil {
+		t.Fatal(err)
+	}
+	leader, _ := quorumLeader(t, c, "q")
+	follower := c.BrokerIDs()[0]
+	if follower == leader {
+		follower = c.BrokerIDs()[1]
+	}
+	// waitISR steps the clock (bounded) until the controller, every
+	// running replica and the snapshot show want as the ISR.
+	waitISR := func(want []int32) {
+		t.Helper()
+		var got []int32
+		for range 40 {
+			tp, _ := c.Controller().Topic("q")
+			got = tp.Partitions[0].ISR
+			ok := sameMembersTest(got, want)
+			for _, b := range c.liveBrokers() {
+				ok = ok && sameMembersTest(b.Replica("q", 0).Status().ISR, want)
+			}
+			snap := c.Snapshot()
+			if sp := snap.Partition("q", 0); ok && sp != nil && sameMembersTest(sp.ISR, want) {
+				return
+			}
+			if err := c.Step(50 * time.Millisecond); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Fatalf("ISR %v after 2 s; want %v", got, want)
+	}
+	waitISR(c.BrokerIDs())
+	if err := produceOne(t, c, "q", "a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Crash(follower); err != nil {
+		t.Fatal(err)
+	}
+	var rest []int32
+	for _, id := range c.BrokerIDs() {
+		if id != follower {
+			rest = append(rest, id)
+		}
+	}
+	waitISR(rest)
+	if err := produceOne(t, c, "q", "b"); err != nil { // the follower misses it
+		t.Fatal(err)
+	}
+	if err := c.Restart(follower); err != nil {
+		t.Fatal(err)
+	}
+	waitISR(c.BrokerIDs())
+	checkQuorumLogs(t, c, "q", []string{"a", "b"})
+}
+
+func sameMembersTest(a, b []int32) bool {
+	return len(a) == len(b) && !slices.ContainsFunc(a, func(x int32) bool { return !slices.Contains(b, x) })
+}
+
+// TestQuorumRaftMessages: on a lab that publishes message events, every
+// Raft message of a quorum partition is a stage message from its sender to
+// its receiver, labelled with what it carries: the election's votes, the
+// appends with their term, first index, entry count and commit, their
+// answers, heartbeats with the commit. A delay on the leader's links holds
+// its appends for that much lab time, as a fetch's: the write commits only
+// once the clock has moved past it.
+func TestQuorumRaftMessages(t *testing.T) {
+	c, err := Open(Options{DataDir: t.TempDir(), Brokers: 3, Paused: true, MessageEvents: true,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	from := c.Bus().LastSeq()
+	if _, err := c.CreateTopic("q", 1, 3, map[string]string{"replication.protocol": "quorum"}); err != nil {
+		t.Fatal(err)
+	}
+	leader, term := quorumLeader(t, c, "q")
+	if err := produceOne(t, c, "q", "a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Step(200 * time.Millisecond); err != nil { // heartbeats
+		t.Fatal(err)
+	}
+	evs, _ := c.Bus().Since(from, 0)
+	seen := map[string]bool{}
+	for _, e := range evs {
+		if e.Kind != events.KindRaft {
+			continue
+		}
+		if e.Wire == nil || e.Wire.From != e.Broker || e.Wire.From == e.Wire.To || e.Topic != "q" {
+			t.Fatalf("Raft message %+v", e)
+		}
+		seen[e.MessageKey] = true
+		if e.MessageKey == "stage.msg.raft.app" && e.Wire.From == leader && e.MessageArgs[2] == "1" {
+			// The write's append: term, its index after the leader's
+			// empty entry of the term, one entry.
+			if want := fmt.Sprint(term); e.MessageArgs[0] != want {
+				t.Errorf("append %v; want term %s", e.MessageArgs, want)
+			}
+		}
+	}
+	for _, k := range []string{"stage.msg.raft.vote", "stage.msg.raft.vote-yes", "stage.msg.raft.app", "stage.msg.raft.app-ok",
+		"stage.msg.raft.heartbeat", "stage.msg.raft.heartbeat-ok"} {
+		if !seen[k] {
+			t.Errorf("no %s message; saw %v", k, seen)
+		}
+	}
+
+	for _, id := range c.BrokerIDs() {
+		if id != leader {
+			c.network.SetDelay(leader, id, 200*time.Millisecond)
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Produce(context.Background(), "q", 0, -1, []Record{{Value: []byte("slow")}}, 5*time.Second)
+		done <- err
+	}()
+	for c.Broker(leader).Replica("q", 0).Status().WaitingProduces == 0 {
+		select {
+		case err := <-done:
+			t.Fatalf("produce ended before its append crossed the delayed links: %v", err)
+		case <-time.After(time.Millisecond):
+		}
+	}
+	if err := c.Step(150 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("produce ended 150 ms into a 200 ms delay: %v", err)
+	default:
+	}
+	if err := c.Step(100 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("produce not acknowledged 250 ms into a 200 ms delay")
+	}
+	// The commit reaches the followers 200 ms later still.
+	if err := c.Step(250 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	checkQuorumLogs(t, c, "q", []string{"a", "slow"})
+}
+
+// BenchmarkQuorumIdle measures an idle running 3-broker lab with a quorum
+// topic of 30 partitions (RF 3): cpu% of one core and context switches per
+// second (its wake-ups) over -idle-for, after a second to settle.
+func BenchmarkQuorumIdle(b *testing.B) {
+	for range b.N {
+		c := openRunning(b, 3)
+		if _, err := c.CreateTopic("q", 30, 3, map[string]string{"replication.protocol": "quorum"}); err != nil {
+			b.Fatal(err)
+		}
+		time.Sleep(2 * time.Second) // elections
+		cpu, sw := idleCPU(b, "")
+		b.ReportMetric(cpu, "cpu%")
+		b.ReportMetric(sw, "switches/s")
+		c.Close()
+	}
+}
