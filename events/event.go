@@ -104,6 +104,14 @@ const (
 	// KindMetadata: the controller (Wire.From) gave a broker (Broker,
 	// Wire.To) metadata version Wire.Version, which carries LeaderAndIsr.
 	KindMetadata Kind = "metadata"
+	// KindPipelineWrite: a replication.protocol=pipeline member (Broker,
+	// Wire.From) forwarded Wire.Records offsets from Wire.FetchOffset to
+	// its successor (Wire.To).
+	KindPipelineWrite Kind = "pipeline-write"
+	// KindPipelineAck: a pipeline member (Broker, Wire.From) told its
+	// predecessor (Wire.To) that it and every member after it have the
+	// records below Wire.HW.
+	KindPipelineAck Kind = "pipeline-ack"
 	// KindRaft: a replica (Broker, Wire.From) of a quorum partition sent a
 	// Raft message to another (Wire.To); MessageKey and MessageArgs say
 	// which (append, its answer, vote, heartbeat, snapshot) and what it
@@ -121,7 +129,8 @@ func (k Kind) Unlisted() bool { return k.IsMessage() || k == KindRecords }
 func (k Kind) IsMessage() bool {
 	switch k {
 	case KindFetchRequest, KindFetchResponse, KindProduceRequest, KindClientFetch,
-		KindHeartbeat, KindAlterPartition, KindMetadata, KindRaft:
+		KindHeartbeat, KindAlterPartition, KindMetadata, KindRaft,
+		KindPipelineWrite, KindPipelineAck:
 		return true
 	}
 	return false

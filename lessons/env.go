@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -183,7 +184,12 @@ func (e *Env) produceBytesTo(leader int32, topic, value string, batch []byte, ti
 	}()
 	// A bounded wait for the hand-off: the append, a produce waiting (a
 	// quorum leader appends only once a majority has the entry), or an
-	// early answer.
+	// early answer. A pipeline head's append is not a hand-off: its write
+	// goes down the pipeline in the produce's own call, which then waits
+	// or is answered.
+	if tp, ok := e.c.Controller().Topic(topic); ok && tp.Config().Protocol == controller.ProtocolPipeline {
+		before = math.MaxInt64
+	}
 	deadline := time.Now().Add(5 * time.Second)
 	for st := r.Status(); st.LogEndOffset <= before && st.WaitingProduces <= waiting && !p.Done(); st = r.Status() {
 		if time.Now().After(deadline) {

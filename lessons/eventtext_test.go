@@ -90,6 +90,27 @@ step
   do step 2100ms
   check leader uc == 2
 `,
+	// A pipeline topic: a member crashes (the pipeline is rebuilt without
+	// it, the write in flight cut by the recovery) and comes back with a
+	// stale generation stamp (discarded, copied, rejoined at the tail).
+	`scenario messages-pipeline
+brokers 3
+fencing kraft-elr
+backends cluster
+setup
+  do create-topic p rf=3 replication.protocol=pipeline min.insync.replicas=2
+  do step 1s
+step
+  do send p m1
+  do await p m1
+  do crash 2
+  do send p m2
+  do await p m2
+  do step 1s
+  do restart 2
+  do step 3s
+  check isr p == [1 3 2]
+`,
 	// Retention deletes whole segments older than retention.ms.
 	`scenario messages-retention
 brokers 1

@@ -279,11 +279,11 @@ func TestNoEnglishInChinese(t *testing.T) {
 }
 
 // glossary maps a term each Chinese language must not use to the one the
-// write-ups and the lessons use: 分区/分區 for partition, segment and topic
-// kept in English.
+// write-ups and the lessons use: 分区/分區 for partition, segment, topic
+// and leader kept in English.
 var glossary = map[i18n.Lang]map[string]string{
-	i18n.SimplifiedChinese:  {"主题": "topic", "分段": "segment", "段文件": "segment 文件"},
-	i18n.TraditionalChinese: {"分割區": "分區", "區段": "segment", "主題": "topic"},
+	i18n.SimplifiedChinese:  {"主题": "topic", "分段": "segment", "段文件": "segment 文件", "领导者": "leader"},
+	i18n.TraditionalChinese: {"分割區": "分區", "區段": "segment", "主題": "topic", "領導者": "leader"},
 }
 
 // TestInterfaceCatalogsFollowGlossary: the interface's catalogs speak the

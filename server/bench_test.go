@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
+	"os"
 	"runtime"
 	"slices"
 	"strconv"
@@ -14,7 +15,9 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/cdp/jsonv2"
 	"github.com/chromedp/cdproto/performance"
+	"github.com/chromedp/cdproto/tracing"
 	"github.com/chromedp/chromedp"
 	"github.com/gorilla/websocket"
 
@@ -121,6 +124,8 @@ func BenchmarkPanelLatency(b *testing.B) {
 		return got
 	}
 	before := metrics()
+	cpu0 := childrenCPU()
+	stopTrace := startTrace(b, lab.ctx)
 
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 32}}
 	// Close the client's connections before the server shuts down: one it
@@ -172,6 +177,8 @@ func BenchmarkPanelLatency(b *testing.B) {
 	}
 	elapsed := time.Since(begin)
 	after := metrics()
+	cpu1 := childrenCPU()
+	stopTrace()
 	b.StopTimer()
 	// Let the last appends reach the panel.
 	deadline := time.Now().Add(5 * time.Second)
@@ -241,7 +248,107 @@ func BenchmarkPanelLatency(b *testing.B) {
 	} {
 		b.ReportMetric((after[m.name]-before[m.name])*1000/elapsed.Seconds(), m.unit)
 	}
+	// The CPU all of Chromium's processes took per second of the run: what
+	// the page costs the machine, frames however many.
+	if cpu0 >= 0 && cpu1 >= 0 {
+		b.ReportMetric(float64(cpu1-cpu0)/elapsed.Seconds(), "browser-cpu-ms/s")
+	}
 	b.ReportMetric(0, "ns/op")
+}
+
+// childrenCPU returns the CPU time (user and system, ms) of this process's
+// descendants (the browser's processes) from /proc; -1 where there is none.
+func childrenCPU() int64 {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return -1
+	}
+	parent := map[int]int{}
+	cpu := map[int]int64{}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// After the command's closing parenthesis: state, ppid, … utime
+		// (the 14th field of the line) and stime.
+		i := strings.LastIndexByte(string(stat), ')')
+		f := strings.Fields(string(stat[i+1:]))
+		if len(f) < 13 {
+			continue
+		}
+		parent[pid], _ = strconv.Atoi(f[1])
+		ut, _ := strconv.ParseInt(f[11], 10, 64)
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		cpu[pid] = (ut + st) * 10 // clock ticks of 10 ms
+	}
+	self := os.Getpid()
+	var total int64
+	for pid, t := range cpu {
+		for p := parent[pid]; p > 1; p = parent[p] {
+			if p == self {
+				total += t
+				break
+			}
+		}
+	}
+	return total
+}
+
+// startTrace records a Chromium trace of the page (the timeline's
+// categories, as the DevTools performance panel records them) into the file
+// TIDEMARK_TRACE names, when set, until the returned func is called: where
+// the main thread's time goes, event by event. Open it in the DevTools
+// performance panel or Perfetto.
+func startTrace(b *testing.B, ctx context.Context) (stop func()) {
+	path := os.Getenv("TIDEMARK_TRACE")
+	if path == "" {
+		return func() {}
+	}
+	var (
+		mu   sync.Mutex
+		evs  []jsonv2.Value
+		done = make(chan struct{})
+	)
+	if err := chromedp.Listen(ctx, func(ev any) {
+		switch ev := ev.(type) {
+		case *tracing.EventDataCollected:
+			mu.Lock()
+			evs = append(evs, ev.Value...)
+			mu.Unlock()
+		case *tracing.EventTracingComplete:
+			close(done)
+		}
+	}); err != nil {
+		b.Fatal(err)
+	}
+	cats := []string{"devtools.timeline", "disabled-by-default-devtools.timeline", "v8.execute", "blink", "cc", "gpu", "toplevel", "disabled-by-default-devtools.timeline.frame", "disabled-by-default-v8.cpu_profiler"}
+	if _, err := chromedp.Call(ctx, tracing.Start, tracing.StartParams{TraceConfig: &tracing.TraceConfig{IncludedCategories: cats}}); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		if _, err := chromedp.Call(ctx, tracing.End, cdp.Empty{}); err != nil {
+			b.Fatal(err)
+		}
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			b.Fatal("the trace did not complete in 30 s")
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		out, err := json.Marshal(map[string]any{"traceEvents": evs})
+		if err == nil {
+			err = os.WriteFile(path, out, 0o644)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 // hubLab is a lab of only a snapshot and a bus (the hub's inputs), changed

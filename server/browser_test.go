@@ -91,7 +91,11 @@ func buildStaticDir() (string, error) {
 		return "", err
 	}
 	// The flags of Taskfile.yml's wasm task.
-	cmd := exec.Command(goBin, "build", "-trimpath", "-ldflags=-s -w", "-gcflags=tidemark/...=-l", "-o", filepath.Join(dir, "wasm", "panel.wasm"), "./wasm")
+	ld := "-ldflags=-s -w"
+	if os.Getenv("TIDEMARK_WASM_NAMES") != "" {
+		ld = "-ldflags=" // keep the names, for a profile
+	}
+	cmd := exec.Command(goBin, "build", "-trimpath", ld, "-gcflags=tidemark/...=-l", "-o", filepath.Join(dir, "wasm", "panel.wasm"), "./wasm")
 	cmd.Dir = ".." // the module root
 	cmd.Env = append(os.Environ(), "GOOS=js", "GOARCH=wasm")
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -235,9 +239,17 @@ func (b *browserLab) click(sel string) {
 	}
 }
 
-// shot saves a full-page screenshot as artifacts/<name>.png.
+// shot saves a full-page screenshot as artifacts/<name>.png. The lane
+// figures out of view, which the page does not render (static/panel.js),
+// are rendered first, so the picture shows the whole page.
 func (b *browserLab) shot(name string) {
 	b.t.Helper()
+	if _, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](`new Promise(done => {
+  document.querySelectorAll(".lane-fig[data-offscreen]").forEach(f => delete f.dataset.offscreen);
+  requestAnimationFrame(() => requestAnimationFrame(() => done(true)));
+})`, chromedp.EvalAwaitPromise)); err != nil {
+		b.t.Logf("screenshot %s: rendering the lanes: %v", name, err)
+	}
 	png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		b.t.Logf("screenshot %s: %v", name, err)

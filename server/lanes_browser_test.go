@@ -13,6 +13,10 @@ func TestBrowserLanesOnScreen(t *testing.T) {
 	b := startBrowserLab(t, true)
 	b.viewport(360, 740, true) // a phone: the figure shows a few cells of its window
 	b.open("/", true)
+	// Out of view (the page scrolled to its end), the figure is not
+	// rendered (app.css), but its cells are written as records come.
+	eval[bool](b, `(() => { window.scrollTo(0, document.documentElement.scrollHeight); return true; })()`)
+	b.poll(`"offscreen" in document.querySelector('`+fig(0)+`').dataset`, "the figure out of view marked offscreen")
 	recs := make([]string, 60)
 	for i := range recs {
 		recs[i] = `{"value":"r` + strconv.Itoa(i) + `"}`
@@ -25,6 +29,10 @@ func TestBrowserLanesOnScreen(t *testing.T) {
 		return `document.querySelector('` + lane(0, leader) + ` g.rec[data-offset="` + strconv.Itoa(off) + `"]')`
 	}
 	lowest := `Math.min(...[...document.querySelectorAll('` + lane(0, leader) + ` g.rec')].map(g => +g.dataset.offset))`
+	b.poll(`[...document.querySelectorAll('`+lane(0, leader)+` g.rec text.val')].some(v => /^r4[1-9]$/.test(v.textContent))`, "the cells written out of view")
+	// In view again: rendered (out of view it has no scroll width).
+	eval[bool](b, `(f => { f.scrollIntoView(); return true; })(document.querySelector('`+fig(0)+`'))`)
+	b.poll(`!("offscreen" in document.querySelector('`+fig(0)+`').dataset)`, "the figure rendered once in view")
 	b.poll(lowest+` < 59`, "the cells on screen")
 	before := eval[float64](b, lowest)
 	if drawn := eval[bool](b, cell(59)+` !== null`); drawn {

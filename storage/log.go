@@ -167,7 +167,17 @@ func (l *Log) Recovery() RecoveryReport {
 // (Kafka's UnifiedLog.append): with flush.messages=1 every acknowledged
 // append is on stable storage.
 func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendInfo, error) {
-	return l.append(records, leaderEpoch, true)
+	return l.append(records, leaderEpoch, true, false)
+}
+
+// AppendValidatedAsLeader is AppendAsLeader for a record set that
+// ValidateProducedBatch (or ValidateProducedBatchTail) has accepted and that
+// has not changed since: its CRC-32C is not computed a second time, as
+// Kafka's segment append trusts what LogValidator checked. Headers are still
+// read (offsets are assigned from them); everything else is as for
+// AppendAsLeader.
+func (l *Log) AppendValidatedAsLeader(records []byte, leaderEpoch int32) (AppendInfo, error) {
+	return l.append(records, leaderEpoch, true, true)
 }
 
 // AppendAsFollower appends batches fetched from the leader as they are:
@@ -175,17 +185,19 @@ func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendInfo, err
 // batch must start where the previous one ended, the first at the LEO.
 // Failures and flushing are as for AppendAsLeader.
 func (l *Log) AppendAsFollower(records []byte) (AppendInfo, error) {
-	return l.append(records, -1, false)
+	return l.append(records, -1, false, false)
 }
 
-func (l *Log) append(records []byte, leaderEpoch int32, asLeader bool) (AppendInfo, error) {
+// append appends records as a leader (stamping offsets and leaderEpoch) or
+// as a follower; crcChecked says the caller validated every batch's CRC.
+func (l *Log) append(records []byte, leaderEpoch int32, asLeader, crcChecked bool) (AppendInfo, error) {
 	if err := l.env.health.check(); err != nil {
 		return AppendInfo{}, err
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	leo := l.leo()
-	info, err := l.appendLocked(records, leaderEpoch, asLeader)
+	info, err := l.appendLocked(records, leaderEpoch, asLeader, crcChecked)
 	switch {
 	case err == nil:
 		return info, nil
@@ -223,7 +235,7 @@ func (l *Log) rollbackLocked(leo int64) {
 	}
 }
 
-func (l *Log) appendLocked(records []byte, leaderEpoch int32, asLeader bool) (info AppendInfo, err error) {
+func (l *Log) appendLocked(records []byte, leaderEpoch int32, asLeader, crcChecked bool) (info AppendInfo, err error) {
 	if l.closed {
 		return info, ErrClosed
 	}
@@ -265,7 +277,7 @@ func (l *Log) appendLocked(records []byte, leaderEpoch int32, asLeader bool) (in
 	for _, h := range headers {
 		batch := records[pos : pos+int(h.Size())]
 		pos += len(batch)
-		if err = l.appendBatch(h, batch, leaderEpoch, asLeader, now, &info); err != nil {
+		if err = l.appendBatch(h, batch, leaderEpoch, asLeader, crcChecked, now, &info); err != nil {
 			return info, err
 		}
 	}
@@ -288,8 +300,9 @@ func (l *Log) appendLocked(records []byte, leaderEpoch int32, asLeader bool) (in
 }
 
 // appendBatch writes one batch whose header was checked, rolling first if
-// needed, and adds it to info. Its CRC is checked by the segment's append.
-func (l *Log) appendBatch(h BatchHeader, batch []byte, leaderEpoch int32, asLeader bool, now time.Time, info *AppendInfo) error {
+// needed, and adds it to info. Its CRC is checked by the segment's append
+// unless crcChecked.
+func (l *Log) appendBatch(h BatchHeader, batch []byte, leaderEpoch int32, asLeader, crcChecked bool, now time.Time, info *AppendInfo) error {
 	if asLeader {
 		h.BaseOffset, h.PartitionLeaderEpoch = l.leo(), leaderEpoch
 		stampBatch(batch, h.BaseOffset, h.PartitionLeaderEpoch)
@@ -299,7 +312,7 @@ func (l *Log) appendBatch(h BatchHeader, batch []byte, leaderEpoch int32, asLead
 		return err
 	}
 	info.Rolled = info.Rolled || rolled
-	if err := l.active().append(h, batch); err != nil {
+	if err := l.active().append(h, batch, !crcChecked); err != nil {
 		return err
 	}
 	if err := l.assignEpoch(h.PartitionLeaderEpoch, h.BaseOffset); err != nil {

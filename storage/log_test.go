@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -327,6 +328,14 @@ func TestBadAppends(t *testing.T) {
 		if _, err := l.AppendAsLeader(c.in, 0); !errors.Is(err, c.want) {
 			t.Errorf("%s: err = %v, want %v", name, err, c.want)
 		}
+		// A caller that validated the batch skips only the CRC: whatever
+		// else the headers condemn is still refused.
+		if name == "crc" || name == "second batch" {
+			continue
+		}
+		if _, err := l.AppendValidatedAsLeader(c.in, 0); !errors.Is(err, c.want) {
+			t.Errorf("%s (validated): err = %v, want %v", name, err, c.want)
+		}
 	}
 	if leo := l.LogEndOffset(); leo != 0 {
 		t.Fatalf("bad appends wrote something: LEO %d", leo)
@@ -337,6 +346,52 @@ func TestBadAppends(t *testing.T) {
 	}
 	if _, err := l.AppendAsFollower(append([]byte(nil), good...)); !errors.Is(err, ErrCorruptMessage) {
 		t.Fatalf("follower append below LEO: %v", err)
+	}
+}
+
+// TestAppendValidatedAsLeader checks that a batch ValidateProducedBatch
+// accepted is appended exactly as AppendAsLeader appends it: the same
+// offsets, the same bytes on disk, the same index entries.
+func TestAppendValidatedAsLeader(t *testing.T) {
+	cfg := smallConfig()
+	_, checked, _ := openTestLog(t, cfg)
+	_, validated, _ := openTestLog(t, cfg)
+	for i := range 40 {
+		batch := NewBatch([]Record{{Key: []byte(strconv.Itoa(i)), Value: value(i, 100), Timestamp: int64(1_000_000 + i)}})
+		if _, err := ValidateProducedBatch(batch); err != nil {
+			t.Fatal(err)
+		}
+		want, err := checked.AppendAsLeader(slices.Clone(batch), 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := validated.AppendValidatedAsLeader(batch, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Fatalf("batch %d: AppendValidatedAsLeader %+v, AppendAsLeader %+v", i, got, want)
+		}
+	}
+	if err := checked.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := validated.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	segs, err := checked.Segments()
+	if err != nil || len(segs) < 2 {
+		t.Fatalf("%d segments (%v), want a roll", len(segs), err)
+	}
+	for _, seg := range segs {
+		for _, suffix := range []string{LogFileSuffix, IndexFileSuffix, TimeIndexFileSuffix} {
+			name := segmentFileName(seg.BaseOffset, suffix)
+			want, err1 := os.ReadFile(filepath.Join(checked.Dir(), name))
+			got, err2 := os.ReadFile(filepath.Join(validated.Dir(), name))
+			if err1 != nil || err2 != nil || !bytes.Equal(got, want) {
+				t.Fatalf("%s differs (%v, %v)", name, err1, err2)
+			}
+		}
 	}
 }
 

@@ -77,6 +77,7 @@ func decodeBatchTail(b []byte, n int, pooled bool) (Batch, error) {
 		skip = h.NumRecords - int32(n)
 	}
 	out := Batch{Header: h, Records: make([]DecodedRecord, 0, min(int(h.NumRecords-skip), 1<<16))}
+	var arena *[]byte // pooled: where the kept records' bytes are copied
 	for i := int32(0); i < h.NumRecords; i++ {
 		length, vn := shortLength(raw)
 		if vn == 0 {
@@ -94,7 +95,10 @@ func decodeBatchTail(b []byte, n int, pooled bool) (Batch, error) {
 		if err := r.ReadFrom(rec); err != nil {
 			return Batch{}, fmt.Errorf("%w: record %d: %v", ErrCorruptMessage, i, err)
 		}
-		out.Records = append(out.Records, decodedRecord(h, &r, pooled))
+		if pooled && arena == nil {
+			arena = arenaFor(rec, raw)
+		}
+		out.Records = append(out.Records, decodedRecord(h, &r, arena))
 	}
 	if len(raw) != 0 {
 		return Batch{}, fmt.Errorf("%w: %d bytes after the last record", ErrCorruptMessage, len(raw))
@@ -112,19 +116,41 @@ func shortLength(b []byte) (length int64, n int) {
 }
 
 // decodedRecord is r, a record of the batch with header h, with its offset
-// and timestamp made absolute; with detach, its key, value and headers are
-// copied out of the buffer r was read from.
-func decodedRecord(h BatchHeader, r *kmsg.Record, detach bool) DecodedRecord {
+// and timestamp made absolute. With an arena, its key, value and headers are
+// copied out of the buffer r was read from, the bytes into *arena: the
+// caller sizes it for every record it keeps, so they share one allocation
+// instead of one or two each.
+func decodedRecord(h BatchHeader, r *kmsg.Record, arena *[]byte) DecodedRecord {
 	d := DecodedRecord{Offset: h.BaseOffset + int64(r.OffsetDelta), Timestamp: h.FirstTimestamp + r.TimestampDelta64,
 		Key: r.Key, Value: r.Value, Headers: r.Headers}
-	if detach {
-		d.Key, d.Value = bytes.Clone(r.Key), bytes.Clone(r.Value)
+	if arena != nil {
+		d.Key, d.Value = detach(arena, r.Key), detach(arena, r.Value)
 		d.Headers = nil // as a fresh kmsg.Record has none
 		for _, hd := range r.Headers {
-			d.Headers = append(d.Headers, kmsg.Header{Key: strings.Clone(hd.Key), Value: bytes.Clone(hd.Value)})
+			d.Headers = append(d.Headers, kmsg.Header{Key: strings.Clone(hd.Key), Value: detach(arena, hd.Value)})
 		}
 	}
 	return d
+}
+
+// detach copies b to the end of *arena and returns the copy, its capacity
+// capped so that appending to it cannot overwrite the next; nil stays nil
+// (a null key is not an empty one). Should *arena be too small, append
+// moves it and earlier copies keep the old array, still correct.
+func detach(arena *[]byte, b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	start := len(*arena)
+	*arena = append(*arena, b...)
+	return (*arena)[start:len(*arena):len(*arena)]
+}
+
+// arenaFor returns an arena for the records from rec on, rest being the
+// bytes after rec: their keys and values fit in the records' own bytes.
+func arenaFor(rec, rest []byte) *[]byte {
+	a := make([]byte, 0, len(rec)+len(rest))
+	return &a
 }
 
 // decodeBufs holds the buffers batches are decompressed into when the

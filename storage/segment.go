@@ -383,13 +383,13 @@ func (s *segment) writeIndexFiles(keepOpen bool) error {
 	return nil
 }
 
-// append writes one whole batch at the end of the active segment. Its
-// CRC-32C is checked right after the write, while the batch is still past
-// the readable end: the kernel's copy has just brought the batch into the
-// CPU cache, so the checksum reads it from there rather than from memory
-// (checking first costs twice as much on a batch not already in cache). A
-// batch that fails is cut off again before anything can read it.
-func (s *segment) append(h BatchHeader, batch []byte) error {
+// append writes one whole batch at the end of the active segment. With
+// verify, its CRC-32C is checked right after the write, while the batch is
+// still past the readable end: the kernel's copy has just brought the batch
+// into the CPU cache, so the checksum reads it from there rather than from
+// memory (checking first costs twice as much on a batch not already in
+// cache). A batch that fails is cut off again before anything can read it.
+func (s *segment) append(h BatchHeader, batch []byte, verify bool) error {
 	if s.unopened {
 		if err := s.create(); err != nil {
 			return err
@@ -399,8 +399,10 @@ func (s *segment) append(h BatchHeader, batch []byte) error {
 	if _, err := s.log.WriteAt(batch, pos); err != nil {
 		return err
 	}
-	if err := checkCRC(h, batch); err != nil {
-		return errors.Join(err, s.log.Truncate(pos))
+	if verify {
+		if err := checkCRC(h, batch); err != nil {
+			return errors.Join(err, s.log.Truncate(pos))
+		}
 	}
 	s.indexBatch(h, pos)
 	s.dirty = true

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"hash/crc32"
 	"reflect"
+	"strconv"
 	"testing"
 
 	"github.com/klauspost/compress/s2"
@@ -308,5 +309,73 @@ func TestRecordLength(t *testing.T) {
 				t.Fatalf("% x: uvarintShort %d, %d; kbin.Uvarint %d, %d", c, u, n, wu, wn)
 			}
 		}
+	}
+}
+
+// FuzzScanPlainRun checks that scanPlainRun passes only records the
+// record-by-record path passes: each record it passed, read again with
+// shortLength and scanRecord, decodes, fills its length exactly and has the
+// offset delta it was due.
+func FuzzScanPlainRun(f *testing.F) {
+	for _, next := range []int32{0, 63, 8190, 1 << 20} {
+		recs := make([]Record, 3)
+		for i := range recs {
+			recs[i] = Record{Value: bytes.Repeat([]byte("v"), 100*i), Timestamp: int64(i * 300)}
+		}
+		recs[1].Key = []byte("k")
+		body := NewBatch(recs)[batchHeaderSize:]
+		f.Add(body, int32(0))
+		f.Add(body, next)
+	}
+	f.Add([]byte{0x16, 0x00, 0x00, 0x00, 0x01, 0x04, 0x61, 0x62, 0x00, 0x00, 0x00}, int32(0))
+	f.Fuzz(func(t *testing.T, raw []byte, next int32) {
+		if next < 0 || next > 1<<22 {
+			return
+		}
+		n, used := scanPlainRun(raw, next, next+8)
+		if n < 0 || n > 8 || used < 0 || used > len(raw) {
+			t.Fatalf("scanPlainRun passed %d records in %d of %d bytes", n, used, len(raw))
+		}
+		rest := raw
+		for i := next; i < next+n; i++ {
+			length, vn := shortLength(rest)
+			if vn == 0 {
+				length, vn = binary.Varint(rest)
+			}
+			if vn <= 0 || length < 0 || int64(len(rest)-vn) < length {
+				t.Fatalf("record %d: scanPlainRun passed a record cut short", i)
+			}
+			rec := rest[:vn+int(length)]
+			rest = rest[len(rec):]
+			if delta, size, ok := scanRecord(rec); !ok || size != len(rec) || delta != i {
+				t.Fatalf("record %d: scanPlainRun passed it; scanRecord: delta %d size %d of %d, ok %v", i, delta, size, len(rec), ok)
+			}
+		}
+		if len(raw)-len(rest) != used {
+			t.Fatalf("scanPlainRun says %d bytes, its records take %d", used, len(raw)-len(rest))
+		}
+	})
+}
+
+// TestScanPlainRunPassesProducerRecords checks that the run passes what
+// producers write, so validation takes its fast loop: null and non-null
+// keys, values up to a few KiB, offset deltas of one, two and three bytes,
+// timestamps within a few seconds of the first.
+func TestScanPlainRunPassesProducerRecords(t *testing.T) {
+	recs := make([]Record, 10_000)
+	for i := range recs {
+		recs[i] = Record{Value: bytes.Repeat([]byte("x"), i%5000), Timestamp: int64(i / 100)} // ms apart
+		if i%3 == 0 {
+			recs[i].Key = []byte(strconv.Itoa(i))
+		}
+	}
+	body := NewBatch(recs)[batchHeaderSize:]
+	if n, used := scanPlainRun(body, 0, int32(len(recs))); n != int32(len(recs)) || used != len(body) {
+		t.Fatalf("scanPlainRun passed %d of %d records, %d of %d bytes", n, len(recs), used, len(body))
+	}
+	// A record with headers is not plain: the run stops before it.
+	recs[7].Headers = []kmsg.Header{{Key: "h"}}
+	if n, _ := scanPlainRun(NewBatch(recs)[batchHeaderSize:], 0, int32(len(recs))); n != 7 {
+		t.Fatalf("scanPlainRun passed %d records, want the 7 before the one with a header", n)
 	}
 }

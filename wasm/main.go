@@ -36,42 +36,44 @@ const maxRenderLog = 8192
 const maxAnimated = 40
 
 type app struct {
-	doc         js.Value
-	root        js.Value // #panel
-	cat         panel.Catalog
-	state       *panel.State
-	rendered    uint64 // live Seq at the last render (what is "new")
-	scheduled   bool
-	paused      bool     // the event list is frozen (state keeps updating)
-	backoffMs   int      // before the next reconnection
-	reduce      js.Value // matchMedia("(prefers-reduced-motion: reduce)")
-	renderLog   []any
-	handleMs    float64           // time spent decoding and applying messages since the last render
-	shown       map[string]string // innerHTML last set per element id: unchanged parts are not touched
-	listAt      float64           // when the event list was last rendered (ms)
-	listed      uint64            // live Seq when the event list was last rendered
-	listPending bool              // a render is due for the list's next turn
-	topic       string            // #panel's data-topic: show only this topic ("" all)
-	partition   int32             // #panel's data-partition: only this partition (-1 all)
-	funcs       []js.Func         // kept alive for the page's lifetime
-	laneShape   string            // the shapes of the figures in #lanes, in order
-	inbox       js.Value          // the current connection's queued messages (undefined: none)
-	listen      func()            // wakes Go at the connection's next message
-	figs        []figDOM          // #lanes' figures as last rendered
-	lanes       panel.Lanes       // draws the figures, remembering cell texts
-	tlRange     js.Value          // the timeline's slider, status line and live button (undefined: no timeline)
-	tlStatus    js.Value
-	tlLive      js.Value
-	tlShown     timelineShown // what the timeline and #panel's data show
-	parses      []parseJob    // markup to parse at the end of the frame
-	scratch     js.Value      // a detached SVG group to parse it in
-	appendFn    js.Value      // Element.prototype.append
-	replaceFn   js.Value      // Element.prototype.replaceChildren
-	stage       stageDOM      // the stage's topology (#topo), when the page has one
-	dom         domBatch      // the lanes' cells and slots are written through it, once per frame
-	cellPool    [2][]*cellDOM // lane cell elements out of the document, for reuse: records and truncated records
-	cellTmpl    [2]*cellDOM   // an empty record and truncated record to copy (nil until needed)
-	visBuf      []panel.Cell  // a lane's cells on screen, this frame
+	doc       js.Value
+	root      js.Value // #panel
+	cat       panel.Catalog
+	state     *panel.State
+	rendered  uint64 // live Seq at the last render (what is "new")
+	scheduled bool
+	paused    bool     // the event list is frozen (state keeps updating)
+	backoffMs int      // before the next reconnection
+	reduce    js.Value // matchMedia("(prefers-reduced-motion: reduce)")
+	renderLog []any
+	handleMs  float64           // time spent decoding and applying messages since the last render
+	shown     map[string]string // innerHTML last set per element id: unchanged parts are not touched
+	listAt    float64           // when the event list was last rendered (ms)
+	tlAt      float64           // when the timeline's status and slider last changed (ms)
+	listed    uint64            // live Seq when the event list was last rendered
+	renderDue bool              // a render is due for the list's or the timeline's next turn
+	topic     string            // #panel's data-topic: show only this topic ("" all)
+	partition int32             // #panel's data-partition: only this partition (-1 all)
+	funcs     []js.Func         // kept alive for the page's lifetime
+	laneShape string            // the shapes of the figures in #lanes, in order
+	inbox     js.Value          // the current connection's queued messages (undefined: none)
+	listen    func()            // wakes Go at the connection's next message
+	figs      []figDOM          // #lanes' figures as last rendered
+	lanes     panel.Lanes       // draws the figures, remembering cell texts
+	tlRange   js.Value          // the timeline's slider, status line and live button (undefined: no timeline)
+	tlStatus  js.Value
+	tlLive    js.Value
+	tlShown   timelineShown // what the timeline and #panel's data show
+	parses    []parseJob    // markup to parse at the end of the frame
+	scratch   js.Value      // a detached SVG group to parse it in
+	appendFn  js.Value      // Element.prototype.append
+	replaceFn js.Value      // Element.prototype.replaceChildren
+	stage     stageDOM      // the stage's topology (#topo), when the page has one
+	dom       domBatch      // the lanes' cells and slots are written through it, once per frame
+	cellPool  [2][]*cellDOM // lane cell elements out of the document, for reuse: records and truncated records
+	cellTmpl  [2]*cellDOM   // an empty record and truncated record to copy (nil until needed)
+	visBuf    []panel.Cell  // a lane's cells on screen, this frame
+	measured  bool          // figs' vis0 and vis1 are up to date
 }
 
 // stageDOM is the stage as last rendered: its shape (the brokers), each
@@ -85,10 +87,13 @@ type stageDOM struct {
 	// clockShown, paused and rate are what the clock's controls show.
 	clockShown, paused bool
 	rate               float64
-	status             string        // the producer's status shown
+	status, next       string        // the producer's status shown, and to show at its next turn
+	statusAt           float64       // when status last changed (ms)
+	links              string        // panel.StageLinksKey of the links drawn
 	clients            panel.Clients // the external Kafka clients seen
 	charts             panel.Charts  // the charts' samples
 	chartsAt           float64       // when the charts were last drawn (ms)
+	scale              float64       // px per unit of the topology's SVG (0 not known yet)
 }
 
 // chartsEveryMs is how often the charts are drawn again, at most.
@@ -180,11 +185,19 @@ func main() {
 	a.setupForms()
 	// Scrolling a figure brings cells into view that were not drawn
 	// (visibleCells): draw them. Scroll events do not bubble; capture them.
+	// A figure is measured again only after a scroll or a resize: reading
+	// its scroll position in every frame made Chromium lay out the page
+	// twice a frame (animations had already changed its style).
 	if lanes := a.el("lanes"); !lanes.IsNull() {
 		lanes.Call("addEventListener", "scroll", a.fn(func(js.Value, []js.Value) any {
+			a.measured = false
 			a.schedule()
 			return nil
 		}), js.ValueOf(map[string]any{"capture": true, "passive": true}))
+		a.observeSize(lanes, func(float64) {
+			a.measured = false
+			a.schedule()
+		})
 	}
 	// A hidden page gets no frames: handle what is queued, and each
 	// message as it comes until the page shows again.
@@ -196,6 +209,24 @@ func main() {
 	})
 	a.connect()
 	select {}
+}
+
+// observeSize calls f with el's content width whenever its size changes
+// (and once when it is first laid out), from a ResizeObserver: Chromium
+// reports it after its own layout, so reading it costs no extra one.
+// Nothing happens without ResizeObserver or el.
+func (a *app) observeSize(el js.Value, f func(width float64)) {
+	ro := js.Global().Get("ResizeObserver")
+	if el.IsNull() || ro.Type() != js.TypeFunction {
+		return
+	}
+	ro.New(a.fn(func(_ js.Value, args []js.Value) any {
+		entries := args[0]
+		if n := entries.Length(); n > 0 {
+			f(entries.Index(n - 1).Get("contentRect").Get("width").Float())
+		}
+		return nil
+	})).Call("observe", el)
 }
 
 // after calls f in ms milliseconds, from the page's event loop (the time
@@ -498,9 +529,9 @@ func (a *app) render() {
 		cursor = view.Seq
 	}
 	// The list is for reading: under a stream of events it is redrawn at
-	// most every 250 ms, which leaves the frame to the lanes.
+	// most every readEveryMs, which leaves the frame to the lanes.
 	if !a.paused || !s.Following {
-		if wait := 250 - (t0 - a.listAt); wait <= 0 || !s.Following {
+		if wait := readEveryMs - (t0 - a.listAt); wait <= 0 || !s.Following {
 			// Like the lanes, highlight what a learner can follow: under
 			// a stream every item would flash, and keep the page busy.
 			newSince := a.listed
@@ -509,12 +540,8 @@ func (a *app) render() {
 			}
 			a.setHTML("panel-events", s.RenderEvents(newSince, cursor, a.cat))
 			a.listed, a.listAt = s.Snap.Seq, t0
-		} else if !a.listPending && a.listed != s.Snap.Seq {
-			a.listPending = true
-			a.after(wait, func() {
-				a.listPending = false
-				a.schedule()
-			})
+		} else if a.listed != s.Snap.Seq {
+			a.renderIn(wait)
 		}
 	}
 	a.rendered = s.Snap.Seq
@@ -522,6 +549,18 @@ func (a *app) render() {
 	pos, end := s.Position()
 	tl := timelineShown{pos: pos, end: end, text: s.TimelineText(a.cat), following: s.Following, seq: s.Snap.Seq, viewSeq: view.Seq}
 	old := a.tlShown
+	// Under a stream of events the status line and the slider change at
+	// most every readEveryMs too: the page repainted them (and what
+	// shares their layer) in every frame, for a number no one can read.
+	if s.Following && old.following && len(a.newEvents(old.seq)) > maxAnimated {
+		if wait := readEveryMs - (t0 - a.tlAt); wait > 0 {
+			tl.pos, tl.end, tl.text = old.pos, old.end, old.text
+			a.renderIn(wait)
+		}
+	}
+	if tl.pos != old.pos || tl.end != old.end || tl.text != old.text {
+		a.tlAt = t0
+	}
 	a.tlShown = tl
 	if r := a.tlRange; r.Truthy() {
 		if tl.end != old.end {
@@ -559,6 +598,24 @@ func (a *app) render() {
 	a.handleMs = 0
 }
 
+// readEveryMs is how often, at most, the parts of the panel made for
+// reading (the event list, the timeline's status line) change under a
+// stream of events.
+const readEveryMs = 250
+
+// renderIn renders again in ms milliseconds (once, however often asked
+// before then), for a part whose turn comes then.
+func (a *app) renderIn(ms float64) {
+	if a.renderDue {
+		return
+	}
+	a.renderDue = true
+	a.after(ms, func() {
+		a.renderDue = false
+		a.schedule()
+	})
+}
+
 // renderLanes shows figs in #lanes. While the figures keep their shape it
 // updates the changed attributes and parts in place, and keeps each cell
 // (record or truncated record) as long as it is in the window: a cell that
@@ -587,6 +644,7 @@ func (a *app) renderLanes(figs []panel.Figure) {
 		root.Set("innerHTML", b.String())
 		a.laneShape = shape.String()
 		a.bindLanes(root, figs)
+		a.measured = false
 		a.flushLanes()
 		return
 	}
@@ -617,10 +675,14 @@ func (a *app) renderLanes(figs []panel.Figure) {
 // them drawn.
 const laneMargin = 320
 
-// measureLanes reads which part of each figure is on screen. It runs
-// first in a frame, before any write, so reading costs Chromium no extra
-// layout.
+// measureLanes reads which part of each figure is on screen, when a
+// scroll, a resize or new figures may have changed it. It runs first in a
+// frame, before the frame's writes.
 func (a *app) measureLanes() {
+	if a.measured {
+		return
+	}
+	a.measured = true
 	for i := range a.figs {
 		d := &a.figs[i]
 		d.vis0, d.vis1 = 0, 0

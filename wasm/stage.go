@@ -3,6 +3,7 @@
 package main
 
 import (
+	"math"
 	"strconv"
 	"strings"
 
@@ -19,6 +20,10 @@ func (a *app) setupStage() {
 		return
 	}
 	a.stage = stageDOM{on: true, nodes: map[int32]panel.NodeView{}}
+	// The topology's scale (its SVG's viewBox is topoWidth wide), for the
+	// messages in flight, which are drawn outside that SVG: kept from the
+	// resize observer, so no frame asks for a layout to read it.
+	a.observeSize(a.el("topo"), func(width float64) { a.stage.scale = width / topoWidth })
 	if btn := a.el("stage-fetch"); !btn.IsNull() {
 		btn.Set("hidden", false)
 		a.on(btn, "click", func(js.Value) {
@@ -68,7 +73,10 @@ func (a *app) renderStage(v *events.Snapshot) {
 			el.Call("querySelector", ".node-role").Set("textContent", nv.Role)
 		}
 	}
-	a.setHTML("topo-links", panel.StageLinksSVG(v, a.cat))
+	if key := panel.StageLinksKey(v); key != st.links { // not built in every frame
+		a.setHTML("topo-links", panel.StageLinksSVG(v, a.cat))
+		st.links = key
+	}
 	a.renderClock(&a.state.Snap) // the live clock, also while the timeline shows the past
 	evs := a.newEvents(st.flown)
 	st.clients.Observe(evs)
@@ -132,11 +140,13 @@ func (a *app) renderClock(live *events.Snapshot) {
 }
 
 // renderProducer shows what the UI's producer last did: waiting for its
-// answer, acknowledged, or failed.
+// answer, acknowledged, or failed. Under a stream of events it changes at
+// most every readEveryMs, as the event list (in every frame it made the
+// page repaint the topology's layer).
 func (a *app) renderProducer(evs []events.Event) {
 	text := ""
-	for _, e := range evs {
-		switch {
+	for i := len(evs) - 1; i >= 0 && text == ""; i-- { // the last one says it
+		switch e := &evs[i]; {
 		case e.Kind == events.KindProduceRequest && e.Wire != nil && e.Wire.Client == "tidemark-ui":
 			text = a.cat.T("stage.producer.waiting", string(e.Acks))
 		case e.Kind == events.KindAck && e.Offsets != nil:
@@ -145,10 +155,19 @@ func (a *app) renderProducer(evs []events.Event) {
 			text = a.cat.T("stage.producer.error", e.Error)
 		}
 	}
-	if text == "" || text == a.stage.status {
+	if text != "" {
+		a.stage.next = text
+	}
+	if a.stage.next == a.stage.status {
 		return
 	}
-	a.stage.status = text
+	now := a.now()
+	if wait := readEveryMs - (now - a.stage.statusAt); len(evs) > maxAnimated && wait > 0 {
+		a.renderIn(wait)
+		return
+	}
+	text = a.stage.next
+	a.stage.status, a.stage.statusAt = text, now
 	if el := a.el("stage-producer"); !el.IsNull() {
 		el.Set("textContent", text)
 	}
@@ -174,6 +193,10 @@ func (a *app) fly(fs []panel.Flight) {
 	if g.IsNull() {
 		return
 	}
+	scale := a.stage.scale
+	if scale == 0 { // not observed yet
+		scale = a.el("topo").Get("clientWidth").Float() / topoWidth
+	}
 	var markup strings.Builder
 	for i := range fs {
 		markup.WriteString(fs[i].HTML())
@@ -193,11 +216,11 @@ func (a *app) fly(fs []panel.Flight) {
 			var frames []any
 			switch {
 			case still:
-				frames = []any{frame(mid, 1), frame(mid, 1)}
+				frames = []any{frame(mid, scale, 1), frame(mid, scale, 1)}
 			case f.Lost:
-				frames = []any{frame(f.From, 1), frame(mid, 1), frame(mid, 0)}
+				frames = []any{frame(f.From, scale, 1), frame(mid, scale, 1), frame(mid, scale, 0)}
 			default:
-				frames = []any{frame(f.From, 1), frame(f.To, 1)}
+				frames = []any{frame(f.From, scale, 1), frame(f.To, scale, 1)}
 			}
 			delay := float64(i%6) * 150 / rate
 			last = max(last, delay)
@@ -214,9 +237,23 @@ func (a *app) fly(fs []panel.Flight) {
 	a.flushParses()
 }
 
-func frame(p panel.Point, opacity float64) map[string]any {
-	return map[string]any{"transform": "translate(" + panel.F1(p.X) + "px," + panel.F1(p.Y) + "px)", "opacity": opacity}
+// frame is a keyframe of a message at p (in the topology's SVG units,
+// scale px each): a transform and an opacity only, which the compositor
+// animates on its own.
+func frame(p panel.Point, scale, opacity float64) map[string]any {
+	return map[string]any{"transform": "translate(" + panel.F1(p.X*scale) + "px," + panel.F1(p.Y*scale) + "px) scale(" + milli(scale) + ")", "opacity": opacity}
 }
+
+// milli formats v ≥ 0 with three decimals (see panel.F1: no float
+// formatting in the panel).
+func milli(v float64) string {
+	n := int64(math.Round(v * 1000))
+	return strconv.FormatInt(n/1000, 10) + "." + strconv.FormatInt(1000+n%1000, 10)[1:]
+}
+
+// topoWidth is the width of the viewBox of the topology's SVG
+// (views/stage.templ).
+const topoWidth = 600
 
 // path is the page's path, where the stage's forms return without the panel.
 func (a *app) path() string { return js.Global().Get("location").Get("pathname").String() }

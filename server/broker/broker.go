@@ -48,6 +48,13 @@ type Controller interface {
 	// QuorumLeader reports that this broker leads a quorum partition in
 	// a Raft term (controller.Controller.QuorumLeader).
 	QuorumLeader(topic string, partition, brokerID int32, brokerEpoch int64, term int32) error
+	// PipelineFailed reports that a pipeline head's member failed did not
+	// answer in generation stamp stamp (controller.Controller.PipelineFailed).
+	PipelineFailed(topic string, partition, brokerID int32, brokerEpoch int64, stamp, failed int32) error
+	// PipelineCaughtUp reports that every member of a pipeline head's
+	// pipeline has what its recovery agreed on
+	// (controller.Controller.PipelineCaughtUp).
+	PipelineCaughtUp(topic string, partition, brokerID int32, brokerEpoch int64, stamp int32) error
 }
 
 // Network says whether a link between two brokers carries traffic now, and
@@ -101,10 +108,13 @@ type Config struct {
 	Network    Network
 	// Raft carries the Raft messages of replication.protocol=quorum
 	// partitions between brokers; without it they reach no one.
-	Raft   RaftTransport
-	Clock  Clock
-	Events Publisher
-	Logger *slog.Logger
+	Raft RaftTransport
+	// Pipeline carries the messages of replication.protocol=pipeline
+	// partitions between brokers; without it they reach no one.
+	Pipeline PipelineTransport
+	Clock    Clock
+	Events   Publisher
+	Logger   *slog.Logger
 
 	// HeartbeatInterval is how often the broker heartbeats the controller
 	// (broker.heartbeat.interval.ms), and so how soon it learns metadata the

@@ -94,7 +94,7 @@ func (b *Broker) updateFetchers(md controller.Metadata) {
 	for _, r := range b.replicaList() {
 		r.mu.Lock()
 		st := r.rp.Status()
-		stopped := r.stopped || r.q != nil // Raft replicates a quorum partition, not fetches
+		stopped := r.stopped || r.q != nil || r.pl != nil // Raft or the pipeline replicates, not fetches
 		r.mu.Unlock()
 		if !stopped && st.Role == replication.RoleFollower && st.Leader >= 0 && st.Leader != b.cfg.ID {
 			want[st.Leader] = append(want[st.Leader], r)

@@ -402,7 +402,7 @@ func (fp *fetchPart) refresh(follower bool) {
 func (b *Broker) followerFetchState(fp *fetchPart, replicaID int32, replicaEpoch int64, nowMs int64) {
 	r := fp.r
 	r.mu.Lock()
-	if r.stopped || r.q != nil { // a quorum partition's replicas replicate by Raft
+	if r.stopped || r.q != nil || r.pl != nil { // quorum and pipeline replicas do not fetch
 		r.mu.Unlock()
 		fp.out.ErrorCode = kerr.NotLeaderForPartition.Code
 		return

@@ -147,6 +147,9 @@ func restoreSnapshot(l *storage.Log, d quorum.SnapshotData) error {
 // the committed end) and the Metadata's ISR, which the Raft leader keeps
 // to the replicas it sees as caught up (proposeQuorumISR).
 func (r *replica) status() replication.Status {
+	if r.pl != nil {
+		return r.pipelineStatus() // pipeline.go
+	}
 	if r.q == nil {
 		return r.rp.Status()
 	}

@@ -60,6 +60,9 @@ type replica struct {
 	// q is the Raft side of a replication.protocol=quorum partition
 	// (quorum.go); nil for isr, where rp decides.
 	q *quorumState
+	// pl is the pipeline side of a replication.protocol=pipeline
+	// partition (pipeline.go); nil otherwise.
+	pl *pipelineState
 	// outbox gathers the events made under mu; unlock publishes them after
 	// releasing it, so no lock of the event bus or the lab is ever taken
 	// under a replica's.
@@ -130,6 +133,10 @@ func (b *Broker) newReplica(tp storage.TopicPartition, tc controller.TopicConfig
 		}
 	}
 	hw, _ := b.dir.HighWatermark(tp)
+	var pl *pipelineState
+	if tc.Protocol == controller.ProtocolPipeline {
+		pl = b.newPipeline(l, tc, hw)
+	}
 	state := replication.LogState{
 		LogStartOffset: l.LogStartOffset(),
 		LogEndOffset:   l.LogEndOffset(),
@@ -148,7 +155,10 @@ func (b *Broker) newReplica(tp storage.TopicPartition, tc controller.TopicConfig
 		// cut the log below it; Raft appends the rest again).
 		st.HighWatermark = l.LogEndOffset()
 	}
-	return &replica{b: b, tp: tp, log: l, rp: rp, q: q, configs: configs,
+	if pl != nil {
+		st.HighWatermark = pl.m.Status().HighWatermark
+	}
+	return &replica{b: b, tp: tp, log: l, rp: rp, q: q, pl: pl, configs: configs,
 		hw: st.HighWatermark, tickedMs: now, waiters: map[uint64]chan replication.ProduceResult{}, newData: make(chan struct{}),
 		applied: controller.Partition{LeaderEpoch: -1, PartitionEpoch: -1, Leader: -1}}, nil
 }
@@ -176,7 +186,7 @@ func (r *replica) apply(p controller.Partition, tc controller.TopicConfig, confi
 		if err := r.log.SetConfig(tc.Storage()); err != nil {
 			r.b.logger.Error("applying topic config to the log", "partition", r.tp, "err", err)
 		}
-		if err := r.rp.SetConfig(tc.Replication()); err != nil && r.q == nil {
+		if err := r.rp.SetConfig(tc.Replication()); err != nil && r.q == nil && r.pl == nil {
 			r.b.logger.Error("applying topic config to replication", "partition", r.tp, "err", err)
 		}
 		r.configs = configs
@@ -184,6 +194,12 @@ func (r *replica) apply(p controller.Partition, tc controller.TopicConfig, confi
 	if r.q != nil {
 		r.applied = p // Raft, not the controller, decides who leads
 		r.unlock(nil)
+		return
+	}
+	if r.pl != nil {
+		r.applyPipeline(p, tc)
+		r.unlock(r.pipelineReady())
+		r.pump()
 		return
 	}
 	if p.LeaderEpoch != r.applied.LeaderEpoch || p.PartitionEpoch != r.applied.PartitionEpoch {
@@ -223,7 +239,7 @@ func (r *replica) tick(nowMs int64) {
 		r.mu.Unlock()
 		return
 	}
-	if r.q == nil {
+	if r.q == nil && r.pl == nil {
 		r.rp.Tick(nowMs)
 	}
 	r.tickedMs = max(r.tickedMs, nowMs)
@@ -233,9 +249,13 @@ func (r *replica) tick(nowMs int64) {
 		r.flushAtMs = 0 // flushIfDue below flushes it
 	}
 	var after []func()
-	if r.q != nil {
+	switch {
+	case r.q != nil:
 		after = r.quorumTick(nowMs)
-	} else {
+	case r.pl != nil:
+		after = r.pipelineTick(nowMs)
+		defer r.pump() // what the tick decided to send (after r.mu is released)
+	default:
 		after = r.processReady()
 	}
 	if r.pendingAlter != nil {
@@ -256,7 +276,10 @@ func (r *replica) tick(nowMs int64) {
 	if err != nil && !errors.Is(err, storage.ErrClosed) {
 		r.b.errLog.log("retention", "partition", r.tp, "err", err)
 	}
-	if len(deleted) > 0 && r.q == nil {
+	if len(deleted) > 0 && r.pl != nil {
+		r.pl.m.LogChanged(r.log.LogStartOffset(), r.log.LogEndOffset())
+	}
+	if len(deleted) > 0 && r.q == nil && r.pl == nil {
 		r.rp.LogStartOffsetAdvanced(r.log.LogStartOffset())
 		ev := r.event(events.KindLEO)
 		ev.Offsets = &events.Offsets{Base: r.log.LogStartOffset(), LEO: r.log.LogEndOffset(), HW: r.hw}
@@ -491,6 +514,9 @@ func (r *replica) stop() {
 			r.b.logger.Warn("closing the Raft state", "partition", r.tp, "err", err)
 		}
 	}
+	if r.pl != nil {
+		r.failPipelineWaiters(0, kerr.NotLeaderForPartition)
+	}
 	for id, ch := range r.waiters {
 		ch <- replication.ProduceResult{ID: id, Err: kerr.NotLeaderForPartition}
 		delete(r.waiters, id)
@@ -515,12 +541,16 @@ func refused(err error) ProduceResult {
 
 // produce appends a record set as leader and waits as acks says: acks=0 and
 // acks=1 return after the append, acks=-1 once the HW passes the records or
-// the request times out.
+// the request times out. records passed validateProduced, so the log does
+// not check their CRC again (AppendValidatedAsLeader).
 // ui is the batch's newest records for the append event, with offsets
 // relative to the batch (uiRecords).
 func (r *replica) produce(ctx context.Context, acks int16, records []byte, ui []events.Record, timeout time.Duration) ProduceResult {
 	if r.q != nil {
 		return r.produceQuorum(ctx, acks, records, timeout)
+	}
+	if r.pl != nil {
+		return r.producePipeline(ctx, acks, records, ui, timeout)
 	}
 	r.mu.Lock()
 	if r.stopped {
@@ -536,7 +566,7 @@ func (r *replica) produce(ctx context.Context, acks int16, records []byte, ui []
 	pc, err := r.checkProducers(records) // idempotence: producers.go
 	var info storage.AppendInfo
 	if err == nil && pc.dup == nil {
-		info, err = r.log.AppendAsLeader(records, epoch)
+		info, err = r.log.AppendValidatedAsLeader(records, epoch)
 	}
 	if err != nil {
 		return r.refuseProduceLocked(acks, err)
@@ -607,9 +637,23 @@ func (r *replica) appendEvent(info storage.AppendInfo, epoch int32) events.Event
 // batch until the append assigns them, epochs are the batch's (the leader's
 // epoch once stamped).
 func uiRecords(h storage.BatchHeader, recs []storage.DecodedRecord) []events.Record {
+	// One string holds every key and value: two allocations per produce
+	// rather than one or two per record.
+	n := 0
+	for _, rec := range recs {
+		n += len(rec.Key) + len(rec.Value)
+	}
+	buf := make([]byte, 0, n)
+	for _, rec := range recs {
+		buf = append(append(buf, rec.Key...), rec.Value...)
+	}
+	all := string(buf)
 	out := make([]events.Record, len(recs))
 	for i, rec := range recs {
-		out[i] = events.Record{Offset: rec.Offset, LeaderEpoch: h.PartitionLeaderEpoch, Key: string(rec.Key), Value: string(rec.Value)}
+		key := all[:len(rec.Key)]
+		value := all[len(key) : len(key)+len(rec.Value)]
+		all = all[len(key)+len(value):]
+		out[i] = events.Record{Offset: rec.Offset, LeaderEpoch: h.PartitionLeaderEpoch, Key: key, Value: value}
 	}
 	return out
 }

@@ -3,11 +3,13 @@ package broker
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"tidemark/events"
 	"tidemark/replication"
 	"tidemark/server/controller"
 	"tidemark/server/wire"
@@ -29,6 +31,13 @@ func (d directController) Heartbeat(id int32, epoch int64) (uint64, error) {
 func (d directController) Metadata() (controller.Metadata, error) { return d.c.Metadata(), nil }
 func (d directController) QuorumLeader(topic string, partition, brokerID int32, brokerEpoch int64, term int32) error {
 	return d.c.QuorumLeader(topic, partition, brokerID, brokerEpoch, term)
+}
+func (d directController) PipelineFailed(topic string, partition, brokerID int32, brokerEpoch int64, stamp, failed int32) error {
+	return d.c.PipelineFailed(topic, partition, brokerID, brokerEpoch, stamp, failed)
+}
+
+func (d directController) PipelineCaughtUp(topic string, partition, brokerID int32, brokerEpoch int64, stamp int32) error {
+	return d.c.PipelineCaughtUp(topic, partition, brokerID, brokerEpoch, stamp)
 }
 
 func (d directController) AlterPartition(topic string, partition, brokerID int32, brokerEpoch int64, req replication.AlterPartitionRequest) (replication.AlterPartitionResponse, error) {
@@ -180,5 +189,25 @@ func TestListenerStopHaltsBroker(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the broker did not halt")
+	}
+}
+
+// TestUIRecords checks that a produced batch's newest records, as
+// validation decoded them, become the append event's records: keys and
+// values intact (a null key shows as none), offsets relative to the batch.
+func TestUIRecords(t *testing.T) {
+	batch := storage.NewBatch([]storage.Record{
+		{Value: []byte("first")},
+		{Key: []byte{}, Value: []byte("")},
+		{Key: []byte("k"), Value: []byte("last value")},
+	})
+	h, tail, err := storage.ValidateProducedBatchTail(batch, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := uiRecords(h, tail)
+	want := []events.Record{{Offset: 1, LeaderEpoch: -1}, {Offset: 2, LeaderEpoch: -1, Key: "k", Value: "last value"}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("uiRecords = %+v, want %+v", got, want)
 	}
 }

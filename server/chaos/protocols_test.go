@@ -10,7 +10,7 @@ import (
 const quorumSchedules = 8
 
 // TestStrictPerProtocol: Strict on every other protocol (strict-quorum,
-// later strict-pipeline) loses no acknowledged write under the same seeded
+// strict-pipeline) loses no acknowledged write under the same seeded
 // schedules, and acknowledges writes at all (the check is not vacuous).
 func TestStrictPerProtocol(t *testing.T) {
 	for _, p := range Protocols[1:] {

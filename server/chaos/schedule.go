@@ -31,10 +31,10 @@ const (
 
 // Protocols are the replication protocols (topic config
 // replication.protocol) the checker and the comparison run, isr first.
-// pipeline joins when the controller's config accepts it: adding its name
-// here makes a strict-pipeline configuration and a comparison column. A
-// protocol the config refuses is skipped by a comparison, which says why.
-var Protocols = []controller.ReplicationProtocol{controller.ProtocolISR, controller.ProtocolQuorum}
+// Each protocol after isr has its strict-<protocol> configuration and a
+// comparison column. A protocol the config refuses is skipped by a
+// comparison, which says why.
+var Protocols = []controller.ReplicationProtocol{controller.ProtocolISR, controller.ProtocolQuorum, controller.ProtocolPipeline}
 
 // strictPrefix names Strict on another protocol: strict-quorum.
 const strictPrefix = "strict-"

@@ -170,7 +170,7 @@ func TestKcat(t *testing.T) {
 	kcat := kcatPath(t)
 	c := openRunning(t, 3)
 	brokers := strings.Join(seeds(c), ",")
-	for _, protocol := range []string{"isr", "quorum"} {
+	for _, protocol := range []string{"isr", "quorum", "pipeline"} {
 		t.Run(protocol, func(t *testing.T) {
 			topic := "kcat-" + protocol
 			if _, err := c.CreateTopic(topic, 1, 3, map[string]string{"replication.protocol": protocol}); err != nil {

@@ -207,6 +207,7 @@ func (c *Cluster) startBroker(id int32, addr string) (*broker.Broker, error) {
 	cfg.Controller = controllerLink{c: c, id: id}
 	cfg.Network = fetchLink{net: c.network, counts: &c.links, id: id}
 	cfg.Raft = raftLink{c}
+	cfg.Pipeline = pipelineLink{c}
 	cfg.Clock = c.clock
 	cfg.Events = publisher{c}
 	cfg.Logger = c.logger
@@ -522,6 +523,18 @@ func (l controllerLink) Metadata() (controller.Metadata, error) {
 
 func (l controllerLink) QuorumLeader(topic string, partition, brokerID int32, brokerEpoch int64, term int32) error {
 	_, err := roundTrip(l, errOnly(func() error { return l.c.controller.QuorumLeader(topic, partition, brokerID, brokerEpoch, term) }))
+	return err
+}
+
+func (l controllerLink) PipelineFailed(topic string, partition, brokerID int32, brokerEpoch int64, stamp, failed int32) error {
+	_, err := roundTrip(l, errOnly(func() error {
+		return l.c.controller.PipelineFailed(topic, partition, brokerID, brokerEpoch, stamp, failed)
+	}))
+	return err
+}
+
+func (l controllerLink) PipelineCaughtUp(topic string, partition, brokerID int32, brokerEpoch int64, stamp int32) error {
+	_, err := roundTrip(l, errOnly(func() error { return l.c.controller.PipelineCaughtUp(topic, partition, brokerID, brokerEpoch, stamp) }))
 	return err
 }
 

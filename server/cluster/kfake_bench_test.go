@@ -1,13 +1,21 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
+	"hash/crc32"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/s2"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"tidemark/server/wire"
 )
 
 // kfakeBenchRecords is how many 100-byte records each round produces or
@@ -27,22 +35,7 @@ const kfakeBenchRounds = 5
 // first alternates from round to round, so load from other processes and
 // the collector's cycle hit both alike.
 func BenchmarkVersusKfake(b *testing.B) {
-	c, err := Open(Options{DataDir: b.TempDir(), Brokers: 3, Logger: quietLogger()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
-	if _, err := c.CreateTopic("rf1", 1, 1, nil); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := c.CreateTopic("rf3", 1, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
-		b.Fatal(err)
-	}
-	fake, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(1, "rf1", "rf3"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer fake.Close()
+	c, fake := openVersusKfake(b, 3, "rf1", "rf3")
 
 	type target struct {
 		name  string
@@ -118,8 +111,129 @@ func BenchmarkVersusKfake(b *testing.B) {
 	b.ReportMetric(0, "ns/op")
 }
 
+// openVersusKfake opens a 3-broker Tidemark lab and a kfake cluster of
+// kfakeBrokers brokers, both closed when b ends, each with the
+// one-partition topics named: in the lab, rf1 has RF=1 and rf3 RF=3 with
+// min.insync.replicas=2 (kfake does not replicate).
+func openVersusKfake(b *testing.B, kfakeBrokers int, topics ...string) (*Cluster, *kfake.Cluster) {
+	c, err := Open(Options{DataDir: b.TempDir(), Brokers: 3, Logger: quietLogger()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { c.Close() })
+	for _, topic := range topics {
+		rf, configs := int16(1), map[string]string(nil)
+		if topic == "rf3" {
+			rf, configs = 3, map[string]string{"min.insync.replicas": "2"}
+		}
+		if _, err := c.CreateTopic(topic, 1, rf, configs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	fake, err := kfake.NewCluster(kfake.NumBrokers(kfakeBrokers), kfake.SeedTopics(1, topics...))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(fake.Close)
+	return c, fake
+}
+
 // rotate returns s rotated left by r: a different element first each round.
 func rotate[T any](s []T, r int) []T {
 	r %= len(s)
 	return append(slices.Clone(s[r:]), s[:r]...)
+}
+
+// roundTripRecords is how many records each produce of
+// BenchmarkProduceRoundTrip carries: what franz-go puts in a 1 MiB batch of
+// 100-byte values.
+const roundTripRecords = 7_500
+
+// BenchmarkProduceRoundTrip times single Produce requests (acks=1, one at a
+// time on one connection, as franz-go sends them at RF=1 without
+// idempotence) of one franz-go-shaped batch: 7,500 100-byte values, null
+// keys, snappy, against Tidemark's leader and against kfake, 20 round trips
+// per side in turn, 10 turns each. Without a producer to feed, this is the
+// broker's own cost per request (read, validation, append, answer) that
+// BenchmarkVersusKfake's producer waits for. Metrics: each side's median
+// round trip in µs; ratio = kfake's over Tidemark's (no target: Tidemark
+// validates every record, as Kafka does, and kfake only the batch's CRC).
+func BenchmarkProduceRoundTrip(b *testing.B) {
+	c, fake := openVersusKfake(b, 1, "rf1")
+	var leader string
+	for _, br := range c.liveBrokers() {
+		if br.Replica("rf1", 0) != nil { // RF=1: the one replica is the leader
+			leader = br.Addr()
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	req := roundTripRequest()
+	sides := map[string]*wire.Client{}
+	for name, addr := range map[string]string{"tidemark": leader, "kfake": fake.ListenAddrs()[0]} {
+		cl, err := wire.Dial(ctx, addr, "round-trip")
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer cl.Close()
+		sides[name] = cl
+	}
+	rounds := map[string][]time.Duration{}
+	trip := func(name string, n int) {
+		for range n {
+			start := time.Now()
+			resp, err := sides[name].Request(ctx, req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			rounds[name] = append(rounds[name], time.Since(start))
+			if ec := resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode; ec != 0 {
+				b.Fatalf("%s: %v", name, kerr.ErrorForCode(ec))
+			}
+		}
+	}
+	trip("tidemark", 20) // warm up: connection, pooled buffers, page cache
+	trip("kfake", 20)
+	clear(rounds)
+	for b.Loop() {
+		for r := range 10 {
+			for _, name := range rotate([]string{"tidemark", "kfake"}, r) {
+				trip(name, 20)
+			}
+		}
+	}
+	tm, kf := medianDuration(rounds["tidemark"]), medianDuration(rounds["kfake"])
+	b.ReportMetric(float64(tm.Nanoseconds())/1e3, "tidemark-µs")
+	b.ReportMetric(float64(kf.Nanoseconds())/1e3, "kfake-µs")
+	b.ReportMetric(float64(kf)/float64(tm), "ratio")
+	b.ReportMetric(0, "ns/op")
+}
+
+// roundTripRequest is a Produce request (v9, acks=1) of one batch shaped as
+// franz-go builds it for BenchmarkVersusKfake: roundTripRecords 100-byte
+// values without keys, milliseconds apart, compressed with s2's snappy
+// encoder, as franz-go's default codec does.
+func roundTripRequest() *kmsg.ProduceRequest {
+	value := bytes.Repeat([]byte("x"), 100)
+	var body []byte
+	for i := range roundTripRecords {
+		rec := kmsg.Record{OffsetDelta: int32(i), TimestampDelta64: int64(i / 1000), Value: value}
+		rec.Length = int32(len(rec.AppendTo(nil)) - 1) // encoded with length 0, whose prefix is one byte
+		body = rec.AppendTo(body)
+	}
+	batch := kmsg.RecordBatch{PartitionLeaderEpoch: -1, Magic: 2, Attributes: 2, // snappy
+		LastOffsetDelta: roundTripRecords - 1, FirstTimestamp: 1_700_000_000_000, MaxTimestamp: 1_700_000_000_000 + roundTripRecords/1000,
+		ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1, NumRecords: roundTripRecords, Records: s2.EncodeSnappy(nil, body)}
+	batch.Length = int32(len(batch.AppendTo(nil)) - 12) // after base offset and length
+	raw := batch.AppendTo(nil)
+	binary.BigEndian.PutUint32(raw[17:], crc32.Checksum(raw[21:], crc32.MakeTable(crc32.Castagnoli)))
+	req := kmsg.NewPtrProduceRequest()
+	req.Version, req.Acks, req.TimeoutMillis = 9, 1, 30_000
+	t := kmsg.NewProduceRequestTopic()
+	t.Topic = "rf1"
+	p := kmsg.NewProduceRequestTopicPartition()
+	p.Records = raw
+	t.Partitions = append(t.Partitions, p)
+	req.Topics = append(req.Topics, t)
+	return req
 }

@@ -247,20 +247,26 @@ func TestQuorumTopicKgo(t *testing.T) {
 	if _, err := c.CreateTopic("q", 1, 3, map[string]string{"replication.protocol": "quorum"}); err != nil {
 		t.Fatal(err)
 	}
+	kgoRoundTrip(t, c, "q", 100)
+}
+
+// kgoRoundTrip produces n records with franz-go (idempotent, acks=all) to
+// topic's partition 0 and reads them back in order.
+func kgoRoundTrip(t *testing.T, c *Cluster, topic string, n int64) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	prod, err := kgo.NewClient(kgo.SeedBrokers(seeds(c)...), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic("q"))
+	prod, err := kgo.NewClient(kgo.SeedBrokers(seeds(c)...), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic(topic))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer prod.Close()
-	const n = 100
 	for i := range n {
 		if err := prod.ProduceSync(ctx, &kgo.Record{Value: fmt.Appendf(nil, "v%d", i)}).FirstErr(); err != nil {
 			t.Fatalf("produce %d: %v", i, err)
 		}
 	}
-	cons, err := kgo.NewClient(kgo.SeedBrokers(seeds(c)...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"q": {0: kgo.NewOffset().AtStart()}}))
+	cons, err := kgo.NewClient(kgo.SeedBrokers(seeds(c)...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 
+	"tidemark/server/broker"
 	"tidemark/storage"
 )
 
@@ -32,12 +33,23 @@ func (l raftLink) SendRaft(from, to int32, tp storage.TopicPartition, msg []byte
 }
 
 func (l raftLink) deliver(from, to int32, tp storage.TopicPartition, msg []byte) error {
+	b, err := l.reach(from, to)
+	if err != nil {
+		return err
+	}
+	return b.ReceiveRaft(from, tp, msg)
+}
+
+// reach returns broker to if a message from broker from reaches it now;
+// errLinkCut or errBrokerDown when the message is lost. (The pipeline's
+// link uses it too.)
+func (l raftLink) reach(from, to int32) (*broker.Broker, error) {
 	if !l.c.network.Allowed(from, to) {
-		return errLinkCut
+		return nil, errLinkCut
 	}
 	b := l.c.Broker(to)
 	if b == nil {
-		return errBrokerDown
+		return nil, errBrokerDown
 	}
-	return b.ReceiveRaft(from, tp, msg)
+	return b, nil
 }

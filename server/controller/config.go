@@ -46,8 +46,9 @@ const (
 	// ProtocolQuorum replicates each partition's log with Raft
 	// (go.etcd.io/raft/v3): a record commits at a majority of the replicas.
 	ProtocolQuorum ReplicationProtocol = "quorum"
-	// ProtocolPipeline is HDFS's write pipeline; not built yet, so a topic
-	// asking for it is refused with INVALID_CONFIG.
+	// ProtocolPipeline is HDFS's write pipeline (replication/pipeline): a
+	// write flows head→…→tail, the ack back; it commits once the tail has
+	// it, and a failure rebuilds the pipeline under a new generation stamp.
 	ProtocolPipeline ReplicationProtocol = "pipeline"
 )
 
@@ -188,12 +189,10 @@ func (k *configKey) parse(tc *TopicConfig, v string) error {
 		tc.repl.TruncationRule = r
 	case kindProtocol:
 		switch p := ReplicationProtocol(strings.TrimSpace(v)); p {
-		case ProtocolISR, ProtocolQuorum:
+		case ProtocolISR, ProtocolQuorum, ProtocolPipeline:
 			tc.Protocol = p
-		case ProtocolPipeline:
-			return fmt.Errorf("%w: %s %q is not built yet; use %s or %s", kerr.InvalidConfig, k.name, v, ProtocolISR, ProtocolQuorum)
 		default:
-			return fmt.Errorf("%w: %s %q: must be %s or %s", kerr.InvalidConfig, k.name, v, ProtocolISR, ProtocolQuorum)
+			return fmt.Errorf("%w: %s %q: must be %s, %s or %s", kerr.InvalidConfig, k.name, v, ProtocolISR, ProtocolQuorum, ProtocolPipeline)
 		}
 	default:
 		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)

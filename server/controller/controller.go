@@ -78,6 +78,12 @@ type Partition struct {
 	PartitionEpoch int32
 	ISR            []int32
 	ELR            []int32
+	// Joining, for a replication.protocol=pipeline partition, are the
+	// members after the ISR at the pipeline's tail that are still being
+	// copied: writes flow through them, but they cannot head it or keep
+	// it when the ISR's members fail, until its head reports them caught
+	// up (PipelineCaughtUp) and they join the ISR. Empty otherwise.
+	Joining []int32
 }
 
 // State returns p as the replication rules take it (a LeaderAndIsr), sharing
@@ -91,7 +97,7 @@ func (p Partition) State() replication.PartitionState {
 func (p *Partition) tp() string { return p.Topic + "-" + strconv.Itoa(int(p.Partition)) }
 
 func (p Partition) clone() Partition {
-	p.Replicas, p.ISR, p.ELR = slices.Clone(p.Replicas), slices.Clone(p.ISR), slices.Clone(p.ELR)
+	p.Replicas, p.ISR, p.ELR, p.Joining = slices.Clone(p.Replicas), slices.Clone(p.ISR), slices.Clone(p.ELR), slices.Clone(p.Joining)
 	return p
 }
 
@@ -117,6 +123,11 @@ func (p *Partition) check() error {
 	for _, r := range p.ELR {
 		if !slices.Contains(p.Replicas, r) || slices.Contains(p.ISR, r) {
 			return fmt.Errorf("ELR member %d not in replicas %v or also in ISR %v", r, p.Replicas, p.ISR)
+		}
+	}
+	for _, r := range p.Joining {
+		if !slices.Contains(p.Replicas, r) || slices.Contains(p.ISR, r) {
+			return fmt.Errorf("joining member %d not in replicas %v or also in ISR %v", r, p.Replicas, p.ISR)
 		}
 	}
 	return nil
@@ -198,6 +209,9 @@ type Controller struct {
 	// compacts the store; Close waits for it.
 	compacting  atomic.Bool
 	compactions sync.WaitGroup
+	// pipelinesRepaired is, per broker, when its heartbeats last had its
+	// replicas added back to pipelines (maybeRepairPipelines).
+	pipelinesRepaired map[int32]time.Time
 }
 
 type topicState struct {
@@ -237,7 +251,7 @@ func Open(dir string, opts Options) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("controller: opening metadata store %s: %w", dir, err)
 	}
-	c := &Controller{db: db, opts: opts, log: opts.Logger, brokers: map[int32]*Broker{}, registered: map[int32]bool{},
+	c := &Controller{db: db, opts: opts, log: opts.Logger, brokers: map[int32]*Broker{}, registered: map[int32]bool{}, pipelinesRepaired: map[int32]time.Time{},
 		topics: map[string]*topicState{}, logs: map[int32]map[topicPartition]LogInfo{}}
 	if err := c.load(); err != nil {
 		db.Close()
@@ -383,6 +397,17 @@ func (c *Controller) Register(reg Registration) (brokerEpoch int64, err error) {
 	ch := newChange()
 	b := c.brokers[id]
 	withinSession := b != nil && !b.Fenced && c.registered[id]
+	if b != nil && (c.registered[id] || !reg.CleanShutdown) {
+		// Under every rule a restarted broker leaves its pipelines: its
+		// replica may lack what they wrote meanwhile (or lost it to a power
+		// cut), so it rejoins at the tail, where its replica, of an older
+		// generation stamp, is discarded. Only the first registration
+		// after a clean stop of the whole lab keeps its places.
+		c.leavePipelines(ch, id, i18n.Word("event.word.reason.restarted", id))
+		if !reg.CleanShutdown && c.rule == FencingKRaftELR {
+			c.forgetUncleanPipelines(ch, id)
+		}
+	}
 	c.registered[id] = true
 	if b == nil {
 		b = &Broker{ID: id}
@@ -394,6 +419,9 @@ func (c *Controller) Register(reg Registration) (brokerEpoch int64, err error) {
 	// What it knew of its logs before this incarnation is stale.
 	delete(c.logs, id)
 	c.reRegister(ch, b, reg, withinSession)
+	if !b.Fenced {
+		c.repairAllPipelines(ch, i18n.Word("event.word.reason.restarted", id), id) // back within its session (zookeeper)
+	}
 	if err := c.commit(ch); err != nil {
 		return 0, err
 	}
@@ -418,6 +446,9 @@ func (c *Controller) Heartbeat(id int32, brokerEpoch int64) (metadataVersion uin
 		return 0, fmt.Errorf("%w: broker %d sent broker epoch %d, the current one is %d", kerr.StaleBrokerEpoch, id, brokerEpoch, b.Epoch)
 	}
 	b.LastHeartbeat = c.now()
+	if err := c.maybeRepairPipelines(id); err != nil {
+		return 0, err
+	}
 	if b.Fenced {
 		ch := newChange()
 		b.Fenced = false
@@ -425,6 +456,7 @@ func (c *Controller) Heartbeat(id int32, brokerEpoch int64) (metadataVersion uin
 		ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindBroker, Broker: id, BrokerState: events.BrokerUp,
 			Listener: b.Listener}, "event.broker.unfenced", id))
 		c.electOffline(ch, i18n.Word("event.word.reason.unfenced", id))
+		c.repairAllPipelines(ch, i18n.Word("event.word.reason.unfenced", id), id)
 		if err := c.commit(ch); err != nil {
 			return 0, err
 		}

@@ -9,6 +9,7 @@ import (
 	"tidemark/events"
 	"tidemark/i18n"
 	"tidemark/replication"
+	"tidemark/replication/pipeline"
 )
 
 // leaveReplicaSets removes fenced broker id from every ISR and moves its
@@ -24,6 +25,12 @@ func (c *Controller) leaveReplicaSets(ch *change, id int32, reason string) {
 		t := c.topics[name]
 		if t.cfg.Protocol == ProtocolQuorum {
 			continue // Raft elects its leaders (QuorumLeader)
+		}
+		if t.cfg.Protocol == ProtocolPipeline {
+			for _, p := range t.parts {
+				c.leavePipeline(ch, p, id, reason)
+			}
+			continue
 		}
 		for _, p := range t.parts {
 			inISR := slices.Contains(p.ISR, id)
@@ -49,8 +56,8 @@ func (c *Controller) leaveReplicaSets(ch *change, id int32, reason string) {
 func (c *Controller) handOverLeaderships(ch *change, id int32, reason string) {
 	for _, name := range c.topicNames() {
 		t := c.topics[name]
-		if t.cfg.Protocol == ProtocolQuorum {
-			continue
+		if t.cfg.Protocol != ProtocolISR {
+			continue // Raft elects; a restarted pipeline member left its pipelines (reRegister)
 		}
 		for _, p := range t.parts {
 			if p.Leader != id {
@@ -87,7 +94,11 @@ func (c *Controller) electOffline(ch *change, reason string) {
 
 // electOfflineIn is electOffline for one topic.
 func (c *Controller) electOfflineIn(ch *change, t *topicState, reason string) {
-	if t.cfg.Protocol == ProtocolQuorum {
+	switch t.cfg.Protocol {
+	case ProtocolQuorum:
+		return
+	case ProtocolPipeline:
+		c.repairPipelines(ch, t, reason, pipeline.NoMember)
 		return
 	}
 	for _, p := range t.parts {

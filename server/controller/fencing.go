@@ -209,8 +209,8 @@ func (c *Controller) reRegister(ch *change, b *Broker, reg Registration, withinS
 func (c *Controller) forgetUnclean(ch *change, id int32) {
 	for _, name := range c.topicNames() {
 		t := c.topics[name]
-		if t.cfg.Protocol == ProtocolQuorum {
-			continue // Raft's own log and votes decide (QuorumLeader)
+		if t.cfg.Protocol != ProtocolISR {
+			continue // Raft's own log and votes decide (QuorumLeader); a pipeline member left at registration
 		}
 		for _, p := range t.parts {
 			inISR, inELR := slices.Contains(p.ISR, id), slices.Contains(p.ELR, id)

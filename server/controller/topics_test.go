@@ -212,8 +212,7 @@ func TestParseTopicConfig(t *testing.T) {
 		{"max.message.bytes", "60", "[61, "},
 		{"max.message.bytes", "", "[61, "},
 		{"retention.minutes", "1", "unknown topic config"},
-		{"replication.protocol", "raft", "isr or quorum"},
-		{"replication.protocol", "pipeline", "not built yet"},
+		{"replication.protocol", "raft", "isr, quorum or pipeline"},
 	}
 	for _, b := range bad {
 		_, err := ParseTopicConfig(map[string]string{b.key: b.value})

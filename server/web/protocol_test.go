@@ -15,6 +15,7 @@ func TestTopicInfoReplicationProtocol(t *testing.T) {
 	}{
 		{nil, "isr"},
 		{map[string]string{"replication.protocol": "quorum"}, "quorum"},
+		{map[string]string{"replication.protocol": "pipeline"}, "pipeline"},
 		{map[string]string{"min.insync.replicas": "2"}, "isr"},
 	} {
 		if got := topicInfo(&events.Topic{Name: "t", Configs: c.configs}).ReplicationProtocol; got != c.want {

@@ -177,6 +177,23 @@ func StageLinksSVG(v *events.Snapshot, c Catalog) string {
 	return b.String()
 }
 
+// StageLinksKey returns what StageLinksSVG draws from: the nodes and the
+// cut directions. The markup changes only when the key does.
+func StageLinksKey(v *events.Snapshot) string {
+	var b strings.Builder
+	b.WriteString(StageShape(v))
+	if v.Observed {
+		b.WriteString("o")
+	}
+	for _, c := range v.Cuts {
+		b.WriteString("|" + itoa(c.From) + ">" + itoa(c.To))
+		if !c.OneWay {
+			b.WriteString("<")
+		}
+	}
+	return b.String()
+}
+
 // nodeName is "controller", "broker N" or "client" in c's language.
 func nodeName(id int32, c Catalog) string {
 	switch id {
@@ -407,14 +424,18 @@ var shapes = map[events.Kind]string{
 // and kinds added later): a pill, its label beside it.
 const anyShape = `<rect class="any" x="-7" y="-4" width="14" height="8" rx="4"/>`
 
-// HTML returns the message's markup, drawn at its start (the page moves it).
+// HTML returns the message's markup: an SVG of its own, centred on the
+// top left corner of #topo-msgs, which the page moves along its link by a
+// transform. An element of its own is moved by the compositor without
+// restyling, laying out or repainting the stage every frame, which a group
+// inside the topology's SVG cost (SVG's children are not composited).
 func (f *Flight) HTML() string {
 	cls := "msg msg-" + string(f.Kind)
 	if f.Lost {
 		cls += " lost"
 	}
-	return `<g class="` + esc(cls) + `" data-testid="msg" data-kind="` + esc(string(f.Kind)) + `" data-seq="` + strconv.FormatUint(f.Seq, 10) +
-		`"><title>` + esc(f.Title) + `</title>` + Shape(f.Kind) + `<text x="9" y="-8">` + esc(f.Label) + `</text></g>`
+	return `<svg class="` + esc(cls) + `" data-testid="msg" data-kind="` + esc(string(f.Kind)) + `" data-seq="` + strconv.FormatUint(f.Seq, 10) +
+		`" viewBox="-10 -10 20 20" width="20" height="20"><title>` + esc(f.Title) + `</title>` + Shape(f.Kind) + `<text x="9" y="-8">` + esc(f.Label) + `</text></svg>`
 }
 
 // Shape returns the markup of the shape messages of kind k are drawn in.

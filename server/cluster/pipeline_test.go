@@ -1,0 +1,387 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"tidemark/events"
+	"tidemark/replication"
+	"tidemark/replication/pipeline"
+	"tidemark/server/controller"
+)
+
+// pipelineSettled steps the paused clock one broker tick at a time
+// (bounded) until the controller's pipeline of topic-0 is what every
+// running member applied and its head has recovered (it takes produce
+// requests), and returns the pipeline and its stamp.
+func pipelineSettled(t *testing.T, c *Cluster, topic string) ([]int32, int32) {
+	t.Helper()
+	for range 200 { // 10 s of lab time
+		tp, _ := c.controller.Topic(topic)
+		p := tp.Partitions[0]
+		ok := p.Leader >= 0
+		for _, id := range p.ISR {
+			b := c.Broker(id)
+			if b == nil {
+				ok = false
+				break
+			}
+			st := b.Replica(topic, 0).Status()
+			ok = ok && st.LeaderEpoch == p.LeaderEpoch && (id != p.Leader || st.Role == replication.RoleLeader)
+		}
+		if ok {
+			return p.ISR, p.LeaderEpoch
+		}
+		if err := c.Step(50 * time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tp, _ := c.controller.Topic(topic)
+	t.Fatalf("%s: the pipeline %+v did not settle in 10 s of lab time", topic, tp.Partitions[0])
+	return nil, 0
+}
+
+// produceRetry produces value with acks=all as a producer that retries
+// does: a write refused while its pipeline was rebuilt (its records cut by
+// the recovery) is sent again, at most 5 times, each on the settled
+// pipeline. It returns the last error.
+func produceRetry(t *testing.T, c *Cluster, topic, value string) error {
+	t.Helper()
+	var err error
+	for range 5 {
+		if err = produceOne(t, c, topic, value); err == nil {
+			return nil
+		}
+		pipelineSettled(t, c, topic)
+	}
+	return err
+}
+
+// checkPipelineLogs fails unless every member of topic-0's pipeline holds
+// the same log, containing every acknowledged value once, with the same HW.
+func checkPipelineLogs(t *testing.T, c *Cluster, topic string, acked []string) {
+	t.Helper()
+	members, _ := pipelineSettled(t, c, topic)
+	ref, _ := values(t, c, members[0], topic)
+	hw := c.Broker(members[0]).Replica(topic, 0).Status().HighWatermark
+	for _, id := range members {
+		vs, _ := values(t, c, id, topic)
+		if !slices.Equal(vs, ref) {
+			t.Fatalf("broker %d has %v, the head %d %v", id, vs, members[0], ref)
+		}
+		if got := c.Broker(id).Replica(topic, 0).Status().HighWatermark; got != hw || hw != int64(len(vs)) {
+			t.Errorf("broker %d: HW %d, the head's %d, its LEO %d", id, got, hw, len(vs))
+		}
+	}
+	for _, a := range acked {
+		if n := len(slices.DeleteFunc(slices.Clone(ref), func(v string) bool { return v != a })); n != 1 {
+			t.Fatalf("acknowledged %s is there %d times: %v", a, n, ref)
+		}
+	}
+}
+
+// TestPipelineTopicFailures runs a replication.protocol=pipeline partition
+// on the real brokers: with f members crashed (the tail, then a middle
+// one) the pipeline is rebuilt from the survivors under a new stamp each
+// time and acks=all writes are accepted while it has min.insync.replicas
+// members; one more down and acks=all is refused with NOT_ENOUGH_REPLICAS;
+// once everyone is back and has rejoined, every acknowledged write is on
+// every member. RF 3 with f=1 (min.insync.replicas=2) and RF 5 with f=2
+// (min.insync.replicas=3).
+func TestPipelineTopicFailures(t *testing.T) {
+	for _, rf := range []int{3, 5} {
+		t.Run(fmt.Sprintf("rf%d", rf), func(t *testing.T) {
+			f := (rf - 1) / 2
+			c := openPausedN(t, rf)
+			if _, err := c.CreateTopic("p", 1, int16(rf), map[string]string{"replication.protocol": "pipeline",
+				"min.insync.replicas": fmt.Sprint(rf - f)}); err != nil {
+				t.Fatal(err)
+			}
+			members, stamp := pipelineSettled(t, c, "p")
+			acked := []string{"all-up"}
+			if err := produceOne(t, c, "p", "all-up"); err != nil {
+				t.Fatalf("all up: %v", err)
+			}
+			var down []int32
+			for i := range f {
+				victim := members[len(members)-1]
+				if i > 0 {
+					victim = members[1]
+				}
+				down = append(down, victim)
+				if err := c.Crash(victim); err != nil {
+					t.Fatal(err)
+				}
+				v := fmt.Sprintf("down-%d", i+1)
+				if err := produceRetry(t, c, "p", v); err != nil {
+					t.Fatalf("%d down: %v", i+1, err)
+				}
+				acked = append(acked, v)
+				var next int32
+				members, next = pipelineSettled(t, c, "p")
+				if next <= stamp || slices.Contains(members, victim) {
+					t.Fatalf("after %d crashed: pipeline %v stamp %d (was %d)", victim, members, next, stamp)
+				}
+				stamp = next
+			}
+			down = append(down, members[len(members)-1])
+			if err := c.Crash(down[len(down)-1]); err != nil {
+				t.Fatal(err)
+			}
+			err := produceRetry(t, c, "p", "too-few")
+			if !errors.Is(err, kerr.NotEnoughReplicas) && !errors.Is(err, kerr.NotEnoughReplicasAfterAppend) {
+				t.Fatalf("%d of %d down: %v, want NOT_ENOUGH_REPLICAS", f+1, rf, err)
+			}
+			for _, id := range down {
+				if err := c.Restart(id); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := c.Step(time.Second); err != nil {
+				t.Fatal(err)
+			}
+			if members, _ = pipelineSettled(t, c, "p"); len(members) != rf {
+				t.Fatalf("everyone back: pipeline %v", members)
+			}
+			if err := produceRetry(t, c, "p", "back"); err != nil {
+				t.Fatalf("everyone back: %v", err)
+			}
+			acked = append(acked, "back")
+			checkPipelineLogs(t, c, "p", acked)
+		})
+	}
+}
+
+// TestPipelineTopicCrashedMiddle: the middle member crashes; the head's
+// forward to it fails, the controller rebuilds the pipeline from the head
+// and the tail under a new stamp, and writes continue (stamped with it, as
+// their leader epoch). The crashed broker comes back with the old stamp:
+// it rejoins at the tail under another stamp, its replica is discarded
+// (a truncation event naming its stale stamp) and copied again.
+func TestPipelineTopicCrashedMiddle(t *testing.T) {
+	c := openPausedN(t, 3)
+	if _, err := c.CreateTopic("p", 1, 3, map[string]string{"replication.protocol": "pipeline", "min.insync.replicas": "2"}); err != nil {
+		t.Fatal(err)
+	}
+	members, stamp := pipelineSettled(t, c, "p")
+	if !slices.Equal(members, []int32{1, 2, 3}) || stamp != 0 {
+		t.Fatalf("new topic: pipeline %v stamp %d", members, stamp)
+	}
+	for _, v := range []string{"a", "b"} {
+		if err := produceOne(t, c, "p", v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Crash(2); err != nil {
+		t.Fatal(err)
+	}
+	if err := produceRetry(t, c, "p", "c"); err != nil {
+		t.Fatal(err)
+	}
+	members, stamp = pipelineSettled(t, c, "p")
+	if !slices.Equal(members, []int32{1, 3}) || stamp != 1 {
+		t.Fatalf("after the middle crashed: pipeline %v stamp %d, want [1 3] stamp 1", members, stamp)
+	}
+	vs, epochs := values(t, c, 3, "p")
+	if i := slices.Index(vs, "c"); i < 0 || epochs[i] != 1 {
+		t.Fatalf("the tail holds %v epochs %v: want c under stamp 1", vs, epochs)
+	}
+	seq := c.Bus().LastSeq()
+	if err := c.Restart(2); err != nil {
+		t.Fatal(err)
+	}
+	members, stamp = pipelineSettled(t, c, "p")
+	if !slices.Equal(members, []int32{1, 3, 2}) || stamp != 2 {
+		t.Fatalf("broker 2 back: pipeline %v stamp %d, want [1 3 2] stamp 2", members, stamp)
+	}
+	var discarded *events.Event
+	evs, _ := c.Bus().Since(seq, 100000)
+	for _, e := range evs {
+		if e.Kind == events.KindTruncation && e.Broker == 2 && e.MessageKey == "event.pipeline.truncation" {
+			discarded = &e
+		}
+	}
+	if discarded == nil || !slices.Contains(discarded.MessageArgs, "event.word.pipeline.stale:0:2:0") {
+		t.Fatalf("no discard of broker 2's replica with stamp 0: %+v", discarded)
+	}
+	if err := produceOne(t, c, "p", "d"); err != nil {
+		t.Fatal(err)
+	}
+	checkPipelineLogs(t, c, "p", []string{"a", "b", "c", "d"})
+	if _, epochs := values(t, c, 2, "p"); !slices.Equal(epochs, []int32{0, 0, 1, 2}) {
+		t.Fatalf("broker 2's copy has epochs %v, want 0 0 1 2", epochs)
+	}
+}
+
+// TestPipelineTopicPowerLoss: the tail loses its page cache. It comes back
+// with what it fsynced and an older stamp: its replica is discarded and
+// copied from the pipeline, and every acknowledged write is on every
+// member again.
+func TestPipelineTopicPowerLoss(t *testing.T) {
+	c := openPausedN(t, 3)
+	if _, err := c.CreateTopic("p", 1, 3, map[string]string{"replication.protocol": "pipeline", "min.insync.replicas": "2"}); err != nil {
+		t.Fatal(err)
+	}
+	pipelineSettled(t, c, "p")
+	acked := []string{"a", "b", "c"}
+	for _, v := range acked {
+		if err := produceOne(t, c, "p", v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lost, err := c.PowerLoss(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("power loss on broker 3 cut %v", lost)
+	if err := produceRetry(t, c, "p", "d"); err != nil {
+		t.Fatal(err)
+	}
+	acked = append(acked, "d")
+	if err := c.Restart(3); err != nil {
+		t.Fatal(err)
+	}
+	if members, _ := pipelineSettled(t, c, "p"); len(members) != 3 {
+		t.Fatalf("broker 3 back: pipeline %v", members)
+	}
+	checkPipelineLogs(t, c, "p", acked)
+}
+
+// TestPipelineTopicKgo: franz-go produces (idempotent, acks=all) to a
+// pipeline topic and reads every record back, on a running lab; every
+// record cost one write and one ack per hop (RF 3: four messages).
+func TestPipelineTopicKgo(t *testing.T) {
+	c := openRunning(t, 3)
+	if _, err := c.CreateTopic("p", 1, 3, map[string]string{"replication.protocol": "pipeline"}); err != nil {
+		t.Fatal(err)
+	}
+	kgoRoundTrip(t, c, "p", 100)
+	sent := c.ReplicationMessages()[controller.ProtocolPipeline]
+	writes, acks := sent[pipeline.KindWrite.String()], sent[pipeline.KindAck.String()]
+	t.Logf("pipeline messages: %d writes, %d acks for 100 records", writes, acks)
+	if writes < 200 || acks < 200 {
+		t.Errorf("%d writes and %d acks for 100 records, want at least 200 each", writes, acks)
+	}
+}
+
+// TestPipelineTopicAckCut: a one-way cut drops the tail's acks to the
+// middle member. Nothing tells the head: after replica.lag.time.max.ms of
+// lab time without the tail's ack it reports its successor, and the
+// pipeline is rebuilt without it. The write was on every survivor, so the
+// recovery keeps and commits it. Once the link heals, the heartbeats'
+// re-replication adds the middle member back at the tail, where its stale
+// replica is discarded and copied.
+func TestPipelineTopicAckCut(t *testing.T) {
+	c := openPausedN(t, 3)
+	if _, err := c.CreateTopic("p", 1, 3, map[string]string{"replication.protocol": "pipeline", "min.insync.replicas": "2",
+		"replica.lag.time.max.ms": "1000"}); err != nil {
+		t.Fatal(err)
+	}
+	pipelineSettled(t, c, "p")
+	if err := produceOne(t, c, "p", "a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Cut(3, 2, true); err != nil {
+		t.Fatal(err)
+	}
+	start := c.clock.Now()
+	if err := produceOne(t, c, "p", "b"); err != nil {
+		t.Fatalf("b: %v", err)
+	}
+	if waited := c.clock.Now().Sub(start); waited < time.Second {
+		t.Fatalf("b acknowledged after %v of lab time, before the head's timeout", waited)
+	}
+	if members, stamp := pipelineSettled(t, c, "p"); !slices.Equal(members, []int32{1, 3}) || stamp != 1 {
+		t.Fatalf("after the ack timeout: pipeline %v stamp %d, want [1 3] stamp 1", members, stamp)
+	}
+	c.Heal()
+	if err := c.Step(4 * time.Second); err != nil { // past controller.PipelineRepairInterval
+		t.Fatal(err)
+	}
+	if members, _ := pipelineSettled(t, c, "p"); !slices.Equal(members, []int32{1, 3, 2}) {
+		t.Fatalf("healed: pipeline %v, want [1 3 2]", members)
+	}
+	checkPipelineLogs(t, c, "p", []string{"a", "b"})
+}
+
+// TestPipelineTopicCrashedHead: the head crashes. Nobody can report it
+// (it was the one that reports): the controller fences it when its
+// session expires and the next member heads a pipeline under a new stamp,
+// with every acknowledged write. Back, the old head rejoins at the tail
+// and its replica, of an older stamp, is discarded and copied.
+func TestPipelineTopicCrashedHead(t *testing.T) {
+	c := openPausedN(t, 3)
+	if _, err := c.CreateTopic("p", 1, 3, map[string]string{"replication.protocol": "pipeline", "min.insync.replicas": "2"}); err != nil {
+		t.Fatal(err)
+	}
+	pipelineSettled(t, c, "p")
+	if err := produceOne(t, c, "p", "a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Crash(1); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Step(2100 * time.Millisecond); err != nil { // past the session timeout
+		t.Fatal(err)
+	}
+	if members, stamp := pipelineSettled(t, c, "p"); !slices.Equal(members, []int32{2, 3}) || stamp != 1 {
+		t.Fatalf("head fenced: pipeline %v stamp %d, want [2 3] stamp 1", members, stamp)
+	}
+	if err := produceOne(t, c, "p", "b"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Restart(1); err != nil {
+		t.Fatal(err)
+	}
+	if members, _ := pipelineSettled(t, c, "p"); !slices.Equal(members, []int32{2, 3, 1}) {
+		t.Fatalf("old head back: pipeline %v, want [2 3 1]", members)
+	}
+	checkPipelineLogs(t, c, "p", []string{"a", "b"})
+}
+
+// TestPipelineTopicLabRestart: the whole lab stops cleanly and starts
+// again on its data: the pipeline and its stamp come back from the
+// controller's store, the head's recovery finds every member with the
+// same stamp (nothing discarded), and writes continue.
+func TestPipelineTopicLabRestart(t *testing.T) {
+	opts := Options{DataDir: t.TempDir(), Brokers: 3, Paused: true, Logger: quietLogger()}
+	c, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateTopic("p", 1, 3, map[string]string{"replication.protocol": "pipeline"}); err != nil {
+		t.Fatal(err)
+	}
+	pipelineSettled(t, c, "p")
+	for _, v := range []string{"a", "b"} {
+		if err := produceOne(t, c, "p", v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if c, err = Open(opts); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	seq := c.Bus().LastSeq()
+	if members, stamp := pipelineSettled(t, c, "p"); !slices.Equal(members, []int32{1, 2, 3}) || stamp != 0 {
+		t.Fatalf("after the restart: pipeline %v stamp %d, want [1 2 3] stamp 0", members, stamp)
+	}
+	if err := produceOne(t, c, "p", "c"); err != nil {
+		t.Fatal(err)
+	}
+	checkPipelineLogs(t, c, "p", []string{"a", "b", "c"})
+	evs, _ := c.Bus().Since(seq, 100000)
+	for _, e := range evs {
+		if e.Kind == events.KindTruncation {
+			t.Errorf("a replica was cut after a clean restart: %s", e.Message)
+		}
+	}
+}
