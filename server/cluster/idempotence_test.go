@@ -116,7 +116,22 @@ func TestIdempotentProduceSurvivesLeaderCrash(t *testing.T) {
 			ackedCount.Add(1)
 		})
 	}
-	wg.Wait()
+	// Every record is answered within its 60 s delivery timeout, unless one
+	// is in flight to a broker that never answers: bound the wait and say
+	// what the cluster and the client looked like (once seen to hang under
+	// a full suite's load).
+	answered := make(chan struct{})
+	go func() { wg.Wait(); close(answered) }()
+	select {
+	case <-answered:
+	case <-time.After(3 * time.Minute):
+		tp, _ := c.Controller().Topic(topic)
+		mu.Lock()
+		answeredN := len(acked) + len(failed)
+		mu.Unlock()
+		t.Fatalf("%d of %d records unanswered after 3 minutes (%d buffered in the client); partitions: %+v",
+			n-answeredN, n, prod.BufferedProduceRecords(), tp.Partitions)
+	}
 	leader := <-crashed
 	if len(failed) > 0 {
 		t.Logf("%d records not acknowledged (first: %v)", len(failed), failed[0])
