@@ -46,6 +46,15 @@ func TestBrowserLanesOnScreen(t *testing.T) {
 	b.poll(markersInView(fig(0)), "demo-0's HW and LEO markers in view once the figure is")
 	b.poll(cell(59)+` !== null && `+cell(59)+`.querySelector("text.val").textContent === "r59"`, "the newest cell drawn")
 	b.poll(`Math.min(...`+drawn+`) > 41`, "the oldest cells, off screen, not drawn")
+	// Scrolled to its newest records, the lanes' labels stick to the
+	// figure's left edge: one per lane, in view, naming its broker.
+	b.poll(`(() => { const f = document.querySelector('`+fig(0)+`'), ps = f.querySelectorAll('.lane-pins span');
+		if (!f.classList.contains('pinned') || ps.length !== f.querySelectorAll('g.replica').length) return false;
+		const box = f.getBoundingClientRect();
+		const gs = f.querySelectorAll('g.replica');
+		return [...ps].every((p, i) => { const r = p.getBoundingClientRect(), g = gs[i].getBoundingClientRect();
+			return r.width > 0 && r.left >= box.left - 1 && r.left < box.left + 40 && r.top >= g.top && r.bottom <= g.bottom && /\d/.test(p.textContent); }); })()`,
+		"demo-0's lane labels pinned to the figure's left edge, each beside its lane")
 	b.shotOf(fig(0), "lanes-newest-360px")
 
 	// The learner scrolls back to the start: the cells that come into view

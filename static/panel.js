@@ -123,6 +123,46 @@
       for (var i = 0; i < ms.length; i++) x = Math.max(x, parseFloat(ms[i].getAttribute("transform").slice(10)) || 0);
       return Math.max(0, Math.round(f.tmPad + x + after - f.tmWidth));
     }
+    // Scrolled to its newest records, a figure hides its lanes' label
+    // column (broker, leader star, ISR/OSR, LEO·HW), which is SVG and
+    // cannot stick. While it is scrolled, a copy of each label in HTML
+    // sticks to its left edge (aria-hidden: the SVG's texts and titles
+    // stay what assistive technology reads). A label is rewritten only
+    // when its text changed.
+    function pin(f) {
+      var on = f.scrollLeft > 8;
+      if (on !== f.classList.contains("pinned")) f.classList.toggle("pinned", on);
+      if (on) pinText(f);
+    }
+    function words(el) {
+      if (!el) return "";
+      var out = [];
+      for (var c = el.firstElementChild; c; c = c.nextElementSibling) out.push(c.textContent);
+      return out.length ? out.join(" ") : el.textContent;
+    }
+    function pinText(f) {
+      var svg = f.querySelector("svg.lanes-svg");
+      if (!svg) return;
+      var box = f.lastElementChild;
+      if (!box || box.className !== "lane-pins") {
+        box = document.createElement("div");
+        box.className = "lane-pins";
+        box.setAttribute("aria-hidden", "true");
+        f.appendChild(box);
+      }
+      // Positions go through the CSSOM: the page's CSP refuses inline
+      // style attributes.
+      var h = parseFloat(svg.getAttribute("height")) || 0, gs = svg.querySelectorAll("g.replica");
+      while (box.children.length > gs.length) box.lastElementChild.remove();
+      while (box.children.length < gs.length) box.appendChild(document.createElement("span"));
+      for (var i = 0; i < gs.length; i++) {
+        var y = parseFloat((gs[i].getAttribute("transform") || "").split(",")[1]) || 0;
+        var t = words(gs[i].querySelector("g.lane-id")) + "\n" + words(gs[i].querySelector(".lane-nums"));
+        var top = (y + 12 - h) + "px", sp = box.children[i];
+        if (sp.textContent !== t) sp.textContent = t;
+        if (sp.style.top !== top) sp.style.top = top;
+      }
+    }
     function scrollFig(f, left) {
       f.tmAt = left;
       f.scrollLeft = left;
@@ -152,12 +192,13 @@
       f.tmWidth = f.clientWidth;
       if (f.scrollLeft >= Math.min(newest(f), f.scrollWidth - f.tmWidth) - 2) delete kept[key(f)];
       else kept[key(f)] = f.scrollLeft;
+      pin(f);
     }, { capture: true, passive: true });
     new MutationObserver(function (ms) {
       var seen = [];
       ms.forEach(function (m) {
         var f = m.target.closest("figure");
-        if (seen.indexOf(f) < 0) { seen.push(f); follow(f); }
+        if (seen.indexOf(f) < 0) { seen.push(f); follow(f); if (f && f.classList.contains("pinned")) pinText(f); }
       });
     }).observe(lanes, { subtree: true, attributeFilter: ["data-leo"] });
     var ro = typeof ResizeObserver === "function" && new ResizeObserver(function (entries) {
