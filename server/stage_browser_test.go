@@ -89,9 +89,10 @@ const svgContrastJS = `(() => {
 // is drawn on that direction only; a broker crashed from its menu shows
 // crashed on the topology and in the lanes, and the server-rendered tables
 // are gone once the panel is live; record cells show their values,
-// committed or not; the charts draw LEO and HW per replica; every HTML
-// and SVG text passes 4.5:1; at
-// 360 px the page does not scroll sideways.
+// committed or not, and every lane figure opens on its newest records
+// with its HW and LEO markers in view; the charts draw LEO and HW per
+// replica; every HTML and SVG text passes 4.5:1; at 360 px the page does
+// not scroll sideways (TestBrowserLanesOnScreen has the lanes at 360 px).
 func TestBrowserStage(t *testing.T) {
 	b := startBrowserLab(t, true)
 	b.viewport(1366, 768, false)
@@ -136,6 +137,12 @@ func TestBrowserStage(t *testing.T) {
 	b.poll(`[...document.querySelectorAll('#lanes g.rec.uncommitted text.val')].every(v => v.textContent === "gamm…")`,
 		"the uncommitted cells to show the value shortened to gamm…")
 	b.shotOf(fig(0), "stage-1b-lane-values")
+	// demo-0 holds more records than its window: every figure opens on
+	// its newest records, HW and LEO markers in view.
+	for p := range 3 {
+		b.poll(markersInView(fig(p)), "demo-"+strconv.Itoa(p)+"'s HW and LEO markers in view at 1,366 px")
+	}
+	b.shotInView(fig(0), "stage-1d-lane-markers-1366px")
 	for _, c := range []string{"leo-hw", "isr", "rate", "latency"} {
 		b.poll(`document.querySelector('[data-testid="charts"] [data-testid="chart-`+c+`"] svg') !== null`, "the "+c+" chart")
 	}

@@ -97,18 +97,128 @@
   // frame, but Chromium styles, lays out and paints them only once they
   // come within a quarter of the view (or of the lanes box) of being seen.
   // At 1,000 records/s every cell of every figure changes between frames.
+  //
+  // A figure wider than its box (a phone, the stage's column) shows its
+  // newest records: the furthest LEO marker and the slot after it at the
+  // right edge, the HW markers too unless one lags further behind than the
+  // box is wide (the newest records win). It follows them as records come while
+  // the learner leaves it there; scrolled back, it keeps its place until
+  // the learner scrolls up to the newest again, as a terminal does. The
+  // panel draws a figure anew when its shape changes (a lane, a row of
+  // truncated records): what each partition's figure shows is kept here.
   (function () {
     var lanes = document.getElementById("lanes");
-    if (!lanes || typeof IntersectionObserver !== "function") return;
-    var io = new IntersectionObserver(function (entries) {
+    if (!lanes) return;
+    // after is how far past the LEO marker the newest view reaches (SVG
+    // units, 1:1 with CSS pixels): the slot the next record goes to and
+    // the figure's end (cellW + 10 in wasm/panel/lanes.go).
+    var after = 50;
+    var kept = {}; // topic/partition → scrollLeft, for figures scrolled back
+    function key(f) { return f.dataset.topic + "/" + f.dataset.partition; }
+    // newest is the scrollLeft that shows f's newest records, from the
+    // markers' transforms (attributes, so reading them lays nothing out)
+    // and f's padding and width, measured by place.
+    function newest(f) {
+      var x = 0, ms = f.querySelectorAll("g.marker.leo");
+      for (var i = 0; i < ms.length; i++) x = Math.max(x, parseFloat(ms[i].getAttribute("transform").slice(10)) || 0);
+      return Math.max(0, Math.round(f.tmPad + x + after - f.tmWidth));
+    }
+    // Scrolled to its newest records, a figure hides its lanes' label
+    // column (broker, leader star, ISR/OSR, LEO·HW), which is SVG and
+    // cannot stick. While it is scrolled, a copy of each label in HTML
+    // sticks to its left edge (aria-hidden: the SVG's texts and titles
+    // stay what assistive technology reads). A label is rewritten only
+    // when its text changed.
+    function pin(f) {
+      var on = f.scrollLeft > 8;
+      if (on !== f.classList.contains("pinned")) f.classList.toggle("pinned", on);
+      if (on) pinText(f);
+    }
+    function words(el) {
+      if (!el) return "";
+      var out = [];
+      for (var c = el.firstElementChild; c; c = c.nextElementSibling) out.push(c.textContent);
+      return out.length ? out.join(" ") : el.textContent;
+    }
+    function pinText(f) {
+      var svg = f.querySelector("svg.lanes-svg");
+      if (!svg) return;
+      var box = f.lastElementChild;
+      if (!box || box.className !== "lane-pins") {
+        box = document.createElement("div");
+        box.className = "lane-pins";
+        box.setAttribute("aria-hidden", "true");
+        f.appendChild(box);
+      }
+      // Positions go through the CSSOM: the page's CSP refuses inline
+      // style attributes.
+      var h = parseFloat(svg.getAttribute("height")) || 0, gs = svg.querySelectorAll("g.replica");
+      while (box.children.length > gs.length) box.lastElementChild.remove();
+      while (box.children.length < gs.length) box.appendChild(document.createElement("span"));
+      for (var i = 0; i < gs.length; i++) {
+        var y = parseFloat((gs[i].getAttribute("transform") || "").split(",")[1]) || 0;
+        var t = words(gs[i].querySelector("g.lane-id")) + "\n" + words(gs[i].querySelector(".lane-nums"));
+        var top = (y + 12 - h) + "px", sp = box.children[i];
+        if (sp.textContent !== t) sp.textContent = t;
+        if (sp.style.top !== top) sp.style.top = top;
+      }
+    }
+    function scrollFig(f, left) {
+      f.tmAt = left;
+      f.scrollLeft = left;
+    }
+    // place measures f and scrolls it to the newest records, or to where
+    // the learner left it. Out of view f has no scroll width: it is placed
+    // when it comes into view.
+    function place(f) {
+      if (!f.isConnected || "offscreen" in f.dataset) return;
+      f.tmPad = parseFloat(getComputedStyle(f).paddingLeft) || 0;
+      f.tmWidth = f.clientWidth;
+      var k = key(f);
+      scrollFig(f, k in kept ? kept[k] : newest(f));
+    }
+    // follow keeps the figures that show their newest records there when
+    // an LEO moves. Writing scrollLeft lays the page out, so it is written
+    // only when the newest view moved: while a partition's window fills,
+    // its first 20 records; then the furthest LEO stays at the window's end.
+    function follow(f) {
+      if (!f || f.tmWidth === undefined || key(f) in kept || "offscreen" in f.dataset) return;
+      var left = newest(f);
+      if (left !== f.tmAt) scrollFig(f, left);
+    }
+    lanes.addEventListener("scroll", function (e) {
+      var f = e.target;
+      if (!f.classList || !f.classList.contains("lane-fig") || f.tmWidth === undefined || "offscreen" in f.dataset) return;
+      f.tmWidth = f.clientWidth;
+      if (f.scrollLeft >= Math.min(newest(f), f.scrollWidth - f.tmWidth) - 2) delete kept[key(f)];
+      else kept[key(f)] = f.scrollLeft;
+      pin(f);
+    }, { capture: true, passive: true });
+    new MutationObserver(function (ms) {
+      var seen = [];
+      ms.forEach(function (m) {
+        var f = m.target.closest("figure");
+        if (seen.indexOf(f) < 0) { seen.push(f); follow(f); if (f && f.classList.contains("pinned")) pinText(f); }
+      });
+    }).observe(lanes, { subtree: true, attributeFilter: ["data-leo"] });
+    var ro = typeof ResizeObserver === "function" && new ResizeObserver(function (entries) {
+      entries.forEach(function (e) { place(e.target); }); // also when first laid out
+    });
+    var io = typeof IntersectionObserver === "function" && new IntersectionObserver(function (entries) {
       entries.forEach(function (e) {
-        if (e.isIntersecting) delete e.target.dataset.offscreen;
-        else e.target.dataset.offscreen = "";
+        if (!e.isIntersecting) { e.target.dataset.offscreen = ""; return; }
+        if (!("offscreen" in e.target.dataset)) return;
+        delete e.target.dataset.offscreen;
+        place(e.target);
       });
     }, { rootMargin: "25% 0px", scrollMargin: "25% 0px" });
     new MutationObserver(function () { // the panel drew new figures
-      io.disconnect();
-      for (var f = lanes.firstElementChild; f; f = f.nextElementSibling) io.observe(f);
+      if (io) io.disconnect();
+      if (ro) ro.disconnect();
+      for (var f = lanes.firstElementChild; f; f = f.nextElementSibling) {
+        if (io) io.observe(f);
+        if (ro) ro.observe(f);
+      }
     }).observe(lanes, { childList: true });
   })();
   if (typeof WebAssembly !== "object" || typeof Go !== "function") {
