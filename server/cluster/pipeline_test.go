@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -384,4 +385,58 @@ func TestPipelineTopicLabRestart(t *testing.T) {
 			t.Errorf("a replica was cut after a clean restart: %s", e.Message)
 		}
 	}
+}
+
+// TestPipelineTopicLinkDelay: with a 200 ms delay each way on the link
+// between the head and the second member, a write crosses it down and its
+// ack crosses it back, each waiting in the lab's delay line: the acks=all
+// produce is not answered before 2×200 ms of lab time and is right after.
+func TestPipelineTopicLinkDelay(t *testing.T) {
+	const delay = 200 * time.Millisecond
+	c := openPausedN(t, 3)
+	if _, err := c.CreateTopic("p", 1, 3, map[string]string{"replication.protocol": "pipeline", "min.insync.replicas": "2"}); err != nil {
+		t.Fatal(err)
+	}
+	members, _ := pipelineSettled(t, c, "p")
+	if err := produceOne(t, c, "p", "a"); err != nil {
+		t.Fatal(err)
+	}
+	c.network.SetDelay(members[0], members[1], delay)
+	c.network.SetDelay(members[1], members[0], delay)
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Produce(context.Background(), "p", 0, -1, []Record{{Value: []byte("slow")}}, 5*time.Second)
+		done <- err
+	}()
+	head := c.Broker(members[0]).Replica("p", 0)
+	for head.Status().WaitingProduces == 0 { // bounded by done: a produce that ends fails the test
+		select {
+		case err := <-done:
+			t.Fatalf("produce ended before its write crossed the delayed link: %v", err)
+		case <-time.After(time.Millisecond):
+		}
+	}
+	if err := c.Step(2*delay - 50*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("produce answered %v into a round trip of 2×%v: %v", 2*delay-50*time.Millisecond, delay, err)
+	default:
+	}
+	if vs, _ := values(t, c, members[2], "p"); !slices.Equal(vs, []string{"a", "slow"}) {
+		t.Fatalf("the tail holds %v after the write's delay; want a, slow", vs)
+	}
+	if err := c.Step(50 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("produce not answered after 2×%v of lab time", delay)
+	}
+	checkPipelineLogs(t, c, "p", []string{"a", "slow"})
 }
