@@ -291,11 +291,13 @@ type Member struct {
 	// downAcked is what the successor acknowledged; ackedUp what this
 	// member last acknowledged to its predecessor.
 	downAcked, ackedUp int64
-	// waitSinceMs is when the oldest write not yet acknowledged went out
-	// (the head's timeout); -1 when nothing waits.
+	// waitSinceMs is when the oldest write (or recovery) not yet
+	// acknowledged went out to the successor (timeoutMs); -1 when nothing
+	// waits.
 	waitSinceMs int64
 	// failed is a member reported unreachable in this stamp; reportedMs
-	// when the head last reported a failure (-1 never).
+	// when this member last reported a failure (-1 never): the head to the
+	// controller, any other member in an ack to its predecessor.
 	failed     int32
 	reportedMs int64
 	nowMs      int64
@@ -407,23 +409,64 @@ func (m *Member) LogChanged(logStart, leo int64) {
 	m.sent = min(m.sent, leo)
 }
 
-// Tick shows the member the time: the head reports a write that the tail
-// has not acknowledged within the timeout, and reports again each timeout
-// after while the pipeline stays broken.
+// Tick shows the member the time. A member whose successor has not
+// acknowledged a write (or the recovery) within its timeout (timeoutMs)
+// names the successor: the head reports it to the controller, any other
+// member sends its predecessor an ack naming it; each reports again every
+// timeout after while the pipeline stays broken.
 func (m *Member) Tick(nowMs int64) {
 	m.nowMs = max(m.nowMs, nowMs)
 	m.hold = false
-	if m.pl.Head() != m.cfg.ID || len(m.pl.Members) < 2 || m.waitSinceMs < 0 {
-		return
-	}
-	if m.nowMs-m.waitSinceMs < m.cfg.TimeoutMs || (m.reportedMs >= 0 && m.nowMs-m.reportedMs < m.cfg.TimeoutMs) {
+	if m.nowMs < m.timeoutAtMs() {
 		return
 	}
 	failed := m.failed
 	if failed == NoMember {
-		failed = m.pl.Next(m.cfg.ID) // silence: the head cannot tell who, and blames its successor
+		// Silence: nothing said who. The successor, or the link to it
+		// either way, is the nearest fault this member can name: every
+		// member after it has a shorter timeout, so had the silence
+		// begun further down, an ack naming that member would have come.
+		failed = m.pl.Next(m.cfg.ID)
 	}
-	m.report(failed)
+	if m.pl.Head() == m.cfg.ID {
+		m.report(failed)
+		return
+	}
+	m.failed, m.reportedMs = failed, m.nowMs
+	m.sent, m.nextLEO = -1, -1
+	if prev := m.pl.Prev(m.cfg.ID); prev != NoMember {
+		m.rd.Messages = append(m.rd.Messages, m.ack(prev))
+	}
+}
+
+// timeoutMs is how long this member waits for its successor's ack:
+// replica.lag.time.max.ms on the head, shrinking down the pipeline in
+// equal parts (member i of n waits TimeoutMs×(n-1-i)/(n-1)), so the
+// member just before a silent member or link times out first and names
+// it, before anyone further up blames its own successor, as each HDFS
+// datanode times out on its mirror's acks and reports the mirror in its
+// own ack. 0 for the tail and a pipeline of one: no successor.
+func (m *Member) timeoutMs() int64 {
+	n := int64(len(m.pl.Members))
+	i := int64(slices.Index(m.pl.Members, m.cfg.ID))
+	if i < 0 || i >= n-1 {
+		return 0
+	}
+	return max(1, m.cfg.TimeoutMs*(n-1-i)/(n-1))
+}
+
+// timeoutAtMs is when the successor's silence is due to be reported;
+// math.MaxInt64 for never.
+func (m *Member) timeoutAtMs() int64 {
+	to := m.timeoutMs()
+	if to == 0 || m.waitSinceMs < 0 {
+		return 1<<63 - 1
+	}
+	at := m.waitSinceMs + to
+	if m.reportedMs >= 0 {
+		at = max(at, m.reportedMs+to)
+	}
+	return at
 }
 
 // NextTickMs is when Tick has something to decide (now, while forwarding
@@ -432,14 +475,7 @@ func (m *Member) NextTickMs() int64 {
 	if m.hold {
 		return m.nowMs
 	}
-	if m.pl.Head() != m.cfg.ID || len(m.pl.Members) < 2 || m.waitSinceMs < 0 {
-		return 1<<63 - 1
-	}
-	at := m.waitSinceMs + m.cfg.TimeoutMs
-	if m.reportedMs >= 0 {
-		at = max(at, m.reportedMs+m.cfg.TimeoutMs)
-	}
-	return at
+	return m.timeoutAtMs()
 }
 
 func (m *Member) report(failed int32) {
@@ -474,6 +510,7 @@ func (m *Member) Unreachable(id int32) {
 		}
 		return
 	}
+	m.reportedMs = m.nowMs
 	if prev := m.pl.Prev(m.cfg.ID); prev != NoMember {
 		m.rd.Messages = append(m.rd.Messages, m.ack(prev))
 	}
@@ -637,6 +674,9 @@ func (m *Member) stepAck(msg Message) {
 	}
 	m.downAcked = max(m.downAcked, msg.Acked)
 	m.settleHW()
+	if m.pl.Head() != m.cfg.ID && m.recovered && m.ackable() >= m.log.LogEndOffset {
+		m.waitSinceMs = -1 // everything forwarded is acknowledged (the head's waits end in settleHW)
+	}
 	if m.pl.Head() != m.cfg.ID && m.recovered && (msg.Recover || m.ackable() > m.ackedUp || msg.Failed != NoMember) {
 		if prev := m.pl.Prev(m.cfg.ID); prev != NoMember {
 			ack := m.ack(prev)
@@ -688,6 +728,14 @@ func (m *Member) settleHW() {
 	}
 }
 
+// waiting starts the successor's timeout, unless one runs already (it
+// counts from the oldest message not yet acknowledged).
+func (m *Member) waiting() {
+	if m.waitSinceMs < 0 {
+		m.waitSinceMs = m.nowMs
+	}
+}
+
 // Ready returns what the owner must do now and forgets it. The head starts
 // its recovery here, and every member forwards what its successor lacks.
 func (m *Member) Ready() Ready {
@@ -695,6 +743,7 @@ func (m *Member) Ready() Ready {
 	if m.recovery != nil && !m.recoveryOut && !m.hold {
 		m.recoveryOut = true
 		m.rd.Messages = append(m.rd.Messages, *m.recovery)
+		m.waiting()
 	}
 	if m.recovered && next != NoMember && m.nextLEO >= 0 && m.failed == NoMember && !m.hold {
 		if m.sent < 0 {
@@ -704,6 +753,7 @@ func (m *Member) Ready() Ready {
 			m.rd.Messages = append(m.rd.Messages, Message{Kind: KindWrite, From: m.cfg.ID, To: next, Stamp: m.pl.Stamp, Members: slices.Clone(m.pl.Members),
 				BaseOffset: m.sent, EndOffset: m.log.LogEndOffset})
 			m.sent = m.log.LogEndOffset
+			m.waiting()
 		}
 	}
 	rd := m.rd

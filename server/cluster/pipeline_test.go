@@ -271,12 +271,13 @@ func TestPipelineTopicKgo(t *testing.T) {
 }
 
 // TestPipelineTopicAckCut: a one-way cut drops the tail's acks to the
-// middle member. Nothing tells the head: after replica.lag.time.max.ms of
-// lab time without the tail's ack it reports its successor, and the
-// pipeline is rebuilt without it. The write was on every survivor, so the
-// recovery keeps and commits it. Once the link heals, the heartbeats'
-// re-replication adds the middle member back at the tail, where its stale
-// replica is discarded and copied.
+// middle member. Nothing is unreachable: after half of
+// replica.lag.time.max.ms of lab time without the tail's ack, the middle
+// member (whose timeout is half the head's) names the tail in an ack, and
+// the head has the pipeline rebuilt without the tail, not without its own
+// successor. The write was on every survivor, so the recovery keeps and
+// commits it. Once the link heals, the heartbeats' re-replication adds the
+// tail back, where its stale replica is discarded and copied.
 func TestPipelineTopicAckCut(t *testing.T) {
 	c := openPausedN(t, 3)
 	if _, err := c.CreateTopic("p", 1, 3, map[string]string{"replication.protocol": "pipeline", "min.insync.replicas": "2",
@@ -294,18 +295,18 @@ func TestPipelineTopicAckCut(t *testing.T) {
 	if err := produceOne(t, c, "p", "b"); err != nil {
 		t.Fatalf("b: %v", err)
 	}
-	if waited := c.clock.Now().Sub(start); waited < time.Second {
-		t.Fatalf("b acknowledged after %v of lab time, before the head's timeout", waited)
+	if waited := c.clock.Now().Sub(start); waited < 500*time.Millisecond || waited >= time.Second {
+		t.Fatalf("b acknowledged after %v of lab time; want the middle member's timeout, 500 ms, before the head's", waited)
 	}
-	if members, stamp := pipelineSettled(t, c, "p"); !slices.Equal(members, []int32{1, 3}) || stamp != 1 {
-		t.Fatalf("after the ack timeout: pipeline %v stamp %d, want [1 3] stamp 1", members, stamp)
+	if members, stamp := pipelineSettled(t, c, "p"); !slices.Equal(members, []int32{1, 2}) || stamp != 1 {
+		t.Fatalf("after the ack timeout: pipeline %v stamp %d, want [1 2] stamp 1", members, stamp)
 	}
 	c.Heal()
 	if err := c.Step(4 * time.Second); err != nil { // past controller.PipelineRepairInterval
 		t.Fatal(err)
 	}
-	if members, _ := pipelineSettled(t, c, "p"); !slices.Equal(members, []int32{1, 3, 2}) {
-		t.Fatalf("healed: pipeline %v, want [1 3 2]", members)
+	if members, _ := pipelineSettled(t, c, "p"); !slices.Equal(members, []int32{1, 2, 3}) {
+		t.Fatalf("healed: pipeline %v, want [1 2 3]", members)
 	}
 	checkPipelineLogs(t, c, "p", []string{"a", "b"})
 }
@@ -439,4 +440,57 @@ func TestPipelineTopicLinkDelay(t *testing.T) {
 		t.Fatalf("produce not answered after 2×%v of lab time", delay)
 	}
 	checkPipelineLogs(t, c, "p", []string{"a", "slow"})
+}
+
+// TestPipelineTopicLongCut: the link between the second and third members
+// stays cut for 30 s of lab time. The third is taken out; re-replication
+// adds it back at the tail, its recovery fails on the cut link and it is
+// taken out again, two stamps a cycle. The controller backs off its
+// re-adds (doubling from PipelineRepairInterval), so the cut costs a
+// bounded number of stamps; once healed it rejoins, and every
+// acknowledged write is on every member.
+func TestPipelineTopicLongCut(t *testing.T) {
+	c := openPausedN(t, 3)
+	if _, err := c.CreateTopic("p", 1, 3, map[string]string{"replication.protocol": "pipeline", "min.insync.replicas": "2"}); err != nil {
+		t.Fatal(err)
+	}
+	members, start := pipelineSettled(t, c, "p")
+	if err := c.Cut(members[1], members[2], false); err != nil {
+		t.Fatal(err)
+	}
+	acked := []string{}
+	for i := range 3 { // writes every 10 s, each on the pipeline of the moment
+		v := fmt.Sprintf("w%d", i)
+		if err := produceRetry(t, c, "p", v); err != nil {
+			t.Fatalf("%s: %v", v, err)
+		}
+		acked = append(acked, v)
+		stepBy(t, c, 10*time.Second)
+	}
+	tp, _ := c.controller.Topic("p")
+	stamps := tp.Partitions[0].LeaderEpoch - start
+	t.Logf("a 30 s cut of %d-%d: %d stamps, pipeline %v", members[1], members[2], stamps, pipelineOf(tp.Partitions[0]))
+	if stamps > 8 {
+		t.Errorf("a 30 s cut made %d stamps; want at most 8", stamps)
+	}
+	c.Heal()
+	stepBy(t, c, 40*time.Second) // past the longest back-off
+	if members, _ := pipelineSettled(t, c, "p"); len(members) != 3 {
+		t.Fatalf("healed: pipeline %v", members)
+	}
+	checkPipelineLogs(t, c, "p", acked)
+}
+
+func pipelineOf(p controller.Partition) []int32 { return slices.Concat(p.ISR, p.Joining) }
+
+// stepBy moves the paused clock by d one broker tick at a time, so every
+// heartbeat, controller tick and broker tick in between runs (one Step
+// runs them once, at its end).
+func stepBy(t *testing.T, c *Cluster, d time.Duration) {
+	t.Helper()
+	for moved := time.Duration(0); moved < d; moved += stepToEventGrain {
+		if err := c.Step(stepToEventGrain); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
