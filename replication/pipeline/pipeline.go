@@ -274,9 +274,11 @@ type Member struct {
 	hold bool
 	// discardTo, when not -1, is where a discarded replica's log starts
 	// again once the copy's first write arrives; its records stay until
-	// then. staleStamp is the stamp it had. Kept across stamps.
+	// then. staleStamp is the stamp it had, kept the log it still holds
+	// (what a later stamp's recovery judges it by, see adopt).
 	discardTo  int64
 	staleStamp int32
+	kept       LogState
 	// length is the agreed length of this stamp's recovery (-1 before it
 	// finished); caughtUp is set once the head reported every member has it.
 	length   int64
@@ -355,6 +357,14 @@ func (m *Member) SetPipeline(p Pipeline) {
 func (m *Member) adopt(p Pipeline) {
 	m.pl = Pipeline{Members: slices.Clone(p.Members), Stamp: p.Stamp}
 	m.resetStamp()
+	if m.discardTo >= 0 {
+		// A discard whose copy never came: the replica still holds its
+		// records, and the new stamp's recovery judges it by them (it may
+		// even head, as the longest log after an unclean stop of every
+		// member); taken as empty, it would agree on a length of nothing
+		// and have every survivor cut its acknowledged records.
+		m.log, m.discardTo = m.kept, -1
+	}
 	if m.pl.Head() != m.cfg.ID {
 		return
 	}
@@ -579,7 +589,7 @@ func (m *Member) stepRecover(msg Message) {
 		// cut only when the copy's first write arrives (with it, in one
 		// Ready), so a copy that never comes (a cut link) leaves them.
 		if m.discardTo < 0 {
-			m.staleStamp = m.log.Stamp
+			m.staleStamp, m.kept = m.log.Stamp, m.log
 		}
 		m.discardTo = msg.LogStart
 		m.log = LogState{LogStartOffset: msg.LogStart, LogEndOffset: msg.LogStart, HighWatermark: msg.LogStart, Stamp: -1}

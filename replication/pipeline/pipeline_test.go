@@ -481,3 +481,25 @@ func TestDiscardWaitsForCopy(t *testing.T) {
 	}
 	l.survives([]string{"a", "b", "c"})
 }
+
+// TestDiscardForgottenByNextStamp: a stale member's discard waits for the
+// copy; when a new stamp comes first (here it heads alone, as the longest
+// log does after every member stopped uncleanly) it is judged by the
+// records it still holds: its LEO and HW are its log's, nothing is cut,
+// not the empty log its discard counted on (chaos seed 153: such a head's
+// HW went back to 0; with survivors, its recovery would have cut theirs).
+func TestDiscardForgottenByNextStamp(t *testing.T) {
+	m := New(Config{ID: 3, TimeoutMs: timeoutMs}, LogState{LogEndOffset: 2, HighWatermark: 2, Stamp: 0}, 0)
+	m.SetPipeline(Pipeline{Members: []int32{1, 2, 3}, Stamp: 2})
+	if err := m.Step(Message{Kind: KindWrite, From: 2, To: 3, Stamp: 2, Members: []int32{1, 2, 3}, Recover: true, HeadStamp: 1, Length: 5}); err != nil {
+		t.Fatal(err)
+	}
+	if rd := m.Ready(); rd.Truncation != nil || len(rd.Messages) != 1 || rd.Messages[0].LEO != 0 {
+		t.Fatalf("discarded: %+v, want an ack of LEO 0 and no cut before the copy", rd)
+	}
+	m.SetPipeline(Pipeline{Members: []int32{3}, Stamp: 3})
+	rd := m.Ready()
+	if st := m.Status(); rd.Truncation != nil || !st.IsHead || st.LogEndOffset != 2 || st.HighWatermark != 2 || rd.HighWatermark != 2 {
+		t.Fatalf("heading alone after a discard that never came: %+v, ready %+v; want LEO and HW 2, no cut", st, rd)
+	}
+}
