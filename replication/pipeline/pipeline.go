@@ -22,10 +22,12 @@
 //
 // A member that stops, or a link that is cut, breaks the pipeline: a
 // forward that cannot be delivered is reported at once (an Ack naming the
-// unreachable member flows back to the head), and a write the tail has not
-// acknowledged within the timeout (replica.lag.time.max.ms of lab time) is
-// reported by the head. The head reports the failure (Ready.Failure) and
-// the pipeline is rebuilt from the survivors under a new generation stamp
+// unreachable member flows back to the head), and so is a successor that
+// stays silent: every member with a successor waits for its acks, the head
+// replica.lag.time.max.ms of lab time and each member after it less (member
+// i of n, TimeoutMs×(n-1-i)/(n-1)), and one that times out names its
+// successor. The head reports the failure (Ready.Failure) and the pipeline
+// is rebuilt from the survivors under a new generation stamp
 // (Pipeline.Without). Under the new stamp the head first runs HDFS's
 // pipeline recovery: a Recover write goes down the pipeline carrying the
 // shortest survivor's LEO, and its Ack brings that length back; every
@@ -40,12 +42,29 @@
 // stamp, it is discarded (its log truncated to empty, starting again at the
 // head's log start offset) and rebuilt by copying from its predecessor; the
 // cut is made when the copy's first write arrives, so a copy that cannot
-// come (a cut link) destroys nothing. A replica that comes back joins at
+// come (a cut link) destroys nothing, and a stamp that comes before the
+// copy judges the replica again by the records it still holds. A replica
+// that comes back joins at
 // the tail under yet another stamp (Pipeline.Rejoin). Writes flow through
 // it at once, but it holds every acknowledged record only once the tail
 // has acknowledged the recovery's length (Ready.CaughtUp): until the head
 // says so, the controller keeps it out of the ISR, so it never heads the
 // pipeline or keeps it alone.
+//
+// # Who is blamed
+//
+// As in HDFS, where each datanode's ack carries a status per datanode down
+// the pipeline and the client removes the first one marked bad, the member
+// taken out is the first one after the fault that the members before it
+// can name. The shrinking timeouts make that the right one for a silence:
+// members after the fault hear their successors and stay quiet, the member
+// just before it times out first, before anyone further up gives up on its
+// own successor, and its ack naming its silent successor reaches the head
+// in time. What no member can tell apart is a successor that stopped from
+// the link to it cut one way or the other: a one-way cut of the acks from
+// member k+1 to member k takes out k+1, and the head's own timeout (it
+// fires only when nothing came back, not even a report) takes out its
+// successor. Either way the rebuilt pipeline no longer uses that link.
 //
 // # Who rebuilds the pipeline
 //
@@ -293,9 +312,9 @@ type Member struct {
 	// downAcked is what the successor acknowledged; ackedUp what this
 	// member last acknowledged to its predecessor.
 	downAcked, ackedUp int64
-	// waitSinceMs is when the oldest write (or recovery) not yet
-	// acknowledged went out to the successor (timeoutMs); -1 when nothing
-	// waits.
+	// waitSinceMs is when the successor's silence began (timeoutMs): the
+	// first write (or recovery) it has not acknowledged went out, or its
+	// last ack that acknowledged more came; -1 when nothing waits.
 	waitSinceMs int64
 	// failed is a member reported unreachable in this stamp; reportedMs
 	// when this member last reported a failure (-1 never): the head to the
@@ -419,9 +438,9 @@ func (m *Member) LogChanged(logStart, leo int64) {
 	m.sent = min(m.sent, leo)
 }
 
-// Tick shows the member the time. A member whose successor has not
-// acknowledged a write (or the recovery) within its timeout (timeoutMs)
-// names the successor: the head reports it to the controller, any other
+// Tick shows the member the time. A member whose successor stays silent
+// for its timeout (timeoutMs) while a write (or the recovery) waits for its
+// ack names the successor: the head reports it to the controller, any other
 // member sends its predecessor an ack naming it; each reports again every
 // timeout after while the pipeline stays broken.
 func (m *Member) Tick(nowMs int64) {
@@ -501,7 +520,7 @@ func (m *Member) report(failed int32) {
 // During a recovery an unreachable successor is only retried (after the
 // next Tick): brokers that start together (a lab opened on its data) are
 // not all running at the same instant, and one that stays unreachable is
-// reported by the head's timeout.
+// reported by this member's timeout.
 func (m *Member) Unreachable(id int32) {
 	if id != m.pl.Next(m.cfg.ID) {
 		return // the predecessor: the head times out, or the controller fences it
@@ -682,10 +701,16 @@ func (m *Member) stepAck(msg Message) {
 		m.recovery = nil
 		m.finishRecovery(msg.Length)
 	}
+	progress := msg.Acked > m.downAcked
 	m.downAcked = max(m.downAcked, msg.Acked)
 	m.settleHW()
-	if m.pl.Head() != m.cfg.ID && m.recovered && m.ackable() >= m.log.LogEndOffset {
-		m.waitSinceMs = -1 // everything forwarded is acknowledged (the head's waits end in settleHW)
+	if m.pl.Head() != m.cfg.ID && m.recovered { // the head's wait is settleHW's
+		switch {
+		case m.ackable() >= m.log.LogEndOffset:
+			m.waitSinceMs = -1 // everything is acknowledged
+		case progress:
+			m.waitSinceMs = m.nowMs // the successor answers: only silence counts
+		}
 	}
 	if m.pl.Head() != m.cfg.ID && m.recovered && (msg.Recover || m.ackable() > m.ackedUp || msg.Failed != NoMember) {
 		if prev := m.pl.Prev(m.cfg.ID); prev != NoMember {
@@ -722,14 +747,19 @@ func (m *Member) settleHW() {
 	if !m.recovered {
 		return
 	}
+	rose := false
 	if hw := m.ackable(); hw > m.log.HighWatermark {
 		m.log.HighWatermark = hw
 		m.rd.HighWatermark, m.rd.HWChanged = hw, true
+		rose = true
 	}
 	if m.pl.Head() == m.cfg.ID {
+		// The timeout counts silence: a HW that keeps rising under a
+		// steady stream (writes always in flight on a slow link) is not a
+		// failure, though it never reaches the LEO.
 		if m.log.HighWatermark >= m.log.LogEndOffset {
 			m.waitSinceMs = -1
-		} else if m.waitSinceMs < 0 {
+		} else if m.waitSinceMs < 0 || rose {
 			m.waitSinceMs = m.nowMs
 		}
 		if !m.caughtUp && m.ackable() >= m.length {
@@ -738,8 +768,8 @@ func (m *Member) settleHW() {
 	}
 }
 
-// waiting starts the successor's timeout, unless one runs already (it
-// counts from the oldest message not yet acknowledged).
+// waiting starts the successor's timeout, unless one runs already (the
+// silence counts from the first message it has not acknowledged).
 func (m *Member) waiting() {
 	if m.waitSinceMs < 0 {
 		m.waitSinceMs = m.nowMs
