@@ -592,7 +592,8 @@ func (p *Partition) FollowerFetch(req FetchRequest) FetchResult {
 			return res
 		}
 		if end.Epoch < req.LastFetchedEpoch || end.EndOffset < req.FetchOffset {
-			res.DivergingEpoch = &end
+			diverging := end // only a diverging fetch pays for a heap copy
+			res.DivergingEpoch = &diverging
 			return res
 		}
 	}
@@ -915,7 +916,9 @@ func (p *Partition) maybeShrinkIsr() {
 // maybeIncrementHW: HW = min LEO over the maximal ISR, never backwards,
 // frozen while the ISR is smaller than min.insync.replicas.
 func (p *Partition) maybeIncrementHW() {
-	if p.role != RoleLeader || len(p.isr) < p.cfg.MinInsyncReplicas {
+	// The HW never passes the LEO: at the LEO (an idle partition, each of
+	// its followers' fetches) nothing can move it.
+	if p.role != RoleLeader || len(p.isr) < p.cfg.MinInsyncReplicas || p.hw >= p.leo {
 		return
 	}
 	hw := p.leo
@@ -1010,6 +1013,10 @@ type Status struct {
 	Config          Config
 	NowMs           int64
 }
+
+// Leader returns the leader's broker id as this replica knows it; NoLeader
+// when it knows none. Unlike Status it copies nothing.
+func (p *Partition) Leader() int32 { return p.leader }
 
 // Status returns a snapshot; it shares no memory with the Partition.
 func (p *Partition) Status() Status {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -42,10 +43,10 @@ func TestBrowserCompare(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	protocols := eval[[]string](b, `[...document.querySelectorAll('[data-testid="compare-table"] th[data-protocol]')].map(th => th.dataset.protocol)`)
-	if len(protocols) != 2 || protocols[0] != "isr" || protocols[1] != "quorum" {
+	if !slices.Equal(protocols, []string{"isr", "quorum", "pipeline"}) {
 		t.Fatalf("table columns %v", protocols)
 	}
-	if n := eval[int](b, `document.querySelectorAll('[data-testid^="compare-chart-"] polyline').length`); n != 6 {
+	if n := eval[int](b, `document.querySelectorAll('[data-testid^="compare-chart-"] polyline').length`); n != 3*len(protocols) {
 		t.Errorf("%d chart lines; want 3 per protocol", n)
 	}
 	text := eval[string](b, `document.querySelector('[data-testid="compare-table"]').innerText`)

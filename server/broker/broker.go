@@ -88,6 +88,15 @@ type MessageFilter interface {
 	WantsMessages() bool
 }
 
+// MessageSampler is what a Publisher may also be: MessagesDue reports how
+// many of n message events of kind on the link from→to it would keep now
+// (the lab keeps one per kind and link per second while its clock runs),
+// so a fetch round of a thousand partitions builds one event, not a
+// thousand to be dropped.
+type MessageSampler interface {
+	MessagesDue(kind events.Kind, from, to int32, n int) int
+}
+
 // Config configures a broker.
 type Config struct {
 	ID int32
@@ -221,6 +230,9 @@ type Broker struct {
 	// tickSoon wakes tickLoop when tickBy brings it forward.
 	nextTickMs atomic.Int64
 	tickSoon   chan struct{}
+
+	// sessions are the fetch sessions (KIP-227) this broker serves.
+	sessions fetchSessions
 
 	mu               sync.Mutex
 	brokerEpoch      int64
@@ -402,6 +414,19 @@ func (b *Broker) wantsMessages() bool {
 		return f.WantsMessages()
 	}
 	return true
+}
+
+// messagesDue is how many of n message events of kind on the link
+// from→to are worth building: those the publisher would keep (all when it
+// does not say).
+func (b *Broker) messagesDue(kind events.Kind, from, to int32, n int) int {
+	if !b.wantsMessages() {
+		return 0
+	}
+	if s, ok := b.cfg.Events.(MessageSampler); ok {
+		return s.MessagesDue(kind, from, to, n)
+	}
+	return n
 }
 
 func (b *Broker) nowMs() int64 { return b.cfg.Clock.Now().UnixMilli() }

@@ -39,26 +39,32 @@ func (b *Broker) publishProduceRequest(rc *wire.RequestContext, req *kmsg.Produc
 }
 
 // publishClientFetch reports a consumer's answered Fetch, one message event
-// per partition this broker hosts: where it read from, the HW it may read
-// up to, and how far behind it is. Followers' fetches are reported by
-// their fetchers.
-func (b *Broker) publishClientFetch(rc *wire.RequestContext, req *kmsg.FetchRequest) {
-	if !b.wantsMessages() || req.ReplicaID >= 0 || req.Version >= 15 && req.ReplicaState.ID >= 0 {
+// per partition this broker hosts that it read (in a fetch session, also
+// those the request left out): where it read from, the HW it may read up
+// to, and how far behind it is. Followers' fetches are reported by their
+// fetchers.
+func (b *Broker) publishClientFetch(rc *wire.RequestContext, replicaID int32, parts []sessionPart) {
+	if replicaID >= 0 {
+		return
+	}
+	due := b.messagesDue(events.KindClientFetch, b.cfg.ID, events.NoBroker, len(parts))
+	if due == 0 {
 		return
 	}
 	client := clientID(rc)
 	var evs []events.Event
-	for _, t := range req.Topics {
-		for _, p := range t.Partitions {
-			r := b.replicaFor(t.Topic, p.Partition)
-			if r == nil {
-				continue
-			}
-			hw := r.HighWatermark()
-			evs = append(evs, events.Event{Kind: events.KindClientFetch, Broker: b.cfg.ID, Topic: t.Topic, Partition: p.Partition,
-				Wire: &events.Wire{From: b.cfg.ID, To: events.NoBroker, Client: client, FetchOffset: p.FetchOffset, HW: hw,
-					Records: int(max(0, hw-p.FetchOffset))}})
+	for _, p := range parts {
+		if len(evs) == due {
+			break
 		}
+		r := b.replicaFor(p.topic, p.req.Partition)
+		if r == nil {
+			continue
+		}
+		hw := r.HighWatermark()
+		evs = append(evs, events.Event{Kind: events.KindClientFetch, Broker: b.cfg.ID, Topic: p.topic, Partition: p.req.Partition,
+			Wire: &events.Wire{From: b.cfg.ID, To: events.NoBroker, Client: client, FetchOffset: p.req.FetchOffset, HW: hw,
+				Records: int(max(0, hw-p.req.FetchOffset))}})
 	}
 	b.publish(evs...)
 }

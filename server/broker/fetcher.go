@@ -41,20 +41,50 @@ type fetcher struct {
 	partsMu sync.Mutex
 	parts   []*replica
 
-	mu     sync.Mutex // one round at a time; guards client and the round's scratch below
-	client *wire.Client
+	mu      sync.Mutex // one round at a time; guards client, session and the round's scratch below
+	client  *wire.Client
+	session followerSession
 	// Scratch reused by every round (an idle lab long-polls twice a second
 	// per leader): emptied, never shrunk, at the end of each.
-	sent    []sentPart
-	byTopic map[string]int
-	answers map[storage.TopicPartition]*kmsg.FetchResponseTopicPartition
+	sent  []sentPart
+	synth []kmsg.FetchResponseTopicPartition
 }
 
-// sentPart is one partition of a round's Fetch and the request the rules
-// made for it.
+// sentPart is one partition of a round's Fetch, the request the rules
+// made for it, and the leader's answer.
 type sentPart struct {
-	r   *replica
-	req replication.FetchRequest
+	r      *replica
+	req    replication.FetchRequest
+	answer *kmsg.FetchResponseTopicPartition
+}
+
+// followerSession is a fetcher's side of its fetch session with the leader
+// (KIP-227; the leader's side is fetchSessions): an idle round sends no
+// partition, and the leader answers only those with news.
+type followerSession struct {
+	id    int32 // 0: none
+	epoch int32 // the next request's; initialSessionEpoch asks for a new session
+	// parts is what the leader holds for each partition: in a session, the
+	// fetch last sent and the HW and log start offset last answered.
+	parts map[storage.TopicPartition]*sessionState
+	round uint64 // counts rounds, to find the partitions a round left out
+}
+
+// sessionState is one partition of a followerSession.
+type sessionState struct {
+	topicID      [16]byte
+	fetch        replication.FetchRequest
+	hw, logStart int64
+	round        uint64 // the last round that fetched it
+	at           int    // its index in that round's sent parts
+}
+
+// reset forgets the session: the next request is a full one that opens a
+// new session. Any failed round resets, since the leader may have moved
+// the session's epoch on without the answer reaching the follower.
+func (s *followerSession) reset() {
+	s.id, s.epoch = 0, initialSessionEpoch
+	s.parts = nil // a new map, not one sized by the session's largest
 }
 
 // updateFetchers gives each leader a fetcher for the partitions this broker
@@ -169,19 +199,24 @@ func (f *fetcher) round(ctx context.Context, maxWait time.Duration, stepped bool
 	req.MaxWaitMillis = int32(maxWait.Milliseconds())
 	req.MinBytes = 1
 	req.MaxBytes = 16 << 20
-	req.SessionEpoch = -1 // no fetch sessions: every request names every partition
-	if f.byTopic == nil {
-		f.byTopic = map[string]int{}
-		f.answers = map[storage.TopicPartition]*kmsg.FetchResponseTopicPartition{}
+	sess := &f.session
+	if sess.parts == nil {
+		sess.parts = map[storage.TopicPartition]*sessionState{}
 	}
-	sentParts, byTopic, answers := f.sent[:0], f.byTopic, f.answers
+	incremental := sess.epoch != initialSessionEpoch
+	if !incremental {
+		clear(sess.parts)
+	}
+	req.SessionID, req.SessionEpoch = sess.id, sess.epoch
+	sess.round++
+	sentParts := f.sent[:0]
 	defer func() {
 		// Keep the room, not what it held: a response's record batches can
 		// be megabytes.
 		clear(sentParts)
 		f.sent = sentParts[:0]
-		clear(byTopic)
-		clear(answers)
+		clear(f.synth)
+		f.synth = f.synth[:0]
 	}()
 	ids, names := b.topicIDs()
 	for _, r := range parts {
@@ -193,10 +228,18 @@ func (f *fetcher) round(ctx context.Context, maxWait time.Duration, stepped bool
 		if !ok {
 			continue
 		}
-		i, ok := byTopic[r.tp.Topic]
-		if !ok {
-			i = len(req.Topics)
-			byTopic[r.tp.Topic] = i
+		st := sess.parts[r.tp]
+		if st == nil {
+			st = &sessionState{}
+			sess.parts[r.tp] = st
+		}
+		st.round, st.at = sess.round, len(sentParts)
+		sentParts = append(sentParts, sentPart{r: r, req: fr})
+		if incremental && st.topicID == id && st.fetch == fr {
+			continue // the leader holds this fetch already
+		}
+		st.topicID, st.fetch = id, fr
+		if n := len(req.Topics); n == 0 || req.Topics[n-1].Topic != r.tp.Topic {
 			t := kmsg.NewFetchRequestTopic()
 			t.Topic, t.TopicID = r.tp.Topic, id
 			req.Topics = append(req.Topics, t)
@@ -208,70 +251,93 @@ func (f *fetcher) round(ctx context.Context, maxWait time.Duration, stepped bool
 		p.LastFetchedEpoch = fr.LastFetchedEpoch
 		p.LogStartOffset = -1
 		p.PartitionMaxBytes = b.cfg.FetchMaxBytes
-		req.Topics[i].Partitions = append(req.Topics[i].Partitions, p)
-		sentParts = append(sentParts, sentPart{r, fr})
+		ts := &req.Topics[len(req.Topics)-1]
+		ts.Partitions = append(ts.Partitions, p)
+	}
+	if len(sentParts) < len(sess.parts) {
+		// Partitions this round does not fetch leave the session.
+		for tp, st := range sess.parts {
+			if st.round == sess.round {
+				continue
+			}
+			delete(sess.parts, tp)
+			i := slices.IndexFunc(req.ForgottenTopics, func(ft kmsg.FetchRequestForgottenTopic) bool { return ft.TopicID == st.topicID })
+			if i < 0 {
+				i = len(req.ForgottenTopics)
+				ft := kmsg.NewFetchRequestForgottenTopic()
+				ft.Topic, ft.TopicID = tp.Topic, st.topicID
+				req.ForgottenTopics = append(req.ForgottenTopics, ft)
+			}
+			req.ForgottenTopics[i].Partitions = append(req.ForgottenTopics[i].Partitions, tp.Partition)
+		}
 	}
 	if len(sentParts) == 0 {
+		// Nothing to fetch: the leader would keep reading the partitions
+		// just forgotten, as if this follower still fetched them. Start
+		// over with a full fetch, which replaces the session.
+		sess.reset()
 		return false, nil
 	}
-	there := b.cfg.Network.Allowed(b.cfg.ID, f.leader)
-	messages := b.wantsMessages()
-	if messages {
-		reqEvs := make([]events.Event, len(sentParts))
-		for i, sp := range sentParts {
-			reqEvs[i] = sp.r.event(events.KindFetchRequest)
-			reqEvs[i].Wire = &events.Wire{From: b.cfg.ID, To: f.leader, FetchOffset: sp.req.FetchOffset,
-				LastFetchedEpoch: sp.req.LastFetchedEpoch, Lost: !there}
-		}
-		b.publish(reqEvs...)
-	}
-	if !there {
-		return true, ErrLinkCut
-	}
-	if d := b.cfg.Network.Delay(b.cfg.ID, f.leader); d > 0 {
-		sleepCtx(ctx, b.cfg.Clock.Real(d)) // a link's delay is lab time
-	}
-	if f.client == nil {
-		c, err := wire.Dial(ctx, f.addr, fmt.Sprintf("tidemark-follower-%d", b.cfg.ID))
-		if err != nil {
-			return true, err
-		}
-		f.client = c
-	}
-	raw, err := f.client.Request(ctx, req)
+	resp, back, err := f.exchange(ctx, req, sentParts)
 	if err != nil {
-		f.client.Close()
-		f.client = nil
+		sess.reset()
 		return true, err
 	}
-	// A link cut the other way loses the response: the leader counted the
-	// fetch, the follower never hears back.
-	back := b.cfg.Network.Allowed(f.leader, b.cfg.ID)
-	resp := raw.(*kmsg.FetchResponse)
+	switch {
+	case resp.SessionID == 0:
+		sess.id, sess.epoch = 0, initialSessionEpoch // the leader keeps none: ask again next round
+	case !incremental:
+		sess.id, sess.epoch = resp.SessionID, 1
+	case resp.SessionID == sess.id:
+		sess.epoch = nextSessionEpoch(sess.epoch)
+	default:
+		sess.reset()
+		return true, fmt.Errorf("the leader answered for fetch session %d, not %d", resp.SessionID, sess.id)
+	}
 	for i := range resp.Topics {
 		for j := range resp.Topics[i].Partitions {
 			p := &resp.Topics[i].Partitions[j]
-			answers[storage.TopicPartition{Topic: names[resp.Topics[i].TopicID], Partition: p.Partition}] = p
+			st := sess.parts[storage.TopicPartition{Topic: names[resp.Topics[i].TopicID], Partition: p.Partition}]
+			if st == nil || st.round != sess.round {
+				continue
+			}
+			st.hw, st.logStart = p.HighWatermark, p.LogStartOffset
+			sentParts[st.at].answer = p
 		}
 	}
-	if messages {
-		resEvs := make([]events.Event, 0, len(sentParts))
+	if incremental && resp.SessionID != 0 {
+		// A partition the leader left out has no news: no records, and
+		// the HW and log start offset it answered last.
+		f.synth = slices.Grow(f.synth, len(sentParts)) // never grows below: answers point into it
+		for i := range sentParts {
+			sp := &sentParts[i]
+			if sp.answer != nil {
+				continue
+			}
+			st := sess.parts[sp.r.tp]
+			p := kmsg.NewFetchResponseTopicPartition()
+			p.Partition = sp.r.tp.Partition
+			p.HighWatermark, p.LastStableOffset, p.LogStartOffset = st.hw, st.hw, st.logStart
+			f.synth = append(f.synth, p)
+			sp.answer = &f.synth[len(f.synth)-1]
+		}
+	}
+	if due := b.messagesDue(events.KindFetchResponse, f.leader, b.cfg.ID, len(sentParts)); due > 0 {
+		resEvs := make([]events.Event, 0, due)
 		for _, sp := range sentParts {
-			if p := answers[sp.r.tp]; p != nil {
-				resEvs = append(resEvs, fetchResponseEvent(sp.r, p, f.leader, !back))
+			if sp.answer != nil && len(resEvs) < due {
+				resEvs = append(resEvs, fetchResponseEvent(sp.r, sp.answer, f.leader, !back))
 			}
 		}
 		b.publish(resEvs...)
 	}
 	if !back {
+		sess.reset() // the answer is lost: the follower cannot know what the leader now holds
 		return true, ErrLinkCut
-	}
-	if resp.ErrorCode != 0 {
-		return true, kerr.ErrorForCode(resp.ErrorCode)
 	}
 	var failed int
 	for _, sp := range sentParts {
-		p := answers[sp.r.tp]
+		p := sp.answer
 		if p == nil {
 			continue
 		}
@@ -291,6 +357,53 @@ func (f *fetcher) round(ctx context.Context, maxWait time.Duration, stepped bool
 		return true, fmt.Errorf("%d partition(s) answered with an error", failed)
 	}
 	return true, nil
+}
+
+// exchange sends one round's Fetch over the link and returns the leader's
+// response, and back = false when the link is cut that way (the leader
+// counted the fetch; the answer is lost). An error is a round without a
+// response: the link cut towards the leader, the connection, or the
+// response's top-level error code. It publishes the round's fetch request
+// events.
+func (f *fetcher) exchange(ctx context.Context, req *kmsg.FetchRequest, sentParts []sentPart) (resp *kmsg.FetchResponse, back bool, err error) {
+	b := f.b
+	there := b.cfg.Network.Allowed(b.cfg.ID, f.leader)
+	if due := b.messagesDue(events.KindFetchRequest, b.cfg.ID, f.leader, len(sentParts)); due > 0 {
+		reqEvs := make([]events.Event, due)
+		for i, sp := range sentParts[:due] {
+			reqEvs[i] = sp.r.event(events.KindFetchRequest)
+			reqEvs[i].Wire = &events.Wire{From: b.cfg.ID, To: f.leader, FetchOffset: sp.req.FetchOffset,
+				LastFetchedEpoch: sp.req.LastFetchedEpoch, Lost: !there}
+		}
+		b.publish(reqEvs...)
+	}
+	if !there {
+		return nil, false, ErrLinkCut
+	}
+	if d := b.cfg.Network.Delay(b.cfg.ID, f.leader); d > 0 {
+		sleepCtx(ctx, b.cfg.Clock.Real(d)) // a link's delay is lab time
+	}
+	if f.client == nil {
+		c, err := wire.Dial(ctx, f.addr, fmt.Sprintf("tidemark-follower-%d", b.cfg.ID))
+		if err != nil {
+			return nil, false, err
+		}
+		f.client = c
+	}
+	raw, err := f.client.Request(ctx, req)
+	if err != nil {
+		f.client.Close()
+		f.client = nil
+		return nil, false, err
+	}
+	resp = raw.(*kmsg.FetchResponse)
+	// A link cut the other way loses the response: the leader counted the
+	// fetch, the follower never hears back.
+	back = b.cfg.Network.Allowed(f.leader, b.cfg.ID)
+	if back && resp.ErrorCode != 0 {
+		return nil, true, kerr.ErrorForCode(resp.ErrorCode)
+	}
+	return resp, back, nil
 }
 
 // latestOffset asks the leader for its LEO (ListOffsets latest, as a
@@ -330,7 +443,7 @@ func (r *replica) nextFetch(leader int32) (replication.FetchRequest, bool) {
 	}
 	after := r.processReady()
 	fr, ok := r.rp.NextFetch()
-	ok = ok && r.rp.Status().Leader == leader
+	ok = ok && r.rp.Leader() == leader
 	r.unlock(after)
 	return fr, ok
 }

@@ -1,8 +1,6 @@
 package broker
 
 import (
-	"fmt"
-
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"tidemark/storage"
@@ -74,9 +72,7 @@ func (b *Broker) resolveTopicIDs(req *kmsg.FetchRequest) map[[16]byte]bool {
 				unknown = map[[16]byte]bool{}
 			}
 			unknown[t.TopicID] = true
-			// A name no topic can have (names are checked at creation), one
-			// per id, so each unknown id is answered on its own.
-			name = fmt.Sprintf("\x00unknown-topic-id-%x", t.TopicID)
+			name = unknownTopicIDName(t.TopicID)
 		}
 		t.Topic = name
 	}

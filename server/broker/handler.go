@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"net"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -52,9 +54,7 @@ func (h *handler) Handle(ctx context.Context, rc *wire.RequestContext, req kmsg.
 		}
 		return h.b.handleProduce(ctx, req, prepared), nil
 	case *kmsg.FetchRequest:
-		resp := h.b.handleFetch(ctx, req)
-		h.b.publishClientFetch(rc, req)
-		return resp, nil
+		return h.b.handleFetch(ctx, rc, req), nil
 	case *kmsg.ListOffsetsRequest:
 		return h.b.handleListOffsets(req), nil
 	case *kmsg.MetadataRequest:
@@ -222,93 +222,75 @@ type fetchPart struct {
 	waitOn chan struct{}
 }
 
-func (b *Broker) handleFetch(ctx context.Context, req *kmsg.FetchRequest) kmsg.Response {
+// handleFetch answers a Fetch: every partition it reads (those it names,
+// or in a fetch session those the session holds) is checked, the fetch
+// waits up to MaxWaitMillis for data when there is none, and the response
+// carries the records as file regions, sent with sendfile.
+func (b *Broker) handleFetch(ctx context.Context, rc *wire.RequestContext, req *kmsg.FetchRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
-	sp := wire.NewSpliced(resp)
 	replicaID, replicaEpoch := req.ReplicaID, int64(-1)
 	if req.Version >= 15 {
 		replicaID, replicaEpoch = req.ReplicaState.ID, req.ReplicaState.Epoch
 	}
-	var parts []*fetchPart
 	unknownIDs := b.resolveTopicIDs(req)
 	req.Topics = dedupeFetchTopics(req.Topics)
-	for _, t := range req.Topics {
-		rt := kmsg.NewFetchResponseTopic()
-		rt.Topic, rt.TopicID = t.Topic, t.TopicID
-		rt.Partitions = make([]kmsg.FetchResponseTopicPartition, len(t.Partitions))
-		resp.Topics = append(resp.Topics, rt)
+	targets, sess, errCode := b.sessions.open(req, replicaID)
+	if errCode != 0 {
+		resp.ErrorCode = errCode
+		return resp
 	}
-	for i, t := range req.Topics {
-		for j, p := range t.Partitions {
-			out := &resp.Topics[i].Partitions[j]
-			*out = kmsg.NewFetchResponseTopicPartition()
-			out.Partition = p.Partition
-			out.RecordBatches = []byte{} // empty, never null: librdkafka rejects a null record set
-			out.HighWatermark, out.LastStableOffset, out.LogStartOffset = -1, -1, -1
-			r := b.replicaFor(t.Topic, p.Partition)
-			if r == nil {
-				out.ErrorCode = kerr.UnknownTopicOrPartition.Code
-				if unknownIDs[t.TopicID] {
-					out.ErrorCode = kerr.UnknownTopicID.Code
-				}
-				continue
+	// Without a session, or when one starts, every partition is answered;
+	// an incremental fetch answers those with news (sessionPart.mustAnswer).
+	full := sess == nil || req.SessionEpoch == initialSessionEpoch
+	var parts []fetchPart
+	var outs []kmsg.FetchResponseTopicPartition
+	if sess != nil {
+		defer sess.mu.Unlock()
+		resp.SessionID = sess.id
+		parts, outs = sess.fps[:0], sess.outs[:0]
+		defer func() {
+			clear(parts) // keep the room, not the replicas and records
+			clear(outs)
+			sess.fps, sess.outs = parts[:0], outs[:0]
+		}()
+	}
+	// outs never grows after this: parts point into it.
+	outs = slices.Grow(outs, len(targets))[:len(targets)]
+	nowMs := b.nowMs()
+	for i := range targets {
+		t := &targets[i]
+		out := &outs[i]
+		*out = kmsg.NewFetchResponseTopicPartition()
+		out.Partition = t.req.Partition
+		out.RecordBatches = []byte{} // empty, never null: librdkafka rejects a null record set
+		out.HighWatermark, out.LastStableOffset, out.LogStartOffset = -1, -1, -1
+		r := b.replicaFor(t.topic, t.req.Partition)
+		if r == nil {
+			out.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			if unknownIDs[t.topicID] || strings.HasPrefix(t.topic, unknownTopicIDPrefix) { // named by resolveTopicIDs, now or when the session took it
+				out.ErrorCode = kerr.UnknownTopicID.Code
 			}
-			fp := &fetchPart{r: r, req: p, out: out}
-			if replicaID >= 0 {
-				b.followerFetchState(fp, replicaID, replicaEpoch)
-			} else {
-				b.consumerFetchState(fp)
-			}
-			if out.ErrorCode == 0 && out.DivergingEpoch.Epoch < 0 {
-				parts = append(parts, fp)
-			}
+			continue
 		}
-	}
-	// Long poll: with nothing to send, wait for an append (or the deadline).
-	maxWait := min(time.Duration(req.MaxWaitMillis)*time.Millisecond, b.cfg.FetchMaxWait)
-	var rateChanged <-chan struct{} // nil: never
-	if replicaID >= 0 {
-		// A follower waits in lab time (a client in its own), and is
-		// answered at once when the rate changes: from ¼× to 4× its 2 s
-		// wait would last 8 s of lab time, past replica.lag.time.max.ms.
-		rateChanged = b.cfg.Clock.RateChanged()
-		maxWait = b.cfg.Clock.Real(maxWait)
-	}
-	if maxWait > 0 && len(parts) > 0 && !anyData(parts) {
-		timer := time.NewTimer(maxWait)
-		var cases chan struct{}
-		if len(parts) == 1 {
-			// A fetch of one partition waits on it directly: no channel
-			// to make, nothing to register.
-			cases = parts[0].waitOn
+		parts = append(parts, fetchPart{r: r, req: t.req, out: out})
+		fp := &parts[len(parts)-1]
+		if replicaID >= 0 {
+			b.followerFetchState(fp, replicaID, replicaEpoch, nowMs)
 		} else {
-			cases = make(chan struct{}, 1)
-			for _, fp := range parts {
-				fp.r.watch(cases, fp.waitOn)
-			}
+			b.consumerFetchState(fp)
 		}
-		select {
-		case <-cases:
-		case <-timer.C:
-		case <-rateChanged:
-		case <-ctx.Done():
-		case <-b.ctx.Done():
-		}
-		if len(parts) > 1 {
-			for _, fp := range parts {
-				fp.r.unwatch(cases)
-			}
-		}
-		timer.Stop()
-		for _, fp := range parts {
-			fp.refresh(replicaID >= 0)
+		if out.ErrorCode != 0 || out.DivergingEpoch.Epoch >= 0 {
+			parts = parts[:len(parts)-1]
 		}
 	}
+	b.waitForData(ctx, parts, time.Duration(req.MaxWaitMillis)*time.Millisecond, replicaID >= 0)
+	sp := wire.NewSpliced(resp)
 	budget := int64(FetchMaxBytes)
 	if req.MaxBytes > 0 {
 		budget = min(budget, int64(req.MaxBytes))
 	}
-	for _, fp := range parts {
+	for i := range parts {
+		fp := &parts[i]
 		if budget <= 0 {
 			break // only the first partition with data may go over (one whole batch)
 		}
@@ -326,12 +308,74 @@ func (b *Broker) handleFetch(ctx context.Context, req *kmsg.FetchRequest) kmsg.R
 			budget -= d.Region.Size
 		}
 	}
+	for i := range targets {
+		t, out := &targets[i], &outs[i]
+		if !full && !t.mustAnswer(out) {
+			continue
+		}
+		t.answered, t.hw, t.logStart = true, out.HighWatermark, out.LogStartOffset
+		n := len(resp.Topics)
+		if n == 0 || resp.Topics[n-1].Topic != t.topic {
+			rt := kmsg.NewFetchResponseTopic()
+			rt.Topic, rt.TopicID = t.topic, t.topicID
+			resp.Topics = append(resp.Topics, rt)
+			n++
+		}
+		resp.Topics[n-1].Partitions = append(resp.Topics[n-1].Partitions, *out)
+	}
+	b.publishClientFetch(rc, replicaID, targets)
 	return sp
 }
 
-func anyData(parts []*fetchPart) bool {
-	for _, fp := range parts {
-		if fp.req.FetchOffset < fp.upTo {
+// waitForData is the long poll: with nothing to send, a fetch waits up to
+// maxWait for an append to one of its partitions. A follower waits in lab
+// time (a client in its own), and is answered at once when the rate
+// changes: from ¼× to 4× its 2 s wait would last 8 s of lab time, past
+// replica.lag.time.max.ms. Afterwards each partition's bounds are read
+// again.
+func (b *Broker) waitForData(ctx context.Context, parts []fetchPart, maxWait time.Duration, follower bool) {
+	maxWait = min(maxWait, b.cfg.FetchMaxWait)
+	var rateChanged <-chan struct{} // nil: never
+	if follower {
+		rateChanged = b.cfg.Clock.RateChanged()
+		maxWait = b.cfg.Clock.Real(maxWait)
+	}
+	if maxWait <= 0 || len(parts) == 0 || anyData(parts) {
+		return
+	}
+	timer := time.NewTimer(maxWait)
+	var cases chan struct{}
+	if len(parts) == 1 {
+		// A fetch of one partition waits on it directly: no channel
+		// to make, nothing to register.
+		cases = parts[0].waitOn
+	} else {
+		cases = make(chan struct{}, 1)
+		for i := range parts {
+			parts[i].r.watch(cases, parts[i].waitOn)
+		}
+	}
+	select {
+	case <-cases:
+	case <-timer.C:
+	case <-rateChanged:
+	case <-ctx.Done():
+	case <-b.ctx.Done():
+	}
+	if len(parts) > 1 {
+		for i := range parts {
+			parts[i].r.unwatch(cases)
+		}
+	}
+	timer.Stop()
+	for i := range parts {
+		parts[i].refresh(follower)
+	}
+}
+
+func anyData(parts []fetchPart) bool {
+	for i := range parts {
+		if parts[i].req.FetchOffset < parts[i].upTo {
 			return true
 		}
 	}
@@ -353,8 +397,9 @@ func (fp *fetchPart) refresh(follower bool) {
 }
 
 // followerFetchState lets the replication rules see a follower's fetch: its
-// fetch offset becomes its LEO on the leader, which may move the HW.
-func (b *Broker) followerFetchState(fp *fetchPart, replicaID int32, replicaEpoch int64) {
+// fetch offset becomes its LEO on the leader, which may move the HW. nowMs
+// is the lab time of the request, read once for all its partitions.
+func (b *Broker) followerFetchState(fp *fetchPart, replicaID int32, replicaEpoch int64, nowMs int64) {
 	r := fp.r
 	r.mu.Lock()
 	if r.stopped || r.q != nil || r.pl != nil { // quorum and pipeline replicas do not fetch
@@ -362,7 +407,7 @@ func (b *Broker) followerFetchState(fp *fetchPart, replicaID int32, replicaEpoch
 		fp.out.ErrorCode = kerr.NotLeaderForPartition.Code
 		return
 	}
-	r.advance(b.nowMs())
+	r.advance(nowMs)
 	res := r.rp.FollowerFetch(replication.FetchRequest{
 		ReplicaID:          replicaID,
 		FetchOffset:        fp.req.FetchOffset,

@@ -11,7 +11,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"tidemark/server/controller"
-	"tidemark/server/wire"
 	"tidemark/storage"
 )
 
@@ -114,20 +113,9 @@ func TestTickScheduledByDeadlines(t *testing.T) {
 // partitions that finds nothing waits (MaxWait 20 s) and is answered as soon
 // as one of them gets a record; it leaves no watcher behind.
 func TestLongPollOfSeveralPartitionsWakes(t *testing.T) {
-	ctl, brokers := testBrokers(t, 1, nil)
-	b := brokers[1]
-	tc, err := ctl.CreateTopic("t", 2, 1, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.RefreshMetadata()
+	b, tc, cl := consumerOfTopic(t, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cl, err := wire.Dial(ctx, b.Addr(), "test-consumer")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
 	req := kmsg.NewPtrFetchRequest()
 	req.SetVersion(fetchVersion)
 	req.ReplicaState.ID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.SessionEpoch = -1, 20_000, 1, 1<<20, -1

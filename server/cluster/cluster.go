@@ -329,6 +329,12 @@ type publisher struct{ c *Cluster }
 // all (broker.MessageFilter), so a lab without them builds none.
 func (p publisher) WantsMessages() bool { return p.c.messages.on }
 
+// MessagesDue tells a broker how many of n message events of one kind on
+// one link the gate would let through now (broker.MessageSampler).
+func (p publisher) MessagesDue(kind events.Kind, from, to int32, n int) int {
+	return p.c.messages.due(kind, from, to, n)
+}
+
 func (p publisher) Publish(evs ...events.Event) events.Event {
 	c := p.c
 	if evs = c.messages.keep(evs); len(evs) == 0 {

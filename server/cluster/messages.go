@@ -78,6 +78,25 @@ func (g *messageGate) allow(e events.Event) bool {
 	return true
 }
 
+// due reports how many of n message events of kind on the link from→to
+// allow would let through now, recording nothing: all while the clock is
+// paused (held ones included), at most one per messageSample while it runs.
+func (g *messageGate) due(kind events.Kind, from, to int32, n int) int {
+	if !g.on {
+		return 0
+	}
+	if g.clock.Paused() {
+		return n
+	}
+	now := g.clock.Now()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if now.Sub(g.last[messageKey{kind, from, to}]) < messageSample {
+		return 0
+	}
+	return min(n, 1)
+}
+
 // hold starts keeping the messages let through (paused) instead of
 // publishing them.
 func (g *messageGate) hold() {

@@ -175,3 +175,37 @@ func TestClientMessageEvents(t *testing.T) {
 		t.Errorf("produce request seen %v, client fetch seen %v", produced, fetched)
 	}
 }
+
+// TestMessageGateDue: a fetch round asks the gate how many of its
+// per-partition message events to build. While the clock runs that is the
+// one the gate will keep (none within a second of the last on that link),
+// while it is paused every one.
+func TestMessageGateDue(t *testing.T) {
+	wall := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	clk := newClockAt(func() time.Time { return wall })
+	g := messageGate{on: true, clock: clk}
+	msg := events.Event{Kind: events.KindFetchRequest, Wire: &events.Wire{From: 2, To: 1}}
+	if n := g.due(events.KindFetchRequest, 2, 1, 600); n != 1 {
+		t.Fatalf("running clock, nothing sent yet: %d due, want 1", n)
+	}
+	if kept := g.keep([]events.Event{msg, msg}); len(kept) != 1 {
+		t.Fatalf("the gate kept %d of 2, want 1", len(kept))
+	}
+	if n := g.due(events.KindFetchRequest, 2, 1, 600); n != 0 {
+		t.Fatalf("just after one was kept: %d due, want 0", n)
+	}
+	if n := g.due(events.KindFetchResponse, 1, 2, 600); n != 1 {
+		t.Fatalf("another kind: %d due, want 1", n)
+	}
+	wall = wall.Add(messageSample)
+	if n := g.due(events.KindFetchRequest, 2, 1, 600); n != 1 {
+		t.Fatalf("a second later: %d due, want 1", n)
+	}
+	clk.Pause()
+	if n := g.due(events.KindFetchRequest, 2, 1, 600); n != 600 {
+		t.Fatalf("paused: %d due, want all 600", n)
+	}
+	if n := (&messageGate{clock: clk}).due(events.KindFetchRequest, 2, 1, 600); n != 0 {
+		t.Fatalf("a lab without message events: %d due, want 0", n)
+	}
+}

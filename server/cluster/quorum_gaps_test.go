@@ -513,7 +513,7 @@ func BenchmarkQuorumIdle(b *testing.B) {
 			b.Fatal(err)
 		}
 		time.Sleep(2 * time.Second) // elections
-		cpu, sw := idleCPU(b, "")
+		cpu, sw, _ := idleCPU(b, "", "")
 		b.ReportMetric(cpu, "cpu%")
 		b.ReportMetric(sw, "switches/s")
 		c.Close()
