@@ -523,7 +523,7 @@ func (m *Member) report(failed int32) {
 // reported by this member's timeout.
 func (m *Member) Unreachable(id int32) {
 	if id != m.pl.Next(m.cfg.ID) {
-		return // the predecessor: the head times out, or the controller fences it
+		return // the predecessor: its timeout names this member, or the controller fences it
 	}
 	if !m.recovered {
 		m.Refused(id)
@@ -548,8 +548,8 @@ func (m *Member) Unreachable(id int32) {
 // Refused tells the member that id received a message and refused it (it
 // has not applied the pipeline's metadata yet, or does not host the
 // partition yet): the message is sent again after the next Tick, from what
-// id last acknowledged. A member that keeps refusing is reported by the
-// head's timeout.
+// id last acknowledged. A member that keeps refusing is named by this
+// member's timeout.
 func (m *Member) Refused(id int32) {
 	if id != m.pl.Next(m.cfg.ID) {
 		return

@@ -185,7 +185,7 @@ func (r *replica) pipelineReady() []func() {
 			after = append(after, func() { r.reportCaughtUp(stamp) })
 		}
 	}
-	r.pipelineTickBy() // the head's ack timeout, whatever started it
+	r.pipelineTickBy() // the member's ack timeout, whatever started it
 	return after
 }
 
@@ -263,7 +263,7 @@ func (r *replica) reportCaughtUp(stamp int32) {
 	}
 }
 
-// pipelineTick shows the member the time (the head's ack timeout) and
+// pipelineTick shows the member the time (its ack timeout) and
 // times out produce requests past their deadline. Callers hold r.mu.
 func (r *replica) pipelineTick(nowMs int64) []func() {
 	r.pl.m.Tick(nowMs)
