@@ -22,10 +22,12 @@
 //
 // A member that stops, or a link that is cut, breaks the pipeline: a
 // forward that cannot be delivered is reported at once (an Ack naming the
-// unreachable member flows back to the head), and a write the tail has not
-// acknowledged within the timeout (replica.lag.time.max.ms of lab time) is
-// reported by the head. The head reports the failure (Ready.Failure) and
-// the pipeline is rebuilt from the survivors under a new generation stamp
+// unreachable member flows back to the head), and so is a successor that
+// stays silent: every member with a successor waits for its acks, the head
+// replica.lag.time.max.ms of lab time and each member after it less (member
+// i of n, TimeoutMs×(n-1-i)/(n-1)), and one that times out names its
+// successor. The head reports the failure (Ready.Failure) and the pipeline
+// is rebuilt from the survivors under a new generation stamp
 // (Pipeline.Without). Under the new stamp the head first runs HDFS's
 // pipeline recovery: a Recover write goes down the pipeline carrying the
 // shortest survivor's LEO, and its Ack brings that length back; every
@@ -40,12 +42,29 @@
 // stamp, it is discarded (its log truncated to empty, starting again at the
 // head's log start offset) and rebuilt by copying from its predecessor; the
 // cut is made when the copy's first write arrives, so a copy that cannot
-// come (a cut link) destroys nothing. A replica that comes back joins at
+// come (a cut link) destroys nothing, and a stamp that comes before the
+// copy judges the replica again by the records it still holds. A replica
+// that comes back joins at
 // the tail under yet another stamp (Pipeline.Rejoin). Writes flow through
 // it at once, but it holds every acknowledged record only once the tail
 // has acknowledged the recovery's length (Ready.CaughtUp): until the head
 // says so, the controller keeps it out of the ISR, so it never heads the
 // pipeline or keeps it alone.
+//
+// # Who is blamed
+//
+// As in HDFS, where each datanode's ack carries a status per datanode down
+// the pipeline and the client removes the first one marked bad, the member
+// taken out is the first one after the fault that the members before it
+// can name. The shrinking timeouts make that the right one for a silence:
+// members after the fault hear their successors and stay quiet, the member
+// just before it times out first, before anyone further up gives up on its
+// own successor, and its ack naming its silent successor reaches the head
+// in time. What no member can tell apart is a successor that stopped from
+// the link to it cut one way or the other: a one-way cut of the acks from
+// member k+1 to member k takes out k+1, and the head's own timeout (it
+// fires only when nothing came back, not even a report) takes out its
+// successor. Either way the rebuilt pipeline no longer uses that link.
 //
 // # Who rebuilds the pipeline
 //
@@ -274,9 +293,11 @@ type Member struct {
 	hold bool
 	// discardTo, when not -1, is where a discarded replica's log starts
 	// again once the copy's first write arrives; its records stay until
-	// then. staleStamp is the stamp it had. Kept across stamps.
+	// then. staleStamp is the stamp it had, kept the log it still holds
+	// (what a later stamp's recovery judges it by, see adopt).
 	discardTo  int64
 	staleStamp int32
+	kept       LogState
 	// length is the agreed length of this stamp's recovery (-1 before it
 	// finished); caughtUp is set once the head reported every member has it.
 	length   int64
@@ -291,11 +312,13 @@ type Member struct {
 	// downAcked is what the successor acknowledged; ackedUp what this
 	// member last acknowledged to its predecessor.
 	downAcked, ackedUp int64
-	// waitSinceMs is when the oldest write not yet acknowledged went out
-	// (the head's timeout); -1 when nothing waits.
+	// waitSinceMs is when the successor's silence began (timeoutMs): the
+	// first write (or recovery) it has not acknowledged went out, or its
+	// last ack that acknowledged more came; -1 when nothing waits.
 	waitSinceMs int64
 	// failed is a member reported unreachable in this stamp; reportedMs
-	// when the head last reported a failure (-1 never).
+	// when this member last reported a failure (-1 never): the head to the
+	// controller, any other member in an ack to its predecessor.
 	failed     int32
 	reportedMs int64
 	nowMs      int64
@@ -353,6 +376,14 @@ func (m *Member) SetPipeline(p Pipeline) {
 func (m *Member) adopt(p Pipeline) {
 	m.pl = Pipeline{Members: slices.Clone(p.Members), Stamp: p.Stamp}
 	m.resetStamp()
+	if m.discardTo >= 0 {
+		// A discard whose copy never came: the replica still holds its
+		// records, and the new stamp's recovery judges it by them (it may
+		// even head, as the longest log after an unclean stop of every
+		// member); taken as empty, it would agree on a length of nothing
+		// and have every survivor cut its acknowledged records.
+		m.log, m.discardTo = m.kept, -1
+	}
 	if m.pl.Head() != m.cfg.ID {
 		return
 	}
@@ -407,23 +438,64 @@ func (m *Member) LogChanged(logStart, leo int64) {
 	m.sent = min(m.sent, leo)
 }
 
-// Tick shows the member the time: the head reports a write that the tail
-// has not acknowledged within the timeout, and reports again each timeout
-// after while the pipeline stays broken.
+// Tick shows the member the time. A member whose successor stays silent
+// for its timeout (timeoutMs) while a write (or the recovery) waits for its
+// ack names the successor: the head reports it to the controller, any other
+// member sends its predecessor an ack naming it; each reports again every
+// timeout after while the pipeline stays broken.
 func (m *Member) Tick(nowMs int64) {
 	m.nowMs = max(m.nowMs, nowMs)
 	m.hold = false
-	if m.pl.Head() != m.cfg.ID || len(m.pl.Members) < 2 || m.waitSinceMs < 0 {
-		return
-	}
-	if m.nowMs-m.waitSinceMs < m.cfg.TimeoutMs || (m.reportedMs >= 0 && m.nowMs-m.reportedMs < m.cfg.TimeoutMs) {
+	if m.nowMs < m.timeoutAtMs() {
 		return
 	}
 	failed := m.failed
 	if failed == NoMember {
-		failed = m.pl.Next(m.cfg.ID) // silence: the head cannot tell who, and blames its successor
+		// Silence: nothing said who. The successor, or the link to it
+		// either way, is the nearest fault this member can name: every
+		// member after it has a shorter timeout, so had the silence
+		// begun further down, an ack naming that member would have come.
+		failed = m.pl.Next(m.cfg.ID)
 	}
-	m.report(failed)
+	if m.pl.Head() == m.cfg.ID {
+		m.report(failed)
+		return
+	}
+	m.failed, m.reportedMs = failed, m.nowMs
+	m.sent, m.nextLEO = -1, -1
+	if prev := m.pl.Prev(m.cfg.ID); prev != NoMember {
+		m.rd.Messages = append(m.rd.Messages, m.ack(prev))
+	}
+}
+
+// timeoutMs is how long this member waits for its successor's ack:
+// replica.lag.time.max.ms on the head, shrinking down the pipeline in
+// equal parts (member i of n waits TimeoutMs×(n-1-i)/(n-1)), so the
+// member just before a silent member or link times out first and names
+// it, before anyone further up blames its own successor, as each HDFS
+// datanode times out on its mirror's acks and reports the mirror in its
+// own ack. 0 for the tail and a pipeline of one: no successor.
+func (m *Member) timeoutMs() int64 {
+	n := int64(len(m.pl.Members))
+	i := int64(slices.Index(m.pl.Members, m.cfg.ID))
+	if i < 0 || i >= n-1 {
+		return 0
+	}
+	return max(1, m.cfg.TimeoutMs*(n-1-i)/(n-1))
+}
+
+// timeoutAtMs is when the successor's silence is due to be reported;
+// math.MaxInt64 for never.
+func (m *Member) timeoutAtMs() int64 {
+	to := m.timeoutMs()
+	if to == 0 || m.waitSinceMs < 0 {
+		return 1<<63 - 1
+	}
+	at := m.waitSinceMs + to
+	if m.reportedMs >= 0 {
+		at = max(at, m.reportedMs+to)
+	}
+	return at
 }
 
 // NextTickMs is when Tick has something to decide (now, while forwarding
@@ -432,14 +504,7 @@ func (m *Member) NextTickMs() int64 {
 	if m.hold {
 		return m.nowMs
 	}
-	if m.pl.Head() != m.cfg.ID || len(m.pl.Members) < 2 || m.waitSinceMs < 0 {
-		return 1<<63 - 1
-	}
-	at := m.waitSinceMs + m.cfg.TimeoutMs
-	if m.reportedMs >= 0 {
-		at = max(at, m.reportedMs+m.cfg.TimeoutMs)
-	}
-	return at
+	return m.timeoutAtMs()
 }
 
 func (m *Member) report(failed int32) {
@@ -455,10 +520,10 @@ func (m *Member) report(failed int32) {
 // During a recovery an unreachable successor is only retried (after the
 // next Tick): brokers that start together (a lab opened on its data) are
 // not all running at the same instant, and one that stays unreachable is
-// reported by the head's timeout.
+// reported by this member's timeout.
 func (m *Member) Unreachable(id int32) {
 	if id != m.pl.Next(m.cfg.ID) {
-		return // the predecessor: the head times out, or the controller fences it
+		return // the predecessor: its timeout names this member, or the controller fences it
 	}
 	if !m.recovered {
 		m.Refused(id)
@@ -474,6 +539,7 @@ func (m *Member) Unreachable(id int32) {
 		}
 		return
 	}
+	m.reportedMs = m.nowMs
 	if prev := m.pl.Prev(m.cfg.ID); prev != NoMember {
 		m.rd.Messages = append(m.rd.Messages, m.ack(prev))
 	}
@@ -482,8 +548,8 @@ func (m *Member) Unreachable(id int32) {
 // Refused tells the member that id received a message and refused it (it
 // has not applied the pipeline's metadata yet, or does not host the
 // partition yet): the message is sent again after the next Tick, from what
-// id last acknowledged. A member that keeps refusing is reported by the
-// head's timeout.
+// id last acknowledged. A member that keeps refusing is named by this
+// member's timeout.
 func (m *Member) Refused(id int32) {
 	if id != m.pl.Next(m.cfg.ID) {
 		return
@@ -542,7 +608,7 @@ func (m *Member) stepRecover(msg Message) {
 		// cut only when the copy's first write arrives (with it, in one
 		// Ready), so a copy that never comes (a cut link) leaves them.
 		if m.discardTo < 0 {
-			m.staleStamp = m.log.Stamp
+			m.staleStamp, m.kept = m.log.Stamp, m.log
 		}
 		m.discardTo = msg.LogStart
 		m.log = LogState{LogStartOffset: msg.LogStart, LogEndOffset: msg.LogStart, HighWatermark: msg.LogStart, Stamp: -1}
@@ -635,8 +701,17 @@ func (m *Member) stepAck(msg Message) {
 		m.recovery = nil
 		m.finishRecovery(msg.Length)
 	}
+	progress := msg.Acked > m.downAcked
 	m.downAcked = max(m.downAcked, msg.Acked)
 	m.settleHW()
+	if m.pl.Head() != m.cfg.ID && m.recovered { // the head's wait is settleHW's
+		switch {
+		case m.ackable() >= m.log.LogEndOffset:
+			m.waitSinceMs = -1 // everything is acknowledged
+		case progress:
+			m.waitSinceMs = m.nowMs // the successor answers: only silence counts
+		}
+	}
 	if m.pl.Head() != m.cfg.ID && m.recovered && (msg.Recover || m.ackable() > m.ackedUp || msg.Failed != NoMember) {
 		if prev := m.pl.Prev(m.cfg.ID); prev != NoMember {
 			ack := m.ack(prev)
@@ -672,19 +747,32 @@ func (m *Member) settleHW() {
 	if !m.recovered {
 		return
 	}
+	rose := false
 	if hw := m.ackable(); hw > m.log.HighWatermark {
 		m.log.HighWatermark = hw
 		m.rd.HighWatermark, m.rd.HWChanged = hw, true
+		rose = true
 	}
 	if m.pl.Head() == m.cfg.ID {
+		// The timeout counts silence: a HW that keeps rising under a
+		// steady stream (writes always in flight on a slow link) is not a
+		// failure, though it never reaches the LEO.
 		if m.log.HighWatermark >= m.log.LogEndOffset {
 			m.waitSinceMs = -1
-		} else if m.waitSinceMs < 0 {
+		} else if m.waitSinceMs < 0 || rose {
 			m.waitSinceMs = m.nowMs
 		}
 		if !m.caughtUp && m.ackable() >= m.length {
 			m.caughtUp, m.rd.CaughtUp = true, true
 		}
+	}
+}
+
+// waiting starts the successor's timeout, unless one runs already (the
+// silence counts from the first message it has not acknowledged).
+func (m *Member) waiting() {
+	if m.waitSinceMs < 0 {
+		m.waitSinceMs = m.nowMs
 	}
 }
 
@@ -695,6 +783,7 @@ func (m *Member) Ready() Ready {
 	if m.recovery != nil && !m.recoveryOut && !m.hold {
 		m.recoveryOut = true
 		m.rd.Messages = append(m.rd.Messages, *m.recovery)
+		m.waiting()
 	}
 	if m.recovered && next != NoMember && m.nextLEO >= 0 && m.failed == NoMember && !m.hold {
 		if m.sent < 0 {
@@ -704,6 +793,7 @@ func (m *Member) Ready() Ready {
 			m.rd.Messages = append(m.rd.Messages, Message{Kind: KindWrite, From: m.cfg.ID, To: next, Stamp: m.pl.Stamp, Members: slices.Clone(m.pl.Members),
 				BaseOffset: m.sent, EndOffset: m.log.LogEndOffset})
 			m.sent = m.log.LogEndOffset
+			m.waiting()
 		}
 	}
 	rd := m.rd

@@ -353,9 +353,12 @@ func TestHeadFailure(t *testing.T) {
 	}
 }
 
-// TestAckTimeout: a cut that only drops the tail's acks leaves the head
-// without an answer; after the timeout of lab time (and not before) it
-// reports its successor and the pipeline is rebuilt without it.
+// TestAckTimeout: a one-way cut drops the tail's acks to the middle
+// member. Nothing is unreachable, so nothing is reported at once; the
+// middle member, whose timeout is half the head's, names its silent
+// successor in an ack at timeoutMs/2, before the head would blame its own
+// successor, and the pipeline is rebuilt without the tail. b was on every
+// survivor, so the recovery keeps and commits it.
 func TestAckTimeout(t *testing.T) {
 	l := newLab(t, 3, 2)
 	l.mustAccept("a")
@@ -363,19 +366,49 @@ func TestAckTimeout(t *testing.T) {
 	if ok, _ := l.produce("b"); ok {
 		t.Fatal("acknowledged without the tail's ack")
 	}
-	l.tick(timeoutMs - 1)
+	l.tick(timeoutMs/2 - 1)
 	if l.pl.Stamp != 0 {
-		t.Fatalf("rebuilt before the timeout: %v", l.pl)
+		t.Fatalf("rebuilt before the middle member's timeout: %v", l.pl)
 	}
 	l.tick(1)
-	if !slices.Equal(l.pl.Members, []int32{1, 3}) || l.pl.Stamp != 1 {
-		t.Fatalf("pipeline %v stamp %d, want [1 3] stamp 1", l.pl.Members, l.pl.Stamp)
+	if !slices.Equal(l.pl.Members, []int32{1, 2}) || l.pl.Stamp != 1 {
+		t.Fatalf("pipeline %v stamp %d, want [1 2] stamp 1: the tail is the silent one", l.pl.Members, l.pl.Stamp)
 	}
 	if hw := l.members[1].Status().HighWatermark; hw != 2 {
 		t.Fatalf("head HW %d after the rebuild, want 2: b was on every survivor, so the recovery keeps and commits it", hw)
 	}
 	l.mustAccept("c")
 	l.survives([]string{"a", "b", "c"})
+}
+
+// TestAckTimeoutBlame: in a pipeline of five, a one-way cut of the acks
+// on each link in turn; the member just before the cut link times out
+// first (timeouts shrink down the pipeline) and the member after it is the
+// one taken out. A cut on the last hop into the head leaves only the head's
+// own timeout, which names its successor: the nearest fault it can name.
+func TestAckTimeoutBlame(t *testing.T) {
+	for i := 1; i < 5; i++ {
+		from, to := int32(i+1), int32(i)
+		t.Run(fmt.Sprintf("cut-%d-%d", from, to), func(t *testing.T) {
+			l := newLab(t, 5, 2)
+			l.mustAccept("a")
+			l.cut[[2]int32{from, to}] = true
+			if ok, _ := l.produce("b"); ok {
+				t.Fatal("acknowledged without the tail's ack")
+			}
+			for range timeoutMs / 50 {
+				if l.pl.Stamp != 0 {
+					break
+				}
+				l.tick(50)
+			}
+			if want := []int32{1, 2, 3, 4, 5}; !slices.Equal(l.pl.Members, slices.DeleteFunc(want, func(m int32) bool { return m == from })) {
+				t.Fatalf("pipeline %v after the cut %d→%d; want %d taken out", l.pl.Members, from, to, from)
+			}
+			l.mustAccept("c")
+			l.survives([]string{"a", "b", "c"})
+		})
+	}
 }
 
 // TestMessagesPerRecord: on a healthy pipeline of n members each write
@@ -447,4 +480,26 @@ func TestDiscardWaitsForCopy(t *testing.T) {
 		t.Fatalf("broker 3's discards %v, want one once its copy came", l.discards[3])
 	}
 	l.survives([]string{"a", "b", "c"})
+}
+
+// TestDiscardForgottenByNextStamp: a stale member's discard waits for the
+// copy; when a new stamp comes first (here it heads alone, as the longest
+// log does after every member stopped uncleanly) it is judged by the
+// records it still holds: its LEO and HW are its log's, nothing is cut,
+// not the empty log its discard counted on (chaos seed 153: such a head's
+// HW went back to 0; with survivors, its recovery would have cut theirs).
+func TestDiscardForgottenByNextStamp(t *testing.T) {
+	m := New(Config{ID: 3, TimeoutMs: timeoutMs}, LogState{LogEndOffset: 2, HighWatermark: 2, Stamp: 0}, 0)
+	m.SetPipeline(Pipeline{Members: []int32{1, 2, 3}, Stamp: 2})
+	if err := m.Step(Message{Kind: KindWrite, From: 2, To: 3, Stamp: 2, Members: []int32{1, 2, 3}, Recover: true, HeadStamp: 1, Length: 5}); err != nil {
+		t.Fatal(err)
+	}
+	if rd := m.Ready(); rd.Truncation != nil || len(rd.Messages) != 1 || rd.Messages[0].LEO != 0 {
+		t.Fatalf("discarded: %+v, want an ack of LEO 0 and no cut before the copy", rd)
+	}
+	m.SetPipeline(Pipeline{Members: []int32{3}, Stamp: 3})
+	rd := m.Ready()
+	if st := m.Status(); rd.Truncation != nil || !st.IsHead || st.LogEndOffset != 2 || st.HighWatermark != 2 || rd.HighWatermark != 2 {
+		t.Fatalf("heading alone after a discard that never came: %+v, ready %+v; want LEO and HW 2, no cut", st, rd)
+	}
 }

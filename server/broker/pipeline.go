@@ -21,7 +21,9 @@ import (
 // the pipeline, acks back up) between brokers. The lab routes them over its
 // simulated links, so a cut link or a stopped broker loses them as it loses
 // fetches. SendPipeline returns an error wrapping ErrPipelineUnreachable
-// when the message was lost, or the receiver's refusal.
+// when the message was lost, or the receiver's refusal; a transport that
+// delivers later (a delayed link) returns nil and reports such an outcome
+// to the sender's PipelineUndelivered.
 type PipelineTransport interface {
 	SendPipeline(from, to int32, tp storage.TopicPartition, msg pipeline.Message) error
 }
@@ -183,7 +185,7 @@ func (r *replica) pipelineReady() []func() {
 			after = append(after, func() { r.reportCaughtUp(stamp) })
 		}
 	}
-	r.pipelineTickBy() // the head's ack timeout, whatever started it
+	r.pipelineTickBy() // the member's ack timeout, whatever started it
 	return after
 }
 
@@ -261,7 +263,7 @@ func (r *replica) reportCaughtUp(stamp int32) {
 	}
 }
 
-// pipelineTick shows the member the time (the head's ack timeout) and
+// pipelineTick shows the member the time (its ack timeout) and
 // times out produce requests past their deadline. Callers hold r.mu.
 func (r *replica) pipelineTick(nowMs int64) []func() {
 	r.pl.m.Tick(nowMs)
@@ -287,8 +289,9 @@ func (r *replica) pipelineTickBy() {
 
 // pump sends the messages the member queued, outside r.mu, and runs the
 // member again on what came of them. One goroutine pumps a replica at a
-// time (delivery is in the sender's call, so a write's whole round trip —
-// the successors' appends and their acks — happens inside it); another
+// time (on an undelayed link delivery is in the sender's call, so a
+// write's whole round trip — the successors' appends and their acks —
+// happens inside it); another
 // caller only asks it for one more round, which keeps the writes to a
 // successor in log order and never waits on a lock across a send.
 func (r *replica) pump() {
@@ -358,17 +361,40 @@ func (r *replica) send(msg pipeline.Message) {
 	if err == nil {
 		return
 	}
-	r.b.logger.Debug("pipeline message not delivered", "partition", r.tp, "kind", msg.Kind, "to", msg.To, "err", err)
 	r.mu.Lock()
+	r.undelivered(msg, err)
+	r.mu.Unlock()
+}
+
+// undelivered reports a message that did not arrive (ErrPipelineUnreachable,
+// or no transport) or was refused by its receiver to the member. A message
+// of a stamp the member has left is dropped: its failure says nothing
+// about the current pipeline. Callers hold r.mu.
+func (r *replica) undelivered(msg pipeline.Message, err error) {
+	r.b.logger.Debug("pipeline message not delivered", "partition", r.tp, "kind", msg.Kind, "to", msg.To, "err", err)
 	switch {
-	case r.stopped:
+	case r.stopped || r.pl == nil || msg.Stamp != r.pl.m.Status().Pipeline.Stamp:
 	case errors.Is(err, ErrPipelineUnreachable) || errors.Is(err, errNoPipelineTransport):
 		r.pl.m.Unreachable(msg.To)
 	default:
 		r.pl.m.Refused(msg.To)
 		r.pipelineTickBy() // the retry
 	}
+}
+
+// PipelineUndelivered tells this broker's replica of tp that a message it
+// sent earlier did not arrive, or was refused, after the sender's call had
+// returned (a transport that delivers later, as the lab's delayed links
+// do): the member learns it as if the send had failed, and acts on it.
+func (b *Broker) PipelineUndelivered(tp storage.TopicPartition, msg pipeline.Message, err error) {
+	r := b.replicaFor(tp.Topic, tp.Partition)
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	r.undelivered(msg, err)
 	r.mu.Unlock()
+	r.pump()
 }
 
 var errNoPipelineTransport = errors.New("no pipeline transport configured")

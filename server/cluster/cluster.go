@@ -91,7 +91,8 @@ type Cluster struct {
 	snap   events.Snapshot
 
 	messages messageGate
-	// linkDelays holds Raft messages crossing a delayed link (delay_line.go).
+	// linkDelays holds Raft and pipeline messages crossing a delayed link
+	// (delay_line.go).
 	linkDelays delayLine
 	stepMu     sync.Mutex // one StepToEvent at a time: they share messages' hold
 	links      linkCounts // replication messages on the links: link_counts.go

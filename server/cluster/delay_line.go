@@ -12,13 +12,22 @@ import (
 // clock's rate delivers them; while it is paused, Step delivers those each
 // of its grains reaches, so a paused lab's steps stay exact. A transport
 // whose sender must not wait (Raft's, delivered in the sender's call) uses
-// it where a fetcher, which has a goroutine of its own, sleeps.
+// it where a fetcher, which has a goroutine of its own, sleeps; so does the
+// pipeline's, whose writes and acks cross the same links.
+//
+// A message sent while one that arrived is being handled (a pipeline
+// member forwarding what it received) leaves at that arrival's time, not at
+// the clock's: inside a paused lab's Step the clock already reads the
+// step's end, and the next hop's delay would otherwise start late.
 type delayLine struct {
 	clock *Clock
 
-	mu      sync.Mutex // guards pending and timer
+	mu      sync.Mutex // guards pending, timer and at
 	pending []delayed
 	timer   *time.Timer
+	// at is the arrival time being delivered (zero when none): what a
+	// message sent meanwhile counts its delay from.
+	at time.Time
 }
 
 type delayed struct {
@@ -30,7 +39,11 @@ type delayed struct {
 func (l *delayLine) add(d time.Duration, deliver func()) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	due := l.clock.Now().Add(d)
+	from := l.clock.Now()
+	if !l.at.IsZero() && l.at.Before(from) {
+		from = l.at
+	}
+	due := from.Add(d)
 	i := sort.Search(len(l.pending), func(i int) bool { return l.pending[i].due.After(due) })
 	l.pending = append(l.pending, delayed{})
 	copy(l.pending[i+1:], l.pending[i:])
@@ -38,7 +51,8 @@ func (l *delayLine) add(d time.Duration, deliver func()) {
 	l.armLocked()
 }
 
-// deliverDue delivers, outside the lock, what has arrived by now.
+// deliverDue delivers, outside the lock, what has arrived by now, each at
+// its arrival time (what a message it causes counts its delay from).
 func (l *delayLine) deliverDue(now time.Time) {
 	l.mu.Lock()
 	n := sort.Search(len(l.pending), func(i int) bool { return l.pending[i].due.After(now) })
@@ -47,8 +61,16 @@ func (l *delayLine) deliverDue(now time.Time) {
 	l.armLocked()
 	l.mu.Unlock()
 	for _, d := range due {
+		l.setAt(d.due)
 		d.deliver()
 	}
+	l.setAt(time.Time{})
+}
+
+func (l *delayLine) setAt(t time.Time) {
+	l.mu.Lock()
+	l.at = t
+	l.mu.Unlock()
 }
 
 // armLocked sets the timer for the first arrival while the clock runs (a

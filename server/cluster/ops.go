@@ -533,6 +533,7 @@ func (c *Cluster) StepToEvent(limit time.Duration) (time.Duration, []events.Even
 			return moved, nil, fmt.Errorf("%w: the clock was resumed while stepping to the next event", kerr.InvalidRequest)
 		}
 		moved += d
+		c.linkDelays.deliverDue(c.clock.Now()) // messages on delayed links arrive
 		c.runTime()
 		if evs := listedSince(c.bus, seq); len(evs) > 0 {
 			if msgs := c.messages.release(); len(msgs) > 0 {

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -270,12 +271,13 @@ func TestPipelineTopicKgo(t *testing.T) {
 }
 
 // TestPipelineTopicAckCut: a one-way cut drops the tail's acks to the
-// middle member. Nothing tells the head: after replica.lag.time.max.ms of
-// lab time without the tail's ack it reports its successor, and the
-// pipeline is rebuilt without it. The write was on every survivor, so the
-// recovery keeps and commits it. Once the link heals, the heartbeats'
-// re-replication adds the middle member back at the tail, where its stale
-// replica is discarded and copied.
+// middle member. Nothing is unreachable: after half of
+// replica.lag.time.max.ms of lab time without the tail's ack, the middle
+// member (whose timeout is half the head's) names the tail in an ack, and
+// the head has the pipeline rebuilt without the tail, not without its own
+// successor. The write was on every survivor, so the recovery keeps and
+// commits it. Once the link heals, the heartbeats' re-replication adds the
+// tail back, where its stale replica is discarded and copied.
 func TestPipelineTopicAckCut(t *testing.T) {
 	c := openPausedN(t, 3)
 	if _, err := c.CreateTopic("p", 1, 3, map[string]string{"replication.protocol": "pipeline", "min.insync.replicas": "2",
@@ -293,18 +295,18 @@ func TestPipelineTopicAckCut(t *testing.T) {
 	if err := produceOne(t, c, "p", "b"); err != nil {
 		t.Fatalf("b: %v", err)
 	}
-	if waited := c.clock.Now().Sub(start); waited < time.Second {
-		t.Fatalf("b acknowledged after %v of lab time, before the head's timeout", waited)
+	if waited := c.clock.Now().Sub(start); waited < 500*time.Millisecond || waited >= time.Second {
+		t.Fatalf("b acknowledged after %v of lab time; want the middle member's timeout, 500 ms, before the head's", waited)
 	}
-	if members, stamp := pipelineSettled(t, c, "p"); !slices.Equal(members, []int32{1, 3}) || stamp != 1 {
-		t.Fatalf("after the ack timeout: pipeline %v stamp %d, want [1 3] stamp 1", members, stamp)
+	if members, stamp := pipelineSettled(t, c, "p"); !slices.Equal(members, []int32{1, 2}) || stamp != 1 {
+		t.Fatalf("after the ack timeout: pipeline %v stamp %d, want [1 2] stamp 1", members, stamp)
 	}
 	c.Heal()
 	if err := c.Step(4 * time.Second); err != nil { // past controller.PipelineRepairInterval
 		t.Fatal(err)
 	}
-	if members, _ := pipelineSettled(t, c, "p"); !slices.Equal(members, []int32{1, 3, 2}) {
-		t.Fatalf("healed: pipeline %v, want [1 3 2]", members)
+	if members, _ := pipelineSettled(t, c, "p"); !slices.Equal(members, []int32{1, 2, 3}) {
+		t.Fatalf("healed: pipeline %v, want [1 2 3]", members)
 	}
 	checkPipelineLogs(t, c, "p", []string{"a", "b"})
 }
@@ -382,6 +384,135 @@ func TestPipelineTopicLabRestart(t *testing.T) {
 	for _, e := range evs {
 		if e.Kind == events.KindTruncation {
 			t.Errorf("a replica was cut after a clean restart: %s", e.Message)
+		}
+	}
+}
+
+// TestPipelineTopicLinkDelay: with a 200 ms delay each way on the link
+// between the head and the second member, a write crosses it down and its
+// ack crosses it back, each waiting in the lab's delay line: the acks=all
+// produce is not answered before 2×200 ms of lab time and is right after.
+// A steady stream over the link then keeps writes in flight all the time:
+// the members' timeouts count silence, not a HW below the LEO, so nobody
+// is blamed.
+func TestPipelineTopicLinkDelay(t *testing.T) {
+	const delay = 200 * time.Millisecond
+	c := openPausedN(t, 3)
+	if _, err := c.CreateTopic("p", 1, 3, map[string]string{"replication.protocol": "pipeline", "min.insync.replicas": "2"}); err != nil {
+		t.Fatal(err)
+	}
+	members, _ := pipelineSettled(t, c, "p")
+	if err := produceOne(t, c, "p", "a"); err != nil {
+		t.Fatal(err)
+	}
+	c.network.SetDelay(members[0], members[1], delay)
+	c.network.SetDelay(members[1], members[0], delay)
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Produce(context.Background(), "p", 0, -1, []Record{{Value: []byte("slow")}}, 5*time.Second)
+		done <- err
+	}()
+	head := c.Broker(members[0]).Replica("p", 0)
+	for head.Status().WaitingProduces == 0 { // bounded by done: a produce that ends fails the test
+		select {
+		case err := <-done:
+			t.Fatalf("produce ended before its write crossed the delayed link: %v", err)
+		case <-time.After(time.Millisecond):
+		}
+	}
+	if err := c.Step(2*delay - 50*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("produce answered %v into a round trip of 2×%v: %v", 2*delay-50*time.Millisecond, delay, err)
+	default:
+	}
+	if vs, _ := values(t, c, members[2], "p"); !slices.Equal(vs, []string{"a", "slow"}) {
+		t.Fatalf("the tail holds %v after the write's delay; want a, slow", vs)
+	}
+	if err := c.Step(50 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("produce not answered after 2×%v of lab time", delay)
+	}
+	// A steady stream through the delayed link keeps the HW below the LEO
+	// all along, but acks keep coming: for 2× replica.lag.time.max.ms
+	// (3 s) nobody is blamed and the stamp stays.
+	_, stamp := pipelineSettled(t, c, "p")
+	acked := []string{"a", "slow"}
+	for i := range 60 {
+		v := fmt.Sprint("s", i)
+		if _, err := c.Produce(context.Background(), "p", 0, 1, []Record{{Value: []byte(v)}}, time.Second); err != nil {
+			t.Fatalf("%s: %v", v, err)
+		}
+		acked = append(acked, v)
+		if err := c.Step(100 * time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if tp, _ := c.controller.Topic("p"); tp.Partitions[0].LeaderEpoch != stamp {
+		t.Fatalf("a steady stream over a delayed link moved the stamp from %d to %d: pipeline %v", stamp, tp.Partitions[0].LeaderEpoch, pipelineOf(tp.Partitions[0]))
+	}
+	stepBy(t, c, time.Second)
+	checkPipelineLogs(t, c, "p", acked)
+}
+
+// TestPipelineTopicLongCut: the link between the second and third members
+// stays cut for 30 s of lab time. The third is taken out; re-replication
+// adds it back at the tail, its recovery fails on the cut link and it is
+// taken out again, two stamps a cycle. The controller backs off its
+// re-adds (doubling from PipelineRepairInterval), so the cut costs a
+// bounded number of stamps; once healed it rejoins, and every
+// acknowledged write is on every member.
+func TestPipelineTopicLongCut(t *testing.T) {
+	c := openPausedN(t, 3)
+	if _, err := c.CreateTopic("p", 1, 3, map[string]string{"replication.protocol": "pipeline", "min.insync.replicas": "2"}); err != nil {
+		t.Fatal(err)
+	}
+	members, start := pipelineSettled(t, c, "p")
+	if err := c.Cut(members[1], members[2], false); err != nil {
+		t.Fatal(err)
+	}
+	acked := []string{}
+	for i := range 3 { // writes every 10 s, each on the pipeline of the moment
+		v := fmt.Sprintf("w%d", i)
+		if err := produceRetry(t, c, "p", v); err != nil {
+			t.Fatalf("%s: %v", v, err)
+		}
+		acked = append(acked, v)
+		stepBy(t, c, 10*time.Second)
+	}
+	tp, _ := c.controller.Topic("p")
+	stamps := tp.Partitions[0].LeaderEpoch - start
+	t.Logf("a 30 s cut of %d-%d: %d stamps, pipeline %v", members[1], members[2], stamps, pipelineOf(tp.Partitions[0]))
+	if stamps > 8 {
+		t.Errorf("a 30 s cut made %d stamps; want at most 8", stamps)
+	}
+	c.Heal()
+	stepBy(t, c, 40*time.Second) // past the longest back-off
+	if members, _ := pipelineSettled(t, c, "p"); len(members) != 3 {
+		t.Fatalf("healed: pipeline %v", members)
+	}
+	checkPipelineLogs(t, c, "p", acked)
+}
+
+func pipelineOf(p controller.Partition) []int32 { return slices.Concat(p.ISR, p.Joining) }
+
+// stepBy moves the paused clock by d one broker tick at a time, so every
+// heartbeat, controller tick and broker tick in between runs (one Step
+// runs them once, at its end).
+func stepBy(t *testing.T, c *Cluster, d time.Duration) {
+	t.Helper()
+	for moved := time.Duration(0); moved < d; moved += stepToEventGrain {
+		if err := c.Step(stepToEventGrain); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

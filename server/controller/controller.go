@@ -212,6 +212,9 @@ type Controller struct {
 	// pipelinesRepaired is, per broker, when its heartbeats last had its
 	// replicas added back to pipelines (maybeRepairPipelines).
 	pipelinesRepaired map[int32]time.Time
+	// rejoinBackoff is, per pipeline partition and broker, how its re-adds
+	// back off after failed ones (pipeline.go); made on first use.
+	rejoinBackoff map[rejoinKey]rejoinBackoff
 }
 
 type topicState struct {

@@ -134,13 +134,18 @@ func (c *Controller) forgetUncleanPipelines(ch *change, id int32) {
 // re-replicating an under-replicated block. Only the broker that just
 // showed it runs (it registered, was unfenced or heartbeated) rejoins: one
 // that crashed is not fenced until its session expires. pipeline.NoMember
-// rejoins none. Callers hold c.mu.
-func (c *Controller) repairPipelines(ch *change, t *topicState, reason string, rejoin int32) {
+// rejoins none. With backoff (the heartbeats' periodic repair, not a broker
+// coming back) a partition whose last re-adds of rejoin failed waits out
+// its back-off first (rejoinAllowed). Callers hold c.mu.
+func (c *Controller) repairPipelinesBackoff(ch *change, t *topicState, reason string, rejoin int32, backoff bool) {
 	for _, p := range t.parts {
 		if head := pipelineOf(p).Head(); p.Leader == replication.NoLeader && head != pipeline.NoMember && c.live(head) {
 			c.setPipeline(ch, p, slices.Clone(p.ISR), nil, p.LeaderEpoch+1, head, reason, "")
 		}
 		if !slices.Contains(p.Replicas, rejoin) || !c.live(rejoin) || p.Leader == replication.NoLeader {
+			continue
+		}
+		if backoff && !c.rejoinAllowed(p, rejoin) {
 			continue
 		}
 		if _, ok := pipelineOf(p).Rejoin(rejoin); ok {
@@ -149,20 +154,84 @@ func (c *Controller) repairPipelines(ch *change, t *topicState, reason string, r
 	}
 }
 
+// repairPipelines is repairPipelinesBackoff without back-off: rejoin has
+// just come back (registered, unfenced), or none rejoins.
+func (c *Controller) repairPipelines(ch *change, t *topicState, reason string, rejoin int32) {
+	c.repairPipelinesBackoff(ch, t, reason, rejoin, false)
+}
+
 // repairAllPipelines is repairPipelines for every pipeline topic.
 func (c *Controller) repairAllPipelines(ch *change, reason string, rejoin int32) {
+	c.repairAllPipelinesBackoff(ch, reason, rejoin, false)
+}
+
+func (c *Controller) repairAllPipelinesBackoff(ch *change, reason string, rejoin int32, backoff bool) {
 	for _, name := range c.topicNames() {
 		if t := c.topics[name]; t.cfg.Protocol == ProtocolPipeline {
-			c.repairPipelines(ch, t, reason, rejoin)
+			c.repairPipelinesBackoff(ch, t, reason, rejoin, backoff)
 		}
 	}
+}
+
+// A member added back while it still cannot be reached (a link that stays
+// cut) fails its first recovery and is taken out again: two stamps for
+// nothing, every PipelineRepairInterval for as long as the cut lasts. The
+// controller cannot tell which members the head can reach (it hears only
+// each broker's own heartbeats, not the links between brokers), so instead
+// of choosing it backs off: after each failed re-add the next waits twice
+// as long, from 2×PipelineRepairInterval up to rejoinBackoffLimit
+// replica.lag.time.max.ms (30 s at the default 3 s), and a re-add that
+// catches up ends the back-off. A broker that comes back (registers, is
+// unfenced) rejoins at once: its failure was its own, not a link's. The
+// back-off is kept in memory: a new controller starts without it.
+
+// rejoinBackoffLimit caps the back-off at that many
+// replica.lag.time.max.ms of the topic.
+const rejoinBackoffLimit = 10
+
+type rejoinKey struct {
+	topic             string
+	partition, broker int32
+}
+
+// rejoinBackoff is one member's back-off: failures in a row, and the lab
+// time before which it is not added back.
+type rejoinBackoff struct {
+	failures  int
+	notBefore time.Time
+}
+
+// rejoinAllowed reports whether broker id may be added back to p's
+// pipeline now (its back-off, if any, has passed). Callers hold c.mu.
+func (c *Controller) rejoinAllowed(p *Partition, id int32) bool {
+	b, ok := c.rejoinBackoff[rejoinKey{p.Topic, p.Partition, id}]
+	return !ok || !c.now().Before(b.notBefore)
+}
+
+// rejoinFailed doubles broker id's back-off on p: a re-add of it failed
+// before it caught up. Callers hold c.mu.
+func (c *Controller) rejoinFailed(p *Partition, id int32) {
+	if c.rejoinBackoff == nil {
+		c.rejoinBackoff = map[rejoinKey]rejoinBackoff{}
+	}
+	k := rejoinKey{p.Topic, p.Partition, id}
+	b := c.rejoinBackoff[k]
+	b.failures++
+	limit := max(PipelineRepairInterval, time.Duration(rejoinBackoffLimit*c.topics[p.Topic].cfg.Replication().ReplicaLagTimeMaxMs)*time.Millisecond)
+	wait := limit
+	if b.failures < 16 { // past that the shift would overflow; the limit holds long before
+		wait = min(PipelineRepairInterval<<b.failures, limit)
+	}
+	b.notBefore = c.now().Add(wait)
+	c.rejoinBackoff[k] = b
 }
 
 // PipelineRepairInterval is how often, at most, a broker's heartbeats have
 // the controller add its running replicas back at the tail of the
 // pipelines they left while it ran (a cut link): HDFS's replication
 // monitor's interval (dfs.namenode.replication.interval, 3 s). A replica
-// still cut off fails the new pipeline's recovery and is taken out again.
+// still cut off fails the new pipeline's recovery and is taken out again,
+// and its next re-add backs off (rejoinBackoff).
 const PipelineRepairInterval = 3 * time.Second
 
 // maybeRepairPipelines runs repairAllPipelines for broker id, at most once
@@ -174,7 +243,7 @@ func (c *Controller) maybeRepairPipelines(id int32) error {
 	}
 	c.pipelinesRepaired[id] = now
 	ch := newChange()
-	c.repairAllPipelines(ch, i18n.Word("event.word.reason.pipeline-repair"), id)
+	c.repairAllPipelinesBackoff(ch, i18n.Word("event.word.reason.pipeline-repair"), id, true)
 	return c.commit(ch)
 }
 
@@ -224,6 +293,9 @@ func (c *Controller) PipelineFailed(topic string, partition, brokerID int32, bro
 	case failed == brokerID || !slices.Contains(pipelineOf(p).Members, failed):
 		return fmt.Errorf("%w: %s: broker %d is not another member of the pipeline %v", kerr.InvalidRequest, p.tp(), failed, pipelineOf(p).Members)
 	}
+	if slices.Contains(p.Joining, failed) {
+		c.rejoinFailed(p, failed)
+	}
 	ch := newChange()
 	c.leavePipeline(ch, p, failed, i18n.Word("event.word.reason.pipeline-failed", brokerID, failed))
 	return c.commit(ch)
@@ -242,6 +314,9 @@ func (c *Controller) PipelineCaughtUp(topic string, partition, brokerID int32, b
 		return err
 	}
 	joined := p.Joining
+	for _, id := range joined {
+		delete(c.rejoinBackoff, rejoinKey{p.Topic, p.Partition, id})
+	}
 	ch := newChange()
 	c.setPipeline(ch, p, slices.Concat(p.ISR, p.Joining), nil, p.LeaderEpoch, p.Leader, "", "event.pipeline.caught-up", joined)
 	return c.commit(ch)

@@ -3,6 +3,7 @@ package controller
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -121,4 +122,60 @@ func TestPipelineRestartLeaves(t *testing.T) {
 			l.wantPipeline("p", 1, []int32{1, 3}, []int32{2}, 2)
 		})
 	}
+}
+
+// TestPipelineRejoinBackoff: a member re-added by the heartbeats' repair
+// that fails before it catches up (its link still cut) is re-added next
+// only after twice PipelineRepairInterval, then four times, up to 10×
+// replica.lag.time.max.ms; one that catches up ends the back-off, and a
+// broker that comes back (unfenced) rejoins at once.
+func TestPipelineRejoinBackoff(t *testing.T) {
+	l := newLab(t)
+	l.start(1, 2, 3)
+	l.create("p", 1, 3, map[string]string{"replication.protocol": "pipeline", "replica.lag.time.max.ms": "1000"})
+	if err := l.c.PipelineFailed("p", 0, 1, l.epochs[1], 0, 3); err != nil {
+		t.Fatal(err)
+	}
+	l.wantPipeline("p", 1, []int32{1, 2}, nil, 1)
+	stamp := int32(1)
+	// Each failed re-add, and the wait before the next one (12 s capped).
+	for _, wait := range []time.Duration{2 * PipelineRepairInterval, 10 * time.Second, 10 * time.Second} {
+		l.clk.Step(PipelineRepairInterval)
+		l.beat(3)
+		stamp++
+		l.wantPipeline("p", 1, []int32{1, 2}, []int32{3}, stamp)
+		stamp++
+		if err := l.c.PipelineFailed("p", 0, 1, l.epochs[1], stamp-1, 3); err != nil {
+			t.Fatal(err)
+		}
+		l.wantPipeline("p", 1, []int32{1, 2}, nil, stamp)
+		l.clk.Step(wait - time.Millisecond)
+		l.beat(3)
+		l.wantPipeline("p", 1, []int32{1, 2}, nil, stamp)
+	}
+	l.clk.Step(PipelineRepairInterval)
+	l.beat(3)
+	stamp++
+	l.wantPipeline("p", 1, []int32{1, 2}, []int32{3}, stamp)
+	if err := l.c.PipelineCaughtUp("p", 0, 1, l.epochs[1], stamp); err != nil {
+		t.Fatal(err)
+	}
+	l.wantPipeline("p", 1, []int32{1, 2, 3}, nil, stamp)
+	// Caught up: a later failure starts from the first interval again.
+	stamp++
+	if err := l.c.PipelineFailed("p", 0, 1, l.epochs[1], stamp-1, 3); err != nil {
+		t.Fatal(err)
+	}
+	l.clk.Step(PipelineRepairInterval)
+	l.beat(3)
+	stamp++
+	l.wantPipeline("p", 1, []int32{1, 2}, []int32{3}, stamp)
+	stamp++
+	if err := l.c.PipelineFailed("p", 0, 1, l.epochs[1], stamp-1, 3); err != nil {
+		t.Fatal(err)
+	}
+	// Backing off, but fenced and back: it rejoins at once.
+	l.c.FenceBroker(3)
+	l.beat(3)
+	l.wantPipeline("p", 1, []int32{1, 2}, []int32{3}, stamp+1)
 }
