@@ -315,6 +315,13 @@ func (c *Controller) QuorumLeader(topic string, partition, brokerID int32, broke
 	}
 	prev := p.Leader
 	p.Leader, p.LeaderEpoch = brokerID, term
+	// Raft elects only a replica holding every committed entry, so the new
+	// leader is in sync whatever ISR its predecessor last proposed; it
+	// proposes its own view of the others once it leads.
+	if !slices.Contains(p.ISR, brokerID) {
+		isr := append(slices.Clone(p.ISR), brokerID)
+		p.ISR = slices.DeleteFunc(slices.Clone(p.Replicas), func(r int32) bool { return !slices.Contains(isr, r) })
+	}
 	p.PartitionEpoch++
 	ch := newChange()
 	ch.partition(p)

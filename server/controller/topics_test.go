@@ -342,6 +342,17 @@ func TestQuorumLeader(t *testing.T) {
 		t.Fatalf("a report of the same term: %v, version %d → %d", err, v, l.c.MetadataVersion())
 	}
 	l.want("q", 0, 2, []int32{1, 2, 3}, 3, 1)
+	// Raft's leader holds every committed entry: a leader the last ISR
+	// proposal left out joins it (in replica order) when it reports its term.
+	if r := l.c.AlterPartition("q", 0, 2, l.epochs[2], replication.AlterPartitionRequest{BrokerID: 2, LeaderEpoch: 3, PartitionEpoch: l.part("q", 0).PartitionEpoch, NewISR: []int32{2}}); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if err := l.c.QuorumLeader("q", 0, 3, l.epochs[3], 4); err != nil {
+		t.Fatal(err)
+	}
+	if got := l.part("q", 0); got.Leader != 3 || !slices.Equal(got.ISR, []int32{2, 3}) {
+		t.Fatalf("leader %d with ISR %v; want 3 in [2 3]", got.Leader, got.ISR)
+	}
 	for _, c := range []struct {
 		topic  string
 		broker int32
