@@ -513,9 +513,9 @@ func BenchmarkQuorumIdle(b *testing.B) {
 			b.Fatal(err)
 		}
 		time.Sleep(2 * time.Second) // elections
-		cpu, sw, _ := idleCPU(b, "", "")
-		b.ReportMetric(cpu, "cpu%")
-		b.ReportMetric(sw, "switches/s")
+		w := idleCPU(b, "", "")
+		b.ReportMetric(w.cpuPercent, "cpu%")
+		b.ReportMetric(w.switches, "switches/s")
 		c.Close()
 	}
 }
