@@ -444,7 +444,7 @@ func (r *replica) producePipeline(ctx context.Context, acks int16, records []byt
 	pc, err := r.checkProducers(records)
 	var info storage.AppendInfo
 	if err == nil && pc.dup == nil {
-		info, err = r.log.AppendAsLeader(records, epoch)
+		info, err = r.log.AppendValidatedAsLeader(records, epoch) // validated by produce's caller, as on the isr path
 	}
 	if err != nil {
 		return r.refuseProduceLocked(acks, err)
