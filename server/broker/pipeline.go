@@ -441,28 +441,10 @@ func (r *replica) producePipeline(ctx context.Context, acks int16, records []byt
 		return r.refuseProduceLocked(acks, err)
 	}
 	epoch := r.pl.m.Status().Pipeline.Stamp
-	pc, err := r.checkProducers(records)
-	var info storage.AppendInfo
-	if err == nil && pc.dup == nil {
-		info, err = r.log.AppendAsLeader(records, epoch)
+	info, refusal, ok := r.appendProduced(ctx, acks, records, ui, epoch, now, timeout)
+	if !ok {
+		return refusal
 	}
-	if err != nil {
-		return r.refuseProduceLocked(acks, err)
-	}
-	if pc.dup != nil {
-		r.mu.Unlock()
-		return r.awaitDuplicate(ctx, acks, epoch, *pc.dup, timeout)
-	}
-	r.producersAppended(pc, info)
-	r.flushBy(now)
-	r.wake()
-	ev := r.appendEvent(info, epoch)
-	for i := range ui {
-		ui[i].Offset += info.FirstOffset
-		ui[i].LeaderEpoch = epoch
-	}
-	ev.Records = ui
-	r.emit(ev)
 	r.pl.m.Produced(info.LogEndOffset)
 	res := ProduceResult{BaseOffset: info.FirstOffset, LastOffset: info.LastOffset}
 	if acks != -1 {

@@ -539,6 +539,40 @@ func refused(err error) ProduceResult {
 	return ProduceResult{BaseOffset: -1, LastOffset: -1, Err: err}
 }
 
+// appendProduced appends a produced record set as leader at epoch, with
+// r.mu held: the idempotent-producer check first (producers.go), then the
+// append (records passed validateProduced, so the log does not check
+// their CRC again), the flush deadline, the waiting fetches woken and the
+// append event with ui, the batch's newest records. ok is false when it
+// answered instead (a refusal, or a retried batch's original answer);
+// then r.mu is released.
+func (r *replica) appendProduced(ctx context.Context, acks int16, records []byte, ui []events.Record, epoch int32, now int64, timeout time.Duration) (info storage.AppendInfo, answer ProduceResult, ok bool) {
+	pc, err := r.checkProducers(records)
+	if err == nil && pc.dup == nil {
+		info, err = r.log.AppendValidatedAsLeader(records, epoch)
+	}
+	if err != nil {
+		return info, r.refuseProduceLocked(acks, err), false
+	}
+	if pc.dup != nil {
+		r.mu.Unlock()
+		return info, r.awaitDuplicate(ctx, acks, epoch, *pc.dup, timeout), false
+	}
+	r.producersAppended(pc, info)
+	r.flushBy(now)
+	r.wake()
+	ev := r.appendEvent(info, epoch)
+	for i := range ui {
+		// Decoded before the append stamped the batch: the offsets were
+		// relative and the epoch the producer's -1.
+		ui[i].Offset += info.FirstOffset
+		ui[i].LeaderEpoch = epoch
+	}
+	ev.Records = ui
+	r.emit(ev)
+	return info, ProduceResult{}, true
+}
+
 // produce appends a record set as leader and waits as acks says: acks=0 and
 // acks=1 return after the append, acks=-1 once the HW passes the records or
 // the request times out. records passed validateProduced, so the log does
@@ -563,34 +597,14 @@ func (r *replica) produce(ctx context.Context, acks int16, records []byte, ui []
 	if err != nil {
 		return r.refuseProduceLocked(acks, err)
 	}
-	pc, err := r.checkProducers(records) // idempotence: producers.go
-	var info storage.AppendInfo
-	if err == nil && pc.dup == nil {
-		info, err = r.log.AppendValidatedAsLeader(records, epoch)
+	info, refusal, ok := r.appendProduced(ctx, acks, records, ui, epoch, now, timeout)
+	if !ok {
+		return refusal
 	}
-	if err != nil {
-		return r.refuseProduceLocked(acks, err)
-	}
-	if pc.dup != nil {
-		r.mu.Unlock()
-		return r.awaitDuplicate(ctx, acks, epoch, *pc.dup, timeout)
-	}
-	r.producersAppended(pc, info)
-	r.flushBy(now)
-	r.wake()
 	r.nextID++
 	id := r.nextID
 	ch := make(chan replication.ProduceResult, 1)
 	r.waiters[id] = ch
-	ev := r.appendEvent(info, epoch)
-	for i := range ui {
-		// Decoded before the append stamped the batch: the offsets were
-		// relative and the epoch the producer's -1.
-		ui[i].Offset += info.FirstOffset
-		ui[i].LeaderEpoch = epoch
-	}
-	ev.Records = ui
-	r.emit(ev)
 	err = r.rp.ProduceAppended(replication.ProduceRequest{ID: id, Acks: acks,
 		Batch:      replication.Batch{BaseOffset: info.FirstOffset, LastOffset: info.LastOffset, Epoch: epoch},
 		DeadlineMs: now + timeout.Milliseconds()})
