@@ -217,7 +217,7 @@ func TestKgoConsumerUsesFetchSession(t *testing.T) {
 // all led by broker 1, and has the follower's fetcher open its session.
 func followerPair(t *testing.T, n int32, extra ...string) (ctl *controller.Controller, leader, follower *Broker, f *fetcher) {
 	t.Helper()
-	ctl, brokers := testBrokers(t, 2, nil)
+	ctl, brokers := testBrokersWith(t, 2, nil, func(c *Config) { c.FollowerFetchSessions = true })
 	want := int(n)
 	if _, err := ctl.CreateTopic("t", n, 2, nil); err != nil {
 		t.Fatal(err)
