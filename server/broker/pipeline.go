@@ -460,20 +460,6 @@ func (r *replica) producePipeline(ctx context.Context, acks int16, records []byt
 	r.pl.waiters[id] = pipelineWaiter{ch: ch, first: info.FirstOffset, last: info.LastOffset, deadlineMs: now + timeout.Milliseconds()}
 	r.unlock(r.pipelineReady())
 	r.pump()
-	r.mu.Lock()
-	if w, ok := r.pl.waiters[id]; ok {
-		w.sent = true
-		r.pl.waiters[id] = w
-	}
-	r.mu.Unlock()
-	select {
-	case res := <-ch:
-		return res
-	case <-ctx.Done():
-		r.mu.Lock()
-		delete(r.pl.waiters, id)
-		r.mu.Unlock()
-		res.Err = kerr.RequestTimedOut
-		return res
-	}
+	res.Err = kerr.RequestTimedOut // appended by the head, not acknowledged
+	return awaitProduce(ctx, r, r.pl.waiters, id, func(w *pipelineWaiter) { w.sent = true }, ch, res)
 }

@@ -637,10 +637,20 @@ func (r *replica) produceQuorum(ctx context.Context, acks int16, records []byte,
 	if acks == 0 {
 		return ProduceResult{BaseOffset: -1, LastOffset: -1}
 	}
+	// Proposed, not yet committed when it times out: not in the segment log.
+	return awaitProduce(ctx, r, r.q.waiters, id, func(w *quorumWaiter) { w.sent = true }, ch, refused(kerr.RequestTimedOut))
+}
+
+// awaitProduce waits for the answer of a quorum or pipeline leader's
+// produce id, whose first messages went out: it marks the waiter sent
+// (from then on it waits for peers that did not answer, and Status counts
+// it), then waits for ch; when ctx ends first it forgets the waiter and
+// answers timedOut. waiters is guarded by r.mu.
+func awaitProduce[W any](ctx context.Context, r *replica, waiters map[uint64]W, id uint64, markSent func(*W), ch <-chan ProduceResult, timedOut ProduceResult) ProduceResult {
 	r.mu.Lock()
-	if w, ok := r.q.waiters[id]; ok {
-		w.sent = true
-		r.q.waiters[id] = w
+	if w, ok := waiters[id]; ok {
+		markSent(&w)
+		waiters[id] = w
 	}
 	r.mu.Unlock()
 	select {
@@ -648,8 +658,8 @@ func (r *replica) produceQuorum(ctx context.Context, acks int16, records []byte,
 		return res
 	case <-ctx.Done():
 		r.mu.Lock()
-		delete(r.q.waiters, id)
+		delete(waiters, id)
 		r.mu.Unlock()
-		return refused(kerr.RequestTimedOut) // proposed, not yet committed: not in the segment log
+		return timedOut
 	}
 }
