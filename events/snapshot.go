@@ -244,6 +244,9 @@ func (s *Snapshot) Apply(e Event) {
 		if p := s.Partition(e.Topic, e.Partition); p != nil {
 			p.ISR = append([]int32(nil), e.ISR...)
 			p.ELR = append([]int32(nil), e.ELR...)
+			if e.Leader != nil { // a pipeline's new generation stamp under the same head
+				p.LeaderEpoch = e.Leader.LeaderEpoch
+			}
 		}
 	case KindElection:
 		if p := s.Partition(e.Topic, e.Partition); p != nil && e.Leader != nil {

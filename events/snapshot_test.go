@@ -141,3 +141,18 @@ func TestRecordsMergeLate(t *testing.T) {
 		t.Fatal("Unlisted")
 	}
 }
+
+// TestApplyISRWithNewStamp: a pipeline rebuilt under the same head is an
+// ISR event carrying the new generation stamp; the partition's leader
+// epoch follows it, and a plain ISR event leaves the epoch as it was.
+func TestApplyISRWithNewStamp(t *testing.T) {
+	s := demo()
+	s.Apply(Event{Seq: 1, Kind: KindISR, Topic: "demo", ISR: []int32{1, 3}, Leader: &Leadership{Leader: 1, PreviousLeader: 1, LeaderEpoch: 1}})
+	if p := s.Partition("demo", 0); p.LeaderEpoch != 1 || p.Leader != 1 || !reflect.DeepEqual(p.ISR, []int32{1, 3}) {
+		t.Fatalf("after a new stamp: leader %d epoch %d ISR %v", p.Leader, p.LeaderEpoch, p.ISR)
+	}
+	s.Apply(Event{Seq: 2, Kind: KindISR, Topic: "demo", ISR: []int32{1}})
+	if p := s.Partition("demo", 0); p.LeaderEpoch != 1 || !reflect.DeepEqual(p.ISR, []int32{1}) {
+		t.Fatalf("after a plain ISR change: epoch %d ISR %v", p.LeaderEpoch, p.ISR)
+	}
+}

@@ -29,7 +29,7 @@ func pipelineOf(p *Partition) pipeline.Pipeline {
 // setPipeline stores p's pipeline as isr and joining under stamp with
 // leader (a new stamp, so a new partition epoch) and reports it: an
 // election event when the head changed, else an ISR event with key and
-// args. Callers hold c.mu.
+// args that carries the new stamp as its leader epoch. Callers hold c.mu.
 func (c *Controller) setPipeline(ch *change, p *Partition, isr, joining []int32, stamp, leader int32, reason string, key string, args ...any) {
 	prev := p.Leader
 	p.ISR, p.Joining, p.Leader, p.LeaderEpoch = isr, joining, leader, stamp
@@ -50,7 +50,8 @@ func (c *Controller) setPipeline(ch *change, p *Partition, isr, joining []int32,
 		return
 	}
 	ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindISR, Broker: events.NoBroker, Topic: p.Topic, Partition: p.Partition,
-		ISR: slices.Clone(p.ISR)}, key, append(args, p.tp(), members, p.LeaderEpoch)...))
+		Leader: &events.Leadership{Leader: leader, PreviousLeader: prev, LeaderEpoch: p.LeaderEpoch}, ISR: slices.Clone(p.ISR)},
+		key, append(args, p.tp(), members, p.LeaderEpoch)...))
 }
 
 // leavePipeline takes broker id out of p's pipeline under a new stamp. A
