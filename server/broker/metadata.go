@@ -151,8 +151,10 @@ func (b *Broker) createReplicas(hosted []hostedPartition) {
 }
 
 // sendAlterPartition sends an ISR proposal to the controller and hands the
-// answer to the replication rules. If the controller cannot be reached the
-// proposal stays in flight; the rules keep the maximal ISR meanwhile.
+// answer to the replication rules with the proposal it answers (the rules
+// ignore a late answer to a proposal they no longer have in flight). If the
+// controller cannot be reached the proposal stays in flight; the rules keep
+// the maximal ISR meanwhile.
 func (b *Broker) sendAlterPartition(r *replica, req replication.AlterPartitionRequest) {
 	resp, err := b.cfg.Controller.AlterPartition(r.tp.Topic, r.tp.Partition, b.cfg.ID, b.BrokerEpoch(), req)
 	if err != nil {
@@ -169,7 +171,7 @@ func (b *Broker) sendAlterPartition(r *replica, req replication.AlterPartitionRe
 		r.mu.Unlock()
 		return
 	}
-	if err := r.rp.AlterPartitionResponse(resp); err != nil && !errors.Is(err, kerr.InvalidRequest) {
+	if err := r.rp.AlterPartitionResponse(req, resp); err != nil && !errors.Is(err, kerr.InvalidRequest) {
 		b.logger.Debug("AlterPartition response", "partition", r.tp, "err", err)
 	}
 	after := r.processReady()
