@@ -154,19 +154,25 @@ func (b *Broker) createReplicas(hosted []hostedPartition) {
 // answer to the replication rules with the proposal it answers (the rules
 // ignore a late answer to a proposal they no longer have in flight). If the
 // controller cannot be reached the proposal stays in flight; the rules keep
-// the maximal ISR meanwhile.
+// the maximal ISR meanwhile. Proposals are numbered in order, so a late
+// call for an older one never takes or clears a newer one's place in
+// pendingAlter.
 func (b *Broker) sendAlterPartition(r *replica, req replication.AlterPartitionRequest) {
 	resp, err := b.cfg.Controller.AlterPartition(r.tp.Topic, r.tp.Partition, b.cfg.ID, b.BrokerEpoch(), req)
 	if err != nil {
 		b.logger.Debug("AlterPartition not delivered", "partition", r.tp, "err", err)
 		r.mu.Lock()
-		r.pendingAlter = &req
+		if r.pendingAlter == nil || r.pendingAlter.Proposal < req.Proposal {
+			r.pendingAlter = &req
+		}
 		r.mu.Unlock()
 		b.tickBy(b.nowMs() + b.cfg.TickInterval.Milliseconds()) // a tick retries it
 		return
 	}
 	r.mu.Lock()
-	r.pendingAlter = nil
+	if r.pendingAlter != nil && r.pendingAlter.Proposal <= req.Proposal {
+		r.pendingAlter = nil
+	}
 	if r.stopped {
 		r.mu.Unlock()
 		return

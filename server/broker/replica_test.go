@@ -62,17 +62,27 @@ func (pausedClock) RateChanged() <-chan struct{}       { return nil }
 // controller, heartbeats each once and stops them at the end of the test.
 func testBrokers(t *testing.T, n int32, onHalt func(int32, error)) (*controller.Controller, map[int32]*Broker) {
 	t.Helper()
+	return startBrokers(t, n, pausedClock{time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)}, nil, onHalt)
+}
+
+// startBrokers is testBrokers on clk, each broker reaching the controller
+// through link(ctl) (directController when link is nil).
+func startBrokers(t *testing.T, n int32, clk Clock, link func(*controller.Controller) Controller, onHalt func(int32, error)) (*controller.Controller, map[int32]*Broker) {
+	t.Helper()
 	dir := t.TempDir()
-	clk := pausedClock{time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)}
 	ctl, err := controller.Open(filepath.Join(dir, "meta"), controller.Options{Now: clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ctl.Close() })
+	var via Controller = directController{ctl}
+	if link != nil {
+		via = link(ctl)
+	}
 	brokers := map[int32]*Broker{}
 	for id := int32(1); id <= n; id++ {
 		b, err := Start(Config{ID: id, LogDir: LogDirPath(dir, id), ListenAddr: "127.0.0.1:0",
-			Controller: directController{ctl}, Network: openNetwork{}, Clock: clk, OnHalt: onHalt})
+			Controller: via, Network: openNetwork{}, Clock: clk, OnHalt: onHalt})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,6 +93,22 @@ func testBrokers(t *testing.T, n int32, onHalt func(int32, error)) (*controller.
 	return ctl, brokers
 }
 
+// leaderAndFollower creates topic "t" (one partition on brokers 1 and 2,
+// with configs), has both brokers apply it and returns its leader and
+// follower.
+func leaderAndFollower(t *testing.T, ctl *controller.Controller, brokers map[int32]*Broker, configs map[string]string) (controller.Topic, *Broker, *Broker) {
+	t.Helper()
+	tc, err := ctl.CreateTopic("t", 1, 2, configs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range brokers {
+		b.RefreshMetadata()
+	}
+	leaderID := tc.Partitions[0].Leader
+	return tc, brokers[leaderID], brokers[3-leaderID]
+}
+
 // TestStaleFetchResponseDroppedAfterBecomingLeader: a follower sends a
 // Fetch, becomes leader before the answer arrives, and then gets the
 // answer. It must drop it whole: appending its old leader's records as the
@@ -91,16 +117,8 @@ func testBrokers(t *testing.T, n int32, onHalt func(int32, error)) (*controller.
 // truncated and refetched forever, and the HW froze).
 func TestStaleFetchResponseDroppedAfterBecomingLeader(t *testing.T) {
 	ctl, brokers := testBrokers(t, 2, nil)
-	tc, err := ctl.CreateTopic("t", 1, 2, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, b := range brokers {
-		b.RefreshMetadata()
-	}
-	leaderID := tc.Partitions[0].Leader
-	followerID := 3 - leaderID
-	leader, follower := brokers[leaderID], brokers[followerID]
+	tc, leader, follower := leaderAndFollower(t, ctl, brokers, nil)
+	leaderID, followerID := leader.ID(), follower.ID()
 	if res := leader.Produce(context.Background(), "t", 0, 1, storage.NewBatch([]storage.Record{{Value: []byte("m1")}}), time.Second); res.Err != nil {
 		t.Fatal(res.Err)
 	}
@@ -169,15 +187,8 @@ func sendFollowerFetch(t *testing.T, leader, follower *Broker, id [16]byte, sent
 // the HW). It used to stay at the HW from before the fetch was counted.
 func TestFollowerLongPollLastStableOffset(t *testing.T) {
 	ctl, brokers := testBrokers(t, 2, nil)
-	tc, err := ctl.CreateTopic("t", 1, 2, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, b := range brokers {
-		b.RefreshMetadata()
-	}
-	leaderID := tc.Partitions[0].Leader
-	leader, follower := brokers[leaderID], brokers[3-leaderID]
+	tc, leader, follower := leaderAndFollower(t, ctl, brokers, nil)
+	leaderID := leader.ID()
 	if res := leader.Produce(context.Background(), "t", 0, 1, storage.NewBatch([]storage.Record{{Value: []byte("m1")}}), time.Second); res.Err != nil {
 		t.Fatal(res.Err)
 	}
