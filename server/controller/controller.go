@@ -101,6 +101,15 @@ func (p Partition) clone() Partition {
 	return p
 }
 
+// Equal reports whether p and o are the same record (a nil list differs
+// from an empty one, as their copies would).
+func (p *Partition) Equal(o *Partition) bool {
+	same := func(a, b []int32) bool { return (a == nil) == (b == nil) && slices.Equal(a, b) }
+	return p.Topic == o.Topic && p.Partition == o.Partition && p.Leader == o.Leader && p.LeaderEpoch == o.LeaderEpoch &&
+		p.PartitionEpoch == o.PartitionEpoch && same(p.Replicas, o.Replicas) && same(p.ISR, o.ISR) && same(p.ELR, o.ELR) &&
+		same(p.Joining, o.Joining)
+}
+
 // check reports a record that breaks the invariants (ISR and ELR within AR,
 // the ISR non-empty while there is a leader, leader in ISR, epochs
 // non-negative).
@@ -201,6 +210,7 @@ type Controller struct {
 	// broker's first registration is a plain one, so leaderships stay put.
 	registered map[int32]bool
 	topics     map[string]*topicState
+	names      []string // sorted keys of topics, nil until topicNames
 	rule       FencingRule
 	// logs is what each broker last reported of its logs (ReportLogs),
 	// for KIP-966's unclean recovery.
@@ -223,9 +233,40 @@ type topicState struct {
 	configs map[string]string // explicitly set keys; nil when none
 	cfg     TopicConfig
 	parts   []*Partition
+	// shared is the snapshot Metadata last handed out, reused while the
+	// topic still matches it: every broker reads the whole metadata after
+	// every change, and copying each unchanged topic for each of them made
+	// a create/delete churn of n topics allocate in n². Never modified.
+	shared *Topic
 }
 
 func (t *topicState) replicationFactor() int { return len(t.parts[0].Replicas) }
+
+// sharedSnapshot is snapshot with Partitions shared with every other caller
+// until the topic changes (they must not modify it); Configs is the
+// caller's own (the UI's snapshot changes its copy in place).
+func (t *topicState) sharedSnapshot() Topic {
+	if t.shared == nil || !t.matches(t.shared) {
+		s := t.snapshot()
+		t.shared = &s
+	}
+	out := *t.shared
+	out.Configs = maps.Clone(t.configs)
+	return out
+}
+
+// matches reports whether s is a snapshot of t as it is now.
+func (t *topicState) matches(s *Topic) bool {
+	if s.ID != t.id || len(s.Partitions) != len(t.parts) || !maps.Equal(s.Configs, t.configs) {
+		return false
+	}
+	for i, p := range t.parts {
+		if !p.Equal(&s.Partitions[i]) {
+			return false
+		}
+	}
+	return true
+}
 
 func (t *topicState) snapshot() Topic {
 	out := Topic{Name: t.name, ID: t.id, Configs: maps.Clone(t.configs), Partitions: make([]Partition, len(t.parts))}
@@ -548,7 +589,9 @@ func (c *Controller) FenceBroker(id int32) {
 	}
 }
 
-// Metadata returns a deep copy of all metadata.
+// Metadata returns a copy of all metadata. Its topics' Partitions (and the
+// lists in them) are shared with other callers while the topic does not
+// change: read them, never modify them.
 func (c *Controller) Metadata() Metadata {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -557,7 +600,7 @@ func (c *Controller) Metadata() Metadata {
 		m.Brokers = append(m.Brokers, *c.brokers[id])
 	}
 	for _, name := range c.topicNames() {
-		m.Topics = append(m.Topics, c.topics[name].snapshot())
+		m.Topics = append(m.Topics, c.topics[name].sharedSnapshot())
 	}
 	return m
 }
@@ -585,8 +628,14 @@ func (c *Controller) brokerIDs() []int32 {
 	return slices.Sorted(maps.Keys(c.brokers))
 }
 
+// topicNames returns the topics' names in order. The list is kept until
+// the set of topics changes (callers that change it set c.names to nil)
+// and shared: callers must not modify it.
 func (c *Controller) topicNames() []string {
-	return slices.Sorted(maps.Keys(c.topics))
+	if c.names == nil {
+		c.names = slices.Sorted(maps.Keys(c.topics))
+	}
+	return c.names
 }
 
 // live reports whether broker id is registered and not fenced.

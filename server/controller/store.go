@@ -274,6 +274,6 @@ func (c *Controller) load() error {
 			b.LastHeartbeat = old.LastHeartbeat
 		}
 	}
-	c.version, c.brokers, c.topics, c.rule = version, brokers, topics, rule
+	c.version, c.brokers, c.topics, c.names, c.rule = version, brokers, topics, nil, rule
 	return nil
 }
