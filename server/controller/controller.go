@@ -78,6 +78,12 @@ type Partition struct {
 	PartitionEpoch int32
 	ISR            []int32
 	ELR            []int32
+	// LastKnownELR, under kraft-elr, is KIP-966's last known ELR: while
+	// the partition has no leader, the replicas that left its ISR or ELR
+	// without joining the other (back from an unclean shutdown), the last
+	// known to have held every committed record; what an operator reads
+	// once the ELR has emptied. Nil when none, and once it has a leader.
+	LastKnownELR []int32
 	// Joining, for a replication.protocol=pipeline partition, are the
 	// members after the ISR at the pipeline's tail that are still being
 	// copied: writes flow through them, but they cannot head it or keep
@@ -98,6 +104,7 @@ func (p *Partition) tp() string { return p.Topic + "-" + strconv.Itoa(int(p.Part
 
 func (p Partition) clone() Partition {
 	p.Replicas, p.ISR, p.ELR, p.Joining = slices.Clone(p.Replicas), slices.Clone(p.ISR), slices.Clone(p.ELR), slices.Clone(p.Joining)
+	p.LastKnownELR = slices.Clone(p.LastKnownELR)
 	return p
 }
 
@@ -107,7 +114,7 @@ func (p *Partition) Equal(o *Partition) bool {
 	same := func(a, b []int32) bool { return (a == nil) == (b == nil) && slices.Equal(a, b) }
 	return p.Topic == o.Topic && p.Partition == o.Partition && p.Leader == o.Leader && p.LeaderEpoch == o.LeaderEpoch &&
 		p.PartitionEpoch == o.PartitionEpoch && same(p.Replicas, o.Replicas) && same(p.ISR, o.ISR) && same(p.ELR, o.ELR) &&
-		same(p.Joining, o.Joining)
+		same(p.Joining, o.Joining) && same(p.LastKnownELR, o.LastKnownELR)
 }
 
 // check reports a record that breaks the invariants (ISR and ELR within AR,
@@ -132,6 +139,11 @@ func (p *Partition) check() error {
 	for _, r := range p.ELR {
 		if !slices.Contains(p.Replicas, r) || slices.Contains(p.ISR, r) {
 			return fmt.Errorf("ELR member %d not in replicas %v or also in ISR %v", r, p.Replicas, p.ISR)
+		}
+	}
+	for _, r := range p.LastKnownELR {
+		if !slices.Contains(p.Replicas, r) || slices.Contains(p.ISR, r) || slices.Contains(p.ELR, r) {
+			return fmt.Errorf("last known ELR member %d not in replicas %v or also in ISR %v or ELR %v", r, p.Replicas, p.ISR, p.ELR)
 		}
 	}
 	for _, r := range p.Joining {
