@@ -39,10 +39,10 @@ func brokerLive(md controller.Metadata, id int32) bool {
 //
 // It applies the change since the last apply, not the whole metadata: a
 // partition (and topic config) equal to the one applied before is left
-// alone, the topic id maps are rebuilt only when topics came or went, and
-// the fetchers are rearranged only when a partition here, a replica or a
-// listener changed. With a thousand topics, a change to one of them
-// otherwise rebuilt everything per broker.
+// alone, the topic id maps are the controller's (built once per set of
+// topics), and the fetchers are rearranged only when a leader moved, a
+// replica came or went or a listener changed. With a thousand topics, a
+// change to one of them otherwise rebuilt everything per broker.
 func (b *Broker) RefreshMetadata() {
 	b.applyMu.Lock()
 	defer b.applyMu.Unlock()
@@ -78,15 +78,9 @@ func (b *Broker) RefreshMetadata() {
 	// version applied (the lab's CreateTopic waits on that) or a client
 	// that finds a topic in this broker's Metadata can use it at once.
 	b.metadata, b.metadataVersion = md, md.Version
-	if b.topicIDsByName == nil || !sameTopics(prev, md) {
-		// Every fetch round and Fetch request maps topic ids and names:
-		// build the maps once here rather than per request.
-		b.topicIDsByName = make(map[string][16]byte, len(md.Topics))
-		b.topicNamesByID = make(map[[16]byte]string, len(md.Topics))
-		for _, t := range md.Topics {
-			b.topicIDsByName[t.Name], b.topicNamesByID[t.ID] = t.ID, t.Name
-		}
-	}
+	// Every fetch round and Fetch request maps topic ids and names: the
+	// controller's maps, built once per set of topics, not per request.
+	b.topicIDsByName, b.topicNamesByID = md.TopicIDs, md.TopicNames
 	b.mu.Unlock()
 	if len(gone) > 0 {
 		tps := make([]storage.TopicPartition, 0, len(gone))
@@ -155,11 +149,6 @@ func topicIn(md controller.Metadata, name string) *controller.Topic {
 func hostedIn(md controller.Metadata, tp storage.TopicPartition, id int32) bool {
 	t := topicIn(md, tp.Topic)
 	return t != nil && tp.Partition >= 0 && int(tp.Partition) < len(t.Partitions) && slices.Contains(t.Partitions[tp.Partition].Replicas, id)
-}
-
-// sameTopics reports whether a and b hold the same topics (names and ids).
-func sameTopics(a, b controller.Metadata) bool {
-	return slices.EqualFunc(a.Topics, b.Topics, func(x, y controller.Topic) bool { return x.Name == y.Name && x.ID == y.ID })
 }
 
 func sameListener(a, b controller.Broker) bool { return a.ID == b.ID && a.Listener == b.Listener }

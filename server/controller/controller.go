@@ -175,10 +175,14 @@ func (t Topic) Config() TopicConfig {
 
 // Metadata is a copy of the whole cluster metadata: brokers sorted by ID,
 // topics by name. Version increments with every change; 0 before the first.
+// TopicIDs and TopicNames map the topics' names to their ids and back (nil
+// in a Metadata made by hand).
 type Metadata struct {
-	Version uint64
-	Brokers []Broker
-	Topics  []Topic
+	Version    uint64
+	Brokers    []Broker
+	Topics     []Topic
+	TopicIDs   map[string][16]byte
+	TopicNames map[[16]byte]string
 }
 
 // Topic returns the topic called name, or nil.
@@ -223,7 +227,15 @@ type Controller struct {
 	registered map[int32]bool
 	topics     map[string]*topicState
 	names      []string // sorted keys of topics, nil until topicNames
-	rule       FencingRule
+	// sharedTopics is the Topics Metadata last handed out, made of
+	// sharedFrom (each topic's shared snapshot); topicIDs and
+	// topicNamesByID its id maps, nil once a topic came or went (with
+	// names). Never modified once handed out.
+	sharedTopics   []Topic
+	sharedFrom     []*Topic
+	topicIDs       map[string][16]byte
+	topicNamesByID map[[16]byte]string
+	rule           FencingRule
 	// logs is what each broker last reported of its logs (ReportLogs),
 	// for KIP-966's unclean recovery.
 	logs map[int32]map[topicPartition]LogInfo
@@ -254,17 +266,14 @@ type topicState struct {
 
 func (t *topicState) replicationFactor() int { return len(t.parts[0].Replicas) }
 
-// sharedSnapshot is snapshot with Partitions shared with every other caller
-// until the topic changes (they must not modify it); Configs is the
-// caller's own (the UI's snapshot changes its copy in place).
-func (t *topicState) sharedSnapshot() Topic {
+// sharedSnapshot is snapshot shared with every other caller until the
+// topic changes: they must not modify it.
+func (t *topicState) sharedSnapshot() *Topic {
 	if t.shared == nil || !t.matches(t.shared) {
 		s := t.snapshot()
 		t.shared = &s
 	}
-	out := *t.shared
-	out.Configs = maps.Clone(t.configs)
-	return out
+	return t.shared
 }
 
 // matches reports whether s is a snapshot of t as it is now.
@@ -601,19 +610,40 @@ func (c *Controller) FenceBroker(id int32) {
 	}
 }
 
-// Metadata returns a copy of all metadata. Its topics' Partitions (and the
-// lists in them) are shared with other callers while the topic does not
-// change: read them, never modify them.
+// Metadata returns a copy of all metadata. Its Topics (their Configs and
+// Partitions, and the lists in those) and its id maps are shared with other
+// callers while nothing in them changes: read them, never modify them.
 func (c *Controller) Metadata() Metadata {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	m := Metadata{Version: c.version, Brokers: make([]Broker, 0, len(c.brokers)), Topics: make([]Topic, 0, len(c.topics))}
+	m := Metadata{Version: c.version, Brokers: make([]Broker, 0, len(c.brokers))}
 	for _, id := range c.brokerIDs() {
 		m.Brokers = append(m.Brokers, *c.brokers[id])
 	}
-	for _, name := range c.topicNames() {
-		m.Topics = append(m.Topics, c.topics[name].sharedSnapshot())
+	names := c.topicNames()
+	same := len(c.sharedFrom) == len(names)
+	for i, name := range names {
+		if s := c.topics[name].sharedSnapshot(); !same || c.sharedFrom[i] != s {
+			same = false
+		}
 	}
+	if !same {
+		// A new list (the one handed out before stays as it was): each
+		// entry a copy of the topic's shared snapshot.
+		c.sharedTopics, c.sharedFrom = make([]Topic, len(names)), make([]*Topic, len(names))
+		for i, name := range names {
+			c.sharedFrom[i] = c.topics[name].shared
+			c.sharedTopics[i] = *c.sharedFrom[i]
+		}
+	}
+	if c.topicIDs == nil {
+		c.topicIDs, c.topicNamesByID = make(map[string][16]byte, len(names)), make(map[[16]byte]string, len(names))
+		for _, name := range names {
+			id := c.topics[name].id
+			c.topicIDs[name], c.topicNamesByID[id] = id, name
+		}
+	}
+	m.Topics, m.TopicIDs, m.TopicNames = c.sharedTopics, c.topicIDs, c.topicNamesByID
 	return m
 }
 
@@ -646,6 +676,7 @@ func (c *Controller) brokerIDs() []int32 {
 func (c *Controller) topicNames() []string {
 	if c.names == nil {
 		c.names = slices.Sorted(maps.Keys(c.topics))
+		c.topicIDs, c.topicNamesByID = nil, nil
 	}
 	return c.names
 }
