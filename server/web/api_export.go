@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"math"
 	"net/http"
 	"strconv"
 
@@ -33,7 +34,7 @@ func download(c echo.Context, name, mime string, body []byte) error {
 }
 
 func (s *Server) exportEvents(c echo.Context) error {
-	since, err := queryUint(c, "since", 0, 1<<63)
+	since, err := queryUint(c, "since", 0, math.MaxUint64) // as GET /api/v1/events
 	if err != nil {
 		return err
 	}

@@ -394,11 +394,14 @@ func (s *Server) consume(c echo.Context) error {
 		return err
 	}
 	recs, hw, err := s.cons.Consume(name, p.Partition, offset, limit)
+	if errors.Is(err, kerr.OffsetOutOfRange) {
+		return outOfRange(name, p, offset)
+	}
 	if err != nil {
 		return LabError(err)
 	}
 	// With nothing returned the reader is at the HW (an offset below the log
-	// start or above the HW is an error), which is where it continues.
+	// start or above the LEO is an error), which is where it continues.
 	r := ConsumeResponse{Records: make([]ConsumedRecordJSON, 0, len(recs)), HighWatermark: hw, NextOffset: hw}
 	for _, x := range recs {
 		r.Records = append(r.Records, ConsumedRecordJSON{Offset: x.Offset, LeaderEpoch: x.LeaderEpoch, Timestamp: x.Timestamp,
@@ -406,4 +409,15 @@ func (s *Server) consume(c echo.Context) error {
 		r.NextOffset = x.Offset + 1
 	}
 	return c.JSON(http.StatusOK, r)
+}
+
+// outOfRange is the OFFSET_OUT_OF_RANGE answer to a read at offset, naming
+// the leader's log range so a script can tell which end it missed.
+func outOfRange(name string, p *events.Partition, offset int64) error {
+	msg := "offset " + strconv.FormatInt(offset, 10) + " is outside the log of " + name + "-" + strconv.Itoa(int(p.Partition))
+	if r := p.Replica(p.Leader); r != nil {
+		msg += "; its leader, broker " + strconv.Itoa(int(p.Leader)) + ", has log start offset " +
+			strconv.FormatInt(r.LogStartOffset, 10) + " and log end offset " + strconv.FormatInt(r.LEO, 10)
+	}
+	return KafkaError(http.StatusBadRequest, kerr.OffsetOutOfRange, msg)
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -68,12 +69,44 @@ func decodeJSON(c echo.Context, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "malformed JSON body: "+truncate(err.Error(), 200))
+		return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "malformed JSON body: "+truncate(jsonProblem(err), 200))
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "malformed JSON body: data after the JSON value")
 	}
 	return nil
+}
+
+// jsonProblem says what is wrong with a body in the request's own terms: a
+// value of the wrong type names its field and the JSON it wants, not the Go
+// struct behind it.
+func jsonProblem(err error) string {
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) {
+		return strings.TrimPrefix(err.Error(), "json: ")
+	}
+	want := "a " + te.Type.Kind().String()
+	switch te.Type.Kind() {
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		want = "an integer ≥ 0"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		want = "an integer"
+	case reflect.Float32, reflect.Float64:
+		want = "a number"
+	case reflect.String:
+		want = "a string"
+	case reflect.Bool:
+		want = "true or false"
+	case reflect.Slice, reflect.Array:
+		want = "an array"
+	case reflect.Struct, reflect.Map:
+		want = "an object"
+	}
+	field := te.Field
+	if field == "" {
+		field = "the body"
+	}
+	return strconv.Quote(field) + " must be " + want + ", got " + te.Value
 }
 
 func isJSON(ct string) bool {

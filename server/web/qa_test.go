@@ -1,0 +1,113 @@
+package web
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/labstack/echo/v4"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"tidemark/events"
+	"tidemark/server/chaos"
+)
+
+// rangeLab is a testLab whose consumer answers every read as out of range,
+// as the lab's leader does for an offset outside its log.
+type rangeLab struct{ *testLab }
+
+func (rangeLab) Consume(string, int32, int64, int) ([]ConsumedRecord, int64, error) {
+	return nil, 3, kerr.OffsetOutOfRange
+}
+
+// TestConsumeOutOfRangeNamesTheLog: a read beyond the log says where the
+// leader's log starts and ends, not only that the offset missed it.
+func TestConsumeOutOfRangeNamesTheLog(t *testing.T) {
+	lab := newTestLab(events.BusOptions{})
+	r := &lab.snap.Topics[0].Partitions[0].ReplicaLogs[0] // broker 1, the leader
+	r.LogStartOffset, r.LEO = 1, 3
+	s := newTestServer(t, rangeLab{lab}, Options{})
+	rec := do(t, s.Handler(), "GET", "/api/v1/topics/demo/partitions/0/records?offset=100", nil)
+	wantError(t, rec, 400, "OFFSET_OUT_OF_RANGE")
+	want := "offset 100 is outside the log of demo-0; its leader, broker 1, has log start offset 1 and log end offset 3"
+	if msg := errorMessage(t, rec.Body.Bytes()); msg != want {
+		t.Fatalf("message %q, want %q", msg, want)
+	}
+}
+
+// TestJSONTypeErrorsNameTheField: a value of the wrong type is named by its
+// JSON field and the JSON it wants, with no Go type or struct in the text.
+func TestJSONTypeErrorsNameTheField(t *testing.T) {
+	for _, c := range []struct{ body, want string }{
+		{`{"from":"1","to":2}`, `malformed JSON body: "from" must be an integer, got string`},
+		{`{"from":1,"to":2,"x":1}`, `malformed JSON body: unknown field "x"`},
+		{`{"from":1,"oneway":"yes"}`, `malformed JSON body: "oneway" must be true or false, got string`},
+	} {
+		req := loopbackRequest("POST", "/api/v1/network/cuts", strings.NewReader(c.body))
+		req.Header.Set("Content-Type", "application/json")
+		var cut CutRequest
+		err := decodeJSON(echo.New().NewContext(req, httptest.NewRecorder()), &cut)
+		var e *Error
+		if !errors.As(err, &e) || e.Code != "INVALID_REQUEST" || e.Message != c.want {
+			t.Errorf("%s: %v, want INVALID_REQUEST: %s", c.body, err, c.want)
+		}
+	}
+	var v struct {
+		Seed uint64 `json:"seed"`
+	}
+	err := json.Unmarshal([]byte(`{"seed":-1}`), &v)
+	if got, want := jsonProblem(err), `"seed" must be an integer ≥ 0, got number -1`; got != want {
+		t.Errorf("jsonProblem = %q, want %q", got, want)
+	}
+}
+
+// TestExportSinceAsEvents: ?since= takes the same range on the export as on
+// GET /api/v1/events (any uint64).
+func TestExportSinceAsEvents(t *testing.T) {
+	s := newTestServer(t, newTestLab(events.BusOptions{}), Options{})
+	for _, path := range []string{"/api/v1/events", "/api/v1/export/events.jsonl"} {
+		if rec := do(t, s.Handler(), "GET", path+"?since=18446744073709551615", nil); rec.Code != 200 {
+			t.Errorf("%s: %d %s", path, rec.Code, rec.Body)
+		}
+	}
+}
+
+// TestOpenAPIChaosConfigs: the documented chaos configurations are the ones
+// POST /api/v1/chaos accepts.
+func TestOpenAPIChaosConfigs(t *testing.T) {
+	var doc struct {
+		Components struct {
+			Schemas struct {
+				ChaosRequest struct {
+					Properties struct {
+						Config struct {
+							Enum []string `json:"enum"`
+						} `json:"config"`
+					} `json:"properties"`
+				} `json:"ChaosRequest"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(openapiDoc, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, c := range chaos.Configs() {
+		want = append(want, string(c))
+	}
+	if got := doc.Components.Schemas.ChaosRequest.Properties.Config.Enum; !slices.Equal(got, want) {
+		t.Fatalf("openapi ChaosRequest.config enum %v, want %v", got, want)
+	}
+}
+
+func errorMessage(t *testing.T, body []byte) string {
+	t.Helper()
+	var e struct{ Error struct{ Message string } }
+	if err := json.Unmarshal(body, &e); err != nil {
+		t.Fatalf("error body %s: %v", body, err)
+	}
+	return strings.TrimSpace(e.Error.Message)
+}
