@@ -58,7 +58,7 @@ func chaosError(err error) error {
 	case errors.Is(err, chaos.ErrUnknownRun):
 		return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: err.Error()}
 	case errors.Is(err, labs.ErrFull):
-		return KafkaError(http.StatusTooManyRequests, kerr.ThrottlingQuotaExceeded, err.Error())
+		return labFull(err)
 	}
 	return LabError(err)
 }
@@ -172,8 +172,7 @@ func (s *Server) startChaosForm(c echo.Context) error {
 	}
 	st, err := svc.Start(seed, chaos.Config(c.FormValue("config")), n, nil)
 	if err != nil {
-		e := toError(chaosError(err))
-		flash(c, false, e.Code+": "+e.Message)
+		flash(c, false, errText(Lang(c), toError(chaosError(err))))
 		return c.Redirect(http.StatusSeeOther, "/chaos")
 	}
 	return c.Redirect(http.StatusSeeOther, "/chaos/runs/"+url.PathEscape(st.ID))

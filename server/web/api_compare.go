@@ -132,8 +132,7 @@ func (s *Server) startCompareForm(c echo.Context) error {
 	}
 	st, err := svc.StartCompare(seed, n, form["protocol"])
 	if err != nil {
-		e := toError(chaosError(err))
-		flash(c, false, e.Code+": "+e.Message)
+		flash(c, false, errText(Lang(c), toError(chaosError(err))))
 		return c.Redirect(http.StatusSeeOther, "/compare")
 	}
 	return c.Redirect(http.StatusSeeOther, "/compare/runs/"+url.PathEscape(st.ID))

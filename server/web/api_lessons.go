@@ -141,7 +141,7 @@ func lessonError(err error) error {
 	case errors.Is(err, lessons.ErrUnknownLesson), errors.Is(err, lessons.ErrUnknownRun):
 		return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: err.Error()}
 	case errors.Is(err, labs.ErrFull):
-		return KafkaError(http.StatusTooManyRequests, kerr.ThrottlingQuotaExceeded, err.Error())
+		return labFull(err)
 	case errors.Is(err, lessons.ErrPredictFirst), errors.Is(err, lessons.ErrNoPrediction),
 		errors.Is(err, lessons.ErrAtEnd), errors.Is(err, lessons.ErrAtStart):
 		return KafkaError(http.StatusConflict, kerr.InvalidRequest, err.Error())
@@ -310,7 +310,7 @@ func (s *Server) startRunForm(c echo.Context) error {
 	}
 	r, err := svc.Start(c.Param("id"), lessons.Speed(c.FormValue("speed")))
 	if err != nil {
-		flash(c, false, toError(lessonError(err)).Code+": "+err.Error())
+		flash(c, false, errText(Lang(c), toError(lessonError(err))))
 		return c.Redirect(http.StatusSeeOther, "/lessons")
 	}
 	return c.Redirect(http.StatusSeeOther, "/lessons/runs/"+url.PathEscape(r.ID))
@@ -352,8 +352,7 @@ func (s *Server) runForm(c echo.Context) error {
 		return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no lesson control " + truncate(c.Param("action"), 40)}
 	}
 	if err != nil {
-		e := toError(lessonError(err))
-		flash(c, false, e.Code+": "+e.Message)
+		flash(c, false, errText(Lang(c), toError(lessonError(err))))
 	}
 	return c.Redirect(http.StatusSeeOther, "/lessons/runs/"+url.PathEscape(r.ID)+"#step")
 }

@@ -130,6 +130,15 @@ func LabError(err error) error {
 	return out
 }
 
+// labFull is THROTTLING_QUOTA_EXCEEDED for a lab whose private cluster
+// slots (lessons, chaos runs, comparisons) are all taken, with the lab's own
+// text so that pages say it in the learner's language.
+func labFull(err error) *Error {
+	e := KafkaError(http.StatusTooManyRequests, kerr.ThrottlingQuotaExceeded, kafkaDetail(err.Error()))
+	e.Key = "limits.clusters-full"
+	return e
+}
+
 // kafkaDetail cuts every "CODE: description" of a Kafka error out of msg:
 // a wrapped kerr error reads "CODE: description: detail", sometimes nested;
 // the code travels in its own field and the description is written for

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"net/http/httptest"
@@ -12,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"tidemark/events"
+	"tidemark/i18n"
 	"tidemark/server/chaos"
 )
 
@@ -110,4 +112,37 @@ func errorMessage(t *testing.T, body []byte) string {
 		t.Fatalf("error body %s: %v", body, err)
 	}
 	return strings.TrimSpace(e.Error.Message)
+}
+
+// TestFullLabFlashInTheLearnersLanguage: starting a lesson from its page
+// when every private cluster is taken flashes the code once and the lab's
+// own text in the page's language, not Kafka's description in English.
+func TestFullLabFlashInTheLearnersLanguage(t *testing.T) {
+	s := lessonServer(t, 1)
+	h := s.Handler()
+	if rec := send(t, h, "POST", "/api/v1/lessons/01-partitions/runs", `{"speed":"instant"}`); rec.Code != 201 {
+		t.Fatalf("first run: %d %s", rec.Code, rec.Body)
+	}
+	for _, lang := range []i18n.Lang{"en", "zh-Hans", "zh-Hant"} {
+		req := loopbackRequest("POST", "/lessons/01-partitions/start", strings.NewReader(""))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Cookie", i18n.CookieName+"="+string(lang))
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		var text string
+		for _, c := range rec.Result().Cookies() {
+			if c.Name == flashCookie {
+				b, _ := base64.RawURLEncoding.DecodeString(c.Value)
+				text = string(b[1:])
+			}
+		}
+		if want := "THROTTLING_QUOTA_EXCEEDED: " + i18n.T(lang, "limits.clusters-full"); rec.Code != 303 || text != want {
+			t.Errorf("%s: %d flash %q, want %q", lang, rec.Code, text, want)
+		}
+	}
+	rec := send(t, h, "POST", "/api/v1/lessons/01-partitions/runs", "")
+	wantError(t, rec, 429, "THROTTLING_QUOTA_EXCEEDED")
+	if msg := errorMessage(t, rec.Body.Bytes()); strings.Contains(msg, "THROTTLING") || strings.Contains(msg, kerr.ThrottlingQuotaExceeded.Description) {
+		t.Errorf("API message repeats the code or Kafka's description: %q", msg)
+	}
 }
