@@ -135,20 +135,24 @@ type SpeedRequest struct {
 // runs are 404, controls that do not fit the run's position 409, a full
 // lab 429 THROTTLING_QUOTA_EXCEEDED, a broken run 500 with its reason.
 func lessonError(err error) error {
-	switch {
-	case err == nil:
+	if err == nil {
 		return nil
+	}
+	// The lessons' errors wrap Kafka's (INVALID_REQUEST…): the code goes in
+	// its own field, and its description for client authors not at all.
+	msg := kafkaDetail(err.Error())
+	switch {
 	case errors.Is(err, lessons.ErrUnknownLesson), errors.Is(err, lessons.ErrUnknownRun):
-		return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: err.Error()}
+		return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: msg}
 	case errors.Is(err, labs.ErrFull):
 		return labFull(err)
 	case errors.Is(err, lessons.ErrPredictFirst), errors.Is(err, lessons.ErrNoPrediction),
 		errors.Is(err, lessons.ErrAtEnd), errors.Is(err, lessons.ErrAtStart):
-		return KafkaError(http.StatusConflict, kerr.InvalidRequest, err.Error())
+		return KafkaError(http.StatusConflict, kerr.InvalidRequest, msg)
 	case errors.Is(err, lessons.ErrUnknownChoice), errors.Is(err, lessons.ErrBadSpeed):
-		return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, err.Error())
+		return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, msg)
 	case errors.Is(err, lessons.ErrFailed):
-		return &Error{Status: http.StatusInternalServerError, Code: kerr.UnknownServerError.Message, Message: err.Error()}
+		return &Error{Status: http.StatusInternalServerError, Code: kerr.UnknownServerError.Message, Message: msg}
 	}
 	return LabError(err)
 }

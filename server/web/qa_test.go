@@ -146,3 +146,24 @@ func TestFullLabFlashInTheLearnersLanguage(t *testing.T) {
 		t.Errorf("API message repeats the code or Kafka's description: %q", msg)
 	}
 }
+
+// TestLessonErrorsWithoutKafkaDescription: the lessons' errors wrap
+// INVALID_REQUEST; their messages carry the lab's detail only, not the code
+// again or Kafka's description of it.
+func TestLessonErrorsWithoutKafkaDescription(t *testing.T) {
+	h := lessonServer(t, 1).Handler()
+	for _, c := range []struct {
+		method, path, body string
+		status             int
+		code, msg          string
+	}{
+		{"POST", "/api/v1/lessons/runs/nope/next", "", 404, CodeNotFound, "no such lesson run (it may have ended after being idle)"},
+		{"POST", "/api/v1/lessons/08-hw/runs", `{"speed":"warp"}`, 400, "INVALID_REQUEST", "speed must be instant, fast, normal or slow"},
+	} {
+		rec := send(t, h, c.method, c.path, c.body)
+		wantError(t, rec, c.status, c.code)
+		if msg := errorMessage(t, rec.Body.Bytes()); msg != c.msg {
+			t.Errorf("%s %s: message %q, want %q", c.method, c.path, msg, c.msg)
+		}
+	}
+}
