@@ -610,13 +610,14 @@ func (b *Broker) metadataLoop() {
 	}
 }
 
-// every runs fn each d of lab time while the lab clock runs: each wait is
-// d at the clock's rate, started again when the rate changes. While the
-// clock is paused the lab steps the broker explicitly.
+// every runs fn each d of lab time while the lab clock runs, on the lab's
+// grid of d (nextOnGrid): each wait ends at the next multiple of d, at the
+// clock's rate, and starts again when the rate changes. While the clock is
+// paused the lab steps the broker explicitly.
 func (b *Broker) every(d time.Duration, fn func()) {
 	clk := b.cfg.Clock
 	changed := clk.RateChanged()
-	t := time.NewTimer(clk.Real(d))
+	t := time.NewTimer(clk.Real(untilGrid(clk.Now(), d)))
 	defer t.Stop()
 	for {
 		select {
@@ -629,15 +630,34 @@ func (b *Broker) every(d time.Duration, fn func()) {
 			}
 		}
 		changed = clk.RateChanged()
-		t.Reset(clk.Real(d))
+		t.Reset(clk.Real(untilGrid(clk.Now(), d)))
 	}
 }
 
+// nextOnGrid returns the first multiple of d (lab time, counted from the
+// zero time.Time, so whole seconds are on every grid of a divisor of a
+// second) after now. The lab's periodic timers wait for it instead of d
+// after they last fired: every broker of a lab reads one clock, so their
+// heartbeats, retention ticks and idle long polls fall due at the same
+// instants and the process wakes once for all of them instead of once per
+// broker (an idle VM pays ~150 µs of CPU per wake-up). Each broker keeps
+// Kafka's cadence; only the phase between brokers is chosen, which Kafka
+// leaves to when each machine started.
+func nextOnGrid(now time.Time, d time.Duration) time.Time {
+	return now.Truncate(d).Add(d)
+}
+
+// untilGrid is how long from now until nextOnGrid(now, d).
+func untilGrid(now time.Time, d time.Duration) time.Duration {
+	return nextOnGrid(now, d).Sub(now)
+}
+
 // tickLoop ticks the partitions when something is due (nextTickMs), at
-// least once per RetentionCheckInterval, at most once per TickInterval (lab
-// time, waited at the clock's rate and again when it changes): an idle
-// broker wakes once a second instead of twenty times. While the clock is
-// paused the lab steps the broker explicitly.
+// least once per RetentionCheckInterval (on its grid, with the other
+// brokers' ticks and heartbeats), at most once per TickInterval (lab time,
+// waited at the clock's rate and again when it changes): an idle broker
+// wakes once a second instead of twenty times. While the clock is paused
+// the lab steps the broker explicitly.
 func (b *Broker) tickLoop() {
 	defer b.wg.Done()
 	clk := b.cfg.Clock
@@ -652,15 +672,17 @@ func (b *Broker) tickLoop() {
 		case <-t.C:
 		case <-b.tickSoon:
 		}
-		wait := RetentionCheckInterval
+		now := clk.Now()
+		wait := untilGrid(now, RetentionCheckInterval)
 		if !clk.Paused() {
-			if b.nowMs() >= b.nextTickMs.Load() {
+			if now.UnixMilli() >= b.nextTickMs.Load() {
 				b.Tick()
+				now = clk.Now()
 			}
-			wait = time.Duration(b.nextTickMs.Load()-b.nowMs()) * time.Millisecond
+			wait = min(max(time.Duration(b.nextTickMs.Load()-now.UnixMilli())*time.Millisecond, b.cfg.TickInterval), untilGrid(now, RetentionCheckInterval))
 		}
 		changed = clk.RateChanged()
-		t.Reset(clk.Real(min(max(wait, b.cfg.TickInterval), RetentionCheckInterval)))
+		t.Reset(clk.Real(wait))
 	}
 }
 
@@ -685,10 +707,11 @@ func (b *Broker) tickBy(ms int64) {
 // flush.ms, retention, Raft's ticks (TickRaft), and now and then the HW
 // checkpoint. It schedules the next tick: the partitions' next deadlines
 // (replica.tick; every TickInterval while it hosts a quorum replica), the
-// next retention check and the next HW checkpoint.
+// next retention check (the next whole second of lab time: nextOnGrid) and
+// the next HW checkpoint.
 func (b *Broker) Tick() {
 	now := b.cfg.Clock.Now()
-	b.nextTickMs.Store(now.UnixMilli() + RetentionCheckInterval.Milliseconds())
+	b.nextTickMs.Store(nextOnGrid(now, RetentionCheckInterval).UnixMilli())
 	b.TickRaft(now)
 	for _, r := range b.replicaList() {
 		r.tick(now.UnixMilli())
@@ -696,7 +719,10 @@ func (b *Broker) Tick() {
 	b.mu.Lock()
 	due := now.Sub(b.lastHWCheckpoint) >= b.cfg.HighWatermarkCheckpointInterval
 	if due {
-		b.lastHWCheckpoint = now
+		// Counted from the tick's slot, not the moment its timer ran
+		// (a little late, by a varying amount): the checkpoint after
+		// next then falls on a grid tick instead of just after one.
+		b.lastHWCheckpoint = now.Truncate(b.cfg.TickInterval)
 	}
 	next := b.lastHWCheckpoint.Add(b.cfg.HighWatermarkCheckpointInterval)
 	b.mu.Unlock()

@@ -35,10 +35,10 @@ func (c *steppedClock) set(t time.Time) {
 }
 
 // TestTickScheduledByDeadlines: a broker's next tick is the earliest thing
-// due, not a fixed period: the next retention check while nothing waits,
-// the moment a follower behind the LEO passes replica.lag.time.max.ms after
-// an append, and flush.ms after it; the tick at each shrinks the ISR and
-// then schedules the next.
+// due, not a fixed period: the next retention check (on the whole second
+// of lab time) while nothing waits, the moment a follower behind the LEO
+// passes replica.lag.time.max.ms after an append, and flush.ms after it;
+// the tick at each shrinks the ISR and then schedules the next.
 func TestTickScheduledByDeadlines(t *testing.T) {
 	dir := t.TempDir()
 	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -59,7 +59,7 @@ func TestTickScheduledByDeadlines(t *testing.T) {
 		b.Heartbeat()
 		brokers[id] = b
 	}
-	tc, err := ctl.CreateTopic("t", 1, 2, map[string]string{"replica.lag.time.max.ms": "500", "flush.ms": "2000"})
+	tc, err := ctl.CreateTopic("t", 1, 2, map[string]string{"replica.lag.time.max.ms": "500", "flush.ms": "1700"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,14 +99,58 @@ func TestTickScheduledByDeadlines(t *testing.T) {
 	if isr := isr(); !slices.Equal(isr, []int32{leader.ID()}) {
 		t.Fatalf("ISR %v at 501 ms, want [%d]", isr, leader.ID())
 	}
-	next(1501*time.Millisecond, "ISR shrunk") // retention again; flush.ms is due at 2000
+	next(1000*time.Millisecond, "ISR shrunk") // retention, on the whole second; flush.ms is due at 1700
 
-	clk.set(t0.Add(1501 * time.Millisecond))
+	clk.set(t0.Add(1000 * time.Millisecond))
 	leader.Tick()
-	next(2000*time.Millisecond, "flush.ms pending")
-	clk.set(t0.Add(2000 * time.Millisecond))
+	next(1700*time.Millisecond, "flush.ms pending")
+	clk.set(t0.Add(1700 * time.Millisecond))
 	leader.Tick()
-	next(3000*time.Millisecond, "flushed")
+	next(2000*time.Millisecond, "flushed")
+}
+
+// TestPeriodicDeadlinesShareAGrid: brokers started at different moments
+// still tick, heartbeat and end their followers' idle long polls at the
+// same instants of lab time (nextOnGrid), so an idle lab wakes once for
+// all of them: two brokers ticking 130 ms and 770 ms into a second both
+// tick next on the whole second; heartbeats and a 500 ms long poll end on
+// the half second.
+func TestPeriodicDeadlinesShareAGrid(t *testing.T) {
+	dir := t.TempDir()
+	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	clk := &steppedClock{t: t0}
+	ctl, err := controller.Open(filepath.Join(dir, "meta"), controller.Options{Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ctl.Close() })
+	var next []int64
+	for id, at := range map[int32]time.Duration{1: 130 * time.Millisecond, 2: 770 * time.Millisecond} {
+		clk.set(t0.Add(at))
+		b, err := Start(Config{ID: id, LogDir: LogDirPath(dir, id), ListenAddr: "127.0.0.1:0",
+			Controller: directController{ctl}, Network: openNetwork{}, Clock: clk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Crash() })
+		b.Tick()
+		next = append(next, b.nextTickMs.Load()-t0.UnixMilli())
+	}
+	if !slices.Equal(next, []int64{1000, 1000}) {
+		t.Errorf("next ticks at t0+%v ms, want both on the whole second, t0+1000", next)
+	}
+	for _, c := range []struct {
+		at, d, want time.Duration
+	}{
+		{130 * time.Millisecond, 500 * time.Millisecond, 370 * time.Millisecond}, // a heartbeat, or a long poll arriving then
+		{770 * time.Millisecond, 500 * time.Millisecond, 230 * time.Millisecond},
+		{500 * time.Millisecond, 500 * time.Millisecond, 500 * time.Millisecond}, // on the grid: a whole interval
+		{999 * time.Millisecond, time.Second, time.Millisecond},
+	} {
+		if got := untilGrid(t0.Add(c.at), c.d); got != c.want {
+			t.Errorf("untilGrid(t0+%v, %v) = %v, want %v", c.at, c.d, got, c.want)
+		}
+	}
 }
 
 // TestLongPollOfSeveralPartitionsWakes: a consumer's Fetch of two
@@ -172,5 +216,56 @@ func TestLongPollOfSeveralPartitionsWakes(t *testing.T) {
 		if n != 0 {
 			t.Errorf("partition %d keeps %d watchers after the fetch", p, n)
 		}
+	}
+}
+
+// askedClock is paused at t (the brokers' own loops idle) and records the
+// lab durations it is asked to turn into real waits.
+type askedClock struct {
+	t     time.Time
+	mu    sync.Mutex
+	asked []time.Duration
+}
+
+func (c *askedClock) Now() time.Time { return c.t }
+func (*askedClock) Paused() bool     { return true }
+func (c *askedClock) Real(d time.Duration) time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.asked = append(c.asked, d)
+	return d
+}
+func (*askedClock) RateChanged() <-chan struct{} { return nil }
+
+// TestFollowerLongPollEndsOnTheGrid: a follower's idle fetch that reaches
+// its leader 130 ms into a second waits until the half second (370 ms),
+// not replica.fetch.wait.max.ms from its arrival, so every idle follower's
+// fetch ends in the same wake-up as the heartbeats.
+func TestFollowerLongPollEndsOnTheGrid(t *testing.T) {
+	clk := &askedClock{t: time.Date(2024, 1, 1, 0, 0, 0, 130e6, time.UTC)}
+	// Heartbeats every 2 s, so their loop asks for 1870 ms, not 370.
+	ctl, brokers := testBrokersWith(t, 2, nil, func(c *Config) { c.Clock, c.HeartbeatInterval = clk, 2*time.Second })
+	tc, err := ctl.CreateTopic("t", 1, 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range brokers {
+		b.RefreshMetadata()
+	}
+	leader := tc.Partitions[0].Leader
+	follower := brokers[3-leader]
+	if err := follower.FetchRound(context.Background()); err != nil { // caught up: the next fetch finds nothing
+		t.Fatal(err)
+	}
+	follower.mu.Lock()
+	f := follower.fetchers[leader]
+	follower.mu.Unlock()
+	if _, err := f.round(context.Background(), 500*time.Millisecond, false); err != nil {
+		t.Fatal(err)
+	}
+	clk.mu.Lock()
+	defer clk.mu.Unlock()
+	if !slices.Contains(clk.asked, 370*time.Millisecond) || slices.Contains(clk.asked, 500*time.Millisecond) {
+		t.Fatalf("the clock was asked for %v; want the long poll's 370 ms to the half second, and no 500 ms wait", clk.asked)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -21,6 +22,7 @@ var idleFor = flag.Duration("idle-for", 5*time.Second, "BenchmarkIdleAfterTopicC
 var churnTopics = flag.Int("churn-topics", 1000, "BenchmarkIdleAfterTopicChurn: how many topics are created and deleted")
 var idleProfile = flag.String("idle-cpuprofile", "", "BenchmarkIdleAfterTopicChurn: write a CPU profile of the second idle window (the one cpu% measures) to this file, and one of the window with 3,000 replicas to FILE.wide")
 var idleMemProfile = flag.String("idle-memprofile", "", "BenchmarkIdleAfterTopicChurn: write allocation profiles taken at the start (FILE.base) and the end (FILE) of the second idle window; read them with go tool pprof -sample_index alloc_space -base FILE.base; FILE.wide(.base) for the window with 3,000 replicas")
+var idleTrace = flag.String("idle-trace", "", "BenchmarkIdleAfterTopicChurn: write an execution trace of the second idle window to this file (go tool trace -d=parsed FILE lists each goroutine's wake-up and the thread it ran on)")
 var idleViewer = flag.Bool("idle-viewer", false, "BenchmarkIdleAfterTopicChurn: run the lab as the server does, with message events and one subscriber draining the bus (a /ws viewer)")
 
 // fetchRequests counts the Fetch requests the lab's brokers answered.
@@ -62,6 +64,12 @@ func (w idleWindow) report(b *testing.B, suffix string) {
 // it writes a CPU profile of that window there, with memProfile allocation
 // profiles of its start and end.
 func idleCPU(b *testing.B, profile, memProfile string) idleWindow {
+	return idleCPUTraced(b, profile, memProfile, "")
+}
+
+// idleCPUTraced is idleCPU that also writes an execution trace of the
+// window to tracePath (none when empty).
+func idleCPUTraced(b *testing.B, profile, memProfile, tracePath string) idleWindow {
 	time.Sleep(time.Second)
 	if memProfile != "" {
 		runtime.MemProfileRate = 512 // every few allocations, not one per 512 KiB
@@ -78,6 +86,17 @@ func idleCPU(b *testing.B, profile, memProfile string) idleWindow {
 			b.Fatal(err)
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if tracePath != "" {
+		f, err := os.Create(tracePath)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		if err := trace.Start(f); err != nil {
+			b.Fatal(err)
+		}
+		defer trace.Stop()
 	}
 	u0, wall0 := usageNow(b), time.Now()
 	time.Sleep(*idleFor)
@@ -200,12 +219,36 @@ func BenchmarkIdleAfterTopicChurn(b *testing.B) {
 		// removed, the controller's store compacted); the second is the
 		// idle lab the target is about. Both are reported.
 		idleCPU(b, "", "").report(b, "-first-window")
-		idleCPU(b, *idleProfile, *idleMemProfile).report(b, "")
+		idleCPUTraced(b, *idleProfile, *idleMemProfile, *idleTrace).report(b, "")
 		b.ReportMetric(churn.Seconds(), "churn-s")
 		if _, err := c.CreateTopic("wide", 1000, 3, nil); err != nil {
 			b.Fatal(err)
 		}
-		idleCPU(b, suffix(*idleProfile, ".wide"), suffix(*idleMemProfile, ".wide")).report(b, "-with-3000-replicas")
+		idleCPUTraced(b, suffix(*idleProfile, ".wide"), suffix(*idleMemProfile, ".wide"), suffix(*idleTrace, ".wide")).report(b, "-with-3000-replicas")
 		c.Close()
+	}
+}
+
+// TestControllerWakesOnTheGrid: between session expiries the controller's
+// loop wakes on the whole second of lab time, where the brokers' ticks and
+// heartbeats fall, not a second after it last woke; a session expiring
+// sooner is checked at its expiry.
+func TestControllerWakesOnTheGrid(t *testing.T) {
+	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		now, expiry, want time.Duration // from t0; expiry 0: none
+	}{
+		{300 * time.Millisecond, 0, 700 * time.Millisecond},
+		{300 * time.Millisecond, 2300 * time.Millisecond, 700 * time.Millisecond},
+		{300 * time.Millisecond, 500 * time.Millisecond, 200 * time.Millisecond},
+		{time.Second, 0, time.Second}, // on the grid: a whole interval
+	} {
+		var expiry time.Time
+		if c.expiry > 0 {
+			expiry = t0.Add(c.expiry)
+		}
+		if got := controllerWait(t0.Add(c.now), time.Second, expiry); got != c.want {
+			t.Errorf("at t0+%v with expiry t0+%v: wait %v, want %v", c.now, c.expiry, got, c.want)
+		}
 	}
 }
