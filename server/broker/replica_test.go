@@ -62,12 +62,6 @@ func (pausedClock) RateChanged() <-chan struct{}       { return nil }
 // controller, heartbeats each once and stops them at the end of the test.
 func testBrokers(t *testing.T, n int32, onHalt func(int32, error)) (*controller.Controller, map[int32]*Broker) {
 	t.Helper()
-	return testBrokersWith(t, n, onHalt, nil)
-}
-
-// testBrokersWith is testBrokers with each broker's Config changed by set.
-func testBrokersWith(t *testing.T, n int32, onHalt func(int32, error), set func(*Config)) (*controller.Controller, map[int32]*Broker) {
-	t.Helper()
 	dir := t.TempDir()
 	clk := pausedClock{time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)}
 	ctl, err := controller.Open(filepath.Join(dir, "meta"), controller.Options{Now: clk.Now})
@@ -77,12 +71,8 @@ func testBrokersWith(t *testing.T, n int32, onHalt func(int32, error), set func(
 	t.Cleanup(func() { ctl.Close() })
 	brokers := map[int32]*Broker{}
 	for id := int32(1); id <= n; id++ {
-		cfg := Config{ID: id, LogDir: LogDirPath(dir, id), ListenAddr: "127.0.0.1:0",
-			Controller: directController{ctl}, Network: openNetwork{}, Clock: clk, OnHalt: onHalt}
-		if set != nil {
-			set(&cfg)
-		}
-		b, err := Start(cfg)
+		b, err := Start(Config{ID: id, LogDir: LogDirPath(dir, id), ListenAddr: "127.0.0.1:0",
+			Controller: directController{ctl}, Network: openNetwork{}, Clock: clk, OnHalt: onHalt})
 		if err != nil {
 			t.Fatal(err)
 		}
