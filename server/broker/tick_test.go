@@ -242,9 +242,25 @@ func (*askedClock) RateChanged() <-chan struct{} { return nil }
 // not replica.fetch.wait.max.ms from its arrival, so every idle follower's
 // fetch ends in the same wake-up as the heartbeats.
 func TestFollowerLongPollEndsOnTheGrid(t *testing.T) {
+	dir := t.TempDir()
 	clk := &askedClock{t: time.Date(2024, 1, 1, 0, 0, 0, 130e6, time.UTC)}
-	// Heartbeats every 2 s, so their loop asks for 1870 ms, not 370.
-	ctl, brokers := testBrokersWith(t, 2, nil, func(c *Config) { c.Clock, c.HeartbeatInterval = clk, 2*time.Second })
+	ctl, err := controller.Open(filepath.Join(dir, "meta"), controller.Options{Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ctl.Close() })
+	brokers := map[int32]*Broker{}
+	for id := int32(1); id <= 2; id++ {
+		// Heartbeats every 2 s, so their loop asks for 1870 ms, not 370.
+		b, err := Start(Config{ID: id, LogDir: LogDirPath(dir, id), ListenAddr: "127.0.0.1:0",
+			Controller: directController{ctl}, Network: openNetwork{}, Clock: clk, HeartbeatInterval: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Crash() })
+		b.Heartbeat()
+		brokers[id] = b
+	}
 	tc, err := ctl.CreateTopic("t", 1, 2, nil)
 	if err != nil {
 		t.Fatal(err)
