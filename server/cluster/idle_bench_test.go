@@ -30,12 +30,13 @@ var fetchRequests atomic.Int64
 
 // usage is what the process has used so far: CPU time (user plus system)
 // and context switches (voluntary and not: each is a thread that slept and
-// was woken, or was preempted) from getrusage, its minor page faults (pages
+// was woken, or was preempted; and the voluntary ones alone, which other
+// processes' load does not add to) from getrusage, its minor page faults (pages
 // the kernel maps in on first touch, such as heap memory the runtime gave
 // back to the system and takes again), and the Fetch requests answered.
 type usage struct {
-	cpu                       time.Duration
-	switches, faults, fetches int64
+	cpu                                  time.Duration
+	switches, voluntary, faults, fetches int64
 }
 
 func usageNow(b *testing.B) usage {
@@ -43,17 +44,19 @@ func usageNow(b *testing.B) usage {
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		b.Fatal(err)
 	}
-	return usage{time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), int64(ru.Nvcsw + ru.Nivcsw), int64(ru.Minflt), fetchRequests.Load()}
+	return usage{time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), int64(ru.Nvcsw + ru.Nivcsw), int64(ru.Nvcsw), int64(ru.Minflt), fetchRequests.Load()}
 }
 
 // idleWindow is one measured window: CPU in percent of one core, and context
-// switches, minor page faults and Fetch requests per second.
-type idleWindow struct{ cpuPercent, switches, faults, fetches float64 }
+// switches (all, and the voluntary ones: the threads' sleeps, one per
+// wake-up), minor page faults and Fetch requests per second.
+type idleWindow struct{ cpuPercent, switches, voluntary, faults, fetches float64 }
 
 // report reports w's metrics with suffix appended to their names.
 func (w idleWindow) report(b *testing.B, suffix string) {
 	b.ReportMetric(w.cpuPercent, "cpu%"+suffix)
 	b.ReportMetric(w.switches, "switches/s"+suffix)
+	b.ReportMetric(w.voluntary, "sleeps/s"+suffix)
 	b.ReportMetric(w.faults, "faults/s"+suffix)
 	b.ReportMetric(w.fetches, "fetches/s"+suffix)
 }
@@ -102,7 +105,7 @@ func idleCPUTraced(b *testing.B, profile, memProfile, tracePath string) idleWind
 	time.Sleep(*idleFor)
 	u1, wall := usageNow(b), time.Since(wall0).Seconds()
 	return idleWindow{100 * (u1.cpu - u0.cpu).Seconds() / wall, float64(u1.switches-u0.switches) / wall,
-		float64(u1.faults-u0.faults) / wall, float64(u1.fetches-u0.fetches) / wall}
+		float64(u1.voluntary-u0.voluntary) / wall, float64(u1.faults-u0.faults) / wall, float64(u1.fetches-u0.fetches) / wall}
 }
 
 // writeAllocs writes the allocation profile so far to path. It collects
@@ -175,6 +178,8 @@ func drainBus(bus *events.Bus, stop <-chan struct{}) {
 // -idle-for of idle running (the "-first-window" metrics are the first,
 // right after the churn): cpu% is its CPU time in percent of one core (target ≤ 2),
 // switches/s its context switches per second (the idle lab's wake-ups),
+// sleeps/s the voluntary ones alone (a thread going to sleep; on a loaded
+// machine switches/s also counts preemptions by other processes),
 // fetches/s the Fetch requests its brokers answer per second.
 // churn-s is how long the creating and deleting took; the -with-3000-replicas
 // metrics are the same once a 1,000-partition topic (1,000 replicas per
