@@ -640,6 +640,12 @@ func nextOnGrid(now time.Time, d time.Duration) time.Time {
 	return now.Truncate(d).Add(d)
 }
 
+// slotMs is the lab time ms rounded down to the grid of d: the slot a
+// timer that fired a little late (by a varying amount) was due in.
+func slotMs(ms int64, d time.Duration) int64 {
+	return time.UnixMilli(ms).Truncate(d).UnixMilli()
+}
+
 // untilGrid is how long from now until nextOnGrid(now, d).
 func untilGrid(now time.Time, d time.Duration) time.Duration {
 	return nextOnGrid(now, d).Sub(now)
@@ -657,6 +663,7 @@ func (b *Broker) tickLoop() {
 	changed := clk.RateChanged()
 	t := time.NewTimer(0)
 	defer t.Stop()
+	var ticked int64 // the TickInterval slot of the last tick (slotMs)
 	for {
 		select {
 		case <-b.ctx.Done():
@@ -671,12 +678,23 @@ func (b *Broker) tickLoop() {
 			if now.UnixMilli() >= b.nextTickMs.Load() {
 				b.Tick()
 				now = clk.Now()
+				ticked = slotMs(now.UnixMilli(), b.cfg.TickInterval)
 			}
-			wait = min(max(time.Duration(b.nextTickMs.Load()-now.UnixMilli())*time.Millisecond, b.cfg.TickInterval), untilGrid(now, RetentionCheckInterval))
+			wait = tickWait(now, b.nextTickMs.Load(), ticked, b.cfg.TickInterval)
 		}
 		changed = clk.RateChanged()
 		t.Reset(clk.Real(wait))
 	}
+}
+
+// tickWait is how long tickLoop waits from now: until nextMs, but not
+// before the TickInterval slot after the last tick's (tickedSlotMs), and no
+// later than the next whole second (the retention check). Counting from the
+// slot keeps a tick that ran late on the grid, where the other brokers'
+// ticks are, instead of TickInterval after its late start.
+func tickWait(now time.Time, nextMs, tickedSlotMs int64, tickInterval time.Duration) time.Duration {
+	next := max(nextMs, tickedSlotMs+tickInterval.Milliseconds())
+	return min(time.Duration(next-now.UnixMilli())*time.Millisecond, untilGrid(now, RetentionCheckInterval))
 }
 
 // tickBy has tickLoop tick by lab time ms (or sooner). It takes no lock.

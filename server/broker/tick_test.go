@@ -113,8 +113,8 @@ func TestTickScheduledByDeadlines(t *testing.T) {
 // still tick, heartbeat and end their followers' idle long polls at the
 // same instants of lab time (nextOnGrid), so an idle lab wakes once for
 // all of them: two brokers ticking 130 ms and 770 ms into a second both
-// tick next on the whole second; heartbeats and a 500 ms long poll end on
-// the half second.
+// tick next on the whole second; a tick that ran late keeps to the 50 ms
+// grid; heartbeats and a 500 ms long poll end on the half second.
 func TestPeriodicDeadlinesShareAGrid(t *testing.T) {
 	dir := t.TempDir()
 	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -138,6 +138,25 @@ func TestPeriodicDeadlinesShareAGrid(t *testing.T) {
 	}
 	if !slices.Equal(next, []int64{1000, 1000}) {
 		t.Errorf("next ticks at t0+%v ms, want both on the whole second, t0+1000", next)
+	}
+	// A tick that ran 30 ms late waits for the next slot, 20 ms on, not
+	// a whole TickInterval after its late start; an early deadline waits
+	// for that slot; the whole second bounds every wait.
+	ms := t0.UnixMilli()
+	for _, c := range []struct {
+		now, next, ticked int64 // ms from t0
+		want              time.Duration
+	}{
+		{30, 50, 0, 20 * time.Millisecond},
+		{30, 40, 0, 20 * time.Millisecond},
+		{30, 5000, 0, 970 * time.Millisecond},
+	} {
+		if got := tickWait(t0.Add(time.Duration(c.now)*time.Millisecond), ms+c.next, ms+c.ticked, 50*time.Millisecond); got != c.want {
+			t.Errorf("tickWait at t0+%dms, next t0+%dms, ticked in slot t0+%dms: %v, want %v", c.now, c.next, c.ticked, got, c.want)
+		}
+	}
+	if got := slotMs(ms+130, 50*time.Millisecond) - ms; got != 100 {
+		t.Errorf("slotMs(t0+130ms) = t0+%dms, want the 50 ms slot t0+100ms (Raft ticks and retention count from it)", got)
 	}
 	for _, c := range []struct {
 		at, d, want time.Duration
