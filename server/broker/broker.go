@@ -646,9 +646,16 @@ func slotMs(ms int64, d time.Duration) int64 {
 	return time.UnixMilli(ms).Truncate(d).UnixMilli()
 }
 
-// untilGrid is how long from now until nextOnGrid(now, d).
+// gridSlack is how close before a point of the grid a periodic timer
+// counts as on it: the clock's rate turns lab time into real time to the
+// nanosecond, so at 4× a timer can fire a few nanoseconds early, and
+// without the slack would fire again for the point it was meant for.
+const gridSlack = time.Millisecond
+
+// untilGrid is how long from now until the periodic timer of interval d
+// is next due: the first point of its grid more than gridSlack after now.
 func untilGrid(now time.Time, d time.Duration) time.Duration {
-	return nextOnGrid(now, d).Sub(now)
+	return nextOnGrid(now.Add(gridSlack), d).Sub(now)
 }
 
 // tickLoop ticks the partitions when something is due (nextTickMs), at
@@ -722,7 +729,7 @@ func (b *Broker) tickBy(ms int64) {
 // the next HW checkpoint.
 func (b *Broker) Tick() {
 	now := b.cfg.Clock.Now()
-	b.nextTickMs.Store(nextOnGrid(now, RetentionCheckInterval).UnixMilli())
+	b.nextTickMs.Store(now.Add(untilGrid(now, RetentionCheckInterval)).UnixMilli())
 	b.TickRaft(now)
 	for _, r := range b.replicaList() {
 		r.tick(now.UnixMilli())

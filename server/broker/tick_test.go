@@ -43,22 +43,8 @@ func TestTickScheduledByDeadlines(t *testing.T) {
 	dir := t.TempDir()
 	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 	clk := &steppedClock{t: t0}
-	ctl, err := controller.Open(filepath.Join(dir, "meta"), controller.Options{Now: clk.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ctl.Close() })
-	brokers := map[int32]*Broker{}
-	for id := int32(1); id <= 2; id++ {
-		b, err := Start(Config{ID: id, LogDir: LogDirPath(dir, id), ListenAddr: "127.0.0.1:0",
-			Controller: directController{ctl}, Network: openNetwork{}, Clock: clk})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { b.Crash() })
-		b.Heartbeat()
-		brokers[id] = b
-	}
+	ctl := openTestController(t, dir, clk)
+	brokers := map[int32]*Broker{1: startTestBroker(t, dir, ctl, 1, clk, nil), 2: startTestBroker(t, dir, ctl, 2, clk, nil)}
 	tc, err := ctl.CreateTopic("t", 1, 2, map[string]string{"replica.lag.time.max.ms": "500", "flush.ms": "1700"})
 	if err != nil {
 		t.Fatal(err)
@@ -119,20 +105,11 @@ func TestPeriodicDeadlinesShareAGrid(t *testing.T) {
 	dir := t.TempDir()
 	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 	clk := &steppedClock{t: t0}
-	ctl, err := controller.Open(filepath.Join(dir, "meta"), controller.Options{Now: clk.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ctl.Close() })
+	ctl := openTestController(t, dir, clk)
 	var next []int64
 	for id, at := range map[int32]time.Duration{1: 130 * time.Millisecond, 2: 770 * time.Millisecond} {
 		clk.set(t0.Add(at))
-		b, err := Start(Config{ID: id, LogDir: LogDirPath(dir, id), ListenAddr: "127.0.0.1:0",
-			Controller: directController{ctl}, Network: openNetwork{}, Clock: clk})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { b.Crash() })
+		b := startTestBroker(t, dir, ctl, id, clk, nil)
 		b.Tick()
 		next = append(next, b.nextTickMs.Load()-t0.UnixMilli())
 	}
@@ -164,7 +141,8 @@ func TestPeriodicDeadlinesShareAGrid(t *testing.T) {
 		{130 * time.Millisecond, 500 * time.Millisecond, 370 * time.Millisecond}, // a heartbeat, or a long poll arriving then
 		{770 * time.Millisecond, 500 * time.Millisecond, 230 * time.Millisecond},
 		{500 * time.Millisecond, 500 * time.Millisecond, 500 * time.Millisecond}, // on the grid: a whole interval
-		{999 * time.Millisecond, time.Second, time.Millisecond},
+		{999 * time.Millisecond, time.Second, 1001 * time.Millisecond},           // within gridSlack of a point: the next one
+		{998 * time.Millisecond, time.Second, 2 * time.Millisecond},
 	} {
 		if got := untilGrid(t0.Add(c.at), c.d); got != c.want {
 			t.Errorf("untilGrid(t0+%v, %v) = %v, want %v", c.at, c.d, got, c.want)
@@ -263,23 +241,10 @@ func (*askedClock) RateChanged() <-chan struct{} { return nil }
 func TestFollowerLongPollEndsOnTheGrid(t *testing.T) {
 	dir := t.TempDir()
 	clk := &askedClock{t: time.Date(2024, 1, 1, 0, 0, 0, 130e6, time.UTC)}
-	ctl, err := controller.Open(filepath.Join(dir, "meta"), controller.Options{Now: clk.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ctl.Close() })
-	brokers := map[int32]*Broker{}
-	for id := int32(1); id <= 2; id++ {
-		// Heartbeats every 2 s, so their loop asks for 1870 ms, not 370.
-		b, err := Start(Config{ID: id, LogDir: LogDirPath(dir, id), ListenAddr: "127.0.0.1:0",
-			Controller: directController{ctl}, Network: openNetwork{}, Clock: clk, HeartbeatInterval: 2 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { b.Crash() })
-		b.Heartbeat()
-		brokers[id] = b
-	}
+	ctl := openTestController(t, dir, clk)
+	// Heartbeats every 2 s, so their loop asks for 1870 ms, not 370.
+	slow := func(c *Config) { c.HeartbeatInterval = 2 * time.Second }
+	brokers := map[int32]*Broker{1: startTestBroker(t, dir, ctl, 1, clk, slow), 2: startTestBroker(t, dir, ctl, 2, clk, slow)}
 	tc, err := ctl.CreateTopic("t", 1, 2, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -303,4 +268,35 @@ func TestFollowerLongPollEndsOnTheGrid(t *testing.T) {
 	if !slices.Contains(clk.asked, 370*time.Millisecond) || slices.Contains(clk.asked, 500*time.Millisecond) {
 		t.Fatalf("the clock was asked for %v; want the long poll's 370 ms to the half second, and no 500 ms wait", clk.asked)
 	}
+}
+
+// openTestController opens a controller in dir on clk's time, closed when
+// the test ends.
+func openTestController(t *testing.T, dir string, clk Clock) *controller.Controller {
+	t.Helper()
+	ctl, err := controller.Open(filepath.Join(dir, "meta"), controller.Options{Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ctl.Close() })
+	return ctl
+}
+
+// startTestBroker starts broker id in dir on clk with ctl as its
+// controller (set, if given, changes the rest of its Config), heartbeats it
+// once, and crashes it when the test ends.
+func startTestBroker(t *testing.T, dir string, ctl *controller.Controller, id int32, clk Clock, set func(*Config)) *Broker {
+	t.Helper()
+	cfg := Config{ID: id, LogDir: LogDirPath(dir, id), ListenAddr: "127.0.0.1:0",
+		Controller: directController{ctl}, Network: openNetwork{}, Clock: clk}
+	if set != nil {
+		set(&cfg)
+	}
+	b, err := Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Crash() })
+	b.Heartbeat()
+	return b
 }

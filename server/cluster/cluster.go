@@ -203,9 +203,11 @@ func (c *Cluster) controllerLoop(ctx context.Context) {
 // multiple of idle (whole lab seconds by default), where the brokers'
 // heartbeats and ticks fall too (broker.Broker's timers wait for the same
 // grid), so the controller wakes with them and not at a phase of its own;
-// or until expiry, the first session's (zero: none), if that is sooner.
+// or until expiry, the first session's (zero: none), if that is sooner. A
+// point less than a millisecond away counts as passed (the clock's rate
+// can fire a timer nanoseconds early), as for the brokers' timers.
 func controllerWait(now time.Time, idle time.Duration, expiry time.Time) time.Duration {
-	wait := now.Truncate(idle).Add(idle).Sub(now)
+	wait := now.Add(time.Millisecond).Truncate(idle).Add(idle).Sub(now)
 	if !expiry.IsZero() {
 		wait = min(wait, expiry.Sub(now))
 	}

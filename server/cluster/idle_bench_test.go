@@ -80,32 +80,33 @@ func idleCPUTraced(b *testing.B, profile, memProfile, tracePath string) idleWind
 		defer writeAllocs(b, memProfile)
 	}
 	if profile != "" {
-		f, err := os.Create(profile)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			b.Fatal(err)
-		}
-		defer pprof.StopCPUProfile()
+		defer record(b, profile, pprof.StartCPUProfile, pprof.StopCPUProfile)()
 	}
 	if tracePath != "" {
-		f, err := os.Create(tracePath)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer f.Close()
-		if err := trace.Start(f); err != nil {
-			b.Fatal(err)
-		}
-		defer trace.Stop()
+		defer record(b, tracePath, trace.Start, trace.Stop)()
 	}
 	u0, wall0 := usageNow(b), time.Now()
 	time.Sleep(*idleFor)
 	u1, wall := usageNow(b), time.Since(wall0).Seconds()
 	return idleWindow{100 * (u1.cpu - u0.cpu).Seconds() / wall, float64(u1.switches-u0.switches) / wall,
 		float64(u1.voluntary-u0.voluntary) / wall, float64(u1.faults-u0.faults) / wall, float64(u1.fetches-u0.fetches) / wall}
+}
+
+// record creates path and has start write to it (a CPU profile, an
+// execution trace) until the returned function stops it.
+func record(b *testing.B, path string, start func(io.Writer) error, stop func()) func() {
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := start(f); err != nil {
+		f.Close()
+		b.Fatal(err)
+	}
+	return func() {
+		stop()
+		f.Close()
+	}
 }
 
 // writeAllocs writes the allocation profile so far to path. It collects
