@@ -239,7 +239,7 @@ type Broker struct {
 	registeredOnce   bool
 	metadataVersion  uint64
 	metadata         controller.Metadata
-	topicIDsByName   map[string][16]byte // of metadata, built once per apply: read-only once published
+	topicIDsByName   map[string][16]byte // of metadata (the controller's, shared): read-only
 	topicNamesByID   map[[16]byte]string // of metadata, likewise
 	replicas         map[storage.TopicPartition]*replica
 	sorted           []*replica         // replicas sorted (replicaList); nil when the set changed since

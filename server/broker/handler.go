@@ -388,17 +388,17 @@ func anyData(parts []fetchPart) bool {
 	return false
 }
 
-// refresh re-reads the bound after a long poll.
+// refresh re-reads the bound, the HW and the LastStableOffset (the HW:
+// there are no transactions) after a long poll, as Kafka reads them when a
+// delayed fetch completes.
 func (fp *fetchPart) refresh(follower bool) {
 	fp.r.mu.Lock()
 	defer fp.r.mu.Unlock()
+	fp.upTo = fp.r.hw
 	if follower {
 		fp.upTo = fp.r.log.LogEndOffset()
-		fp.out.HighWatermark = fp.r.hw // Kafka reads the HW when a delayed fetch completes
-	} else {
-		fp.upTo = fp.r.hw
-		fp.out.HighWatermark, fp.out.LastStableOffset = fp.r.hw, fp.r.hw
 	}
+	fp.out.HighWatermark, fp.out.LastStableOffset = fp.r.hw, fp.r.hw
 	fp.out.LogStartOffset = fp.r.log.LogStartOffset()
 }
 
