@@ -100,10 +100,14 @@ type stageDOM struct {
 const chartsEveryMs = 500
 
 // maxFlights is the most messages one frame puts in flight.
-const maxFlights = 24
+const maxFlights = maxInFlight
 
-// maxInFlight is the most messages on the stage at once.
-const maxInFlight = 48
+// maxInFlight is the most messages on the stage at once: about one per
+// link and direction under a stream of records. Each is a layer the
+// compositor moves 60 times a second; at 48, software compositing
+// (headless Chromium) spent ~15 % more CPU on them than at 16
+// (docs/benchmark-notes.md).
+const maxInFlight = 16
 
 // flightMs is how long a message takes to cross a link at 1×.
 const flightMs = 1600
