@@ -1,12 +1,15 @@
 package i18n
 
 import (
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	"tidemark/events"
+	"tidemark/i18n/i18ntest"
 )
 
 var verb = regexp.MustCompile(`%[-+# 0-9.]*[a-zA-Z%]`)
@@ -120,5 +123,44 @@ func TestEventTexts(t *testing.T) {
 	}
 	if KafkaError("NOT_ENOUGH_REPLICAS") != "errors.NOT_ENOUGH_REPLICAS" || KafkaError("NO_SUCH_CODE") != "errors.other" {
 		t.Error("KafkaError")
+	}
+}
+
+// TestChineseSpacing: in both Chinese catalogues and in the Chinese lines
+// of every lesson and scenario file, a Latin word or number is set off
+// from Chinese characters by a space (i18ntest.SpacingProblems), as the
+// great majority of them already were ("请给出segment 文件" was not).
+func TestChineseSpacing(t *testing.T) {
+	if len(i18ntest.SpacingProblems("的segment")) == 0 || len(i18ntest.SpacingProblems("3个")) == 0 {
+		t.Fatal("the check finds nothing")
+	}
+	if p := i18ntest.SpacingProblems("时钟%s · %[1]d 个，{hw 1} 为 HW：`acks=all`"); len(p) != 0 {
+		t.Fatalf("placeholders and punctuation: %v", p)
+	}
+	for _, l := range []Lang{SimplifiedChinese, TraditionalChinese} {
+		for _, k := range Keys(l) {
+			for _, p := range i18ntest.SpacingProblems(catalogs[l][k]) {
+				t.Errorf("%s %s: %s", l, k, p)
+			}
+		}
+	}
+	files, _ := filepath.Glob("../lessons/data/*.lesson")
+	more, _ := filepath.Glob("../lessons/scenarios/*.scenario")
+	if len(files) == 0 {
+		t.Fatal("no lesson files")
+	}
+	for _, f := range append(files, more...) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if !strings.Contains(line, "zh-Hans:") && !strings.Contains(line, "zh-Hant:") {
+				continue
+			}
+			for _, p := range i18ntest.SpacingProblems(line) {
+				t.Errorf("%s:%d: %s", f, i+1, p)
+			}
+		}
 	}
 }

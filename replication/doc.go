@@ -53,7 +53,9 @@
 //   - FollowerFetch on the leader: a follower's Fetch; the result says what to
 //     answer.
 //   - NextFetch and HandleFetchResponse on a follower.
-//   - AlterPartitionResponse: the controller's answer to an ISR proposal.
+//   - AlterPartitionResponse: the controller's answer to an ISR proposal,
+//     handed back with the proposal it answers (a late answer to an
+//     older proposal is ignored).
 //   - Tick: the time as the runtime reads it (milliseconds); the state
 //     machine never reads a clock, so a stepped clock replays exactly.
 //

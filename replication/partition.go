@@ -160,6 +160,12 @@ type FetchResult struct {
 
 // AlterPartitionRequest is an ISR proposal for the controller.
 type AlterPartitionRequest struct {
+	// Proposal numbers this Partition's proposals 1, 2, … (never reused);
+	// the runtime hands the request back with its answer
+	// (Partition.AlterPartitionResponse), so an answer is applied only to
+	// the proposal it answers, as Kafka's Partition checks that its
+	// pending state is still the one it proposed. It is not sent on the wire.
+	Proposal       uint64
 	BrokerID       int32
 	LeaderEpoch    int32
 	PartitionEpoch int32
@@ -299,7 +305,8 @@ type Partition struct {
 	epochStart int64 // start offset of the current leader epoch
 	followers  map[int32]*followerState
 	inflight   *AlterPartitionRequest
-	isrFenced  bool // a proposal was rejected as stale: wait for new state
+	isrFenced  bool   // a proposal was rejected as stale: wait for new state
+	proposals  uint64 // the last AlterPartitionRequest.Proposal made
 	waiters    []waiter
 
 	ready Ready
@@ -797,21 +804,27 @@ func (p *Partition) cutTo(to int64) {
 	}
 }
 
-// AlterPartitionResponse applies the controller's answer to the proposal in
-// flight. Accepted: the new ISR and partition epoch become current (which may
-// move the HW, or fail acks=all waiters if the ISR is now below
-// min.insync.replicas). Rejected, as Kafka's Partition.handleAlterPartitionError
-// does: INELIGIBLE_REPLICA (a proposed member is fenced, or was proposed with
-// an old broker epoch) and OPERATION_NOT_ATTEMPTED mean the controller kept
-// the committed state, so the leader goes back to it and proposes again at
-// the next fetch or tick; FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION,
-// NOT_LEADER_OR_FOLLOWER and UNKNOWN_TOPIC_OR_PARTITION mean this leader's
-// state is stale, so no new proposal is made until LeaderAndIsr brings newer
-// state (which is what keeps a zombie from committing alone); any other error
-// (a stale broker epoch, a timeout) is retried.
-func (p *Partition) AlterPartitionResponse(r AlterPartitionResponse) error {
-	if p.role != RoleLeader || p.inflight == nil {
-		return nil // an answer to a proposal that newer state already replaced
+// AlterPartitionResponse applies the controller's answer r to req, the
+// proposal it answers. An answer to any proposal but the one in flight is
+// ignored: a late answer to a proposal that newer state or a newer proposal
+// replaced says nothing about the current one (an error for it must not
+// fence or reset the current proposal; an acceptance must not install an
+// ISR the current proposal replaced, which LeaderAndIsr will bring if it
+// was committed). Accepted: the new ISR and partition epoch become current
+// (which may move the HW, or fail acks=all waiters if the ISR is now below
+// min.insync.replicas). Rejected, as Kafka's
+// Partition.handleAlterPartitionError does: INELIGIBLE_REPLICA (a proposed
+// member is fenced, or was proposed with an old broker epoch) and
+// OPERATION_NOT_ATTEMPTED mean the controller kept the committed state, so
+// the leader goes back to it and proposes again at the next fetch or tick;
+// FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION, NOT_LEADER_OR_FOLLOWER and
+// UNKNOWN_TOPIC_OR_PARTITION mean this leader's state is stale, so no new
+// proposal is made until LeaderAndIsr brings newer state (which is what
+// keeps a zombie from committing alone); any other error (a stale broker
+// epoch, a timeout) is retried.
+func (p *Partition) AlterPartitionResponse(req AlterPartitionRequest, r AlterPartitionResponse) error {
+	if p.role != RoleLeader || p.inflight == nil || req.Proposal != p.inflight.Proposal {
+		return nil // an answer to a proposal that newer state or a newer proposal replaced
 	}
 	if r.Err != nil {
 		p.inflight = nil
@@ -872,7 +885,8 @@ func (p *Partition) propose(isr []int32) {
 			epochs[i] = f.brokerEpoch
 		}
 	}
-	req := &AlterPartitionRequest{BrokerID: p.id, LeaderEpoch: p.leaderEpoch, PartitionEpoch: p.partitionEpoch, NewISR: isr, NewISRBrokerEpochs: epochs}
+	p.proposals++
+	req := &AlterPartitionRequest{Proposal: p.proposals, BrokerID: p.id, LeaderEpoch: p.leaderEpoch, PartitionEpoch: p.partitionEpoch, NewISR: isr, NewISRBrokerEpochs: epochs}
 	p.inflight = req
 	c := *req
 	c.NewISR, c.NewISRBrokerEpochs = slices.Clone(isr), slices.Clone(epochs)

@@ -2,6 +2,7 @@ package replication
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -228,10 +229,11 @@ func TestIneligibleReplicaRetried(t *testing.T) {
 		p.Ready()
 		fetch := FetchRequest{ReplicaID: 2, CurrentLeaderEpoch: 0, LastFetchedEpoch: -1}
 		p.FollowerFetch(fetch)
-		if p.Ready().AlterPartition == nil {
+		rd := p.Ready()
+		if rd.AlterPartition == nil {
 			t.Fatal("no proposal")
 		}
-		p.AlterPartitionResponse(AlterPartitionResponse{Err: tc.err})
+		p.AlterPartitionResponse(*rd.AlterPartition, AlterPartitionResponse{Err: tc.err})
 		p.FollowerFetch(fetch)
 		if got := p.Ready().AlterPartition != nil; got != tc.retried {
 			t.Errorf("after %v: proposed again %v, want %v", tc.err, got, tc.retried)
@@ -272,5 +274,112 @@ func TestNextTickMs(t *testing.T) {
 	}
 	if n := p.NextTickMs(); n != 5000 {
 		t.Fatalf("proposal in flight: NextTickMs = %d, want the produce deadline 5000", n)
+	}
+}
+
+// proposingLeader is leader 1 of [1 2 3] (partition epoch 0, lag 100 ms,
+// min.insync.replicas 1) holding one record that follower 2 fetched at 50
+// ms and follower 3 never did: at 101 ms it proposes ISR [1 2], returned.
+func proposingLeader(t *testing.T) (*Partition, AlterPartitionRequest) {
+	t.Helper()
+	p, err := New(1, Config{MinInsyncReplicas: 1, ReplicaLagTimeMaxMs: 100}, LogState{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.LeaderAndIsr(PartitionState{Leader: 1, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ProduceAppended(ProduceRequest{ID: 1, Acks: 1, Batch: Batch{BaseOffset: 0, LastOffset: 0, Epoch: 0}}); err != nil {
+		t.Fatal(err)
+	}
+	p.Tick(50)
+	p.FollowerFetch(FetchRequest{ReplicaID: 2, FetchOffset: 1, CurrentLeaderEpoch: 0, LastFetchedEpoch: 0})
+	p.Ready()
+	p.Tick(101)
+	rd := p.Ready()
+	if rd.AlterPartition == nil || !slices.Equal(rd.AlterPartition.NewISR, []int32{1, 2}) {
+		t.Fatalf("at 101 ms: proposal %+v, want ISR [1 2]", rd.AlterPartition)
+	}
+	return p, *rd.AlterPartition
+}
+
+// wantISR checks the committed ISR, partition epoch and the proposal in
+// flight (nil: none).
+func wantISR(t *testing.T, p *Partition, when string, isr []int32, partitionEpoch int32, pending []int32) {
+	t.Helper()
+	st := p.Status()
+	if !slices.Equal(st.ISR, isr) || st.PartitionEpoch != partitionEpoch || !slices.Equal(st.PendingISR, pending) {
+		t.Fatalf("%s: ISR %v at partition epoch %d, pending %v; want %v at %d, pending %v",
+			when, st.ISR, st.PartitionEpoch, st.PendingISR, isr, partitionEpoch, pending)
+	}
+}
+
+// TestStaleAlterPartitionErrorIgnored: the leader proposes ISR A; the
+// controller commits it but the answer is lost, and the committed state
+// arrives as LeaderAndIsr; the leader proposes B. The retried A is then
+// answered INVALID_UPDATE_VERSION: that answers A, not B, so B stays in
+// flight (it used to be dropped and the leader fenced from proposing until
+// the next metadata update) and B's own answer applies.
+func TestStaleAlterPartitionErrorIgnored(t *testing.T) {
+	p, a := proposingLeader(t)
+	if err := p.LeaderAndIsr(PartitionState{Leader: 1, PartitionEpoch: 1, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2}}); err != nil {
+		t.Fatal(err)
+	}
+	p.FollowerFetch(FetchRequest{ReplicaID: 3, FetchOffset: 1, CurrentLeaderEpoch: 0, LastFetchedEpoch: 0})
+	rd := p.Ready()
+	if rd.AlterPartition == nil || !slices.Equal(rd.AlterPartition.NewISR, []int32{1, 2, 3}) || rd.AlterPartition.Proposal == a.Proposal {
+		t.Fatalf("after follower 3 caught up: proposal %+v, want a new one for ISR [1 2 3]", rd.AlterPartition)
+	}
+	b := *rd.AlterPartition
+	for _, err := range []error{kerr.InvalidUpdateVersion, kerr.FencedLeaderEpoch, kerr.IneligibleReplica} {
+		if err := p.AlterPartitionResponse(a, AlterPartitionResponse{Err: err, PartitionEpoch: 1, ISR: []int32{1, 2}}); err != nil {
+			t.Fatal(err)
+		}
+		wantISR(t, p, fmt.Sprintf("after a late %v for the older proposal", err), []int32{1, 2}, 1, []int32{1, 2, 3})
+	}
+	if err := p.AlterPartitionResponse(b, AlterPartitionResponse{PartitionEpoch: 2, ISR: []int32{1, 2, 3}}); err != nil {
+		t.Fatal(err)
+	}
+	wantISR(t, p, "after the current proposal's answer", []int32{1, 2, 3}, 2, nil)
+}
+
+// TestStaleAlterPartitionSuccessIgnored: the leader proposes ISR A = [1 2];
+// its answer times out, so the leader goes back to the committed ISR and
+// later proposes B = [1]. A's acceptance then arrives late: it must not
+// install [1 2] over B (B stays in flight, the committed state arrives by
+// LeaderAndIsr), and B's own rejection fences it until that metadata comes.
+func TestStaleAlterPartitionSuccessIgnored(t *testing.T) {
+	p, a := proposingLeader(t)
+	// Follower 2 falls behind too: a new record it does not fetch.
+	p.Tick(150)
+	if err := p.ProduceAppended(ProduceRequest{ID: 2, Acks: 1, Batch: Batch{BaseOffset: 1, LastOffset: 1, Epoch: 0}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.AlterPartitionResponse(a, AlterPartitionResponse{Err: kerr.RequestTimedOut}); err != nil {
+		t.Fatal(err)
+	}
+	p.Tick(200)
+	rd := p.Ready()
+	if rd.AlterPartition == nil || !slices.Equal(rd.AlterPartition.NewISR, []int32{1}) {
+		t.Fatalf("at 200 ms: proposal %+v, want ISR [1]", rd.AlterPartition)
+	}
+	b := *rd.AlterPartition
+	if err := p.AlterPartitionResponse(a, AlterPartitionResponse{PartitionEpoch: 1, ISR: []int32{1, 2}}); err != nil {
+		t.Fatal(err)
+	}
+	wantISR(t, p, "after the older proposal's late acceptance", []int32{1, 2, 3}, 0, []int32{1})
+	if err := p.AlterPartitionResponse(b, AlterPartitionResponse{Err: kerr.InvalidUpdateVersion, PartitionEpoch: 1, ISR: []int32{1, 2}}); err != nil {
+		t.Fatal(err)
+	}
+	wantISR(t, p, "after the current proposal's rejection", []int32{1, 2, 3}, 0, nil)
+	if p.Tick(250); p.Ready().AlterPartition != nil {
+		t.Fatal("a proposal made before newer state arrived")
+	}
+	if err := p.LeaderAndIsr(PartitionState{Leader: 1, PartitionEpoch: 1, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2}}); err != nil {
+		t.Fatal(err)
+	}
+	p.Tick(300)
+	if rd := p.Ready(); rd.AlterPartition == nil || !slices.Equal(rd.AlterPartition.NewISR, []int32{1}) || rd.AlterPartition.PartitionEpoch != 1 {
+		t.Fatalf("after LeaderAndIsr: proposal %+v, want ISR [1] at partition epoch 1", rd.AlterPartition)
 	}
 }

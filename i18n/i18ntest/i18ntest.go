@@ -5,6 +5,7 @@ package i18ntest
 
 import (
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -20,9 +21,31 @@ var allowed = regexp.MustCompile(`offset:|eligible leader replicas|log end offse
 // halfWidth is ASCII punctuation next to Chinese characters.
 var halfWidth = regexp.MustCompile(`[\p{Han}）。][,:;?!.]|[,:;?!(]\s*[\p{Han}（]`)
 
+// placeholder is a fmt verb or a {query} a text is filled in with: what
+// it becomes may be Chinese ("时钟%s": 运行中), so spacing ignores it.
+var placeholder = regexp.MustCompile(`%[-+# 0-9.]*(\[[0-9]+\])?[a-zA-Z]|\{[^{}]*\}`)
+
+// unspaced is a Latin letter or digit touching a Chinese character. Chinese
+// technical writing, and most of the catalogues and lessons, put a space
+// between Chinese and a Latin word or number ("的 segment", "3 个"); full-
+// width punctuation and code marks (`, =, _) need none.
+var unspaced = regexp.MustCompile(`\p{Han}[A-Za-z0-9]|[A-Za-z0-9]\p{Han}`)
+
+// SpacingProblems lists the places in text, shown in a Chinese language,
+// where a Latin word or number touches a Chinese character without a
+// space (placeholders left out); none for good text.
+func SpacingProblems(text string) []string {
+	var out []string
+	for _, m := range unspaced.FindAllString(placeholder.ReplaceAllString(text, "\x00"), -1) {
+		out = append(out, "no space in "+strconv.Quote(m)+" in "+text)
+	}
+	return out
+}
+
 // ChineseProblems lists what is wrong with text shown in a Chinese
-// language: an English sentence, "<nil>" or a formatting error ("%!"), or
-// half-width punctuation next to Chinese. None for good text.
+// language: an English sentence, "<nil>" or a formatting error ("%!"),
+// half-width punctuation next to Chinese, or a Latin word or number
+// touching Chinese (SpacingProblems). None for good text.
 func ChineseProblems(text string) []string {
 	var out []string
 	s := allowed.ReplaceAllString(text, "")
@@ -35,5 +58,5 @@ func ChineseProblems(text string) []string {
 	if halfWidth.MatchString(s) {
 		out = append(out, "half-width punctuation in "+text)
 	}
-	return out
+	return append(out, SpacingProblems(text)...)
 }

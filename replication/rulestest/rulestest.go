@@ -547,7 +547,7 @@ func (c *Cluster) alter(b *broker, req replication.AlterPartitionRequest) {
 		resp.ISR, resp.PartitionEpoch = slices.Clone(c.meta.ISR), c.meta.PartitionEpoch
 		c.happen("accept", "controller accepts ISR %v, partition epoch %d", c.meta.ISR, c.meta.PartitionEpoch)
 	}
-	if err := b.p.AlterPartitionResponse(resp); err != nil {
+	if err := b.p.AlterPartitionResponse(req, resp); err != nil {
 		c.happen(fmt.Sprintf("b%d-error", b.id), "b%d AlterPartitionResponse: %v", b.id, err)
 	}
 }

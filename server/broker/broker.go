@@ -137,13 +137,6 @@ type Config struct {
 	// FetchMaxBytes bounds each partition's data in one fetch
 	// (replica.fetch.max.bytes). Default 1 MiB.
 	FetchMaxBytes int32
-	// FollowerFetchSessions makes followers fetch in incremental fetch
-	// sessions (KIP-227). Off by default: with it on, under CPU load, a
-	// follower dropped from a partition's ISR was seen never to rejoin it
-	// (TestIdempotentProduceSurvivesLeaderCrash wedged with the ISR at
-	// its leader and the follower in the ELR), and the cause is not found
-	// yet. Leaders answer clients' sessions either way.
-	FollowerFetchSessions bool
 	// RequestTimeout bounds a produce's wait for acks=all when the client
 	// gives none. Default 30s.
 	RequestTimeout time.Duration
@@ -246,7 +239,7 @@ type Broker struct {
 	registeredOnce   bool
 	metadataVersion  uint64
 	metadata         controller.Metadata
-	topicIDsByName   map[string][16]byte // of metadata, built once per apply: read-only once published
+	topicIDsByName   map[string][16]byte // of metadata (the controller's, shared): read-only
 	topicNamesByID   map[[16]byte]string // of metadata, likewise
 	replicas         map[storage.TopicPartition]*replica
 	sorted           []*replica         // replicas sorted (replicaList); nil when the set changed since

@@ -143,9 +143,8 @@ func (b *Broker) handleDescribeCluster(req *kmsg.DescribeClusterRequest) kmsg.Re
 // from the cursor on, each partition with its leader, leader epoch,
 // replicas, ISR, eligible leader replicas and offline replicas, at most
 // min(ResponsePartitionLimit, MaxDescribePartitions) partitions, and a
-// NextCursor where the next page starts. The lab's controller keeps no
-// last known ELR (it serves unclean recovery, which the lab has not): that
-// list is always empty. A named topic that does not exist gets
+// NextCursor where the next page starts. The last known ELR is the
+// controller's (Partition.LastKnownELR). A named topic that does not exist gets
 // UNKNOWN_TOPIC_OR_PARTITION; a cursor outside the named topics, or with
 // a negative partition, INVALID_REQUEST for every named topic.
 func (b *Broker) handleDescribeTopicPartitions(req *kmsg.DescribeTopicPartitionsRequest) kmsg.Response {
@@ -233,7 +232,7 @@ func describedPartition(md controller.Metadata, p controller.Partition) kmsg.Des
 	dp.Partition, dp.LeaderID, dp.LeaderEpoch = p.Partition, p.Leader, p.LeaderEpoch
 	dp.Replicas, dp.ISR = slices.Clone(p.Replicas), slices.Clone(p.ISR)
 	dp.EligibleLeaderReplicas = append([]int32{}, p.ELR...)
-	dp.LastKnownELR = []int32{}
+	dp.LastKnownELR = append([]int32{}, p.LastKnownELR...)
 	dp.OfflineReplicas = []int32{}
 	if p.Leader < 0 {
 		dp.ErrorCode = kerr.LeaderNotAvailable.Code

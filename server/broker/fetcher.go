@@ -203,17 +203,11 @@ func (f *fetcher) round(ctx context.Context, maxWait time.Duration, stepped bool
 	if sess.parts == nil {
 		sess.parts = map[storage.TopicPartition]*sessionState{}
 	}
-	if !b.cfg.FollowerFetchSessions {
-		sess.id, sess.epoch = 0, initialSessionEpoch
-	}
 	incremental := sess.epoch != initialSessionEpoch
 	if !incremental {
 		clear(sess.parts)
 	}
 	req.SessionID, req.SessionEpoch = sess.id, sess.epoch
-	if !b.cfg.FollowerFetchSessions {
-		req.SessionEpoch = finalSessionEpoch // a full fetch in no session
-	}
 	sess.round++
 	sentParts := f.sent[:0]
 	defer func() {

@@ -56,27 +56,21 @@ func dedupeFetchTopics(topics []kmsg.FetchRequestTopic) []kmsg.FetchRequestTopic
 }
 
 // resolveTopicIDs names the topics of a Fetch v13+ (which carries topic
-// ids, not names) from the metadata this broker applied, and returns the
-// ids it does not know (UNKNOWN_TOPIC_ID); older versions carry names.
-func (b *Broker) resolveTopicIDs(req *kmsg.FetchRequest) map[[16]byte]bool {
+// ids, not names) from names, the metadata this broker applied; an id it
+// does not know gets unknownTopicIDName, answered UNKNOWN_TOPIC_ID. Older
+// versions carry names.
+func resolveTopicIDs(req *kmsg.FetchRequest, names map[[16]byte]string) {
 	if req.Version < 13 {
-		return nil
+		return
 	}
-	_, names := b.topicIDs()
-	var unknown map[[16]byte]bool
 	for i := range req.Topics {
 		t := &req.Topics[i]
 		name, ok := names[t.TopicID]
 		if !ok {
-			if unknown == nil {
-				unknown = map[[16]byte]bool{}
-			}
-			unknown[t.TopicID] = true
 			name = unknownTopicIDName(t.TopicID)
 		}
 		t.Topic = name
 	}
-	return unknown
 }
 
 // topicIDs maps the topic names of the applied metadata to their ids and

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -86,8 +87,8 @@ type sessionPart struct {
 // say. The session returned (nil without one) is locked: the caller calls
 // done. errCode is a top-level error (FETCH_SESSION_ID_NOT_FOUND,
 // INVALID_FETCH_SESSION_EPOCH) with which the request is answered at once.
-// req's topics are named (resolveTopicIDs) and deduplicated.
-func (c *fetchSessions) open(req *kmsg.FetchRequest, replicaID int32) (parts []sessionPart, s *fetchSession, errCode int16) {
+// req's topics are named (resolveTopicIDs, from names) and deduplicated.
+func (c *fetchSessions) open(req *kmsg.FetchRequest, replicaID int32, names map[[16]byte]string) (parts []sessionPart, s *fetchSession, errCode int16) {
 	requested := func() []sessionPart {
 		n := 0
 		for _, t := range req.Topics {
@@ -126,6 +127,9 @@ func (c *fetchSessions) open(req *kmsg.FetchRequest, replicaID int32) (parts []s
 	if req.SessionEpoch != s.epoch {
 		s.mu.Unlock()
 		return nil, nil, kerr.InvalidFetchSessionEpoch.Code
+	}
+	if req.Version >= 13 {
+		s.resolve(names)
 	}
 	before := len(s.parts)
 	s.update(req)
@@ -282,6 +286,41 @@ func (s *fetchSession) update(req *kmsg.FetchRequest) {
 	s.index()
 }
 
+// resolve names the session's partitions from their topic ids again, with
+// the metadata this broker applied now (Kafka's
+// CachedPartition.maybeResolveUnknownName). A partition taken into the
+// session while its topic id was unknown here (a follower applies a new
+// topic before its leader does) is held under unknownTopicIDName; its
+// client gets UNKNOWN_TOPIC_ID, its fetch parameters do not change, so its
+// incremental requests never name it again: without this it was answered
+// UNKNOWN_TOPIC_ID for good and the leader never counted the follower's
+// fetches, so the follower never rejoined the ISR. A topic deleted (or
+// recreated under its name with a new id) goes the other way. Names and
+// ids map one to one, and a topic's partitions, together in s.parts, share
+// one id: renamed, they stay together under a name no other topic has.
+func (s *fetchSession) resolve(names map[[16]byte]string) {
+	renamed := false
+	for i := range s.parts {
+		sp := &s.parts[i]
+		if sp.topicID == ([16]byte{}) { // named by a request older than v13
+			continue
+		}
+		name, ok := names[sp.topicID]
+		if !ok {
+			if strings.HasPrefix(sp.topic, unknownTopicIDPrefix) {
+				continue // unknown still (and no name to format each request)
+			}
+			name = unknownTopicIDName(sp.topicID)
+		}
+		if name != sp.topic {
+			sp.topic, renamed = name, true
+		}
+	}
+	if renamed {
+		s.index()
+	}
+}
+
 // index rebuilds s.at from s.parts.
 func (s *fetchSession) index() {
 	s.at = make(map[storage.TopicPartition]int, len(s.parts))
@@ -298,9 +337,10 @@ func (sp *sessionPart) mustAnswer(out *kmsg.FetchResponseTopicPartition) bool {
 		out.HighWatermark != sp.hw || out.LogStartOffset != sp.logStart
 }
 
-// unknownTopicIDName is the name resolveTopicIDs gives a topic id it does
-// not know: one no topic can have (names are checked at creation), one per
-// id, so each unknown id is answered on its own.
+// unknownTopicIDName is the name resolveTopicIDs and fetchSession.resolve
+// give a topic id this broker does not know: one no topic can have (names
+// are checked at creation), one per id, so each unknown id is answered on
+// its own.
 func unknownTopicIDName(id [16]byte) string {
 	return fmt.Sprintf("%s%x", unknownTopicIDPrefix, id)
 }

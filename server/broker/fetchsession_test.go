@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"tidemark/replication"
 	"tidemark/server/controller"
 	"tidemark/server/wire"
 	"tidemark/storage"
@@ -217,7 +220,7 @@ func TestKgoConsumerUsesFetchSession(t *testing.T) {
 // all led by broker 1, and has the follower's fetcher open its session.
 func followerPair(t *testing.T, n int32, extra ...string) (ctl *controller.Controller, leader, follower *Broker, f *fetcher) {
 	t.Helper()
-	ctl, brokers := testBrokersWith(t, 2, nil, func(c *Config) { c.FollowerFetchSessions = true })
+	ctl, brokers := testBrokers(t, 2, nil)
 	want := int(n)
 	if _, err := ctl.CreateTopic("t", n, 2, nil); err != nil {
 		t.Fatal(err)
@@ -391,5 +394,48 @@ func TestDeletedTopicLeavesSession(t *testing.T) {
 	}
 	if n := leaderSessionParts(leader); n != 1 {
 		t.Fatalf("after the topic's deletion the leader's session holds %d partitions, want 1", n)
+	}
+}
+
+// TestSessionTopicLearntLateByLeader: a follower that applies a new topic
+// before its leader does names the topic's id in its session while the
+// leader cannot resolve it (UNKNOWN_TOPIC_ID). Its fetch parameters do not
+// change after that error, so its incremental requests leave the partition
+// out, and the leader must name it from its id again once it knows the
+// topic: it used to keep the name it gave the unknown id and answer
+// UNKNOWN_TOPIC_ID for good, never counting the follower's fetches, which
+// is how a follower dropped from an ISR never rejoined it under CPU load.
+func TestSessionTopicLearntLateByLeader(t *testing.T) {
+	ctl, leader, follower, _ := followerPair(t, 1)
+	tc, err := ctl.CreateTopic("late", 2, 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := slices.IndexFunc(tc.Partitions, func(p controller.Partition) bool { return p.Leader == leader.cfg.ID })
+	if p < 0 {
+		t.Fatalf("broker %d leads no partition of %+v", leader.cfg.ID, tc.Partitions)
+	}
+	ctx := context.Background()
+	follower.RefreshMetadata() // the leader has not applied it yet
+	if err := follower.FetchRound(ctx); err == nil || !strings.Contains(err.Error(), "1 partition(s)") {
+		t.Fatalf("round before the leader knows the topic: %v, want one partition answered UNKNOWN_TOPIC_ID", err)
+	}
+	leader.RefreshMetadata()
+	if res := leader.Produce(ctx, "late", int32(p), 1, storage.NewBatch([]storage.Record{{Value: []byte("m1")}}), time.Second); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	// One round fetches the record, the next reports the follower's LEO.
+	for i := range 2 {
+		if err := follower.FetchRound(ctx); err != nil {
+			t.Fatalf("round %d after the leader learnt the topic: %v", i+1, err)
+		}
+	}
+	if leo := follower.replicaFor("late", int32(p)).log.LogEndOffset(); leo != 1 {
+		t.Fatalf("follower's LEO %d after the leader learnt the topic, want 1", leo)
+	}
+	st := leader.Replica("late", int32(p)).Status()
+	i := slices.IndexFunc(st.Followers, func(f replication.FollowerStatus) bool { return f.ID == follower.cfg.ID })
+	if i < 0 || st.Followers[i].LogEndOffset != 1 || st.HighWatermark != 1 {
+		t.Fatalf("leader's view: followers %+v, HW %d; want follower %d at LEO 1 and HW 1", st.Followers, st.HighWatermark, follower.cfg.ID)
 	}
 }

@@ -232,9 +232,10 @@ func (b *Broker) handleFetch(ctx context.Context, rc *wire.RequestContext, req *
 	if req.Version >= 15 {
 		replicaID, replicaEpoch = req.ReplicaState.ID, req.ReplicaState.Epoch
 	}
-	unknownIDs := b.resolveTopicIDs(req)
+	_, names := b.topicIDs()
+	resolveTopicIDs(req, names)
 	req.Topics = dedupeFetchTopics(req.Topics)
-	targets, sess, errCode := b.sessions.open(req, replicaID)
+	targets, sess, errCode := b.sessions.open(req, replicaID, names)
 	if errCode != 0 {
 		resp.ErrorCode = errCode
 		return resp
@@ -267,7 +268,7 @@ func (b *Broker) handleFetch(ctx context.Context, rc *wire.RequestContext, req *
 		r := b.replicaFor(t.topic, t.req.Partition)
 		if r == nil {
 			out.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			if unknownIDs[t.topicID] || strings.HasPrefix(t.topic, unknownTopicIDPrefix) { // named by resolveTopicIDs, now or when the session took it
+			if strings.HasPrefix(t.topic, unknownTopicIDPrefix) { // an id named by resolveTopicIDs or fetchSession.resolve
 				out.ErrorCode = kerr.UnknownTopicID.Code
 			}
 			continue
@@ -382,17 +383,17 @@ func anyData(parts []fetchPart) bool {
 	return false
 }
 
-// refresh re-reads the bound after a long poll.
+// refresh re-reads the bound, the HW and the LastStableOffset (the HW:
+// there are no transactions) after a long poll, as Kafka reads them when a
+// delayed fetch completes.
 func (fp *fetchPart) refresh(follower bool) {
 	fp.r.mu.Lock()
 	defer fp.r.mu.Unlock()
+	fp.upTo = fp.r.hw
 	if follower {
 		fp.upTo = fp.r.log.LogEndOffset()
-		fp.out.HighWatermark = fp.r.hw // Kafka reads the HW when a delayed fetch completes
-	} else {
-		fp.upTo = fp.r.hw
-		fp.out.HighWatermark, fp.out.LastStableOffset = fp.r.hw, fp.r.hw
 	}
+	fp.out.HighWatermark, fp.out.LastStableOffset = fp.r.hw, fp.r.hw
 	fp.out.LogStartOffset = fp.r.log.LogStartOffset()
 }
 

@@ -2,7 +2,9 @@ package broker
 
 import (
 	"errors"
+	"maps"
 	"slices"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -29,7 +31,18 @@ func brokerLive(md controller.Metadata, id int32) bool {
 //
 // This is the one place a broker applies metadata: applyMu serializes it,
 // and the version check and the whole apply happen under it, so versions
-// are applied in order and an older one can never undo a newer one.
+// are applied in order and an older one can never undo a newer one. The
+// version counts as applied (Heartbeat, Metadata answers) only once the
+// apply is done: published at its start, a heartbeat during it returned at
+// once and the lab's CreateTopic came back before a broker hosted the
+// topic (a class seat's first produce got UNKNOWN_TOPIC_OR_PARTITION).
+//
+// It applies the change since the last apply, not the whole metadata: a
+// partition (and topic config) equal to the one applied before is left
+// alone, the topic id maps are the controller's (built once per set of
+// topics), and the fetchers are rearranged only when a leader moved, a
+// replica came or went or a listener changed. With a thousand topics, a
+// change to one of them otherwise rebuilt everything per broker.
 func (b *Broker) RefreshMetadata() {
 	b.applyMu.Lock()
 	defer b.applyMu.Unlock()
@@ -38,37 +51,14 @@ func (b *Broker) RefreshMetadata() {
 		return
 	}
 	b.mu.Lock()
+	prev := b.metadata
 	if b.stopped || md.Version < b.metadataVersion {
 		b.mu.Unlock()
 		return
 	}
-	b.metadata, b.metadataVersion = md, md.Version
-	// Every fetch round and Fetch request maps topic ids and names: build
-	// the maps once here rather than per request.
-	b.topicIDsByName = make(map[string][16]byte, len(md.Topics))
-	b.topicNamesByID = make(map[[16]byte]string, len(md.Topics))
-	for _, t := range md.Topics {
-		b.topicIDsByName[t.Name], b.topicNamesByID[t.ID] = t.ID, t.Name
-	}
 	b.mu.Unlock()
 
-	assigned := map[storage.TopicPartition]bool{}
-	var hosted []hostedPartition
-	for _, t := range md.Topics {
-		tc, err := controller.ParseTopicConfig(t.Configs)
-		if err != nil {
-			b.logger.Error("topic config from the controller", "topic", t.Name, "err", err)
-			continue
-		}
-		for _, p := range t.Partitions {
-			if !slices.Contains(p.Replicas, b.cfg.ID) {
-				continue
-			}
-			tp := storage.TopicPartition{Topic: t.Name, Partition: p.Partition}
-			assigned[tp] = true
-			hosted = append(hosted, hostedPartition{tp: tp, p: p, tc: tc, configs: t.Configs})
-		}
-	}
+	hosted, moved := b.changedPartitions(prev, md)
 	b.createReplicas(hosted)
 	for _, h := range hosted {
 		if r := b.replicaFor(h.tp.Topic, h.tp.Partition); r != nil {
@@ -78,24 +68,90 @@ func (b *Broker) RefreshMetadata() {
 	b.mu.Lock()
 	var gone []*replica
 	for tp, r := range b.replicas {
-		if !assigned[tp] {
+		if !hostedIn(md, tp, b.cfg.ID) {
 			gone = append(gone, r)
 			delete(b.replicas, tp)
 			b.sorted = nil
 		}
 	}
+	// Published once its replicas are there: a heartbeat that finds this
+	// version applied (the lab's CreateTopic waits on that) or a client
+	// that finds a topic in this broker's Metadata can use it at once.
+	b.metadata, b.metadataVersion = md, md.Version
+	// Every fetch round and Fetch request maps topic ids and names: the
+	// controller's maps, built once per set of topics, not per request.
+	b.topicIDsByName, b.topicNamesByID = md.TopicIDs, md.TopicNames
 	b.mu.Unlock()
-	tps := make([]storage.TopicPartition, 0, len(gone))
-	for _, r := range gone {
-		r.stop()
-		tps = append(tps, r.tp)
+	if len(gone) > 0 {
+		tps := make([]storage.TopicPartition, 0, len(gone))
+		for _, r := range gone {
+			r.stop()
+			tps = append(tps, r.tp)
+		}
+		if err := b.dir.DeleteLogs(tps); err != nil {
+			b.errLog.log("deleting the logs of deleted topics", "partitions", len(tps), "err", err)
+		}
 	}
-	if err := b.dir.DeleteLogs(tps); err != nil {
-		b.errLog.log("deleting the logs of deleted topics", "partitions", len(tps), "err", err)
+	if moved || len(gone) > 0 || !slices.EqualFunc(prev.Brokers, md.Brokers, sameListener) {
+		b.updateFetchers(md)
 	}
-	b.updateFetchers(md)
 	b.reportLogs(md)
 }
+
+// changedPartitions returns the partitions md assigns to this broker that
+// differ from prev (their record or their topic's id or configs) or have
+// no replica here yet (new, or one that could not be opened before), and
+// whether any of them is new here or has another leader (the fetchers
+// follow leaders; an ISR or config change leaves them be).
+func (b *Broker) changedPartitions(prev, md controller.Metadata) (hosted []hostedPartition, moved bool) {
+	for i := range md.Topics {
+		t := &md.Topics[i]
+		old := topicIn(prev, t.Name)
+		known := old != nil && old.ID == t.ID && len(old.Partitions) == len(t.Partitions)
+		same := known && maps.Equal(old.Configs, t.Configs)
+		var tc *controller.TopicConfig
+		for j := range t.Partitions {
+			p := &t.Partitions[j]
+			if !slices.Contains(p.Replicas, b.cfg.ID) {
+				continue
+			}
+			tp := storage.TopicPartition{Topic: t.Name, Partition: p.Partition}
+			have := b.replicaFor(tp.Topic, tp.Partition) != nil
+			if same && old.Partitions[j].Equal(p) && have {
+				continue
+			}
+			moved = moved || !have || !known || old.Partitions[j].Leader != p.Leader
+			if tc == nil {
+				c, err := controller.ParseTopicConfig(t.Configs)
+				if err != nil {
+					b.logger.Error("topic config from the controller", "topic", t.Name, "err", err)
+					break
+				}
+				tc = &c
+			}
+			hosted = append(hosted, hostedPartition{tp: tp, p: *p, tc: *tc, configs: t.Configs})
+		}
+	}
+	return hosted, moved
+}
+
+// topicIn returns md's topic called name (md.Topics is sorted by name), or
+// nil.
+func topicIn(md controller.Metadata, name string) *controller.Topic {
+	i, ok := slices.BinarySearchFunc(md.Topics, name, func(t controller.Topic, name string) int { return strings.Compare(t.Name, name) })
+	if !ok {
+		return nil
+	}
+	return &md.Topics[i]
+}
+
+// hostedIn reports whether md assigns tp to broker id.
+func hostedIn(md controller.Metadata, tp storage.TopicPartition, id int32) bool {
+	t := topicIn(md, tp.Topic)
+	return t != nil && tp.Partition >= 0 && int(tp.Partition) < len(t.Partitions) && slices.Contains(t.Partitions[tp.Partition].Replicas, id)
+}
+
+func sameListener(a, b controller.Broker) bool { return a.ID == b.ID && a.Listener == b.Listener }
 
 // hostedPartition is one partition the metadata assigns to this broker.
 type hostedPartition struct {
@@ -151,25 +207,33 @@ func (b *Broker) createReplicas(hosted []hostedPartition) {
 }
 
 // sendAlterPartition sends an ISR proposal to the controller and hands the
-// answer to the replication rules. If the controller cannot be reached the
-// proposal stays in flight; the rules keep the maximal ISR meanwhile.
+// answer to the replication rules with the proposal it answers (the rules
+// ignore a late answer to a proposal they no longer have in flight). If the
+// controller cannot be reached the proposal stays in flight; the rules keep
+// the maximal ISR meanwhile. Proposals are numbered in order, so a late
+// call for an older one never takes or clears a newer one's place in
+// pendingAlter.
 func (b *Broker) sendAlterPartition(r *replica, req replication.AlterPartitionRequest) {
 	resp, err := b.cfg.Controller.AlterPartition(r.tp.Topic, r.tp.Partition, b.cfg.ID, b.BrokerEpoch(), req)
 	if err != nil {
 		b.logger.Debug("AlterPartition not delivered", "partition", r.tp, "err", err)
 		r.mu.Lock()
-		r.pendingAlter = &req
+		if r.pendingAlter == nil || r.pendingAlter.Proposal < req.Proposal {
+			r.pendingAlter = &req
+		}
 		r.mu.Unlock()
 		b.tickBy(b.nowMs() + b.cfg.TickInterval.Milliseconds()) // a tick retries it
 		return
 	}
 	r.mu.Lock()
-	r.pendingAlter = nil
+	if r.pendingAlter != nil && r.pendingAlter.Proposal <= req.Proposal {
+		r.pendingAlter = nil
+	}
 	if r.stopped {
 		r.mu.Unlock()
 		return
 	}
-	if err := r.rp.AlterPartitionResponse(resp); err != nil && !errors.Is(err, kerr.InvalidRequest) {
+	if err := r.rp.AlterPartitionResponse(req, resp); err != nil && !errors.Is(err, kerr.InvalidRequest) {
 		b.logger.Debug("AlterPartition response", "partition", r.tp, "err", err)
 	}
 	after := r.processReady()

@@ -14,6 +14,7 @@ import (
 	"tidemark/i18n"
 	"tidemark/replication"
 	"tidemark/replication/quorum"
+	"tidemark/server/controller"
 	"tidemark/storage"
 )
 
@@ -158,8 +159,18 @@ func (r *replica) status() replication.Status {
 	if st.Role == "leader" {
 		role = replication.RoleLeader
 	}
+	isr := r.applied.ISR
+	if st.Leader >= 0 && int32(st.Term) > r.applied.LeaderEpoch {
+		// Raft elected a leader the applied metadata does not name yet:
+		// its ISR is the one the controller records for that leadership,
+		// so the status never pairs the new term with an ISR of an older
+		// one that may lack its leader (Kafka never shows that).
+		isr = controller.QuorumLeaderISR(r.applied.Replicas, isr, st.Leader)
+	} else {
+		isr = slices.Clone(isr)
+	}
 	return replication.Status{BrokerID: r.b.cfg.ID, Role: role, Leader: st.Leader, LeaderEpoch: int32(st.Term),
-		PartitionEpoch: r.applied.PartitionEpoch, Replicas: slices.Clone(r.applied.Replicas), ISR: slices.Clone(r.applied.ISR),
+		PartitionEpoch: r.applied.PartitionEpoch, Replicas: slices.Clone(r.applied.Replicas), ISR: isr,
 		LogStartOffset: r.log.LogStartOffset(), LogEndOffset: r.log.LogEndOffset(), HighWatermark: r.hw,
 		EpochCache: r.log.Epochs(), WaitingProduces: r.waitingQuorum(), NowMs: r.tickedMs}
 }

@@ -62,27 +62,27 @@ func (pausedClock) RateChanged() <-chan struct{}       { return nil }
 // controller, heartbeats each once and stops them at the end of the test.
 func testBrokers(t *testing.T, n int32, onHalt func(int32, error)) (*controller.Controller, map[int32]*Broker) {
 	t.Helper()
-	return testBrokersWith(t, n, onHalt, nil)
+	return startBrokers(t, n, pausedClock{time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)}, nil, onHalt)
 }
 
-// testBrokersWith is testBrokers with each broker's Config changed by set.
-func testBrokersWith(t *testing.T, n int32, onHalt func(int32, error), set func(*Config)) (*controller.Controller, map[int32]*Broker) {
+// startBrokers is testBrokers on clk, each broker reaching the controller
+// through link(ctl) (directController when link is nil).
+func startBrokers(t *testing.T, n int32, clk Clock, link func(*controller.Controller) Controller, onHalt func(int32, error)) (*controller.Controller, map[int32]*Broker) {
 	t.Helper()
 	dir := t.TempDir()
-	clk := pausedClock{time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)}
 	ctl, err := controller.Open(filepath.Join(dir, "meta"), controller.Options{Now: clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ctl.Close() })
+	var via Controller = directController{ctl}
+	if link != nil {
+		via = link(ctl)
+	}
 	brokers := map[int32]*Broker{}
 	for id := int32(1); id <= n; id++ {
-		cfg := Config{ID: id, LogDir: LogDirPath(dir, id), ListenAddr: "127.0.0.1:0",
-			Controller: directController{ctl}, Network: openNetwork{}, Clock: clk, OnHalt: onHalt}
-		if set != nil {
-			set(&cfg)
-		}
-		b, err := Start(cfg)
+		b, err := Start(Config{ID: id, LogDir: LogDirPath(dir, id), ListenAddr: "127.0.0.1:0",
+			Controller: via, Network: openNetwork{}, Clock: clk, OnHalt: onHalt})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,6 +93,22 @@ func testBrokersWith(t *testing.T, n int32, onHalt func(int32, error), set func(
 	return ctl, brokers
 }
 
+// leaderAndFollower creates topic "t" (one partition on brokers 1 and 2,
+// with configs), has both brokers apply it and returns its leader and
+// follower.
+func leaderAndFollower(t *testing.T, ctl *controller.Controller, brokers map[int32]*Broker, configs map[string]string) (controller.Topic, *Broker, *Broker) {
+	t.Helper()
+	tc, err := ctl.CreateTopic("t", 1, 2, configs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range brokers {
+		b.RefreshMetadata()
+	}
+	leaderID := tc.Partitions[0].Leader
+	return tc, brokers[leaderID], brokers[3-leaderID]
+}
+
 // TestStaleFetchResponseDroppedAfterBecomingLeader: a follower sends a
 // Fetch, becomes leader before the answer arrives, and then gets the
 // answer. It must drop it whole: appending its old leader's records as the
@@ -101,16 +117,8 @@ func testBrokersWith(t *testing.T, n int32, onHalt func(int32, error), set func(
 // truncated and refetched forever, and the HW froze).
 func TestStaleFetchResponseDroppedAfterBecomingLeader(t *testing.T) {
 	ctl, brokers := testBrokers(t, 2, nil)
-	tc, err := ctl.CreateTopic("t", 1, 2, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, b := range brokers {
-		b.RefreshMetadata()
-	}
-	leaderID := tc.Partitions[0].Leader
-	followerID := 3 - leaderID
-	leader, follower := brokers[leaderID], brokers[followerID]
+	tc, leader, follower := leaderAndFollower(t, ctl, brokers, nil)
+	leaderID, followerID := leader.ID(), follower.ID()
 	if res := leader.Produce(context.Background(), "t", 0, 1, storage.NewBatch([]storage.Record{{Value: []byte("m1")}}), time.Second); res.Err != nil {
 		t.Fatal(res.Err)
 	}
@@ -120,27 +128,7 @@ func TestStaleFetchResponseDroppedAfterBecomingLeader(t *testing.T) {
 	if !ok {
 		t.Fatal("the follower has no fetch to send")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	cl, err := wire.Dial(ctx, leader.Addr(), "test-follower")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	req := kmsg.NewPtrFetchRequest()
-	req.SetVersion(fetchVersion)
-	req.ReplicaState.ID, req.ReplicaState.Epoch, req.MaxBytes, req.SessionEpoch = followerID, follower.BrokerEpoch(), 1<<20, -1
-	rt := kmsg.NewFetchRequestTopic()
-	rt.TopicID = tc.ID
-	rp := kmsg.NewFetchRequestTopicPartition()
-	rp.FetchOffset, rp.CurrentLeaderEpoch, rp.LastFetchedEpoch, rp.PartitionMaxBytes = sent.FetchOffset, sent.CurrentLeaderEpoch, sent.LastFetchedEpoch, 1<<20
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	raw, err := cl.Request(ctx, req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	answer := raw.(*kmsg.FetchResponse).Topics[0].Partitions[0]
+	answer := sendFollowerFetch(t, leader, follower, tc.ID, sent, 0)
 	if len(answer.RecordBatches) == 0 {
 		t.Fatal("the leader sent no records")
 	}
@@ -157,6 +145,68 @@ func TestStaleFetchResponseDroppedAfterBecomingLeader(t *testing.T) {
 	st := (&Replica{r}).Status()
 	if leo := r.log.LogEndOffset(); leo != 0 || st.LogEndOffset != 0 {
 		t.Fatalf("after a stale fetch response: log LEO %d, rules' LEO %d; want both 0 (nothing appended)", leo, st.LogEndOffset)
+	}
+}
+
+// sendFollowerFetch sends leader the Fetch sent as follower (one partition
+// of topic id, no session, waiting up to maxWait for data) and returns the
+// leader's answer for it.
+func sendFollowerFetch(t *testing.T, leader, follower *Broker, id [16]byte, sent replication.FetchRequest, maxWait time.Duration) kmsg.FetchResponseTopicPartition {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	cl, err := wire.Dial(ctx, leader.Addr(), "test-follower")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrFetchRequest()
+	req.SetVersion(fetchVersion)
+	req.ReplicaState.ID, req.ReplicaState.Epoch, req.MaxBytes, req.SessionEpoch = follower.cfg.ID, follower.BrokerEpoch(), 1<<20, -1
+	req.MaxWaitMillis, req.MinBytes = int32(maxWait.Milliseconds()), 1
+	rt := kmsg.NewFetchRequestTopic()
+	rt.TopicID = id
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.FetchOffset, rp.CurrentLeaderEpoch, rp.LastFetchedEpoch, rp.PartitionMaxBytes = sent.FetchOffset, sent.CurrentLeaderEpoch, sent.LastFetchedEpoch, 1<<20
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	raw, err := cl.Request(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := raw.(*kmsg.FetchResponse)
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		t.Fatalf("fetch response %+v: want one partition", resp)
+	}
+	return resp.Topics[0].Partitions[0]
+}
+
+// TestFollowerLongPollLastStableOffset: a follower's fetch at the leader's
+// LEO waits for data (the long poll); when it is answered the HW is read
+// again, and so must the LastStableOffset be (without transactions it is
+// the HW). It used to stay at the HW from before the fetch was counted.
+func TestFollowerLongPollLastStableOffset(t *testing.T) {
+	ctl, brokers := testBrokers(t, 2, nil)
+	tc, leader, follower := leaderAndFollower(t, ctl, brokers, nil)
+	leaderID := leader.ID()
+	if res := leader.Produce(context.Background(), "t", 0, 1, storage.NewBatch([]storage.Record{{Value: []byte("m1")}}), time.Second); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := follower.FetchRound(ctx); err != nil { // the follower gets m1
+		t.Fatal(err)
+	}
+	sent, ok := follower.replicaFor("t", 0).nextFetch(leaderID)
+	if !ok || sent.FetchOffset != 1 {
+		t.Fatalf("the follower's next fetch %+v, %v; want one at offset 1", sent, ok)
+	}
+	// Counting this fetch moves the leader's HW to 1 after the answer's HW
+	// was read (0); nothing more comes, so the long poll runs out and the
+	// answer is read again.
+	answer := sendFollowerFetch(t, leader, follower, tc.ID, sent, 100*time.Millisecond)
+	if answer.ErrorCode != 0 || answer.HighWatermark != 1 || answer.LastStableOffset != 1 {
+		t.Fatalf("long-poll answer: error %d, HW %d, LastStableOffset %d; want 0, 1, 1", answer.ErrorCode, answer.HighWatermark, answer.LastStableOffset)
 	}
 }
 

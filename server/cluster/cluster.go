@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -397,7 +398,7 @@ func (c *Cluster) resync() {
 		s.Brokers = append(s.Brokers, eb)
 	}
 	for _, t := range md.Topics {
-		et := events.Topic{Name: t.Name, Configs: t.Configs}
+		et := events.Topic{Name: t.Name, Configs: maps.Clone(t.Configs)} // the snapshot edits its own; md's is shared
 		for _, p := range t.Partitions {
 			ep := events.Partition{Partition: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
 				Replicas: append([]int32(nil), p.Replicas...), ISR: append([]int32(nil), p.ISR...)}

@@ -78,6 +78,12 @@ type Partition struct {
 	PartitionEpoch int32
 	ISR            []int32
 	ELR            []int32
+	// LastKnownELR, under kraft-elr, is KIP-966's last known ELR: while
+	// the partition has no leader, the replicas that left its ISR or ELR
+	// without joining the other (back from an unclean shutdown), the last
+	// known to have held every committed record; what an operator reads
+	// once the ELR has emptied. Nil when none, and once it has a leader.
+	LastKnownELR []int32
 	// Joining, for a replication.protocol=pipeline partition, are the
 	// members after the ISR at the pipeline's tail that are still being
 	// copied: writes flow through them, but they cannot head it or keep
@@ -98,7 +104,17 @@ func (p *Partition) tp() string { return p.Topic + "-" + strconv.Itoa(int(p.Part
 
 func (p Partition) clone() Partition {
 	p.Replicas, p.ISR, p.ELR, p.Joining = slices.Clone(p.Replicas), slices.Clone(p.ISR), slices.Clone(p.ELR), slices.Clone(p.Joining)
+	p.LastKnownELR = slices.Clone(p.LastKnownELR)
 	return p
+}
+
+// Equal reports whether p and o are the same record (a nil list differs
+// from an empty one, as their copies would).
+func (p *Partition) Equal(o *Partition) bool {
+	same := func(a, b []int32) bool { return (a == nil) == (b == nil) && slices.Equal(a, b) }
+	return p.Topic == o.Topic && p.Partition == o.Partition && p.Leader == o.Leader && p.LeaderEpoch == o.LeaderEpoch &&
+		p.PartitionEpoch == o.PartitionEpoch && same(p.Replicas, o.Replicas) && same(p.ISR, o.ISR) && same(p.ELR, o.ELR) &&
+		same(p.Joining, o.Joining) && same(p.LastKnownELR, o.LastKnownELR)
 }
 
 // check reports a record that breaks the invariants (ISR and ELR within AR,
@@ -123,6 +139,11 @@ func (p *Partition) check() error {
 	for _, r := range p.ELR {
 		if !slices.Contains(p.Replicas, r) || slices.Contains(p.ISR, r) {
 			return fmt.Errorf("ELR member %d not in replicas %v or also in ISR %v", r, p.Replicas, p.ISR)
+		}
+	}
+	for _, r := range p.LastKnownELR {
+		if !slices.Contains(p.Replicas, r) || slices.Contains(p.ISR, r) || slices.Contains(p.ELR, r) {
+			return fmt.Errorf("last known ELR member %d not in replicas %v or also in ISR %v or ELR %v", r, p.Replicas, p.ISR, p.ELR)
 		}
 	}
 	for _, r := range p.Joining {
@@ -154,10 +175,14 @@ func (t Topic) Config() TopicConfig {
 
 // Metadata is a copy of the whole cluster metadata: brokers sorted by ID,
 // topics by name. Version increments with every change; 0 before the first.
+// TopicIDs and TopicNames map the topics' names to their ids and back (nil
+// in a Metadata made by hand).
 type Metadata struct {
-	Version uint64
-	Brokers []Broker
-	Topics  []Topic
+	Version    uint64
+	Brokers    []Broker
+	Topics     []Topic
+	TopicIDs   map[string][16]byte
+	TopicNames map[[16]byte]string
 }
 
 // Topic returns the topic called name, or nil.
@@ -201,7 +226,16 @@ type Controller struct {
 	// broker's first registration is a plain one, so leaderships stay put.
 	registered map[int32]bool
 	topics     map[string]*topicState
-	rule       FencingRule
+	names      []string // sorted keys of topics, nil until topicNames
+	// sharedTopics is the Topics Metadata last handed out, made of
+	// sharedFrom (each topic's shared snapshot); topicIDs and
+	// topicNamesByID its id maps, nil once a topic came or went (with
+	// names). Never modified once handed out.
+	sharedTopics   []Topic
+	sharedFrom     []*Topic
+	topicIDs       map[string][16]byte
+	topicNamesByID map[[16]byte]string
+	rule           FencingRule
 	// logs is what each broker last reported of its logs (ReportLogs),
 	// for KIP-966's unclean recovery.
 	logs map[int32]map[topicPartition]LogInfo
@@ -223,9 +257,37 @@ type topicState struct {
 	configs map[string]string // explicitly set keys; nil when none
 	cfg     TopicConfig
 	parts   []*Partition
+	// shared is the snapshot Metadata last handed out, reused while the
+	// topic still matches it: every broker reads the whole metadata after
+	// every change, and copying each unchanged topic for each of them made
+	// a create/delete churn of n topics allocate in n². Never modified.
+	shared *Topic
 }
 
 func (t *topicState) replicationFactor() int { return len(t.parts[0].Replicas) }
+
+// sharedSnapshot is snapshot shared with every other caller until the
+// topic changes: they must not modify it.
+func (t *topicState) sharedSnapshot() *Topic {
+	if t.shared == nil || !t.matches(t.shared) {
+		s := t.snapshot()
+		t.shared = &s
+	}
+	return t.shared
+}
+
+// matches reports whether s is a snapshot of t as it is now.
+func (t *topicState) matches(s *Topic) bool {
+	if s.ID != t.id || len(s.Partitions) != len(t.parts) || !maps.Equal(s.Configs, t.configs) {
+		return false
+	}
+	for i, p := range t.parts {
+		if !p.Equal(&s.Partitions[i]) {
+			return false
+		}
+	}
+	return true
+}
 
 func (t *topicState) snapshot() Topic {
 	out := Topic{Name: t.name, ID: t.id, Configs: maps.Clone(t.configs), Partitions: make([]Partition, len(t.parts))}
@@ -548,17 +610,40 @@ func (c *Controller) FenceBroker(id int32) {
 	}
 }
 
-// Metadata returns a deep copy of all metadata.
+// Metadata returns a copy of all metadata. Its Topics (their Configs and
+// Partitions, and the lists in those) and its id maps are shared with other
+// callers while nothing in them changes: read them, never modify them.
 func (c *Controller) Metadata() Metadata {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	m := Metadata{Version: c.version, Brokers: make([]Broker, 0, len(c.brokers)), Topics: make([]Topic, 0, len(c.topics))}
+	m := Metadata{Version: c.version, Brokers: make([]Broker, 0, len(c.brokers))}
 	for _, id := range c.brokerIDs() {
 		m.Brokers = append(m.Brokers, *c.brokers[id])
 	}
-	for _, name := range c.topicNames() {
-		m.Topics = append(m.Topics, c.topics[name].snapshot())
+	names := c.topicNames()
+	same := len(c.sharedFrom) == len(names)
+	for i, name := range names {
+		if s := c.topics[name].sharedSnapshot(); !same || c.sharedFrom[i] != s {
+			same = false
+		}
 	}
+	if !same {
+		// A new list (the one handed out before stays as it was): each
+		// entry a copy of the topic's shared snapshot.
+		c.sharedTopics, c.sharedFrom = make([]Topic, len(names)), make([]*Topic, len(names))
+		for i, name := range names {
+			c.sharedFrom[i] = c.topics[name].shared
+			c.sharedTopics[i] = *c.sharedFrom[i]
+		}
+	}
+	if c.topicIDs == nil {
+		c.topicIDs, c.topicNamesByID = make(map[string][16]byte, len(names)), make(map[[16]byte]string, len(names))
+		for _, name := range names {
+			id := c.topics[name].id
+			c.topicIDs[name], c.topicNamesByID[id] = id, name
+		}
+	}
+	m.Topics, m.TopicIDs, m.TopicNames = c.sharedTopics, c.topicIDs, c.topicNamesByID
 	return m
 }
 
@@ -585,8 +670,15 @@ func (c *Controller) brokerIDs() []int32 {
 	return slices.Sorted(maps.Keys(c.brokers))
 }
 
+// topicNames returns the topics' names in order. The list is kept until
+// the set of topics changes (callers that change it set c.names to nil)
+// and shared: callers must not modify it.
 func (c *Controller) topicNames() []string {
-	return slices.Sorted(maps.Keys(c.topics))
+	if c.names == nil {
+		c.names = slices.Sorted(maps.Keys(c.topics))
+		c.topicIDs, c.topicNamesByID = nil, nil
+	}
+	return c.names
 }
 
 // live reports whether broker id is registered and not fenced.

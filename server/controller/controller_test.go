@@ -370,7 +370,7 @@ func TestAlterPartitionDrivesReplicationRules(t *testing.T) {
 	if resp.Err != nil {
 		t.Fatal(resp.Err)
 	}
-	if err := p.AlterPartitionResponse(resp); err != nil {
+	if err := p.AlterPartitionResponse(*rd.AlterPartition, resp); err != nil {
 		t.Fatal(err)
 	}
 	if st := p.Status(); !slices.Equal(st.ISR, []int32{1}) || st.PartitionEpoch != 1 {

@@ -284,6 +284,20 @@ func (c *Controller) checkAlterPartition(p *Partition, brokerID int32, req repli
 	return nil
 }
 
+// QuorumLeaderISR returns the ISR of a replication.protocol=quorum
+// partition once Raft has elected leader: isr with the leader added where it
+// is missing (then in the AR's order); a new slice either way. Raft
+// elects only a replica holding every committed entry, so the new leader is
+// in sync whatever ISR its predecessor last proposed; it proposes its own
+// view of the others once it leads. QuorumLeader records it; a replica whose
+// metadata does not name the new term yet shows it too (broker status).
+func QuorumLeaderISR(replicas, isr []int32, leader int32) []int32 {
+	if slices.Contains(isr, leader) {
+		return slices.Clone(isr)
+	}
+	return slices.DeleteFunc(slices.Clone(replicas), func(r int32) bool { return r != leader && !slices.Contains(isr, r) })
+}
+
 // QuorumLeader records that broker brokerID leads a replication.protocol=quorum
 // partition in Raft term term: Raft elected it, the controller only
 // publishes it (Metadata's leader, with the term as the leader epoch), so
@@ -315,13 +329,7 @@ func (c *Controller) QuorumLeader(topic string, partition, brokerID int32, broke
 	}
 	prev := p.Leader
 	p.Leader, p.LeaderEpoch = brokerID, term
-	// Raft elects only a replica holding every committed entry, so the new
-	// leader is in sync whatever ISR its predecessor last proposed; it
-	// proposes its own view of the others once it leads.
-	if !slices.Contains(p.ISR, brokerID) {
-		isr := append(slices.Clone(p.ISR), brokerID)
-		p.ISR = slices.DeleteFunc(slices.Clone(p.Replicas), func(r int32) bool { return !slices.Contains(isr, r) })
-	}
+	p.ISR = QuorumLeaderISR(p.Replicas, p.ISR, brokerID)
 	p.PartitionEpoch++
 	ch := newChange()
 	ch.partition(p)

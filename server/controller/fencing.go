@@ -134,8 +134,8 @@ func (c *Controller) SetFencingRule(r FencingRule) error {
 	if r != FencingKRaftELR {
 		for _, name := range c.topicNames() {
 			for _, p := range c.topics[name].parts {
-				if len(p.ELR) > 0 {
-					p.ELR = nil
+				if len(p.ELR) > 0 || len(p.LastKnownELR) > 0 {
+					p.ELR, p.LastKnownELR = nil, nil
 					p.PartitionEpoch++
 					ch.partition(p)
 				}
@@ -154,6 +154,7 @@ func (t *topicState) minISR() int { return t.cfg.Replication().MinInsyncReplicas
 // that joins the ISR leaves the ELR; an ISR back at min.insync.replicas
 // clears the ELR (the HW may move without its members again).
 func (c *Controller) updateELR(t *topicState, p *Partition, old []int32) {
+	defer c.updateLastKnownELR(p, old, p.ELR)
 	if c.rule != FencingKRaftELR {
 		p.ELR = nil
 		return
@@ -172,6 +173,30 @@ func (c *Controller) updateELR(t *topicState, p *Partition, old []int32) {
 		elr = nil
 	}
 	p.ELR = elr
+}
+
+// updateLastKnownELR keeps p's last known ELR after its ISR and ELR
+// changed from oldISR and oldELR: while p has no leader, a replica that
+// left them without joining the other is added, and one back in them
+// removed (as Kafka's PartitionChangeBuilder keeps it when it does not
+// store the last known leader there); with a leader, or under another
+// rule, it is nil.
+func (c *Controller) updateLastKnownELR(p *Partition, oldISR, oldELR []int32) {
+	if c.rule != FencingKRaftELR || p.Leader != replication.NoLeader {
+		p.LastKnownELR = nil
+		return
+	}
+	in := func(r int32) bool { return slices.Contains(p.ISR, r) || slices.Contains(p.ELR, r) }
+	known := slices.DeleteFunc(slices.Clone(p.LastKnownELR), in)
+	for _, r := range slices.Concat(oldISR, oldELR) {
+		if !in(r) && !slices.Contains(known, r) {
+			known = append(known, r)
+		}
+	}
+	if len(known) == 0 {
+		known = nil
+	}
+	p.LastKnownELR = known
 }
 
 // reRegister applies a registration of a broker the controller already knows
@@ -217,15 +242,18 @@ func (c *Controller) forgetUnclean(ch *change, id int32) {
 			if !inISR && !inELR {
 				continue
 			}
+			oldISR, oldELR := p.ISR, p.ELR
 			p.ISR = slices.DeleteFunc(slices.Clone(p.ISR), func(r int32) bool { return r == id })
 			p.ELR = slices.DeleteFunc(slices.Clone(p.ELR), func(r int32) bool { return r == id })
 			if p.Leader == id {
 				// Its ISR place is already gone, so the election cannot put
 				// it in the ELR either.
 				c.elect(ch, t, p, p.ISR, i18n.Word("event.word.reason.unclean-restart", id))
+				c.updateLastKnownELR(p, oldISR, oldELR)
 				continue
 			}
 			c.updateELR(t, p, nil)
+			c.updateLastKnownELR(p, oldISR, oldELR) // id left both: known last if p has no leader
 			p.PartitionEpoch++
 			ch.partition(p)
 			ev := events.Event{Kind: events.KindISR, Broker: id, Topic: p.Topic, Partition: p.Partition,
@@ -281,7 +309,7 @@ func (c *Controller) recoverUnclean(ch *change, t *topicState, p *Partition, rea
 		}
 	}
 	prev := p.Leader
-	p.Leader, p.ISR, p.ELR = best, []int32{best}, nil
+	p.Leader, p.ISR, p.ELR, p.LastKnownELR = best, []int32{best}, nil, nil
 	p.LeaderEpoch++
 	p.PartitionEpoch++
 	ch.partition(p)

@@ -49,6 +49,7 @@ type partitionRecord struct {
 	PartitionEpoch int32   `json:"partition_epoch"`
 	ISR            []int32 `json:"isr"`
 	ELR            []int32 `json:"elr,omitempty"`
+	LastKnownELR   []int32 `json:"last_known_elr,omitempty"`
 	Joining        []int32 `json:"joining,omitempty"`
 }
 
@@ -161,7 +162,7 @@ func (c *Controller) write(ch *change, version uint64) error {
 				continue
 			}
 			p := t.parts[tp.partition]
-			rec := partitionRecord{Replicas: p.Replicas, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, ISR: p.ISR, ELR: p.ELR, Joining: p.Joining}
+			rec := partitionRecord{Replicas: p.Replicas, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, ISR: p.ISR, ELR: p.ELR, LastKnownELR: p.LastKnownELR, Joining: p.Joining}
 			if err := setJSON(txn, partitionKey(tp.topic, tp.partition), rec); err != nil {
 				return err
 			}
@@ -257,7 +258,7 @@ func (c *Controller) load() error {
 				return fmt.Errorf("controller: reading metadata: topic %q has no record for partition %d", name, p)
 			}
 			t.parts[p] = &Partition{Topic: name, Partition: int32(p), Replicas: r.Replicas, Leader: r.Leader,
-				LeaderEpoch: r.LeaderEpoch, PartitionEpoch: r.PartitionEpoch, ISR: r.ISR, ELR: r.ELR, Joining: r.Joining}
+				LeaderEpoch: r.LeaderEpoch, PartitionEpoch: r.PartitionEpoch, ISR: r.ISR, ELR: r.ELR, LastKnownELR: r.LastKnownELR, Joining: r.Joining}
 			if err := t.parts[p].check(); err != nil {
 				return fmt.Errorf("controller: reading metadata: %s-%d: %w", name, p, err)
 			}
@@ -274,6 +275,6 @@ func (c *Controller) load() error {
 			b.LastHeartbeat = old.LastHeartbeat
 		}
 	}
-	c.version, c.brokers, c.topics, c.rule = version, brokers, topics, rule
+	c.version, c.brokers, c.topics, c.names, c.rule = version, brokers, topics, nil, rule
 	return nil
 }

@@ -82,7 +82,7 @@ func (c *Controller) CreateTopic(name string, partitions int32, replicationFacto
 	if err := c.checkBrokerBudget(name, t.parts); err != nil {
 		return Topic{}, err
 	}
-	c.topics[name] = t
+	c.topics[name], c.names = t, nil
 	ch := newChange()
 	ch.topics[name] = true
 	for _, p := range t.parts {
@@ -138,6 +138,7 @@ func (c *Controller) DeleteTopic(name string) error {
 		return fmt.Errorf("%w: topic %q", kerr.UnknownTopicOrPartition, name)
 	}
 	delete(c.topics, name)
+	c.names = nil
 	ch := newChange()
 	ch.deleted = append(ch.deleted, deletedTopic{name: name, partitions: int32(len(t.parts))})
 	ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindTopic, Broker: events.NoBroker, Topic: name},
