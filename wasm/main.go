@@ -102,17 +102,8 @@ const chartsEveryMs = 500
 // maxFlights is the most messages one frame puts in flight.
 const maxFlights = 24
 
-// maxInFlight is the most messages on the stage at once while the clock
-// runs: about one per link and direction under a stream of records. Each
-// is a layer the compositor moves 60 times a second; at 48, software
-// compositing (headless Chromium) spent ~15 % more CPU on them than at 16
-// (docs/benchmark-notes.md).
-const maxInFlight = 16
-
-// maxInFlightPaused is the most while the clock is paused: every message
-// then comes from a step the learner asked for, and a step's messages
-// must not wait for room behind the ones before it.
-const maxInFlightPaused = 48
+// maxInFlight is the most messages on the stage at once.
+const maxInFlight = 48
 
 // flightMs is how long a message takes to cross a link at 1×.
 const flightMs = 1600

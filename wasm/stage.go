@@ -178,16 +178,11 @@ func (a *app) renderProducer(evs []events.Event) {
 // (staggered, so a round's fetches are told apart) and is then removed; a
 // lost one stops halfway and fades. With reduced motion each is shown
 // still at the middle of its link for the same time. At most
-// maxInFlight are on the stage at once, maxInFlightPaused while the clock
-// is paused (the newest are sent when there is room): under a stream of
-// events hundreds crossed at once, which no one can follow and which cost
-// Chromium more than the rest of the frame.
+// maxInFlight are on the stage at once (the newest are sent when there is
+// room): under a stream of events hundreds crossed at once, which no one
+// can follow and which cost Chromium more than the rest of the frame.
 func (a *app) fly(fs []panel.Flight) {
-	limit := maxInFlight
-	if a.state.Snap.Paused {
-		limit = maxInFlightPaused
-	}
-	room := limit - a.stage.inFlight
+	room := maxInFlight - a.stage.inFlight
 	if len(fs) == 0 || room <= 0 {
 		return
 	}
