@@ -153,6 +153,7 @@ func kafkaDetail(msg string) string {
 			msg = strings.ReplaceAll(msg, ke.Error()+": ", "")
 			msg = strings.ReplaceAll(msg, ke.Error(), "")
 			msg = strings.ReplaceAll(msg, ke.Description+": ", "")
+			msg = strings.TrimPrefix(msg, ke.Message+": ") // a bare code, as storage's range errors start
 		}
 		if msg == before || i == 3 {
 			return strings.Trim(strings.TrimSpace(msg), ": ")

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"tidemark/storage"
 )
 
 func TestLabError(t *testing.T) {
@@ -26,6 +28,7 @@ func TestLabError(t *testing.T) {
 		{fmt.Errorf("waiting: %w", context.DeadlineExceeded), http.StatusGatewayTimeout, "REQUEST_TIMED_OUT", "waiting: context deadline exceeded", false},
 		{kerr.OffsetNotAvailable, http.StatusServiceUnavailable, "OFFSET_NOT_AVAILABLE", kerr.OffsetNotAvailable.Description, false}, // retriable, unlisted
 		{kerr.InvalidTxnState, http.StatusInternalServerError, "INVALID_TXN_STATE", kerr.InvalidTxnState.Description, false},         // not retriable, unlisted
+		{&storage.OffsetOutOfRangeError{Offset: 99, LogStartOffset: 0, LogEndOffset: 1}, http.StatusBadRequest, "OFFSET_OUT_OF_RANGE", "offset 99 is outside [0, 1)", false},
 		{plain, 0, "", "", true},
 	} {
 		got := LabError(c.err)
