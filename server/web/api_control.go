@@ -131,13 +131,26 @@ type CutRequest struct {
 
 // NetworkResponse is the body of the network routes: the links cut now.
 type NetworkResponse struct {
-	Cuts    []events.Fault `json:"cuts"`
-	LastSeq uint64         `json:"last_seq"`
+	Cuts    []CutView `json:"cuts"`
+	LastSeq uint64    `json:"last_seq"`
+}
+
+// CutView is one cut link. Unlike the event's Fault, from and to are always
+// written: node 0 is the controller, not a missing field.
+type CutView struct {
+	Kind   events.FaultKind `json:"kind"`
+	From   int32            `json:"from"`
+	To     int32            `json:"to"`
+	OneWay bool             `json:"oneway"`
 }
 
 func (s *Server) networkResponse() NetworkResponse {
 	snap := s.opts.Lab.Snapshot()
-	return NetworkResponse{Cuts: nonNil(snap.Cuts), LastSeq: snap.Seq}
+	r := NetworkResponse{Cuts: make([]CutView, 0, len(snap.Cuts)), LastSeq: snap.Seq}
+	for _, f := range snap.Cuts {
+		r.Cuts = append(r.Cuts, CutView{Kind: f.Kind, From: f.From, To: f.To, OneWay: f.OneWay})
+	}
+	return r
 }
 
 func (s *Server) cut(c echo.Context) error {

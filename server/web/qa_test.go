@@ -167,3 +167,16 @@ func TestLessonErrorsWithoutKafkaDescription(t *testing.T) {
 		}
 	}
 }
+
+// TestCutsNameTheController: a cut from the controller (node 0) says
+// "from": 0 rather than leaving the field out.
+func TestCutsNameTheController(t *testing.T) {
+	lab := newTestLab(events.BusOptions{})
+	lab.publish(events.Event{Kind: events.KindFault, Fault: &events.Fault{Kind: events.FaultCut, From: 0, To: 3, OneWay: true}})
+	s := newTestServer(t, lab, Options{})
+	body := s.networkResponse()
+	b, _ := json.Marshal(body)
+	if want := `{"cuts":[{"kind":"cut","from":0,"to":3,"oneway":true}],`; !strings.HasPrefix(string(b), want) {
+		t.Fatalf("network response %s, want it to start %s", b, want)
+	}
+}
