@@ -540,6 +540,8 @@ func (r *runner) play(a Action) (string, error) {
 		err = r.c.Restart(a.Broker)
 	case ActCut:
 		err = r.c.Cut(a.From, a.To, a.OneWay)
+	case ActDelay:
+		err = r.c.DelayLink(a.From, a.To, time.Duration(a.DelayMs)*time.Millisecond, a.OneWay)
 	case ActHeal:
 		r.c.Heal()
 	}
