@@ -75,6 +75,18 @@ func buildStaticDir() (string, error) {
 	if err := os.CopyFS(dir, static.FS); err != nil {
 		return "", err
 	}
+	// TIDEMARK_EXTRA_CSS appends rules to app.css: to measure what a style
+	// costs without rebuilding the test binary.
+	if extra := os.Getenv("TIDEMARK_EXTRA_CSS"); extra != "" {
+		css := filepath.Join(dir, "app.css")
+		b, err := os.ReadFile(css)
+		if err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(css, append(b, "\n"+extra+"\n"...), 0o644); err != nil {
+			return "", err
+		}
+	}
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		return "", fmt.Errorf("go command not found: %v", err)
@@ -619,7 +631,7 @@ func apiCall(t testing.TB, base, method, path, body string, v any) {
 // with, in a fresh profile: the machine's network is closed, so background
 // networking, QUIC, component updates and sync are off.
 func chromeOptions(t testing.TB, chromium string, width, height int) []chromedp.ExecAllocatorOption {
-	return append(chromedp.DefaultExecAllocatorOptions[:],
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromium),
 		chromedp.Headless,
 		chromedp.NoSandbox,
@@ -632,4 +644,19 @@ func chromeOptions(t testing.TB, chromium string, width, height int) []chromedp.
 		chromedp.UserDataDir(t.TempDir()),
 		chromedp.WindowSize(width, height),
 	)
+	// TIDEMARK_CHROME_FLAGS adds flags ("name" or "name=value", spaces
+	// between) or, as "-name", drops one: to measure what a flag costs.
+	for _, f := range strings.Fields(os.Getenv("TIDEMARK_CHROME_FLAGS")) {
+		if name, ok := strings.CutPrefix(f, "-"); ok {
+			opts = append(opts, chromedp.Flag(name, false))
+			continue
+		}
+		name, value, ok := strings.Cut(f, "=")
+		if ok {
+			opts = append(opts, chromedp.Flag(name, value))
+		} else {
+			opts = append(opts, chromedp.Flag(name, true))
+		}
+	}
+	return opts
 }

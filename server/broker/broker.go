@@ -603,13 +603,14 @@ func (b *Broker) metadataLoop() {
 	}
 }
 
-// every runs fn each d of lab time while the lab clock runs: each wait is
-// d at the clock's rate, started again when the rate changes. While the
-// clock is paused the lab steps the broker explicitly.
+// every runs fn each d of lab time while the lab clock runs, on the lab's
+// grid of d (nextOnGrid): each wait ends at the next multiple of d, at the
+// clock's rate, and starts again when the rate changes. While the clock is
+// paused the lab steps the broker explicitly.
 func (b *Broker) every(d time.Duration, fn func()) {
 	clk := b.cfg.Clock
 	changed := clk.RateChanged()
-	t := time.NewTimer(clk.Real(d))
+	t := time.NewTimer(clk.Real(untilGrid(clk.Now(), d)))
 	defer t.Stop()
 	for {
 		select {
@@ -622,21 +623,54 @@ func (b *Broker) every(d time.Duration, fn func()) {
 			}
 		}
 		changed = clk.RateChanged()
-		t.Reset(clk.Real(d))
+		t.Reset(clk.Real(untilGrid(clk.Now(), d)))
 	}
 }
 
+// nextOnGrid returns the first multiple of d (lab time, counted from the
+// zero time.Time, so whole seconds are on every grid of a divisor of a
+// second) after now. The lab's periodic timers wait for it instead of d
+// after they last fired: every broker of a lab reads one clock, so their
+// heartbeats, retention ticks and idle long polls fall due at the same
+// instants and the process wakes once for all of them instead of once per
+// broker (an idle VM pays ~150 µs of CPU per wake-up). Each broker keeps
+// Kafka's cadence; only the phase between brokers is chosen, which Kafka
+// leaves to when each machine started.
+func nextOnGrid(now time.Time, d time.Duration) time.Time {
+	return now.Truncate(d).Add(d)
+}
+
+// slotMs is the lab time ms rounded down to the grid of d: the slot a
+// timer that fired a little late (by a varying amount) was due in.
+func slotMs(ms int64, d time.Duration) int64 {
+	return time.UnixMilli(ms).Truncate(d).UnixMilli()
+}
+
+// gridSlack is how close before a point of the grid a periodic timer
+// counts as on it: the clock's rate turns lab time into real time to the
+// nanosecond, so at 4× a timer can fire a few nanoseconds early, and
+// without the slack would fire again for the point it was meant for.
+const gridSlack = time.Millisecond
+
+// untilGrid is how long from now until the periodic timer of interval d
+// is next due: the first point of its grid more than gridSlack after now.
+func untilGrid(now time.Time, d time.Duration) time.Duration {
+	return nextOnGrid(now.Add(gridSlack), d).Sub(now)
+}
+
 // tickLoop ticks the partitions when something is due (nextTickMs), at
-// least once per RetentionCheckInterval, at most once per TickInterval (lab
-// time, waited at the clock's rate and again when it changes): an idle
-// broker wakes once a second instead of twenty times. While the clock is
-// paused the lab steps the broker explicitly.
+// least once per RetentionCheckInterval (on its grid, with the other
+// brokers' ticks and heartbeats), at most once per TickInterval (lab time,
+// waited at the clock's rate and again when it changes): an idle broker
+// wakes once a second instead of twenty times. While the clock is paused
+// the lab steps the broker explicitly.
 func (b *Broker) tickLoop() {
 	defer b.wg.Done()
 	clk := b.cfg.Clock
 	changed := clk.RateChanged()
 	t := time.NewTimer(0)
 	defer t.Stop()
+	var ticked int64 // the TickInterval slot of the last tick (slotMs)
 	for {
 		select {
 		case <-b.ctx.Done():
@@ -645,16 +679,29 @@ func (b *Broker) tickLoop() {
 		case <-t.C:
 		case <-b.tickSoon:
 		}
-		wait := RetentionCheckInterval
+		now := clk.Now()
+		wait := untilGrid(now, RetentionCheckInterval)
 		if !clk.Paused() {
-			if b.nowMs() >= b.nextTickMs.Load() {
+			if now.UnixMilli() >= b.nextTickMs.Load() {
 				b.Tick()
+				now = clk.Now()
+				ticked = slotMs(now.UnixMilli(), b.cfg.TickInterval)
 			}
-			wait = time.Duration(b.nextTickMs.Load()-b.nowMs()) * time.Millisecond
+			wait = tickWait(now, b.nextTickMs.Load(), ticked, b.cfg.TickInterval)
 		}
 		changed = clk.RateChanged()
-		t.Reset(clk.Real(min(max(wait, b.cfg.TickInterval), RetentionCheckInterval)))
+		t.Reset(clk.Real(wait))
 	}
+}
+
+// tickWait is how long tickLoop waits from now: until nextMs, but not
+// before the TickInterval slot after the last tick's (tickedSlotMs), and no
+// later than the next whole second (the retention check). Counting from the
+// slot keeps a tick that ran late on the grid, where the other brokers'
+// ticks are, instead of TickInterval after its late start.
+func tickWait(now time.Time, nextMs, tickedSlotMs int64, tickInterval time.Duration) time.Duration {
+	next := max(nextMs, tickedSlotMs+tickInterval.Milliseconds())
+	return min(time.Duration(next-now.UnixMilli())*time.Millisecond, untilGrid(now, RetentionCheckInterval))
 }
 
 // tickBy has tickLoop tick by lab time ms (or sooner). It takes no lock.
@@ -678,10 +725,11 @@ func (b *Broker) tickBy(ms int64) {
 // flush.ms, retention, Raft's ticks (TickRaft), and now and then the HW
 // checkpoint. It schedules the next tick: the partitions' next deadlines
 // (replica.tick; every TickInterval while it hosts a quorum replica), the
-// next retention check and the next HW checkpoint.
+// next retention check (the next whole second of lab time: nextOnGrid) and
+// the next HW checkpoint.
 func (b *Broker) Tick() {
 	now := b.cfg.Clock.Now()
-	b.nextTickMs.Store(now.UnixMilli() + RetentionCheckInterval.Milliseconds())
+	b.nextTickMs.Store(now.Add(untilGrid(now, RetentionCheckInterval)).UnixMilli())
 	b.TickRaft(now)
 	for _, r := range b.replicaList() {
 		r.tick(now.UnixMilli())
@@ -689,7 +737,10 @@ func (b *Broker) Tick() {
 	b.mu.Lock()
 	due := now.Sub(b.lastHWCheckpoint) >= b.cfg.HighWatermarkCheckpointInterval
 	if due {
-		b.lastHWCheckpoint = now
+		// Counted from the tick's slot, not the moment its timer ran
+		// (a little late, by a varying amount): the checkpoint after
+		// next then falls on a grid tick instead of just after one.
+		b.lastHWCheckpoint = now.Truncate(b.cfg.TickInterval)
 	}
 	next := b.lastHWCheckpoint.Add(b.cfg.HighWatermarkCheckpointInterval)
 	b.mu.Unlock()

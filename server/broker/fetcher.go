@@ -164,13 +164,33 @@ func (f *fetcher) loop() {
 	defer f.stop()
 	for f.ctx.Err() == nil {
 		if f.b.cfg.Clock.Paused() {
-			sleepCtx(f.ctx, 20*time.Millisecond)
+			f.waitResumed()
 			continue
 		}
 		sent, err := f.round(f.ctx, f.b.cfg.FetchMaxWait, false)
 		if err != nil || !sent {
 			sleepCtx(f.ctx, f.b.cfg.Clock.Real(100*time.Millisecond))
 		}
+	}
+}
+
+// resumer is what a Clock may also be: Resumed returns a channel closed
+// when the paused clock next resumes (cluster.Clock is one).
+type resumer interface {
+	Resumed() <-chan struct{}
+}
+
+// waitResumed waits while the lab clock is paused (the lab steps the
+// fetcher by hand then): until the clock resumes if it says when, else 20 ms.
+func (f *fetcher) waitResumed() {
+	r, ok := f.b.cfg.Clock.(resumer)
+	if !ok {
+		sleepCtx(f.ctx, 20*time.Millisecond)
+		return
+	}
+	select {
+	case <-f.ctx.Done():
+	case <-r.Resumed():
 	}
 }
 

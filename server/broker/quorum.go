@@ -84,7 +84,9 @@ func (r *replica) answer(id uint64, res ProduceResult) {
 // so a new topic's first leader is the one the controller's metadata
 // already names.
 func (b *Broker) openQuorum(l *storage.Log, replicas []int32) (*quorumState, error) {
-	q := &quorumState{waiters: map[uint64]quorumWaiter{}, leader: -1, tickedMs: b.nowMs()}
+	// Raft ticks on the lab's grid of TickInterval (nextOnGrid), so the
+	// brokers' quorum replicas tick in the same wake-ups.
+	q := &quorumState{waiters: map[uint64]quorumWaiter{}, leader: -1, tickedMs: slotMs(b.nowMs(), b.cfg.TickInterval)}
 	n, err := quorum.Open(quorum.Config{ID: b.cfg.ID, Voters: replicas, Dir: l.Dir(), FS: b.cfg.FS, Logger: b.logger,
 		LogEndOffset: l.LogEndOffset(), CompactEntries: b.cfg.RaftCompactEntries, SyncLog: l.Flush,
 		Restore: func(d quorum.SnapshotData) error { q.restored = true; return restoreSnapshot(l, d) },
@@ -253,7 +255,7 @@ func (r *replica) tickRaft(nowMs int64) {
 			return
 		}
 		if n == maxRaftCatchUp {
-			r.q.tickedMs = nowMs
+			r.q.tickedMs = slotMs(nowMs, r.b.cfg.TickInterval) // on the grid, as at open
 			r.mu.Unlock()
 			return
 		}

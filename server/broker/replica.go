@@ -279,7 +279,9 @@ func (r *replica) tick(nowMs int64) {
 		r.flushIfDue()
 		return
 	}
-	r.retentionCheckedMs = nowMs
+	// The tick's slot, not the moment its timer ran (a little late, by a
+	// varying amount), so the next grid tick is a second later.
+	r.retentionCheckedMs = slotMs(nowMs, r.b.cfg.TickInterval)
 	deleted, err := r.log.ApplyRetention(r.hw)
 	if err != nil && !errors.Is(err, storage.ErrClosed) {
 		r.b.errLog.log("retention", "partition", r.tp, "err", err)

@@ -31,7 +31,12 @@ type Clock struct {
 	now    func() time.Time
 	// changed is closed, and replaced, when the rate changes (RateChanged).
 	changed chan struct{}
+	// resumed is made by Pause and closed by Resume (Resumed).
+	resumed chan struct{}
 }
+
+// running is the channel Resumed returns while the clock runs.
+var running = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // NewClock returns a running clock at 1× that starts at the current real time.
 func NewClock() *Clock { return newClockAt(time.Now) }
@@ -117,6 +122,7 @@ func (c *Clock) Pause() bool {
 		return false
 	}
 	c.base, c.paused = c.nowLocked(), true
+	c.resumed = make(chan struct{})
 	return true
 }
 
@@ -129,7 +135,21 @@ func (c *Clock) Resume() bool {
 		return false
 	}
 	c.real, c.paused = c.now(), false
+	close(c.resumed)
 	return true
+}
+
+// Resumed returns a channel closed when the paused clock next resumes
+// (already closed while it runs). A loop with nothing to do while the lab is
+// stepped by hand waits on it instead of polling: three brokers' followers
+// polling every 20 ms woke a paused lab ~300 times a second.
+func (c *Clock) Resumed() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.paused {
+		return running
+	}
+	return c.resumed
 }
 
 // Step moves a paused clock forward by exactly d, whatever the rate; it

@@ -187,3 +187,35 @@ func TestSetRate(t *testing.T) {
 		t.Errorf("snapshot rate %v paused %v, clock rate %v", s.Rate, s.Paused, c.Clock().Rate())
 	}
 }
+
+// TestClockResumed: Resumed is closed while the clock runs, open while it
+// is paused (steps included), and closed by Resume, so a paused lab's
+// fetchers sleep until then instead of polling.
+func TestClockResumed(t *testing.T) {
+	c := newClockAt((&fakeReal{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}).now)
+	isClosed := func(ch <-chan struct{}) bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+	if !isClosed(c.Resumed()) {
+		t.Fatal("Resumed is open while the clock runs")
+	}
+	c.Pause()
+	waiting := c.Resumed()
+	c.Step(time.Second)
+	if isClosed(waiting) || isClosed(c.Resumed()) {
+		t.Fatal("Resumed is closed while the clock is paused")
+	}
+	c.Resume()
+	if !isClosed(waiting) || !isClosed(c.Resumed()) {
+		t.Fatal("Resume did not close Resumed")
+	}
+	c.Pause()
+	if isClosed(c.Resumed()) {
+		t.Fatal("a second pause reuses the closed channel")
+	}
+}

@@ -170,8 +170,8 @@ func Open(opts Options) (*Cluster, error) {
 
 // controllerLoop ticks the controller while the clock runs: when the first
 // session can expire (NextSessionExpiry), and at least every half session
-// of lab time for sessions that began meanwhile. A rate change starts the
-// wait again.
+// of lab time for sessions that began meanwhile, on that half session's
+// grid. A rate change starts the wait again.
 func (c *Cluster) controllerLoop(ctx context.Context) {
 	defer c.wg.Done()
 	idle := max(c.opts.SessionTimeout, 0)
@@ -189,16 +189,30 @@ func (c *Cluster) controllerLoop(ctx context.Context) {
 		case <-changed:
 		case <-t.C:
 		}
-		wait := idle
+		wait := controllerWait(c.clock.Now(), idle, time.Time{})
 		if !c.clock.Paused() {
 			c.controller.Tick()
-			if at, ok := c.controller.NextSessionExpiry(); ok {
-				wait = min(wait, at.Sub(c.clock.Now()))
-			}
+			at, _ := c.controller.NextSessionExpiry()
+			wait = controllerWait(c.clock.Now(), idle, at)
 		}
 		changed = c.clock.RateChanged()
 		t.Reset(max(c.clock.Real(wait), time.Millisecond))
 	}
+}
+
+// controllerWait is how long controllerLoop waits from now: until the next
+// multiple of idle (whole lab seconds by default), where the brokers'
+// heartbeats and ticks fall too (broker.Broker's timers wait for the same
+// grid), so the controller wakes with them and not at a phase of its own;
+// or until expiry, the first session's (zero: none), if that is sooner. A
+// point less than a millisecond away counts as passed (the clock's rate
+// can fire a timer nanoseconds early), as for the brokers' timers.
+func controllerWait(now time.Time, idle time.Duration, expiry time.Time) time.Duration {
+	wait := now.Add(time.Millisecond).Truncate(idle).Add(idle).Sub(now)
+	if !expiry.IsZero() {
+		wait = min(wait, expiry.Sub(now))
+	}
+	return wait
 }
 
 func (c *Cluster) startBroker(id int32, addr string) (*broker.Broker, error) {

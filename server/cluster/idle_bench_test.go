@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -21,6 +22,7 @@ var idleFor = flag.Duration("idle-for", 5*time.Second, "BenchmarkIdleAfterTopicC
 var churnTopics = flag.Int("churn-topics", 1000, "BenchmarkIdleAfterTopicChurn: how many topics are created and deleted")
 var idleProfile = flag.String("idle-cpuprofile", "", "BenchmarkIdleAfterTopicChurn: write a CPU profile of the second idle window (the one cpu% measures) to this file, and one of the window with 3,000 replicas to FILE.wide")
 var idleMemProfile = flag.String("idle-memprofile", "", "BenchmarkIdleAfterTopicChurn: write allocation profiles taken at the start (FILE.base) and the end (FILE) of the second idle window; read them with go tool pprof -sample_index alloc_space -base FILE.base; FILE.wide(.base) for the window with 3,000 replicas")
+var idleTrace = flag.String("idle-trace", "", "BenchmarkIdleAfterTopicChurn: write an execution trace of the second idle window to this file (go tool trace -d=parsed FILE lists each goroutine's wake-up and the thread it ran on)")
 var idleViewer = flag.Bool("idle-viewer", false, "BenchmarkIdleAfterTopicChurn: run the lab as the server does, with message events and one subscriber draining the bus (a /ws viewer)")
 
 // fetchRequests counts the Fetch requests the lab's brokers answered.
@@ -28,12 +30,13 @@ var fetchRequests atomic.Int64
 
 // usage is what the process has used so far: CPU time (user plus system)
 // and context switches (voluntary and not: each is a thread that slept and
-// was woken, or was preempted) from getrusage, its minor page faults (pages
+// was woken, or was preempted; and the voluntary ones alone, which other
+// processes' load does not add to) from getrusage, its minor page faults (pages
 // the kernel maps in on first touch, such as heap memory the runtime gave
 // back to the system and takes again), and the Fetch requests answered.
 type usage struct {
-	cpu                       time.Duration
-	switches, faults, fetches int64
+	cpu                                  time.Duration
+	switches, voluntary, faults, fetches int64
 }
 
 func usageNow(b *testing.B) usage {
@@ -41,17 +44,19 @@ func usageNow(b *testing.B) usage {
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		b.Fatal(err)
 	}
-	return usage{time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), int64(ru.Nvcsw + ru.Nivcsw), int64(ru.Minflt), fetchRequests.Load()}
+	return usage{time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), int64(ru.Nvcsw + ru.Nivcsw), int64(ru.Nvcsw), int64(ru.Minflt), fetchRequests.Load()}
 }
 
 // idleWindow is one measured window: CPU in percent of one core, and context
-// switches, minor page faults and Fetch requests per second.
-type idleWindow struct{ cpuPercent, switches, faults, fetches float64 }
+// switches (all, and the voluntary ones: the threads' sleeps, one per
+// wake-up), minor page faults and Fetch requests per second.
+type idleWindow struct{ cpuPercent, switches, voluntary, faults, fetches float64 }
 
 // report reports w's metrics with suffix appended to their names.
 func (w idleWindow) report(b *testing.B, suffix string) {
 	b.ReportMetric(w.cpuPercent, "cpu%"+suffix)
 	b.ReportMetric(w.switches, "switches/s"+suffix)
+	b.ReportMetric(w.voluntary, "sleeps/s"+suffix)
 	b.ReportMetric(w.faults, "faults/s"+suffix)
 	b.ReportMetric(w.fetches, "fetches/s"+suffix)
 }
@@ -62,6 +67,12 @@ func (w idleWindow) report(b *testing.B, suffix string) {
 // it writes a CPU profile of that window there, with memProfile allocation
 // profiles of its start and end.
 func idleCPU(b *testing.B, profile, memProfile string) idleWindow {
+	return idleCPUTraced(b, profile, memProfile, "")
+}
+
+// idleCPUTraced is idleCPU that also writes an execution trace of the
+// window to tracePath (none when empty).
+func idleCPUTraced(b *testing.B, profile, memProfile, tracePath string) idleWindow {
 	time.Sleep(time.Second)
 	if memProfile != "" {
 		runtime.MemProfileRate = 512 // every few allocations, not one per 512 KiB
@@ -69,21 +80,33 @@ func idleCPU(b *testing.B, profile, memProfile string) idleWindow {
 		defer writeAllocs(b, memProfile)
 	}
 	if profile != "" {
-		f, err := os.Create(profile)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			b.Fatal(err)
-		}
-		defer pprof.StopCPUProfile()
+		defer record(b, profile, pprof.StartCPUProfile, pprof.StopCPUProfile)()
+	}
+	if tracePath != "" {
+		defer record(b, tracePath, trace.Start, trace.Stop)()
 	}
 	u0, wall0 := usageNow(b), time.Now()
 	time.Sleep(*idleFor)
 	u1, wall := usageNow(b), time.Since(wall0).Seconds()
 	return idleWindow{100 * (u1.cpu - u0.cpu).Seconds() / wall, float64(u1.switches-u0.switches) / wall,
-		float64(u1.faults-u0.faults) / wall, float64(u1.fetches-u0.fetches) / wall}
+		float64(u1.voluntary-u0.voluntary) / wall, float64(u1.faults-u0.faults) / wall, float64(u1.fetches-u0.fetches) / wall}
+}
+
+// record creates path and has start write to it (a CPU profile, an
+// execution trace) until the returned function stops it.
+func record(b *testing.B, path string, start func(io.Writer) error, stop func()) func() {
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := start(f); err != nil {
+		f.Close()
+		b.Fatal(err)
+	}
+	return func() {
+		stop()
+		f.Close()
+	}
 }
 
 // writeAllocs writes the allocation profile so far to path. It collects
@@ -156,6 +179,8 @@ func drainBus(bus *events.Bus, stop <-chan struct{}) {
 // -idle-for of idle running (the "-first-window" metrics are the first,
 // right after the churn): cpu% is its CPU time in percent of one core (target ≤ 2),
 // switches/s its context switches per second (the idle lab's wake-ups),
+// sleeps/s the voluntary ones alone (a thread going to sleep; on a loaded
+// machine switches/s also counts preemptions by other processes),
 // fetches/s the Fetch requests its brokers answer per second.
 // churn-s is how long the creating and deleting took; the -with-3000-replicas
 // metrics are the same once a 1,000-partition topic (1,000 replicas per
@@ -200,12 +225,36 @@ func BenchmarkIdleAfterTopicChurn(b *testing.B) {
 		// removed, the controller's store compacted); the second is the
 		// idle lab the target is about. Both are reported.
 		idleCPU(b, "", "").report(b, "-first-window")
-		idleCPU(b, *idleProfile, *idleMemProfile).report(b, "")
+		idleCPUTraced(b, *idleProfile, *idleMemProfile, *idleTrace).report(b, "")
 		b.ReportMetric(churn.Seconds(), "churn-s")
 		if _, err := c.CreateTopic("wide", 1000, 3, nil); err != nil {
 			b.Fatal(err)
 		}
-		idleCPU(b, suffix(*idleProfile, ".wide"), suffix(*idleMemProfile, ".wide")).report(b, "-with-3000-replicas")
+		idleCPUTraced(b, suffix(*idleProfile, ".wide"), suffix(*idleMemProfile, ".wide"), suffix(*idleTrace, ".wide")).report(b, "-with-3000-replicas")
 		c.Close()
+	}
+}
+
+// TestControllerWakesOnTheGrid: between session expiries the controller's
+// loop wakes on the whole second of lab time, where the brokers' ticks and
+// heartbeats fall, not a second after it last woke; a session expiring
+// sooner is checked at its expiry.
+func TestControllerWakesOnTheGrid(t *testing.T) {
+	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		now, expiry, want time.Duration // from t0; expiry 0: none
+	}{
+		{300 * time.Millisecond, 0, 700 * time.Millisecond},
+		{300 * time.Millisecond, 2300 * time.Millisecond, 700 * time.Millisecond},
+		{300 * time.Millisecond, 500 * time.Millisecond, 200 * time.Millisecond},
+		{time.Second, 0, time.Second}, // on the grid: a whole interval
+	} {
+		var expiry time.Time
+		if c.expiry > 0 {
+			expiry = t0.Add(c.expiry)
+		}
+		if got := controllerWait(t0.Add(c.now), time.Second, expiry); got != c.want {
+			t.Errorf("at t0+%v with expiry t0+%v: wait %v, want %v", c.now, c.expiry, got, c.want)
+		}
 	}
 }
