@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -37,6 +38,9 @@ type tally struct {
 	counts  chaos.Counts
 	failing []uint64 // seeds with a violation (anything but unsynced power loss)
 	broken  []uint64 // seeds the engine could not finish
+	// unsettled are the seeds that left a partition without a leader or
+	// with a short ISR once healed and settled.
+	unsettled []uint64
 }
 
 func run(args []string, out io.Writer) error {
@@ -50,6 +54,7 @@ func run(args []string, out io.Writer) error {
 	}
 	configs := fs.String("configs", strings.Join(all, ","), "comma-separated configurations (strict-<protocol>: strict on that replication.protocol)")
 	parallel := fs.Int("parallel", runtime.GOMAXPROCS(0), "runs at once")
+	export := fs.String("export", "", "write each run with violations or unsettled partitions, or that could not finish, as JSON to this directory (<config>-<seed>.json)")
 	compare := fs.Bool("compare", false, "play each schedule once on one topic per protocol and print the comparison")
 	var names []string
 	for _, p := range chaos.Protocols {
@@ -93,6 +98,11 @@ func run(args []string, out io.Writer) error {
 		wg.Go(func() {
 			for j := range jobs {
 				res, err := chaos.Run(ctx, j.seed, j.cfg, chaos.Generate(j.seed, *actions), chaos.Options{})
+				if *export != "" && res != nil && (err != nil || res.Counts.Violations() > 0 || res.Counts.Unsettled > 0) {
+					if werr := writeRun(*export, res); werr != nil {
+						fmt.Fprintf(os.Stderr, "chaos: %v\n", werr)
+					}
+				}
 				mu.Lock()
 				t := tallies[j.cfg]
 				t.runs++
@@ -106,6 +116,9 @@ func run(args []string, out io.Writer) error {
 					t.counts.Add(res.Counts)
 					if res.Counts.Violations() > 0 {
 						t.failing = append(t.failing, j.seed)
+					}
+					if res.Counts.Unsettled > 0 {
+						t.unsettled = append(t.unsettled, j.seed)
 					}
 				}
 				mu.Unlock()
@@ -129,12 +142,12 @@ feed:
 	wg.Wait()
 
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "config\truns\tacked writes\tlost\tlost to unsynced power loss\tduplicated\twrong offset\treplicas differing\tHW backwards\t(unsynced)\tleader outside ISR\tunreadable\t")
+	fmt.Fprintln(tw, "config\truns\tacked writes\tlost\tlost to unsynced power loss\tduplicated\twrong offset\treplicas differing\tHW backwards\t(unsynced)\tleader outside ISR\tunreadable\tunsettled partitions\t")
 	for _, c := range cfgs {
 		t := tallies[c]
 		n := t.counts
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", c, t.runs, n.Acked, n.Lost, n.UnsyncedLost,
-			n.Duplicated, n.WrongOffset, n.ReplicasDiffer, n.HWBackwards, n.UnsyncedHWBackwards, n.LeaderOutsideISR, n.Unreadable)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", c, t.runs, n.Acked, n.Lost, n.UnsyncedLost,
+			n.Duplicated, n.WrongOffset, n.ReplicasDiffer, n.HWBackwards, n.UnsyncedHWBackwards, n.LeaderOutsideISR, n.Unreadable, n.Unsettled)
 	}
 	tw.Flush()
 	fmt.Fprintln(out)
@@ -142,13 +155,29 @@ feed:
 		t := tallies[c]
 		slices.Sort(t.failing)
 		slices.Sort(t.broken)
+		slices.Sort(t.unsettled)
 		fmt.Fprintf(out, "%s: %d of %d runs with violations; seeds %s\n", c, len(t.failing), t.runs, seedList(t.failing))
+		if len(t.unsettled) > 0 {
+			fmt.Fprintf(out, "%s: %d runs left partitions unsettled; seeds %s\n", c, len(t.unsettled), seedList(t.unsettled))
+		}
 		if len(t.broken) > 0 {
 			fmt.Fprintf(out, "%s: %d runs could not finish; seeds %s\n", c, len(t.broken), seedList(t.broken))
 		}
 	}
 	fmt.Fprintf(out, "\n%d actions per schedule, %v\n", *actions, time.Since(start).Round(time.Second))
 	return ctx.Err()
+}
+
+// writeRun writes res's export to dir/<config>-<seed>.json.
+func writeRun(dir string, res *chaos.Result) error {
+	data, err := res.Export()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s-%d.json", res.Config, res.Seed)), data, 0o644)
 }
 
 // seedList prints seeds, the first 50 of them.

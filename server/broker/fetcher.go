@@ -400,8 +400,10 @@ func (f *fetcher) exchange(ctx context.Context, req *kmsg.FetchRequest, sentPart
 	if !there {
 		return nil, false, ErrLinkCut
 	}
-	if d := b.cfg.Network.Delay(b.cfg.ID, f.leader); d > 0 {
-		sleepCtx(ctx, b.cfg.Clock.Real(d)) // a link's delay is lab time
+	// A link's delay is lab time. A paused lab's clock does not move while
+	// a stepped fetch would wait, so waiting real time models nothing.
+	if d := b.cfg.Network.Delay(b.cfg.ID, f.leader); d > 0 && !b.cfg.Clock.Paused() {
+		sleepCtx(ctx, b.cfg.Clock.Real(d))
 	}
 	if f.client == nil {
 		c, err := wire.Dial(ctx, f.addr, fmt.Sprintf("tidemark-follower-%d", b.cfg.ID))

@@ -209,7 +209,14 @@ func (r *replica) apply(p controller.Partition, tc controller.TopicConfig, confi
 			r.b.logger.Warn("LeaderAndIsr refused", "partition", r.tp, "err", err)
 		} else {
 			r.applied = p
-			r.pendingAlter = nil // newer state supersedes any proposal in flight
+			// Newer state supersedes a proposal in flight, but state the
+			// rules already had (the partition epoch an AlterPartition
+			// answer brought) leaves theirs in flight: its retry must stay,
+			// or the proposal waits for an answer forever and the ISR
+			// never changes again.
+			if r.pendingAlter != nil && r.rp.Status().PendingISR == nil {
+				r.pendingAlter = nil
+			}
 		}
 	}
 	r.unlock(r.processReady())

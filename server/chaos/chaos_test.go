@@ -52,7 +52,7 @@ func summary(results map[uint64]*Result) (Counts, string) {
 	for _, s := range seeds {
 		r := results[s]
 		total.Add(r.Counts)
-		if r.Counts.Violations() == 0 && r.Counts.Unreadable == 0 {
+		if r.Counts.Violations() == 0 && r.Counts.Unreadable == 0 && r.Counts.Unsettled == 0 {
 			continue
 		}
 		fmt.Fprintf(&b, "seed %d: %+v\n", s, r.Counts)
@@ -73,6 +73,9 @@ func summary(results map[uint64]*Result) (Counts, string) {
 		}
 		for _, l := range r.Report.LeaderOutsideISR {
 			fmt.Fprintf(&b, "  partition %d: %s says leader %d outside ISR %v (epoch %d)\n", l.Partition, l.Source, l.Leader, l.ISR, l.LeaderEpoch)
+		}
+		for _, u := range r.Report.Unsettled {
+			fmt.Fprintf(&b, "  partition %d unsettled: leader %d, ISR %v of %v\n", u.Partition, u.Leader, u.ISR, u.Replicas)
 		}
 		for _, w := range r.Report.Unreadable {
 			fmt.Fprintf(&b, "  %s (partition %d, offset %d) unreadable: partition offline or HW never reached it\n", w.Value, w.Partition, w.Offset)
@@ -96,6 +99,9 @@ func TestStrict(t *testing.T) {
 	}
 	if total.Violations() != 0 {
 		t.Errorf("strict must show no violation but unsynced power loss; got %+v\n%s", total, findings)
+	}
+	if total.Unsettled != 0 {
+		t.Errorf("healed and settled, %d partitions have no leader or a short ISR:\n%s", total.Unsettled, findings)
 	}
 }
 
@@ -170,10 +176,53 @@ func TestGenerate(t *testing.T) {
 			delete(down, x.Broker)
 		}
 	}
-	for _, k := range []Kind{ActProduce, ActFetch, ActStep, ActCrash, ActPowerLoss, ActRestart, ActCut, ActHeal} {
+	for _, k := range []Kind{ActProduce, ActFetch, ActStep, ActCrash, ActPowerLoss, ActRestart, ActCut, ActDelay, ActHeal} {
 		if kinds[k] == 0 {
 			t.Errorf("no %s in 2000 actions", k)
 		}
+	}
+	if short, session, lag := delaysByRange(Generate(1, 2000)); short == 0 || session == 0 || lag == 0 {
+		t.Errorf("delays: %d short, %d around the session timeout, %d past replica.lag.time.max.ms; want some of each", short, session, lag)
+	}
+}
+
+// delaysByRange counts a schedule's delays below 500 ms, around the session
+// timeout, and past replica.lag.time.max.ms.
+func delaysByRange(actions []Action) (short, session, lag int) {
+	for _, a := range actions {
+		switch d := a.DelayMs; {
+		case a.Kind != ActDelay:
+		case d < 500:
+			short++
+		case d < ReplicaLagTimeMaxMs:
+			session++
+		default:
+			lag++
+		}
+	}
+	return short, session, lag
+}
+
+// scheduleBeforeDelays is the schedule seed gave before link delays were
+// drawn: Generate's, delays left out (they come from a stream of their own).
+func scheduleBeforeDelays(seed uint64, n int) []Action {
+	out := slices.DeleteFunc(Generate(seed, MaxActions), func(a Action) bool { return a.Kind == ActDelay })
+	return out[:n]
+}
+
+// TestGenerateKeepsOldSeeds: a seed's actions are those it gave before
+// delays were added, with delays between them (seed 42's first 30, as the
+// generator without delays gave them).
+func TestGenerateKeepsOldSeeds(t *testing.T) {
+	want := strings.Split("fetch b1|fetch b3|fetch b3|step 174ms|step 494ms|fetch b1|heal|produce p3→0|fetch b2|step 2294ms|"+
+		"step 268ms|crash b1|produce p2→2|step 2222ms|fetch b1|restart b1|fetch b2|produce p1→0|fetch b1|step 3465ms|"+
+		"fetch b1|produce p1→0|fetch b3|produce p2→0|fetch b2|heal|produce p2→1|fetch b2|step 3111ms|fetch b2", "|")
+	var got []string
+	for _, a := range scheduleBeforeDelays(42, len(want)) {
+		got = append(got, a.String())
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("seed 42 without delays:\n%v\nwant\n%v", got, want)
 	}
 }
 
@@ -189,5 +238,21 @@ func TestRunRejectsBadInput(t *testing.T) {
 	}
 	if _, err := Import([]byte(`not json`)); err == nil {
 		t.Fatal("garbage accepted")
+	}
+}
+
+// TestISRRefillsAfterLostAlterPartition: unclean seed 154 (isr runs replay
+// exactly) cut controller→leader while the leader proposed broker 3 back
+// into the ISR; metadata carrying the partition epoch the rules already
+// had then dropped the proposal's retry while the rules kept it in
+// flight, so the ISR of two partitions never refilled, healed and
+// settled for 44 s of lab time.
+func TestISRRefillsAfterLostAlterPartition(t *testing.T) {
+	res, err := Run(context.Background(), 154, Unclean, Generate(154, DefaultActions), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Report.Unsettled) != 0 {
+		t.Fatalf("unsettled partitions: %+v", res.Report.Unsettled)
 	}
 }

@@ -128,6 +128,19 @@ type Final struct {
 	Consumed map[int32][]Rec        `json:"consumed"`
 	Offline  []int32                `json:"offline,omitempty"`
 	Replicas map[int32][]ReplicaLog `json:"replicas"`
+	// Partitions is the controller's view of each partition once settled.
+	Partitions []PartitionState `json:"partitions,omitempty"`
+}
+
+// PartitionState is who leads a partition and its ISR, as the controller
+// publishes them.
+type PartitionState struct {
+	Partition   int32   `json:"partition"`
+	Leader      int32   `json:"leader"`
+	LeaderEpoch int32   `json:"leader_epoch"`
+	ISR         []int32 `json:"isr"`
+	Joining     []int32 `json:"joining,omitempty"` // a pipeline's members still being copied
+	Replicas    []int32 `json:"replicas"`
 }
 
 // Input is everything the checker looks at.
@@ -209,6 +222,10 @@ type Report struct {
 	// the new and the old HW was lost to power loss before any fsync.
 	UnsyncedHWBackwards []Regression   `json:"unsynced_hw_backwards"`
 	LeaderOutsideISR    []LeaderSample `json:"leader_outside_isr"`
+	// Unsettled are the partitions that, healed, every broker running and
+	// settled, have no leader or an ISR short of their replicas: a wedge,
+	// unless the rules keep the partition offline on purpose (KIP-966).
+	Unsettled []PartitionState `json:"unsettled"`
 }
 
 // Counts is a Report's numbers, the table's row.
@@ -225,6 +242,7 @@ type Counts struct {
 	// UnsyncedHWBackwards is not a violation: it follows from UnsyncedLost.
 	UnsyncedHWBackwards int `json:"unsynced_hw_backwards"`
 	LeaderOutsideISR    int `json:"leader_outside_isr"`
+	Unsettled           int `json:"unsettled"`
 }
 
 // Counts returns the report's numbers.
@@ -232,7 +250,7 @@ func (r Report) Counts() Counts {
 	return Counts{Writes: r.Writes, Acked: r.Acked, Lost: len(r.Lost), UnsyncedLost: len(r.UnsyncedLost),
 		Unreadable: len(r.Unreadable), Duplicated: len(r.Duplicated), WrongOffset: len(r.WrongOffset),
 		ReplicasDiffer: len(r.ReplicasDiffer), HWBackwards: len(r.HWBackwards), UnsyncedHWBackwards: len(r.UnsyncedHWBackwards),
-		LeaderOutsideISR: len(r.LeaderOutsideISR)}
+		LeaderOutsideISR: len(r.LeaderOutsideISR), Unsettled: len(r.Unsettled)}
 }
 
 // Add adds another run's counts.
@@ -248,6 +266,7 @@ func (c *Counts) Add(o Counts) {
 	c.HWBackwards += o.HWBackwards
 	c.UnsyncedHWBackwards += o.UnsyncedHWBackwards
 	c.LeaderOutsideISR += o.LeaderOutsideISR
+	c.Unsettled += o.Unsettled
 }
 
 // Violations is the number of durability findings: what the strict
@@ -263,7 +282,7 @@ func (c Counts) Violations() int {
 func Check(in Input) Report {
 	r := Report{Lost: []Loss{}, UnsyncedLost: []Loss{}, Unreadable: []Write{}, Duplicated: []Duplicate{},
 		WrongOffset: []Misplaced{}, ReplicasDiffer: []Divergence{}, HWBackwards: []Regression{}, UnsyncedHWBackwards: []Regression{},
-		LeaderOutsideISR: []LeaderSample{}}
+		LeaderOutsideISR: []LeaderSample{}, Unsettled: []PartitionState{}}
 	// Where each value is in what a consumer reads.
 	found := map[int32]map[string][]int64{}
 	for p, recs := range in.Final.Consumed {
@@ -322,6 +341,11 @@ func Check(in Input) Report {
 		if s.Leader >= 0 && !slices.Contains(s.ISR, s.Leader) && !seen[k] {
 			seen[k] = true
 			r.LeaderOutsideISR = append(r.LeaderOutsideISR, s)
+		}
+	}
+	for _, p := range in.Final.Partitions {
+		if p.Leader < 0 || len(p.ISR) < len(p.Replicas) {
+			r.Unsettled = append(r.Unsettled, p)
 		}
 	}
 	return r

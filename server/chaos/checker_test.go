@@ -29,6 +29,7 @@ func clean() Input {
 				// A follower behind: it differs only above its HW.
 				{Broker: 3, HW: 1, Records: []Rec{{0, 0, "p1-1"}, {1, 1, "other"}}},
 			}},
+			Partitions: []PartitionState{{Partition: 0, Leader: 1, ISR: []int32{1, 2, 3}, Replicas: []int32{1, 2, 3}}},
 		},
 	}
 	for _, b := range []int32{1, 2, 3} {
@@ -41,7 +42,7 @@ func clean() Input {
 func TestCheckCleanRun(t *testing.T) {
 	r := Check(clean())
 	c := r.Counts()
-	if c.Violations() != 0 || c.Unreadable != 0 || c.UnsyncedLost != 0 || c.Writes != 3 || c.Acked != 2 {
+	if c.Violations() != 0 || c.Unreadable != 0 || c.UnsyncedLost != 0 || c.Unsettled != 0 || c.Writes != 3 || c.Acked != 2 {
 		t.Fatalf("a clean run: %+v\n%+v", c, r)
 	}
 }
@@ -205,5 +206,22 @@ func TestCheckUnreadable(t *testing.T) {
 	delete(in.Final.Consumed, 0)
 	if c := Check(in).Counts(); c.Unreadable != 2 || c.Lost != 0 {
 		t.Fatalf("%+v", c)
+	}
+}
+
+// TestCheckUnsettled: settled, a partition without a leader or with an ISR
+// short of its replicas is unsettled (a wedge, or kept offline by the
+// rules), counted on its own.
+func TestCheckUnsettled(t *testing.T) {
+	for _, p := range []PartitionState{
+		{Partition: 0, Leader: 1, ISR: []int32{1, 3}, Replicas: []int32{1, 2, 3}},
+		{Partition: 0, Leader: -1, ISR: []int32{1, 2, 3}, Replicas: []int32{1, 2, 3}},
+	} {
+		in := clean()
+		in.Final.Partitions = []PartitionState{p}
+		r := Check(in)
+		if c := r.Counts(); c.Unsettled != 1 || c.Violations() != 0 || len(r.Unsettled) != 1 || r.Unsettled[0].Leader != p.Leader {
+			t.Fatalf("%+v: %+v", p, c)
+		}
 	}
 }

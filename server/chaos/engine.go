@@ -79,8 +79,22 @@ const RequestTimeout = 30 * time.Second
 // its way (an append, an answer already decided).
 const handOff = 10 * time.Second
 
-// settleRounds bounds the fetch rounds of the settle phase.
-const settleRounds = 40
+// Settling steps 100 ms a round for settleRounds rounds, then 1 s a round
+// for settleLongRounds more: enough for a pipeline member taken out again
+// and again to wait out its rejoin back-off (at most 10 ×
+// replica.lag.time.max.ms, 30 s) and be added back.
+const (
+	settleRounds     = 40
+	settleLongRounds = 40
+)
+
+// settleStep is how far settling round round steps the clock.
+func settleStep(round int) time.Duration {
+	if round <= settleRounds {
+		return 100 * time.Millisecond
+	}
+	return time.Second
+}
 
 // ErrRun marks a run the engine could not finish (not a finding about the
 // cluster: a hand-off that never came, events lost).
@@ -540,6 +554,8 @@ func (r *runner) play(a Action) (string, error) {
 		err = r.c.Restart(a.Broker)
 	case ActCut:
 		err = r.c.Cut(a.From, a.To, a.OneWay)
+	case ActDelay:
+		err = r.c.DelayLink(a.From, a.To, time.Duration(a.DelayMs)*time.Millisecond, a.OneWay)
 	case ActHeal:
 		r.c.Heal()
 	}
@@ -1100,7 +1116,9 @@ func (t *topicRun) sampleLeaders() {
 // --- the end ---
 
 // settle heals every link, restarts every stopped broker, and then steps
-// time a little and lets every broker fetch until nothing changes (bounded).
+// time a little and lets every broker fetch until nothing changes, every
+// quorum partition has a Raft leader and every ISR holds all its replicas
+// (bounded: what is left then is the checker's Unsettled).
 func (r *runner) settle() error {
 	end := len(r.actions)
 	r.action = end
@@ -1116,9 +1134,9 @@ func (r *runner) settle() error {
 		return err
 	}
 	last, same := "", 0
-	for round := 1; round <= settleRounds; round++ {
+	for round := 1; round <= settleRounds+settleLongRounds; round++ {
 		r.action = end + round
-		if err := r.c.Step(100 * time.Millisecond); err != nil {
+		if err := r.c.Step(settleStep(round)); err != nil {
 			return fmt.Errorf("%w: %v", ErrRun, err)
 		}
 		for _, id := range r.c.BrokerIDs() {
@@ -1132,7 +1150,7 @@ func (r *runner) settle() error {
 		if s := r.state(); s == last {
 			// Raft elects only after its election timeout: a quorum
 			// partition without a leader is not settled, however still.
-			if same++; same >= 2 && r.leadersKnown(r.electing()) {
+			if same++; same >= 2 && r.leadersKnown(r.electing()) && r.isrsFull() {
 				return nil
 			}
 		} else {
@@ -1140,6 +1158,24 @@ func (r *runner) settle() error {
 		}
 	}
 	return nil // still moving: the checker says what that left behind
+}
+
+// isrsFull reports whether every partition's ISR, as the controller
+// publishes it, holds all its replicas: until then settling goes on (a
+// partition the rules keep offline, or a wedged one, runs out the bound).
+func (r *runner) isrsFull() bool {
+	for _, t := range r.playing() {
+		md, ok := r.c.Controller().Topic(t.name)
+		if !ok {
+			return false
+		}
+		for _, p := range md.Partitions {
+			if len(p.ISR) < len(p.Replicas) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // state sums up leaders, ISRs and every replica's role, epoch, LEO and HW.
@@ -1192,6 +1228,8 @@ func (t *topicRun) readBack() error {
 		}
 	}
 	for _, p := range md.Partitions {
+		f.Partitions = append(f.Partitions, PartitionState{Partition: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
+			ISR: slices.Clone(p.ISR), Joining: slices.Clone(p.Joining), Replicas: slices.Clone(p.Replicas)})
 		b := r.c.Broker(p.Leader)
 		hw, ok := int64(0), false
 		if b != nil {

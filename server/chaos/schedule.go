@@ -141,6 +141,9 @@ const (
 	ActRestart   Kind = "restart"
 	// ActCut cuts From→To, and back unless OneWay; node 0 is the controller.
 	ActCut Kind = "cut"
+	// ActDelay makes messages From→To, and back unless OneWay, wait DelayMs
+	// of lab time (Cluster.DelayLink); heal removes it like a cut.
+	ActDelay Kind = "delay"
 	// ActHeal restores every link.
 	ActHeal Kind = "heal"
 )
@@ -155,6 +158,7 @@ type Action struct {
 	To        int32 `json:"to,omitempty"`
 	OneWay    bool  `json:"oneway,omitempty"`
 	StepMs    int64 `json:"step_ms,omitempty"`
+	DelayMs   int64 `json:"delay_ms,omitempty"`
 }
 
 func (a Action) String() string {
@@ -170,6 +174,11 @@ func (a Action) String() string {
 			return fmt.Sprintf("cut %d→%d", a.From, a.To)
 		}
 		return fmt.Sprintf("cut %d↔%d", a.From, a.To)
+	case ActDelay:
+		if a.OneWay {
+			return fmt.Sprintf("delay %d→%d %dms", a.From, a.To, a.DelayMs)
+		}
+		return fmt.Sprintf("delay %d↔%d %dms", a.From, a.To, a.DelayMs)
 	case ActHeal:
 		return "heal"
 	}
@@ -189,6 +198,8 @@ func (a Action) validate() error {
 		ok = a.StepMs > 0 && a.StepMs <= 60_000
 	case ActCut:
 		ok = node(a.From) && node(a.To) && a.From != a.To
+	case ActDelay:
+		ok = node(a.From) && node(a.To) && a.From != a.To && a.DelayMs > 0 && a.DelayMs <= 60_000
 	case ActHeal:
 		ok = true
 	}
@@ -209,8 +220,14 @@ const (
 // past replica.lag.time.max.ms) and faults picked at random. It keeps track
 // of which brokers it stopped, so restarts restart a stopped broker and
 // crashes stop a running one.
+//
+// Link delays come from a second stream of the same seed, drawn after each
+// action: the other actions are those the seed gave before delays were
+// added, in the same order, with delays between them (and the last few cut
+// off to keep n).
 func Generate(seed uint64, n int) []Action {
-	rng := rand.New(rand.NewPCG(seed, 0x7469_6465_6d61_726b)) // "tidemark"
+	rng := rand.New(rand.NewPCG(seed, 0x7469_6465_6d61_726b))  // "tidemark"
+	drng := rand.New(rand.NewPCG(seed, 0x6465_6c61_792d_6c6e)) // "delay-ln"
 	broker := func() int32 { return 1 + rng.Int32N(Brokers) }
 	down := map[int32]bool{}
 	var out []Action
@@ -264,6 +281,30 @@ func Generate(seed uint64, n int) []Action {
 			delete(down, a.Broker)
 		}
 		out = append(out, a)
+		if len(out) < n && drng.IntN(100) < delayPercent {
+			out = append(out, delayAction(drng))
+		}
 	}
 	return out
+}
+
+// delayPercent is how often, in percent, a link delay follows an action.
+const delayPercent = 5
+
+// delayAction draws a link delay: short ones (10–500 ms), ones around the
+// session timeout (so fencing races with delayed messages) and ones past
+// replica.lag.time.max.ms (so the ISR shrinks and expands while delayed).
+func delayAction(rng *rand.Rand) Action {
+	from := rng.Int32N(Brokers + 1) // 0 is the controller
+	to := (from + 1 + rng.Int32N(Brokers)) % (Brokers + 1)
+	a := Action{Kind: ActDelay, From: from, To: to, OneWay: rng.IntN(2) == 0}
+	switch x := rng.IntN(10); {
+	case x < 5:
+		a.DelayMs = 10 + rng.Int64N(490)
+	case x < 8:
+		a.DelayMs = SessionTimeout.Milliseconds() - 500 + rng.Int64N(1000)
+	default:
+		a.DelayMs = ReplicaLagTimeMaxMs + 100 + rng.Int64N(1000)
+	}
+	return a
 }

@@ -16,17 +16,19 @@ import (
 // pipeline's, whose writes and acks cross the same links.
 //
 // A message sent while one that arrived is being handled (a pipeline
-// member forwarding what it received) leaves at that arrival's time, not at
-// the clock's: inside a paused lab's Step the clock already reads the
-// step's end, and the next hop's delay would otherwise start late.
+// member forwarding what it received), or while a paused lab's Step ticks
+// one of its grains (sendingAt), leaves at that time, not at the clock's:
+// inside a Step the clock already reads the step's end, and the delay
+// would otherwise start late.
 type delayLine struct {
 	clock *Clock
 
 	mu      sync.Mutex // guards pending, timer and at
 	pending []delayed
 	timer   *time.Timer
-	// at is the arrival time being delivered (zero when none): what a
-	// message sent meanwhile counts its delay from.
+	// at is the arrival time being delivered, or the Step grain being
+	// ticked (zero when none): what a message sent meanwhile counts its
+	// delay from.
 	at time.Time
 }
 
@@ -65,6 +67,14 @@ func (l *delayLine) deliverDue(now time.Time) {
 		d.deliver()
 	}
 	l.setAt(time.Time{})
+}
+
+// sendingAt runs fn with what it sends leaving at t (a paused lab's Step
+// ticks each grain at its own time while the clock reads the step's end).
+func (l *delayLine) sendingAt(t time.Time, fn func()) {
+	l.setAt(t)
+	defer l.setAt(time.Time{})
+	fn()
 }
 
 func (l *delayLine) setAt(t time.Time) {

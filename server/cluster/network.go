@@ -65,6 +65,20 @@ func (n *Network) SetDelay(from, to int32, d time.Duration) {
 	}
 }
 
+// DelayLink makes messages from→to, and to→from as well unless oneWay,
+// wait d of lab time (0 removes the delay); Heal removes it too.
+// INVALID_REQUEST for a node the lab does not have.
+func (c *Cluster) DelayLink(from, to int32, d time.Duration, oneWay bool) error {
+	if err := c.checkLink(from, to); err != nil {
+		return err
+	}
+	c.network.SetDelay(from, to, d)
+	if !oneWay {
+		c.network.SetDelay(to, from, d)
+	}
+	return nil
+}
+
 // Heal restores every link and removes every delay.
 func (n *Network) Heal() {
 	n.mu.Lock()

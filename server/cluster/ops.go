@@ -391,14 +391,8 @@ func (c *Cluster) reportRecovery(b *broker.Broker) {
 // Cut cuts the link between two nodes (ControllerNode is the controller),
 // both ways unless oneWay.
 func (c *Cluster) Cut(from, to int32, oneWay bool) error {
-	if err := c.checkNode(from); err != nil {
+	if err := c.checkLink(from, to); err != nil {
 		return err
-	}
-	if err := c.checkNode(to); err != nil {
-		return err
-	}
-	if from == to {
-		return fmt.Errorf("%w: a link needs two different nodes", kerr.InvalidRequest)
 	}
 	c.network.Cut(from, to, oneWay)
 	dir := i18n.Word("event.word.dir.both")
@@ -427,6 +421,21 @@ func (c *Cluster) SlowFetches(follower, leader int32, d time.Duration) error {
 		return err
 	}
 	c.network.SetDelay(follower, leader, d)
+	return nil
+}
+
+// checkLink refuses a link between nodes the lab does not have, or from a
+// node to itself (INVALID_REQUEST).
+func (c *Cluster) checkLink(from, to int32) error {
+	if err := c.checkNode(from); err != nil {
+		return err
+	}
+	if err := c.checkNode(to); err != nil {
+		return err
+	}
+	if from == to {
+		return fmt.Errorf("%w: a link needs two different nodes", kerr.InvalidRequest)
+	}
 	return nil
 }
 
@@ -469,11 +478,16 @@ func (c *Cluster) Step(d time.Duration) error {
 	publisher{c}.Publish(events.Event{Kind: events.KindClock, Broker: events.NoBroker, Clock: &events.ClockChange{Action: events.ClockStep, StepMs: d.Milliseconds()}})
 	// Raft counts its timeouts in ticks: give every broker in turn the
 	// ticks the step skips, one grain at a time (runTime gives the last).
+	// What a grain's ticks send on a delayed link leaves at the grain's
+	// time: the clock already reads the step's end.
 	for t := stepToEventGrain; t < d; t += stepToEventGrain {
-		c.linkDelays.deliverDue(start.Add(t)) // messages on delayed links arrive
-		for _, b := range c.liveBrokers() {
-			b.TickRaft(start.Add(t))
-		}
+		at := start.Add(t)
+		c.linkDelays.deliverDue(at) // messages on delayed links arrive
+		c.linkDelays.sendingAt(at, func() {
+			for _, b := range c.liveBrokers() {
+				b.TickRaft(at)
+			}
+		})
 	}
 	c.linkDelays.deliverDue(c.clock.Now())
 	c.runTime()
