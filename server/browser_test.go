@@ -220,7 +220,7 @@ func (b *browserLab) poll(expr, what string) {
 	var err error
 	for range 5 {
 		_, err = chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingInterval(20*time.Millisecond)))
-		if err == nil || ctx.Err() != nil || !strings.Contains(err.Error(), "context") {
+		if err == nil || ctx.Err() != nil || !strings.Contains(err.Error(), "context") && !strings.Contains(err.Error(), "navigated") {
 			break
 		}
 		time.Sleep(50 * time.Millisecond) // the new page's context is being made

@@ -454,13 +454,11 @@ func (a *app) handle(data string) {
 		if m.Type == events.MessageSnapshot {
 			a.backoffMs = 1000
 			a.setStatus("live", a.cat.T("panel.live"))
-			// The server-rendered tables would go stale: the stage shows
+			// The server-rendered tables would go stale: the panel shows
 			// the same facts live.
-			if a.stage.on {
-				statics := a.doc.Call("querySelectorAll", ".static-view")
-				for i := range statics.Length() {
-					statics.Index(i).Set("hidden", true)
-				}
+			statics := a.doc.Call("querySelectorAll", ".static-view")
+			for i := range statics.Length() {
+				statics.Index(i).Set("hidden", true)
 			}
 			a.rendered, a.listed = a.state.Snap.Seq, a.state.Snap.Seq
 		}
