@@ -358,7 +358,7 @@ func init() {
 		"point-log": {"broker topic", nil, func(e *Env, a []string, _ map[string]string) error { e.PointLog(id(a[0]), a[1]); return nil }},
 		"point-truncated": {"broker topic", nil, func(e *Env, a []string, _ map[string]string) error {
 			for _, r := range e.Truncated(id(a[0]), a[1]) {
-				e.Point(Pointer{Kind: "truncated", Broker: id(a[0]), Topic: a[1], Offset: r.Offset, Note: fmt.Sprintf("e%d", r.LeaderEpoch)})
+				e.Point(Pointer{Kind: "truncated", Broker: id(a[0]), Topic: a[1], Offset: r.Offset, Value: r.Value, Note: fmt.Sprintf("e%d", r.LeaderEpoch)})
 			}
 			return nil
 		}},

@@ -1,0 +1,38 @@
+package views
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"tidemark/events"
+	"tidemark/i18n"
+	"tidemark/lessons"
+)
+
+// TestLessonLanesShowTruncatedValue: a truncated record in a lesson's
+// lanes shows its value (shortened) and why it went, in the page's
+// language, and a "look at" pointer to it shows its value.
+func TestLessonLanesShowTruncatedValue(t *testing.T) {
+	tr := events.TruncatedRecord{Offset: 1, LeaderEpoch: 0, Value: "m2-a-long-value",
+		Reason: "high-watermark (rule high-watermark): truncate to HW 1", ReasonKey: "event.truncation",
+		ReasonArgs: []string{"high-watermark", "high-watermark", "truncate to HW 1"}}
+	v := LessonRunView{RunID: "r", Live: true, Lanes: events.Snapshot{Topics: []events.Topic{{Name: "hw", Partitions: []events.Partition{
+		{Partition: 0, Leader: 1, ISR: []int32{1}, ReplicaLogs: []events.Replica{{Broker: 2, LEO: 1, HW: 1, Truncated: []events.TruncatedRecord{tr}}}},
+	}}}}}
+	for _, lang := range i18n.Languages() {
+		var buf bytes.Buffer
+		if err := LessonRun(Page{Lang: lang}, v).Render(context.Background(), &buf); err != nil {
+			t.Fatal(err)
+		}
+		why := i18n.Message(lang, tr.Reason, tr.ReasonKey, tr.ReasonArgs)
+		if want := "1:m2-a-long-…/e0 (" + why + ")"; !strings.Contains(buf.String(), want) {
+			t.Errorf("%s: lanes lack %q", lang, want)
+		}
+	}
+	got := pointerText(i18n.English, lessons.Pointer{Kind: "truncated", Broker: 2, Topic: "hw", Offset: 1, Value: "m2", Note: "e0"})
+	if want := "broker 2 · hw-0 · offset 1 · m2 · (e0)"; got != want {
+		t.Errorf("pointer %q, want %q", got, want)
+	}
+}
