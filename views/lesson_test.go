@@ -36,3 +36,23 @@ func TestLessonLanesShowTruncatedValue(t *testing.T) {
 		t.Errorf("pointer %q, want %q", got, want)
 	}
 }
+
+// TestLessonLanesNoLeader: a partition with no leader says so, translated,
+// instead of "leader -1".
+func TestLessonLanesNoLeader(t *testing.T) {
+	v := LessonRunView{RunID: "r", Lanes: events.Snapshot{Topics: []events.Topic{{Name: "hw", Partitions: []events.Partition{
+		{Partition: 0, Leader: events.NoBroker, LeaderEpoch: 1, ISR: []int32{1}},
+	}}}}}
+	for _, lang := range i18n.Languages() {
+		var buf bytes.Buffer
+		if err := LessonRun(Page{Lang: lang}, v).Render(context.Background(), &buf); err != nil {
+			t.Fatal(err)
+		}
+		if want := i18n.T(lang, "lesson.lanes.partition.offline", 1, "[1]"); !strings.Contains(buf.String(), want) {
+			t.Errorf("%s: lanes lack %q", lang, want)
+		}
+		if strings.Contains(buf.String(), "leader -1") {
+			t.Errorf("%s: lanes print leader -1", lang)
+		}
+	}
+}
