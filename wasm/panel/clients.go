@@ -74,7 +74,11 @@ func (cs *Clients) HTML(c Catalog) string {
 		var what, cls string
 		if r.Kind == events.KindProduceRequest {
 			cls = "producer"
-			what = c.T("stage.client.produce", r.Records, tp, string(r.Acks), r.Broker)
+			key := "stage.client.produce.other" // i18n.Plural, without bringing i18n into the panel
+			if r.Records == 1 {
+				key = "stage.client.produce.one"
+			}
+			what = c.T(key, r.Records, tp, string(r.Acks), r.Broker)
 		} else {
 			cls = "consumer"
 			lag := max(0, r.HW-r.Offset)

@@ -108,6 +108,12 @@ func TestClients(t *testing.T) {
 			t.Errorf("clients lack %q: %s", want, out)
 		}
 	}
+	// One record is singular.
+	cs.Observe([]events.Event{{Seq: 6, Kind: events.KindProduceRequest, Broker: 1, Topic: "demo", Partition: 2, Acks: events.AcksAll,
+		Wire: &events.Wire{From: events.NoBroker, To: 1, Client: "rdkafka", Records: 1}}})
+	if out, want := cs.HTML(en), "produced 1 record to demo-2, acks=all, to broker 1"; !strings.Contains(out, want) {
+		t.Errorf("clients lack %q: %s", want, out)
+	}
 	for range 20 {
 		cs.Observe([]events.Event{{Kind: events.KindClientFetch, Topic: "t", Partition: int32(len(cs.Rows())), Wire: &events.Wire{Client: "c"}}})
 	}
