@@ -435,7 +435,24 @@ func (f *Flight) HTML() string {
 		cls += " lost"
 	}
 	return `<svg class="` + esc(cls) + `" data-testid="msg" data-kind="` + esc(string(f.Kind)) + `" data-seq="` + strconv.FormatUint(f.Seq, 10) +
-		`" viewBox="-10 -10 20 20" width="20" height="20"><title>` + esc(f.Title) + `</title>` + Shape(f.Kind) + `<text x="9" y="-8">` + esc(f.Label) + `</text></svg>`
+		`" viewBox="-10 -10 20 20" width="20" height="20"><title>` + esc(f.Title) + `</title>` + Shape(f.Kind) + f.labelAt() + esc(f.Label) + `</text></svg>`
+}
+
+// labelAt opens the label's text on the message's right-hand side, where
+// linkPath draws its direction of the link: the labels of a link's two
+// directions (a fetch and its response) then pass on either side instead
+// of over each other.
+func (f *Flight) labelAt() string {
+	dx, dy := f.To.X-f.From.X, f.To.Y-f.From.Y
+	switch {
+	case math.Abs(dx) >= math.Abs(dy) && dx > 0: // rightwards: below
+		return `<text x="9" y="16">`
+	case math.Abs(dx) >= math.Abs(dy): // leftwards: above
+		return `<text x="9" y="-8">`
+	case dy > 0: // downwards: on the left
+		return `<text x="-9" y="4" text-anchor="end">`
+	}
+	return `<text x="9" y="4">` // upwards: on the right
 }
 
 // Shape returns the markup of the shape messages of kind k are drawn in.

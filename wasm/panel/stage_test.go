@@ -1,6 +1,7 @@
 package panel
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -63,6 +64,33 @@ func TestFlights(t *testing.T) {
 	s.Forward() // after the HW change, over the fetch request
 	if s.Following || s.Pos != 2 {
 		t.Errorf("Forward: pos %d following %v, want 2", s.Pos, s.Following)
+	}
+}
+
+// TestFlightLabelSides: a message's label is on its right-hand side, where
+// its direction of the link is drawn, so on every link the labels of a
+// fetch and of its response pass on opposite sides, not over each other.
+func TestFlightLabelSides(t *testing.T) {
+	v := stageSnap()
+	pos := stageLayout(v)
+	for _, a := range []int32{0, 1, 2, 3} {
+		for _, b := range []int32{1, 2, 3} {
+			if a == b {
+				continue
+			}
+			there := Flights(v, []events.Event{{Kind: events.KindFetchRequest, Wire: &events.Wire{From: a, To: b}}}, Catalog{}, 1)
+			back := Flights(v, []events.Event{{Kind: events.KindFetchResponse, Wire: &events.Wire{From: b, To: a}}}, Catalog{}, 1)
+			if len(there) != 1 || len(back) != 1 {
+				t.Fatalf("%d↔%d: flights %+v %+v", a, b, there, back)
+			}
+			if there[0].labelAt() == back[0].labelAt() {
+				t.Errorf("%d↔%d: both labels at %s", a, b, there[0].labelAt())
+			}
+			// Rightwards the right-hand side is below the link.
+			if p, q := pos[a], pos[b]; q.X-p.X > math.Abs(q.Y-p.Y) && !strings.Contains(there[0].HTML(), `y="16"`) {
+				t.Errorf("%d→%d runs rightwards, label not below: %s", a, b, there[0].HTML())
+			}
+		}
 	}
 }
 
