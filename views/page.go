@@ -5,7 +5,9 @@ import (
 	"net/url"
 	"strings"
 
+	"tidemark/events"
 	"tidemark/i18n"
+	"tidemark/wasm/panel"
 )
 
 // Page is what every page tells the layout: its title (already translated),
@@ -19,6 +21,9 @@ type Page struct {
 	// Observe names the Kafka cluster shown in observe mode (its bootstrap
 	// addresses); "" for the lab. Observed pages hide every control.
 	Observe string
+	// Recent is the bus's recent history, oldest first: the live panel's
+	// event list starts with it instead of empty (nil: it starts empty).
+	Recent []events.Event
 }
 
 // Flash is the outcome of a control a learner just used: OK or not, and the
@@ -102,4 +107,17 @@ func (p Page) bodyClass() string {
 		return "observe"
 	}
 	return ""
+}
+
+// recentEvents returns the list items of p.Recent as the panel draws them
+// (the same markup, in the page's language), newest first.
+func (p Page) recentEvents() string {
+	s := panel.NewState()
+	for _, e := range p.Recent {
+		if !e.Kind.Unlisted() {
+			s.Recent = append(s.Recent, e)
+		}
+	}
+	s.Recent = s.Recent[max(0, len(s.Recent)-panel.MaxRecent):]
+	return s.RenderEvents(^uint64(0), 0, panel.Catalog(PanelCatalog(p.lang())))
 }

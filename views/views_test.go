@@ -156,3 +156,25 @@ func TestPartitionShowsReplicationProtocol(t *testing.T) {
 		}
 	}
 }
+
+// TestOverviewListsRecentEvents: the event list starts with the bus's
+// recent history, newest first, as the panel draws it, in the page's
+// language.
+func TestOverviewListsRecentEvents(t *testing.T) {
+	p := Page{Lang: i18n.SimplifiedChinese, Recent: []events.Event{
+		{Seq: 3, Kind: events.KindElection, Topic: "demo", Leader: &events.Leadership{Leader: 1, LeaderEpoch: 0}},
+		{Seq: 4, Kind: events.KindISR, Topic: "demo", ISR: []int32{1, 2}},
+	}}
+	var buf bytes.Buffer
+	if err := Overview(p, events.Snapshot{}, nil).Render(context.Background(), &buf); err != nil {
+		t.Fatal(err)
+	}
+	html := buf.String()
+	i, j := strings.Index(html, `data-seq="4"`), strings.Index(html, `data-seq="3"`)
+	if i < 0 || j < 0 || i > j {
+		t.Fatalf("event list lacks #4 then #3: %s", html[strings.Index(html, `id="panel-events"`):])
+	}
+	if want := i18n.T(i18n.SimplifiedChinese, "panel.kind.isr"); !strings.Contains(html, want) {
+		t.Errorf("event list lacks %q", want)
+	}
+}

@@ -74,6 +74,7 @@ type app struct {
 	cellTmpl  [2]*cellDOM   // an empty record and truncated record to copy (nil until needed)
 	visBuf    []panel.Cell  // a lane's cells on screen, this frame
 	measured  bool          // figs' vis0 and vis1 are up to date
+	evTail    string        // the events the page listed before the stream's, until the panel lists a full list of its own
 }
 
 // stageDOM is the stage as last rendered: its shape (the brokers), each
@@ -162,6 +163,9 @@ func main() {
 		if p, ok := panel.Atoi(root.Get("dataset").Get("partition").String()); ok {
 			a.partition = int32(p)
 		}
+	}
+	if el := doc.Call("getElementById", "panel-events"); !el.IsNull() {
+		a.evTail = el.Get("innerHTML").String()
 	}
 	if el := doc.Call("getElementById", "tm-i18n"); !el.IsNull() {
 		if m, err := events.DecodeStrings(el.Get("textContent").String()); err == nil {
@@ -536,7 +540,10 @@ func (a *app) render() {
 			if len(a.newEvents(a.listed)) > maxAnimated {
 				newSince = s.Snap.Seq
 			}
-			a.setHTML("panel-events", s.RenderEvents(newSince, cursor, a.cat))
+			if len(s.Recent) == panel.MaxRecent {
+				a.evTail = ""
+			}
+			a.setHTML("panel-events", s.RenderEvents(newSince, cursor, a.cat)+a.evTail)
 			a.listed, a.listAt = s.Snap.Seq, t0
 		} else if a.listed != s.Snap.Seq {
 			a.renderIn(wait)

@@ -66,6 +66,8 @@ func (s *Server) page(c echo.Context, title string) views.Page {
 
 func (s *Server) overview(c echo.Context) error {
 	p := s.page(c, i18n.T(Lang(c), "ui.overview.title"))
+	bus := s.opts.Lab.Bus()
+	p.Recent, _ = bus.Since(bus.LastSeq()-min(bus.LastSeq(), 4*panel.MaxRecent), 4*panel.MaxRecent) // some are not listed
 	return Render(c, http.StatusOK, views.Overview(p, s.opts.Lab.Snapshot(), s.observeView()))
 }
 
