@@ -357,7 +357,9 @@ func init() {
 		"lanes":     {"topic", nil, func(e *Env, a []string, _ map[string]string) error { e.sayLanes(a[0]); return nil }},
 		"point-log": {"broker topic", nil, func(e *Env, a []string, _ map[string]string) error { e.PointLog(id(a[0]), a[1]); return nil }},
 		"point-truncated": {"broker topic", nil, func(e *Env, a []string, _ map[string]string) error {
+			snap := e.c.Snapshot() // the events carry no values; the lanes do
 			for _, r := range e.Truncated(id(a[0]), a[1]) {
+				r.Value = truncatedValue(&snap, id(a[0]), a[1], r)
 				e.Point(Pointer{Kind: "truncated", Broker: id(a[0]), Topic: a[1], Offset: r.Offset, Value: r.Value, Note: fmt.Sprintf("e%d", r.LeaderEpoch)})
 			}
 			return nil
@@ -841,4 +843,19 @@ func idempotentBatch(pid int64, epoch int16, seq int32, value string, ts int64) 
 	binary.BigEndian.PutUint32(b[53:], uint32(seq))
 	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
 	return b
+}
+
+// truncatedValue returns the value of r, truncated from partition 0 of topic
+// on broker id, as snap's lanes have it ("" when it is not there).
+func truncatedValue(snap *events.Snapshot, id int32, topic string, r events.TruncatedRecord) string {
+	if p := snap.Partition(topic, 0); p != nil {
+		for _, rl := range p.ReplicaLogs {
+			for _, t := range rl.Truncated {
+				if rl.Broker == id && t.Offset == r.Offset && t.Digest == r.Digest {
+					return t.Value
+				}
+			}
+		}
+	}
+	return r.Value
 }

@@ -2,13 +2,15 @@ package server
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 )
 
 // TestBrowserLessonLanesEveryTopic runs lesson 14 (topics hw and le side by
 // side) in Chromium: once the panel is live it draws a figure with lanes for
 // every topic of the run's cluster, at every step to the last, and hides the
-// server-rendered tables, which would go stale.
+// server-rendered tables, which would go stale; the last step's pointer to
+// a truncated record shows its value.
 func TestBrowserLessonLanesEveryTopic(t *testing.T) {
 	b := startBrowserLab(t, false)
 	b.open("/lessons", false)
@@ -36,4 +38,9 @@ func TestBrowserLessonLanesEveryTopic(t *testing.T) {
 		b.poll(drawn("hw")+` && `+drawn("le"), "both topics' lanes in the panel")
 		b.poll(`document.querySelector("#run-lanes table.lanes").offsetParent === null`, "the server-rendered tables hidden")
 	}
+	// The last step points at broker 1's truncated m2, value and all.
+	if got := eval[string](b, `[...document.querySelectorAll('#pointers li[data-kind="truncated"]')].map(l => l.textContent).join("; ")`); !strings.Contains(got, "offset 1 · m2 ·") {
+		t.Errorf("truncated-record pointers %q lack m2", got)
+	}
+	b.shot("lesson-14-last-step")
 }
