@@ -52,7 +52,7 @@ func TestLateAlterPartitionAnswerIgnored(t *testing.T) {
 	ctl, brokers := startBrokers(t, 2, clk, func(ctl *controller.Controller) Controller {
 		link = &unreachableController{directController: directController{ctl}}
 		return link
-	}, nil)
+	}, nil, nil)
 	_, leader, follower := leaderAndFollower(t, ctl, brokers, map[string]string{"replica.lag.time.max.ms": "500"})
 	leaderID := leader.ID()
 	r := leader.replicaFor("t", 0)

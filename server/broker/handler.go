@@ -186,9 +186,9 @@ func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest, pr
 		}
 	}
 	wg.Wait()
-	if req.Acks == 0 {
-		return nil
-	}
+	// Also with acks=0: the listener never sends it, but closes the
+	// connection when any partition failed, which is how Kafka tells such
+	// a producer to refresh its metadata.
 	return resp
 }
 

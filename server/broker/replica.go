@@ -32,8 +32,11 @@ type replica struct {
 	applied controller.Partition // the last metadata applied
 	configs map[string]string
 	hw      int64
-	waiters map[uint64]chan replication.ProduceResult
-	nextID  uint64
+	// shownEpochs is the leader-epoch cache the UI was last told of
+	// (epoch events); syncEpochCache reports what changed since.
+	shownEpochs []replication.EpochEntry
+	waiters     map[uint64]chan replication.ProduceResult
+	nextID      uint64
 	// newData is closed (and replaced) on every append: it wakes the
 	// long-polling fetches waiting for data.
 	newData chan struct{}
@@ -160,7 +163,7 @@ func (b *Broker) newReplica(tp storage.TopicPartition, tc controller.TopicConfig
 		st.HighWatermark = pl.m.Status().HighWatermark
 	}
 	return &replica{b: b, tp: tp, log: l, rp: rp, q: q, pl: pl, configs: configs,
-		hw: st.HighWatermark, tickedMs: now, waiters: map[uint64]chan replication.ProduceResult{}, newData: make(chan struct{}),
+		hw: st.HighWatermark, shownEpochs: state.EpochCache, tickedMs: now, waiters: map[uint64]chan replication.ProduceResult{}, newData: make(chan struct{}),
 		applied: controller.Partition{LeaderEpoch: -1, PartitionEpoch: -1, Leader: -1}}, nil
 }
 
@@ -452,19 +455,22 @@ func (r *replica) truncate(t replication.Truncation) events.Event {
 
 // syncEpochCache writes the rules' leader-epoch cache to the log (the rules
 // own it; the log applied the same rule to what it appended, so usually
-// nothing changes but a new leader's epoch, which starts before it writes
-// anything). Each new entry is reported.
+// nothing changes on disk but a new leader's epoch, which starts before it
+// writes anything). Every entry from the first one the UI has not been shown
+// is reported, in order, also when the log already had it: a follower's log
+// assigns a fetched batch's epoch itself on append.
 func (r *replica) syncEpochCache(cache []replication.EpochEntry) []events.Event {
-	have := r.log.Epochs()
 	if err := r.log.SetLeaderEpochs(cache); err != nil {
 		r.b.logger.Error("writing the leader epoch cache", "partition", r.tp, "err", err)
 		return nil
 	}
+	same := 0
+	for same < min(len(cache), len(r.shownEpochs)) && cache[same] == r.shownEpochs[same] {
+		same++
+	}
+	r.shownEpochs = slices.Clone(cache)
 	var evs []events.Event
-	for _, e := range cache {
-		if slices.Contains(have, e) {
-			continue
-		}
+	for _, e := range cache[same:] {
 		ev := r.event(events.KindEpoch)
 		ev.Leader = &events.Leadership{Leader: r.applied.Leader, LeaderEpoch: e.Epoch, StartOffset: e.StartOffset}
 		evs = append(evs, ev)

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"tidemark/events"
+	"tidemark/leaderepoch"
 	"tidemark/replication"
 	"tidemark/server/controller"
 	"tidemark/server/wire"
@@ -62,12 +63,13 @@ func (pausedClock) RateChanged() <-chan struct{}       { return nil }
 // controller, heartbeats each once and stops them at the end of the test.
 func testBrokers(t *testing.T, n int32, onHalt func(int32, error)) (*controller.Controller, map[int32]*Broker) {
 	t.Helper()
-	return startBrokers(t, n, pausedClock{time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)}, nil, onHalt)
+	return startBrokers(t, n, pausedClock{time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)}, nil, nil, onHalt)
 }
 
 // startBrokers is testBrokers on clk, each broker reaching the controller
-// through link(ctl) (directController when link is nil).
-func startBrokers(t *testing.T, n int32, clk Clock, link func(*controller.Controller) Controller, onHalt func(int32, error)) (*controller.Controller, map[int32]*Broker) {
+// through link(ctl) (directController when link is nil) and publishing its
+// events to pub (none when nil).
+func startBrokers(t *testing.T, n int32, clk Clock, link func(*controller.Controller) Controller, pub Publisher, onHalt func(int32, error)) (*controller.Controller, map[int32]*Broker) {
 	t.Helper()
 	dir := t.TempDir()
 	ctl, err := controller.Open(filepath.Join(dir, "meta"), controller.Options{Now: clk.Now})
@@ -82,7 +84,7 @@ func startBrokers(t *testing.T, n int32, clk Clock, link func(*controller.Contro
 	brokers := map[int32]*Broker{}
 	for id := int32(1); id <= n; id++ {
 		b, err := Start(Config{ID: id, LogDir: LogDirPath(dir, id), ListenAddr: "127.0.0.1:0",
-			Controller: via, Network: openNetwork{}, Clock: clk, OnHalt: onHalt})
+			Controller: via, Network: openNetwork{}, Clock: clk, Events: pub, OnHalt: onHalt})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -269,5 +271,46 @@ func TestUIRecords(t *testing.T) {
 	want := []events.Record{{Offset: 1, LeaderEpoch: -1}, {Offset: 2, LeaderEpoch: -1, Key: "k", Value: "last value"}}
 	if !slices.Equal(got, want) {
 		t.Fatalf("uiRecords = %+v, want %+v", got, want)
+	}
+}
+
+// TestFollowerEpochCacheShown: a follower appends a fetched batch and its
+// log assigns the batch's epoch itself; the UI must still be told of that
+// entry (an epoch event), and, once the follower leads, of its new epoch
+// after it. The snapshot used to show a follower no epoch cache at all.
+func TestFollowerEpochCacheShown(t *testing.T) {
+	bus := events.NewBus(events.BusOptions{})
+	ctl, brokers := startBrokers(t, 2, pausedClock{time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)}, nil, bus, nil)
+	_, leader, follower := leaderAndFollower(t, ctl, brokers, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, v := range []string{"m1", "m2"} {
+		if res := leader.Produce(ctx, "t", 0, 1, storage.NewBatch([]storage.Record{{Value: []byte(v)}}), time.Second); res.Err != nil {
+			t.Fatal(res.Err)
+		}
+	}
+	if err := follower.FetchRound(ctx); err != nil {
+		t.Fatal(err)
+	}
+	shown := func() (cache []events.EpochEntry) {
+		evs, _ := bus.Since(0, 0)
+		for _, e := range evs {
+			if e.Kind == events.KindEpoch && e.Broker == follower.ID() {
+				cache, _ = leaderepoch.Assign(cache, events.EpochEntry{Epoch: e.Leader.LeaderEpoch, StartOffset: e.Leader.StartOffset})
+			}
+		}
+		return cache
+	}
+	if got, want := shown(), []events.EpochEntry{{Epoch: 0, StartOffset: 0}}; !slices.Equal(got, want) {
+		t.Fatalf("follower's epoch cache as shown: %v, want %v", got, want)
+	}
+	ctl.FenceBroker(leader.ID())
+	follower.RefreshMetadata()
+	want := []events.EpochEntry{{Epoch: 0, StartOffset: 0}, {Epoch: 1, StartOffset: 2}}
+	if got := shown(); !slices.Equal(got, want) {
+		t.Fatalf("new leader's epoch cache as shown: %v, want %v", got, want)
+	}
+	if got := follower.replicaFor("t", 0).log.Epochs(); !slices.Equal(got, []replication.EpochEntry{{Epoch: 0, StartOffset: 0}, {Epoch: 1, StartOffset: 2}}) {
+		t.Fatalf("new leader's log epoch cache %v", got)
 	}
 }

@@ -3,12 +3,15 @@ package chaos
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // schedulesPerConfig is how many seeded schedules each configuration runs.
@@ -238,6 +241,33 @@ func TestRunRejectsBadInput(t *testing.T) {
 	}
 	if _, err := Import([]byte(`not json`)); err == nil {
 		t.Fatal("garbage accepted")
+	}
+}
+
+// TestActionValidateSaysWhy: a bad action's error names the unknown kind
+// and the known ones, or each field out of range with its range, and
+// carries INVALID_REQUEST. It used to print the action struct
+// ("bad chaos action explode b0").
+func TestActionValidateSaysWhy(t *testing.T) {
+	for _, tc := range []struct {
+		a    Action
+		want []string
+	}{
+		{Action{Kind: "explode"}, []string{`unknown chaos action kind "explode"`, "produce", "heal"}},
+		{Action{Kind: ActCrash, Broker: 9}, []string{`"crash"`, "broker 9 is outside [1, 3]"}},
+		{Action{Kind: ActProduce, Producer: 5, Partition: -1}, []string{"producer 5 is outside [1, 4]", "partition -1 is outside [0, 2]"}},
+		{Action{Kind: ActDelay, From: 1, To: 1}, []string{"from and to are both node 1", "delay_ms 0 is outside [1, 60000]"}},
+		{Action{Kind: ActStep}, []string{"step_ms 0 is outside [1, 60000]"}},
+	} {
+		err := tc.a.validate()
+		if !errors.Is(err, kerr.InvalidRequest) {
+			t.Fatalf("%+v: error %v, want INVALID_REQUEST", tc.a, err)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%+v: error %q does not say %q", tc.a, err, w)
+			}
+		}
 	}
 }
 

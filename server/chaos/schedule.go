@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -185,26 +186,44 @@ func (a Action) String() string {
 	return fmt.Sprintf("%s b%d", a.Kind, a.Broker)
 }
 
-// validate rejects an action that names nothing the lab has.
+// actionKinds are the kinds an action may have, in the order validate
+// names them.
+var actionKinds = []Kind{ActProduce, ActFetch, ActStep, ActCrash, ActPowerLoss, ActRestart, ActCut, ActDelay, ActHeal}
+
+// validate rejects an action that names nothing the lab has:
+// INVALID_REQUEST naming the unknown kind and the known ones, or the field
+// (as the JSON names it) out of range and its range.
 func (a Action) validate() error {
-	node := func(id int32) bool { return id >= 0 && id <= Brokers }
-	ok := false
+	const maxMs = 60_000
+	var errs []error
+	field := func(name string, v, lo, hi int64) {
+		if v < lo || v > hi {
+			errs = append(errs, fmt.Errorf("%s %d is outside [%d, %d]", name, v, lo, hi))
+		}
+	}
 	switch a.Kind {
 	case ActProduce:
-		ok = a.Producer >= 1 && a.Producer <= Producers && a.Partition >= 0 && a.Partition < Partitions
+		field("producer", int64(a.Producer), 1, Producers)
+		field("partition", int64(a.Partition), 0, Partitions-1)
 	case ActFetch, ActCrash, ActPowerLoss, ActRestart:
-		ok = a.Broker >= 1 && a.Broker <= Brokers
+		field("broker", int64(a.Broker), 1, Brokers)
 	case ActStep:
-		ok = a.StepMs > 0 && a.StepMs <= 60_000
-	case ActCut:
-		ok = node(a.From) && node(a.To) && a.From != a.To
-	case ActDelay:
-		ok = node(a.From) && node(a.To) && a.From != a.To && a.DelayMs > 0 && a.DelayMs <= 60_000
+		field("step_ms", a.StepMs, 1, maxMs)
+	case ActCut, ActDelay:
+		field("from", int64(a.From), 0, Brokers) // node 0 is the controller
+		field("to", int64(a.To), 0, Brokers)
+		if a.From == a.To {
+			errs = append(errs, fmt.Errorf("from and to are both node %d", a.From))
+		}
+		if a.Kind == ActDelay {
+			field("delay_ms", a.DelayMs, 1, maxMs)
+		}
 	case ActHeal:
-		ok = true
+	default:
+		return fmt.Errorf("%w: unknown chaos action kind %q (one of %v)", kerr.InvalidRequest, a.Kind, actionKinds)
 	}
-	if !ok {
-		return fmt.Errorf("%w: bad chaos action %+v", kerr.InvalidRequest, a)
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w: chaos action %q: %s", kerr.InvalidRequest, a.Kind, strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
 	return nil
 }

@@ -116,6 +116,32 @@ func TestSessionTimeoutFencesWithSteppedClock(t *testing.T) {
 	}
 }
 
+// TestFencingEventRoundsTheSilence: the fencing event says how long the
+// broker was silent to the millisecond, in its message and its translated
+// args; it used to print "no heartbeat for 2.001381455s".
+func TestFencingEventRoundsTheSilence(t *testing.T) {
+	l := newLab(t)
+	l.start(1)
+	l.clk.Step(DefaultSessionTimeout + 1381455*time.Nanosecond)
+	l.c.Tick()
+	evs, _ := l.bus.Since(0, 0)
+	var fenced *events.Event
+	for i := range evs {
+		if evs[i].Kind == events.KindBroker && evs[i].BrokerState == events.BrokerFenced {
+			fenced = &evs[i]
+		}
+	}
+	if fenced == nil {
+		t.Fatal("no fencing event")
+	}
+	if want := "no heartbeat for 2.001s (session timeout 2s)"; !strings.Contains(fenced.Message, want) {
+		t.Errorf("message %q, want it to say %q", fenced.Message, want)
+	}
+	if !slices.Contains(fenced.MessageArgs, "2.001s") {
+		t.Errorf("message args %q, want 2.001s among them", fenced.MessageArgs)
+	}
+}
+
 func TestCleanElectionFollowsAROrder(t *testing.T) {
 	l := newLab(t)
 	l.start(1, 2, 3)

@@ -52,10 +52,11 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// ErrFull is returned by Open when MaxClusters lesson clusters run. It wraps
-// THROTTLING_QUOTA_EXCEEDED, the Kafka error for "too many of these now,
-// retry later".
-var ErrFull = fmt.Errorf("%w: every lesson cluster slot is taken", kerr.ThrottlingQuotaExceeded)
+// ErrFull is returned by Open and OpenDir when MaxClusters private clusters
+// run: lesson runs, chaos runs, comparisons and class seats share the
+// slots. It wraps THROTTLING_QUOTA_EXCEEDED, the Kafka error for "too many
+// of these now, retry later".
+var ErrFull = fmt.Errorf("%w: every private cluster is in use", kerr.ThrottlingQuotaExceeded)
 
 // ErrClosed is returned by Open once Labs is closed.
 var ErrClosed = errors.New("labs: closed")
@@ -184,7 +185,7 @@ func (ls *Labs) Pin(id string, c *cluster.Cluster) (*Lab, error) {
 // supplies the rest (Brokers, Broker tuning, Logger); DataDir, KafkaPort,
 // Paused and Bus are set here. onClose, if not nil, runs once when the lab
 // closes (by Remove, the sweep or Close), just before its cluster stops. Open fails with ErrFull
-// when MaxClusters lesson clusters are running.
+// when MaxClusters private clusters are running.
 func (ls *Labs) Open(opts cluster.Options, onClose func()) (*Lab, error) {
 	id := newID()
 	opts.Paused, opts.Bus = true, nil
@@ -216,7 +217,7 @@ func (ls *Labs) open(l *Lab, opts cluster.Options) (*Lab, error) {
 	}
 	if ls.countLocked() >= ls.opts.MaxClusters {
 		ls.mu.Unlock()
-		return nil, fmt.Errorf("%w: %d lesson clusters are running; finish one or wait until an idle one is cleaned up (after %v)",
+		return nil, fmt.Errorf("%w: all %d run lessons, chaos runs, comparisons or class seats; end one or wait until an idle one is cleaned up (after %v)",
 			ErrFull, ls.opts.MaxClusters, ls.opts.IdleTimeout)
 	}
 	id := l.ID

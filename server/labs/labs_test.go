@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -81,6 +82,11 @@ func TestBound(t *testing.T) {
 	}
 	if _, err := open(); !errors.Is(err, ErrFull) || !errors.Is(err, kerr.ThrottlingQuotaExceeded) {
 		t.Fatalf("third Open: %v, want THROTTLING_QUOTA_EXCEEDED", err)
+	} else if msg := err.Error(); strings.Contains(msg, "lesson clusters are running") ||
+		!strings.Contains(msg, "all 2 run lessons, chaos runs, comparisons or class seats") {
+		// Chaos runs and comparisons take slots too: the text must not
+		// say every slot holds a lesson.
+		t.Fatalf("third Open: %q, want it to say all 2 private clusters are in use, by what", msg)
 	}
 	if err := ls.Remove(a.ID); err != nil {
 		t.Fatal(err)

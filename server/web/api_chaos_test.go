@@ -134,3 +134,26 @@ func TestChaosForm(t *testing.T) {
 		t.Fatalf("bad form: %d %q", rec.Code, rec.Header().Get("Location"))
 	}
 }
+
+// TestChaosBadActionSaysWhy: POST /api/v1/chaos with an unknown action kind
+// is INVALID_REQUEST naming that kind and the known ones (it used to say
+// "bad chaos action explode b0"), without Kafka's description.
+func TestChaosBadActionSaysWhy(t *testing.T) {
+	h := chaosServer(t, 1).Handler()
+	for body, want := range map[string][]string{
+		`{"actions":[{"kind":"explode"}]}`:          {`unknown chaos action kind "explode"`, "produce", "heal"},
+		`{"actions":[{"kind":"crash","broker":9}]}`: {"broker 9 is outside [1, 3]"},
+	} {
+		rec := send(t, h, "POST", "/api/v1/chaos", body)
+		wantError(t, rec, 400, "INVALID_REQUEST")
+		var got struct{ Error struct{ Message string } }
+		if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range want {
+			if !strings.Contains(got.Error.Message, w) || strings.Contains(got.Error.Message, "INVALID_REQUEST") {
+				t.Errorf("%s: message %q, want it to say %q and not the code", body, got.Error.Message, w)
+			}
+		}
+	}
+}

@@ -22,7 +22,7 @@ import (
 type failingLab struct{ *testLab }
 
 func (failingLab) Crash(int32) error {
-	return fmt.Errorf("%w: %w: every lesson cluster slot is taken", kerr.ThrottlingQuotaExceeded, kerr.ThrottlingQuotaExceeded)
+	return fmt.Errorf("%w: %w: every private cluster is in use", kerr.ThrottlingQuotaExceeded, kerr.ThrottlingQuotaExceeded)
 }
 func (failingLab) PowerLoss(int32) (map[string]int64, error) {
 	return nil, keyedError{fmt.Errorf("%w: topic \"t\" needs 9 partition replicas (--max-partition-replicas)", kerr.PolicyViolation)}
@@ -58,7 +58,7 @@ func TestChinesePagesShowNoKafkaDescriptions(t *testing.T) {
 				t.Errorf("%s shows Kafka's description of %s: %q", where, ke.Message, text)
 			}
 		}
-		for _, detail := range []string{"lesson cluster slot", "produce to demo-0", "needs 9 partition"} {
+		for _, detail := range []string{"private cluster is in use", "produce to demo-0", "needs 9 partition"} {
 			if strings.Contains(text, detail) {
 				t.Errorf("%s shows the lab's English detail %q: %q", where, detail, text)
 			}
@@ -114,7 +114,7 @@ func TestChinesePagesShowNoKafkaDescriptions(t *testing.T) {
 	rec := postForm(h, url.Values{"action": {"crash"}, "broker": {"1"}}, map[string]string{"Accept": "application/json"})
 	var r ActionResult
 	json.Unmarshal(rec.Body.Bytes(), &r)
-	if r.Text != "THROTTLING_QUOTA_EXCEEDED: every lesson cluster slot is taken" {
+	if r.Text != "THROTTLING_QUOTA_EXCEEDED: every private cluster is in use" {
 		t.Errorf("English: %q", r.Text)
 	}
 }
