@@ -176,6 +176,22 @@ func (c *Class) gradeLocked(st *seatRun) {
 	}
 }
 
+// Grade runs the live exercises on the events seat's cluster has published
+// since it was last graded, if it is awake (it does not wake it). The
+// leader publishes an acknowledgement after it answers, so the event can
+// land after the request that caused it was graded; the seat's exercise
+// list and the teacher's dashboard grade before they read, instead of
+// waiting for the learner's next request.
+func (c *Class) Grade(seat int) {
+	st, err := c.run(seat)
+	if err != nil {
+		return
+	}
+	st.mu.Lock()
+	c.gradeLocked(st)
+	st.mu.Unlock()
+}
+
 // Check grades exercise id for seat now, on the seat's cluster (waking
 // it), with answer for the exercises that ask for one, and returns the
 // seat's standing (a pass stays a pass) with this check's outcome.

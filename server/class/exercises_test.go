@@ -94,3 +94,34 @@ func TestCheckFindOffset(t *testing.T) {
 		t.Fatal("an unknown exercise: no error")
 	}
 }
+
+// TestGradeAfterTheRequest: an acknowledgement the leader publishes after
+// the request that caused it has been graded is graded by Grade (the
+// exercise list and the dashboard call it before reading), not only at the
+// learner's next request.
+func TestGradeAfterTheRequest(t *testing.T) {
+	c := openClass(t, t.TempDir(), 1, &clock{now: time.Unix(1000, 0)}, nil)
+	if _, err := serve(t, c, 1, "/"); err != nil { // wakes seat 1 and grades it
+		t.Fatal(err)
+	}
+	st, err := c.run(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.mu.Lock()
+	bus := st.lab.Cluster().Bus()
+	st.mu.Unlock()
+	bus.Publish(events.Event{Kind: events.KindFault, Broker: 1, Fault: &events.Fault{Kind: events.FaultCrash}})
+	bus.Publish(events.Event{Kind: events.KindAck, Topic: "demo", Acks: events.AcksAll, Offsets: &events.Offsets{Base: 0, Last: 0}})
+	if r, _ := c.Result(1, ExerciseAcksAllOneDown); r.Passed {
+		t.Fatal("passed before any grading saw the acknowledgement")
+	}
+	c.Grade(1)
+	if r, _ := c.Result(1, ExerciseAcksAllOneDown); !r.Passed {
+		t.Fatalf("Grade did not see the acknowledgement published after the request: %+v", r)
+	}
+	c.Grade(2) // a seat never woken: nothing to grade, nothing woken
+	if c.Awake(2) {
+		t.Fatal("Grade woke seat 2")
+	}
+}

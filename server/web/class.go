@@ -301,6 +301,7 @@ func (s *Server) seatResponse(r *http.Request, st class.Seat) SeatResponse {
 	if !st.Joined.IsZero() {
 		out.Joined = &st.Joined
 	}
+	s.opts.Class.Grade(st.ID)
 	for _, id := range class.Exercises {
 		r, _ := s.opts.Class.Result(st.ID, id)
 		out.Exercises = append(out.Exercises, r)

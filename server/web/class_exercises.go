@@ -82,6 +82,7 @@ func (s *Server) listExercises(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	s.opts.Class.Grade(seat)
 	out := []ExerciseResponse{}
 	for _, id := range class.Exercises {
 		r, _ := s.opts.Class.Result(seat, id)
@@ -140,6 +141,7 @@ func (s *Server) exercisesPage(c echo.Context) error {
 		return err
 	}
 	lang := Lang(c)
+	s.opts.Class.Grade(seat)
 	var list []views.ExerciseView
 	for _, id := range class.Exercises {
 		r, _ := s.opts.Class.Result(seat, id)
