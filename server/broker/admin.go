@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"tidemark/server/controller"
+	"tidemark/server/kafkaerr"
 	"tidemark/storage"
 )
 
@@ -49,21 +49,17 @@ func (b *Broker) admin() (Admin, error) {
 	return a, nil
 }
 
-// errMessage is the message a response carries for err: its detail alone,
-// without the Kafka code and description that %w put in its text (the code
-// travels in its own field); nil for no error or no detail.
+// errMessage is the message a response carries for err: its detail alone
+// (kafkaerr.Detail), without the Kafka code and description that %w put in
+// its text (the code travels in its own field); nil for no error or no
+// detail.
 func errMessage(err error) *string {
 	if err == nil {
 		return nil
 	}
-	s := err.Error()
-	var ke *kerr.Error
-	if errors.As(err, &ke) {
-		s = strings.ReplaceAll(s, ke.Error(), "")
-		s = strings.TrimPrefix(s, ke.Message+": ") // a bare code
-		if s = strings.Trim(strings.TrimSpace(s), ": "); s == "" {
-			return nil
-		}
+	s := kafkaerr.Detail(err.Error())
+	if s == "" {
+		return nil
 	}
 	return &s
 }

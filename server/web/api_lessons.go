@@ -12,6 +12,7 @@ import (
 
 	"tidemark/i18n"
 	"tidemark/lessons"
+	"tidemark/server/kafkaerr"
 	"tidemark/server/labs"
 	"tidemark/views"
 )
@@ -140,7 +141,7 @@ func lessonError(err error) error {
 	}
 	// The lessons' errors wrap Kafka's (INVALID_REQUEST…): the code goes in
 	// its own field, and its description for client authors not at all.
-	msg := kafkaDetail(err.Error())
+	msg := kafkaerr.Detail(err.Error())
 	switch {
 	case errors.Is(err, lessons.ErrUnknownLesson), errors.Is(err, lessons.ErrUnknownRun):
 		return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: msg}

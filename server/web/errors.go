@@ -5,13 +5,13 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"strings"
 
 	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"tidemark/i18n"
+	"tidemark/server/kafkaerr"
 )
 
 // Error is an API error: an HTTP status, a code (Kafka's error name where one
@@ -114,7 +114,7 @@ func LabError(err error) error {
 	if ke == kerr.NotLeaderForPartition {
 		code = CodeNotLeaderOrFollower
 	}
-	out := &Error{Status: status, Code: code, Message: kafkaDetail(err.Error())}
+	out := &Error{Status: status, Code: code, Message: kafkaerr.Detail(err.Error())}
 	if key := "errors." + code; out.Message == "" {
 		// A script reading the API gets Kafka's description for a code
 		// the lab has no text of its own for; learners never see it.
@@ -134,46 +134,18 @@ func LabError(err error) error {
 // slots (lessons, chaos runs, comparisons) are all taken, with the lab's own
 // text so that pages say it in the learner's language.
 func labFull(err error) *Error {
-	e := KafkaError(http.StatusTooManyRequests, kerr.ThrottlingQuotaExceeded, kafkaDetail(err.Error()))
+	e := KafkaError(http.StatusTooManyRequests, kerr.ThrottlingQuotaExceeded, kafkaerr.Detail(err.Error()))
 	e.Key = "limits.clusters-full"
 	return e
 }
 
-// kafkaDetail cuts every "CODE: description" of a Kafka error out of msg:
-// a wrapped kerr error reads "CODE: description: detail", sometimes nested;
-// the code travels in its own field and the description is written for
-// client authors, not learners.
-func kafkaDetail(msg string) string {
-	for i := 0; ; i++ {
-		before := msg
-		for _, ke := range kafkaErrors {
-			if !strings.Contains(msg, ke.Message) {
-				continue
-			}
-			msg = strings.ReplaceAll(msg, ke.Error()+": ", "")
-			msg = strings.ReplaceAll(msg, ke.Error(), "")
-			msg = strings.ReplaceAll(msg, ke.Description+": ", "")
-			msg = strings.TrimPrefix(msg, ke.Message+": ") // a bare code, as storage's range errors start
-		}
-		if msg == before || i == 3 {
-			return strings.Trim(strings.TrimSpace(msg), ": ")
-		}
-	}
-}
-
-// kafkaErrors is every error kerr knows, for kafkaDetail; descriptions
-// holds their descriptions, for learnerText.
-var kafkaErrors, descriptions = func() ([]*kerr.Error, map[string]bool) {
-	var out []*kerr.Error
+// descriptions holds every Kafka error's description, for learnerText.
+var descriptions = func() map[string]bool {
 	ds := map[string]bool{}
-	for code := int16(-1); code < 200; code++ {
-		var ke *kerr.Error
-		if errors.As(kerr.ErrorForCode(code), &ke) && ke.Code == code {
-			out = append(out, ke)
-			ds[ke.Description] = true
-		}
+	for _, ke := range kafkaerr.All {
+		ds[ke.Description] = true
 	}
-	return out, ds
+	return ds
 }()
 
 // learnerText is what a page shows for e in lang: the lab's own text when

@@ -14,6 +14,7 @@ import (
 
 	"tidemark/events"
 	"tidemark/i18n"
+	"tidemark/server/kafkaerr"
 )
 
 // failingLab's controls fail as the issue saw them: Kafka errors wrapped
@@ -53,7 +54,7 @@ func TestChinesePagesShowNoKafkaDescriptions(t *testing.T) {
 	h := s.Handler()
 	noDescription := func(where, text string) {
 		t.Helper()
-		for _, ke := range kafkaErrors {
+		for _, ke := range kafkaerr.All {
 			if strings.Contains(text, ke.Description) {
 				t.Errorf("%s shows Kafka's description of %s: %q", where, ke.Message, text)
 			}

@@ -1,0 +1,47 @@
+// Package kafkaerr turns an error that wraps franz-go's kerr errors into
+// the text a person reads. A wrapped kerr error reads "CODE: description:
+// detail", sometimes nested; the code travels in its own field (an API
+// error's code, a Kafka response's error code) and the description is
+// written for client authors, so the broker's responses and the web API
+// both show the lab's detail alone.
+package kafkaerr
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// All is every error kerr knows, by code.
+var All = func() []*kerr.Error {
+	var out []*kerr.Error
+	for code := int16(-1); code < 200; code++ {
+		var ke *kerr.Error
+		if errors.As(kerr.ErrorForCode(code), &ke) && ke.Code == code {
+			out = append(out, ke)
+		}
+	}
+	return out
+}()
+
+// Detail cuts every "CODE: description" of a Kafka error out of msg, and
+// a bare "CODE: " it starts with (as storage's range errors do); what is
+// left is the detail, "" if there is none.
+func Detail(msg string) string {
+	for i := 0; ; i++ {
+		before := msg
+		for _, ke := range All {
+			if !strings.Contains(msg, ke.Message) {
+				continue
+			}
+			msg = strings.ReplaceAll(msg, ke.Error()+": ", "")
+			msg = strings.ReplaceAll(msg, ke.Error(), "")
+			msg = strings.ReplaceAll(msg, ke.Description+": ", "")
+			msg = strings.TrimPrefix(msg, ke.Message+": ")
+		}
+		if msg == before || i == 3 {
+			return strings.Trim(strings.TrimSpace(msg), ": ")
+		}
+	}
+}
