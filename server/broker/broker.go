@@ -67,12 +67,15 @@ type Network interface {
 // Clock is the lab clock: Paused stops the broker's own loops, and Real
 // turns their lab-time intervals into real waits at the clock's rate
 // (a heartbeat every 200ms of lab time is every 800ms of real time at ¼×);
-// RateChanged is closed when the rate changes, and a wait starts again.
+// RateChanged is closed when the rate changes, and a wait starts again;
+// Resumed is closed when a paused clock resumes (already closed while it
+// runs), so the followers sleep while the lab steps them by hand.
 type Clock interface {
 	Now() time.Time
 	Paused() bool
 	Real(d time.Duration) time.Duration
 	RateChanged() <-chan struct{}
+	Resumed() <-chan struct{}
 }
 
 // Publisher takes the broker's events; *events.Bus is one. It must not block.

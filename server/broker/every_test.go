@@ -18,6 +18,13 @@ type rateClock struct {
 
 func (c *rateClock) Now() time.Time { return time.Time{} }
 func (c *rateClock) Paused() bool   { return false }
+
+// Resumed is closed: the clock never pauses.
+func (c *rateClock) Resumed() <-chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}
 func (c *rateClock) Real(d time.Duration) time.Duration {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -174,23 +174,12 @@ func (f *fetcher) loop() {
 	}
 }
 
-// resumer is what a Clock may also be: Resumed returns a channel closed
-// when the paused clock next resumes (cluster.Clock is one).
-type resumer interface {
-	Resumed() <-chan struct{}
-}
-
-// waitResumed waits while the lab clock is paused (the lab steps the
-// fetcher by hand then): until the clock resumes if it says when, else 20 ms.
+// waitResumed waits while the lab clock is paused: the lab steps the
+// fetcher by hand then.
 func (f *fetcher) waitResumed() {
-	r, ok := f.b.cfg.Clock.(resumer)
-	if !ok {
-		sleepCtx(f.ctx, 20*time.Millisecond)
-		return
-	}
 	select {
 	case <-f.ctx.Done():
-	case <-r.Resumed():
+	case <-f.b.cfg.Clock.Resumed():
 	}
 }
 

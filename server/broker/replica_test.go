@@ -58,6 +58,7 @@ func (pausedClock) Paused() bool     { return true }
 
 func (pausedClock) Real(d time.Duration) time.Duration { return d }
 func (pausedClock) RateChanged() <-chan struct{}       { return nil }
+func (pausedClock) Resumed() <-chan struct{}           { return nil } // never: stepped by hand
 
 // testBrokers starts n brokers (ids 1..n) on a paused clock with a real
 // controller, heartbeats each once and stops them at the end of the test.

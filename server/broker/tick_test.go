@@ -28,6 +28,7 @@ func (c *steppedClock) Now() time.Time {
 func (*steppedClock) Paused() bool                       { return true }
 func (*steppedClock) Real(d time.Duration) time.Duration { return d }
 func (*steppedClock) RateChanged() <-chan struct{}       { return nil }
+func (*steppedClock) Resumed() <-chan struct{}           { return nil }
 func (c *steppedClock) set(t time.Time) {
 	c.mu.Lock()
 	c.t = t
@@ -233,6 +234,7 @@ func (c *askedClock) Real(d time.Duration) time.Duration {
 	return d
 }
 func (*askedClock) RateChanged() <-chan struct{} { return nil }
+func (*askedClock) Resumed() <-chan struct{}     { return nil }
 
 // TestFollowerLongPollEndsOnTheGrid: a follower's idle fetch that reaches
 // its leader 130 ms into a second waits until the half second (370 ms),
