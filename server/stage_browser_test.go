@@ -132,10 +132,19 @@ func TestBrowserStage(t *testing.T) {
 	b.api("POST", "api/v1/topics/demo/records", `{"acks":"1","partition":0,"records":[{"value":"gamma-long-value"}]}`, nil)
 	second()
 	b.poll(`+document.getElementById("panel").dataset.seq >= `+strconv.FormatUint(b.cl.Bus().LastSeq(), 10), "the panel to catch up")
-	b.poll(`document.querySelector('#lanes g.rec.committed text.val') !== null && document.querySelector('#lanes g.rec.uncommitted text.val') !== null`,
-		"committed and uncommitted cells with their values")
-	b.poll(`[...document.querySelectorAll('#lanes g.rec.uncommitted text.val')].every(v => v.textContent === "gamm…")`,
-		"the uncommitted cells to show the value shortened to gamm…")
+	b.poll(`document.querySelector('#lanes li.rec.committed[data-val="beta…"]') !== null && document.querySelector('#lanes li.rec.uncommitted') !== null`,
+		"committed and uncommitted records with their values")
+	b.poll(`[...document.querySelectorAll('#lanes li.rec.uncommitted')].every(v => v.dataset.val === "gamm…")`,
+		"the uncommitted records to show the value shortened to gamm…")
+	// The canvas draws them: the leader's newest record (20, not
+	// committed) white, the one before it (19) in its epoch's colour.
+	snap := b.cl.Snapshot()
+	leader := snap.Partition("demo", 0).Leader
+	b.poll(`document.querySelector('`+recs(0, leader)+` li.rec.uncommitted[data-offset="20"]') !== null`, "offset 20 not committed on the leader")
+	b.poll(``+cellPixel(0, leader, 20)+`.join() === "255,255,255,255"`, "the uncommitted record drawn white")
+	if px := eval[[]int](b, cellPixel(0, leader, 19)); len(px) != 4 || px[3] != 255 || px[0] == 255 && px[1] == 255 && px[2] == 255 {
+		t.Errorf("the committed record drawn %v, not in its epoch's colour", px)
+	}
 	b.shotOf(fig(0), "stage-1b-lane-values")
 	// demo-0 holds more records than its window: every figure opens on
 	// its newest records, HW and LEO markers in view.

@@ -24,7 +24,6 @@
   // each write an op letter, a handle and the op's arguments (see
   // wasm/dom.go), ending with a NUL.
   var els = [];
-  var scratch = null;
   // text sets an element's text: the data of its one text node when it
   // has one (cheaper for Chromium than replacing the node).
   function text(el, s) {
@@ -32,29 +31,77 @@
     if (n && n.nodeType === 3 && !n.nextSibling) n.data = s;
     else el.textContent = s;
   }
-  // cell makes a lane's cell (see Cell.Inner in wasm/panel/lanes.go) show
-  // class, offset, x, tooltip, offset line, value and epoch line:
-  // f[i…i+6]. It remembers what the cell shows, read from the element the
-  // first time, and writes only what changed.
-  function cell(el, f, i) {
-    var c = el.tmCell;
-    if (!c) {
-      var ch = el.children, rec = ch[1].getAttribute("class") === "box"; // else a truncated record
-      var off = ch[rec ? 3 : 2], val = off.nextElementSibling, ep = rec ? val.nextElementSibling : null;
-      c = el.tmCell = {
-        title: ch[0], off: off, val: val, ep: ep,
-        v: [el.getAttribute("class"), el.getAttribute("data-offset"), el.getAttribute("transform"),
-          ch[0].textContent, off.textContent, val.textContent, ep ? ep.textContent : ""]
-      };
+  // The canvas ops draw a figure's cells (panel.Painter.Paint): P gives
+  // the palette (8 epoch colours, ink, paper, a truncated record's fill
+  // and ink), C sizes a canvas to w×h CSS pixels at the device's pixel
+  // ratio and clears it, K draws a cell as the lanes' SVG did, its texts
+  // in the colours panel.CellText says (TestCanvasContrast).
+  var pal = [], ctx = null, font = "";
+  function canvas(cv, w, h) {
+    var dpr = window.devicePixelRatio || 1, pw = Math.round(w * dpr), ph = Math.round(h * dpr);
+    if (cv.width !== pw || cv.height !== ph) {
+      cv.width = pw;
+      cv.height = ph;
+      cv.style.width = w + "px"; // the CSSOM: the page's CSP refuses style attributes
+      cv.style.height = h + "px";
     }
-    var v = c.v, x = "translate(" + f[i + 2] + ",0)";
-    if (v[0] !== f[i]) el.setAttribute("class", v[0] = f[i]);
-    if (v[1] !== f[i + 1]) el.setAttribute("data-offset", v[1] = f[i + 1]);
-    if (v[2] !== x) el.setAttribute("transform", v[2] = x);
-    if (v[3] !== f[i + 3]) text(c.title, v[3] = f[i + 3]);
-    if (v[4] !== f[i + 4]) text(c.off, v[4] = f[i + 4]);
-    if (v[5] !== f[i + 5]) text(c.val, v[5] = f[i + 5]);
-    if (c.ep && v[6] !== f[i + 6]) text(c.ep, v[6] = f[i + 6]);
+    ctx = cv.getContext("2d");
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.clearRect(0, 0, w, h);
+    ctx.textAlign = "center";
+    font = "";
+  }
+  function setFont(f) { if (font !== f) ctx.font = font = f; }
+  function box(x, y, h, stroke) {
+    ctx.beginPath();
+    ctx.roundRect(x + 1, y, 38, h, 3);
+    ctx.fill();
+    if (stroke) ctx.stroke();
+  }
+  // cell draws a record (state 0 committed, 1 not yet) or a truncated
+  // record (2) at x, y in epoch colour ep: f[i…i+6].
+  function cell(f, i) {
+    var state = +f[i + 1], x = +f[i + 2], y = +f[i + 3], ep = +f[i + 4], text = pal[8];
+    if (state === 2) {
+      ctx.fillStyle = pal[10];
+      ctx.strokeStyle = text = pal[11];
+      ctx.lineWidth = 2;
+      ctx.setLineDash([3, 2]);
+      box(x, y + 58, 40, true);
+      ctx.fillStyle = text;
+      setFont("10px system-ui,sans-serif");
+      ctx.fillText(f[i + 5], x + 20, y + 69);
+      ctx.fillText("✕", x + 20, y + 95);
+      setFont("bold 10.5px system-ui,sans-serif");
+      ctx.fillText(f[i + 6], x + 20, y + 82);
+      ctx.setLineDash([]);
+      ctx.beginPath();
+      ctx.moveTo(x + 3, y + 78);
+      ctx.lineTo(x + 37, y + 78);
+      ctx.stroke();
+      return;
+    }
+    ctx.strokeStyle = text;
+    if (state === 1) { // white, a heavy dashed border, a band of the colour
+      ctx.fillStyle = pal[9];
+      ctx.lineWidth = 2.5;
+      ctx.setLineDash([5, 3]);
+      box(x, y + 14, 40, true);
+      ctx.fillStyle = pal[ep];
+      box(x, y + 14, 6, false);
+    } else {
+      ctx.fillStyle = pal[ep];
+      ctx.lineWidth = 1.5;
+      ctx.setLineDash([]);
+      box(x, y + 14, 40, true);
+      if (ep === 5 || ep === 6) text = pal[9];
+    }
+    ctx.fillStyle = text;
+    setFont("9.5px system-ui,sans-serif");
+    ctx.fillText(f[i + 5], x + 20, y + 29);
+    ctx.fillText(f[i + 7], x + 20, y + 51);
+    setFont("bold 9.5px system-ui,sans-serif");
+    ctx.fillText(f[i + 6], x + 20, y + 41);
   }
   window.tidemarkDOM = {
     adopt: function (h, el) { els[h] = el; },
@@ -70,17 +117,10 @@
           case "t": text(els[h], f[i + 2]); i += 3; break;
           case "h": els[h].innerHTML = f[i + 2]; i += 3; break; // markup of the children
           case "c": els[h] = els[+f[i + 2]].children[+f[i + 3]]; i += 4; break; // child
-          case "k": els[h] = els[+f[i + 2]].cloneNode(true); i += 3; break; // clone
-          case "m": // markup of one (detached) element
-            if (!scratch) scratch = document.createElementNS("http://www.w3.org/2000/svg", "g");
-            scratch.innerHTML = f[i + 2];
-            els[h] = scratch.firstElementChild;
-            scratch.textContent = "";
-            i += 3; break;
-          case "p": els[+f[i + 2]].appendChild(els[h]); i += 3; break; // append to
-          case "r": els[h].remove(); i += 2; break; // remove
           case "f": els[h] = undefined; i += 2; break; // forget
-          case "w": cell(els[h], f, i + 2); i += 9; break; // a lane's cell
+          case "P": pal = f.slice(i + 2, i + 14); i += 14; break; // palette
+          case "C": canvas(els[h], +f[i + 2], +f[i + 3]); i += 4; break;
+          case "K": cell(f, i); i += 8; break;
           default: throw new Error("unknown op " + f[i]);
           }
         }
@@ -91,12 +131,22 @@
       return true;
     }
   };
+  // A new devicePixelRatio (zoom, another screen) needs the canvases drawn
+  // again at the new resolution.
+  (function watchRatio() {
+    if (typeof matchMedia !== "function") return;
+    matchMedia("(resolution: " + (window.devicePixelRatio || 1) + "dppx)").addEventListener("change", function () {
+      if (window.tidemarkRedraw) window.tidemarkRedraw();
+      watchRatio();
+    }, { once: true });
+  })();
   // Lane figures out of view (below the fold, or scrolled out of the
   // stage's lanes box) are marked data-offscreen, which app.css turns into
-  // content-visibility: hidden: the panel still writes their cells in every
-  // frame, but Chromium styles, lays out and paints them only once they
-  // come within a quarter of the view (or of the lanes box) of being seen.
-  // At 1,000 records/s every cell of every figure changes between frames.
+  // content-visibility: hidden: the panel still keeps their SVG and
+  // accessible lists up to date, but draws their canvas, and Chromium
+  // styles, lays out and paints them, only once they come within a
+  // quarter of the view (or of the lanes box) of being seen. At 1,000
+  // records/s every cell of every figure changes between frames.
   //
   // A figure wider than its box (a phone, the stage's column) shows its
   // newest records: the furthest LEO marker and the slot after it at the
@@ -210,6 +260,7 @@
         if (!("offscreen" in e.target.dataset)) return;
         delete e.target.dataset.offscreen;
         place(e.target);
+        if (window.tidemarkRedraw) window.tidemarkRedraw(); // its canvas was not drawn out of view
       });
     }, { rootMargin: "25% 0px", scrollMargin: "25% 0px" });
     new MutationObserver(function () { // the panel drew new figures

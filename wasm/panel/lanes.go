@@ -134,6 +134,7 @@ type Attr struct{ Name, Value string }
 // while Shape stays the same, the parts are updated in place.
 type Figure struct {
 	Key     string // topic and partition
+	W, H    int64  // the SVG's size, the canvas's under it (user units = CSS pixels)
 	Shape   string
 	Attrs   []Attr
 	Caption string // markup of the figcaption before its meta span: the link to the partition
@@ -150,6 +151,7 @@ type Figure struct {
 // any text.
 type Lane struct {
 	Key    string // broker id
+	Y      int64  // the lane's top in the figure
 	Ghosts bool   // the lane has a row of truncated records
 	Attrs  []Attr
 	Title  string  // the lane's tooltip (text)
@@ -157,10 +159,8 @@ type Lane struct {
 	Nums   string  // text of the LEO and HW numbers
 	Slots  []int64 // the x of each empty slot of the window (offsets not yet written)
 	Cells  []Cell  // records and truncated records, by offset
-	// CellsAt is the transform of g.cells: the window slides by moving the
-	// group, so cells that stay keep their layout. CellsX is its x.
-	CellsAt string
-	CellsX  int64
+	// CellsX is the x cells are placed from (Cell.X).
+	CellsX int64
 	// The HW and LEO markers, over the cells: the x of each (-1 when out
 	// of the window), and whether the HW moved (animated).
 	HWX, LEOX int64
@@ -168,14 +168,13 @@ type Lane struct {
 }
 
 // Cell is one record (Key 2×offset) or truncated record (2×offset+1) of
-// a lane: a group of class Class holding its tooltip Title and its texts,
-// placed at X. A record shows Off (its offset), Val (its value, shortened)
-// and Ep (its leader epoch, with a ? while not committed) and, while its
-// class says uncommitted, a band of its epoch's colour; a truncated record
-// shows Off (offset and epoch) and Val, struck out. Every part is plain text or
-// an attribute, so the page can keep a cell's element and write only the
-// parts that changed: as records arrive, the element of a cell that left
-// the window is reused for the next one instead of parsing new markup.
+// a lane, drawn on the figure's canvas (Paint) at X from the lane's
+// CellsX: a record shows Off (its offset), Val (its value, shortened) and
+// Ep (its leader epoch, with a ? while not committed), filled in its
+// epoch's colour once committed, else white with a heavy dashed border and
+// a band of the colour; a truncated record shows Off (offset and epoch)
+// and Val, struck out, in the row under the lane. Class and Title (its
+// whole description) are what the accessible list (ListHTML) says of it.
 type Cell struct {
 	Key      int64
 	Class    string
@@ -184,44 +183,12 @@ type Cell struct {
 	Title    string
 	Off, Val string
 	Ep       string // "" for a truncated record
+	Color    int32  // the leader epoch mod 8: its colour in EpochFill
+	State    uint8  // cellCommitted, cellUncommitted or cellTruncated
 }
 
 // Ghost reports whether the cell is a truncated record.
 func (c *Cell) Ghost() bool { return c.Key&1 == 1 }
-
-// HTML returns the cell's markup.
-func (c *Cell) HTML() string {
-	return `<g class="` + esc(c.Class) + `" data-offset="` + i64(c.Offset) + `" transform="` + c.Transform() + `"><title>` +
-		esc(c.Title) + `</title>` + c.Inner() + `</g>`
-}
-
-// Inner returns the markup inside the cell's group, after its title. Its
-// elements are, in order: a record's rect.box, rect.band, text.off,
-// text.val and text.ep; a truncated record's rect, text.off, text.val,
-// line and text.x. The band is always there and shown only while the
-// record is not committed (app.css), so committing a record changes its
-// class and texts, not its elements.
-func (c *Cell) Inner() string {
-	if c.Ghost() {
-		// Full size, in the row under the lane: offset and epoch, the
-		// value struck out, and a cross; the tooltip says why.
-		return `<rect x="1" y="58" width="38" height="40" rx="3"/><text class="off" x="20" y="69">` + esc(c.Off) +
-			`</text><text class="val" x="20" y="82">` + esc(c.Val) +
-			`</text><line x1="3" y1="78" x2="37" y2="78"/><text class="x" x="20" y="95">✕</text>`
-	}
-	return `<rect class="box" x="1" y="14" width="38" height="40" rx="3"/>` + BandHTML +
-		`<text class="off" x="20" y="29">` + esc(c.Off) + `</text><text class="val" x="20" y="41">` + esc(c.Val) +
-		`</text><text class="ep" x="20" y="51">` + esc(c.Ep) + `</text>`
-}
-
-// BandHTML is the markup of a record's band. Committed, a record is
-// filled in its epoch's colour; not committed, it is white with a heavy
-// dashed border and only this band of the colour on top, with a ? after
-// its epoch: unmistakable without colour too.
-const BandHTML = `<rect class="band" x="1" y="14" width="38" height="6" rx="2"/>`
-
-// Transform returns the cell's transform attribute.
-func (c *Cell) Transform() string { return "translate(" + i64(c.X) + ",0)" }
 
 // SlotAt returns the markup of an empty slot at x.
 func SlotAt(x int64) string {
@@ -236,11 +203,7 @@ func (l *Lane) HTML() string {
 	for _, x := range l.Slots {
 		b.WriteString(SlotAt(x))
 	}
-	b.WriteString(`</g></g><g class="cells" transform="` + l.CellsAt + `">`)
-	for i := range l.Cells {
-		b.WriteString(l.Cells[i].HTML())
-	}
-	b.WriteString(`</g><g class="marks">` + l.Marks() + `</g></g>`)
+	b.WriteString(`</g></g><g class="marks">` + l.Marks() + `</g></g>`)
 	return b.String()
 }
 
@@ -273,7 +236,8 @@ func MarkAt(x int64) string { return "translate(" + i64(x) + ",0)" }
 // HTML returns the figure's markup.
 func (f *Figure) HTML() string {
 	var b strings.Builder
-	b.WriteString(`<figure` + attrs(f.Attrs) + `><figcaption>` + f.Caption + `<span class="meta">` + esc(f.Meta) + `</span></figcaption>` + f.Shape)
+	b.WriteString(`<figure` + attrs(f.Attrs) + `><figcaption>` + f.Caption + `<span class="meta">` + esc(f.Meta) + `</span></figcaption>` +
+		`<div class="lane-list">` + f.ListHTML() + `</div><canvas class="lane-canvas" aria-hidden="true"></canvas>` + f.Shape)
 	for i := range f.Lanes {
 		b.WriteString(f.Lanes[i].HTML())
 	}
@@ -415,6 +379,7 @@ func (lz *Lanes) figure(v *events.Snapshot, topic string, p *events.Partition, m
 	for ri := range p.ReplicaLogs {
 		height += laneHeight(hasGhosts(&p.ReplicaLogs[ri], lo, hi))
 	}
+	f.W, f.H = width, height
 	f.Shape = `<svg class="lanes-svg" viewBox="0 0 ` + i64(width) + ` ` + i64(height) + `" width="` + i64(width) + `" height="` + i64(height) +
 		`" role="group" aria-label="` + esc(name) + `">`
 	y := int64(topPad)
@@ -500,8 +465,7 @@ func (lz *Lanes) lane(topic string, p *events.Partition, r *events.Replica, stat
 	// Cells sit at their offset from base, which moves only every 1024
 	// offsets (coordinates stay small enough for float precision).
 	base := lo &^ 1023
-	l := Lane{Key: itoa(r.Broker), Ghosts: hasGhosts(r, lo, hi), CellsX: xOf(base, lo)}
-	l.CellsAt = "translate(" + i64(l.CellsX) + ",0)"
+	l := Lane{Key: itoa(r.Broker), Y: y, Ghosts: hasGhosts(r, lo, hi), CellsX: xOf(base, lo)}
 	l.Attrs = []Attr{{"class", cls}, {"data-topic", topic}, {"data-partition", itoa(p.Partition)}, {"data-broker", itoa(r.Broker)},
 		{"data-leo", i64(r.LEO)}, {"data-hw", i64(r.HW)}, {"transform", "translate(0," + i64(y) + ")"}}
 	l.Title = c.T("panel.lane.label", r.Broker, r.LEO, r.HW)
@@ -567,7 +531,8 @@ func (lz *Lanes) lane(topic string, p *events.Partition, r *events.Replica, stat
 		}
 		t := lz.cell(id, c)
 		lz.cellBuf = append(lz.cellBuf, Cell{Key: 2 * rec.Offset, Class: recClass[abs32(rec.LeaderEpoch)%8*4+int32(id.state)*2+int32(isNew)],
-			Offset: rec.Offset, X: (rec.Offset - base) * cellW, Title: t.title, Off: t.off, Val: id.value, Ep: t.ep})
+			Offset: rec.Offset, X: (rec.Offset - base) * cellW, Title: t.title, Off: t.off, Val: id.value, Ep: t.ep,
+			Color: abs32(rec.LeaderEpoch) % 8, State: id.state})
 	}
 	// Truncated records, struck out at the offsets they had (the newest per offset).
 	var ghost map[int64]events.TruncatedRecord
@@ -590,7 +555,8 @@ func (lz *Lanes) lane(topic string, p *events.Partition, r *events.Replica, stat
 		}
 		id := cellID{offset: o, epoch: t.LeaderEpoch, state: cellTruncated, value: shortValue(t.Value), reason: TruncatedReason(t, c)}
 		ct := lz.cell(id, c)
-		lz.cellBuf = append(lz.cellBuf, Cell{Key: 2*o + 1, Class: gc, Offset: o, X: (o - base) * cellW, Title: ct.title, Off: ct.off, Val: id.value})
+		lz.cellBuf = append(lz.cellBuf, Cell{Key: 2*o + 1, Class: gc, Offset: o, X: (o - base) * cellW, Title: ct.title, Off: ct.off, Val: id.value,
+			Color: abs32(t.LeaderEpoch) % 8, State: cellTruncated})
 	}
 	l.Cells = lz.cellBuf[from:len(lz.cellBuf):len(lz.cellBuf)]
 	return l
