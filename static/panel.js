@@ -36,8 +36,13 @@
   // and ink), C sizes a canvas to w×h CSS pixels at the device's pixel
   // ratio and clears it, K draws a cell as the lanes' SVG did, its texts
   // in the colours panel.CellText says (TestCanvasContrast).
-  var pal = [], ctx = null, font = "";
+  // A canvas's cells are drawn together (cells) when its K ops are all
+  // read: boxes of one colour as one path, then texts font by font and
+  // colour by colour. Setting a style costs Chromium more than drawing
+  // with it; boxes are square, which costs it less than rounded.
+  var pal = [], ctx = null, ks = [];
   function canvas(cv, w, h) {
+    cells();
     var dpr = window.devicePixelRatio || 1, pw = Math.round(w * dpr), ph = Math.round(h * dpr);
     if (cv.width !== pw || cv.height !== ph) {
       cv.width = pw;
@@ -49,59 +54,68 @@
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     ctx.clearRect(0, 0, w, h);
     ctx.textAlign = "center";
-    font = "";
   }
-  function setFont(f) { if (font !== f) ctx.font = font = f; }
-  function box(x, y, h, stroke) {
+  // boxes fills (colour fill) and strokes (colour stroke, width, dash) the
+  // boxes of the cells k says yes to, h high at dy under each cell's top.
+  function boxes(k, fill, stroke, width, dash, dy, h) {
     ctx.beginPath();
-    ctx.roundRect(x + 1, y, 38, h, 3);
+    var any = false;
+    for (var i = 0; i < ks.length; i++) {
+      var c = ks[i];
+      if (k(c)) { ctx.rect(c.x + 1, c.y + dy, 38, h); any = true; }
+    }
+    if (!any) return;
+    ctx.fillStyle = fill;
     ctx.fill();
-    if (stroke) ctx.stroke();
+    if (!stroke) return;
+    ctx.strokeStyle = stroke;
+    ctx.lineWidth = width;
+    ctx.setLineDash(dash);
+    ctx.stroke();
   }
-  // cell draws a record (state 0 committed, 1 not yet) or a truncated
-  // record (2) at x, y in epoch colour ep: f[i…i+6].
+  // texts draws, in font, the texts of the cells k says yes to, each in
+  // the colour ink(c) at its place: t(c) returns [text, dy, …].
+  function texts(font, k, t) {
+    ctx.font = font;
+    var ink = "";
+    for (var i = 0; i < ks.length; i++) {
+      var c = ks[i];
+      if (!k(c)) continue;
+      if (c.ink !== ink) ctx.fillStyle = ink = c.ink;
+      var ts = t(c);
+      for (var j = 0; j < ts.length; j += 2) ctx.fillText(ts[j], c.x + 20, c.y + ts[j + 1]);
+    }
+  }
+  // cells draws the cells of the K ops read since the last call: records
+  // (state 0 committed, 1 not yet) and truncated records (2).
+  function cells() {
+    if (!ks.length) return;
+    var ep, ghost = function (c) { return c.s === 2; }, rec = function (c) { return c.s !== 2; };
+    for (ep = 0; ep < 8; ep++) boxes(function (c) { return c.s === 0 && c.ep === ep; }, pal[ep], pal[8], 1.5, [], 14, 40);
+    // Not committed: white, a heavy dashed border, a band of the colour.
+    boxes(function (c) { return c.s === 1; }, pal[9], pal[8], 2.5, [5, 3], 14, 40);
+    for (ep = 0; ep < 8; ep++) boxes(function (c) { return c.s === 1 && c.ep === ep; }, pal[ep], "", 0, [], 14, 6);
+    boxes(ghost, pal[10], pal[11], 2, [3, 2], 58, 40);
+    texts("9.5px system-ui,sans-serif", rec, function (c) { return [c.off, 29, c.epl, 51]; });
+    texts("bold 9.5px system-ui,sans-serif", rec, function (c) { return [c.val, 41]; });
+    texts("10px system-ui,sans-serif", ghost, function (c) { return [c.off, 69, "✕", 95]; });
+    texts("bold 10.5px system-ui,sans-serif", ghost, function (c) { return [c.val, 82]; });
+    // A truncated record's value is struck out.
+    ctx.beginPath();
+    ks.forEach(function (c) { if (c.s === 2) { ctx.moveTo(c.x + 3, c.y + 78); ctx.lineTo(c.x + 37, c.y + 78); } });
+    ctx.strokeStyle = pal[11];
+    ctx.lineWidth = 2;
+    ctx.setLineDash([]);
+    ctx.stroke();
+    ks.length = 0;
+  }
+  // cell reads a K op, f[i…i+7]: state, x, y, epoch colour, offset line,
+  // value and epoch line; its texts' colour as panel.CellText says.
   function cell(f, i) {
-    var state = +f[i + 1], x = +f[i + 2], y = +f[i + 3], ep = +f[i + 4], text = pal[8];
-    if (state === 2) {
-      ctx.fillStyle = pal[10];
-      ctx.strokeStyle = text = pal[11];
-      ctx.lineWidth = 2;
-      ctx.setLineDash([3, 2]);
-      box(x, y + 58, 40, true);
-      ctx.fillStyle = text;
-      setFont("10px system-ui,sans-serif");
-      ctx.fillText(f[i + 5], x + 20, y + 69);
-      ctx.fillText("✕", x + 20, y + 95);
-      setFont("bold 10.5px system-ui,sans-serif");
-      ctx.fillText(f[i + 6], x + 20, y + 82);
-      ctx.setLineDash([]);
-      ctx.beginPath();
-      ctx.moveTo(x + 3, y + 78);
-      ctx.lineTo(x + 37, y + 78);
-      ctx.stroke();
-      return;
-    }
-    ctx.strokeStyle = text;
-    if (state === 1) { // white, a heavy dashed border, a band of the colour
-      ctx.fillStyle = pal[9];
-      ctx.lineWidth = 2.5;
-      ctx.setLineDash([5, 3]);
-      box(x, y + 14, 40, true);
-      ctx.fillStyle = pal[ep];
-      box(x, y + 14, 6, false);
-    } else {
-      ctx.fillStyle = pal[ep];
-      ctx.lineWidth = 1.5;
-      ctx.setLineDash([]);
-      box(x, y + 14, 40, true);
-      if (ep === 5 || ep === 6) text = pal[9];
-    }
-    ctx.fillStyle = text;
-    setFont("9.5px system-ui,sans-serif");
-    ctx.fillText(f[i + 5], x + 20, y + 29);
-    ctx.fillText(f[i + 7], x + 20, y + 51);
-    setFont("bold 9.5px system-ui,sans-serif");
-    ctx.fillText(f[i + 6], x + 20, y + 41);
+    var c = { s: +f[i + 1], x: +f[i + 2], y: +f[i + 3], ep: +f[i + 4], off: f[i + 5], val: f[i + 6], epl: f[i + 7], ink: pal[8] };
+    if (c.s === 2) c.ink = pal[11];
+    else if (c.s === 0 && (c.ep === 5 || c.ep === 6)) c.ink = pal[9];
+    ks.push(c);
   }
   window.tidemarkDOM = {
     adopt: function (h, el) { els[h] = el; },
@@ -124,7 +138,9 @@
           default: throw new Error("unknown op " + f[i]);
           }
         }
+        cells();
       } catch (e) {
+        ks.length = 0;
         console.error("tidemark panel: DOM write " + f[i] + " " + f[i + 1] + ": " + e);
         return false;
       }
