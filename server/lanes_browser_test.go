@@ -36,11 +36,11 @@ func TestBrowserLanesOnScreen(t *testing.T) {
 	snap := b.cl.Snapshot()
 	leader := snap.Partition("demo", 0).Leader
 	cell := func(off int) string {
-		return `document.querySelector('` + recs(0, leader) + ` li.rec[data-offset="` + strconv.Itoa(off) + `"]')`
+		return `document.querySelector('` + recs(0, leader) + ` .rec[data-offset="` + strconv.Itoa(off) + `"]')`
 	}
 	// Drawn: the canvas holds an opaque box at the record's place.
 	drawn := func(off int64) string { return cellPixel(0, leader, off) + `[3] === 255` }
-	b.poll(`[...document.querySelectorAll('`+recs(0, leader)+` li.rec')].some(v => /^r4[1-9]$/.test(v.dataset.val))`, "the records listed out of view")
+	b.poll(`[...document.querySelectorAll('`+recs(0, leader)+` .rec')].some(v => /^r4[1-9]$/.test(v.dataset.val))`, "the records listed out of view")
 
 	// In view again: rendered, on its newest records, its canvas drawn.
 	eval[bool](b, `(f => { f.scrollIntoView(); return true; })(document.querySelector('`+fig(0)+`'))`)

@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/chromedp/cdproto/cdp"
@@ -132,15 +134,19 @@ func TestBrowserStage(t *testing.T) {
 	b.api("POST", "api/v1/topics/demo/records", `{"acks":"1","partition":0,"records":[{"value":"gamma-long-value"}]}`, nil)
 	second()
 	b.poll(`+document.getElementById("panel").dataset.seq >= `+strconv.FormatUint(b.cl.Bus().LastSeq(), 10), "the panel to catch up")
-	b.poll(`document.querySelector('#lanes li.rec.committed[data-val="beta…"]') !== null && document.querySelector('#lanes li.rec.uncommitted') !== null`,
+	b.poll(`document.querySelector('#lanes .rec.committed[data-val="beta…"]') !== null && document.querySelector('#lanes .rec.uncommitted') !== null`,
 		"committed and uncommitted records with their values")
-	b.poll(`[...document.querySelectorAll('#lanes li.rec.uncommitted')].every(v => v.dataset.val === "gamm…")`,
+	b.poll(`[...document.querySelectorAll('#lanes .rec.uncommitted')].every(v => v.dataset.val === "gamm…")`,
 		"the uncommitted records to show the value shortened to gamm…")
+	// A screen reader finds them: the lists are in the accessibility tree.
+	if names := b.axNames(); !slices.ContainsFunc(names, func(n string) bool { return strings.Contains(n, "gamm…") }) {
+		t.Errorf("no node of the accessibility tree names the uncommitted record gamm…; %d names: %.600q", len(names), names)
+	}
 	// The canvas draws them: the leader's newest record (20, not
 	// committed) white, the one before it (19) in its epoch's colour.
 	snap := b.cl.Snapshot()
 	leader := snap.Partition("demo", 0).Leader
-	b.poll(`document.querySelector('`+recs(0, leader)+` li.rec.uncommitted[data-offset="20"]') !== null`, "offset 20 not committed on the leader")
+	b.poll(`document.querySelector('`+recs(0, leader)+` .rec.uncommitted[data-offset="20"]') !== null`, "offset 20 not committed on the leader")
 	b.poll(``+cellPixel(0, leader, 20)+`.join() === "255,255,255,255"`, "the uncommitted record drawn white")
 	if px := eval[[]int](b, cellPixel(0, leader, 19)); len(px) != 4 || px[3] != 255 || px[0] == 255 && px[1] == 255 && px[2] == 255 {
 		t.Errorf("the committed record drawn %v, not in its epoch's colour", px)
