@@ -70,6 +70,7 @@ type app struct {
 	replaceFn js.Value      // Element.prototype.replaceChildren
 	stage     stageDOM      // the stage's topology (#topo), when the page has one
 	dom       domBatch      // the lanes' slots, markers and canvases are written through it, once per frame
+	measured  bool          // figs' vis0 and vis1 are up to date
 	listsAt   float64       // when the lanes' accessible lists were last brought up to date (ms)
 	listsSeq  uint64        // live Seq then
 	evTail    string        // the events the page listed before the stream's, until the panel lists a full list of its own
@@ -117,7 +118,11 @@ type figDOM struct {
 	part                            panel.Figure
 	lanes                           []laneDOM
 	drawn                           []byte // the canvas's last drawing (nil: to draw)
-	listed                          string // the accessible list's markup
+	// vis0 and vis1 are the x range of the SVG the figure shows (it
+	// scrolls sideways), read when a scroll or a resize may have moved it;
+	// vis1 0 unknown.
+	vis0, vis1 int64
+	listed     string // the accessible list's markup
 }
 
 // timelineShown is what the timeline and #panel's data-* show.
@@ -176,13 +181,23 @@ func main() {
 	a.setupForms()
 	// A figure coming into view, or a new devicePixelRatio, needs its
 	// canvas drawn again (static/panel.js calls this).
-	js.Global().Set("tidemarkRedraw", a.fn(func(js.Value, []js.Value) any {
-		for i := range a.figs {
-			a.figs[i].drawn = nil
-		}
+	redraw := func() {
+		a.measured = false
 		a.schedule()
+	}
+	js.Global().Set("tidemarkRedraw", a.fn(func(js.Value, []js.Value) any {
+		redraw()
 		return nil
 	}))
+	// A canvas draws only the cells in view (and a cell either side): a
+	// scroll or a resize draws the others.
+	if lanes := a.el("lanes"); !lanes.IsNull() {
+		lanes.Call("addEventListener", "scroll", a.fn(func(js.Value, []js.Value) any {
+			redraw()
+			return nil
+		}), js.ValueOf(map[string]any{"capture": true, "passive": true}))
+		a.observeSize(lanes, func(float64) { redraw() })
+	}
 	// A hidden page gets no frames: handle what is queued, and each
 	// message as it comes until the page shows again.
 	a.on(doc, "visibilitychange", func(js.Value) {
@@ -492,6 +507,7 @@ func (a *app) render() {
 	t0 := a.now()
 	s := a.state
 	view := s.View()
+	a.measureLanes()
 	var motion panel.Motion
 	if s.Following && !a.reducedMotion() {
 		// Under a stream of events motion would only flicker: animate what
@@ -631,6 +647,7 @@ func (a *app) renderLanes(figs []panel.Figure, t0 float64) {
 		a.laneShape = shape.String()
 		a.bindLanes(root, figs)
 		a.dom.Palette()
+		a.measured = false
 		a.listsAt, a.listsSeq = t0, a.state.Snap.Seq
 	} else {
 		for i := range figs {
@@ -672,7 +689,7 @@ func (a *app) renderLanes(figs []panel.Figure, t0 float64) {
 			continue
 		}
 		at := len(a.dom.Buf)
-		a.dom.Paint(d.canvas, &figs[i])
+		a.dom.Paint(d.canvas, &figs[i], d.vis0-laneMargin, d.vis1+laneMargin)
 		if drawn := a.dom.Buf[at:]; string(drawn) != string(d.drawn) {
 			d.drawn = append(d.drawn[:0], drawn...)
 		} else {
@@ -681,6 +698,30 @@ func (a *app) renderLanes(figs []panel.Figure, t0 float64) {
 	}
 	a.flushLanes()
 	a.flushParses()
+}
+
+// laneMargin is how far (SVG units, a cell) beyond the part of a figure on
+// screen its canvas is drawn, so a short scroll finds cells there.
+const laneMargin = 40
+
+// measureLanes reads which part of each figure is on screen, when a
+// scroll, a resize or new figures may have changed it, and has their
+// canvases drawn again. It runs first in a frame, before the frame's
+// writes: reading the scroll position in every frame made Chromium lay
+// out the page twice a frame.
+func (a *app) measureLanes() {
+	if a.measured {
+		return
+	}
+	a.measured = true
+	for i := range a.figs {
+		d := &a.figs[i]
+		d.vis0, d.vis1, d.drawn = 0, 1<<40, nil
+		if w := d.el.Get("clientWidth").Int(); w > 0 {
+			d.vis0 = int64(d.el.Get("scrollLeft").Int())
+			d.vis1 = d.vis0 + int64(w)
+		}
+	}
 }
 
 // flushLanes sends the frame's writes to the lanes. Should one fail (a

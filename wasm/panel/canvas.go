@@ -65,12 +65,13 @@ func (p *Painter) Num(v int64) {
 	p.Buf = append(p.Buf, 0)
 }
 
-// Paint appends the drawing of f's cells on the canvas of handle h: C
-// sizes the canvas to the SVG (f.W × f.H) and clears it, then each cell is
-// a K op (its state as the handle; x, y, epoch colour, offset line, value,
-// epoch line) that the page draws as the lanes' SVG drew it, in the colours
-// of Palette.
-func (p *Painter) Paint(h int, f *Figure) {
+// Paint appends the drawing of f's cells between x0 and x1 (the part of
+// the figure in view: a cell's texts cost the most) on the canvas of
+// handle h: C sizes the canvas to the SVG (f.W × f.H) and clears it, then
+// each cell is a K op (its state as the handle; x, y, epoch colour, offset
+// line, value, epoch line) that the page draws as the lanes' SVG drew it,
+// in the colours of Palette.
+func (p *Painter) Paint(h int, f *Figure, x0, x1 int64) {
 	p.Op('C', h)
 	p.Num(f.W)
 	p.Num(f.H)
@@ -78,8 +79,12 @@ func (p *Painter) Paint(h int, f *Figure) {
 		l := &f.Lanes[li]
 		for ci := range l.Cells {
 			c := &l.Cells[ci]
+			x := l.CellsX + c.X
+			if x+cellW <= x0 || x >= x1 {
+				continue
+			}
 			p.Op('K', int(c.State))
-			p.Num(l.CellsX + c.X)
+			p.Num(x)
 			p.Num(l.Y)
 			p.Num(int64(c.Color))
 			p.Str(c.Off)

@@ -62,13 +62,19 @@ func TestPaint(t *testing.T) {
 		Truncated: []events.TruncatedRecord{{Offset: 2, Value: "lost", Reason: "truncate-to (rule high-watermark): x"}}}
 	f := LaneFigures(snap, Motion{}, en, "demo", 0)[0]
 	var pt Painter
-	pt.Paint(7, &f)
+	pt.Paint(7, &f, 0, f.W)
 	got := strings.ReplaceAll(string(pt.Buf), "\x00", "|")
 	want := "C|7|" + i64(f.W) + "|" + i64(f.H) + "|" +
 		"K|0|170|16|0|0||e0|K|0|210|16|0|1|hell…|e0|K|1|250|16|1|2|x|e1?|" + // lane 1 at y 16
 		"K|0|170|88|0|0||e0|K|0|210|88|0|1||e0|K|2|250|88|0|2 e0|lost||" // lane 2 under it
 	if got != want {
 		t.Errorf("drawing\n%s\nwant\n%s", got, want)
+	}
+	// Only the cells in view: offsets 1 and 2 (x 210 and 250).
+	pt.Buf = pt.Buf[:0]
+	pt.Paint(7, &f, 215, 260)
+	if got := strings.Count(string(pt.Buf), "K\x00"); got != 4 {
+		t.Errorf("%d cells drawn between x 215 and 260, want 4 (offsets 1 and 2 of two lanes)", got)
 	}
 	pt.Buf = pt.Buf[:0]
 	pt.Palette()

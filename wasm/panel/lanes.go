@@ -129,7 +129,9 @@ type Attr struct{ Name, Value string }
 
 // Figure is one partition's figure in parts, so the page can update only
 // what changed between frames instead of re-parsing the whole SVG: its
-// attributes, its caption's markup, its lanes and its fetch arrows.
+// attributes, its caption's markup, its lanes and its fetch arrows. Its
+// markup (HTML) is the caption, the accessible list (ListHTML), the canvas
+// the cells are drawn on (Painter.Paint) and the SVG over it.
 // Shape says how the figure is built (its SVG element, its lanes' keys):
 // while Shape stays the same, the parts are updated in place.
 type Figure struct {
@@ -144,11 +146,11 @@ type Figure struct {
 }
 
 // Lane is one replica's lane: its attributes, its head (tooltip, labels,
-// numbers and empty slots), its cells and its markers; slots and markers
-// are drawn for the window shown. The parts that change with every record
-// (tooltip, numbers, slot and marker positions, cells) are kept apart from
-// the markup, so a frame sets them without re-parsing (and re-laying out)
-// any text.
+// numbers and empty slots), its cells (drawn on the figure's canvas) and
+// its markers; slots and markers are drawn for the window shown. The parts
+// that change with every record (tooltip, numbers, slot and marker
+// positions) are kept apart from the markup, so a frame sets them without
+// re-parsing (and re-laying out) any text.
 type Lane struct {
 	Key    string // broker id
 	Y      int64  // the lane's top in the figure
@@ -254,12 +256,13 @@ func attrs(as []Attr) string {
 }
 
 // RenderLanes returns one figure per partition of v: a caption (leader,
-// leader epoch, ISR, HW) and an SVG with one lane per replica. Records are
-// blocks at their offset with the offset and leader epoch written in them;
-// those at or above the partition's HW are dashed and pale (not yet
-// committed); records truncation removed are struck out in a row under the
-// lane at the offsets they had; solid and dashed lines mark each replica's
-// HW and LEO. Each lane carries data-topic, data-partition, data-broker,
+// leader epoch, ISR, HW) and an SVG with one lane per replica over a
+// canvas for its records (Painter.Paint draws them: blocks at their offset
+// with the offset, value and leader epoch written in them; those at or
+// above the partition's HW white and dashed, not yet committed; records
+// truncation removed struck out in a row under the lane at the offsets
+// they had), and a list of them for screen readers; solid and dashed lines
+// mark each replica's HW and LEO. Each lane carries data-topic, data-partition, data-broker,
 // data-leo and data-hw; m says what to animate. A non-empty topic shows
 // only that topic, and partition >= 0 only that partition of it.
 func RenderLanes(v *events.Snapshot, m Motion, c Catalog, topic string, partition int32) string {
@@ -276,7 +279,7 @@ func LaneFigures(v *events.Snapshot, m Motion, c Catalog, topic string, partitio
 }
 
 // Lanes draws lane figures frame after frame, remembering the text of the
-// cells it drew: a record's tooltip and markup depend only on its offset,
+// cells it drew: a record's tooltip and texts depend only on its offset,
 // epoch and state, so a frame builds only those of new records instead of
 // formatting every record of every lane again. A Lanes is for one Catalog.
 type Lanes struct {
