@@ -151,6 +151,16 @@ func TestBrowserStage(t *testing.T) {
 	if px := eval[[]int](b, cellPixel(0, leader, 19)); len(px) != 4 || px[3] != 255 || px[0] == 255 && px[1] == 255 && px[2] == 255 {
 		t.Errorf("the committed record drawn %v, not in its epoch's colour", px)
 	}
+	// Its tooltip: the pointer over its cell names it.
+	hover := eval[string](b, `((f, g) => {
+  const lx = parseFloat(g.querySelector("g.marker.leo").getAttribute("transform").slice(10)), y = parseFloat(g.getAttribute("transform").split(",")[1]);
+  const svg = f.querySelector("svg.lanes-svg"), r = svg.getBoundingClientRect();
+  svg.dispatchEvent(new MouseEvent("mousemove", {bubbles: true, clientX: r.left + lx - (+g.dataset.leo - 20) * 40 + 20, clientY: r.top + y + 34}));
+  return f.title;
+})(document.querySelector('`+fig(0)+`'), document.querySelector('`+lane(0, leader)+`'))`)
+	if !strings.Contains(hover, "gamm…") || !strings.Contains(hover, "20") {
+		t.Errorf("the tooltip over offset 20 says %q", hover)
+	}
 	b.shotOf(fig(0), "stage-1b-lane-values")
 	// demo-0 holds more records than its window: every figure opens on
 	// its newest records, HW and LEO markers in view.

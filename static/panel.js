@@ -252,6 +252,24 @@
       var left = newest(f);
       if (left !== f.tmAt) scrollFig(f, left);
     }
+    // A cell's tooltip: its canvas has none, so the figure takes the
+    // name of the record under the pointer from its lane's list.
+    lanes.addEventListener("mousemove", function (e) {
+      var f = e.target.closest ? e.target.closest("figure.lane-fig") : null;
+      if (!f) return;
+      var svg = f.querySelector("svg.lanes-svg"), gs = f.querySelectorAll("g.replica"), t = "";
+      var r = svg.getBoundingClientRect(), x = e.clientX - r.left, y = e.clientY - r.top;
+      for (var i = gs.length - 1; i >= 0; i--) {
+        var ly = parseFloat((gs[i].getAttribute("transform") || "").split(",")[1]) || 0, m = gs[i].querySelector("g.marker.leo");
+        if (y < ly) continue;
+        if (!m) break;
+        var off = +gs[i].dataset.leo + Math.floor((x - parseFloat(m.getAttribute("transform").slice(10))) / 40);
+        var c = f.querySelector('.lane-recs[data-broker="' + gs[i].dataset.broker + '"] ' + (y - ly >= 58 ? ".ghost" : ".rec") + '[data-offset="' + off + '"]');
+        if (c) t = c.getAttribute("aria-label");
+        break;
+      }
+      if (f.title !== t) f.title = t;
+    }, { passive: true });
     lanes.addEventListener("scroll", function (e) {
       var f = e.target;
       if (!f.classList || !f.classList.contains("lane-fig") || f.tmWidth === undefined || "offscreen" in f.dataset) return;
