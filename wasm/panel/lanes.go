@@ -51,14 +51,13 @@ func shortValue(v string) string {
 }
 
 // Motion says what changed since the last render, so the lanes can animate
-// it: appended offsets, fetches, HW moves, elections and truncations. The
+// it: fetches, HW moves and elections (cells are drawn on a canvas, not
+// animated). The
 // zero Motion animates nothing (reduced motion, or a past state).
 type Motion struct {
-	appended  map[replicaKey]int64 // lowest offset appended since the last render
-	fetched   map[replicaKey]int64 // follower → fetch offset
-	hwMoved   map[replicaKey]bool
-	elected   map[partKey]bool
-	truncated map[replicaKey]bool
+	fetched map[replicaKey]int64 // follower → fetch offset
+	hwMoved map[replicaKey]bool
+	elected map[partKey]bool
 }
 
 type partKey struct {
@@ -73,17 +72,10 @@ type replicaKey struct {
 
 // MotionOf collects what evs (the events since the last render) changed.
 func MotionOf(evs []events.Event) Motion {
-	m := Motion{appended: map[replicaKey]int64{}, fetched: map[replicaKey]int64{}, hwMoved: map[replicaKey]bool{},
-		elected: map[partKey]bool{}, truncated: map[replicaKey]bool{}}
+	m := Motion{fetched: map[replicaKey]int64{}, hwMoved: map[replicaKey]bool{}, elected: map[partKey]bool{}}
 	for _, e := range evs {
 		k := replicaKey{partKey{e.Topic, e.Partition}, e.Broker}
 		switch e.Kind {
-		case events.KindAppend:
-			if e.Offsets != nil {
-				if o, ok := m.appended[k]; !ok || e.Offsets.Base < o {
-					m.appended[k] = e.Offsets.Base
-				}
-			}
 		case events.KindFetch:
 			if e.Offsets != nil {
 				m.fetched[k] = e.Offsets.Base
@@ -92,8 +84,6 @@ func MotionOf(evs []events.Event) Motion {
 			m.hwMoved[k] = true
 		case events.KindElection:
 			m.elected[k.partKey] = true
-		case events.KindTruncation:
-			m.truncated[k] = true
 		}
 	}
 	return m
@@ -169,8 +159,7 @@ type Lane struct {
 	HWMoved   bool
 }
 
-// Cell is one record (Key 2×offset) or truncated record (2×offset+1) of
-// a lane, drawn on the figure's canvas (Paint) at X from the lane's
+// Cell is one record or truncated record of a lane, drawn on the figure's canvas (Paint) at X from the lane's
 // CellsX: a record shows Off (its offset), Val (its value, shortened) and
 // Ep (its leader epoch, with a ? while not committed), filled in its
 // epoch's colour once committed, else white with a heavy dashed border and
@@ -178,7 +167,6 @@ type Lane struct {
 // and Val, struck out, in the row under the lane. Class and Title (its
 // whole description) are what the accessible list (ListHTML) says of it.
 type Cell struct {
-	Key      int64
 	Class    string
 	Offset   int64
 	X        int64
@@ -188,9 +176,6 @@ type Cell struct {
 	Color    int32  // the leader epoch mod 8: its colour in EpochFill
 	State    uint8  // cellCommitted, cellUncommitted or cellTruncated
 }
-
-// Ghost reports whether the cell is a truncated record.
-func (c *Cell) Ghost() bool { return c.Key&1 == 1 }
 
 // SlotAt returns the markup of an empty slot at x.
 func SlotAt(x int64) string {
@@ -519,7 +504,6 @@ func (lz *Lanes) lane(topic string, p *events.Partition, r *events.Replica, stat
 	}
 	// Records.
 	from = len(lz.cellBuf)
-	newFrom, appended := m.appended[k]
 	for _, rec := range r.Records {
 		if rec.Offset < lo || rec.Offset > hi {
 			continue
@@ -528,12 +512,8 @@ func (lz *Lanes) lane(topic string, p *events.Partition, r *events.Replica, stat
 		if rec.Offset >= hw {
 			id.state = cellUncommitted
 		}
-		isNew := 0
-		if appended && rec.Offset >= newFrom {
-			isNew = 1
-		}
 		t := lz.cell(id, c)
-		lz.cellBuf = append(lz.cellBuf, Cell{Key: 2 * rec.Offset, Class: recClass[abs32(rec.LeaderEpoch)%8*4+int32(id.state)*2+int32(isNew)],
+		lz.cellBuf = append(lz.cellBuf, Cell{Class: recClass[abs32(rec.LeaderEpoch)%8*2+int32(id.state)],
 			Offset: rec.Offset, X: (rec.Offset - base) * cellW, Title: t.title, Off: t.off, Val: id.value, Ep: t.ep,
 			Color: abs32(rec.LeaderEpoch) % 8, State: id.state})
 	}
@@ -552,27 +532,22 @@ func (lz *Lanes) lane(topic string, p *events.Partition, r *events.Replica, stat
 		if !ok {
 			continue
 		}
-		gc := "ghost"
-		if m.truncated[k] {
-			gc += " new"
-		}
 		id := cellID{offset: o, epoch: t.LeaderEpoch, state: cellTruncated, value: shortValue(t.Value), reason: TruncatedReason(t, c)}
 		ct := lz.cell(id, c)
-		lz.cellBuf = append(lz.cellBuf, Cell{Key: 2*o + 1, Class: gc, Offset: o, X: (o - base) * cellW, Title: ct.title, Off: ct.off, Val: id.value,
+		lz.cellBuf = append(lz.cellBuf, Cell{Class: "ghost", Offset: o, X: (o - base) * cellW, Title: ct.title, Off: ct.off, Val: id.value,
 			Color: abs32(t.LeaderEpoch) % 8, State: cellTruncated})
 	}
 	l.Cells = lz.cellBuf[from:len(lz.cellBuf):len(lz.cellBuf)]
 	return l
 }
 
-// recClass is a record cell's class by leader epoch (mod 8), state
-// (cellCommitted or cellUncommitted) and whether it is new, at
-// epoch×4+state×2+new: built once, so a frame allocates no class strings.
+// recClass is a record cell's class by leader epoch (mod 8) and state
+// (cellCommitted or cellUncommitted), at epoch×2+state: built once, so a
+// frame allocates no class strings.
 var recClass = func() (t []string) {
 	for ep := range 8 {
 		for _, word := range []string{" committed", " uncommitted"} {
-			c := "rec ep" + strconv.Itoa(ep) + word
-			t = append(t, c, c+" new")
+			t = append(t, "rec ep"+strconv.Itoa(ep)+word)
 		}
 	}
 	return t
