@@ -489,6 +489,8 @@ func (r *Run) State() RunState {
 		if ss.Shown {
 			rec := r.steps[i]
 			out := rec.out
+			// Empty lists, not null: the API says each is an array.
+			out.Says, out.Pointers, out.Checks = nonNil(out.Says), nonNil(out.Pointers), nonNil(out.Checks)
 			ss.Outcome, ss.Error = &out, rec.err
 			ss.Passed = rec.err == ""
 			for _, c := range out.Checks {
@@ -511,4 +513,12 @@ func (s *Service) Close() {
 	for _, id := range ids {
 		s.Stop(id)
 	}
+}
+
+// nonNil returns v, or an empty slice for nil (JSON [] rather than null).
+func nonNil[T any](v []T) []T {
+	if v == nil {
+		return []T{}
+	}
+	return v
 }

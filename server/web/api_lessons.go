@@ -167,10 +167,8 @@ func (s *Server) startRun(c echo.Context) error {
 		return err
 	}
 	var req StartRunRequest
-	if c.Request().ContentLength != 0 {
-		if err := decodeJSON(c, &req); err != nil {
-			return err
-		}
+	if err := decodeOptionalJSON(c, &req); err != nil {
+		return err
 	}
 	r, err := svc.Start(c.Param("id"), req.Speed)
 	if err != nil {

@@ -103,10 +103,7 @@ func (s *Server) check(c echo.Context, seat int, answer class.Answer) (class.Exe
 // checkAnswer reads the optional JSON answer of an API check.
 func checkAnswer(c echo.Context) (class.Answer, error) {
 	var a CheckRequest
-	if c.Request().ContentLength == 0 {
-		return a, nil
-	}
-	return a, decodeJSON(c, &a)
+	return a, decodeOptionalJSON(c, &a)
 }
 
 // answerCheck grades exercise {id} for seat with the request's JSON answer.

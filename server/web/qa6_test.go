@@ -1,0 +1,154 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"tidemark/events"
+	"tidemark/lessons"
+)
+
+// clockLab is a paused testLab whose clock records the steps it is asked for.
+type clockLab struct {
+	*testLab
+	steps   []time.Duration
+	toEvent []time.Duration
+}
+
+func (l *clockLab) Pause()  {}
+func (l *clockLab) Resume() {}
+func (l *clockLab) Step(d time.Duration) error {
+	l.steps = append(l.steps, d)
+	return nil
+}
+func (l *clockLab) StepToEvent(limit time.Duration) (time.Duration, []events.Event, error) {
+	l.toEvent = append(l.toEvent, limit)
+	return limit, nil, nil
+}
+func (l *clockLab) SetRate(float64) error                  { return nil }
+func (l *clockLab) StepFetch(context.Context, int32) error { return nil }
+
+func newClockLab() *clockLab {
+	lab := &clockLab{testLab: newTestLab(events.BusOptions{})}
+	lab.snap.Paused = true
+	return lab
+}
+
+// postRaw sends a POST with exactly body (none when nil), its Content-Type
+// and its framing: chunked sends the body without a Content-Length.
+func postRaw(t *testing.T, s *Server, target string, body io.Reader, contentType string, chunked bool) *httptest.ResponseRecorder {
+	t.Helper()
+	req := loopbackRequest("POST", target, body)
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	if chunked {
+		req.ContentLength = -1
+		req.TransferEncoding = []string{"chunked"}
+	}
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, req)
+	return rec
+}
+
+// TestClockStepWithoutBody: POST /api/v1/clock/step with no body, an empty
+// one (any Content-Type, or chunked) or {} steps the default 100 ms, as
+// step-event takes its default without a body; a body that is there must
+// still be JSON (415 otherwise), and ms must be in range.
+func TestClockStepWithoutBody(t *testing.T) {
+	lab := newClockLab()
+	s := newTestServer(t, lab, Options{})
+	for _, c := range []struct {
+		name, ct string
+		body     io.Reader
+		chunked  bool
+	}{
+		{"no body", "", nil, false},
+		{"empty form body", "application/x-www-form-urlencoded", strings.NewReader(""), false},
+		{"empty chunked body", "", strings.NewReader(""), true},
+		{"empty JSON object", "application/json", strings.NewReader("{}"), false},
+		{"only spaces", "application/json", strings.NewReader("  \n"), false},
+	} {
+		lab.steps = nil
+		rec := postRaw(t, s, "/api/v1/clock/step", c.body, c.ct, c.chunked)
+		if rec.Code != 200 || len(lab.steps) != 1 || lab.steps[0] != DefaultStep {
+			t.Errorf("%s: %d %s, steps %v; want 200 and one step of %v", c.name, rec.Code, rec.Body, lab.steps, DefaultStep)
+		}
+	}
+	lab.steps = nil
+	if rec := postRaw(t, s, "/api/v1/clock/step", strings.NewReader(`{"ms":250}`), "application/json", false); rec.Code != 200 || len(lab.steps) != 1 || lab.steps[0] != 250*time.Millisecond {
+		t.Errorf(`{"ms":250}: %d %s, steps %v`, rec.Code, rec.Body, lab.steps)
+	}
+	wantError(t, postRaw(t, s, "/api/v1/clock/step", strings.NewReader(`ms=100`), "application/x-www-form-urlencoded", false), 415, "INVALID_REQUEST")
+
+	// step-event and the other optional bodies take an empty chunked body
+	// too (they looked at Content-Length only).
+	if rec := postRaw(t, s, "/api/v1/clock/step-event", strings.NewReader(""), "", true); rec.Code != 200 || len(lab.toEvent) != 1 || lab.toEvent[0] != MaxStepToEvent {
+		t.Errorf("step-event, empty chunked body: %d %s, limits %v", rec.Code, rec.Body, lab.toEvent)
+	}
+	for _, path := range []string{"/api/v1/clock/pause", "/api/v1/clock/resume"} {
+		if rec := postRaw(t, s, path, nil, "", false); rec.Code != 200 {
+			t.Errorf("%s without a body: %d %s", path, rec.Code, rec.Body)
+		}
+	}
+}
+
+// TestClockStepRangeMessage: a step out of range names the field, its unit,
+// its range and why, and the value it got — not an example that reads like
+// the request.
+func TestClockStepRangeMessage(t *testing.T) {
+	s := newTestServer(t, newClockLab(), Options{})
+	for _, c := range []struct{ path, body, want string }{
+		{"/api/v1/clock/step", `{"ms":0}`, "ms, the lab time to step in milliseconds, must be between 1 and 3600000 (an hour); got 0; leave it out to step 100"},
+		{"/api/v1/clock/step", `{"ms":3600001}`, "ms, the lab time to step in milliseconds, must be between 1 and 3600000 (an hour); got 3600001; leave it out to step 100"},
+		{"/api/v1/clock/step-event", `{"max_ms":0}`, "max_ms, how much lab time to look ahead for the next event in milliseconds, must be between 1 and 60000 (a minute); got 0; leave it out to look a minute ahead"},
+	} {
+		rec := postRaw(t, s, c.path, strings.NewReader(c.body), "application/json", false)
+		wantError(t, rec, 400, "INVALID_REQUEST")
+		if got := errorMessage(t, rec.Body.Bytes()); got != c.want {
+			t.Errorf("%s %s: %q, want %q", c.path, c.body, got, c.want)
+		}
+	}
+}
+
+// TestLessonRunMatchesOpenAPI: the lesson routes answer what
+// /api/v1/openapi.json says, field by field, before and after a
+// prediction: the question of the step to run next is in the steps list
+// (the one with current true), where the document says it is.
+func TestLessonRunMatchesOpenAPI(t *testing.T) {
+	doc := loadAPIDoc(t)
+	h := lessonServer(t, 1).Handler()
+	check := func(what, schema string, rec *httptest.ResponseRecorder) {
+		t.Helper()
+		if rec.Code/100 != 2 {
+			t.Fatalf("%s: %d %s", what, rec.Code, rec.Body)
+		}
+		if diffs := doc.conforms(schema, rec.Body.Bytes()); len(diffs) > 0 {
+			t.Errorf("%s differs from the OpenAPI schema %s:\n  %s", what, schema, strings.Join(diffs, "\n  "))
+		}
+	}
+	check("GET /api/v1/lessons", "[]LessonSummary", send(t, h, "GET", "/api/v1/lessons", ""))
+	check("GET /api/v1/lessons/08-hw", "Lesson", send(t, h, "GET", "/api/v1/lessons/08-hw", ""))
+	rec := send(t, h, "POST", "/api/v1/lessons/08-hw/runs", `{"speed":"instant"}`)
+	check("a new run", "LessonRun", rec)
+	var st lessons.RunState
+	if err := json.Unmarshal(rec.Body.Bytes(), &st); err != nil {
+		t.Fatal(err)
+	}
+	run := "/api/v1/lessons/runs/" + st.ID
+	rec = send(t, h, "POST", run+"/next", "")
+	check("after next", "LessonRun", rec)
+	if err := json.Unmarshal(rec.Body.Bytes(), &st); err != nil {
+		t.Fatal(err)
+	}
+	cur := st.Steps[st.Cursor]
+	if !cur.Current || cur.Prediction == nil || len(cur.Prediction.Choices) == 0 {
+		t.Fatalf("the step to predict (steps[%d]) is %+v", st.Cursor, cur)
+	}
+	check("after a prediction", "LessonRun", send(t, h, "POST", run+"/predict", `{"choice":"`+cur.Prediction.Choices[0].ID+`"}`))
+}
