@@ -327,6 +327,7 @@ func (s *Server) runPage(c echo.Context) error {
 	lang := Lang(c)
 	st := r.State()
 	p := s.page(c, st.Title.In(lang))
+	p.Recent = r.Recent(recentEvents) // the event list opens with them, as the overview's does
 	return Render(c, http.StatusOK, views.LessonRun(p, views.NewLessonRunView(lang, st)))
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"tidemark/events"
 	"tidemark/i18n"
 	"tidemark/views"
 	"tidemark/wasm/panel"
@@ -66,9 +67,19 @@ func (s *Server) page(c echo.Context, title string) views.Page {
 
 func (s *Server) overview(c echo.Context) error {
 	p := s.page(c, i18n.T(Lang(c), "ui.overview.title"))
-	bus := s.opts.Lab.Bus()
-	p.Recent, _ = bus.Since(bus.LastSeq()-min(bus.LastSeq(), 4*panel.MaxRecent), 4*panel.MaxRecent) // some are not listed
+	p.Recent = s.recent()
 	return Render(c, http.StatusOK, views.Overview(p, s.opts.Lab.Snapshot(), s.observeView()))
+}
+
+// recentEvents is how many of the newest events a page's event list is
+// rendered with: more than the panel lists, as some kinds are not listed.
+const recentEvents = 4 * panel.MaxRecent
+
+// recent returns the lab's newest events for a page's event list.
+func (s *Server) recent() []events.Event {
+	bus := s.opts.Lab.Bus()
+	evs, _ := bus.Since(bus.LastSeq()-min(bus.LastSeq(), recentEvents), recentEvents)
+	return evs
 }
 
 func (s *Server) partitionPage(c echo.Context) error {
@@ -79,6 +90,7 @@ func (s *Server) partitionPage(c echo.Context) error {
 	}
 	v := s.partitionView(&snap, name, pt, -1, views.LaneWidth)
 	p := s.page(c, name+"-"+strconv.Itoa(int(pt.Partition)))
+	p.Recent = s.recent()
 	return Render(c, http.StatusOK, views.Partition(p, views.PartitionPage{View: v, Snap: snap}))
 }
 

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"io"
 	"net/http/httptest"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -151,4 +153,55 @@ func TestLessonRunMatchesOpenAPI(t *testing.T) {
 		t.Fatalf("the step to predict (steps[%d]) is %+v", st.Cursor, cur)
 	}
 	check("after a prediction", "LessonRun", send(t, h, "POST", run+"/predict", `{"choice":"`+cur.Prediction.Choices[0].ID+`"}`))
+}
+
+// listedSeqs returns the data-seq of every item of a page's event list
+// (#panel-events), newest first as the list shows them.
+func listedSeqs(t *testing.T, page string) []uint64 {
+	t.Helper()
+	_, list, ok := strings.Cut(page, `id="panel-events"`)
+	if !ok {
+		t.Fatal("the page has no #panel-events")
+	}
+	list, _, _ = strings.Cut(list, "</ol>")
+	var out []uint64
+	for _, m := range regexp.MustCompile(`<li[^>]* data-seq="(\d+)"`).FindAllStringSubmatch(list, -1) {
+		n, _ := strconv.ParseUint(m[1], 10, 64)
+		out = append(out, n)
+	}
+	return out
+}
+
+// TestLessonPageListsRecentEvents: a lesson run's page opens with the
+// run's recent events in its event list, as the overview does, and after
+// Back with those up to the step it shows; the partition page too.
+func TestLessonPageListsRecentEvents(t *testing.T) {
+	h := lessonServer(t, 1).Handler()
+	rec := send(t, h, "POST", "/api/v1/lessons/08-hw/runs", `{"speed":"instant"}`)
+	var st lessons.RunState
+	if err := json.Unmarshal(rec.Body.Bytes(), &st); err != nil {
+		t.Fatal(err)
+	}
+	page := "/lessons/runs/" + st.ID
+	if seqs := listedSeqs(t, send(t, h, "GET", page, "").Body.String()); len(seqs) == 0 || seqs[0] > st.Seq {
+		t.Errorf("before the first step the list shows %v; want the setup's events, none after seq %d", seqs, st.Seq)
+	}
+	before := st.Seq
+	if err := json.Unmarshal(send(t, h, "POST", "/api/v1/lessons/runs/"+st.ID+"/next", "").Body.Bytes(), &st); err != nil {
+		t.Fatal(err)
+	}
+	if seqs := listedSeqs(t, send(t, h, "GET", page, "").Body.String()); len(seqs) == 0 || seqs[0] <= before {
+		t.Errorf("after step 1 the list shows %v; want step 1's events (after seq %d)", seqs, before)
+	}
+	send(t, h, "POST", "/api/v1/lessons/runs/"+st.ID+"/back", "")
+	if seqs := listedSeqs(t, send(t, h, "GET", page, "").Body.String()); len(seqs) == 0 || seqs[0] > before {
+		t.Errorf("back at step 0 the list shows %v; want none after seq %d", seqs, before)
+	}
+
+	lab := newTestLab(events.BusOptions{})
+	e := lab.publish(events.Event{Kind: events.KindFault, Fault: &events.Fault{Kind: events.FaultCut, From: 1, To: 2}})
+	s := newTestServer(t, lab, Options{})
+	if seqs := listedSeqs(t, do(t, s.Handler(), "GET", "/topics/demo/partitions/0", nil).Body.String()); len(seqs) != 1 || seqs[0] != e.Seq {
+		t.Errorf("the partition page lists %v, want [%d]", seqs, e.Seq)
+	}
 }
