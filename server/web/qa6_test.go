@@ -3,8 +3,12 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
+	"log/slog"
+	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -13,6 +17,8 @@ import (
 
 	"tidemark/events"
 	"tidemark/lessons"
+	"tidemark/server/class"
+	"tidemark/server/labs"
 )
 
 // clockLab is a paused testLab whose clock records the steps it is asked for.
@@ -203,5 +209,54 @@ func TestLessonPageListsRecentEvents(t *testing.T) {
 	s := newTestServer(t, lab, Options{})
 	if seqs := listedSeqs(t, do(t, s.Handler(), "GET", "/topics/demo/partitions/0", nil).Body.String()); len(seqs) != 1 || seqs[0] != e.Seq {
 		t.Errorf("the partition page lists %v, want [%d]", seqs, e.Seq)
+	}
+}
+
+// TestJoinErrorIsShort: a refused join says what is wrong in a sentence
+// without Kafka's long description (the code travels apart), with the key
+// of its translated text.
+func TestJoinErrorIsShort(t *testing.T) {
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ls, err := labs.New(labs.Options{Root: filepath.Join(t.TempDir(), "runs"), MaxClusters: 1, SweepInterval: -1, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ls.Close()
+	cl, _, err := class.Open(class.Options{Dir: t.TempDir(), Name: "QA", Seats: 1, Runs: ls, SweepInterval: -1, Logger: logger,
+		NewHandler: func(class.Env) (http.Handler, io.Closer, error) { return nil, nil, errors.New("no seat serves here") }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	s := newTestServer(t, newTestLab(events.BusOptions{}), Options{Class: cl})
+	code := cl.Seats()[0].Code
+	for _, c := range []struct{ body, code, msg, key string }{
+		{`{"code":"` + code + `"}`, "INVALID_REQUEST", "the name must be 1 to 40 printable characters", "class.join.bad-name"},
+		{`{"code":"AAAAA-AAAAA","name":"Ann"}`, "SASL_AUTHENTICATION_FAILED", "no seat has this join code", "class.join.bad-code"},
+	} {
+		rec := send(t, s.Handler(), "POST", "/api/v1/join", c.body)
+		var body errorBody
+		if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || body.Error == nil {
+			t.Fatalf("%s: %d %s", c.body, rec.Code, rec.Body)
+		}
+		if e := body.Error; e.Code != c.code || e.Message != c.msg || e.Key != c.key {
+			t.Errorf("%s: %s %q key %q, want %s %q key %q", c.body, e.Code, e.Message, e.Key, c.code, c.msg, c.key)
+		}
+	}
+}
+
+// TestAlterConfigsNamesTheKey: a config value that is not one names its
+// key and says what the body is (a body wrapped in "configs", as topic
+// creation takes them, is the common slip).
+func TestAlterConfigsNamesTheKey(t *testing.T) {
+	s := newTestServer(t, fuzzLab{testLab: newTestLab(events.BusOptions{})}, Options{})
+	rec := send(t, s.Handler(), "PATCH", "/api/v1/topics/demo/configs", `{"configs":{"min.insync.replicas":"2"}}`)
+	wantError(t, rec, 400, "INVALID_REQUEST")
+	want := `malformed JSON body: "configs": a config value must be a string, number, boolean or null; the body is the configs themselves: {"min.insync.replicas":"2"}`
+	if got := errorMessage(t, rec.Body.Bytes()); got != want {
+		t.Errorf("message %q, want %q", got, want)
+	}
+	if rec := send(t, s.Handler(), "PATCH", "/api/v1/topics/demo/configs", `{"min.insync.replicas":2,"retention.ms":null,"unclean.leader.election.enable":true}`); rec.Code != 200 {
+		t.Errorf("good configs: %d %s", rec.Code, rec.Body)
 	}
 }
