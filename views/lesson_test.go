@@ -3,8 +3,11 @@ package views
 import (
 	"bytes"
 	"context"
+	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/a-h/templ"
 
 	"tidemark/events"
 	"tidemark/i18n"
@@ -54,5 +57,32 @@ func TestLessonLanesNoLeader(t *testing.T) {
 		if strings.Contains(buf.String(), "leader -1") {
 			t.Errorf("%s: lanes print leader -1", lang)
 		}
+	}
+}
+
+// TestChineseLabelsUseFullWidthColons: a label before what it names ends
+// in the language's colon: no ASCII colon after Chinese on a lesson page
+// (its result heading, a broken run, the language switch) or the overview.
+func TestChineseLabelsUseFullWidthColons(t *testing.T) {
+	step := &LessonStepView{Number: 1, Title: "寫入到達 leader"}
+	v := LessonRunView{RunID: "r", Cursor: 1, Total: 2, Error: "step 2: broken", Last: step}
+	asciiColon := regexp.MustCompile(`[\p{Han}）]:`)
+	for _, lang := range []i18n.Lang{i18n.SimplifiedChinese, i18n.TraditionalChinese} {
+		for name, c := range map[string]templ.Component{"lesson run": LessonRun(Page{Lang: lang}, v), "overview": Overview(Page{Lang: lang}, events.Snapshot{}, nil)} {
+			var buf bytes.Buffer
+			if err := c.Render(context.Background(), &buf); err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range asciiColon.FindAllStringIndex(buf.String(), -1) {
+				t.Errorf("%s %s: ASCII colon after Chinese in %q", lang, name, buf.String()[max(0, m[0]-40):m[1]])
+			}
+		}
+	}
+	var buf bytes.Buffer
+	if err := LessonRun(Page{Lang: i18n.English}, v).Render(context.Background(), &buf); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "What happened: 1. 寫入到達 leader") || !strings.Contains(buf.String(), "This run broke: step 2: broken") {
+		t.Error("English labels lost their colon and space")
 	}
 }

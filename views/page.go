@@ -50,6 +50,10 @@ func (p Page) path() string {
 // t translates key into the page's language.
 func (p Page) t(key string, args ...any) string { return i18n.T(p.lang(), key, args...) }
 
+// label is key's text as a label before what it names, with the language's
+// colon ("Controller: ", "控制器："), not an ASCII colon after Chinese.
+func (p Page) label(key string) string { return p.t("ui.label", p.t(key)) }
+
 // langURL is the language switch's link for l: it sets the cookie and comes
 // back to this page.
 func (p Page) langURL(l i18n.Lang) string {
