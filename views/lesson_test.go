@@ -86,3 +86,15 @@ func TestChineseLabelsUseFullWidthColons(t *testing.T) {
 		t.Error("English labels lost their colon and space")
 	}
 }
+
+// TestClassDashboardActionsApart: a seat's "Show on screen" link and its
+// Reset button are apart (they read "Show on screenReset").
+func TestClassDashboardActionsApart(t *testing.T) {
+	var buf bytes.Buffer
+	if err := ClassDashboard(Page{}, ClassView{Name: "QA", Seats: []SeatRow{{Seat: 1, Code: "AAAAA-AAAAA"}}}).Render(context.Background(), &buf); err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`</a>\s+<form method="post" action="/class/seats/1/reset"`).MatchString(buf.String()) {
+		t.Error("the seat's link and Reset form touch")
+	}
+}
