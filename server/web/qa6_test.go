@@ -260,3 +260,16 @@ func TestAlterConfigsNamesTheKey(t *testing.T) {
 		t.Errorf("good configs: %d %s", rec.Code, rec.Body)
 	}
 }
+
+// TestEventsMatchOpenAPI: GET /api/v1/events answers what the OpenAPI
+// document says, a message event's wire included.
+func TestEventsMatchOpenAPI(t *testing.T) {
+	lab := newTestLab(events.BusOptions{})
+	lab.publish(events.Event{Kind: events.KindFetchRequest, Broker: 2, Topic: "demo", Wire: &events.Wire{From: 2, To: 1, FetchOffset: 3, LastFetchedEpoch: 1}})
+	lab.publish(events.Event{Kind: events.KindHW, Broker: 1, Topic: "demo", Offsets: &events.Offsets{HW: 3}})
+	s := newTestServer(t, lab, Options{})
+	rec := do(t, s.Handler(), "GET", "/api/v1/events", nil)
+	if diffs := loadAPIDoc(t).conforms("Events", rec.Body.Bytes()); rec.Code != 200 || len(diffs) > 0 {
+		t.Errorf("GET /api/v1/events: %d, differs from the OpenAPI schema Events:\n  %s", rec.Code, strings.Join(diffs, "\n  "))
+	}
+}
