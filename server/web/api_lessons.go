@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 
 	"github.com/labstack/echo/v4"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -94,7 +95,7 @@ func findLesson(id string) (*lessons.Lesson, error) {
 	if l := lessons.ByID(id); l != nil {
 		return l, nil
 	}
-	return nil, &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no lesson " + truncate(id, 60)}
+	return nil, &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no lesson " + strconv.Quote(truncate(id, 60)) + "; GET /api/v1/lessons lists them"}
 }
 
 func (s *Server) getLesson(c echo.Context) error {
@@ -353,7 +354,7 @@ func (s *Server) runForm(c echo.Context) error {
 		}
 		return c.Redirect(http.StatusSeeOther, "/lessons")
 	default:
-		return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no lesson control " + truncate(c.Param("action"), 40)}
+		return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no lesson control " + strconv.Quote(truncate(c.Param("action"), 40))}
 	}
 	if err != nil {
 		flash(c, false, errText(Lang(c), toError(lessonError(err))))

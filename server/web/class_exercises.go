@@ -95,7 +95,7 @@ func (s *Server) listExercises(c echo.Context) error {
 func (s *Server) check(c echo.Context, seat int, answer class.Answer) (class.ExerciseResult, error) {
 	r, err := s.opts.Class.Check(seat, c.Param("id"), answer)
 	if errors.Is(err, class.ErrUnknownExercise) {
-		return r, &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no exercise " + truncate(c.Param("id"), 40)}
+		return r, &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no exercise " + strconv.Quote(truncate(c.Param("id"), 40)) + "; GET /api/v1/exercises lists them"}
 	}
 	return r, classLabError(err)
 }

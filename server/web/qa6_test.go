@@ -273,3 +273,15 @@ func TestEventsMatchOpenAPI(t *testing.T) {
 		t.Errorf("GET /api/v1/events: %d, differs from the OpenAPI schema Events:\n  %s", rec.Code, strings.Join(diffs, "\n  "))
 	}
 }
+
+// TestUnknownLessonQuotesTheID: GET /api/v1/lessons/runs (a guess at a
+// list of runs) says there is no lesson "runs", not "no lesson runs",
+// which read as if no run existed.
+func TestUnknownLessonQuotesTheID(t *testing.T) {
+	s := newTestServer(t, newTestLab(events.BusOptions{}), Options{})
+	rec := do(t, s.Handler(), "GET", "/api/v1/lessons/runs", nil)
+	wantError(t, rec, 404, CodeNotFound)
+	if got, want := errorMessage(t, rec.Body.Bytes()), `no lesson "runs"; GET /api/v1/lessons lists them`; got != want {
+		t.Errorf("message %q, want %q", got, want)
+	}
+}
