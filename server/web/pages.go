@@ -71,15 +71,35 @@ func (s *Server) overview(c echo.Context) error {
 	return Render(c, http.StatusOK, views.Overview(p, s.opts.Lab.Snapshot(), s.observeView()))
 }
 
-// recentEvents is how many of the newest events a page's event list is
-// rendered with: more than the panel lists, as some kinds are not listed.
+// recentEvents is how many of the newest events a lesson page's event
+// list is rendered from: more than the panel lists, as some kinds are not
+// listed.
 const recentEvents = 4 * panel.MaxRecent
 
-// recent returns the lab's newest events for a page's event list.
+// recent returns the newest events a page's event list shows (at most
+// panel.MaxRecent, oldest first), read back from the bus's history a
+// window at a time: a running lab's message events (fetches, heartbeats),
+// which the list leaves out, fill a window of the newest in seconds, and
+// the list opened empty.
 func (s *Server) recent() []events.Event {
 	bus := s.opts.Lab.Bus()
-	evs, _ := bus.Since(bus.LastSeq()-min(bus.LastSeq(), recentEvents), recentEvents)
-	return evs
+	var listed []events.Event
+	for end := bus.LastSeq(); end > 0 && len(listed) < panel.MaxRecent; {
+		from := end - min(end, recentEvents)
+		evs, oldest := bus.Since(from, int(end-from))
+		var window []events.Event
+		for _, e := range evs {
+			if !e.Kind.Unlisted() {
+				window = append(window, e)
+			}
+		}
+		listed = append(window, listed...)
+		if oldest == 0 || oldest > from+1 {
+			break // the bus has forgotten what came before
+		}
+		end = from
+	}
+	return listed[max(0, len(listed)-panel.MaxRecent):]
 }
 
 func (s *Server) partitionPage(c echo.Context) error {

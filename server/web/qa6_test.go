@@ -285,3 +285,20 @@ func TestUnknownLessonQuotesTheID(t *testing.T) {
 		t.Errorf("message %q, want %q", got, want)
 	}
 }
+
+// TestOverviewListsEventsBehindMessages: in a running lab the newest events
+// are mostly messages (fetches, heartbeats), which the list leaves out; the
+// overview still opens with the state changes before them.
+func TestOverviewListsEventsBehindMessages(t *testing.T) {
+	lab := newTestLab(events.BusOptions{})
+	cut := lab.publish(events.Event{Kind: events.KindFault, Fault: &events.Fault{Kind: events.FaultCut, From: 1, To: 2}})
+	for range 1000 {
+		lab.publish(events.Event{Kind: events.KindHeartbeat, Broker: 1, Wire: &events.Wire{From: 1, To: 0}})
+	}
+	s := newTestServer(t, lab, Options{})
+	for _, path := range []string{"/", "/topics/demo/partitions/0"} {
+		if seqs := listedSeqs(t, do(t, s.Handler(), "GET", path, nil).Body.String()); len(seqs) != 1 || seqs[0] != cut.Seq {
+			t.Errorf("%s lists %v, want [%d] (the cut behind 1,000 heartbeats)", path, seqs, cut.Seq)
+		}
+	}
+}
