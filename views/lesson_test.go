@@ -12,6 +12,7 @@ import (
 	"tidemark/events"
 	"tidemark/i18n"
 	"tidemark/lessons"
+	"tidemark/server/web/apiv1"
 )
 
 // TestLessonLanesShowTruncatedValue: a truncated record in a lesson's
@@ -96,5 +97,20 @@ func TestClassDashboardActionsApart(t *testing.T) {
 	}
 	if !regexp.MustCompile(`</a>\s+<form method="post" action="/class/seats/1/reset"`).MatchString(buf.String()) {
 		t.Error("the seat's link and Reset form touch")
+	}
+}
+
+// TestPartitionPageOfflineLeader: the partition page's leader fact says
+// what the live panel's lanes say of a partition without a leader.
+func TestPartitionPageOfflineLeader(t *testing.T) {
+	v := apiv1.PartitionView{Topic: "demo", PartitionInfo: apiv1.PartitionInfo{Leader: events.NoBroker, LeaderEpoch: 1, Offline: true}}
+	for _, lang := range i18n.Languages() {
+		var buf bytes.Buffer
+		if err := Partition(Page{Lang: lang}, PartitionPage{View: v}).Render(context.Background(), &buf); err != nil {
+			t.Fatal(err)
+		}
+		if want := `<dd id="pv-leader">` + i18n.T(lang, "panel.nobroker") + `</dd>`; !strings.Contains(buf.String(), want) {
+			t.Errorf("%s: no %s", lang, want)
+		}
 	}
 }
