@@ -114,3 +114,19 @@ func TestPartitionPageOfflineLeader(t *testing.T) {
 		}
 	}
 }
+
+// TestBuildsOnListSeparator: the lessons a lesson builds on are listed with
+// the language's separator (、 in Chinese, not ", ").
+func TestBuildsOnListSeparator(t *testing.T) {
+	parts := []LessonPart{{Key: "failures", Items: []LessonItem{{ID: "16-x", Number: 16, Title: "x",
+		BuildsOn: []LessonRef{{ID: "12-a", Name: "12 · a"}, {ID: "13-b", Name: "13 · b"}}}}}}
+	for lang, want := range map[i18n.Lang]string{i18n.English: "12 · a</a>, <a", i18n.SimplifiedChinese: "12 · a</a>、<a", i18n.TraditionalChinese: "12 · a</a>、<a"} {
+		var buf bytes.Buffer
+		if err := LessonList(Page{Lang: lang}, parts).Render(context.Background(), &buf); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("%s: no %q", lang, want)
+		}
+	}
+}
