@@ -42,7 +42,7 @@ const kfakeBenchRounds = 5
 // up the same way; each side's topics have one partition. The RF=1
 // producer is franz-go's default but for acks=1 without idempotence: one
 // Produce request in flight per broker (franz-go's default without
-// idempotence), batches up to 1 MiB (~7,500 records, full after ~2–3 ms of
+// idempotence), batches up to 1 MiB (~9,500 records, full after ~3 ms of
 // Produce calls, well within the 5 ms linger), snappy, franz-go's default
 // codec; the RF=3 producer is idempotent with up to 5 requests in flight.
 // The brokers' work differs as the products do: kfake checks each batch's
