@@ -3,9 +3,10 @@ package storage
 import (
 	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"tidemark/internal/crc32c"
 )
 
 // RecordBatch v2 (magic 2) layout, the unit of everything in a .log file.
@@ -24,10 +25,6 @@ const (
 
 	compressionMask = 0x07
 )
-
-// castagnoli is the CRC-32C table of a batch checksum (hash/crc32 uses the
-// processor's CRC32 instruction for it).
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // BatchHeader is the fixed header of one RecordBatch as stored in a .log file.
 type BatchHeader struct {
@@ -123,7 +120,7 @@ func checkBatch(b []byte) (BatchHeader, error) {
 
 // checkCRC checks a whole batch's CRC-32C against its header's.
 func checkCRC(h BatchHeader, b []byte) error {
-	if got := crc32.Checksum(b[batchAttrOffset:], castagnoli); got != h.CRC {
+	if got := crc32c.Checksum(b[batchAttrOffset:]); got != h.CRC {
 		return fmt.Errorf("%w: CRC-32C %08x, batch says %08x", ErrCorruptMessage, got, h.CRC)
 	}
 	return nil
@@ -246,6 +243,6 @@ func NewBatch(records []Record) []byte {
 	}
 	b.Length = int32(batchHeaderSize - batchLogOverhead + len(body))
 	out := b.AppendTo(nil)
-	binary.BigEndian.PutUint32(out[batchCRCOffset:], crc32.Checksum(out[batchAttrOffset:], castagnoli))
+	binary.BigEndian.PutUint32(out[batchCRCOffset:], crc32c.Checksum(out[batchAttrOffset:]))
 	return out
 }
