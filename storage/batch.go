@@ -205,7 +205,12 @@ type Record struct {
 // NewBatch encodes uncompressed records as one RecordBatch v2 with kmsg, the
 // way a producer without idempotence would (producer id -1, base offset 0,
 // partition leader epoch -1): the log stamps offset and epoch on append.
-func NewBatch(records []Record) []byte {
+func NewBatch(records []Record) []byte { return NewIdempotentBatch(records, -1, -1, -1) }
+
+// NewIdempotentBatch is NewBatch for an idempotent producer: producerID,
+// producerEpoch and the first record's baseSequence go into the header,
+// under the batch's CRC-32C.
+func NewIdempotentBatch(records []Record, producerID int64, producerEpoch int16, baseSequence int32) []byte {
 	if len(records) == 0 {
 		return nil
 	}
@@ -235,9 +240,9 @@ func NewBatch(records []Record) []byte {
 		LastOffsetDelta:      int32(len(records) - 1),
 		FirstTimestamp:       first,
 		MaxTimestamp:         maxTS,
-		ProducerID:           -1,
-		ProducerEpoch:        -1,
-		FirstSequence:        -1,
+		ProducerID:           producerID,
+		ProducerEpoch:        producerEpoch,
+		FirstSequence:        baseSequence,
 		NumRecords:           int32(len(records)),
 		Records:              body,
 	}
