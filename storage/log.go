@@ -597,7 +597,11 @@ type location struct {
 // segment's offset index, then a scan of batch headers. If trace is not
 // nil, every step is recorded in it. Callers hold l.mu.
 func (l *Log) locate(offset int64, trace *LookupTrace) (location, error) {
-	i, probes := floorSearch(len(l.segments), offset, func(i int) int64 { return l.segments[i].baseOffset })
+	var segProbes, idxProbes *[]SearchProbe
+	if trace != nil {
+		segProbes, idxProbes = &trace.SegmentProbes, &trace.IndexProbes
+	}
+	i := floorSearch(len(l.segments), offset, func(i int) int64 { return l.segments[i].baseOffset }, segProbes)
 	if i < 0 {
 		i = 0
 	}
@@ -610,12 +614,10 @@ func (l *Log) locate(offset int64, trace *LookupTrace) (location, error) {
 	if err := s.ensureOpen(); err != nil {
 		return location{}, err
 	}
-	pos, found, idxProbes := lookupIndex(s.index, s.baseOffset, offset)
+	pos, found := lookupIndex(s.index, s.baseOffset, offset, idxProbes)
 	if trace != nil {
-		trace.SegmentProbes = probes
 		trace.SegmentBaseOffset = s.baseOffset
 		trace.SegmentFile = segmentFileName(s.baseOffset, LogFileSuffix)
-		trace.IndexProbes = idxProbes
 		trace.IndexEntryFound = found
 		if found >= 0 {
 			e := s.index[found]
@@ -725,11 +727,11 @@ func (l *Log) offsetForTimestampLocked(ts int64) (offset int64, ok bool, err err
 			return 0, false, err
 		}
 		from := max(s.baseOffset, l.logStartOffset.Load())
-		i, _ := floorSearch(len(s.timeIndex), ts, func(i int) int64 { return s.timeIndex[i].Timestamp })
+		i := floorSearch(len(s.timeIndex), ts, func(i int) int64 { return s.timeIndex[i].Timestamp }, nil)
 		if i >= 0 {
 			from = max(from, s.baseOffset+int64(s.timeIndex[i].RelativeOffset))
 		}
-		pos, _, _ := lookupIndex(s.index, s.baseOffset, from)
+		pos, _ := lookupIndex(s.index, s.baseOffset, from, nil)
 		for pos < s.size {
 			h, err := s.readHeader(pos, s.size)
 			if err != nil {

@@ -565,7 +565,7 @@ func (l *Log) recover(clean bool, recoveryPoint int64) error {
 	l.recovery = RecoveryReport{Clean: clean, RecoveryPoint: recoveryPoint}
 	first := len(l.segments) - 1 // the active segment is always loaded
 	if !clean {
-		first, _ = floorSearch(len(l.segments), recoveryPoint, func(i int) int64 { return l.segments[i].baseOffset })
+		first = floorSearch(len(l.segments), recoveryPoint, func(i int) int64 { return l.segments[i].baseOffset }, nil)
 		first = max(first, 0)
 	}
 	for i := 0; i < first; i++ {
