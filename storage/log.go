@@ -45,6 +45,11 @@ type Log struct {
 	mu       sync.RWMutex
 	env      *env
 	segments []*segment // sorted by base offset; the last is the active segment
+	// bases is every segment's base offset, in the same order: a lookup's
+	// binary search reads these one or two cache lines instead of one
+	// segment struct per probe, which with hundreds of segments are cache
+	// misses that grow with the log. setSegments keeps it.
+	bases []int64
 	// logStartOffset is the first offset a reader may ask for;
 	// recoveryPoint: every offset below it has been fsynced. Both change
 	// under mu but are atomic, so the log dir's checkpoint writer reads them
@@ -330,6 +335,17 @@ func (l *Log) appendBatch(h BatchHeader, batch []byte, leaderEpoch int32, asLead
 
 func (l *Log) active() *segment { return l.segments[len(l.segments)-1] }
 
+// setSegments makes segs (sorted by base offset) the log's segments. Every
+// change to the list goes through it, so bases stays in step. Callers hold
+// l.mu for writing, or own the log still being opened.
+func (l *Log) setSegments(segs []*segment) {
+	l.segments = segs
+	l.bases = l.bases[:0]
+	for _, s := range segs {
+		l.bases = append(l.bases, s.baseOffset)
+	}
+}
+
 // maybeRoll starts a new segment before appending h if the active one is
 // non-empty and would pass segment.bytes, is older than segment.ms, has a
 // full index, or cannot hold h's offsets relative to its base. Like Kafka,
@@ -364,7 +380,7 @@ func (l *Log) roll(base int64) error {
 	if err != nil {
 		return err
 	}
-	l.segments = append(l.segments, s)
+	l.setSegments(append(l.segments, s))
 	l.recoveryPoint.Store(max(l.recoveryPoint.Load(), base))
 	return nil
 }
@@ -601,7 +617,7 @@ func (l *Log) locate(offset int64, trace *LookupTrace) (location, error) {
 	if trace != nil {
 		segProbes, idxProbes = &trace.SegmentProbes, &trace.IndexProbes
 	}
-	i := floorSearch(len(l.segments), offset, func(i int) int64 { return l.segments[i].baseOffset }, segProbes)
+	i := floorSearch(len(l.bases), offset, func(i int) int64 { return l.bases[i] }, segProbes)
 	if i < 0 {
 		i = 0
 	}
@@ -851,7 +867,7 @@ func (l *Log) truncateLocked(offset int64) (int64, error) {
 		}
 		keep = append(keep, s)
 	}
-	l.segments = keep
+	l.setSegments(keep)
 	s := loc.seg
 	if s.indexFile == nil {
 		if err := s.openIndexWriters(false); err != nil {
@@ -900,7 +916,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	if err != nil {
 		return err
 	}
-	l.segments = []*segment{s}
+	l.setSegments([]*segment{s})
 	l.logStartOffset.Store(offset)
 	l.recoveryPoint.Store(offset)
 	l.epochs = nil
@@ -926,7 +942,7 @@ func (l *Log) SetLogStartOffset(offset, upperBound int64) error {
 			if err := l.segments[0].remove(); err != nil {
 				return err
 			}
-			l.segments = l.segments[1:]
+			l.setSegments(l.segments[1:])
 		}
 		if err := l.truncateEpochsFromStart(offset); err != nil {
 			return err
@@ -1001,7 +1017,7 @@ func (l *Log) retentionLocked(upperBound int64) ([]SegmentInfo, error) {
 		if err := s.remove(); err != nil {
 			return deleted, err
 		}
-		l.segments = l.segments[1:]
+		l.setSegments(l.segments[1:])
 		l.logStartOffset.Store(max(l.logStartOffset.Load(), next.baseOffset))
 	}
 	if len(deleted) > 0 {
