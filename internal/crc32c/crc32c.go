@@ -8,7 +8,8 @@
 // CRC32C intrinsic that Kafka's Crc32C uses does: four 512-bit lanes with
 // VPCLMULQDQ where the processor has AVX-512, four 128-bit lanes with
 // PCLMULQDQ otherwise, and the folded 16 bytes reduced by the CRC32
-// instruction. Short inputs and other architectures use hash/crc32.
+// instruction. Short inputs, other architectures and builds with the
+// purego tag use hash/crc32.
 package crc32c
 
 import "hash/crc32"

@@ -1,3 +1,5 @@
+//go:build !purego
+
 #include "textflag.h"
 
 // Folding (Intel, "Fast CRC Computation for Generic Polynomials Using
