@@ -2,10 +2,8 @@ package lessons
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -199,7 +197,7 @@ func init() {
 				return fmt.Errorf("send-idempotent: no producer id %s (do init-producer-id first)", a[2])
 			}
 			seq, _ := strconv.Atoi(a[3])
-			p, err := e.produceBytes(a[0], a[1], idempotentBatch(pid, 0, int32(seq), a[1], e.c.Clock().Now().UnixMilli()))
+			p, err := e.produceBytes(a[0], a[1], storage.NewIdempotentBatch([]storage.Record{{Value: []byte(a[1]), Timestamp: e.c.Clock().Now().UnixMilli()}}, pid, 0, int32(seq)))
 			if err != nil {
 				return err
 			}
@@ -830,19 +828,6 @@ func initProducerID(e *Env, topic string) (int64, error) {
 		return 0, err
 	}
 	return resp.ProducerID, nil
-}
-
-// idempotentBatch is a one-record RecordBatch from producer pid at epoch
-// and base sequence seq: the producer fields sit at fixed positions of the
-// v2 batch header (producer id at 43, epoch at 51, base sequence at 53) and
-// the CRC-32C at 17 covers everything from the attributes at 21 on.
-func idempotentBatch(pid int64, epoch int16, seq int32, value string, ts int64) []byte {
-	b := storage.NewBatch([]storage.Record{{Value: []byte(value), Timestamp: ts}})
-	binary.BigEndian.PutUint64(b[43:], uint64(pid))
-	binary.BigEndian.PutUint16(b[51:], uint16(epoch))
-	binary.BigEndian.PutUint32(b[53:], uint32(seq))
-	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
-	return b
 }
 
 // truncatedValue returns the value of r, truncated from partition 0 of topic

@@ -607,7 +607,12 @@ func TestAPIFaultsNetworkAndClock(t *testing.T) {
 	if got := ck.Time.Sub(t0); got != 250*time.Millisecond {
 		t.Fatalf("step moved the clock %v", got)
 	}
-	for _, body := range []string{`{"ms":0}`, `{"ms":-5}`, `{}`, `{"ms":3600001}`, `{"ms":"5"}`, `{"ms":1.5}`} {
+	t0 = ck.Time
+	a.ok(200, "POST", "/api/v1/clock/step", `{}`, &ck) // no ms: the default step
+	if got := ck.Time.Sub(t0); got != web.DefaultStep {
+		t.Fatalf("a step without ms moved the clock %v", got)
+	}
+	for _, body := range []string{`{"ms":0}`, `{"ms":-5}`, `{"ms":3600001}`, `{"ms":"5"}`, `{"ms":1.5}`} {
 		a.fails(400, "INVALID_REQUEST", "POST", "/api/v1/clock/step", body)
 	}
 	a.ok(200, "POST", "/api/v1/clock/resume", "", &ck)

@@ -3,9 +3,10 @@ package storage
 import (
 	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"tidemark/internal/crc32c"
 )
 
 // RecordBatch v2 (magic 2) layout, the unit of everything in a .log file.
@@ -24,10 +25,6 @@ const (
 
 	compressionMask = 0x07
 )
-
-// castagnoli is the CRC-32C table of a batch checksum (hash/crc32 uses the
-// processor's CRC32 instruction for it).
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // BatchHeader is the fixed header of one RecordBatch as stored in a .log file.
 type BatchHeader struct {
@@ -123,7 +120,7 @@ func checkBatch(b []byte) (BatchHeader, error) {
 
 // checkCRC checks a whole batch's CRC-32C against its header's.
 func checkCRC(h BatchHeader, b []byte) error {
-	if got := crc32.Checksum(b[batchAttrOffset:], castagnoli); got != h.CRC {
+	if got := crc32c.Checksum(b[batchAttrOffset:]); got != h.CRC {
 		return fmt.Errorf("%w: CRC-32C %08x, batch says %08x", ErrCorruptMessage, got, h.CRC)
 	}
 	return nil
@@ -208,7 +205,12 @@ type Record struct {
 // NewBatch encodes uncompressed records as one RecordBatch v2 with kmsg, the
 // way a producer without idempotence would (producer id -1, base offset 0,
 // partition leader epoch -1): the log stamps offset and epoch on append.
-func NewBatch(records []Record) []byte {
+func NewBatch(records []Record) []byte { return NewIdempotentBatch(records, -1, -1, -1) }
+
+// NewIdempotentBatch is NewBatch for an idempotent producer: producerID,
+// producerEpoch and the first record's baseSequence go into the header,
+// under the batch's CRC-32C.
+func NewIdempotentBatch(records []Record, producerID int64, producerEpoch int16, baseSequence int32) []byte {
 	if len(records) == 0 {
 		return nil
 	}
@@ -238,14 +240,14 @@ func NewBatch(records []Record) []byte {
 		LastOffsetDelta:      int32(len(records) - 1),
 		FirstTimestamp:       first,
 		MaxTimestamp:         maxTS,
-		ProducerID:           -1,
-		ProducerEpoch:        -1,
-		FirstSequence:        -1,
+		ProducerID:           producerID,
+		ProducerEpoch:        producerEpoch,
+		FirstSequence:        baseSequence,
 		NumRecords:           int32(len(records)),
 		Records:              body,
 	}
 	b.Length = int32(batchHeaderSize - batchLogOverhead + len(body))
 	out := b.AppendTo(nil)
-	binary.BigEndian.PutUint32(out[batchCRCOffset:], crc32.Checksum(out[batchAttrOffset:], castagnoli))
+	binary.BigEndian.PutUint32(out[batchCRCOffset:], crc32c.Checksum(out[batchAttrOffset:]))
 	return out
 }

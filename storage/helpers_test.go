@@ -2,12 +2,17 @@ package storage
 
 import (
 	"fmt"
+	"hash/crc32"
 	"io"
 	"log/slog"
 	"sync"
 	"testing"
 	"time"
 )
+
+// castagnoli is the standard library's CRC-32C table: tests build batches
+// with it, independently of the crc32c package the log checks them with.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // testClock is a stepped clock: time moves only when a test says so.
 type testClock struct {

@@ -76,28 +76,31 @@ type SearchProbe struct {
 }
 
 // floorSearch finds the last i in [0,n) with key(i) <= target (-1 if none)
-// by binary search, recording each comparison.
-func floorSearch(n int, target int64, key func(int) int64) (int, []SearchProbe) {
-	var probes []SearchProbe
+// by binary search. With probes not nil, each comparison is appended to it
+// (the segment explorer's trace); a plain lookup records nothing, so it
+// allocates nothing.
+func floorSearch(n int, target int64, key func(int) int64, probes *[]SearchProbe) int {
 	// sort.Search finds the first entry above the target; the one before it
 	// is the floor.
 	i := sort.Search(n, func(i int) bool {
 		k := key(i)
-		probes = append(probes, SearchProbe{Index: i, Key: k, Below: k <= target})
+		if probes != nil {
+			*probes = append(*probes, SearchProbe{Index: i, Key: k, Below: k <= target})
+		}
 		return k > target
 	})
-	return i - 1, probes
+	return i - 1
 }
 
 // lookupIndex returns the position to start scanning at for an absolute
-// offset in a segment with the given base: the largest entry at or below it,
-// or position 0.
-func lookupIndex(entries []IndexEntry, base, offset int64) (pos int64, found int, probes []SearchProbe) {
-	found, probes = floorSearch(len(entries), offset-base, func(i int) int64 { return int64(entries[i].RelativeOffset) })
+// offset in a segment with the given base: the largest entry at or below it
+// (found, -1 if none), or position 0. probes is as for floorSearch.
+func lookupIndex(entries []IndexEntry, base, offset int64, probes *[]SearchProbe) (pos int64, found int) {
+	found = floorSearch(len(entries), offset-base, func(i int) int64 { return int64(entries[i].RelativeOffset) }, probes)
 	if found < 0 {
-		return 0, -1, probes
+		return 0, -1
 	}
-	return int64(entries[found].Position), found, probes
+	return int64(entries[found].Position), found
 }
 
 // relativeOffset converts an absolute offset into the int32 an index holds;

@@ -45,6 +45,11 @@ type Log struct {
 	mu       sync.RWMutex
 	env      *env
 	segments []*segment // sorted by base offset; the last is the active segment
+	// bases is every segment's base offset, in the same order: a lookup's
+	// binary search reads these one or two cache lines instead of one
+	// segment struct per probe, which with hundreds of segments are cache
+	// misses that grow with the log. setSegments keeps it.
+	bases []int64
 	// logStartOffset is the first offset a reader may ask for;
 	// recoveryPoint: every offset below it has been fsynced. Both change
 	// under mu but are atomic, so the log dir's checkpoint writer reads them
@@ -330,6 +335,17 @@ func (l *Log) appendBatch(h BatchHeader, batch []byte, leaderEpoch int32, asLead
 
 func (l *Log) active() *segment { return l.segments[len(l.segments)-1] }
 
+// setSegments makes segs (sorted by base offset) the log's segments. Every
+// change to the list goes through it, so bases stays in step. Callers hold
+// l.mu for writing, or own the log still being opened.
+func (l *Log) setSegments(segs []*segment) {
+	l.segments = segs
+	l.bases = l.bases[:0]
+	for _, s := range segs {
+		l.bases = append(l.bases, s.baseOffset)
+	}
+}
+
 // maybeRoll starts a new segment before appending h if the active one is
 // non-empty and would pass segment.bytes, is older than segment.ms, has a
 // full index, or cannot hold h's offsets relative to its base. Like Kafka,
@@ -364,7 +380,7 @@ func (l *Log) roll(base int64) error {
 	if err != nil {
 		return err
 	}
-	l.segments = append(l.segments, s)
+	l.setSegments(append(l.segments, s))
 	l.recoveryPoint.Store(max(l.recoveryPoint.Load(), base))
 	return nil
 }
@@ -597,7 +613,11 @@ type location struct {
 // segment's offset index, then a scan of batch headers. If trace is not
 // nil, every step is recorded in it. Callers hold l.mu.
 func (l *Log) locate(offset int64, trace *LookupTrace) (location, error) {
-	i, probes := floorSearch(len(l.segments), offset, func(i int) int64 { return l.segments[i].baseOffset })
+	var segProbes, idxProbes *[]SearchProbe
+	if trace != nil {
+		segProbes, idxProbes = &trace.SegmentProbes, &trace.IndexProbes
+	}
+	i := floorSearch(len(l.bases), offset, func(i int) int64 { return l.bases[i] }, segProbes)
 	if i < 0 {
 		i = 0
 	}
@@ -610,12 +630,10 @@ func (l *Log) locate(offset int64, trace *LookupTrace) (location, error) {
 	if err := s.ensureOpen(); err != nil {
 		return location{}, err
 	}
-	pos, found, idxProbes := lookupIndex(s.index, s.baseOffset, offset)
+	pos, found := lookupIndex(s.index, s.baseOffset, offset, idxProbes)
 	if trace != nil {
-		trace.SegmentProbes = probes
 		trace.SegmentBaseOffset = s.baseOffset
 		trace.SegmentFile = segmentFileName(s.baseOffset, LogFileSuffix)
-		trace.IndexProbes = idxProbes
 		trace.IndexEntryFound = found
 		if found >= 0 {
 			e := s.index[found]
@@ -725,11 +743,11 @@ func (l *Log) offsetForTimestampLocked(ts int64) (offset int64, ok bool, err err
 			return 0, false, err
 		}
 		from := max(s.baseOffset, l.logStartOffset.Load())
-		i, _ := floorSearch(len(s.timeIndex), ts, func(i int) int64 { return s.timeIndex[i].Timestamp })
+		i := floorSearch(len(s.timeIndex), ts, func(i int) int64 { return s.timeIndex[i].Timestamp }, nil)
 		if i >= 0 {
 			from = max(from, s.baseOffset+int64(s.timeIndex[i].RelativeOffset))
 		}
-		pos, _, _ := lookupIndex(s.index, s.baseOffset, from)
+		pos, _ := lookupIndex(s.index, s.baseOffset, from, nil)
 		for pos < s.size {
 			h, err := s.readHeader(pos, s.size)
 			if err != nil {
@@ -849,7 +867,7 @@ func (l *Log) truncateLocked(offset int64) (int64, error) {
 		}
 		keep = append(keep, s)
 	}
-	l.segments = keep
+	l.setSegments(keep)
 	s := loc.seg
 	if s.indexFile == nil {
 		if err := s.openIndexWriters(false); err != nil {
@@ -898,7 +916,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	if err != nil {
 		return err
 	}
-	l.segments = []*segment{s}
+	l.setSegments([]*segment{s})
 	l.logStartOffset.Store(offset)
 	l.recoveryPoint.Store(offset)
 	l.epochs = nil
@@ -924,7 +942,7 @@ func (l *Log) SetLogStartOffset(offset, upperBound int64) error {
 			if err := l.segments[0].remove(); err != nil {
 				return err
 			}
-			l.segments = l.segments[1:]
+			l.setSegments(l.segments[1:])
 		}
 		if err := l.truncateEpochsFromStart(offset); err != nil {
 			return err
@@ -999,7 +1017,7 @@ func (l *Log) retentionLocked(upperBound int64) ([]SegmentInfo, error) {
 		if err := s.remove(); err != nil {
 			return deleted, err
 		}
-		l.segments = l.segments[1:]
+		l.setSegments(l.segments[1:])
 		l.logStartOffset.Store(max(l.logStartOffset.Load(), next.baseOffset))
 	}
 	if len(deleted) > 0 {

@@ -243,7 +243,7 @@ func (d *LogDir) newLog(tp TopicPartition, cfg Config) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	l.segments = []*segment{s}
+	l.setSegments([]*segment{s})
 	l.recovery = RecoveryReport{Clean: d.clean}
 	return l, nil
 }
@@ -507,15 +507,17 @@ func (d *LogDir) openLog(tp TopicPartition, cfg Config, recoveryPoint, logStart 
 			}
 		}
 	}
+	var segs []*segment
 	for b := range bases {
 		st, err := d.fs.Stat(filepath.Join(dir, segmentFileName(b, LogFileSuffix)))
 		if err != nil {
 			return nil, err
 		}
-		l.segments = append(l.segments, &segment{dir: dir, baseOffset: b, nextOffset: b, env: l.env, created: d.opts.Now(), size: st.Size(),
+		segs = append(segs, &segment{dir: dir, baseOffset: b, nextOffset: b, env: l.env, created: d.opts.Now(), size: st.Size(),
 			maxTimestamp: -1, offsetOfMaxTimestamp: -1})
 	}
-	sortSegments(l.segments)
+	sortSegments(segs)
+	l.setSegments(segs)
 	if l.epochs, err = readEpochCheckpoint(d.fs, dir); err != nil {
 		l.env.logger.Warn("leader epoch checkpoint unreadable; rebuilding it from the log", "err", err)
 		l.epochs = nil
@@ -526,7 +528,7 @@ func (d *LogDir) openLog(tp TopicPartition, cfg Config, recoveryPoint, logStart 
 		if err != nil {
 			return nil, err
 		}
-		l.segments = []*segment{s}
+		l.setSegments([]*segment{s})
 	}
 	if err := l.recover(d.clean, recoveryPoint); err != nil {
 		return nil, err
@@ -565,7 +567,7 @@ func (l *Log) recover(clean bool, recoveryPoint int64) error {
 	l.recovery = RecoveryReport{Clean: clean, RecoveryPoint: recoveryPoint}
 	first := len(l.segments) - 1 // the active segment is always loaded
 	if !clean {
-		first, _ = floorSearch(len(l.segments), recoveryPoint, func(i int) int64 { return l.segments[i].baseOffset })
+		first = floorSearch(len(l.segments), recoveryPoint, func(i int) int64 { return l.segments[i].baseOffset }, nil)
 		first = max(first, 0)
 	}
 	for i := 0; i < first; i++ {
@@ -618,7 +620,7 @@ func (l *Log) recover(clean bool, recoveryPoint int64) error {
 					return err
 				}
 			}
-			l.segments = l.segments[:i+1]
+			l.setSegments(l.segments[:i+1])
 			if !last {
 				if err := s.openIndexWriters(false); err != nil {
 					return err

@@ -379,3 +379,22 @@ func TestScanPlainRunPassesProducerRecords(t *testing.T) {
 		t.Fatalf("scanPlainRun passed %d records, want the 7 before the one with a header", n)
 	}
 }
+
+// TestNewIdempotentBatch checks that the producer fields land in the header
+// and that the CRC-32C (checked here with hash/crc32) covers them.
+func TestNewIdempotentBatch(t *testing.T) {
+	b := NewIdempotentBatch([]Record{{Value: []byte("v"), Timestamp: 1}, {Value: []byte("w"), Timestamp: 2}}, 7, 3, 41)
+	h, err := ValidateProducedBatch(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.ProducerID != 7 || h.ProducerEpoch != 3 || h.BaseSequence != 41 || h.NumRecords != 2 {
+		t.Fatalf("header %+v", h)
+	}
+	if want := crc32.Checksum(b[batchAttrOffset:], castagnoli); h.CRC != want {
+		t.Fatalf("CRC %08x, want %08x", h.CRC, want)
+	}
+	if h := ScanBatchHeaders(NewBatch([]Record{{Value: []byte("v")}}))[0]; h.ProducerID != -1 || h.ProducerEpoch != -1 || h.BaseSequence != -1 {
+		t.Fatalf("NewBatch's producer fields %+v", h)
+	}
+}

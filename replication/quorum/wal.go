@@ -3,7 +3,6 @@ package quorum
 import (
 	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 
+	"tidemark/internal/crc32c"
 	"tidemark/storage/vfs"
 )
 
@@ -42,8 +42,6 @@ const recordHeader = 4 + 4 + 1
 // maxRecord bounds one record: an entry is one produced batch, which
 // max.message.bytes bounds far below this.
 const maxRecord = 1 << 30
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // wal is the state file opened for appending. It is not safe for
 // concurrent use; Node serializes its calls.
@@ -123,7 +121,7 @@ func replay(rd io.Reader, r *replayed) (int64, error) {
 		if _, err := io.ReadFull(rd, payload); err != nil {
 			return good, nil
 		}
-		crc := crc32.Update(crc32.Checksum(hdr[8:9], castagnoli), castagnoli, payload)
+		crc := crc32c.Update(crc32c.Checksum(hdr[8:9]), payload)
 		if crc != binary.BigEndian.Uint32(hdr[0:4]) {
 			return good, nil
 		}
@@ -323,7 +321,7 @@ func appendRecord(buf []byte, kind byte, m marshaler) ([]byte, error) {
 	}
 	binary.BigEndian.PutUint32(rec[4:8], uint32(n))
 	rec[8] = kind
-	binary.BigEndian.PutUint32(rec[0:4], crc32.Update(crc32.Checksum(rec[8:9], castagnoli), castagnoli, rec[recordHeader:]))
+	binary.BigEndian.PutUint32(rec[0:4], crc32c.Update(crc32c.Checksum(rec[8:9]), rec[recordHeader:]))
 	return buf, nil
 }
 

@@ -2,10 +2,8 @@ package chaos
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"log/slog"
 	"os"
@@ -689,9 +687,10 @@ func (t *topicRun) produce(pr *producer, p int32) (string, error) {
 			return "retry-backoff", nil
 		}
 	}
-	records := storage.NewBatch([]storage.Record{{Value: []byte(b.w.Value), Timestamp: r.c.Clock().Now().UnixMilli()}})
+	rec := []storage.Record{{Value: []byte(b.w.Value), Timestamp: r.c.Clock().Now().UnixMilli()}}
+	records := storage.NewBatch(rec)
 	if pr.idempotent {
-		setProducer(records, pr.pid, b.epoch, b.seq)
+		records = storage.NewIdempotentBatch(rec, pr.pid, b.epoch, b.seq)
 	}
 	acks := int16(-1)
 	if b.w.Acks == "1" {
@@ -836,16 +835,6 @@ func (t *topicRun) answered(pd *pending, res broker.ProduceResult, seq uint64) {
 	default:
 		pr.retry[p] = nil
 	}
-}
-
-// setProducer makes a batch idempotent: producer id, epoch and base
-// sequence in the RecordBatch header, CRC-32C recomputed over what follows it.
-func setProducer(b []byte, pid int64, epoch int16, seq int32) {
-	be := binary.BigEndian
-	be.PutUint64(b[43:], uint64(pid))
-	be.PutUint16(b[51:], uint16(epoch))
-	be.PutUint32(b[53:], uint32(seq))
-	be.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
 }
 
 // findValue returns the offset of value in a log.

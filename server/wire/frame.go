@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -72,7 +73,25 @@ func ReadFrame(r io.Reader, maxBytes int32) ([]byte, error) {
 	case size > maxBytes:
 		return nil, fmt.Errorf("%w: frame size %d is larger than the limit of %d bytes", ErrMalformed, size, maxBytes)
 	}
-	buf := make([]byte, 0, min(int(size), readChunk))
+	var buf []byte
+	if size <= readChunk {
+		buf = make([]byte, 0, size)
+	} else {
+		// The first readChunk bytes of a larger frame (a produce's batch, a
+		// fetched one) are read into a pooled chunk: the frame's own buffer
+		// is allocated once they have arrived, so the chunk is not garbage
+		// on every such frame.
+		chunk := firstChunks.Get().(*[]byte)
+		n, err := io.ReadFull(r, *chunk)
+		if err == nil {
+			buf = make([]byte, readChunk, min(int(size), 2*readChunk))
+			copy(buf, *chunk)
+		}
+		firstChunks.Put(chunk)
+		if err != nil {
+			return nil, frameCut(err, n, size)
+		}
+	}
 	for len(buf) < int(size) {
 		if len(buf) == cap(buf) {
 			// Double, capped at the claimed size.
@@ -83,13 +102,26 @@ func ReadFrame(r io.Reader, maxBytes int32) ([]byte, error) {
 		n, err := io.ReadFull(r, buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
 		if err != nil {
-			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-				return nil, fmt.Errorf("%w: frame truncated after %d of %d bytes", ErrMalformed, len(buf), size)
-			}
-			return nil, err
+			return nil, frameCut(err, len(buf), size)
 		}
 	}
 	return buf, nil
+}
+
+// firstChunks holds the readChunk-byte buffers ReadFrame reads the start of
+// a large frame into.
+var firstChunks = sync.Pool{New: func() any {
+	b := make([]byte, readChunk)
+	return &b
+}}
+
+// frameCut is the error for a frame whose read failed after got of its
+// size bytes: an end of input is a truncated (malformed) frame.
+func frameCut(err error, got int, size int32) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("%w: frame truncated after %d of %d bytes", ErrMalformed, got, size)
+	}
+	return err
 }
 
 // ReadRequest reads one frame from r (see ReadFrame) and parses it (see

@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -503,6 +505,50 @@ func TestReadFrameAllocatesOnlyWhatArrives(t *testing.T) {
 	}
 	if got := after.TotalAlloc - before.TotalAlloc; got > 4*readChunk {
 		t.Fatalf("allocated %d bytes for a frame that sent 10", got)
+	}
+}
+
+// TestReadFrameLargeFrames reads frames larger than the first read chunk
+// back to back, sent in small pieces: each comes back whole and stays as
+// it was after the next is read (the pooled first chunk is copied out, not
+// kept), and a produce-sized frame costs about its own size in allocations.
+func TestReadFrameLargeFrames(t *testing.T) {
+	var in []byte
+	var want [][]byte
+	for i, size := range []int{readChunk + 1, 3*readChunk + 5, 100_000, readChunk} {
+		frame := bytes.Repeat([]byte{byte(i + 1)}, size)
+		want = append(want, frame)
+		in = append(binary.BigEndian.AppendUint32(in, uint32(size)), frame...)
+	}
+	r := iotest.HalfReader(bytes.NewReader(in))
+	var got [][]byte
+	for range want {
+		frame, err := ReadFrame(r, DefaultMaxRequestBytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, frame)
+	}
+	for i := range want {
+		if !bytes.Equal(got[i], want[i]) {
+			t.Fatalf("frame %d: %d bytes, want %d, or not the bytes sent", i, len(got[i]), len(want[i]))
+		}
+	}
+	// The fewest bytes of 5 reads: a sync.Pool may drop what it holds (the
+	// race detector makes it drop some on purpose).
+	frame := append(binary.BigEndian.AppendUint32(nil, 100_000), make([]byte, 100_000)...)
+	fewest := uint64(math.MaxUint64)
+	for range 5 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		if _, err := ReadFrame(bytes.NewReader(frame), DefaultMaxRequestBytes); err != nil {
+			t.Fatal(err)
+		}
+		runtime.ReadMemStats(&after)
+		fewest = min(fewest, after.TotalAlloc-before.TotalAlloc)
+	}
+	if fewest > 100_000+readChunk/2 {
+		t.Fatalf("allocated %d bytes for a frame of 100,000", fewest)
 	}
 }
 
