@@ -34,12 +34,12 @@
   // The canvas ops draw a figure's cells (panel.Painter.Paint): P gives
   // the palette (8 epoch colours, ink, paper, a truncated record's fill
   // and ink), C sizes a canvas to w×h CSS pixels at the device's pixel
-  // ratio and clears it, K draws a cell as the lanes' SVG did, its texts
-  // in the colours panel.CellText says (TestCanvasContrast).
-  // A canvas's cells are drawn together (cells) when its K ops are all
-  // read: boxes of one colour as one path, then texts font by font and
-  // colour by colour. Setting a style costs Chromium more than drawing
-  // with it; boxes are square, which costs it less than rounded.
+  // ratio and clears it, K gives a cell (cell). A canvas's cells are drawn
+  // together (cells) once its K ops are all read, as the lanes' SVG drew
+  // them, texts in the colours panel.CellText says (TestCanvasContrast):
+  // boxes of one colour as one path, then texts font by font. Setting a
+  // style costs Chromium more than drawing with it, and square boxes cost
+  // it less than rounded ones.
   var pal = [], ctx = null, ks = [];
   function canvas(cv, w, h) {
     cells();

@@ -119,8 +119,8 @@ type figDOM struct {
 	lanes                           []laneDOM
 	drawn                           []byte // the canvas's last drawing (nil: to draw)
 	// vis0 and vis1 are the x range of the SVG the figure shows (it
-	// scrolls sideways), read when a scroll or a resize may have moved it;
-	// vis1 0 unknown.
+	// scrolls sideways), read when a scroll or a resize may have moved it
+	// (measureLanes); 0 and 1<<40 (all of it) when the figure has no width.
 	vis0, vis1 int64
 	listed     string // the accessible list's markup
 }
@@ -620,8 +620,9 @@ func (a *app) renderIn(ms float64) {
 // updates the changed attributes and parts in place; the cells are drawn
 // on each figure's canvas (panel.Painter), only for figures in view and
 // only when the drawing changed. Each figure's accessible list of records
-// follows at most every readEveryMs under a stream of events (Chromium
-// would lay out hundreds of texts no one sees each frame), at once otherwise.
+// follows at most every readEveryMs under a stream of events (rewriting
+// its hundreds of items in every frame would cost more than drawing them),
+// at once otherwise.
 func (a *app) renderLanes(figs []panel.Figure, t0 float64) {
 	root := a.el("lanes")
 	if root.IsNull() {
@@ -793,7 +794,9 @@ func (a *app) bindLanes(root js.Value, figs []panel.Figure) {
 		el := fe.Index(i)
 		svg := el.Get("lastElementChild")
 		list := el.Get("children").Index(1)
-		d := figDOM{el: el, caption: el.Get("firstElementChild"), arrows: svg.Get("lastElementChild"), list: list, part: *f, listed: list.Get("innerHTML").String()}
+		// Not measured yet (measureLanes, next frame): drawn whole.
+		d := figDOM{el: el, caption: el.Get("firstElementChild"), arrows: svg.Get("lastElementChild"), list: list, part: *f,
+			listed: list.Get("innerHTML").String(), vis1: 1 << 40}
 		d.meta = d.caption.Get("lastElementChild")
 		d.part.Lanes = nil
 		d.svg = a.dom.adopt(svg)
