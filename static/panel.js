@@ -34,13 +34,15 @@
   // The canvas ops draw a figure's cells (panel.Painter.Paint): P gives
   // the palette (8 epoch colours, ink, paper, a truncated record's fill
   // and ink), C sizes a canvas to w×h CSS pixels at the device's pixel
-  // ratio and clears it, K gives a cell (cell). A canvas's cells are drawn
+  // ratio and clears it, K gives a cell (cell), D a down broker's lane to
+  // dim (x, y, w, h: veiled in paper once its cells are drawn, as the
+  // lanes' SVG drew them at .55 opacity). A canvas's cells are drawn
   // together (cells) once its K ops are all read, as the lanes' SVG drew
   // them, texts in the colours panel.CellText says (TestCanvasContrast):
   // boxes of one colour as one path, then texts font by font. Setting a
   // style costs Chromium more than drawing with it, and square boxes cost
   // it less than rounded ones.
-  var pal = [], ctx = null, ks = [];
+  var pal = [], ctx = null, ks = [], dims = [];
   function canvas(cv, w, h) {
     cells();
     var dpr = window.devicePixelRatio || 1, pw = Math.round(w * dpr), ph = Math.round(h * dpr);
@@ -107,6 +109,13 @@
     ctx.lineWidth = 2;
     ctx.setLineDash([]);
     ctx.stroke();
+    if (dims.length) {
+      ctx.fillStyle = pal[9];
+      ctx.globalAlpha = 0.45;
+      for (var d = 0; d < dims.length; d += 4) ctx.fillRect(dims[d], dims[d + 1], dims[d + 2], dims[d + 3]);
+      ctx.globalAlpha = 1;
+      dims.length = 0;
+    }
     ks.length = 0;
   }
   // cell reads a K op, f[i…i+7]: state, x, y, epoch colour, offset line,
@@ -135,12 +144,14 @@
           case "P": pal = f.slice(i + 2, i + 14); i += 14; break; // palette
           case "C": canvas(els[h], +f[i + 2], +f[i + 3]); i += 4; break;
           case "K": cell(f, i); i += 8; break;
+          case "D": dims.push(+f[i + 2], +f[i + 3], +f[i + 4], +f[i + 5]); i += 6; break;
           default: throw new Error("unknown op " + f[i]);
           }
         }
         cells();
       } catch (e) {
         ks.length = 0;
+        dims.length = 0;
         console.error("tidemark panel: DOM write " + f[i] + " " + f[i + 1] + ": " + e);
         return false;
       }

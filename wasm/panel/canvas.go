@@ -70,19 +70,25 @@ func (p *Painter) Num(v int64) {
 // handle h: C sizes the canvas to the SVG (f.W × f.H) and clears it, then
 // each cell is a K op (its state as the handle; x, y, epoch colour, offset
 // line, value, epoch line) that the page draws as the lanes' SVG drew it,
-// in the colours of Palette.
+// in the colours of Palette; a lane whose broker is down ends with a D op
+// that dims its cells.
 func (p *Painter) Paint(h int, f *Figure, x0, x1 int64) {
 	p.Op('C', h)
 	p.Num(f.W)
 	p.Num(f.H)
 	for li := range f.Lanes {
 		l := &f.Lanes[li]
+		lx, rx := int64(-1), int64(-1)
 		for ci := range l.Cells {
 			c := &l.Cells[ci]
 			x := l.CellsX + c.X
 			if x+cellW <= x0 || x >= x1 {
 				continue
 			}
+			if lx < 0 {
+				lx = x
+			}
+			rx = x + cellW
 			p.Op('K', int(c.State))
 			p.Num(x)
 			p.Num(l.Y)
@@ -91,8 +97,31 @@ func (p *Painter) Paint(h int, f *Figure, x0, x1 int64) {
 			p.Str(c.Val)
 			p.Str(c.Ep)
 		}
+		if l.Down && lx >= 0 {
+			// A crashed or powered-off broker's cells are dimmed, as its
+			// lane's label says: a D op veils x, y, w, h (the rows its
+			// cells fill) in paper once they are drawn.
+			dh := int64(cellRowH)
+			if l.Ghosts {
+				dh = ghostRowBottom - cellRowTop
+			}
+			p.Op('D', 0)
+			p.Num(lx)
+			p.Num(l.Y + cellRowTop)
+			p.Num(rx - lx)
+			p.Num(dh)
+		}
 	}
 }
+
+// Where the page draws a lane's cells under its top (static/panel.js): a
+// record's box from cellRowTop, cellRowH high; the row of truncated
+// records ends at ghostRowBottom.
+const (
+	cellRowTop     = 14
+	cellRowH       = 40
+	ghostRowBottom = 98
+)
 
 // Palette is the canvas's colours for the page (a P op, sent before the
 // first drawing): EpochFill, then Ink, Paper, GhostFill and GhostInk.

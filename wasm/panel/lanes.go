@@ -145,6 +145,7 @@ type Lane struct {
 	Key    string // broker id
 	Y      int64  // the lane's top in the figure
 	Ghosts bool   // the lane has a row of truncated records
+	Down   bool   // its broker is not up: Paint dims its cells
 	Attrs  []Attr
 	Title  string  // the lane's tooltip (text)
 	Head   string  // inner markup of g.lane-id: labels of broker, ISR/OSR and state
@@ -453,7 +454,7 @@ func (lz *Lanes) lane(topic string, p *events.Partition, r *events.Replica, stat
 	// Cells sit at their offset from base, which moves only every 1024
 	// offsets (coordinates stay small enough for float precision).
 	base := lo &^ 1023
-	l := Lane{Key: itoa(r.Broker), Y: y, Ghosts: hasGhosts(r, lo, hi), CellsX: xOf(base, lo)}
+	l := Lane{Key: itoa(r.Broker), Y: y, Ghosts: hasGhosts(r, lo, hi), Down: state != events.BrokerUp, CellsX: xOf(base, lo)}
 	l.Attrs = []Attr{{"class", cls}, {"data-topic", topic}, {"data-partition", itoa(p.Partition)}, {"data-broker", itoa(r.Broker)},
 		{"data-leo", i64(r.LEO)}, {"data-hw", i64(r.HW)}, {"transform", "translate(0," + i64(y) + ")"}}
 	l.Title = c.T("panel.lane.label", r.Broker, r.LEO, r.HW)

@@ -475,6 +475,11 @@ func Describe(e events.Event, c Catalog) string {
 		d = c.T("panel.ev.broker", e.Broker, c.T("panel.state."+string(e.BrokerState)))
 	case events.KindTopic:
 		if e.TopicCreated != nil {
+			// The controller's message says all of this and the
+			// replication factor: the line is that message alone.
+			if m := EventMessage(e, c); m != "" {
+				return m
+			}
 			d = c.T("panel.ev.topic.created", e.TopicCreated.Name, len(e.TopicCreated.Partitions))
 		} else {
 			d = c.T("panel.ev.topic.deleted", e.Topic)
@@ -574,13 +579,15 @@ func brokerName(id int32, c Catalog) string {
 	return c.T("panel.broker", id)
 }
 
+// ids writes broker ids as Go's fmt.Sprint does, [1 2 3]: the lesson
+// texts and lesson lanes (views) write an ISR so.
 func ids(v []int32) string {
-	if len(v) == 0 {
-		return "[]"
-	}
-	parts := make([]string, len(v))
+	b := append(make([]byte, 0, 2+4*len(v)), '[')
 	for i, id := range v {
-		parts[i] = itoa(id)
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		b = strconv.AppendInt(b, int64(id), 10)
 	}
-	return "[" + strings.Join(parts, ",") + "]"
+	return string(append(b, ']'))
 }

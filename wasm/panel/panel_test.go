@@ -1,6 +1,7 @@
 package panel
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -306,5 +307,37 @@ func TestDescribeTranslatesMessages(t *testing.T) {
 		ReasonArgs: []string{"diverging-epoch", "leader-epoch", "event.word.trunc.unknown-epoch:2:3:4"}}
 	if got := TruncatedReason(tr, hans); got != "diverging-epoch（规则 leader-epoch）：leader 2 说 epoch 3 结束于 4：我们不知道这个 epoch" {
 		t.Errorf("truncated reason %q", got)
+	}
+}
+
+// TestDescribeTopicCreatedOnce: a created topic's line is the controller's
+// message alone (it names the topic, its partitions and replication
+// factor), not the panel's words and then the same again; without a
+// message (an older server's event) the panel's words.
+func TestDescribeTopicCreatedOnce(t *testing.T) {
+	e := events.Event{Kind: events.KindTopic, Topic: "lab", TopicCreated: &events.Topic{Name: "lab", Partitions: []events.Partition{{}}},
+		MessageKey: "event.topic.created.one", MessageArgs: []string{"lab", "1", "3"}}
+	for _, l := range i18n.Languages() {
+		c := Catalog(i18n.Catalog(l))
+		if d, m := Describe(e, c), EventMessage(e, c); d != m || strings.Count(d, "lab") != 1 {
+			t.Errorf("%s: %q, want the message alone, %q", l, d, m)
+		}
+	}
+	if d := Describe(events.Event{Kind: events.KindTopic, TopicCreated: e.TopicCreated}, en); d != "topic lab created with 1 partition(s)" {
+		t.Errorf("without a message: %q", d)
+	}
+}
+
+// TestISRWrittenAsLessons: the panel writes an ISR as the lesson texts and
+// lesson lanes do (fmt.Sprint of the ids, views/lesson.templ), in the
+// event list and the lanes' meta line.
+func TestISRWrittenAsLessons(t *testing.T) {
+	for _, isr := range [][]int32{nil, {1}, {1, 2, 3}, {10, 2}} {
+		if got, want := ids(isr), fmt.Sprint(isr); got != want {
+			t.Errorf("ids(%v) = %q, want %q", isr, got, want)
+		}
+	}
+	if d := Describe(events.Event{Kind: events.KindISR, Topic: "lab", ISR: []int32{1, 2, 3}}, en); !strings.HasSuffix(d, "ISR → [1 2 3]") {
+		t.Errorf("ISR event: %q", d)
 	}
 }
