@@ -191,6 +191,8 @@ func TestBrowserStage(t *testing.T) {
 	b.click(`[data-testid="node-1"] form[data-action="crash"] button`)
 	b.poll(`document.querySelector('[data-testid="node-1"][data-state="crashed"]') !== null`, "broker 1 crashed on the topology")
 	b.poll(`document.querySelector('#lanes g.replica[data-broker="1"].down') !== null`, "broker 1's lanes marked down")
+	b.poll(`(() => { const s = `+laneSaturationJS+`; return s.up > 60 && s.down > 0 && s.down <= 0.65 * s.up; })()`,
+		"broker 1's cells dimmed on the canvas (their colours at most 0.65 as saturated as the other brokers')")
 	b.shot("stage-4-crashed")
 
 	if bad := eval[[]string](b, contrastJS); len(bad) > 0 {
@@ -205,3 +207,25 @@ func TestBrowserStage(t *testing.T) {
 	b.poll(`document.documentElement.scrollWidth <= 360`, "no horizontal scroll at 360 px (scrollWidth "+"≤ 360)")
 	b.shot("stage-5-360px")
 }
+
+// laneSaturationJS gives, for the lanes of brokers down and up, the
+// highest saturation (max − min channel) of the opaque pixels their
+// records' row has on the figure's canvas: a dimmed cell is veiled in
+// paper, which takes its epoch colour's saturation down by almost half.
+const laneSaturationJS = `(() => {
+  let down = 0, up = 0;
+  for (const g of document.querySelectorAll('#lanes g.replica')) {
+    const cv = g.ownerSVGElement && g.ownerSVGElement.parentElement.querySelector('canvas.lane-canvas');
+    const w = cv && cv.getBoundingClientRect().width;
+    if (!w || !cv.width) continue;
+    const r = cv.width / w, y = +/,\s*(-?[\d.]+)\)/.exec(g.getAttribute('transform'))[1];
+    const px = cv.getContext('2d').getImageData(0, Math.round((y + 16) * r), cv.width, Math.round(36 * r)).data;
+    let m = 0;
+    for (let i = 0; i < px.length; i += 4) {
+      if (px[i + 3] < 250) continue;
+      m = Math.max(m, Math.max(px[i], px[i + 1], px[i + 2]) - Math.min(px[i], px[i + 1], px[i + 2]));
+    }
+    if (g.classList.contains('down')) down = Math.max(down, m); else up = Math.max(up, m);
+  }
+  return {down, up};
+})()`
