@@ -243,13 +243,38 @@ func eval[T any](b *browserLab, expr string) T {
 }
 
 // click clicks the element the CSS selector finds.
+//
+// The panel may replace the element between chromedp finding it and
+// clicking it (CDP then answers "Could not find node with given id"): the
+// click is tried again, the element queried afresh, a few times.
 func (b *browserLab) click(sel string) {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, 20*time.Second)
 	defer cancel()
-	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(sel))); err != nil {
+	if err := clickFresh(ctx, sel); err != nil {
 		b.t.Fatalf("click %s: %v", sel, err)
 	}
+}
+
+// clickFresh clicks the element sel finds, again (queried afresh) when the
+// page replaced it in between, up to 5 times. The node is looked up
+// before any mouse event is sent, so a stale node was never clicked.
+func clickFresh(ctx context.Context, sel string) error {
+	var err error
+	for range 5 {
+		if err = chromedp.Do(ctx, chromedp.Click(chromedp.CSS(sel))); err == nil || !staleNode(err) {
+			break
+		}
+	}
+	return err
+}
+
+// staleNode reports whether err is CDP's answer about a node the page
+// removed or replaced since it was queried.
+func staleNode(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "Could not find node with given id") || strings.Contains(s, "No node with given id") ||
+		strings.Contains(s, "Node is detached") || strings.Contains(s, "node is not attached")
 }
 
 // shot saves a full-page screenshot as artifacts/<name>.png. The lane

@@ -115,7 +115,7 @@ func walkLesson(t *testing.T, keyboard bool) {
 			tabTo(sel)
 			err = chromedp.Do(cctx, chromedp.KeyEvent(kb.Enter))
 		} else {
-			err = chromedp.Do(cctx, chromedp.Click(chromedp.CSS(sel)))
+			err = clickFresh(cctx, sel) // the panel may replace Next as it is clicked
 		}
 		if err != nil {
 			cur.Fatalf("click %s: %v", sel, err)
@@ -128,7 +128,7 @@ func walkLesson(t *testing.T, keyboard bool) {
 		cur.Helper()
 		sel := `#predict input[value="` + value + `"]`
 		if !keyboard {
-			if err := chromedp.Do(bctx, chromedp.Click(chromedp.CSS(sel))); err != nil {
+			if err := clickFresh(bctx, sel); err != nil {
 				cur.Fatal(err)
 			}
 			return
