@@ -126,6 +126,75 @@
     else if (c.s === 0 && (c.ep === 5 || c.ep === 6)) c.ink = pal[9];
     ks.push(c);
   }
+  // Messages in flight (panel.Painter.Fly's M ops) are drawn on one canvas
+  // over the topology (#topo-flights), each at the place its start time and
+  // duration give it, in every frame while one moves: first in the frame
+  // whose batch brought it, then by requestAnimationFrame. Shapes are SVG
+  // paths (Path2D, kept by path), colours the page's CSS variables.
+  // The canvas's size and font are read once and after a resize (reading
+  // them in every frame would force a style and layout pass).
+  var fl = [], flDue = false, flPaths = {}, flColours = {}, flCv = null, flW = 0, flH = 0, flFont = "";
+  function flColour(v) {
+    if (v.charAt(0) !== "-") return v;
+    if (!(v in flColours)) flColours[v] = getComputedStyle(document.documentElement).getPropertyValue(v).trim() || "#767676";
+    return flColours[v];
+  }
+  function flPath(d) { return flPaths[d] || (flPaths[d] = new Path2D(d)); }
+  function flight(f, i) {
+    var m = { x0: +f[i + 2], y0: +f[i + 3], x1: +f[i + 4], y1: +f[i + 5], dur: +f[i + 7], s: +f[i + 8], flags: +f[i + 9],
+      d: f[i + 10], flap: f[i + 11], fill: f[i + 12], label: f[i + 13], lx: +f[i + 14], ly: +f[i + 15] };
+    m.t0 = performance.now() + +f[i + 6];
+    fl.push(m);
+  }
+  function drawFlights() {
+    flDue = false;
+    var cv = flCv;
+    if (!cv || !cv.isConnected) {
+      cv = flCv = document.getElementById("topo-flights");
+      if (!cv) { fl.length = 0; return; }
+      flW = cv.clientWidth; flH = cv.clientHeight;
+      flFont = "600 10px " + getComputedStyle(cv).fontFamily;
+      if (typeof ResizeObserver === "function") {
+        new ResizeObserver(function (es) { flW = es[0].contentRect.width; flH = es[0].contentRect.height; }).observe(cv);
+      }
+    }
+    var dpr = window.devicePixelRatio || 1, w = flW, h = flH;
+    var pw = Math.round(w * dpr), ph = Math.round(h * dpr);
+    if (cv.width !== pw || cv.height !== ph) { cv.width = pw; cv.height = ph; }
+    var c = cv.getContext("2d"), now = performance.now(), ink = flColour("--ink"), paper = flColour("--paper");
+    c.setTransform(dpr, 0, 0, dpr, 0, 0);
+    c.clearRect(0, 0, w, h);
+    c.font = flFont;
+    c.lineJoin = "round";
+    var keep = 0;
+    for (var i = 0; i < fl.length; i++) {
+      var m = fl[i], t = (now - m.t0) / m.dur;
+      if (t >= 1) continue;
+      fl[keep++] = m;
+      t = Math.max(t, 0);
+      var a = 1, k = t;
+      if (m.flags & 2) k = 0.5; // reduced motion: still, halfway
+      else if (m.flags & 1) { k = Math.min(t, 0.5); if (t > 0.5) a = 2 - 2 * t; } // lost: halfway, then fades
+      c.setTransform(dpr * m.s, 0, 0, dpr * m.s, dpr * (m.x0 + (m.x1 - m.x0) * k), dpr * (m.y0 + (m.y1 - m.y0) * k));
+      c.globalAlpha = a;
+      var p = flPath(m.d);
+      if (m.flags & 4) { c.strokeStyle = flColour(m.fill); c.lineWidth = 3; c.stroke(p); }
+      else { c.fillStyle = flColour(m.fill); c.fill(p); c.strokeStyle = ink; c.lineWidth = 1.2; c.stroke(p); }
+      if (m.flap) { c.strokeStyle = ink; c.lineWidth = 1.2; c.stroke(flPath(m.flap)); }
+      c.textAlign = m.flags & 8 ? "end" : "start";
+      c.strokeStyle = paper; c.lineWidth = 3;
+      c.strokeText(m.label, m.lx, m.ly);
+      c.fillStyle = ink;
+      c.fillText(m.label, m.lx, m.ly);
+      if (m.flags & 1) { // a lost message's label is struck out
+        var tw = c.measureText(m.label).width, x = m.flags & 8 ? m.lx - tw : m.lx;
+        c.fillRect(x, m.ly - 4, tw, 1.2);
+      }
+    }
+    fl.length = keep;
+    c.globalAlpha = 1;
+    if (keep && !flDue) { flDue = true; requestAnimationFrame(drawFlights); }
+  }
   window.tidemarkDOM = {
     adopt: function (h, el) { els[h] = el; },
     // apply does the writes and reports whether all went well (else the
@@ -144,11 +213,13 @@
           case "P": pal = f.slice(i + 2, i + 14); i += 14; break; // palette
           case "C": canvas(els[h], +f[i + 2], +f[i + 3]); i += 4; break;
           case "K": cell(f, i); i += 8; break;
+          case "M": flight(f, i); i += 16; break; // a message in flight
           case "D": dims.push(+f[i + 2], +f[i + 3], +f[i + 4], +f[i + 5]); i += 6; break;
           default: throw new Error("unknown op " + f[i]);
           }
         }
         cells();
+        if (fl.length && !flDue) drawFlights();
       } catch (e) {
         ks.length = 0;
         dims.length = 0;

@@ -520,6 +520,7 @@ func (a *app) render() {
 	a.renderStage(view)
 	tl0 := a.now()
 	a.renderLanes(a.lanes.Figures(view, motion, a.cat, a.topic, a.partition), t0)
+	a.flushLanes() // the messages in flight, on a page without lanes
 	lanesMs := a.now() - tl0
 	var cursor uint64
 	if !s.Following {

@@ -175,12 +175,15 @@ func (a *app) renderProducer(evs []events.Event) {
 
 // fly puts messages in flight: each crosses its link in flightMs divided
 // by the lab clock's rate (4× as long at ¼×)
-// (staggered, so a round's fetches are told apart) and is then removed; a
-// lost one stops halfway and fades. With reduced motion each is shown
-// still at the middle of its link for the same time. At most
-// maxInFlight are on the stage at once (the newest are sent when there is
-// room): under a stream of events hundreds crossed at once, which no one
-// can follow and which cost Chromium more than the rest of the frame.
+// (staggered, so a round's fetches are told apart); a lost one stops
+// halfway and fades. With reduced motion each is shown still at the middle
+// of its link for the same time. They are drawn on one canvas over the
+// topology, by the page in the frames it draws anyway (an M op each in the
+// frame's batch, panel.Painter.Fly): a composited element each kept
+// Chromium's compositors drawing 60 times a second. #topo-msgs lists them
+// (Flight.HTML) until they land. At most maxInFlight are on the stage at
+// once (the newest are sent when there is room): under a stream of events
+// hundreds crossed at once, which no one can follow.
 func (a *app) fly(fs []panel.Flight) {
 	room := maxInFlight - a.stage.inFlight
 	if len(fs) == 0 || room <= 0 {
@@ -198,35 +201,24 @@ func (a *app) fly(fs []panel.Flight) {
 		scale = a.el("topo").Get("clientWidth").Float() / topoWidth
 	}
 	var markup strings.Builder
-	for i := range fs {
-		markup.WriteString(fs[i].HTML())
-	}
-	rate := a.state.Snap.ClockRate()
-	dur := flightMs / rate
+	dur := flightMs / a.state.Snap.ClockRate()
 	still := a.reducedMotion()
+	last := 0.0
+	for i := range fs {
+		markup.WriteString(fs[i].HTML(dur))
+		delay := float64(i%6) * 150 / a.state.Snap.ClockRate()
+		last = max(last, delay)
+		a.dom.Fly(&fs[i], scale, delay, dur, still)
+	}
 	a.stage.inFlight += len(fs)
 	a.parseInto(g, false, markup.String(), func(els js.Value) {
 		n := els.Length()
 		batch := make([]js.Value, n)
-		last := 0.0
 		for i := range n {
-			el, f := els.Index(i), fs[i]
-			batch[i] = el
-			mid := panel.Point{X: (f.From.X + f.To.X) / 2, Y: (f.From.Y + f.To.Y) / 2}
-			var frames []any
-			switch {
-			case still:
-				frames = []any{frame(mid, scale, 1), frame(mid, scale, 1)}
-			case f.Lost:
-				frames = []any{frame(f.From, scale, 1), frame(mid, scale, 1), frame(mid, scale, 0)}
-			default:
-				frames = []any{frame(f.From, scale, 1), frame(f.To, scale, 1)}
-			}
-			delay := float64(i%6) * 150 / rate
-			last = max(last, delay)
-			el.Call("animate", frames, map[string]any{"duration": dur, "delay": delay, "easing": "linear", "fill": "both"})
+			batch[i] = els.Index(i)
 		}
-		// One timer removes the frame's messages once the last has landed.
+		// One timer takes the frame's messages off the list once the
+		// last has landed.
 		a.after(dur+last+100, func() {
 			for _, el := range batch {
 				el.Call("remove")
@@ -235,13 +227,6 @@ func (a *app) fly(fs []panel.Flight) {
 		})
 	})
 	a.flushParses()
-}
-
-// frame is a keyframe of a message at p (in the topology's SVG units,
-// scale px each): a transform and an opacity only, which the compositor
-// animates on its own.
-func frame(p panel.Point, scale, opacity float64) map[string]any {
-	return map[string]any{"transform": "translate(" + panel.F1(p.X*scale) + "px," + panel.F1(p.Y*scale) + "px) scale(" + milli(scale) + ")", "opacity": opacity}
 }
 
 // milli formats v ≥ 0 with three decimals (see panel.F1: no float

@@ -407,58 +407,116 @@ func MessageLabel(e events.Event, c Catalog) string {
 	return string(e.Kind)
 }
 
-// shapes draws each kind of message in its own shape, centred on 0,0.
-var shapes = map[events.Kind]string{
-	events.KindFetchRequest:   `<circle r="6"/>`,
-	events.KindFetchResponse:  `<path d="M0 -7 L7 0 L0 7 L-7 0 Z"/>`,
-	events.KindProduceRequest: `<rect x="-6" y="-6" width="12" height="12"/>`,
-	events.KindAck:            `<path d="M-7 0 L-2 5 L7 -5" class="tick"/>`,
-	events.KindProduceError:   `<path d="M-5 -5 L5 5 M5 -5 L-5 5" class="tick"/>`,
-	events.KindClientFetch:    `<path d="M-6 -6 L6 -6 L0 6 Z"/>`,
-	events.KindHeartbeat:      `<path d="M0 6 L-6 0 A3 3 0 0 1 0 -4 A3 3 0 0 1 6 0 Z"/>`,
-	events.KindAlterPartition: `<path d="M-7 0 L-3.5 -6 L3.5 -6 L7 0 L3.5 6 L-3.5 6 Z"/>`,
-	events.KindMetadata:       `<rect x="-8" y="-5" width="16" height="10"/><path d="M-8 -5 L0 1 L8 -5" class="flap"/>`,
+// MsgShape is how a kind of message is drawn, centred on 0,0 (in the
+// topology's units): D, an SVG path, filled in the CSS colour Fill and
+// outlined in ink, or, for a Tick, stroked in Fill alone; Flap, when set,
+// a path outlined in ink over it. The legend draws it as SVG (Shape), the
+// messages in flight on the topology's canvas (static/panel.js).
+type MsgShape struct {
+	D, Flap, Fill string
+	Tick          bool
+}
+
+// shapes draws each kind of message in its own shape.
+var shapes = map[events.Kind]MsgShape{
+	events.KindFetchRequest:   {D: "M6 0 A6 6 0 1 1 -6 0 A6 6 0 1 1 6 0 Z", Fill: "--sky"},
+	events.KindFetchResponse:  {D: "M0 -7 L7 0 L0 7 L-7 0 Z", Fill: "--blue"},
+	events.KindProduceRequest: {D: "M-6 -6 H6 V6 H-6 Z", Fill: "--orange"},
+	events.KindAck:            {D: "M-7 0 L-2 5 L7 -5", Fill: "--green", Tick: true},
+	events.KindProduceError:   {D: "M-5 -5 L5 5 M5 -5 L-5 5", Fill: "--vermillion", Tick: true},
+	events.KindClientFetch:    {D: "M-6 -6 L6 -6 L0 6 Z", Fill: "--yellow"},
+	events.KindHeartbeat:      {D: "M0 6 L-6 0 A3 3 0 0 1 0 -4 A3 3 0 0 1 6 0 Z", Fill: "--purple"},
+	events.KindAlterPartition: {D: "M-7 0 L-3.5 -6 L3.5 -6 L7 0 L3.5 6 L-3.5 6 Z", Fill: "--green"},
+	events.KindMetadata:       {D: "M-8 -5 H8 V5 H-8 Z", Flap: "M-8 -5 L0 1 L8 -5", Fill: "--metadata"},
 }
 
 // anyShape draws every message kind that has no shape of its own (Raft's,
 // and kinds added later): a pill, its label beside it.
-const anyShape = `<rect class="any" x="-7" y="-4" width="14" height="8" rx="4"/>`
+var anyShape = MsgShape{D: "M-3 -4 H3 A4 4 0 0 1 3 4 H-3 A4 4 0 0 1 -3 -4 Z", Fill: "--muted"}
 
-// HTML returns the message's markup: an SVG of its own, centred on the
-// top left corner of #topo-msgs, which the page moves along its link by a
-// transform. An element of its own is moved by the compositor without
-// restyling, laying out or repainting the stage every frame, which a group
-// inside the topology's SVG cost (SVG's children are not composited).
-func (f *Flight) HTML() string {
-	cls := "msg msg-" + string(f.Kind)
-	if f.Lost {
-		cls += " lost"
-	}
-	return `<svg class="` + esc(cls) + `" data-testid="msg" data-kind="` + esc(string(f.Kind)) + `" data-seq="` + strconv.FormatUint(f.Seq, 10) +
-		`" viewBox="-10 -10 20 20" width="20" height="20"><title>` + esc(f.Title) + `</title>` + Shape(f.Kind) + f.labelAt() + esc(f.Label) + `</text></svg>`
-}
-
-// labelAt opens the label's text on the message's right-hand side, where
-// linkPath draws its direction of the link: the labels of a link's two
-// directions (a fetch and its response) then pass on either side instead
-// of over each other.
-func (f *Flight) labelAt() string {
-	dx, dy := f.To.X-f.From.X, f.To.Y-f.From.Y
-	switch {
-	case math.Abs(dx) >= math.Abs(dy) && dx > 0: // rightwards: below
-		return `<text x="9" y="16">`
-	case math.Abs(dx) >= math.Abs(dy): // leftwards: above
-		return `<text x="9" y="-8">`
-	case dy > 0: // downwards: on the left
-		return `<text x="-9" y="4" text-anchor="end">`
-	}
-	return `<text x="9" y="4">` // upwards: on the right
-}
-
-// Shape returns the markup of the shape messages of kind k are drawn in.
-func Shape(k events.Kind) string {
+// ShapeOf returns how messages of kind k are drawn.
+func ShapeOf(k events.Kind) MsgShape {
 	if s, ok := shapes[k]; ok {
 		return s
 	}
 	return anyShape
+}
+
+// Shape returns the SVG markup of the shape messages of kind k are drawn
+// in (the legend's), coloured by app.css's .msg-<kind> rules.
+func Shape(k events.Kind) string {
+	s := ShapeOf(k)
+	cls := ""
+	switch {
+	case s.Tick:
+		cls = ` class="tick"`
+	case s.Fill == anyShape.Fill:
+		cls = ` class="any"`
+	}
+	m := `<path d="` + s.D + `"` + cls + `/>`
+	if s.Flap != "" {
+		m += `<path d="` + s.Flap + `" class="flap"/>`
+	}
+	return m
+}
+
+// HTML returns the message's item in the list of messages in flight
+// (#topo-msgs): an SVG group outside any SVG, so never rendered, that says
+// what the canvas draws (data-testid msg, data-kind, data-seq, the ms it
+// takes to cross its link as data-duration, its description and label)
+// for tests and the page's scripts.
+func (f *Flight) HTML(durMs float64) string {
+	cls := "msg msg-" + string(f.Kind)
+	if f.Lost {
+		cls += " lost"
+	}
+	return `<g class="` + esc(cls) + `" data-testid="msg" data-kind="` + esc(string(f.Kind)) + `" data-seq="` + strconv.FormatUint(f.Seq, 10) +
+		`" data-duration="` + F1(durMs) + `"><title>` + esc(f.Title) + `</title><text>` + esc(f.Label) + `</text></g>`
+}
+
+// labelAt places the label's text on the message's right-hand side, where
+// linkPath draws its direction of the link: the labels of a link's two
+// directions (a fetch and its response) then pass on either side instead
+// of over each other. x, y are from the message's centre; end says the
+// text ends there (else starts).
+func (f *Flight) labelAt() (x, y int64, end bool) {
+	dx, dy := f.To.X-f.From.X, f.To.Y-f.From.Y
+	switch {
+	case math.Abs(dx) >= math.Abs(dy) && dx > 0: // rightwards: below
+		return 9, 16, false
+	case math.Abs(dx) >= math.Abs(dy): // leftwards: above
+		return 9, -8, false
+	case dy > 0: // downwards: on the left
+		return -9, 4, true
+	}
+	return 9, 4, false // upwards: on the right
+}
+
+// Fly appends an M op that puts f in flight on the topology's canvas
+// (static/panel.js draws it in every frame until it lands): from and to
+// in pixels (the topology's units × scale), its delay and duration in ms,
+// the scale, flags (1 lost: it stops halfway and fades; 2 still: reduced
+// motion, shown at the middle of its link; 4 a tick; 8 the label ends at
+// its place), its shape (MsgShape: D, Flap, Fill), label and the label's
+// place.
+func (p *Painter) Fly(f *Flight, scale, delayMs, durMs float64, still bool) {
+	sh := ShapeOf(f.Kind)
+	p.Op('M', 0)
+	for _, v := range [...]float64{f.From.X * scale, f.From.Y * scale, f.To.X * scale, f.To.Y * scale, delayMs, durMs, scale} {
+		p.Str(F1(v))
+	}
+	lx, ly, end := f.labelAt()
+	var flags int64
+	for bit, on := range [...]bool{f.Lost, still, sh.Tick, end} {
+		if on {
+			flags |= 1 << bit
+		}
+	}
+	p.Num(flags)
+	p.Str(sh.D)
+	p.Str(sh.Flap)
+	p.Str(sh.Fill)
+	p.Str(f.Label)
+	p.Num(lx)
+	p.Num(ly)
 }

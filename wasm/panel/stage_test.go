@@ -83,12 +83,13 @@ func TestFlightLabelSides(t *testing.T) {
 			if len(there) != 1 || len(back) != 1 {
 				t.Fatalf("%d↔%d: flights %+v %+v", a, b, there, back)
 			}
-			if there[0].labelAt() == back[0].labelAt() {
-				t.Errorf("%d↔%d: both labels at %s", a, b, there[0].labelAt())
+			x, y, end := there[0].labelAt()
+			if bx, by, bend := back[0].labelAt(); x == bx && y == by && end == bend {
+				t.Errorf("%d↔%d: both labels at %d,%d", a, b, x, y)
 			}
 			// Rightwards the right-hand side is below the link.
-			if p, q := pos[a], pos[b]; q.X-p.X > math.Abs(q.Y-p.Y) && !strings.Contains(there[0].HTML(), `y="16"`) {
-				t.Errorf("%d→%d runs rightwards, label not below: %s", a, b, there[0].HTML())
+			if p, q := pos[a], pos[b]; q.X-p.X > math.Abs(q.Y-p.Y) && y <= 0 {
+				t.Errorf("%d→%d runs rightwards, label not below: at %d,%d", a, b, x, y)
 			}
 		}
 	}
@@ -108,8 +109,35 @@ func TestFlightsAnyKind(t *testing.T) {
 	if len(fs) != 2 || fs[0].Label != "Raft heartbeat t2 c7" || fs[1].Label != "raft" {
 		t.Fatalf("flights %+v", fs)
 	}
-	if h := fs[0].HTML(); !strings.Contains(h, anyShape) || !strings.Contains(h, "Raft heartbeat t2 c7") {
-		t.Errorf("markup %s", h)
+	if h := fs[0].HTML(1600); !strings.Contains(h, "Raft heartbeat t2 c7") || ShapeOf(fs[0].Kind) != anyShape {
+		t.Errorf("markup %s, shape %+v", h, ShapeOf(fs[0].Kind))
+	}
+}
+
+// TestFly: a message in flight is one M op for the topology's canvas: its
+// way in pixels, delay, duration and scale, flags, shape, colour, label
+// and the label's place; its item in the list names it for tests.
+func TestFly(t *testing.T) {
+	f := Flight{Seq: 7, Kind: events.KindFetchResponse, From: Point{X: 100, Y: 50}, To: Point{X: 300, Y: 50}, Label: "2 rec HW 5", Lost: true, Title: "t"}
+	var p Painter
+	p.Fly(&f, 1.5, 150, 1600, false)
+	got := strings.ReplaceAll(string(p.Buf), "\x00", "|")
+	if want := "M|0|150.0|75.0|450.0|75.0|150.0|1600.0|1.5|1|M0 -7 L7 0 L0 7 L-7 0 Z||--blue|2 rec HW 5|9|16|"; got != want {
+		t.Errorf("op\n%s\nwant\n%s", got, want)
+	}
+	p.Buf = p.Buf[:0]
+	f.Kind, f.Lost, f.From, f.To = events.KindAck, false, f.To, f.From
+	p.Fly(&f, 1, 0, 400, true) // leftwards, reduced motion, a tick
+	if got := strings.Split(string(p.Buf), "\x00"); got[9] != "6" || got[12] != "--green" || got[14] != "9" || got[15] != "-8" {
+		t.Errorf("ack: %q", got)
+	}
+	if h := f.HTML(400); !strings.Contains(h, `data-testid="msg" data-kind="ack" data-seq="7" data-duration="400.0"`) || !strings.HasPrefix(h, "<g ") {
+		t.Errorf("item %s", h)
+	}
+	for k := range shapes {
+		if sh := Shape(k); !strings.HasPrefix(sh, `<path d="`+shapes[k].D) {
+			t.Errorf("legend of %s: %s", k, sh)
+		}
 	}
 }
 
