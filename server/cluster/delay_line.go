@@ -98,6 +98,20 @@ func (l *delayLine) armLocked() {
 	l.timer = time.AfterFunc(max(wait, 0), func() { l.deliverDue(l.clock.Now()) })
 }
 
+// resume arms the timer for what waits (the clock was resumed).
+func (l *delayLine) resume() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.armLocked()
+}
+
+// inFlight counts the messages on their way.
+func (l *delayLine) inFlight() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.pending)
+}
+
 // stop drops every message in flight (the lab is closing).
 func (l *delayLine) stop() {
 	l.mu.Lock()
