@@ -505,7 +505,7 @@ func (c *Cluster) Step(d time.Duration) error {
 		}
 		c.linkDelays.deliverDue(at) // messages on delayed links arrive
 		if fine {
-			c.liveGrain(at.Add(-stepToEventGrain), at)
+			c.liveGrain(t, at)
 		}
 		c.linkDelays.sendingAt(at, func() {
 			for _, b := range c.liveBrokers() {
@@ -521,13 +521,16 @@ func (c *Cluster) Step(d time.Duration) error {
 	return nil
 }
 
-// liveGrain runs at a grain at of a step (the last one was prev) what a
-// running lab's timers would: each broker heartbeats when its heartbeat
-// interval's grid has a point in (prev, at] (none while one is on its
-// way), and the controller fences the brokers whose session expired.
-func (c *Cluster) liveGrain(prev, at time.Time) {
+// liveGrain runs at a grain of a step, t into it (lab time at), what a
+// running lab's timers would: each broker heartbeats every heartbeat
+// interval of the step (none while one is on its way; runTime sends one
+// at every step's end), and the controller fences the brokers whose
+// session expired. The interval counts from the step's start, not on the
+// running lab's grid of lab time: a lab's clock starts at the real time
+// it opened, and a replay must not depend on it.
+func (c *Cluster) liveGrain(t time.Duration, at time.Time) {
 	for _, b := range c.liveBrokers() {
-		if at.Truncate(b.HeartbeatInterval()).After(prev) {
+		if hb := b.HeartbeatInterval(); t%hb < stepToEventGrain {
 			b.Heartbeat()
 		}
 	}
