@@ -180,3 +180,58 @@ func TestDelayedHeartbeatFencesBroker(t *testing.T) {
 		t.Fatal("broker 2 still fenced after the delay healed")
 	}
 }
+
+// TestDelayedAlterPartitionArrivesLate: a leader whose link to the
+// controller is delayed 400 ms each way proposes a shrink when its
+// follower lags; the controller takes it 400 ms later, and the leader
+// learns the answer (its ISR no longer pending) 400 ms after that.
+func TestDelayedAlterPartitionArrivesLate(t *testing.T) {
+	c := openPaused(t)
+	leader, follower, other := delayedPair(t, c)
+	produceAcks1(t, c, "a")
+	stepFetchAll(t, c, other)
+	if err := c.DelayLink(leader, ControllerNode, 400*time.Millisecond, false); err != nil {
+		t.Fatal(err)
+	}
+	pending := func() []int32 { return c.Broker(leader).Replica("t", 0).Status().PendingISR }
+	var proposedAt time.Duration
+	start := c.clock.Now()
+	for range 80 { // 4 s in 50 ms steps
+		stepFetchAll(t, c, other)
+		if err := c.Step(50 * time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		if len(pending()) > 0 {
+			proposedAt = c.clock.Now().Sub(start)
+			break
+		}
+	}
+	if proposedAt == 0 {
+		t.Fatal("the leader never proposed to shrink the ISR")
+	}
+	if isr := isrOf(c); !slices.Contains(isr, follower) {
+		t.Fatalf("the controller has ISR %v as soon as the leader proposed it", isr)
+	}
+	at := func(what string, cond func() bool) time.Duration {
+		t.Helper()
+		for range 40 {
+			if cond() {
+				return c.clock.Now().Sub(start) - proposedAt
+			}
+			stepFetchAll(t, c, other)
+			if err := c.Step(50 * time.Millisecond); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Fatalf("%s never happened", what)
+		return 0
+	}
+	taken := at("the controller taking the shrink", func() bool { return !slices.Contains(isrOf(c), follower) })
+	answered := at("the leader learning the answer", func() bool { return len(pending()) == 0 })
+	if taken < 350*time.Millisecond || taken > 450*time.Millisecond {
+		t.Errorf("the controller took the shrink %v after it was proposed; want 400ms", taken)
+	}
+	if answered < 750*time.Millisecond || answered > 850*time.Millisecond {
+		t.Errorf("the leader learnt the answer %v after it proposed; want 800ms", answered)
+	}
+}
