@@ -899,18 +899,20 @@ func (r *runner) observe(a Action) error {
 }
 
 // countDelayEffects counts, in the events of the last action, the ISR
-// shrinks and fencings a delayed link (not a cut one, between running
-// brokers) explains.
+// shrinks and session fencings a delayed link explains: a leader's
+// proposal without a follower that still has a message on its way
+// between them (its fetch, on an isr topic), and a running broker fenced
+// for its session while its link with the controller is delayed and not
+// cut (its heartbeats came late). Both are counted once the action is
+// done, so a fetch that arrived within the same step is missed.
 func (r *runner) countDelayEffects() {
 	net := r.c.Network()
-	delayedOnly := func(a, b int32) bool {
-		return (net.Delay(a, b) > 0 || net.Delay(b, a) > 0) && net.Allowed(a, b) && net.Allowed(b, a) &&
-			r.c.Broker(a) != nil && (b == cluster.ControllerNode || r.c.Broker(b) != nil)
-	}
 	for _, e := range r.evs {
 		switch {
-		case e.Kind == events.KindBroker && e.BrokerState == events.BrokerFenced:
-			if delayedOnly(e.Broker, cluster.ControllerNode) {
+		case e.Kind == events.KindBroker && e.MessageKey == "event.broker.fenced.timeout":
+			id := e.Broker
+			if (net.Delay(id, cluster.ControllerNode) > 0 || net.Delay(cluster.ControllerNode, id) > 0) &&
+				net.Allowed(id, cluster.ControllerNode) && net.Allowed(cluster.ControllerNode, id) && r.c.Broker(id) != nil {
 				r.delayEffects.Fencings++
 			}
 		case e.Kind == events.KindISR || e.Kind == events.KindElection:
@@ -923,7 +925,7 @@ func (r *runner) countDelayEffects() {
 				continue // not a leader's proposal
 			}
 			for _, id := range prev {
-				if !slices.Contains(e.ISR, id) && delayedOnly(id, e.Broker) {
+				if !slices.Contains(e.ISR, id) && r.c.InFlightBetween(id, e.Broker) {
 					r.delayEffects.ISRShrinks++
 				}
 			}

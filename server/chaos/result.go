@@ -28,11 +28,12 @@ type Result struct {
 	DelayEffects DelayEffects `json:"delay_effects"`
 }
 
-// DelayEffects counts the faults link delays caused in a run: ISR shrinks
-// a leader proposed of a running follower whose link with it was delayed
-// (either way) and not cut, and fencings of a running broker whose link
-// with the controller was delayed and not cut. (Delays made neither on a
-// paused lab before stepped fetches and controller calls waited for them.)
+// DelayEffects counts the faults link delays caused in a run
+// (runner.countDelayEffects): ISR shrinks a leader proposed of a follower
+// with a message still on its way between them, and session fencings of a
+// running broker whose link with the controller was delayed and not cut.
+// (On isr topics delays caused neither before stepped fetches and
+// controller calls waited for them.)
 type DelayEffects struct {
 	ISRShrinks int `json:"isr_shrinks"`
 	Fencings   int `json:"fencings"`

@@ -135,7 +135,7 @@ func (c *Cluster) sendDelayed(from, to int32, arrive func(ok bool)) bool {
 	if !ok {
 		return false
 	}
-	c.linkDelays.add(c.network.Delay(from, to), func() { arrive(c.network.arrives(dep)) })
+	c.linkDelays.add(c.network.Delay(from, to), dep.link, func() { arrive(c.network.arrives(dep)) })
 	return true
 }
 
@@ -143,6 +143,10 @@ func (c *Cluster) sendDelayed(from, to int32, arrive func(ok bool)) bool {
 // (Raft, pipeline, stepped fetches, controller calls): a paused lab's
 // steps deliver them.
 func (c *Cluster) MessagesInFlight() int { return c.linkDelays.inFlight() }
+
+// InFlightBetween reports whether anything is on its way over a delayed
+// link between nodes a and b, either way.
+func (c *Cluster) InFlightBetween(a, b int32) bool { return c.linkDelays.between(a, b) }
 
 // Heal restores every link and removes every delay.
 func (n *Network) Heal() {
