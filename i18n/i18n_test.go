@@ -164,3 +164,20 @@ func TestChineseSpacing(t *testing.T) {
 		}
 	}
 }
+
+// TestOfflineLeaderWording: a partition without a leader reads the same in
+// the live panel's lanes ("panel.lane.meta" with "panel.nobroker") and in
+// the lesson page's server-rendered lanes, in every language.
+func TestOfflineLeaderWording(t *testing.T) {
+	head := func(s string) string {
+		h, _, _ := strings.Cut(s, "·")
+		return strings.TrimSpace(h)
+	}
+	for _, l := range Languages() {
+		panel := head(T(l, "panel.lane.meta", T(l, "panel.nobroker"), 3, "[]", 5))
+		lanes := head(T(l, "lesson.lanes.partition.offline", 3, "[]"))
+		if panel != lanes {
+			t.Errorf("%s: the panel says %q, the lesson's lanes %q", l, panel, lanes)
+		}
+	}
+}

@@ -393,6 +393,35 @@ func (r *Run) Snapshot() events.Snapshot {
 	return r.snapshotAt(r.boundary())
 }
 
+// Recent returns up to n of the newest events at the cursor, oldest first:
+// what the lesson page's event list opens with (the setup's, from the bus,
+// before the first step; after a Back, those up to the shown step).
+func (r *Run) Recent(n int) []events.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	upto := r.boundary()
+	if r.cursor == len(r.steps) && !r.closed {
+		r.record() // live: anything the cluster published since the last step
+		upto = r.lab.Cluster().Bus().LastSeq()
+	}
+	var out []events.Event
+	if len(r.evs) == 0 || r.evs[0].Seq > upto-min(upto, uint64(n)) {
+		// The setup's events are only in the bus's bounded window.
+		setup, _ := r.lab.Cluster().Bus().Since(upto-min(upto, uint64(n)), n)
+		for _, e := range setup {
+			if e.Seq <= r.base.Seq {
+				out = append(out, e)
+			}
+		}
+	}
+	for _, e := range r.evs {
+		if e.Seq <= upto {
+			out = append(out, e)
+		}
+	}
+	return out[max(0, len(out)-n):]
+}
+
 // Bus returns the bus of the run's cluster.
 func (r *Run) Bus() *events.Bus { return r.lab.Cluster().Bus() }
 
@@ -489,6 +518,8 @@ func (r *Run) State() RunState {
 		if ss.Shown {
 			rec := r.steps[i]
 			out := rec.out
+			// Empty lists, not null: the API says each is an array.
+			out.Says, out.Pointers, out.Checks = nonNil(out.Says), nonNil(out.Pointers), nonNil(out.Checks)
 			ss.Outcome, ss.Error = &out, rec.err
 			ss.Passed = rec.err == ""
 			for _, c := range out.Checks {
@@ -511,4 +542,12 @@ func (s *Service) Close() {
 	for _, id := range ids {
 		s.Stop(id)
 	}
+}
+
+// nonNil returns v, or an empty slice for nil (JSON [] rather than null).
+func nonNil[T any](v []T) []T {
+	if v == nil {
+		return []T{}
+	}
+	return v
 }

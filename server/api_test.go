@@ -607,7 +607,12 @@ func TestAPIFaultsNetworkAndClock(t *testing.T) {
 	if got := ck.Time.Sub(t0); got != 250*time.Millisecond {
 		t.Fatalf("step moved the clock %v", got)
 	}
-	for _, body := range []string{`{"ms":0}`, `{"ms":-5}`, `{}`, `{"ms":3600001}`, `{"ms":"5"}`, `{"ms":1.5}`} {
+	t0 = ck.Time
+	a.ok(200, "POST", "/api/v1/clock/step", `{}`, &ck) // no ms: the default step
+	if got := ck.Time.Sub(t0); got != web.DefaultStep {
+		t.Fatalf("a step without ms moved the clock %v", got)
+	}
+	for _, body := range []string{`{"ms":0}`, `{"ms":-5}`, `{"ms":3600001}`, `{"ms":"5"}`, `{"ms":1.5}`} {
 		a.fails(400, "INVALID_REQUEST", "POST", "/api/v1/clock/step", body)
 	}
 	a.ok(200, "POST", "/api/v1/clock/resume", "", &ck)
@@ -745,5 +750,29 @@ func TestAPIDiskFailure(t *testing.T) {
 	a.ok(200, "POST", fmt.Sprintf("/api/v1/brokers/%d/restart", leader), "", nil)
 	if a.cl.Broker(leader) == nil {
 		t.Fatal("not restarted")
+	}
+}
+
+// TestAPIFetchPartitionErrorsCarryCode: a stepped fetch round whose
+// partitions answer with Kafka errors (here a leader elected while broker 2
+// was down, which has not yet applied the metadata that made it leader)
+// answers with Kafka's code, never a bare 500.
+func TestAPIFetchPartitionErrorsCarryCode(t *testing.T) {
+	a := newAPILab(t)
+	a.ok(200, "POST", "/api/v1/brokers/2/crash", "", nil)
+	a.ok(200, "POST", "/api/v1/brokers/2/restart", "", nil)
+	rec := a.do("POST", "/api/v1/brokers/2/fetch", "")
+	if rec.Code >= 500 && rec.Code != 503 || strings.Contains(rec.Body.String(), "UNKNOWN_SERVER_ERROR") {
+		t.Fatalf("fetch after restart: %d %s; want 200 or Kafka's code", rec.Code, rec.Body)
+	}
+	if rec.Code != 200 && !strings.Contains(rec.Body.String(), `"NOT_LEADER_OR_FOLLOWER"`) {
+		t.Fatalf("fetch after restart: %d %s", rec.Code, rec.Body)
+	}
+	// The fetch-response event names the code as Kafka does today, alone.
+	evs, _ := a.cl.Bus().Since(0, 0)
+	for _, e := range evs {
+		if e.Kind == events.KindFetchResponse && e.Error != "" && strings.Contains(e.Error, " ") {
+			t.Errorf("fetch-response event error %q; want the code's name alone", e.Error)
+		}
 	}
 }

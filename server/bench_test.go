@@ -82,6 +82,38 @@ func BenchmarkPanelLatency(b *testing.B) {
 		}
 	}()
 	defer func() { close(stopSub); <-subDone; sub.Close() }()
+	// A Go client of /ws beside the page: when each event left the
+	// server's websocket writer (its linger included), which splits
+	// publish→render into the server's share and the browser's.
+	wsAt := map[uint64]time.Time{}
+	wsURL := "ws" + strings.TrimPrefix(lab.url, "http") + "ws"
+	wsConn, _, err := websocket.DefaultDialer.Dial(wsURL, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	wsDone := make(chan struct{})
+	go func() {
+		defer close(wsDone)
+		for {
+			_, data, err := wsConn.ReadMessage()
+			if err != nil {
+				return
+			}
+			at := time.Now()
+			m, err := events.DecodeMessage(string(data))
+			if err != nil {
+				continue
+			}
+			mu.Lock()
+			for _, e := range m.Events {
+				if e.Kind == events.KindAppend {
+					wsAt[e.Seq] = at
+				}
+			}
+			mu.Unlock()
+		}
+	}()
+	defer func() { wsConn.Close(); <-wsDone }()
 
 	type sent struct {
 		at  time.Time
@@ -182,10 +214,10 @@ func BenchmarkPanelLatency(b *testing.B) {
 	b.StopTimer()
 	// Let the last appends reach the panel.
 	deadline := time.Now().Add(5 * time.Second)
-	var lat, pub []float64
+	var lat, pub, toWS, toRender []float64
 	for {
 		readRenders()
-		lat, pub = lat[:0], pub[:0]
+		lat, pub, toWS, toRender = lat[:0], pub[:0], toWS[:0], toRender[:0]
 		missing := 0
 		mu.Lock()
 		for _, s := range all {
@@ -201,6 +233,10 @@ func BenchmarkPanelLatency(b *testing.B) {
 			}
 			lat = append(lat, renders[i][1]-float64(s.at.UnixNano())/1e6)
 			pub = append(pub, float64(pubAt[s.key].Sub(s.at))/1e6)
+			toRender = append(toRender, renders[i][1]-float64(pubAt[s.key].UnixNano())/1e6)
+			if at, ok := wsAt[seq]; ok {
+				toWS = append(toWS, float64(at.Sub(pubAt[s.key]))/1e6)
+			}
 		}
 		mu.Unlock()
 		if missing == 0 || time.Now().After(deadline) {
@@ -213,11 +249,22 @@ func BenchmarkPanelLatency(b *testing.B) {
 	}
 	slices.Sort(lat)
 	slices.Sort(pub)
+	slices.Sort(toRender)
+	slices.Sort(toWS)
 	pct := func(v []float64, q float64) float64 { return v[min(len(v)-1, int(q*float64(len(v))))] }
 	b.ReportMetric(pct(lat, 0.50), "p50-ms")
 	b.ReportMetric(pct(lat, 0.99), "p99-ms")
 	b.ReportMetric(pct(pub, 0.50), "append-p50-ms")
 	b.ReportMetric(pct(pub, 0.99), "append-p99-ms")
+	// Publish→render is the browser's share with the server's /ws writer;
+	// publish→ws is that writer's alone, as a Go client beside the page
+	// receives it.
+	b.ReportMetric(pct(toRender, 0.50), "pub-render-p50-ms")
+	b.ReportMetric(pct(toRender, 0.99), "pub-render-p99-ms")
+	if len(toWS) > 0 {
+		b.ReportMetric(pct(toWS, 0.50), "pub-ws-p50-ms")
+		b.ReportMetric(pct(toWS, 0.99), "pub-ws-p99-ms")
+	}
 	b.ReportMetric(lat[len(lat)-1], "max-ms")
 	b.ReportMetric(float64(records)/elapsed.Seconds(), "records/s")
 	if n := len(renders); n > 1 {

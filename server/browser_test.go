@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/accessibility"
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/page"
@@ -345,6 +346,51 @@ func lane(p int, broker int32) string {
 	return `#lanes g.replica[data-topic="demo"][data-partition="` + strconv.Itoa(p) + `"][data-broker="` + strconv.Itoa(int(broker)) + `"]`
 }
 
+// recs is the selector of the accessible list of records of demo-p's
+// lane on broker in the panel (its cells are drawn on a canvas).
+func recs(p int, broker int32) string {
+	return `#lanes .lane-recs[data-topic="demo"][data-partition="` + strconv.Itoa(p) + `"][data-broker="` + strconv.Itoa(int(broker)) + `"]`
+}
+
+// cellPixel is a JavaScript expression: the [r, g, b, a] that demo-p's
+// canvas holds inside the box of broker's record at offset (6 px in from
+// its left edge, 10 up from its bottom: clear of its texts and band),
+// placed from the lane's LEO marker in the SVG.
+func cellPixel(p int, broker int32, offset int64) string {
+	return `((f, off) => {
+  const g = f.querySelector('g.replica[data-broker="` + strconv.Itoa(int(broker)) + `"]'), leo = +g.dataset.leo;
+  const lx = parseFloat(g.querySelector("g.marker.leo").getAttribute("transform").slice(10));
+  const y = parseFloat(g.getAttribute("transform").split(",")[1]);
+  const cv = f.querySelector("canvas.lane-canvas"), k = cv.width / parseFloat(cv.style.width);
+  return [...cv.getContext("2d").getImageData(Math.round((lx - (leo - off) * 40 + 6) * k), Math.round((y + 44) * k), 1, 1).data];
+})(document.querySelector('` + fig(p) + `'), ` + strconv.FormatInt(offset, 10) + `)`
+}
+
+// axNames returns the names of the nodes of the page's accessibility
+// tree that are not ignored, as a screen reader finds them: the lanes'
+// records are there only through their lists.
+func (b *browserLab) axNames() []string {
+	b.t.Helper()
+	got, err := chromedp.Run(b.ctx, func(ctx context.Context, tg *chromedp.Target) ([]string, error) {
+		r, err := cdp.Call(ctx, tg, accessibility.GetFullAXTree, accessibility.GetFullAXTreeParams{})
+		if err != nil {
+			return nil, err
+		}
+		var names []string
+		for _, n := range r.Nodes {
+			var name string
+			if !n.Ignored && n.Name != nil && json.Unmarshal(n.Name.Value, &name) == nil && name != "" {
+				names = append(names, name)
+			}
+		}
+		return names, nil
+	})
+	if err != nil {
+		b.t.Fatalf("the accessibility tree: %v", err)
+	}
+	return got
+}
+
 // fig is the selector of demo-p's figure in the panel.
 func fig(p int) string {
 	return `#lanes figure[data-topic="demo"][data-partition="` + strconv.Itoa(p) + `"]`
@@ -380,7 +426,7 @@ func TestBrowserPanel(t *testing.T) {
 	for _, r := range p0.Replicas {
 		b.poll(`document.querySelector('`+lane(0, r)+`[data-hw="3"]') !== null`, fmt.Sprintf("broker %d's HW to reach 3 in the panel", r))
 	}
-	b.poll(`document.querySelectorAll('`+lane(0, p0.Leader)+` g.rec.committed').length === 3`, "three committed records on the leader")
+	b.poll(`document.querySelectorAll('`+recs(0, p0.Leader)+` .rec.committed').length === 3`, "three committed records on the leader")
 	b.shot("1-produced-acks-all")
 	b.shotOf(fig(0), "1-produced-lanes")
 
@@ -446,7 +492,7 @@ func TestBrowserPanel(t *testing.T) {
 	// draws the lanes afresh: the panel keeps going.
 	eval[bool](b, `(() => { const apply = tidemarkDOM.apply; tidemarkDOM.apply = () => { tidemarkDOM.apply = apply; return false; }; return true; })()`)
 	b.api("POST", "api/v1/topics/demo/records", `{"partition":0,"acks":"all","records":[{"value":"again"}]}`, nil)
-	b.poll(`[...document.querySelectorAll('`+lane(0, leader)+` g.rec.committed')].map(g => +g.dataset.offset).sort((x, y) => x - y).join() === "0,1,2,3,4"`,
+	b.poll(`[...document.querySelectorAll('`+recs(0, leader)+` .rec.committed')].map(g => +g.dataset.offset).sort((x, y) => x - y).join() === "0,1,2,3,4"`,
 		"every record once in the lanes drawn afresh after a failed write")
 
 	// The pause control works from the keyboard: focus it, press Enter, Space.
@@ -556,7 +602,7 @@ func TestBrowserTruncation(t *testing.T) {
 		t.Fatalf("no truncation after the leader died; events: %+v", evs)
 	}
 	victim, off := trunc.Broker, trunc.Truncated[0].Offset
-	ghost := lane(0, victim) + ` g.ghost[data-offset="` + strconv.FormatInt(off, 10) + `"]`
+	ghost := recs(0, victim) + ` .ghost[data-offset="` + strconv.FormatInt(off, 10) + `"]`
 	b.poll(`document.querySelector('`+ghost+`') !== null`, fmt.Sprintf("broker %d's truncated offset %d struck out in the panel", victim, off))
 	b.shot("7-truncation-panel")
 	b.shotOf(fig(0), "7-truncation-lanes")
@@ -569,7 +615,7 @@ func TestBrowserTruncation(t *testing.T) {
 		b.click("#tl-back")
 	}
 	b.poll(older, "the timeline just before the truncation")
-	b.poll(`document.querySelector('`+ghost+`') === null && document.querySelector('`+lane(0, victim)+` g.rec[data-offset="`+strconv.FormatInt(off, 10)+`"]') !== null`,
+	b.poll(`document.querySelector('`+ghost+`') === null && document.querySelector('`+recs(0, victim)+` .rec[data-offset="`+strconv.FormatInt(off, 10)+`"]') !== null`,
 		"the record in its place before the truncation")
 	b.shot("8-timeline-before-truncation")
 	b.click("#tl-live")

@@ -13,8 +13,8 @@ import (
 // in view, and follows them as records come, while its window fills and
 // once it slides; scrolled back by the learner, it keeps its place as
 // records come and through a resize, until scrolled to the newest again.
-// A figure draws only the cells of the part of its window on screen (and a
-// margin): scrolling it draws the cells that come into view.
+// Its cells are drawn on a canvas, its accessible list holds every record
+// of the window, also while the figure is out of view.
 func TestBrowserLanesOnScreen(t *testing.T) {
 	b := startBrowserLab(t, true)
 	b.viewport(360, 740, true) // a phone: the figure shows a few cells of its window
@@ -28,24 +28,24 @@ func TestBrowserLanesOnScreen(t *testing.T) {
 	b.poll(markersInView(fig(2)), "demo-2's HW and LEO markers in view (no records)")
 
 	// Out of view (the page scrolled to its end), the figure is not
-	// rendered (app.css), but its cells are written as records come.
+	// rendered (app.css) nor its canvas drawn, but its list of records
+	// follows them.
 	eval[bool](b, `(() => { window.scrollTo(0, document.documentElement.scrollHeight); return true; })()`)
 	b.poll(`"offscreen" in document.querySelector('`+fig(0)+`').dataset`, "the figure out of view marked offscreen")
 	b.produce(0, 0, 60) // offsets 0–59: the window shows 41–60
 	snap := b.cl.Snapshot()
 	leader := snap.Partition("demo", 0).Leader
 	cell := func(off int) string {
-		return `document.querySelector('` + lane(0, leader) + ` g.rec[data-offset="` + strconv.Itoa(off) + `"]')`
+		return `document.querySelector('` + recs(0, leader) + ` .rec[data-offset="` + strconv.Itoa(off) + `"]')`
 	}
-	drawn := `[...document.querySelectorAll('` + lane(0, leader) + ` g.rec')].map(g => +g.dataset.offset)`
-	b.poll(`[...document.querySelectorAll('`+lane(0, leader)+` g.rec text.val')].some(v => /^r4[1-9]$/.test(v.textContent))`, "the cells written out of view")
+	// Drawn: the canvas holds an opaque box at the record's place.
+	drawn := func(off int64) string { return cellPixel(0, leader, off) + `[3] === 255` }
+	b.poll(`[...document.querySelectorAll('`+recs(0, leader)+` .rec')].some(v => /^r4[1-9]$/.test(v.dataset.val))`, "the records listed out of view")
 
-	// In view again: rendered, on its newest records; the oldest of the
-	// window, off screen, are not drawn.
+	// In view again: rendered, on its newest records, its canvas drawn.
 	eval[bool](b, `(f => { f.scrollIntoView(); return true; })(document.querySelector('`+fig(0)+`'))`)
 	b.poll(markersInView(fig(0)), "demo-0's HW and LEO markers in view once the figure is")
-	b.poll(cell(59)+` !== null && `+cell(59)+`.querySelector("text.val").textContent === "r59"`, "the newest cell drawn")
-	b.poll(`Math.min(...`+drawn+`) > 41`, "the oldest cells, off screen, not drawn")
+	b.poll(cell(59)+` !== null && `+cell(59)+`.dataset.val === "r59" && `+drawn(59), "the newest record listed and drawn")
 	// Scrolled to its newest records, the lanes' labels stick to the
 	// figure's left edge: one per lane, in view, naming its broker.
 	b.poll(`(() => { const f = document.querySelector('`+fig(0)+`'), ps = f.querySelectorAll('.lane-pins span');
@@ -57,22 +57,21 @@ func TestBrowserLanesOnScreen(t *testing.T) {
 		"demo-0's lane labels pinned to the figure's left edge, each beside its lane")
 	b.shotOf(fig(0), "lanes-newest-360px")
 
-	// The learner scrolls back to the start: the cells that come into view
-	// are drawn, those that leave it let go.
+	// The learner scrolls back to the start: the oldest records of the
+	// window are there.
 	scrollLeft := func(expr string) float64 {
 		return eval[float64](b, `(f => { f.scrollLeft = `+expr+`; return f.scrollLeft; })(document.querySelector('`+fig(0)+`'))`)
 	}
 	if left := scrollLeft("0"); left != 0 {
 		t.Fatalf("scrolled to %v, not to the start", left)
 	}
-	b.poll(cell(41)+` !== null && `+cell(41)+`.querySelector("text.val").textContent === "r41"`, "the cell of offset 41 drawn once scrolled into view")
-	b.poll(`Math.max(...`+drawn+`) < 59`, "the cells scrolled out of view let go")
+	b.poll(cell(41)+` !== null && `+cell(41)+`.dataset.val === "r41" && `+drawn(41), "the record of offset 41 listed and drawn")
 	b.shotOf(fig(0), "lanes-scrolled")
 
 	// More records: the window slides under the learner, who stays at its
 	// start; a resize keeps the place too.
 	b.produce(0, 60, 10) // the window shows 51–70
-	b.poll(cell(51)+` !== null && `+cell(51)+`.querySelector("text.val").textContent === "r51"`, "the window slid to offset 51")
+	b.poll(cell(51)+` !== null && `+cell(51)+`.dataset.val === "r51" && `+drawn(51), "the window slid to offset 51")
 	b.frames()
 	if left := eval[float64](b, `document.querySelector('`+fig(0)+`').scrollLeft`); left != 0 {
 		t.Errorf("the figure scrolled back to its start moved to %v as records came", left)

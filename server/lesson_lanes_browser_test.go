@@ -21,7 +21,7 @@ func TestBrowserLessonLanesEveryTopic(t *testing.T) {
 	// scrolled into view first.
 	drawn := func(topic string) string {
 		return `(f => !!f && (f.scrollIntoView(), f.querySelectorAll('g.replica').length === 2 && ` +
-			`f.querySelector('g.rec') !== null && !('offscreen' in f.dataset)))` +
+			`f.querySelector('.lane-recs .rec') !== null && !('offscreen' in f.dataset)))` +
 			`(document.querySelector('#lanes figure[data-topic="` + topic + `"]'))`
 	}
 	total := eval[int](b, `+document.querySelector('#progress').dataset.total`)

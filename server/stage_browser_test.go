@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/chromedp/cdproto/cdp"
@@ -132,10 +134,33 @@ func TestBrowserStage(t *testing.T) {
 	b.api("POST", "api/v1/topics/demo/records", `{"acks":"1","partition":0,"records":[{"value":"gamma-long-value"}]}`, nil)
 	second()
 	b.poll(`+document.getElementById("panel").dataset.seq >= `+strconv.FormatUint(b.cl.Bus().LastSeq(), 10), "the panel to catch up")
-	b.poll(`document.querySelector('#lanes g.rec.committed text.val') !== null && document.querySelector('#lanes g.rec.uncommitted text.val') !== null`,
-		"committed and uncommitted cells with their values")
-	b.poll(`[...document.querySelectorAll('#lanes g.rec.uncommitted text.val')].every(v => v.textContent === "gamm…")`,
-		"the uncommitted cells to show the value shortened to gamm…")
+	b.poll(`document.querySelector('#lanes .rec.committed[data-val="beta…"]') !== null && document.querySelector('#lanes .rec.uncommitted') !== null`,
+		"committed and uncommitted records with their values")
+	b.poll(`[...document.querySelectorAll('#lanes .rec.uncommitted')].every(v => v.dataset.val === "gamm…")`,
+		"the uncommitted records to show the value shortened to gamm…")
+	// A screen reader finds them: the lists are in the accessibility tree.
+	if names := b.axNames(); !slices.ContainsFunc(names, func(n string) bool { return strings.Contains(n, "gamm…") }) {
+		t.Errorf("no node of the accessibility tree names the uncommitted record gamm…; %d names: %.600q", len(names), names)
+	}
+	// The canvas draws them: the leader's newest record (20, not
+	// committed) white, the one before it (19) in its epoch's colour.
+	snap := b.cl.Snapshot()
+	leader := snap.Partition("demo", 0).Leader
+	b.poll(`document.querySelector('`+recs(0, leader)+` .rec.uncommitted[data-offset="20"]') !== null`, "offset 20 not committed on the leader")
+	b.poll(``+cellPixel(0, leader, 20)+`.join() === "255,255,255,255"`, "the uncommitted record drawn white")
+	if px := eval[[]int](b, cellPixel(0, leader, 19)); len(px) != 4 || px[3] != 255 || px[0] == 255 && px[1] == 255 && px[2] == 255 {
+		t.Errorf("the committed record drawn %v, not in its epoch's colour", px)
+	}
+	// Its tooltip: the pointer over its cell names it.
+	hover := eval[string](b, `((f, g) => {
+  const lx = parseFloat(g.querySelector("g.marker.leo").getAttribute("transform").slice(10)), y = parseFloat(g.getAttribute("transform").split(",")[1]);
+  const svg = f.querySelector("svg.lanes-svg"), r = svg.getBoundingClientRect();
+  svg.dispatchEvent(new MouseEvent("mousemove", {bubbles: true, clientX: r.left + lx - (+g.dataset.leo - 20) * 40 + 20, clientY: r.top + y + 34}));
+  return f.title;
+})(document.querySelector('`+fig(0)+`'), document.querySelector('`+lane(0, leader)+`'))`)
+	if !strings.Contains(hover, "gamm…") || !strings.Contains(hover, "20") {
+		t.Errorf("the tooltip over offset 20 says %q", hover)
+	}
 	b.shotOf(fig(0), "stage-1b-lane-values")
 	// demo-0 holds more records than its window: every figure opens on
 	// its newest records, HW and LEO markers in view.

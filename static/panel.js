@@ -24,7 +24,6 @@
   // each write an op letter, a handle and the op's arguments (see
   // wasm/dom.go), ending with a NUL.
   var els = [];
-  var scratch = null;
   // text sets an element's text: the data of its one text node when it
   // has one (cheaper for Chromium than replacing the node).
   function text(el, s) {
@@ -32,29 +31,91 @@
     if (n && n.nodeType === 3 && !n.nextSibling) n.data = s;
     else el.textContent = s;
   }
-  // cell makes a lane's cell (see Cell.Inner in wasm/panel/lanes.go) show
-  // class, offset, x, tooltip, offset line, value and epoch line:
-  // f[i…i+6]. It remembers what the cell shows, read from the element the
-  // first time, and writes only what changed.
-  function cell(el, f, i) {
-    var c = el.tmCell;
-    if (!c) {
-      var ch = el.children, rec = ch[1].getAttribute("class") === "box"; // else a truncated record
-      var off = ch[rec ? 3 : 2], val = off.nextElementSibling, ep = rec ? val.nextElementSibling : null;
-      c = el.tmCell = {
-        title: ch[0], off: off, val: val, ep: ep,
-        v: [el.getAttribute("class"), el.getAttribute("data-offset"), el.getAttribute("transform"),
-          ch[0].textContent, off.textContent, val.textContent, ep ? ep.textContent : ""]
-      };
+  // The canvas ops draw a figure's cells (panel.Painter.Paint): P gives
+  // the palette (8 epoch colours, ink, paper, a truncated record's fill
+  // and ink), C sizes a canvas to w×h CSS pixels at the device's pixel
+  // ratio and clears it, K gives a cell (cell). A canvas's cells are drawn
+  // together (cells) once its K ops are all read, as the lanes' SVG drew
+  // them, texts in the colours panel.CellText says (TestCanvasContrast):
+  // boxes of one colour as one path, then texts font by font. Setting a
+  // style costs Chromium more than drawing with it, and square boxes cost
+  // it less than rounded ones.
+  var pal = [], ctx = null, ks = [];
+  function canvas(cv, w, h) {
+    cells();
+    var dpr = window.devicePixelRatio || 1, pw = Math.round(w * dpr), ph = Math.round(h * dpr);
+    if (cv.width !== pw || cv.height !== ph) {
+      cv.width = pw;
+      cv.height = ph;
+      cv.style.width = w + "px"; // the CSSOM: the page's CSP refuses style attributes
+      cv.style.height = h + "px";
     }
-    var v = c.v, x = "translate(" + f[i + 2] + ",0)";
-    if (v[0] !== f[i]) el.setAttribute("class", v[0] = f[i]);
-    if (v[1] !== f[i + 1]) el.setAttribute("data-offset", v[1] = f[i + 1]);
-    if (v[2] !== x) el.setAttribute("transform", v[2] = x);
-    if (v[3] !== f[i + 3]) text(c.title, v[3] = f[i + 3]);
-    if (v[4] !== f[i + 4]) text(c.off, v[4] = f[i + 4]);
-    if (v[5] !== f[i + 5]) text(c.val, v[5] = f[i + 5]);
-    if (c.ep && v[6] !== f[i + 6]) text(c.ep, v[6] = f[i + 6]);
+    ctx = cv.getContext("2d");
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.clearRect(0, 0, w, h);
+    ctx.textAlign = "center";
+  }
+  // boxes fills (colour fill) and strokes (colour stroke, width, dash) the
+  // boxes of the cells k says yes to, h high at dy under each cell's top.
+  function boxes(k, fill, stroke, width, dash, dy, h) {
+    ctx.beginPath();
+    var any = false;
+    for (var i = 0; i < ks.length; i++) {
+      var c = ks[i];
+      if (k(c)) { ctx.rect(c.x + 1, c.y + dy, 38, h); any = true; }
+    }
+    if (!any) return;
+    ctx.fillStyle = fill;
+    ctx.fill();
+    if (!stroke) return;
+    ctx.strokeStyle = stroke;
+    ctx.lineWidth = width;
+    ctx.setLineDash(dash);
+    ctx.stroke();
+  }
+  // texts draws, in font, the texts of the cells k says yes to, each in
+  // the colour ink(c) at its place: t(c) returns [text, dy, …].
+  function texts(font, k, t) {
+    ctx.font = font;
+    var ink = "";
+    for (var i = 0; i < ks.length; i++) {
+      var c = ks[i];
+      if (!k(c)) continue;
+      if (c.ink !== ink) ctx.fillStyle = ink = c.ink;
+      var ts = t(c);
+      for (var j = 0; j < ts.length; j += 2) ctx.fillText(ts[j], c.x + 20, c.y + ts[j + 1]);
+    }
+  }
+  // cells draws the cells of the K ops read since the last call: records
+  // (state 0 committed, 1 not yet) and truncated records (2).
+  function cells() {
+    if (!ks.length) return;
+    var ep, ghost = function (c) { return c.s === 2; }, rec = function (c) { return c.s !== 2; };
+    for (ep = 0; ep < 8; ep++) boxes(function (c) { return c.s === 0 && c.ep === ep; }, pal[ep], pal[8], 1.5, [], 14, 40);
+    // Not committed: white, a heavy dashed border, a band of the colour.
+    boxes(function (c) { return c.s === 1; }, pal[9], pal[8], 2.5, [5, 3], 14, 40);
+    for (ep = 0; ep < 8; ep++) boxes(function (c) { return c.s === 1 && c.ep === ep; }, pal[ep], "", 0, [], 14, 6);
+    boxes(ghost, pal[10], pal[11], 2, [3, 2], 58, 40);
+    texts("9.5px system-ui,sans-serif", rec, function (c) { return [c.off, 29, c.epl, 51]; });
+    texts("bold 9.5px system-ui,sans-serif", rec, function (c) { return [c.val, 41]; });
+    texts("10px system-ui,sans-serif", ghost, function (c) { return [c.off, 69, "✕", 95]; });
+    texts("bold 10.5px system-ui,sans-serif", ghost, function (c) { return [c.val, 82]; });
+    // A truncated record's value is struck out.
+    ctx.beginPath();
+    ks.forEach(function (c) { if (c.s === 2) { ctx.moveTo(c.x + 3, c.y + 78); ctx.lineTo(c.x + 37, c.y + 78); } });
+    ctx.strokeStyle = pal[11];
+    ctx.lineWidth = 2;
+    ctx.setLineDash([]);
+    ctx.stroke();
+    ks.length = 0;
+  }
+  // cell reads a K op, f[i…i+7]: state, x, y, epoch colour, offset line,
+  // value and epoch line; its texts' colour as panel.CellText says.
+  function cell(f, i) {
+    var c = { s: +f[i + 1], x: +f[i + 2], y: +f[i + 3], ep: +f[i + 4], off: f[i + 5], val: f[i + 6], epl: f[i + 7], ink: pal[8] };
+    if (c.s === 2) c.ink = pal[11];
+    else if (c.s === 0 && (c.ep === 5 || c.ep === 6)) c.ink = pal[9];
+    ks.push(c);
   }
   window.tidemarkDOM = {
     adopt: function (h, el) { els[h] = el; },
@@ -70,33 +131,38 @@
           case "t": text(els[h], f[i + 2]); i += 3; break;
           case "h": els[h].innerHTML = f[i + 2]; i += 3; break; // markup of the children
           case "c": els[h] = els[+f[i + 2]].children[+f[i + 3]]; i += 4; break; // child
-          case "k": els[h] = els[+f[i + 2]].cloneNode(true); i += 3; break; // clone
-          case "m": // markup of one (detached) element
-            if (!scratch) scratch = document.createElementNS("http://www.w3.org/2000/svg", "g");
-            scratch.innerHTML = f[i + 2];
-            els[h] = scratch.firstElementChild;
-            scratch.textContent = "";
-            i += 3; break;
-          case "p": els[+f[i + 2]].appendChild(els[h]); i += 3; break; // append to
-          case "r": els[h].remove(); i += 2; break; // remove
           case "f": els[h] = undefined; i += 2; break; // forget
-          case "w": cell(els[h], f, i + 2); i += 9; break; // a lane's cell
+          case "P": pal = f.slice(i + 2, i + 14); i += 14; break; // palette
+          case "C": canvas(els[h], +f[i + 2], +f[i + 3]); i += 4; break;
+          case "K": cell(f, i); i += 8; break;
           default: throw new Error("unknown op " + f[i]);
           }
         }
+        cells();
       } catch (e) {
+        ks.length = 0;
         console.error("tidemark panel: DOM write " + f[i] + " " + f[i + 1] + ": " + e);
         return false;
       }
       return true;
     }
   };
+  // A new devicePixelRatio (zoom, another screen) needs the canvases drawn
+  // again at the new resolution.
+  (function watchRatio() {
+    if (typeof matchMedia !== "function") return;
+    matchMedia("(resolution: " + (window.devicePixelRatio || 1) + "dppx)").addEventListener("change", function () {
+      if (window.tidemarkRedraw) window.tidemarkRedraw();
+      watchRatio();
+    }, { once: true });
+  })();
   // Lane figures out of view (below the fold, or scrolled out of the
   // stage's lanes box) are marked data-offscreen, which app.css turns into
-  // content-visibility: hidden: the panel still writes their cells in every
-  // frame, but Chromium styles, lays out and paints them only once they
-  // come within a quarter of the view (or of the lanes box) of being seen.
-  // At 1,000 records/s every cell of every figure changes between frames.
+  // content-visibility: hidden: the panel still keeps their SVG and
+  // accessible lists up to date, but draws their canvas, and Chromium
+  // styles, lays out and paints them, only once they come within a
+  // quarter of the view (or of the lanes box) of being seen. At 1,000
+  // records/s every cell of every figure changes between frames.
   //
   // A figure wider than its box (a phone, the stage's column) shows its
   // newest records: the furthest LEO marker and the slot after it at the
@@ -186,6 +252,24 @@
       var left = newest(f);
       if (left !== f.tmAt) scrollFig(f, left);
     }
+    // A cell's tooltip: its canvas has none, so the figure takes the
+    // name of the record under the pointer from its lane's list.
+    lanes.addEventListener("mousemove", function (e) {
+      var f = e.target.closest ? e.target.closest("figure.lane-fig") : null;
+      if (!f) return;
+      var svg = f.querySelector("svg.lanes-svg"), gs = f.querySelectorAll("g.replica"), t = "";
+      var r = svg.getBoundingClientRect(), x = e.clientX - r.left, y = e.clientY - r.top;
+      for (var i = gs.length - 1; i >= 0; i--) {
+        var ly = parseFloat((gs[i].getAttribute("transform") || "").split(",")[1]) || 0, m = gs[i].querySelector("g.marker.leo");
+        if (y < ly) continue;
+        if (!m) break;
+        var off = +gs[i].dataset.leo + Math.floor((x - parseFloat(m.getAttribute("transform").slice(10))) / 40);
+        var c = f.querySelector('.lane-recs[data-broker="' + gs[i].dataset.broker + '"] ' + (y - ly >= 58 ? ".ghost" : ".rec") + '[data-offset="' + off + '"]');
+        if (c) t = c.getAttribute("aria-label");
+        break;
+      }
+      if (f.title !== t) f.title = t;
+    }, { passive: true });
     lanes.addEventListener("scroll", function (e) {
       var f = e.target;
       if (!f.classList || !f.classList.contains("lane-fig") || f.tmWidth === undefined || "offscreen" in f.dataset) return;
@@ -210,6 +294,7 @@
         if (!("offscreen" in e.target.dataset)) return;
         delete e.target.dataset.offscreen;
         place(e.target);
+        if (window.tidemarkRedraw) window.tidemarkRedraw(); // its canvas was not drawn out of view
       });
     }, { rootMargin: "25% 0px", scrollMargin: "25% 0px" });
     new MutationObserver(function () { // the panel drew new figures

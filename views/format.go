@@ -17,6 +17,15 @@ func (p Page) brokerName(id int32) string {
 	return p.t("ui.broker.n", id)
 }
 
+// leaderName names a partition's leader: none is "none (offline)", as
+// the live panel's lanes say it (panel.nobroker).
+func (p Page) leaderName(id int32) string {
+	if id == events.NoBroker {
+		return p.t("panel.nobroker")
+	}
+	return p.brokerName(id)
+}
+
 // controllerName names the controller: in the lab it is its own node 0
 // (as a KRaft controller is), not one of the brokers.
 func (p Page) controllerName(id int32) string {

@@ -3,12 +3,16 @@ package views
 import (
 	"bytes"
 	"context"
+	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/a-h/templ"
 
 	"tidemark/events"
 	"tidemark/i18n"
 	"tidemark/lessons"
+	"tidemark/server/web/apiv1"
 )
 
 // TestLessonLanesShowTruncatedValue: a truncated record in a lesson's
@@ -53,6 +57,76 @@ func TestLessonLanesNoLeader(t *testing.T) {
 		}
 		if strings.Contains(buf.String(), "leader -1") {
 			t.Errorf("%s: lanes print leader -1", lang)
+		}
+	}
+}
+
+// TestChineseLabelsUseFullWidthColons: a label before what it names ends
+// in the language's colon: no ASCII colon after Chinese on a lesson page
+// (its result heading, a broken run, the language switch) or the overview.
+func TestChineseLabelsUseFullWidthColons(t *testing.T) {
+	step := &LessonStepView{Number: 1, Title: "寫入到達 leader"}
+	v := LessonRunView{RunID: "r", Cursor: 1, Total: 2, Error: "step 2: broken", Last: step}
+	asciiColon := regexp.MustCompile(`[\p{Han}）]:`)
+	for _, lang := range []i18n.Lang{i18n.SimplifiedChinese, i18n.TraditionalChinese} {
+		for name, c := range map[string]templ.Component{"lesson run": LessonRun(Page{Lang: lang}, v), "overview": Overview(Page{Lang: lang}, events.Snapshot{}, nil)} {
+			var buf bytes.Buffer
+			if err := c.Render(context.Background(), &buf); err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range asciiColon.FindAllStringIndex(buf.String(), -1) {
+				t.Errorf("%s %s: ASCII colon after Chinese in %q", lang, name, buf.String()[max(0, m[0]-40):m[1]])
+			}
+		}
+	}
+	var buf bytes.Buffer
+	if err := LessonRun(Page{Lang: i18n.English}, v).Render(context.Background(), &buf); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "What happened: 1. 寫入到達 leader") || !strings.Contains(buf.String(), "This run broke: step 2: broken") {
+		t.Error("English labels lost their colon and space")
+	}
+}
+
+// TestClassDashboardActionsApart: a seat's "Show on screen" link and its
+// Reset button are apart (they read "Show on screenReset").
+func TestClassDashboardActionsApart(t *testing.T) {
+	var buf bytes.Buffer
+	if err := ClassDashboard(Page{}, ClassView{Name: "QA", Seats: []SeatRow{{Seat: 1, Code: "AAAAA-AAAAA"}}}).Render(context.Background(), &buf); err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`</a>\s+<form method="post" action="/class/seats/1/reset"`).MatchString(buf.String()) {
+		t.Error("the seat's link and Reset form touch")
+	}
+}
+
+// TestPartitionPageOfflineLeader: the partition page's leader fact says
+// what the live panel's lanes say of a partition without a leader.
+func TestPartitionPageOfflineLeader(t *testing.T) {
+	v := apiv1.PartitionView{Topic: "demo", PartitionInfo: apiv1.PartitionInfo{Leader: events.NoBroker, LeaderEpoch: 1, Offline: true}}
+	for _, lang := range i18n.Languages() {
+		var buf bytes.Buffer
+		if err := Partition(Page{Lang: lang}, PartitionPage{View: v}).Render(context.Background(), &buf); err != nil {
+			t.Fatal(err)
+		}
+		if want := `<dd id="pv-leader">` + i18n.T(lang, "panel.nobroker") + `</dd>`; !strings.Contains(buf.String(), want) {
+			t.Errorf("%s: no %s", lang, want)
+		}
+	}
+}
+
+// TestBuildsOnListSeparator: the lessons a lesson builds on are listed with
+// the language's separator (、 in Chinese, not ", ").
+func TestBuildsOnListSeparator(t *testing.T) {
+	parts := []LessonPart{{Key: "failures", Items: []LessonItem{{ID: "16-x", Number: 16, Title: "x",
+		BuildsOn: []LessonRef{{ID: "12-a", Name: "12 · a"}, {ID: "13-b", Name: "13 · b"}}}}}}
+	for lang, want := range map[i18n.Lang]string{i18n.English: "12 · a</a>, <a", i18n.SimplifiedChinese: "12 · a</a>、<a", i18n.TraditionalChinese: "12 · a</a>、<a"} {
+		var buf bytes.Buffer
+		if err := LessonList(Page{Lang: lang}, parts).Render(context.Background(), &buf); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("%s: no %q", lang, want)
 		}
 	}
 }

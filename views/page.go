@@ -2,8 +2,12 @@ package views
 
 import (
 	"context"
+	"html"
+	"io"
 	"net/url"
 	"strings"
+
+	"github.com/a-h/templ"
 
 	"tidemark/events"
 	"tidemark/i18n"
@@ -49,6 +53,27 @@ func (p Page) path() string {
 
 // t translates key into the page's language.
 func (p Page) t(key string, args ...any) string { return i18n.T(p.lang(), key, args...) }
+
+// refLinks links each lesson of refs in running text, apart by the
+// language's separator (", ", "、"). Written here rather than in a templ
+// loop, which puts a space around each link.
+func (p Page) refLinks(refs []LessonRef) templ.Component {
+	return templ.ComponentFunc(func(_ context.Context, w io.Writer) error {
+		var b strings.Builder
+		for i, r := range refs {
+			if i > 0 {
+				b.WriteString(html.EscapeString(p.t("ui.list.sep")))
+			}
+			b.WriteString(`<a href="#lesson-` + html.EscapeString(r.ID) + `">` + html.EscapeString(r.Name) + `</a>`)
+		}
+		_, err := io.WriteString(w, b.String())
+		return err
+	})
+}
+
+// label is key's text as a label before what it names, with the language's
+// colon ("Controller: ", "控制器："), not an ASCII colon after Chinese.
+func (p Page) label(key string) string { return p.t("ui.label", p.t(key)) }
 
 // langURL is the language switch's link for l: it sets the cookie and comes
 // back to this page.

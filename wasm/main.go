@@ -69,11 +69,10 @@ type app struct {
 	appendFn  js.Value      // Element.prototype.append
 	replaceFn js.Value      // Element.prototype.replaceChildren
 	stage     stageDOM      // the stage's topology (#topo), when the page has one
-	dom       domBatch      // the lanes' cells and slots are written through it, once per frame
-	cellPool  [2][]*cellDOM // lane cell elements out of the document, for reuse: records and truncated records
-	cellTmpl  [2]*cellDOM   // an empty record and truncated record to copy (nil until needed)
-	visBuf    []panel.Cell  // a lane's cells on screen, this frame
+	dom       domBatch      // the lanes' slots, markers and canvases are written through it, once per frame
 	measured  bool          // figs' vis0 and vis1 are up to date
+	listsAt   float64       // when the lanes' accessible lists were last brought up to date (ms)
+	listsSeq  uint64        // live Seq then
 	evTail    string        // the events the page listed before the stream's, until the panel lists a full list of its own
 }
 
@@ -114,13 +113,16 @@ const flightMs = 1600
 // whole SVG every frame made Chromium re-parse, restyle and lay out every
 // record's text, which cost more than the frame.
 type figDOM struct {
-	el, caption, meta, arrows js.Value
-	svg                       int // handle (domBatch) of the SVG
-	part                      panel.Figure
-	lanes                     []laneDOM
+	el, caption, meta, arrows, list js.Value
+	svg, canvas                     int // handles (domBatch) of the SVG and the canvas of its cells
+	part                            panel.Figure
+	lanes                           []laneDOM
+	drawn                           []byte // the canvas's last drawing (nil: to draw)
 	// vis0 and vis1 are the x range of the SVG the figure shows (it
-	// scrolls sideways), read at the start of each frame; vis1 0 unknown.
+	// scrolls sideways), read when a scroll or a resize may have moved it
+	// (measureLanes); 0 and 1<<40 (all of it) when the figure has no width.
 	vis0, vis1 int64
+	listed     string // the accessible list's markup
 }
 
 // timelineShown is what the timeline and #panel's data-* show.
@@ -135,20 +137,10 @@ type timelineShown struct {
 // laneDOM is a lane of a figure as last rendered: the handles (domBatch)
 // of its elements and the parts they show.
 type laneDOM struct {
-	el, title, id, nums, slots, cells, marks int
-	hw, leo                                  int // the markers in marks (0 when not shown)
-	part                                     panel.Lane
-	slotXs                                   []int64            // the empty slots' x
-	cellMap                                  map[int64]*cellDOM // by Cell.Key
-	gen                                      uint32             // counts updates, to find the cells no longer shown
-}
-
-// cellDOM is a cell of a lane as last written: the handle (domBatch) of
-// its element and what it shows.
-type cellDOM struct {
-	h    int
-	part panel.Cell
-	gen  uint32 // the lane's gen when last shown
+	el, title, id, nums, slots, marks int
+	hw, leo                           int // the markers in marks (0 when not shown)
+	part                              panel.Lane
+	slotXs                            []int64 // the empty slots' x
 }
 
 func main() {
@@ -187,21 +179,24 @@ func main() {
 	a.setupStage()
 	a.setupTimeline()
 	a.setupForms()
-	// Scrolling a figure brings cells into view that were not drawn
-	// (visibleCells): draw them. Scroll events do not bubble; capture them.
-	// A figure is measured again only after a scroll or a resize: reading
-	// its scroll position in every frame made Chromium lay out the page
-	// twice a frame (animations had already changed its style).
+	// A figure coming into view, or a new devicePixelRatio, needs its
+	// canvas drawn again (static/panel.js calls this).
+	redraw := func() {
+		a.measured = false
+		a.schedule()
+	}
+	js.Global().Set("tidemarkRedraw", a.fn(func(js.Value, []js.Value) any {
+		redraw()
+		return nil
+	}))
+	// A canvas draws only the cells in view (and a cell either side): a
+	// scroll or a resize draws the others.
 	if lanes := a.el("lanes"); !lanes.IsNull() {
 		lanes.Call("addEventListener", "scroll", a.fn(func(js.Value, []js.Value) any {
-			a.measured = false
-			a.schedule()
+			redraw()
 			return nil
 		}), js.ValueOf(map[string]any{"capture": true, "passive": true}))
-		a.observeSize(lanes, func(float64) {
-			a.measured = false
-			a.schedule()
-		})
+		a.observeSize(lanes, func(float64) { redraw() })
 	}
 	// A hidden page gets no frames: handle what is queued, and each
 	// message as it comes until the page shows again.
@@ -512,6 +507,7 @@ func (a *app) render() {
 	t0 := a.now()
 	s := a.state
 	view := s.View()
+	a.measureLanes()
 	var motion panel.Motion
 	if s.Following && !a.reducedMotion() {
 		// Under a stream of events motion would only flicker: animate what
@@ -520,11 +516,10 @@ func (a *app) render() {
 			motion = panel.MotionOf(evs)
 		}
 	}
-	a.measureLanes()
 	a.setHTML("panel-brokers", panel.RenderBrokers(view, a.cat))
 	a.renderStage(view)
 	tl0 := a.now()
-	a.renderLanes(a.lanes.Figures(view, motion, a.cat, a.topic, a.partition))
+	a.renderLanes(a.lanes.Figures(view, motion, a.cat, a.topic, a.partition), t0)
 	lanesMs := a.now() - tl0
 	var cursor uint64
 	if !s.Following {
@@ -622,11 +617,13 @@ func (a *app) renderIn(ms float64) {
 }
 
 // renderLanes shows figs in #lanes. While the figures keep their shape it
-// updates the changed attributes and parts in place, and keeps each cell
-// (record or truncated record) as long as it is in the window: a cell that
-// only moves gets a new transform, so only cells that are new or changed
-// are parsed and laid out.
-func (a *app) renderLanes(figs []panel.Figure) {
+// updates the changed attributes and parts in place; the cells are drawn
+// on each figure's canvas (panel.Painter), only for figures in view and
+// only when the drawing changed. Each figure's accessible list of records
+// follows at most every readEveryMs under a stream of events (rewriting
+// its hundreds of items in every frame would cost more than drawing them),
+// at once otherwise.
+func (a *app) renderLanes(figs []panel.Figure, t0 float64) {
 	root := a.el("lanes")
 	if root.IsNull() {
 		return
@@ -641,6 +638,7 @@ func (a *app) renderLanes(figs []panel.Figure) {
 				a.forgetLane(&a.figs[i].lanes[j])
 			}
 			a.dom.forget(a.figs[i].svg)
+			a.dom.forget(a.figs[i].canvas)
 		}
 		var b strings.Builder
 		for i := range figs {
@@ -649,40 +647,69 @@ func (a *app) renderLanes(figs []panel.Figure) {
 		root.Set("innerHTML", b.String())
 		a.laneShape = shape.String()
 		a.bindLanes(root, figs)
+		a.dom.Palette()
 		a.measured = false
-		a.flushLanes()
-		return
+		a.listsAt, a.listsSeq = t0, a.state.Snap.Seq
+	} else {
+		for i := range figs {
+			f, d := &figs[i], &a.figs[i]
+			setAttrs(d.el, d.part.Attrs, f.Attrs)
+			if f.Caption != d.part.Caption {
+				d.caption.Set("innerHTML", f.Caption+`<span class="meta">`+htmlEscape(f.Meta)+`</span>`)
+				d.meta = d.caption.Get("lastElementChild")
+			} else if f.Meta != d.part.Meta {
+				d.meta.Set("textContent", f.Meta)
+			}
+			if f.Arrows != d.part.Arrows {
+				a.parseInto(d.arrows, true, f.Arrows, nil)
+			}
+			for j := range f.Lanes {
+				a.updateLane(&d.lanes[j], &f.Lanes[j])
+			}
+			d.part = *f
+			d.part.Lanes = nil
+		}
+		if a.state.Snap.Seq != a.listsSeq || !a.state.Following {
+			if wait := readEveryMs - (t0 - a.listsAt); wait <= 0 || len(a.newEvents(a.listsSeq)) <= maxAnimated {
+				for i := range figs {
+					if l := figs[i].ListHTML(); l != a.figs[i].listed {
+						a.figs[i].list.Set("innerHTML", l)
+						a.figs[i].listed = l
+					}
+				}
+				a.listsAt, a.listsSeq = t0, a.state.Snap.Seq
+			} else {
+				a.renderIn(wait)
+			}
+		}
 	}
 	for i := range figs {
-		f, d := &figs[i], &a.figs[i]
-		setAttrs(d.el, d.part.Attrs, f.Attrs)
-		if f.Caption != d.part.Caption {
-			d.caption.Set("innerHTML", f.Caption+`<span class="meta">`+htmlEscape(f.Meta)+`</span>`)
-			d.meta = d.caption.Get("lastElementChild")
-		} else if f.Meta != d.part.Meta {
-			d.meta.Set("textContent", f.Meta)
+		d := &a.figs[i]
+		if d.el.Get("dataset").Get("offscreen").Type() == js.TypeString {
+			d.drawn = nil // drawn when it comes into view (tidemarkRedraw)
+			continue
 		}
-		if f.Arrows != d.part.Arrows {
-			a.parseInto(d.arrows, true, f.Arrows, nil)
+		at := len(a.dom.Buf)
+		a.dom.Paint(d.canvas, &figs[i], d.vis0-laneMargin, d.vis1+laneMargin)
+		if drawn := a.dom.Buf[at:]; string(drawn) != string(d.drawn) {
+			d.drawn = append(d.drawn[:0], drawn...)
+		} else {
+			a.dom.Buf = a.dom.Buf[:at]
 		}
-		for j := range f.Lanes {
-			a.updateLane(&d.lanes[j], &f.Lanes[j], a.visibleCells(d, &f.Lanes[j]))
-		}
-		d.part = *f
-		d.part.Lanes = nil
 	}
 	a.flushLanes()
 	a.flushParses()
 }
 
-// laneMargin is how far (SVG units, 8 cells) beyond the part of a figure
-// on screen its cells are still kept up to date, so a short scroll finds
-// them drawn.
-const laneMargin = 320
+// laneMargin is how far (SVG units, a cell) beyond the part of a figure on
+// screen its canvas is drawn, so a short scroll finds cells there.
+const laneMargin = 40
 
 // measureLanes reads which part of each figure is on screen, when a
-// scroll, a resize or new figures may have changed it. It runs first in a
-// frame, before the frame's writes.
+// scroll, a resize or new figures may have changed it, and has their
+// canvases drawn again. It runs first in a frame, before the frame's
+// writes: reading the scroll position in every frame made Chromium lay
+// out the page twice a frame.
 func (a *app) measureLanes() {
 	if a.measured {
 		return
@@ -690,30 +717,12 @@ func (a *app) measureLanes() {
 	a.measured = true
 	for i := range a.figs {
 		d := &a.figs[i]
-		d.vis0, d.vis1 = 0, 0
+		d.vis0, d.vis1, d.drawn = 0, 1<<40, nil
 		if w := d.el.Get("clientWidth").Int(); w > 0 {
 			d.vis0 = int64(d.el.Get("scrollLeft").Int())
 			d.vis1 = d.vis0 + int64(w)
 		}
 	}
-}
-
-// visibleCells returns l's cells on screen in d (and laneMargin either
-// side): only those get elements and texts, since a figure scrolled
-// sideways (a phone, the stage's column) shows only part of its window
-// and laying out cell texts is much of a frame. All of them when d was
-// not measured.
-func (a *app) visibleCells(d *figDOM, l *panel.Lane) []panel.Cell {
-	if d.vis1 == 0 {
-		return l.Cells
-	}
-	a.visBuf = a.visBuf[:0]
-	for _, c := range l.Cells {
-		if x := l.CellsX + c.X; x+laneMargin > d.vis0 && x < d.vis1+laneMargin {
-			a.visBuf = append(a.visBuf, c)
-		}
-	}
-	return a.visBuf
 }
 
 // flushLanes sends the frame's writes to the lanes. Should one fail (a
@@ -724,8 +733,6 @@ func (a *app) flushLanes() {
 		return
 	}
 	a.laneShape, a.figs = "", nil // nothing to forget: a new batch numbers afresh
-	a.cellPool = [2][]*cellDOM{}
-	a.cellTmpl = [2]*cellDOM{}
 	a.dom = domBatch{}
 	a.schedule()
 }
@@ -782,27 +789,30 @@ func (a *app) bindLanes(root js.Value, figs []panel.Figure) {
 	fe := root.Get("children")
 	for i := range figs {
 		f := &figs[i]
+		// A figure is figcaption, div.lane-list, canvas and the SVG
+		// (panel.Figure.HTML).
 		el := fe.Index(i)
 		svg := el.Get("lastElementChild")
-		d := figDOM{el: el, caption: el.Get("firstElementChild"), arrows: svg.Get("lastElementChild"), part: *f}
+		list := el.Get("children").Index(1)
+		// Not measured yet (measureLanes, next frame): drawn whole.
+		d := figDOM{el: el, caption: el.Get("firstElementChild"), arrows: svg.Get("lastElementChild"), list: list, part: *f,
+			listed: list.Get("innerHTML").String(), vis1: 1 << 40}
 		d.meta = d.caption.Get("lastElementChild")
 		d.part.Lanes = nil
 		d.svg = a.dom.adopt(svg)
+		d.canvas = a.dom.adopt(list.Get("nextElementSibling"))
 		for j := range f.Lanes {
 			l := &f.Lanes[j]
 			// A lane is g.lane-head (title, g.lane-id, text.lane-nums,
-			// g.slots), g.cells and g.marks (see panel.Lane.HTML).
-			ld := laneDOM{el: a.dom.child(d.svg, j), part: *l, cellMap: make(map[int64]*cellDOM, len(l.Cells))}
+			// g.slots) and g.marks (see panel.Lane.HTML).
+			ld := laneDOM{el: a.dom.child(d.svg, j), part: *l}
 			head := a.dom.child(ld.el, 0)
 			ld.title, ld.id, ld.nums, ld.slots = a.dom.child(head, 0), a.dom.child(head, 1), a.dom.child(head, 2), a.dom.child(head, 3)
-			ld.cells, ld.marks = a.dom.child(ld.el, 1), a.dom.child(ld.el, 2)
+			ld.marks = a.dom.child(ld.el, 1)
 			a.dom.forget(head)
 			ld.part.Cells, ld.part.Slots = nil, nil
 			a.bindMarks(&ld)
 			ld.slotXs = append(ld.slotXs, l.Slots...)
-			for k, c := range l.Cells {
-				ld.cellMap[c.Key] = &cellDOM{h: a.dom.child(ld.cells, k), part: c}
-			}
 			d.lanes = append(d.lanes, ld)
 		}
 		a.figs[i] = d
@@ -824,8 +834,8 @@ func (a *app) bindMarks(d *laneDOM) {
 	}
 }
 
-// updateLane brings d up to l, drawing only cells (l's visible ones).
-func (a *app) updateLane(d *laneDOM, l *panel.Lane, cells []panel.Cell) {
+// updateLane brings d up to l (its cells are on the canvas).
+func (a *app) updateLane(d *laneDOM, l *panel.Lane) {
 	old := d.part
 	for i, at := range l.Attrs {
 		if i >= len(old.Attrs) || old.Attrs[i] != at {
@@ -842,9 +852,6 @@ func (a *app) updateLane(d *laneDOM, l *panel.Lane, cells []panel.Cell) {
 		a.dom.setText(d.nums, l.Nums)
 	}
 	a.updateSlots(d, l.Slots)
-	if l.CellsAt != old.CellsAt {
-		a.dom.setAttr(d.cells, "transform", l.CellsAt)
-	}
 	d.part = *l
 	d.part.Cells, d.part.Slots = nil, nil
 	// Markers: moved by their transform while the same ones are shown.
@@ -862,61 +869,7 @@ func (a *app) updateLane(d *laneDOM, l *panel.Lane, cells []panel.Cell) {
 			a.dom.setAttr(d.leo, "transform", panel.MarkAt(l.LEOX))
 		}
 	}
-	// Cells: those still shown keep their element and get only the parts
-	// that changed. The element of a cell that left the window shows a new
-	// one in place (under a stream of records the window turns over every
-	// frame, and moving a group costs Chromium less than taking one out
-	// and putting one in); the rest go to the pool, where new cells find
-	// an element before a copy of a template is made.
-	d.gen++
-	for i := range cells {
-		if cd := d.cellMap[cells[i].Key]; cd != nil {
-			cd.gen = d.gen
-		}
-	}
-	var gone [2][]*cellDOM // records, truncated records
-	for k, cd := range d.cellMap {
-		if cd.gen != d.gen {
-			delete(d.cellMap, k)
-			kind := b2i(cd.part.Ghost())
-			gone[kind] = append(gone[kind], cd)
-		}
-	}
-	for i := range cells {
-		c := &cells[i]
-		if cd := d.cellMap[c.Key]; cd != nil {
-			a.writeCell(cd, c)
-			continue
-		}
-		var cd *cellDOM
-		kind := b2i(c.Ghost())
-		if g := gone[kind]; len(g) > 0 && !(animated(&g[len(g)-1].part) && animated(c)) {
-			// In place; not when it would keep an animated class, which
-			// then would not play again.
-			cd, gone[kind] = g[len(g)-1], g[:len(g)-1]
-		} else {
-			cd = a.newCell(c.Ghost())
-			a.dom.appendTo(cd.h, d.cells)
-		}
-		cd.gen = d.gen
-		d.cellMap[c.Key] = cd
-		a.writeCell(cd, c)
-	}
-	for _, g := range gone {
-		for _, cd := range g {
-			a.dom.remove(cd.h)
-			// Kept for reuse, out of the document.
-			if k := b2i(cd.part.Ghost()); len(a.cellPool[k]) < maxPooledCells {
-				a.cellPool[k] = append(a.cellPool[k], cd)
-			} else {
-				a.dom.forget(cd.h)
-			}
-		}
-	}
 }
-
-// animated reports whether c's class plays an animation (panel.Motion).
-func animated(c *panel.Cell) bool { return strings.HasSuffix(c.Class, " new") }
 
 // updateSlots shows the lane's empty slots at xs, if they moved.
 func (a *app) updateSlots(d *laneDOM, xs []int64) {
@@ -935,61 +888,10 @@ func (a *app) updateSlots(d *laneDOM, xs []int64) {
 	d.slotXs = append(d.slotXs[:0], xs...)
 }
 
-// maxPooledCells bounds the cell elements kept for reuse, of each kind (a
-// frame shows a few hundred cells at most).
-const maxPooledCells = 512
-
-// newCell returns a detached cell element of the kind: a pooled one, or a
-// copy of the kind's template (a cell with no texts).
-func (a *app) newCell(ghost bool) *cellDOM {
-	k := b2i(ghost)
-	if p := a.cellPool[k]; len(p) > 0 {
-		cd := p[len(p)-1]
-		p[len(p)-1] = nil
-		a.cellPool[k] = p[:len(p)-1]
-		return cd
-	}
-	t := a.cellTmpl[k]
-	if t == nil {
-		t = &cellDOM{part: panel.Cell{Key: int64(k)}}
-		t.h = a.dom.parse(t.part.HTML())
-		a.cellTmpl[k] = t
-	}
-	return &cellDOM{h: a.dom.clone(t.h), part: t.part}
-}
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-// writeCell makes cd's element show c; the page writes only the parts
-// that differ from what it shows.
-func (a *app) writeCell(cd *cellDOM, c *panel.Cell) {
-	if cd.part == *c {
-		return
-	}
-	d := &a.dom
-	d.op('w', cd.h)
-	d.str(c.Class)
-	d.num(c.Offset)
-	d.num(c.X)
-	d.str(c.Title)
-	d.str(c.Off)
-	d.str(c.Val)
-	d.str(c.Ep)
-	cd.part = *c
-}
-
-// forgetLane lets go of the handles of a lane's cells and slots (its
-// figure is being replaced).
+// forgetLane lets go of the handles of a lane (its figure is being
+// replaced).
 func (a *app) forgetLane(d *laneDOM) {
-	for _, cd := range d.cellMap {
-		a.dom.forget(cd.h)
-	}
-	for _, h := range [...]int{d.el, d.title, d.id, d.nums, d.slots, d.cells, d.marks, d.hw, d.leo} {
+	for _, h := range [...]int{d.el, d.title, d.id, d.nums, d.slots, d.marks, d.hw, d.leo} {
 		a.dom.forget(h)
 	}
 }

@@ -210,11 +210,14 @@ func (c *Config) setDefaults() {
 // (clean), Crash or PowerLoss. A stopped Broker is not restarted: Start a new
 // one on the same LogDir, which recovers from disk.
 //
-// Lock order: Broker.applyMu, then Broker.mu, then replica.mu, then
-// fetcher.partsMu; none is held while calling the controller (except
-// applyMu, around the Metadata read it applies) or the network, and no lock
-// at all while publishing events (each replica gathers its events in an
-// outbox and publishes them after releasing replica.mu).
+// Lock order: Broker.applyMu, then Broker.mu, then fetcher.mu, then
+// replica.mu, then fetcher.partsMu. None is held while calling the
+// controller (except applyMu, around the Metadata read it applies) or the
+// network, except fetcher.mu: it is one round at a time, held across the
+// round's Fetch to the leader (Broker.mu takes it only to stop a fetcher,
+// after cancelling its round). No lock at all is held while publishing
+// events: each replica gathers its events in an outbox and publishes them
+// after releasing replica.mu.
 type Broker struct {
 	cfg    Config
 	logger *slog.Logger

@@ -362,7 +362,10 @@ func (f *fetcher) round(ctx context.Context, maxWait time.Duration, stepped bool
 		sess.reset() // the answer is lost: the follower cannot know what the leader now holds
 		return true, ErrLinkCut
 	}
-	var failed int
+	var (
+		failed int
+		first  error // the first partition's error, so a caller gets Kafka's code
+	)
 	for _, sp := range sentParts {
 		p := sp.answer
 		if p == nil {
@@ -374,6 +377,9 @@ func (f *fetcher) round(ctx context.Context, maxWait time.Duration, stepped bool
 		}
 		if p.ErrorCode != 0 {
 			failed++
+			if first == nil {
+				first = kerr.ErrorForCode(p.ErrorCode)
+			}
 		}
 		sp.r.handleFetchResponse(f.leader, sp.req, p, leaderLEO, stepped)
 	}
@@ -381,7 +387,7 @@ func (f *fetcher) round(ctx context.Context, maxWait time.Duration, stepped bool
 		// Back off like Kafka's replica.fetch.backoff.ms instead of asking
 		// again at once (a leader that has not learnt of a new partition
 		// yet answers UNKNOWN_TOPIC_OR_PARTITION until it does).
-		return true, fmt.Errorf("%d partition(s) answered with an error", failed)
+		return true, fmt.Errorf("%d partition(s) answered with an error: %w", failed, first)
 	}
 	return true, nil
 }
@@ -691,7 +697,7 @@ func fetchResponseEvent(r *replica, p *kmsg.FetchResponseTopicPartition, leader 
 	e := r.event(events.KindFetchResponse)
 	e.Wire = &events.Wire{From: leader, To: r.b.cfg.ID, HW: p.HighWatermark, Records: countRecords(p.RecordBatches), Lost: lost}
 	if p.ErrorCode != 0 {
-		e.Error = kerr.ErrorForCode(p.ErrorCode).Error()
+		e.Error = errorName(kerr.ErrorForCode(p.ErrorCode))
 	}
 	return e
 }

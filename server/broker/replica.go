@@ -15,6 +15,7 @@ import (
 	"tidemark/i18n"
 	"tidemark/replication"
 	"tidemark/server/controller"
+	"tidemark/server/kafkaerr"
 	"tidemark/storage"
 )
 
@@ -403,15 +404,11 @@ func acksName(acks int16) events.Acks {
 	return events.AcksAll
 }
 
-// errorName is the Kafka name of an error; kerr still calls code 6 by its
-// old name, so say what Kafka says today.
+// errorName is the Kafka name of an error, as Kafka says it today.
 func errorName(err error) string {
 	var ke *kerr.Error
 	if errors.As(err, &ke) {
-		if ke.Code == kerr.NotLeaderForPartition.Code {
-			return "NOT_LEADER_OR_FOLLOWER"
-		}
-		return ke.Message
+		return kafkaerr.Name(ke)
 	}
 	return "UNKNOWN_SERVER_ERROR"
 }

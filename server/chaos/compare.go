@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"tidemark/server/controller"
+	"tidemark/server/kafkaerr"
 )
 
 // CompareTopicPrefix starts each comparison topic's name: compare-isr,
@@ -215,7 +216,7 @@ func (t *topicRun) result(before, after map[string]int64) ProtocolResult {
 		pr.ReplicasFor = append(pr.ReplicasFor, FailureNeeds{F: f, Replicas: n})
 	}
 	if t.created != nil {
-		pr.Skipped, pr.SkippedCode = t.created.Error(), kafkaName(t.created)
+		pr.Skipped, pr.SkippedCode = kafkaerr.Detail(t.created.Error()), kafkaName(t.created)
 		return pr
 	}
 	writes := t.results()

@@ -69,7 +69,7 @@ func TestCompareSkipsRefusedProtocol(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cmp.Protocols) != 2 || cmp.Protocols[0].Skipped != "" || !strings.Contains(cmp.Protocols[1].Skipped, "INVALID_CONFIG") {
+	if len(cmp.Protocols) != 2 || cmp.Protocols[0].Skipped != "" || cmp.Protocols[1].SkippedCode != "INVALID_CONFIG" || strings.Contains(cmp.Protocols[1].Skipped, "INVALID_CONFIG") || cmp.Protocols[1].Skipped == "" {
 		t.Fatalf("%+v", cmp.Protocols)
 	}
 	if _, err := Compare(context.Background(), 1, Generate(1, 10), []controller.ReplicationProtocol{"gossip"}, Options{}); err == nil {

@@ -21,6 +21,7 @@ import (
 	"tidemark/server/broker"
 	"tidemark/server/cluster"
 	"tidemark/server/controller"
+	"tidemark/server/kafkaerr"
 	"tidemark/storage"
 )
 
@@ -627,10 +628,7 @@ func outcome(err error) string {
 func kafkaName(err error) string {
 	var ke *kerr.Error
 	if errors.As(err, &ke) {
-		if ke == kerr.NotLeaderForPartition {
-			return "NOT_LEADER_OR_FOLLOWER"
-		}
-		return ke.Message
+		return kafkaerr.Name(ke)
 	}
 	switch {
 	case errors.Is(err, broker.ErrLinkCut):

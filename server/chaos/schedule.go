@@ -65,7 +65,7 @@ func ParseConfig(s string) (Config, error) {
 	if c := Config(s); slices.Contains(Configs(), c) {
 		return c, nil
 	}
-	return "", fmt.Errorf("%w: no chaos configuration %q (one of %v)", kerr.InvalidConfig, s, Configs())
+	return "", fmt.Errorf("%w: no chaos configuration %q (one of %s)", kerr.InvalidConfig, s, joinNames(Configs()))
 }
 
 // Protocol is the replication protocol of c's topic: isr but for
@@ -220,7 +220,7 @@ func (a Action) validate() error {
 		}
 	case ActHeal:
 	default:
-		return fmt.Errorf("%w: unknown chaos action kind %q (one of %v)", kerr.InvalidRequest, a.Kind, actionKinds)
+		return fmt.Errorf("%w: unknown chaos action kind %q (one of %s)", kerr.InvalidRequest, a.Kind, joinNames(actionKinds))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%w: chaos action %q: %s", kerr.InvalidRequest, a.Kind, strings.ReplaceAll(err.Error(), "\n", "; "))
@@ -326,4 +326,13 @@ func delayAction(rng *rand.Rand) Action {
 		a.DelayMs = ReplicaLagTimeMaxMs + 100 + rng.Int64N(1000)
 	}
 	return a
+}
+
+// joinNames lists names for a person: "a, b, c".
+func joinNames[S ~string](names []S) string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = string(n)
+	}
+	return strings.Join(out, ", ")
 }

@@ -248,8 +248,13 @@ func checkFindOffset(cl *cluster.Cluster, a Answer) (string, []string) {
 		return "exercise.find-offset.answer", []string{n}
 	}
 	// A segment is named by its base offset, 20 digits with leading zeros.
+	// Which half is wrong is said apart: a wrong segment is a different
+	// misunderstanding (how segments are named) from a wrong position.
 	base, err := strconv.ParseInt(strings.TrimSuffix(path.Base(strings.TrimSpace(a.Segment)), ".log"), 10, 64)
-	if err != nil || base != tr.SegmentBaseOffset || *a.Position != tr.Position {
+	if err != nil || base != tr.SegmentBaseOffset {
+		return "exercise.find-offset.wrong-segment", []string{n}
+	}
+	if *a.Position != tr.Position {
 		return "exercise.find-offset.wrong", []string{n}
 	}
 	return "", nil

@@ -81,6 +81,11 @@ func TestCheckFindOffset(t *testing.T) {
 	if res, _ := c.Check(1, ExerciseFindOffset, Answer{Segment: "00000000000000000000.log", Position: &wrong}); res.Passed || res.Key != "exercise.find-offset.wrong" {
 		t.Fatalf("a wrong position: %+v", res)
 	}
+	for _, seg := range []string{"00000000000000000003.log", "banana"} {
+		if res, _ := c.Check(1, ExerciseFindOffset, Answer{Segment: seg, Position: &tr.Position}); res.Passed || res.Key != "exercise.find-offset.wrong-segment" {
+			t.Fatalf("a wrong segment %q: %+v", seg, res)
+		}
+	}
 	if res, _ := c.Check(1, ExerciseFindOffset, Answer{Segment: "00000000000000000000.log", Position: &tr.Position}); !res.Passed {
 		t.Fatalf("the right answer: %+v", res)
 	}

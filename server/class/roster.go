@@ -271,7 +271,10 @@ func (r *Roster) Join(code, name string) (int, string, error) {
 func (r *Roster) AddSeats(n int) ([]Seat, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if n < 1 || len(r.seats)+n > MaxSeats {
+	if n < 1 {
+		return nil, fmt.Errorf("%w: count %d: add at least one seat", kerr.InvalidRequest, n)
+	}
+	if len(r.seats)+n > MaxSeats {
 		return nil, fmt.Errorf("%w (%d now, %d asked for)", ErrTooManySeats, len(r.seats), n)
 	}
 	added := make([]Seat, 0, n)

@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -54,6 +56,10 @@ func TestRosterSurvivesRestart(t *testing.T) {
 	}
 	if _, err := r.AddSeats(2); err != nil {
 		t.Fatal(err)
+	}
+	// Adding no seat is a bad request, not a class over its size.
+	if _, err := r.AddSeats(0); !errors.Is(err, kerr.InvalidRequest) || errors.Is(err, ErrTooManySeats) {
+		t.Fatalf("AddSeats(0) = %v, want INVALID_REQUEST", err)
 	}
 	if err := r.Close(); err != nil {
 		t.Fatal(err)

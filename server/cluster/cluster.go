@@ -75,9 +75,12 @@ type Cluster struct {
 	cancel     context.CancelFunc
 	wg         sync.WaitGroup
 
-	mu      sync.Mutex // guards brokers, disks and closed
+	mu      sync.Mutex // guards brokers, starting, disks and closed
 	brokers map[int32]*broker.Broker
-	ports   map[int32]string
+	// starting has the brokers being started: they register with the
+	// controller before they join brokers.
+	starting map[int32]bool
+	ports    map[int32]string
 	// stopped has, for each running broker, a channel closed when it is
 	// taken out of the running set (AwaitStopped).
 	stopped map[int32]chan struct{}
@@ -120,7 +123,8 @@ func Open(opts Options) (*Cluster, error) {
 		return nil, err
 	}
 	c := &Cluster{opts: opts, logger: opts.Logger, clock: NewClock(), network: NewNetwork(), bus: opts.Bus,
-		brokers: map[int32]*broker.Broker{}, ports: map[int32]string{}, disks: map[int32]*errorfs.FS{}, stopped: map[int32]chan struct{}{}}
+		brokers: map[int32]*broker.Broker{}, ports: map[int32]string{}, disks: map[int32]*errorfs.FS{}, stopped: map[int32]chan struct{}{},
+		starting: map[int32]bool{}}
 	c.messages = messageGate{on: opts.MessageEvents, clock: c.clock}
 	c.linkDelays.clock = c.clock
 	if opts.Paused {
@@ -237,11 +241,15 @@ func (c *Cluster) startBroker(id int32, addr string) (*broker.Broker, error) {
 		disk = errorfs.Wrap(vfs.Default)
 		c.disks[id] = disk
 	}
+	c.starting[id] = true
 	c.mu.Unlock()
 	disk.Inject(nil) // a restarted broker has a working disk again
 	cfg.FS = disk
 	cfg.OnHalt = c.halted
 	b, err := broker.Start(cfg)
+	c.mu.Lock()
+	delete(c.starting, id)
+	c.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
@@ -317,6 +325,12 @@ func (c *Cluster) Broker(id int32) *broker.Broker {
 	return c.brokers[id]
 }
 
+func (c *Cluster) runningOrStarting(id int32) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.brokers[id] != nil || c.starting[id]
+}
+
 func (c *Cluster) liveBrokers() []*broker.Broker {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -376,9 +390,10 @@ func (p publisher) Publish(evs ...events.Event) events.Event {
 
 // enrich fills what an event's source cannot know: a created topic's
 // replica lanes, and that a broker the controller fences is in fact crashed
-// (the controller only sees missing heartbeats). Callers hold snapMu.
+// (the controller only sees missing heartbeats), unless it is starting
+// (it registers fenced before it runs). Callers hold snapMu.
 func (c *Cluster) enrich(e *events.Event) {
-	if e.Kind == events.KindBroker && e.BrokerState == events.BrokerFenced && e.Broker != events.NoBroker && c.Broker(e.Broker) == nil {
+	if e.Kind == events.KindBroker && e.BrokerState == events.BrokerFenced && e.Broker != events.NoBroker && !c.runningOrStarting(e.Broker) {
 		e.BrokerState = events.BrokerCrashed
 		*e = i18n.EventMessage(*e, "event.broker.not-running", i18n.Nested(*e))
 	}

@@ -34,7 +34,8 @@ func (s *Server) compareRoutes(e *echo.Echo) {
 
 // CompareRequest is the body of POST /api/v1/compare: the seed, how many
 // actions to generate from it (default 100) and the protocols to compare
-// (default every one the lab has: isr and quorum).
+// (default every one the lab has, chaos.Protocols: isr, quorum and
+// pipeline).
 type CompareRequest struct {
 	Seed      uint64   `json:"seed"`
 	Actions   int      `json:"actions"`

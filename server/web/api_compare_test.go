@@ -62,6 +62,14 @@ func TestCompareAPI(t *testing.T) {
 		t.Errorf("series: %+v", done.Series)
 	}
 
+	// The answers are what /api/v1/openapi.json says they are.
+	doc := loadAPIDoc(t)
+	for path, schema := range map[string]string{"/api/v1/compare/" + st.ID: "CompareRun", "/api/v1/compare/" + st.ID + "/export": "Comparison"} {
+		if diffs := doc.conforms(schema, send(t, h, "GET", path, "").Body.Bytes()); len(diffs) > 0 {
+			t.Errorf("GET %s differs from the OpenAPI schema %s:\n  %s", path, schema, strings.Join(diffs, "\n  "))
+		}
+	}
+
 	rec = send(t, h, "GET", "/api/v1/compare/"+st.ID+"/export", "")
 	var exported chaos.Comparison
 	if err := json.Unmarshal(rec.Body.Bytes(), &exported); rec.Code != 200 || err != nil || exported.Seed != 5 || len(exported.Actions) != 40 || len(exported.Protocols) != 3 {

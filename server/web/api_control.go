@@ -14,6 +14,10 @@ import (
 // MaxStep is the longest single clock step POST /api/v1/clock/step takes.
 const MaxStep = time.Hour
 
+// DefaultStep is the step POST /api/v1/clock/step takes without ms (or
+// without a body): the overview's "step 100 ms".
+const DefaultStep = 100 * time.Millisecond
+
 // BrokerResponse is the body of the broker fault routes: the broker's state
 // afterwards, the last event, and for a power loss the bytes each file lost.
 type BrokerResponse struct {
@@ -209,7 +213,8 @@ func (s *Server) resume(c echo.Context) error {
 	return c.JSON(http.StatusOK, s.clockResponse())
 }
 
-// StepRequest is the body of POST /api/v1/clock/step.
+// StepRequest is the optional body of POST /api/v1/clock/step: the lab
+// time to step in milliseconds (DefaultStep when absent).
 type StepRequest struct {
 	Ms *int64 `json:"ms"`
 }
@@ -219,16 +224,24 @@ func (s *Server) step(c echo.Context) error {
 		return notImplemented("step the clock")
 	}
 	var req StepRequest
-	if err := decodeJSON(c, &req); err != nil {
+	if err := decodeOptionalJSON(c, &req); err != nil {
 		return err
 	}
-	if req.Ms == nil || *req.Ms < 1 || *req.Ms > MaxStep.Milliseconds() {
-		return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, `ms must be between 1 and `+strconv.FormatInt(MaxStep.Milliseconds(), 10)+`: {"ms": 100}`)
+	d := DefaultStep
+	if req.Ms != nil {
+		if *req.Ms < 1 || *req.Ms > MaxStep.Milliseconds() {
+			// A step moves the paused clock forward: at least 1 ms, and at
+			// most an hour so that one request cannot run away with the lab.
+			return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "ms, the lab time to step in milliseconds, must be between 1 and "+
+				strconv.FormatInt(MaxStep.Milliseconds(), 10)+" (an hour); got "+strconv.FormatInt(*req.Ms, 10)+"; leave it out to step "+
+				strconv.FormatInt(DefaultStep.Milliseconds(), 10))
+		}
+		d = time.Duration(*req.Ms) * time.Millisecond
 	}
 	if !s.opts.Lab.Snapshot().Paused {
 		return KafkaError(http.StatusConflict, kerr.InvalidRequest, "the clock is running; pause it before stepping")
 	}
-	if err := s.clock.Step(time.Duration(*req.Ms) * time.Millisecond); err != nil {
+	if err := s.clock.Step(d); err != nil {
 		return LabError(err)
 	}
 	return c.JSON(http.StatusOK, s.clockResponse())
@@ -259,15 +272,14 @@ func (s *Server) stepEvent(c echo.Context) error {
 		return notImplemented("step the clock")
 	}
 	var req StepEventRequest
-	if c.Request().ContentLength != 0 {
-		if err := decodeJSON(c, &req); err != nil {
-			return err
-		}
+	if err := decodeOptionalJSON(c, &req); err != nil {
+		return err
 	}
 	limit := MaxStepToEvent
 	if req.MaxMs != nil {
 		if *req.MaxMs < 1 || *req.MaxMs > MaxStepToEvent.Milliseconds() {
-			return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, `max_ms must be between 1 and `+strconv.FormatInt(MaxStepToEvent.Milliseconds(), 10)+`: {"max_ms": 10000}`)
+			return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "max_ms, how much lab time to look ahead for the next event in milliseconds, must be between 1 and "+
+				strconv.FormatInt(MaxStepToEvent.Milliseconds(), 10)+" (a minute); got "+strconv.FormatInt(*req.MaxMs, 10)+"; leave it out to look a minute ahead")
 		}
 		limit = time.Duration(*req.MaxMs) * time.Millisecond
 	}

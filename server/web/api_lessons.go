@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 
 	"github.com/labstack/echo/v4"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -94,7 +95,7 @@ func findLesson(id string) (*lessons.Lesson, error) {
 	if l := lessons.ByID(id); l != nil {
 		return l, nil
 	}
-	return nil, &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no lesson " + truncate(id, 60)}
+	return nil, &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no lesson " + strconv.Quote(truncate(id, 60)) + "; GET /api/v1/lessons lists them"}
 }
 
 func (s *Server) getLesson(c echo.Context) error {
@@ -167,10 +168,8 @@ func (s *Server) startRun(c echo.Context) error {
 		return err
 	}
 	var req StartRunRequest
-	if c.Request().ContentLength != 0 {
-		if err := decodeJSON(c, &req); err != nil {
-			return err
-		}
+	if err := decodeOptionalJSON(c, &req); err != nil {
+		return err
 	}
 	r, err := svc.Start(c.Param("id"), req.Speed)
 	if err != nil {
@@ -329,6 +328,7 @@ func (s *Server) runPage(c echo.Context) error {
 	lang := Lang(c)
 	st := r.State()
 	p := s.page(c, st.Title.In(lang))
+	p.Recent = r.Recent(recentEvents) // the event list opens with them, as the overview's does
 	return Render(c, http.StatusOK, views.LessonRun(p, views.NewLessonRunView(lang, st)))
 }
 
@@ -354,7 +354,7 @@ func (s *Server) runForm(c echo.Context) error {
 		}
 		return c.Redirect(http.StatusSeeOther, "/lessons")
 	default:
-		return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no lesson control " + truncate(c.Param("action"), 40)}
+		return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no lesson control " + strconv.Quote(truncate(c.Param("action"), 40))}
 	}
 	if err != nil {
 		flash(c, false, errText(Lang(c), toError(lessonError(err))))

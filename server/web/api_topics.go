@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -220,7 +221,7 @@ func (s *Server) alterConfigs(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var req map[string]configValue
+	var req map[string]json.RawMessage
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
@@ -228,7 +229,15 @@ func (s *Server) alterConfigs(c echo.Context) error {
 		return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, `no configs given; send {"min.insync.replicas":"2", …} (null resets a key)`)
 	}
 	changes := make(map[string]*string, len(req))
-	for k, v := range req {
+	for k, raw := range req {
+		// Decoded key by key, so that a bad value names its key (a body
+		// wrapped in "configs", as topic creation takes them, was only
+		// "a config value must be …").
+		var v configValue
+		if err := v.UnmarshalJSON(raw); err != nil {
+			return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "malformed JSON body: "+strconv.Quote(truncate(k, 60))+
+				": a config value must be a string, number, boolean or null; the body is the configs themselves: {\"min.insync.replicas\":\"2\"}")
+		}
 		if v.set {
 			changes[k] = &v.v
 		} else {

@@ -17,6 +17,7 @@ import (
 
 	"tidemark/i18n"
 	"tidemark/server/class"
+	"tidemark/server/kafkaerr"
 	"tidemark/views"
 )
 
@@ -224,7 +225,7 @@ func (s *Server) join(c echo.Context, code, name string) (JoinResponse, error) {
 			Message: "no seat has this join code", Key: "class.join.bad-code"}
 	case errors.Is(err, class.ErrBadName):
 		return JoinResponse{}, &Error{Status: http.StatusBadRequest, Code: kerr.InvalidRequest.Message,
-			Message: err.Error(), Key: "class.join.bad-name", Args: []string{strconv.Itoa(class.MaxNameRunes)}}
+			Message: kafkaerr.Detail(err.Error()), Key: "class.join.bad-name", Args: []string{strconv.Itoa(class.MaxNameRunes)}}
 	case err != nil:
 		return JoinResponse{}, err
 	}

@@ -95,7 +95,7 @@ func (s *Server) listExercises(c echo.Context) error {
 func (s *Server) check(c echo.Context, seat int, answer class.Answer) (class.ExerciseResult, error) {
 	r, err := s.opts.Class.Check(seat, c.Param("id"), answer)
 	if errors.Is(err, class.ErrUnknownExercise) {
-		return r, &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no exercise " + truncate(c.Param("id"), 40)}
+		return r, &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no exercise " + strconv.Quote(truncate(c.Param("id"), 40)) + "; GET /api/v1/exercises lists them"}
 	}
 	return r, classLabError(err)
 }
@@ -103,10 +103,7 @@ func (s *Server) check(c echo.Context, seat int, answer class.Answer) (class.Exe
 // checkAnswer reads the optional JSON answer of an API check.
 func checkAnswer(c echo.Context) (class.Answer, error) {
 	var a CheckRequest
-	if c.Request().ContentLength == 0 {
-		return a, nil
-	}
-	return a, decodeJSON(c, &a)
+	return a, decodeOptionalJSON(c, &a)
 }
 
 // answerCheck grades exercise {id} for seat with the request's JSON answer.

@@ -50,10 +50,6 @@ const (
 	CodeNotImplemented   = "NOT_IMPLEMENTED"
 )
 
-// CodeNotLeaderOrFollower is Kafka's current name for error 6, which kerr
-// still calls NOT_LEADER_FOR_PARTITION (renamed by KIP-392).
-const CodeNotLeaderOrFollower = "NOT_LEADER_OR_FOLLOWER"
-
 // kafkaStatus is the HTTP status of each Kafka error the lab returns; a
 // retriable error not listed is a 503, anything else a 500.
 var kafkaStatus = map[*kerr.Error]int{
@@ -110,10 +106,7 @@ func LabError(err error) error {
 			status = http.StatusServiceUnavailable
 		}
 	}
-	code := ke.Message
-	if ke == kerr.NotLeaderForPartition {
-		code = CodeNotLeaderOrFollower
-	}
+	code := kafkaerr.Name(ke)
 	out := &Error{Status: status, Code: code, Message: kafkaerr.Detail(err.Error())}
 	if key := "errors." + code; out.Message == "" {
 		// A script reading the API gets Kafka's description for a code

@@ -22,7 +22,7 @@ func TestLabError(t *testing.T) {
 	}{
 		{kerr.NotEnoughReplicas, http.StatusServiceUnavailable, "NOT_ENOUGH_REPLICAS", "Not appended: the ISR is smaller than min.insync.replicas.", false},
 		{fmt.Errorf("%w: topic %q", kerr.TopicAlreadyExists, "x"), http.StatusConflict, "TOPIC_ALREADY_EXISTS", `topic "x"`, false},
-		{kerr.NotLeaderForPartition, http.StatusServiceUnavailable, CodeNotLeaderOrFollower, "That broker is not this partition's leader.", false},
+		{kerr.NotLeaderForPartition, http.StatusServiceUnavailable, "NOT_LEADER_OR_FOLLOWER", "That broker is not this partition's leader.", false},
 		{fmt.Errorf("fetch from broker 1: %w", kerr.UnknownTopicOrPartition), http.StatusNotFound, "UNKNOWN_TOPIC_OR_PARTITION", "fetch from broker 1", false},
 		{kerr.RequestTimedOut, http.StatusGatewayTimeout, "REQUEST_TIMED_OUT", "The request timed out.", false},
 		{fmt.Errorf("waiting: %w", context.DeadlineExceeded), http.StatusGatewayTimeout, "REQUEST_TIMED_OUT", "waiting: context deadline exceeded", false},

@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"tidemark/events"
 	"tidemark/i18n"
 	"tidemark/views"
 	"tidemark/wasm/panel"
@@ -66,9 +67,39 @@ func (s *Server) page(c echo.Context, title string) views.Page {
 
 func (s *Server) overview(c echo.Context) error {
 	p := s.page(c, i18n.T(Lang(c), "ui.overview.title"))
-	bus := s.opts.Lab.Bus()
-	p.Recent, _ = bus.Since(bus.LastSeq()-min(bus.LastSeq(), 4*panel.MaxRecent), 4*panel.MaxRecent) // some are not listed
+	p.Recent = s.recent()
 	return Render(c, http.StatusOK, views.Overview(p, s.opts.Lab.Snapshot(), s.observeView()))
+}
+
+// recentEvents is how many of the newest events a lesson page's event
+// list is rendered from: more than the panel lists, as some kinds are not
+// listed.
+const recentEvents = 4 * panel.MaxRecent
+
+// recent returns the newest events a page's event list shows (at most
+// panel.MaxRecent, oldest first), read back from the bus's history a
+// window at a time: a running lab's message events (fetches, heartbeats),
+// which the list leaves out, fill a window of the newest in seconds, and
+// the list opened empty.
+func (s *Server) recent() []events.Event {
+	bus := s.opts.Lab.Bus()
+	var listed []events.Event
+	for end := bus.LastSeq(); end > 0 && len(listed) < panel.MaxRecent; {
+		from := end - min(end, recentEvents)
+		evs, oldest := bus.Since(from, int(end-from))
+		var window []events.Event
+		for _, e := range evs {
+			if !e.Kind.Unlisted() {
+				window = append(window, e)
+			}
+		}
+		listed = append(window, listed...)
+		if oldest == 0 || oldest > from+1 {
+			break // the bus has forgotten what came before
+		}
+		end = from
+	}
+	return listed[max(0, len(listed)-panel.MaxRecent):]
 }
 
 func (s *Server) partitionPage(c echo.Context) error {
@@ -79,6 +110,7 @@ func (s *Server) partitionPage(c echo.Context) error {
 	}
 	v := s.partitionView(&snap, name, pt, -1, views.LaneWidth)
 	p := s.page(c, name+"-"+strconv.Itoa(int(pt.Partition)))
+	p.Recent = s.recent()
 	return Render(c, http.StatusOK, views.Partition(p, views.PartitionPage{View: v, Snap: snap}))
 }
 

@@ -39,24 +39,62 @@ func sameOrigin(next echo.HandlerFunc) echo.HandlerFunc {
 // strictly: Content-Type application/json, no unknown fields, nothing after
 // the object.
 func decodeJSON(c echo.Context, v any) error {
-	r := c.Request()
-	if ct := r.Header.Get("Content-Type"); !isJSON(ct) {
+	if err := checkJSONType(c); err != nil {
+		return err
+	}
+	body, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	return parseJSON(body, v)
+}
+
+// decodeOptionalJSON is decodeJSON for a route whose body is optional: an
+// empty body (none at all, Content-Length 0 or a chunked one with nothing
+// in it) leaves v at its defaults, whatever its Content-Type; a body with
+// anything in it must be what decodeJSON wants.
+func decodeOptionalJSON(c echo.Context, v any) error {
+	body, err := readBody(c)
+	if err != nil || len(bytes.TrimSpace(body)) == 0 {
+		return err
+	}
+	if err := checkJSONType(c); err != nil {
+		return err
+	}
+	return parseJSON(body, v)
+}
+
+// checkJSONType refuses a body that is not sent as application/json (415).
+func checkJSONType(c echo.Context) error {
+	if ct := c.Request().Header.Get("Content-Type"); !isJSON(ct) {
 		// Also what keeps a plain cross-site form from posting here: a JSON
 		// content type needs a CORS preflight, which the lab never grants.
 		return KafkaError(http.StatusUnsupportedMediaType, kerr.InvalidRequest,
 			"Content-Type must be application/json, got "+strconv.Quote(truncate(ct, 60)))
 	}
+	return nil
+}
+
+// readBody reads the request body, at most MaxBodyBytes (413 beyond).
+func readBody(c echo.Context) ([]byte, error) {
+	r := c.Request()
 	if r.ContentLength > MaxBodyBytes {
-		return tooLarge(r.ContentLength)
+		return nil, tooLarge(r.ContentLength)
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), r.Body, MaxBodyBytes))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return tooLarge(-1)
+			return nil, tooLarge(-1)
 		}
-		return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "reading the body: "+err.Error())
+		return nil, KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "reading the body: "+err.Error())
 	}
+	return body, nil
+}
+
+// parseJSON decodes body, one JSON object, into v: no unknown fields,
+// valid UTF-8, nothing after the object.
+func parseJSON(body []byte, v any) error {
 	if body = bytes.TrimSpace(body); len(body) == 0 || body[0] != '{' {
 		// Every body is an object; null would decode to an all-default request.
 		return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "the body must be a JSON object")

@@ -51,14 +51,13 @@ func shortValue(v string) string {
 }
 
 // Motion says what changed since the last render, so the lanes can animate
-// it: appended offsets, fetches, HW moves, elections and truncations. The
+// it: fetches, HW moves and elections (cells are drawn on a canvas, not
+// animated). The
 // zero Motion animates nothing (reduced motion, or a past state).
 type Motion struct {
-	appended  map[replicaKey]int64 // lowest offset appended since the last render
-	fetched   map[replicaKey]int64 // follower → fetch offset
-	hwMoved   map[replicaKey]bool
-	elected   map[partKey]bool
-	truncated map[replicaKey]bool
+	fetched map[replicaKey]int64 // follower → fetch offset
+	hwMoved map[replicaKey]bool
+	elected map[partKey]bool
 }
 
 type partKey struct {
@@ -73,17 +72,10 @@ type replicaKey struct {
 
 // MotionOf collects what evs (the events since the last render) changed.
 func MotionOf(evs []events.Event) Motion {
-	m := Motion{appended: map[replicaKey]int64{}, fetched: map[replicaKey]int64{}, hwMoved: map[replicaKey]bool{},
-		elected: map[partKey]bool{}, truncated: map[replicaKey]bool{}}
+	m := Motion{fetched: map[replicaKey]int64{}, hwMoved: map[replicaKey]bool{}, elected: map[partKey]bool{}}
 	for _, e := range evs {
 		k := replicaKey{partKey{e.Topic, e.Partition}, e.Broker}
 		switch e.Kind {
-		case events.KindAppend:
-			if e.Offsets != nil {
-				if o, ok := m.appended[k]; !ok || e.Offsets.Base < o {
-					m.appended[k] = e.Offsets.Base
-				}
-			}
 		case events.KindFetch:
 			if e.Offsets != nil {
 				m.fetched[k] = e.Offsets.Base
@@ -92,8 +84,6 @@ func MotionOf(evs []events.Event) Motion {
 			m.hwMoved[k] = true
 		case events.KindElection:
 			m.elected[k.partKey] = true
-		case events.KindTruncation:
-			m.truncated[k] = true
 		}
 	}
 	return m
@@ -129,11 +119,14 @@ type Attr struct{ Name, Value string }
 
 // Figure is one partition's figure in parts, so the page can update only
 // what changed between frames instead of re-parsing the whole SVG: its
-// attributes, its caption's markup, its lanes and its fetch arrows.
+// attributes, its caption's markup, its lanes and its fetch arrows. Its
+// markup (HTML) is the caption, the accessible list (ListHTML), the canvas
+// the cells are drawn on (Painter.Paint) and the SVG over it.
 // Shape says how the figure is built (its SVG element, its lanes' keys):
 // while Shape stays the same, the parts are updated in place.
 type Figure struct {
 	Key     string // topic and partition
+	W, H    int64  // the SVG's size, the canvas's under it (user units = CSS pixels)
 	Shape   string
 	Attrs   []Attr
 	Caption string // markup of the figcaption before its meta span: the link to the partition
@@ -143,13 +136,14 @@ type Figure struct {
 }
 
 // Lane is one replica's lane: its attributes, its head (tooltip, labels,
-// numbers and empty slots), its cells and its markers; slots and markers
-// are drawn for the window shown. The parts that change with every record
-// (tooltip, numbers, slot and marker positions, cells) are kept apart from
-// the markup, so a frame sets them without re-parsing (and re-laying out)
-// any text.
+// numbers and empty slots), its cells (drawn on the figure's canvas) and
+// its markers; slots and markers are drawn for the window shown. The parts
+// that change with every record (tooltip, numbers, slot and marker
+// positions) are kept apart from the markup, so a frame sets them without
+// re-parsing (and re-laying out) any text.
 type Lane struct {
 	Key    string // broker id
+	Y      int64  // the lane's top in the figure
 	Ghosts bool   // the lane has a row of truncated records
 	Attrs  []Attr
 	Title  string  // the lane's tooltip (text)
@@ -157,71 +151,31 @@ type Lane struct {
 	Nums   string  // text of the LEO and HW numbers
 	Slots  []int64 // the x of each empty slot of the window (offsets not yet written)
 	Cells  []Cell  // records and truncated records, by offset
-	// CellsAt is the transform of g.cells: the window slides by moving the
-	// group, so cells that stay keep their layout. CellsX is its x.
-	CellsAt string
-	CellsX  int64
+	// CellsX is the x cells are placed from (Cell.X).
+	CellsX int64
 	// The HW and LEO markers, over the cells: the x of each (-1 when out
 	// of the window), and whether the HW moved (animated).
 	HWX, LEOX int64
 	HWMoved   bool
 }
 
-// Cell is one record (Key 2×offset) or truncated record (2×offset+1) of
-// a lane: a group of class Class holding its tooltip Title and its texts,
-// placed at X. A record shows Off (its offset), Val (its value, shortened)
-// and Ep (its leader epoch, with a ? while not committed) and, while its
-// class says uncommitted, a band of its epoch's colour; a truncated record
-// shows Off (offset and epoch) and Val, struck out. Every part is plain text or
-// an attribute, so the page can keep a cell's element and write only the
-// parts that changed: as records arrive, the element of a cell that left
-// the window is reused for the next one instead of parsing new markup.
+// Cell is one record or truncated record of a lane, drawn on the figure's canvas (Paint) at X from the lane's
+// CellsX: a record shows Off (its offset), Val (its value, shortened) and
+// Ep (its leader epoch, with a ? while not committed), filled in its
+// epoch's colour once committed, else white with a heavy dashed border and
+// a band of the colour; a truncated record shows Off (offset and epoch)
+// and Val, struck out, in the row under the lane. Class and Title (its
+// whole description) are what the accessible list (ListHTML) says of it.
 type Cell struct {
-	Key      int64
 	Class    string
 	Offset   int64
 	X        int64
 	Title    string
 	Off, Val string
 	Ep       string // "" for a truncated record
+	Color    int32  // the leader epoch mod 8: its colour in EpochFill
+	State    uint8  // cellCommitted, cellUncommitted or cellTruncated
 }
-
-// Ghost reports whether the cell is a truncated record.
-func (c *Cell) Ghost() bool { return c.Key&1 == 1 }
-
-// HTML returns the cell's markup.
-func (c *Cell) HTML() string {
-	return `<g class="` + esc(c.Class) + `" data-offset="` + i64(c.Offset) + `" transform="` + c.Transform() + `"><title>` +
-		esc(c.Title) + `</title>` + c.Inner() + `</g>`
-}
-
-// Inner returns the markup inside the cell's group, after its title. Its
-// elements are, in order: a record's rect.box, rect.band, text.off,
-// text.val and text.ep; a truncated record's rect, text.off, text.val,
-// line and text.x. The band is always there and shown only while the
-// record is not committed (app.css), so committing a record changes its
-// class and texts, not its elements.
-func (c *Cell) Inner() string {
-	if c.Ghost() {
-		// Full size, in the row under the lane: offset and epoch, the
-		// value struck out, and a cross; the tooltip says why.
-		return `<rect x="1" y="58" width="38" height="40" rx="3"/><text class="off" x="20" y="69">` + esc(c.Off) +
-			`</text><text class="val" x="20" y="82">` + esc(c.Val) +
-			`</text><line x1="3" y1="78" x2="37" y2="78"/><text class="x" x="20" y="95">✕</text>`
-	}
-	return `<rect class="box" x="1" y="14" width="38" height="40" rx="3"/>` + BandHTML +
-		`<text class="off" x="20" y="29">` + esc(c.Off) + `</text><text class="val" x="20" y="41">` + esc(c.Val) +
-		`</text><text class="ep" x="20" y="51">` + esc(c.Ep) + `</text>`
-}
-
-// BandHTML is the markup of a record's band. Committed, a record is
-// filled in its epoch's colour; not committed, it is white with a heavy
-// dashed border and only this band of the colour on top, with a ? after
-// its epoch: unmistakable without colour too.
-const BandHTML = `<rect class="band" x="1" y="14" width="38" height="6" rx="2"/>`
-
-// Transform returns the cell's transform attribute.
-func (c *Cell) Transform() string { return "translate(" + i64(c.X) + ",0)" }
 
 // SlotAt returns the markup of an empty slot at x.
 func SlotAt(x int64) string {
@@ -236,11 +190,7 @@ func (l *Lane) HTML() string {
 	for _, x := range l.Slots {
 		b.WriteString(SlotAt(x))
 	}
-	b.WriteString(`</g></g><g class="cells" transform="` + l.CellsAt + `">`)
-	for i := range l.Cells {
-		b.WriteString(l.Cells[i].HTML())
-	}
-	b.WriteString(`</g><g class="marks">` + l.Marks() + `</g></g>`)
+	b.WriteString(`</g></g><g class="marks">` + l.Marks() + `</g></g>`)
 	return b.String()
 }
 
@@ -273,7 +223,8 @@ func MarkAt(x int64) string { return "translate(" + i64(x) + ",0)" }
 // HTML returns the figure's markup.
 func (f *Figure) HTML() string {
 	var b strings.Builder
-	b.WriteString(`<figure` + attrs(f.Attrs) + `><figcaption>` + f.Caption + `<span class="meta">` + esc(f.Meta) + `</span></figcaption>` + f.Shape)
+	b.WriteString(`<figure` + attrs(f.Attrs) + `><figcaption>` + f.Caption + `<span class="meta">` + esc(f.Meta) + `</span></figcaption>` +
+		`<div class="lane-list">` + f.ListHTML() + `</div><canvas class="lane-canvas" aria-hidden="true"></canvas>` + f.Shape)
 	for i := range f.Lanes {
 		b.WriteString(f.Lanes[i].HTML())
 	}
@@ -290,12 +241,13 @@ func attrs(as []Attr) string {
 }
 
 // RenderLanes returns one figure per partition of v: a caption (leader,
-// leader epoch, ISR, HW) and an SVG with one lane per replica. Records are
-// blocks at their offset with the offset and leader epoch written in them;
-// those at or above the partition's HW are dashed and pale (not yet
-// committed); records truncation removed are struck out in a row under the
-// lane at the offsets they had; solid and dashed lines mark each replica's
-// HW and LEO. Each lane carries data-topic, data-partition, data-broker,
+// leader epoch, ISR, HW) and an SVG with one lane per replica over a
+// canvas for its records (Painter.Paint draws them: blocks at their offset
+// with the offset, value and leader epoch written in them; those at or
+// above the partition's HW white and dashed, not yet committed; records
+// truncation removed struck out in a row under the lane at the offsets
+// they had), and a list of them for screen readers; solid and dashed lines
+// mark each replica's HW and LEO. Each lane carries data-topic, data-partition, data-broker,
 // data-leo and data-hw; m says what to animate. A non-empty topic shows
 // only that topic, and partition >= 0 only that partition of it.
 func RenderLanes(v *events.Snapshot, m Motion, c Catalog, topic string, partition int32) string {
@@ -312,7 +264,7 @@ func LaneFigures(v *events.Snapshot, m Motion, c Catalog, topic string, partitio
 }
 
 // Lanes draws lane figures frame after frame, remembering the text of the
-// cells it drew: a record's tooltip and markup depend only on its offset,
+// cells it drew: a record's tooltip and texts depend only on its offset,
 // epoch and state, so a frame builds only those of new records instead of
 // formatting every record of every lane again. A Lanes is for one Catalog.
 type Lanes struct {
@@ -415,6 +367,7 @@ func (lz *Lanes) figure(v *events.Snapshot, topic string, p *events.Partition, m
 	for ri := range p.ReplicaLogs {
 		height += laneHeight(hasGhosts(&p.ReplicaLogs[ri], lo, hi))
 	}
+	f.W, f.H = width, height
 	f.Shape = `<svg class="lanes-svg" viewBox="0 0 ` + i64(width) + ` ` + i64(height) + `" width="` + i64(width) + `" height="` + i64(height) +
 		`" role="group" aria-label="` + esc(name) + `">`
 	y := int64(topPad)
@@ -500,8 +453,7 @@ func (lz *Lanes) lane(topic string, p *events.Partition, r *events.Replica, stat
 	// Cells sit at their offset from base, which moves only every 1024
 	// offsets (coordinates stay small enough for float precision).
 	base := lo &^ 1023
-	l := Lane{Key: itoa(r.Broker), Ghosts: hasGhosts(r, lo, hi), CellsX: xOf(base, lo)}
-	l.CellsAt = "translate(" + i64(l.CellsX) + ",0)"
+	l := Lane{Key: itoa(r.Broker), Y: y, Ghosts: hasGhosts(r, lo, hi), CellsX: xOf(base, lo)}
 	l.Attrs = []Attr{{"class", cls}, {"data-topic", topic}, {"data-partition", itoa(p.Partition)}, {"data-broker", itoa(r.Broker)},
 		{"data-leo", i64(r.LEO)}, {"data-hw", i64(r.HW)}, {"transform", "translate(0," + i64(y) + ")"}}
 	l.Title = c.T("panel.lane.label", r.Broker, r.LEO, r.HW)
@@ -552,7 +504,6 @@ func (lz *Lanes) lane(topic string, p *events.Partition, r *events.Replica, stat
 	}
 	// Records.
 	from = len(lz.cellBuf)
-	newFrom, appended := m.appended[k]
 	for _, rec := range r.Records {
 		if rec.Offset < lo || rec.Offset > hi {
 			continue
@@ -561,13 +512,10 @@ func (lz *Lanes) lane(topic string, p *events.Partition, r *events.Replica, stat
 		if rec.Offset >= hw {
 			id.state = cellUncommitted
 		}
-		isNew := 0
-		if appended && rec.Offset >= newFrom {
-			isNew = 1
-		}
 		t := lz.cell(id, c)
-		lz.cellBuf = append(lz.cellBuf, Cell{Key: 2 * rec.Offset, Class: recClass[abs32(rec.LeaderEpoch)%8*4+int32(id.state)*2+int32(isNew)],
-			Offset: rec.Offset, X: (rec.Offset - base) * cellW, Title: t.title, Off: t.off, Val: id.value, Ep: t.ep})
+		lz.cellBuf = append(lz.cellBuf, Cell{Class: recClass[abs32(rec.LeaderEpoch)%8*2+int32(id.state)],
+			Offset: rec.Offset, X: (rec.Offset - base) * cellW, Title: t.title, Off: t.off, Val: id.value, Ep: t.ep,
+			Color: abs32(rec.LeaderEpoch) % 8, State: id.state})
 	}
 	// Truncated records, struck out at the offsets they had (the newest per offset).
 	var ghost map[int64]events.TruncatedRecord
@@ -584,26 +532,22 @@ func (lz *Lanes) lane(topic string, p *events.Partition, r *events.Replica, stat
 		if !ok {
 			continue
 		}
-		gc := "ghost"
-		if m.truncated[k] {
-			gc += " new"
-		}
 		id := cellID{offset: o, epoch: t.LeaderEpoch, state: cellTruncated, value: shortValue(t.Value), reason: TruncatedReason(t, c)}
 		ct := lz.cell(id, c)
-		lz.cellBuf = append(lz.cellBuf, Cell{Key: 2*o + 1, Class: gc, Offset: o, X: (o - base) * cellW, Title: ct.title, Off: ct.off, Val: id.value})
+		lz.cellBuf = append(lz.cellBuf, Cell{Class: "ghost", Offset: o, X: (o - base) * cellW, Title: ct.title, Off: ct.off, Val: id.value,
+			Color: abs32(t.LeaderEpoch) % 8, State: cellTruncated})
 	}
 	l.Cells = lz.cellBuf[from:len(lz.cellBuf):len(lz.cellBuf)]
 	return l
 }
 
-// recClass is a record cell's class by leader epoch (mod 8), state
-// (cellCommitted or cellUncommitted) and whether it is new, at
-// epoch×4+state×2+new: built once, so a frame allocates no class strings.
+// recClass is a record cell's class by leader epoch (mod 8) and state
+// (cellCommitted or cellUncommitted), at epoch×2+state: built once, so a
+// frame allocates no class strings.
 var recClass = func() (t []string) {
 	for ep := range 8 {
 		for _, word := range []string{" committed", " uncommitted"} {
-			c := "rec ep" + strconv.Itoa(ep) + word
-			t = append(t, c, c+" new")
+			t = append(t, "rec ep"+strconv.Itoa(ep)+word)
 		}
 	}
 	return t

@@ -2,7 +2,6 @@ package panel
 
 import (
 	"strconv"
-	"strings"
 	"testing"
 
 	"tidemark/events"
@@ -71,30 +70,10 @@ func TestLanesReuse(t *testing.T) {
 	}
 }
 
-// TestCellChildren: a cell's children come in the order the page finds
-// them by (Cell.Inner): the panel writes a cell's texts by their index.
-func TestCellChildren(t *testing.T) {
-	inOrder := func(markup string, parts ...string) {
-		t.Helper()
-		at := 0
-		for _, p := range parts {
-			i := strings.Index(markup[at:], p)
-			if i < 0 {
-				t.Fatalf("%q not after %d in %s", p, at, markup)
-			}
-			at += i + len(p)
-		}
-	}
-	rec := Cell{Key: 4, Offset: 2, Off: "2", Val: "v", Ep: "e0?"}
-	inOrder(rec.HTML(), "<title>", `<rect class="box"`, `<rect class="band"`, `<text class="off"`, `<text class="val"`, `<text class="ep"`)
-	ghost := Cell{Key: 5, Offset: 2, Off: "2 e0", Val: "v"}
-	inOrder(ghost.HTML(), "<title>", "<rect", `<text class="off"`, `<text class="val"`, "<line", `<text class="x"`)
-}
-
 // TestLaneGeometry: the coordinates the markup writes out are the
 // geometry's.
 func TestLaneGeometry(t *testing.T) {
-	if cellW != 40 || cellH != 40 || ghostY != 58 || BandHTML != `<rect class="band" x="1" y="14" width="38" height="6" rx="2"/>` {
+	if cellW != 40 || cellH != 40 || ghostY != 58 {
 		t.Fatal("the lane geometry changed: update the coordinates written out in lanes.go")
 	}
 }
