@@ -214,8 +214,9 @@ func (c *Config) setDefaults() {
 // replica.mu, then fetcher.partsMu. None is held while calling the
 // controller (except applyMu, around the Metadata read it applies) or the
 // network, except fetcher.mu: it is one round at a time, held across the
-// round's Fetch to the leader (Broker.mu takes it only to stop a fetcher,
-// after cancelling its round). No lock at all is held while publishing
+// round's Fetch to the leader, and across a delayed round's waits for the
+// lab's steps (Broker.mu takes it only to stop a fetcher, after cancelling
+// its round, which ends a wait). No lock at all is held while publishing
 // events: each replica gathers its events in an outbox and publishes them
 // after releasing replica.mu.
 type Broker struct {
