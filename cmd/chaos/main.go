@@ -41,6 +41,8 @@ type tally struct {
 	// unsettled are the seeds that left a partition without a leader or
 	// with a short ISR once healed and settled.
 	unsettled []uint64
+	// delays is what link delays caused (chaos.DelayEffects).
+	delays chaos.DelayEffects
 }
 
 func run(args []string, out io.Writer) error {
@@ -114,6 +116,7 @@ func run(args []string, out io.Writer) error {
 					t.broken = append(t.broken, j.seed)
 				default:
 					t.counts.Add(res.Counts)
+					t.delays.Add(res.DelayEffects)
 					if res.Counts.Violations() > 0 {
 						t.failing = append(t.failing, j.seed)
 					}
@@ -157,6 +160,7 @@ feed:
 		slices.Sort(t.broken)
 		slices.Sort(t.unsettled)
 		fmt.Fprintf(out, "%s: %d of %d runs with violations; seeds %s\n", c, len(t.failing), t.runs, seedList(t.failing))
+		fmt.Fprintf(out, "%s: link delays caused %d ISR shrinks and %d fencings\n", c, t.delays.ISRShrinks, t.delays.Fencings)
 		if len(t.unsettled) > 0 {
 			fmt.Fprintf(out, "%s: %d runs left partitions unsettled; seeds %s\n", c, len(t.unsettled), seedList(t.unsettled))
 		}

@@ -28,15 +28,16 @@ func (u *unreachableController) setCut(cut bool) {
 	u.mu.Unlock()
 }
 
-func (u *unreachableController) AlterPartition(topic string, partition, brokerID int32, brokerEpoch int64, req replication.AlterPartitionRequest) (replication.AlterPartitionResponse, error) {
+func (u *unreachableController) AlterPartition(topic string, partition, brokerID int32, brokerEpoch int64, req replication.AlterPartitionRequest, answer func(replication.AlterPartitionResponse, error)) {
 	u.mu.Lock()
 	u.sent = append(u.sent, req)
 	cut := u.cut
 	u.mu.Unlock()
 	if cut {
-		return replication.AlterPartitionResponse{}, errors.New("controller unreachable")
+		answer(replication.AlterPartitionResponse{}, errors.New("controller unreachable"))
+		return
 	}
-	return u.directController.AlterPartition(topic, partition, brokerID, brokerEpoch, req)
+	u.directController.AlterPartition(topic, partition, brokerID, brokerEpoch, req, answer)
 }
 
 // TestLateAlterPartitionAnswerIgnored: the leader's shrink A is committed;

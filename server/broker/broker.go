@@ -42,9 +42,15 @@ import (
 type Controller interface {
 	Register(reg controller.Registration) (brokerEpoch int64, err error)
 	ReportLogs(id int32, brokerEpoch int64, logs []controller.LogInfo) error
-	Heartbeat(id int32, brokerEpoch int64) (metadataVersion uint64, err error)
+	// Heartbeat sends a heartbeat; answer gets the controller's metadata
+	// version or the error: before Heartbeat returns, or, over a delayed
+	// link, once the heartbeat has crossed it and the answer has come
+	// back (then on the lab's goroutine that delivers it).
+	Heartbeat(id int32, brokerEpoch int64, answer func(metadataVersion uint64, err error))
 	Metadata() (controller.Metadata, error)
-	AlterPartition(topic string, partition int32, brokerID int32, brokerEpoch int64, req replication.AlterPartitionRequest) (replication.AlterPartitionResponse, error)
+	// AlterPartition sends an ISR proposal; answer gets the controller's
+	// answer or the error, as Heartbeat's does.
+	AlterPartition(topic string, partition int32, brokerID int32, brokerEpoch int64, req replication.AlterPartitionRequest, answer func(replication.AlterPartitionResponse, error))
 	// QuorumLeader reports that this broker leads a quorum partition in
 	// a Raft term (controller.Controller.QuorumLeader).
 	QuorumLeader(topic string, partition, brokerID int32, brokerEpoch int64, term int32) error
@@ -62,6 +68,12 @@ type Controller interface {
 type Network interface {
 	Allowed(from, to int32) bool
 	Delay(from, to int32) time.Duration
+	// Carry puts one leg of a stepped fetch (a paused lab's) on its way
+	// over a delayed link: arrive runs once the link's delay of lab time
+	// has passed (the lab's steps deliver it, never in Carry's caller),
+	// with ok false if the link was cut meanwhile. It returns false, and
+	// arrive never runs, if the link is cut now.
+	Carry(from, to int32, arrive func(ok bool)) bool
 }
 
 // Clock is the lab clock: Paused stops the broker's own loops, and Real
@@ -202,8 +214,9 @@ func (c *Config) setDefaults() {
 // replica.mu, then fetcher.partsMu. None is held while calling the
 // controller (except applyMu, around the Metadata read it applies) or the
 // network, except fetcher.mu: it is one round at a time, held across the
-// round's Fetch to the leader (Broker.mu takes it only to stop a fetcher,
-// after cancelling its round). No lock at all is held while publishing
+// round's Fetch to the leader, and across a delayed round's waits for the
+// lab's steps (Broker.mu takes it only to stop a fetcher, after cancelling
+// its round, which ends a wait). No lock at all is held while publishing
 // events: each replica gathers its events in an outbox and publishes them
 // after releasing replica.mu.
 type Broker struct {
@@ -540,41 +553,49 @@ func (b *Broker) reportLogs(md controller.Metadata) {
 	}
 }
 
+// HeartbeatInterval is how often the broker heartbeats while the clock
+// runs (Config.HeartbeatInterval).
+func (b *Broker) HeartbeatInterval() time.Duration { return b.cfg.HeartbeatInterval }
+
 // Heartbeat sends one heartbeat and, if the metadata changed, applies it
-// before returning (the lab's steps rely on that).
+// before returning (the lab's steps rely on that); over a delayed link,
+// once the answer is back.
 func (b *Broker) Heartbeat() {
-	if b.heartbeat() {
-		b.RefreshMetadata()
-	}
+	b.heartbeat(b.RefreshMetadata)
 }
 
-// heartbeat sends one heartbeat (registering first if needed) and reports
-// whether the controller's metadata version differs from the applied one.
-func (b *Broker) heartbeat() (changed bool) {
+// heartbeat sends one heartbeat (registering first if needed) and, when
+// the answer says the controller's metadata version differs from the
+// applied one, calls changed.
+func (b *Broker) heartbeat(changed func()) {
 	b.mu.Lock()
 	epoch, stopped := b.brokerEpoch, b.stopped
 	b.mu.Unlock()
 	if stopped {
-		return false
+		return
 	}
 	if epoch == 0 {
 		if !b.register() {
-			return false
+			return
 		}
 		b.mu.Lock()
 		epoch = b.brokerEpoch
 		b.mu.Unlock()
 	}
-	version, err := b.cfg.Controller.Heartbeat(b.cfg.ID, epoch)
-	if err != nil {
-		if errors.Is(err, errStaleBrokerEpoch) {
-			b.register()
+	b.cfg.Controller.Heartbeat(b.cfg.ID, epoch, func(version uint64, err error) {
+		if err != nil {
+			if errors.Is(err, errStaleBrokerEpoch) {
+				b.register()
+			}
+			return
 		}
-		return false
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return version != b.metadataVersion
+		b.mu.Lock()
+		differs := version != b.metadataVersion && !b.stopped
+		b.mu.Unlock()
+		if differs {
+			changed()
+		}
+	})
 }
 
 // heartbeatLoop heartbeats on time and hands metadata changes to
@@ -588,12 +609,12 @@ func (b *Broker) heartbeatLoop() {
 // to be applied (a topic with a thousand partitions takes seconds), so a
 // busy broker is not fenced for missing its session.
 func (b *Broker) heartbeatOnce() {
-	if b.heartbeat() {
+	b.heartbeat(func() {
 		select {
 		case b.refresh <- struct{}{}:
 		default: // a refresh is already due; it reads the newest version
 		}
-	}
+	})
 }
 
 // metadataLoop applies metadata when heartbeatLoop asks.

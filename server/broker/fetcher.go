@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -40,6 +41,11 @@ type fetcher struct {
 
 	partsMu sync.Mutex
 	parts   []*replica
+
+	// flight is the stepped round on its way over a delayed link while the
+	// lab is paused (nil: none); FetchRound sends no other meanwhile, as a
+	// real fetcher has one Fetch in flight.
+	flight atomic.Pointer[baton]
 
 	mu      sync.Mutex // one round at a time; guards client, session and the round's scratch below
 	client  *wire.Client
@@ -132,6 +138,9 @@ func (b *Broker) updateFetchers(md controller.Metadata) {
 
 // FetchRound makes every fetcher of this broker send one Fetch, without
 // waiting for new data, and apply the answer: the lab's "step a fetch".
+// While the lab is paused, a Fetch over a link delayed either way is sent
+// now and completes when the lab's steps have carried it there and its
+// answer back (sendDelayed); a fetcher with one on its way sends none.
 func (b *Broker) FetchRound(ctx context.Context) error {
 	b.mu.Lock()
 	fs := make([]*fetcher, 0, len(b.fetchers))
@@ -142,7 +151,14 @@ func (b *Broker) FetchRound(ctx context.Context) error {
 	sort.Slice(fs, func(i, j int) bool { return fs[i].leader < fs[j].leader })
 	var errs []error
 	for _, f := range fs {
-		if _, err := f.round(ctx, 0, true); err != nil {
+		if f.flight.Load() != nil {
+			continue
+		}
+		if b.cfg.Clock.Paused() && (b.cfg.Network.Delay(b.cfg.ID, f.leader) > 0 || b.cfg.Network.Delay(f.leader, b.cfg.ID) > 0) {
+			f.sendDelayed()
+			continue
+		}
+		if _, err := f.round(ctx, 0, true, nil); err != nil {
 			errs = append(errs, fmt.Errorf("fetch from broker %d: %w", f.leader, err))
 		}
 	}
@@ -167,7 +183,7 @@ func (f *fetcher) loop() {
 			f.waitResumed()
 			continue
 		}
-		sent, err := f.round(f.ctx, f.b.cfg.FetchMaxWait, false)
+		sent, err := f.round(f.ctx, f.b.cfg.FetchMaxWait, false, nil)
 		if err != nil || !sent {
 			sleepCtx(f.ctx, f.b.cfg.Clock.Real(100*time.Millisecond))
 		}
@@ -193,8 +209,10 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 }
 
 // round sends one Fetch for every partition that has one to send and applies
-// the response. sent is false when there was nothing to fetch.
-func (f *fetcher) round(ctx context.Context, maxWait time.Duration, stepped bool) (sent bool, err error) {
+// the response. sent is false when there was nothing to fetch. With bt
+// (a paused lab's delayed link: sendDelayed) each leg waits for the lab's
+// steps to carry it.
+func (f *fetcher) round(ctx context.Context, maxWait time.Duration, stepped bool, bt *baton) (sent bool, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	b := f.b
@@ -287,7 +305,7 @@ func (f *fetcher) round(ctx context.Context, maxWait time.Duration, stepped bool
 		sess.reset()
 		return false, nil
 	}
-	resp, back, err := f.exchange(ctx, req, sentParts)
+	resp, back, err := f.exchange(ctx, req, sentParts, bt)
 	if err != nil {
 		sess.reset()
 		return true, err
@@ -380,7 +398,7 @@ func (f *fetcher) round(ctx context.Context, maxWait time.Duration, stepped bool
 // response: the link cut towards the leader, the connection, or the
 // response's top-level error code. It publishes the round's fetch request
 // events.
-func (f *fetcher) exchange(ctx context.Context, req *kmsg.FetchRequest, sentParts []sentPart) (resp *kmsg.FetchResponse, back bool, err error) {
+func (f *fetcher) exchange(ctx context.Context, req *kmsg.FetchRequest, sentParts []sentPart, bt *baton) (resp *kmsg.FetchResponse, back bool, err error) {
 	b := f.b
 	there := b.cfg.Network.Allowed(b.cfg.ID, f.leader)
 	if due := b.messagesDue(events.KindFetchRequest, b.cfg.ID, f.leader, len(sentParts)); due > 0 {
@@ -395,10 +413,16 @@ func (f *fetcher) exchange(ctx context.Context, req *kmsg.FetchRequest, sentPart
 	if !there {
 		return nil, false, ErrLinkCut
 	}
-	// A link's delay is lab time. A paused lab's clock does not move while
-	// a stepped fetch would wait, so waiting real time models nothing.
-	if d := b.cfg.Network.Delay(b.cfg.ID, f.leader); d > 0 && !b.cfg.Clock.Paused() {
-		sleepCtx(ctx, b.cfg.Clock.Real(d))
+	// A link's delay is lab time: the running lab's fetcher sleeps it; a
+	// paused lab's delayed round waits for the steps to carry the Fetch.
+	if !f.cross(ctx, b.cfg.ID, f.leader, bt) {
+		return nil, false, ErrLinkCut
+	}
+	if bt != nil {
+		// A leader that does not answer must not hold the lab's step.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, delayedRequestTimeout)
+		defer cancel()
 	}
 	if f.client == nil {
 		c, err := wire.Dial(ctx, f.addr, fmt.Sprintf("tidemark-follower-%d", b.cfg.ID))
@@ -416,11 +440,105 @@ func (f *fetcher) exchange(ctx context.Context, req *kmsg.FetchRequest, sentPart
 	resp = raw.(*kmsg.FetchResponse)
 	// A link cut the other way loses the response: the leader counted the
 	// fetch, the follower never hears back.
-	back = b.cfg.Network.Allowed(f.leader, b.cfg.ID)
+	back = b.cfg.Network.Allowed(f.leader, b.cfg.ID) && f.cross(ctx, f.leader, b.cfg.ID, bt)
 	if back && resp.ErrorCode != 0 {
 		return nil, true, kerr.ErrorForCode(resp.ErrorCode)
 	}
 	return resp, back, nil
+}
+
+// delayedRequestTimeout bounds, in real time, a delayed round's request to
+// the leader once the lab delivered it (the lab waits for it).
+const delayedRequestTimeout = 10 * time.Second
+
+// cross waits for a leg of a round (from→to) to cross its link's delay:
+// the running lab's fetcher sleeps it; a delayed round (bt) hands the
+// leg to the lab (Network.Carry) and waits until the lab's steps deliver
+// it. False if the leg was lost: the link cut when it left or meanwhile,
+// or the fetcher stopped.
+func (f *fetcher) cross(ctx context.Context, from, to int32, bt *baton) bool {
+	net := f.b.cfg.Network
+	d := net.Delay(from, to)
+	switch {
+	case d <= 0:
+		return true
+	case bt == nil:
+		if !f.b.cfg.Clock.Paused() { // a paused lab's immediate round waits for nothing
+			sleepCtx(ctx, f.b.cfg.Clock.Real(d))
+		}
+		return true
+	}
+	var arrived bool
+	if !net.Carry(from, to, func(ok bool) { arrived = ok; bt.pass() }) {
+		return false
+	}
+	return bt.wait(f.ctx) == nil && arrived // arrived is written before pass hands control back
+}
+
+// sendDelayed sends one round while the lab is paused and the link to the
+// leader is delayed either way: the Fetch leaves now (lab time t), the
+// leader answers when it arrives (t + the delay towards it) with its state
+// then, and the answer is applied when it is back (plus the delay the
+// other way). The round runs on a goroutine of its own that waits at each
+// leg for the lab's steps (baton), so only one of them runs at a time and
+// the steps stay exact. A cut meanwhile loses the round, a crash (the
+// fetcher stops) drops it, a restart starts without it.
+func (f *fetcher) sendDelayed() {
+	bt := &baton{run: make(chan struct{}), park: make(chan struct{}), done: make(chan struct{})}
+	f.flight.Store(bt)
+	go func() {
+		defer func() {
+			f.flight.Store(nil)
+			close(bt.done)
+		}()
+		if _, err := f.round(f.ctx, 0, true, bt); err != nil {
+			f.b.logger.Debug("delayed fetch", "leader", f.leader, "err", err)
+		}
+	}()
+	bt.parked() // the Fetch is on its way (or was not sent)
+}
+
+// baton hands control back and forth between a delayed round's goroutine
+// and the lab's goroutine that delivers its legs: one of the two runs at a
+// time.
+type baton struct {
+	run  chan struct{} // the lab lets the round go on
+	park chan struct{} // the round waits for the lab again
+	done chan struct{} // closed when the round has ended
+}
+
+// wait, in the round, gives control back to the lab until it passes it on;
+// an error if ctx ends first (the fetcher stopped).
+func (bt *baton) wait(ctx context.Context) error {
+	select {
+	case bt.park <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-bt.run:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// pass, in the lab, lets the round run until it waits again or ends.
+func (bt *baton) pass() {
+	select {
+	case bt.run <- struct{}{}:
+	case <-bt.done:
+		return
+	}
+	bt.parked()
+}
+
+// parked waits until the round waits for the lab, or has ended.
+func (bt *baton) parked() {
+	select {
+	case <-bt.park:
+	case <-bt.done:
+	}
 }
 
 // latestOffset asks the leader for its LEO (ListOffsets latest, as a

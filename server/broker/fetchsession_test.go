@@ -336,7 +336,7 @@ func TestIdleFollowerFetchAllocs(t *testing.T) {
 	allocs := func(n int32) float64 {
 		_, _, _, f := followerPair(t, n)
 		round := func() {
-			if _, err := f.round(context.Background(), 0, false); err != nil {
+			if _, err := f.round(context.Background(), 0, false, nil); err != nil {
 				t.Fatal(err)
 			}
 		}

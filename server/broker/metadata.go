@@ -213,8 +213,18 @@ func (b *Broker) createReplicas(hosted []hostedPartition) {
 // the maximal ISR meanwhile. Proposals are numbered in order, so a late
 // call for an older one never takes or clears a newer one's place in
 // pendingAlter.
+//
+// Over a delayed link the answer comes later, on the lab's goroutine
+// (Controller.AlterPartition); the proposal stays in flight meanwhile.
 func (b *Broker) sendAlterPartition(r *replica, req replication.AlterPartitionRequest) {
-	resp, err := b.cfg.Controller.AlterPartition(r.tp.Topic, r.tp.Partition, b.cfg.ID, b.BrokerEpoch(), req)
+	b.cfg.Controller.AlterPartition(r.tp.Topic, r.tp.Partition, b.cfg.ID, b.BrokerEpoch(), req,
+		func(resp replication.AlterPartitionResponse, err error) { b.alterPartitionAnswered(r, req, resp, err) })
+}
+
+// alterPartitionAnswered hands the controller's answer to proposal req to
+// the rules; err: the proposal did not get there (or its answer was lost),
+// and is sent again at the next tick.
+func (b *Broker) alterPartitionAnswered(r *replica, req replication.AlterPartitionRequest, resp replication.AlterPartitionResponse, err error) {
 	if err != nil {
 		b.logger.Debug("AlterPartition not delivered", "partition", r.tp, "err", err)
 		r.mu.Lock()

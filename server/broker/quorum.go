@@ -348,19 +348,20 @@ func (r *replica) proposeQuorumISR(st quorum.Status) func() {
 	r.q.isrSent, r.q.isrSentEpoch = isr, r.applied.PartitionEpoch
 	req := replication.AlterPartitionRequest{BrokerID: me, LeaderEpoch: int32(st.Term), PartitionEpoch: r.applied.PartitionEpoch, NewISR: isr}
 	return func() {
-		resp, err := r.b.cfg.Controller.AlterPartition(r.tp.Topic, r.tp.Partition, me, r.b.BrokerEpoch(), req)
-		if err == nil {
-			err = resp.Err
-		}
-		if err != nil {
-			r.b.logger.Debug("quorum ISR not altered", "partition", r.tp, "isr", isr, "err", err)
-			r.mu.Lock()
-			r.q.isrFailed = true // proposed again at the next tick
-			r.mu.Unlock()
-			r.b.tickBy(r.b.nowMs() + r.b.cfg.TickInterval.Milliseconds())
-			return
-		}
-		r.b.refreshSoon() // the ISR reaches the replicas with the metadata
+		r.b.cfg.Controller.AlterPartition(r.tp.Topic, r.tp.Partition, me, r.b.BrokerEpoch(), req, func(resp replication.AlterPartitionResponse, err error) {
+			if err == nil {
+				err = resp.Err
+			}
+			if err != nil {
+				r.b.logger.Debug("quorum ISR not altered", "partition", r.tp, "isr", isr, "err", err)
+				r.mu.Lock()
+				r.q.isrFailed = true // proposed again at the next tick
+				r.mu.Unlock()
+				r.b.tickBy(r.b.nowMs() + r.b.cfg.TickInterval.Milliseconds())
+				return
+			}
+			r.b.refreshSoon() // the ISR reaches the replicas with the metadata
+		})
 	}
 }
 

@@ -26,8 +26,8 @@ func (d directController) Register(reg controller.Registration) (int64, error) {
 func (d directController) ReportLogs(id int32, epoch int64, logs []controller.LogInfo) error {
 	return d.c.ReportLogs(id, epoch, logs)
 }
-func (d directController) Heartbeat(id int32, epoch int64) (uint64, error) {
-	return d.c.Heartbeat(id, epoch)
+func (d directController) Heartbeat(id int32, epoch int64, answer func(uint64, error)) {
+	answer(d.c.Heartbeat(id, epoch))
 }
 func (d directController) Metadata() (controller.Metadata, error) { return d.c.Metadata(), nil }
 func (d directController) QuorumLeader(topic string, partition, brokerID int32, brokerEpoch int64, term int32) error {
@@ -41,14 +41,18 @@ func (d directController) PipelineCaughtUp(topic string, partition, brokerID int
 	return d.c.PipelineCaughtUp(topic, partition, brokerID, brokerEpoch, stamp)
 }
 
-func (d directController) AlterPartition(topic string, partition, brokerID int32, brokerEpoch int64, req replication.AlterPartitionRequest) (replication.AlterPartitionResponse, error) {
-	return d.c.AlterPartition(topic, partition, brokerID, brokerEpoch, req), nil
+func (d directController) AlterPartition(topic string, partition, brokerID int32, brokerEpoch int64, req replication.AlterPartitionRequest, answer func(replication.AlterPartitionResponse, error)) {
+	answer(d.c.AlterPartition(topic, partition, brokerID, brokerEpoch, req), nil)
 }
 
 type openNetwork struct{}
 
 func (openNetwork) Allowed(from, to int32) bool        { return true }
 func (openNetwork) Delay(from, to int32) time.Duration { return 0 }
+func (openNetwork) Carry(from, to int32, arrive func(bool)) bool {
+	go arrive(true)
+	return true
+}
 
 // pausedClock stands still: the brokers' loops idle and the test steps them.
 type pausedClock struct{ t time.Time }

@@ -262,7 +262,7 @@ func TestFollowerLongPollEndsOnTheGrid(t *testing.T) {
 	follower.mu.Lock()
 	f := follower.fetchers[leader]
 	follower.mu.Unlock()
-	if _, err := f.round(context.Background(), 500*time.Millisecond, false); err != nil {
+	if _, err := f.round(context.Background(), 500*time.Millisecond, false, nil); err != nil {
 		t.Fatal(err)
 	}
 	clk.mu.Lock()

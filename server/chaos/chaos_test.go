@@ -92,8 +92,16 @@ func summary(results map[uint64]*Result) (Counts, string) {
 // acknowledged write, and nothing else may go wrong.
 func TestStrict(t *testing.T) {
 	start := time.Now()
-	total, findings := summary(runSchedules(t, Strict, schedulesPerConfig))
-	t.Logf("%d schedules in %v: %+v", schedulesPerConfig, time.Since(start), total)
+	results := runSchedules(t, Strict, schedulesPerConfig)
+	total, findings := summary(results)
+	var delays DelayEffects
+	for _, r := range results {
+		delays.Add(r.DelayEffects)
+	}
+	t.Logf("%d schedules in %v: %+v; link delays caused %+v", schedulesPerConfig, time.Since(start), total, delays)
+	if delays.Fencings == 0 {
+		t.Errorf("link delays caused %+v: a delay must act on heartbeats (ISR shrinks by delayed fetches are rarer: TestDelayedFetchLeavesAndRejoinsISR)", delays)
+	}
 	if total.Unreadable > 0 {
 		t.Logf("%d acknowledged writes cannot be read (partition offline, or above a HW that never reached them; not counted as lost)", total.Unreadable)
 	}

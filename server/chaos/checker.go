@@ -407,16 +407,19 @@ func explainLoss(w Write, cs []Copy, elections []Election) Loss {
 func unsyncedBetween(cs []Copy, g Regression) bool {
 	// heldThen: a copy that existed when the old HW was seen.
 	heldThen := func(c Copy) bool { return c.From <= g.From.Seq && (c.To == 0 || c.To > g.From.Seq) }
+	between := func(c Copy) bool { return c.Partition == g.Partition && c.Offset >= g.To.HW && c.Offset < g.From.HW }
 	values := map[string]bool{}
 	for _, c := range cs {
-		if c.Partition == g.Partition && c.Offset >= g.To.HW && c.Offset < g.From.HW && heldThen(c) && c.To != 0 && c.To <= g.To.Seq {
+		if between(c) && heldThen(c) && c.To != 0 && c.To <= g.To.Seq {
 			values[c.Value] = true
 		}
 	}
 	// Every copy those records had then went in a power loss by the time
-	// the new HW was seen; copies written later (a retry) do not count.
+	// the new HW was seen; copies written later (a retry) do not count,
+	// nor copies of the same value at other offsets (a stale leader's
+	// append of a batch its producer then retried elsewhere).
 	for _, c := range cs {
-		if values[c.Value] && heldThen(c) && (c.To == 0 || c.To > g.To.Seq || c.Removal != RemovedByPowerLoss) {
+		if values[c.Value] && between(c) && heldThen(c) && (c.To == 0 || c.To > g.To.Seq || c.Removal != RemovedByPowerLoss) {
 			return false
 		}
 	}

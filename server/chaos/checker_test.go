@@ -117,6 +117,15 @@ func TestCheckUnsyncedLoss(t *testing.T) {
 		t.Fatalf("a later retry of the same value: %+v", c)
 	}
 	in.Copies = in.Copies[:len(in.Copies)-1]
+	// Nor is a copy of p3-1 at another offset, held all along: a stale
+	// leader (fenced behind a delayed link) appended the batch there
+	// before its producer retried it with the new leader; the records the
+	// HW fell back over were only where power was lost.
+	in.Copies = append(in.Copies, Copy{Value: "p3-1", Broker: 1, Offset: 5, From: 3, FromAction: 1, Action: -1})
+	if c := Check(in).Counts(); c.UnsyncedHWBackwards != 1 || c.HWBackwards != 0 {
+		t.Fatalf("a copy of the same value at another offset: %+v", c)
+	}
+	in.Copies = in.Copies[:len(in.Copies)-1]
 	// A copy of an earlier attempt, truncated before the acknowledgement,
 	// does not make the acknowledged record's loss a real one.
 	in.Writes[0].AckedSeq = 5

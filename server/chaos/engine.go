@@ -123,6 +123,7 @@ func Run(ctx context.Context, seed uint64, cfg Config, actions []Action, o Optio
 		res.Report = t.check(res.Writes)
 		res.Counts = res.Report.Counts()
 		res.Final = t.final
+		res.DelayEffects = r.delayEffects
 		r.progress(Progress{Phase: PhaseDone, Action: len(actions), Total: len(actions), Counts: res.Counts})
 	})
 	if err != nil {
@@ -279,6 +280,10 @@ type runner struct {
 	// messages are the links' replication messages when the schedule
 	// started.
 	messages map[controller.ReplicationProtocol]map[string]int64
+	// isr is each partition's ISR as the last ISR or election event said
+	// (by topic, then partition), and delayEffects what delays did.
+	isr          map[string]map[int32][]int32
+	delayEffects DelayEffects
 }
 
 // topicRun is one topic of a run: its producers, their writes, and what
@@ -321,7 +326,7 @@ type powerCut struct {
 
 func newRunner(ctx context.Context, c *cluster.Cluster, cfg Config, specs []topicSpec, actions []Action, progress func(Progress)) *runner {
 	r := &runner{ctx: ctx, c: c, cfg: cfg, actions: actions, progress: progress, gen: map[int32]int{},
-		clients: map[int32]*wireClient{}}
+		clients: map[int32]*wireClient{}, isr: map[string]map[int32][]int32{}}
 	for _, sp := range specs {
 		t := &topicRun{r: r, name: sp.name, protocol: sp.protocol, configs: sp.configs,
 			held: map[int32]map[int32]map[string]int64{}, open: map[copyKey]int{}, restarted: map[int32]map[int32]*powerCut{}}
@@ -873,6 +878,7 @@ func (r *runner) observe(a Action) error {
 		r.seq = evs[n-1].Seq
 	}
 	r.evs = evs
+	r.countDelayEffects()
 	for _, t := range r.playing() {
 		for _, e := range evs {
 			if e.Kind == events.KindElection && e.Topic == t.name && e.Leader != nil {
@@ -888,6 +894,41 @@ func (r *runner) observe(a Action) error {
 		t.sampleLeaders()
 	}
 	return nil
+}
+
+// countDelayEffects counts, in the events of the last action, the ISR
+// shrinks and session fencings a delayed link explains: a leader's
+// proposal without a follower that still has a message on its way
+// between them (its fetch, on an isr topic), and a running broker fenced
+// for its session while its link with the controller is delayed and not
+// cut (its heartbeats came late). Both are counted once the action is
+// done, so a fetch that arrived within the same step is missed.
+func (r *runner) countDelayEffects() {
+	net := r.c.Network()
+	for _, e := range r.evs {
+		switch {
+		case e.Kind == events.KindBroker && e.MessageKey == "event.broker.fenced.timeout":
+			id := e.Broker
+			if (net.Delay(id, cluster.ControllerNode) > 0 || net.Delay(cluster.ControllerNode, id) > 0) &&
+				net.Allowed(id, cluster.ControllerNode) && net.Allowed(cluster.ControllerNode, id) && r.c.Broker(id) != nil {
+				r.delayEffects.Fencings++
+			}
+		case e.Kind == events.KindISR || e.Kind == events.KindElection:
+			if r.isr[e.Topic] == nil {
+				r.isr[e.Topic] = map[int32][]int32{}
+			}
+			prev := r.isr[e.Topic][e.Partition]
+			r.isr[e.Topic][e.Partition] = slices.Clone(e.ISR)
+			if e.Kind != events.KindISR || e.MessageKey != "event.isr.alter" {
+				continue // not a leader's proposal
+			}
+			for _, id := range prev {
+				if !slices.Contains(e.ISR, id) && r.c.InFlightBetween(id, e.Broker) {
+					r.delayEffects.ISRShrinks++
+				}
+			}
+		}
+	}
 }
 
 // collect takes the answers of the waiting produces whose fate this action
@@ -1137,7 +1178,9 @@ func (r *runner) settle() error {
 		if s := r.state(); s == last {
 			// Raft elects only after its election timeout: a quorum
 			// partition without a leader is not settled, however still.
-			if same++; same >= 2 && r.leadersKnown(r.electing()) && r.isrsFull() {
+			// Settled: nothing changes, and nothing is left on a delayed
+			// link's way that could change it.
+			if same++; same >= 2 && r.leadersKnown(r.electing()) && r.isrsFull() && r.c.MessagesInFlight() == 0 {
 				return nil
 			}
 		} else {

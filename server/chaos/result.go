@@ -24,6 +24,25 @@ type Result struct {
 	Report       Report     `json:"report"`
 	// Final is what was read back at the end.
 	Final Final `json:"final"`
+	// DelayEffects counts what link delays did in the run.
+	DelayEffects DelayEffects `json:"delay_effects"`
+}
+
+// DelayEffects counts the faults link delays caused in a run
+// (runner.countDelayEffects): ISR shrinks a leader proposed of a follower
+// with a message still on its way between them, and session fencings of a
+// running broker whose link with the controller was delayed and not cut.
+// (On isr topics delays caused neither before stepped fetches and
+// controller calls waited for them.)
+type DelayEffects struct {
+	ISRShrinks int `json:"isr_shrinks"`
+	Fencings   int `json:"fencings"`
+}
+
+// Add adds o's counts to e.
+func (e *DelayEffects) Add(o DelayEffects) {
+	e.ISRShrinks += o.ISRShrinks
+	e.Fencings += o.Fencings
 }
 
 // Export returns the run as indented JSON.

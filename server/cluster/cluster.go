@@ -224,8 +224,9 @@ func (c *Cluster) startBroker(id int32, addr string) (*broker.Broker, error) {
 	cfg.ID = id
 	cfg.LogDir = broker.LogDirPath(c.opts.DataDir, id)
 	cfg.ListenAddr = addr
-	cfg.Controller = controllerLink{c: c, id: id}
-	cfg.Network = fetchLink{net: c.network, counts: &c.links, id: id}
+	calls := &linkCalls{}
+	cfg.Controller = controllerLink{c: c, id: id, calls: calls}
+	cfg.Network = fetchLink{c: c, net: c.network, counts: &c.links, id: id}
 	cfg.Raft = raftLink{c}
 	cfg.Pipeline = pipelineLink{c}
 	cfg.Clock = c.clock
@@ -252,6 +253,7 @@ func (c *Cluster) startBroker(id int32, addr string) (*broker.Broker, error) {
 	if err != nil {
 		return nil, err
 	}
+	calls.started(b)
 	c.mu.Lock()
 	c.brokers[id] = b
 	c.stopped[id] = make(chan struct{})
@@ -486,10 +488,74 @@ func readWindow(l *storage.Log, end int64) []events.Record {
 
 // controllerLink is a broker's link to the controller: a call fails if the
 // request cannot cross the network, and its answer is lost (after the
-// controller acted) if the way back is cut.
+// controller acted) if the way back is cut. Heartbeats and AlterPartition
+// also wait for the link's delays (callOver).
 type controllerLink struct {
-	c  *Cluster
-	id int32
+	c     *Cluster
+	id    int32
+	calls *linkCalls
+}
+
+// linkCalls is what one incarnation of a broker has on its way to the
+// controller over a delayed link.
+type linkCalls struct {
+	mu sync.Mutex
+	b  *broker.Broker // the incarnation, once started
+	// heartbeat: one is on its way; the broker sends the next once it is
+	// answered or lost, as Kafka's broker lifecycle manager does.
+	heartbeat bool
+}
+
+func (lc *linkCalls) started(b *broker.Broker) {
+	lc.mu.Lock()
+	lc.b = b
+	lc.mu.Unlock()
+}
+
+// running reports whether the incarnation that made the calls still runs
+// (not crashed, not restarted since).
+func (l controllerLink) running() bool {
+	l.calls.mu.Lock()
+	b := l.calls.b
+	l.calls.mu.Unlock()
+	return b == nil || l.c.Broker(l.id) == b
+}
+
+// delayed reports whether the link to the controller is delayed either way.
+func (l controllerLink) delayed() bool {
+	return l.c.network.Delay(l.id, ControllerNode) > 0 || l.c.network.Delay(ControllerNode, l.id) > 0
+}
+
+// errHeartbeatInFlight answers a heartbeat not sent because the last one
+// is still on its way.
+var errHeartbeatInFlight = fmt.Errorf("%w: the last heartbeat is still on its way", kerr.RequestTimedOut)
+
+// callOver makes one call of a broker to the controller over the link,
+// as roundTrip, but waiting for the link's delays in lab time (the delay
+// line): the controller acts when the request arrives, and answer gets
+// its answer once back. A leg whose link was cut when it left or while
+// on its way is lost, and so is the call of a broker that stopped
+// meanwhile (errControllerUnreachable). Without a delay it is roundTrip,
+// answered before callOver returns.
+func callOver[T any](l controllerLink, call func() (T, error), answer func(T, error)) {
+	if !l.delayed() {
+		answer(roundTrip(l, call))
+		return
+	}
+	var none T
+	l.c.carry(l.id, ControllerNode, func(ok bool) {
+		if !ok || !l.running() {
+			answer(none, errControllerUnreachable)
+			return
+		}
+		v, err := call()
+		l.c.carry(ControllerNode, l.id, func(ok bool) {
+			if !ok || !l.running() {
+				v, err = none, errControllerUnreachable
+			}
+			answer(v, err)
+		})
+	})
 }
 
 // errControllerUnreachable is what a broker sees when its link to the
@@ -538,9 +604,26 @@ func (l controllerLink) message(kind events.Kind, up, lost bool, fill func(*even
 	l.c.publishMessage(kind, l.id, w, fill)
 }
 
-func (l controllerLink) Heartbeat(id int32, epoch int64) (uint64, error) {
+func (l controllerLink) Heartbeat(id int32, epoch int64, answer func(uint64, error)) {
+	if l.delayed() {
+		l.calls.mu.Lock()
+		busy := l.calls.heartbeat
+		l.calls.heartbeat = true
+		l.calls.mu.Unlock()
+		if busy {
+			answer(0, errHeartbeatInFlight)
+			return
+		}
+		sent := answer
+		answer = func(v uint64, err error) {
+			l.calls.mu.Lock()
+			l.calls.heartbeat = false
+			l.calls.mu.Unlock()
+			sent(v, err)
+		}
+	}
 	l.message(events.KindHeartbeat, true, !l.there(), nil)
-	return roundTrip(l, func() (uint64, error) { return l.c.controller.Heartbeat(id, epoch) })
+	callOver(l, func() (uint64, error) { return l.c.controller.Heartbeat(id, epoch) }, answer)
 }
 
 func (l controllerLink) Metadata() (controller.Metadata, error) {
@@ -569,11 +652,11 @@ func (l controllerLink) PipelineCaughtUp(topic string, partition, brokerID int32
 	return err
 }
 
-func (l controllerLink) AlterPartition(topic string, partition, brokerID int32, brokerEpoch int64, req replication.AlterPartitionRequest) (replication.AlterPartitionResponse, error) {
+func (l controllerLink) AlterPartition(topic string, partition, brokerID int32, brokerEpoch int64, req replication.AlterPartitionRequest, answer func(replication.AlterPartitionResponse, error)) {
 	l.message(events.KindAlterPartition, true, !l.there(), func(e *events.Event) {
 		e.Topic, e.Partition, e.ISR = topic, partition, append([]int32(nil), req.NewISR...)
 	})
-	return roundTrip(l, func() (replication.AlterPartitionResponse, error) {
+	callOver(l, func() (replication.AlterPartitionResponse, error) {
 		return l.c.controller.AlterPartition(topic, partition, brokerID, brokerEpoch, req), nil
-	})
+	}, answer)
 }

@@ -34,11 +34,13 @@ type delayLine struct {
 
 type delayed struct {
 	due     time.Time
+	link    Link
 	deliver func()
 }
 
-// add delivers with deliver once d of lab time has passed from now.
-func (l *delayLine) add(d time.Duration, deliver func()) {
+// add delivers with deliver once d of lab time has passed from now; link
+// is the one the message crosses.
+func (l *delayLine) add(d time.Duration, link Link, deliver func()) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	from := l.clock.Now()
@@ -49,7 +51,7 @@ func (l *delayLine) add(d time.Duration, deliver func()) {
 	i := sort.Search(len(l.pending), func(i int) bool { return l.pending[i].due.After(due) })
 	l.pending = append(l.pending, delayed{})
 	copy(l.pending[i+1:], l.pending[i:])
-	l.pending[i] = delayed{due, deliver}
+	l.pending[i] = delayed{due, link, deliver}
 	l.armLocked()
 }
 
@@ -96,6 +98,32 @@ func (l *delayLine) armLocked() {
 	}
 	wait := l.clock.Real(l.pending[0].due.Sub(l.clock.Now()))
 	l.timer = time.AfterFunc(max(wait, 0), func() { l.deliverDue(l.clock.Now()) })
+}
+
+// resume arms the timer for what waits (the clock was resumed).
+func (l *delayLine) resume() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.armLocked()
+}
+
+// inFlight counts the messages on their way.
+func (l *delayLine) inFlight() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.pending)
+}
+
+// between reports whether a message is on its way between a and b.
+func (l *delayLine) between(a, b int32) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, m := range l.pending {
+		if m.link == (Link{a, b}) || m.link == (Link{b, a}) {
+			return true
+		}
+	}
+	return false
 }
 
 // stop drops every message in flight (the lab is closing).

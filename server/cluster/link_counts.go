@@ -75,6 +75,7 @@ func (lc *linkCounts) countRaft(msg []byte) {
 // sends other messages between brokers counts them where it sends them,
 // as raftLink does, not by asking Allowed.
 type fetchLink struct {
+	c      *Cluster
 	net    *Network
 	counts *linkCounts
 	id     int32
@@ -93,3 +94,9 @@ func (l fetchLink) Allowed(from, to int32) bool {
 
 // Delay is the network's.
 func (l fetchLink) Delay(from, to int32) time.Duration { return l.net.Delay(from, to) }
+
+// Carry puts one leg of a stepped fetch on the delay line
+// (Cluster.sendDelayed).
+func (l fetchLink) Carry(from, to int32, arrive func(ok bool)) bool {
+	return l.c.sendDelayed(from, to, arrive)
+}

@@ -23,11 +23,46 @@ type Network struct {
 	mu     sync.Mutex
 	cut    map[Link]bool
 	delays map[Link]time.Duration
+	// cuts counts each link's cuts (Heal keeps them): a message in flight
+	// on a delayed link is lost if its link was cut since it left, even if
+	// healed again before it arrives (departure, arrives).
+	cuts map[Link]uint64
 }
 
 // NewNetwork returns a network with every link up.
 func NewNetwork() *Network {
-	return &Network{cut: map[Link]bool{}, delays: map[Link]time.Duration{}}
+	return &Network{cut: map[Link]bool{}, delays: map[Link]time.Duration{}, cuts: map[Link]uint64{}}
+}
+
+// departure is a message leaving over a link: the link and how many times
+// it had been cut then.
+type departure struct {
+	link Link
+	cuts uint64
+}
+
+// depart records a message leaving from→to now; false if the link is cut
+// (the message is lost at once).
+func (n *Network) depart(from, to int32) (departure, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	l := Link{from, to}
+	return departure{l, n.cuts[l]}, !n.cut[l]
+}
+
+// arrives reports whether a message that left at d reaches the other end
+// now: its link is up and was not cut meanwhile.
+func (n *Network) arrives(d departure) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return !n.cut[d.link] && n.cuts[d.link] == d.cuts
+}
+
+// delayed reports whether any link has a delay.
+func (n *Network) delayed() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return len(n.delays) > 0
 }
 
 // Allowed reports whether traffic from one node reaches another.
@@ -49,8 +84,10 @@ func (n *Network) Cut(from, to int32, oneWay bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.cut[Link{from, to}] = true
+	n.cuts[Link{from, to}]++
 	if !oneWay {
 		n.cut[Link{to, from}] = true
+		n.cuts[Link{to, from}]++
 	}
 }
 
@@ -78,6 +115,38 @@ func (c *Cluster) DelayLink(from, to int32, d time.Duration, oneWay bool) error 
 	}
 	return nil
 }
+
+// carry sends a message from→to over the lab's links: arrive runs when it
+// reaches the other end, the link's delay of lab time later (the delay
+// line), with ok false if the link was cut when it left or since (it is
+// lost); on a link without a delay at once, in the caller.
+func (c *Cluster) carry(from, to int32, arrive func(ok bool)) {
+	if c.network.Delay(from, to) <= 0 || !c.sendDelayed(from, to, arrive) {
+		arrive(c.network.Allowed(from, to))
+	}
+}
+
+// sendDelayed puts a message from→to on the delay line for the link's
+// delay (none: the next delivery): arrive runs when it arrives, with ok
+// false if the link was cut meanwhile. False, and arrive never runs, if
+// the link is cut now.
+func (c *Cluster) sendDelayed(from, to int32, arrive func(ok bool)) bool {
+	dep, ok := c.network.depart(from, to)
+	if !ok {
+		return false
+	}
+	c.linkDelays.add(c.network.Delay(from, to), dep.link, func() { arrive(c.network.arrives(dep)) })
+	return true
+}
+
+// MessagesInFlight counts the messages on their way over delayed links
+// (Raft, pipeline, stepped fetches, controller calls): a paused lab's
+// steps deliver them.
+func (c *Cluster) MessagesInFlight() int { return c.linkDelays.inFlight() }
+
+// InFlightBetween reports whether anything is on its way over a delayed
+// link between nodes a and b, either way.
+func (c *Cluster) InFlightBetween(a, b int32) bool { return c.linkDelays.between(a, b) }
 
 // Heal restores every link and removes every delay.
 func (n *Network) Heal() {

@@ -465,33 +465,78 @@ func (c *Cluster) Pause() {
 // Resume lets the lab clock run again.
 func (c *Cluster) Resume() {
 	if c.clock.Resume() {
+		c.linkDelays.resume() // what a paused lab's steps left on its way arrives on time
 		publisher{c}.Publish(events.Event{Kind: events.KindClock, Broker: events.NoBroker, Clock: &events.ClockChange{Action: events.ClockResume}})
 	}
 }
 
 // Step moves the paused clock by d and runs what that time brings (runTime).
+//
+// While a link is delayed, or something is on its way over one, the clock
+// moves one grain (stepToEventGrain) at a time, so what arrives in a grain
+// (a fetch, a heartbeat, an AlterPartition, a Raft or pipeline message) is
+// handled at the grain's time, and the brokers heartbeat and the
+// controller fences as a running lab's timers would (liveGrain): with a
+// heartbeat on its way for a while, heartbeats at the step's end alone
+// would leave a whole step without one, and a session that expired within
+// the step would be renewed by the late heartbeat arriving before the
+// controller looked. Otherwise the clock moves all at once, as before
+// delays acted on fetches and controller calls, so such steps replay
+// unchanged.
 func (c *Cluster) Step(d time.Duration) error {
 	start := c.clock.Now()
-	if !c.clock.Step(d) {
+	fine := c.network.delayed() || c.linkDelays.inFlight() > 0
+	moved := d
+	if fine {
+		moved = min(stepToEventGrain, d)
+	}
+	if !c.clock.Step(moved) {
 		return fmt.Errorf("%w: step needs a paused clock and a positive duration", kerr.InvalidRequest)
 	}
 	publisher{c}.Publish(events.Event{Kind: events.KindClock, Broker: events.NoBroker, Clock: &events.ClockChange{Action: events.ClockStep, StepMs: d.Milliseconds()}})
 	// Raft counts its timeouts in ticks: give every broker in turn the
 	// ticks the step skips, one grain at a time (runTime gives the last).
 	// What a grain's ticks send on a delayed link leaves at the grain's
-	// time: the clock already reads the step's end.
+	// time, even when the clock already reads the step's end.
 	for t := stepToEventGrain; t < d; t += stepToEventGrain {
 		at := start.Add(t)
+		if fine && t > moved && c.clock.Step(t-moved) {
+			moved = t
+		}
 		c.linkDelays.deliverDue(at) // messages on delayed links arrive
+		if fine {
+			c.liveGrain(t, at)
+		}
 		c.linkDelays.sendingAt(at, func() {
 			for _, b := range c.liveBrokers() {
 				b.TickRaft(at)
 			}
 		})
 	}
+	if moved < d {
+		c.clock.Step(d - moved)
+	}
 	c.linkDelays.deliverDue(c.clock.Now())
 	c.runTime()
 	return nil
+}
+
+// liveGrain runs at a grain of a step, t into it (lab time at), what a
+// running lab's timers would: each broker heartbeats every heartbeat
+// interval of the step (none while one is on its way; runTime sends one
+// at every step's end), and the controller fences the brokers whose
+// session expired. The interval counts from the step's start, not on the
+// running lab's grid of lab time: a lab's clock starts at the real time
+// it opened, and a replay must not depend on it.
+func (c *Cluster) liveGrain(t time.Duration, at time.Time) {
+	for _, b := range c.liveBrokers() {
+		if hb := b.HeartbeatInterval(); t%hb < stepToEventGrain {
+			b.Heartbeat()
+		}
+	}
+	if expiry, ok := c.controller.NextSessionExpiry(); ok && !expiry.After(at) {
+		c.controller.Tick()
+	}
 }
 
 // runTime runs what a step of the clock brings, in order: running brokers

@@ -38,7 +38,7 @@ func (l pipelineLink) SendPipeline(from, to int32, tp storage.TopicPartition, ms
 	w.Lost = err != nil
 	l.c.publishMessage(kind, from, w, func(e *events.Event) { e.Topic, e.Partition = tp.Topic, tp.Partition })
 	if d := l.c.network.Delay(from, to); d > 0 && err == nil {
-		l.c.linkDelays.add(d, func() {
+		l.c.linkDelays.add(d, Link{from, to}, func() {
 			if err := l.deliver(from, to, tp, msg); err != nil {
 				if b := l.c.Broker(from); b != nil {
 					b.PipelineUndelivered(tp, msg, err)

@@ -26,7 +26,7 @@ var (
 func (l raftLink) SendRaft(from, to int32, tp storage.TopicPartition, msg []byte) error {
 	l.c.links.countRaft(msg) // sent, whether or not it arrives
 	if d := l.c.network.Delay(from, to); d > 0 && l.c.network.Allowed(from, to) {
-		l.c.linkDelays.add(d, func() { l.deliver(from, to, tp, msg) })
+		l.c.linkDelays.add(d, Link{from, to}, func() { l.deliver(from, to, tp, msg) })
 		return nil
 	}
 	return l.deliver(from, to, tp, msg)
