@@ -270,6 +270,10 @@ func TestEmbeddedStatic(t *testing.T) {
 		if gz == 0 {
 			t.Error("panel.wasm is not served compressed")
 		}
+		// Issue 11's budget: what a learner downloads before the live panel.
+		if budget := 800 << 10; gz > budget {
+			t.Errorf("panel.wasm is %d bytes gzip, over its %d-byte budget (800 KiB)", gz, budget)
+		}
 	} else {
 		t.Log("panel.wasm not built; pages work without the live panel")
 	}
