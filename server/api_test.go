@@ -305,6 +305,8 @@ func TestAPIProduceAndConsume(t *testing.T) {
 
 	// Without a partition the key picks one, as Kafka's default partitioner does.
 	a.ok(200, "POST", "/api/v1/topics/demo/records", `{"acks":"0","records":[{"key":"user-42","value":"x"}]}`, &res)
+	// acks as a number, as a producer's config takes it.
+	a.ok(200, "POST", "/api/v1/topics/demo/records", `{"acks":0,"records":[{"key":"user-42","value":"y"}]}`, nil)
 	if want := cluster.PartitionForKey([]byte("user-42"), 3); res.Partition != want {
 		t.Fatalf("keyed produce went to %d, want %d", res.Partition, want)
 	}
@@ -352,10 +354,11 @@ func TestAPIProduceAndConsumeBadInputs(t *testing.T) {
 		{"trailing data", "/api/v1/topics/demo/records", `{"acks":"1","records":[{"value":"x"}]}x`, 400, "INVALID_REQUEST", nil},
 		{"unknown field", "/api/v1/topics/demo/records", `{"ack":"1","records":[{"value":"x"}]}`, 400, "INVALID_REQUEST", nil},
 		{"acks 2", "/api/v1/topics/demo/records", `{"acks":"2","records":[{"value":"x"}]}`, 400, "INVALID_REQUIRED_ACKS", nil},
-		{"acks -1", "/api/v1/topics/demo/records", `{"acks":"-1","records":[{"value":"x"}]}`, 400, "INVALID_REQUIRED_ACKS", nil},
+		{"acks -2", "/api/v1/topics/demo/records", `{"acks":-2,"records":[{"value":"x"}]}`, 400, "INVALID_REQUIRED_ACKS", nil},
+		{"acks true", "/api/v1/topics/demo/records", `{"acks":true,"records":[{"value":"x"}]}`, 400, "INVALID_REQUIRED_ACKS", nil},
 		{"acks ALL", "/api/v1/topics/demo/records", `{"acks":"ALL","records":[{"value":"x"}]}`, 400, "INVALID_REQUIRED_ACKS", nil},
 		{"acks missing", "/api/v1/topics/demo/records", `{"records":[{"value":"x"}]}`, 400, "INVALID_REQUIRED_ACKS", nil},
-		{"acks a number", "/api/v1/topics/demo/records", `{"acks":1,"records":[{"value":"x"}]}`, 400, "INVALID_REQUEST", nil},
+		{"acks 1.5", "/api/v1/topics/demo/records", `{"acks":1.5,"records":[{"value":"x"}]}`, 400, "INVALID_REQUIRED_ACKS", nil},
 		{"no records", "/api/v1/topics/demo/records", `{"acks":"1","records":[]}`, 400, "INVALID_REQUEST", nil},
 		{"records missing", "/api/v1/topics/demo/records", `{"acks":"1"}`, 400, "INVALID_REQUEST", nil},
 		{"record not an object", "/api/v1/topics/demo/records", `{"acks":"1","records":["x"]}`, 400, "INVALID_REQUEST", nil},

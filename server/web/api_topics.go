@@ -258,13 +258,38 @@ func (s *Server) alterConfigs(c echo.Context) error {
 // ProduceRequest is the body of POST /api/v1/topics/{topic}/records.
 // Partition is optional: without it the first record's key picks one
 // (murmur2, as Kafka's default partitioner), or partition 0 without a key.
-// Acks is "0", "1" or "all". TimeoutMs bounds the wait for acks (default
-// 10000, at most 60000).
+// Acks is "0", "1" or "all" (also "-1", and 0, 1 or -1 as numbers, as a
+// producer's acks config takes them). TimeoutMs bounds the wait for acks
+// (default 10000, at most 60000).
 type ProduceRequest struct {
 	Partition *int32          `json:"partition"`
-	Acks      events.Acks     `json:"acks"`
+	Acks      ProduceAcks     `json:"acks"`
 	Records   []ProduceRecord `json:"records"`
 	TimeoutMs *int64          `json:"timeout_ms"`
+}
+
+// ProduceAcks is a produce request's acks as a string or a number; -1 is
+// "all". Anything else is kept as written, for the error to quote.
+type ProduceAcks events.Acks
+
+// UnmarshalJSON takes "0", "1", "all", "-1", 0, 1 and -1.
+func (a *ProduceAcks) UnmarshalJSON(b []byte) error {
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	switch v := v.(type) {
+	case string:
+		*a = ProduceAcks(v)
+	case float64:
+		*a = ProduceAcks(strconv.FormatFloat(v, 'f', -1, 64))
+	default:
+		*a = ProduceAcks(b)
+	}
+	if *a == "-1" {
+		*a = ProduceAcks(events.AcksAll)
+	}
+	return nil
 }
 
 // ProduceRecord is one record to produce; key and value are text. A null
@@ -309,7 +334,7 @@ func (s *Server) produce(c echo.Context) error {
 		}
 	}
 	var acks int16
-	switch req.Acks {
+	switch events.Acks(req.Acks) {
 	case events.AcksNone:
 		acks = 0
 	case events.AcksLeader:
@@ -317,7 +342,7 @@ func (s *Server) produce(c echo.Context) error {
 	case events.AcksAll:
 		acks = -1
 	default:
-		return KafkaError(http.StatusBadRequest, kerr.InvalidRequiredAcks, `acks must be "0", "1" or "all", got `+strconv.Quote(truncate(string(req.Acks), 20)))
+		return KafkaError(http.StatusBadRequest, kerr.InvalidRequiredAcks, `acks must be "0", "1" or "all" (or -1), got `+strconv.Quote(truncate(string(req.Acks), 20)))
 	}
 	switch n := len(req.Records); {
 	case n == 0:

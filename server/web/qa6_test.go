@@ -302,3 +302,19 @@ func TestOverviewListsEventsBehindMessages(t *testing.T) {
 		}
 	}
 }
+
+// TestProduceAcksForms: acks is taken as a producer's acks config takes it,
+// as a string or a number; -1 is all; anything else is kept for the error.
+func TestProduceAcksForms(t *testing.T) {
+	for in, want := range map[string]events.Acks{
+		`"0"`: events.AcksNone, `0`: events.AcksNone,
+		`"1"`: events.AcksLeader, `1`: events.AcksLeader,
+		`"all"`: events.AcksAll, `"-1"`: events.AcksAll, `-1`: events.AcksAll,
+		`2`: "2", `1.5`: "1.5", `true`: "true", `"ALL"`: "ALL",
+	} {
+		var r ProduceRequest
+		if err := json.Unmarshal([]byte(`{"acks":`+in+`}`), &r); err != nil || events.Acks(r.Acks) != want {
+			t.Errorf("acks %s: %q, %v; want %q", in, r.Acks, err, want)
+		}
+	}
+}
