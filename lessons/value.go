@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"tidemark/server/kafkaerr"
 )
 
 // valueKind is what a query's value is.
@@ -74,10 +76,7 @@ func errCode(err error) string {
 	}
 	var ke *kerr.Error
 	if errors.As(err, &ke) {
-		if ke.Code == kerr.NotLeaderForPartition.Code {
-			return "NOT_LEADER_OR_FOLLOWER" // code 6's name since Kafka 2.6 (franz-go keeps the old one)
-		}
-		return ke.Message
+		return kafkaerr.Name(ke)
 	}
 	return err.Error()
 }

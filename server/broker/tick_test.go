@@ -46,14 +46,7 @@ func TestTickScheduledByDeadlines(t *testing.T) {
 	clk := &steppedClock{t: t0}
 	ctl := openTestController(t, dir, clk)
 	brokers := map[int32]*Broker{1: startTestBroker(t, dir, ctl, 1, clk, nil), 2: startTestBroker(t, dir, ctl, 2, clk, nil)}
-	tc, err := ctl.CreateTopic("t", 1, 2, map[string]string{"replica.lag.time.max.ms": "500", "flush.ms": "1700"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, b := range brokers {
-		b.RefreshMetadata()
-	}
-	leader, follower := brokers[tc.Partitions[0].Leader], brokers[3-tc.Partitions[0].Leader]
+	_, leader, follower := leaderAndFollower(t, ctl, brokers, map[string]string{"replica.lag.time.max.ms": "500", "flush.ms": "1700"})
 	if err := follower.FetchRound(context.Background()); err != nil { // caught up at t0
 		t.Fatal(err)
 	}
@@ -247,15 +240,8 @@ func TestFollowerLongPollEndsOnTheGrid(t *testing.T) {
 	// Heartbeats every 2 s, so their loop asks for 1870 ms, not 370.
 	slow := func(c *Config) { c.HeartbeatInterval = 2 * time.Second }
 	brokers := map[int32]*Broker{1: startTestBroker(t, dir, ctl, 1, clk, slow), 2: startTestBroker(t, dir, ctl, 2, clk, slow)}
-	tc, err := ctl.CreateTopic("t", 1, 2, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, b := range brokers {
-		b.RefreshMetadata()
-	}
-	leader := tc.Partitions[0].Leader
-	follower := brokers[3-leader]
+	_, leaderB, follower := leaderAndFollower(t, ctl, brokers, nil)
+	leader := leaderB.cfg.ID
 	if err := follower.FetchRound(context.Background()); err != nil { // caught up: the next fetch finds nothing
 		t.Fatal(err)
 	}

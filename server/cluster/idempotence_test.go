@@ -2,10 +2,8 @@ package cluster
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -163,12 +161,7 @@ func TestIdempotentProduceSurvivesLeaderCrash(t *testing.T) {
 
 // idempotentBatch is a one-record batch from producer pid at epoch and seq.
 func idempotentBatch(pid int64, epoch int16, seq int32, value string) []byte {
-	b := storage.NewBatch([]storage.Record{{Value: []byte(value), Timestamp: 1}})
-	binary.BigEndian.PutUint64(b[43:], uint64(pid))
-	binary.BigEndian.PutUint16(b[51:], uint16(epoch))
-	binary.BigEndian.PutUint32(b[53:], uint32(seq))
-	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
-	return b
+	return storage.NewIdempotentBatch([]storage.Record{{Value: []byte(value), Timestamp: 1}}, pid, epoch, seq)
 }
 
 // TestIdempotentRetries sends idempotent batches by hand: an exact retry
