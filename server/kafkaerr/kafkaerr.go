@@ -27,7 +27,8 @@ var All = func() []*kerr.Error {
 
 // Detail cuts every "CODE: description" of a Kafka error out of msg, and
 // a bare "CODE: " it starts with (as storage's range errors do); what is
-// left is the detail, "" if there is none.
+// left is the detail, "" if there is none. The lines of joined errors
+// become one line, separated by "; ".
 func Detail(msg string) string {
 	for i := 0; ; i++ {
 		before := msg
@@ -41,7 +42,16 @@ func Detail(msg string) string {
 			msg = strings.TrimPrefix(msg, ke.Message+": ")
 		}
 		if msg == before || i == 3 {
-			return strings.Trim(strings.TrimSpace(msg), ": ")
+			// Joined errors (errors.Join) are one line each: a person
+			// reads them as one sentence.
+			lines := strings.Split(msg, "\n")
+			out := lines[:0]
+			for _, l := range lines {
+				if l = strings.Trim(strings.TrimSpace(l), ": "); l != "" {
+					out = append(out, l)
+				}
+			}
+			return strings.Join(out, "; ")
 		}
 	}
 }

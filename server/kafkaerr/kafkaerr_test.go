@@ -1,6 +1,7 @@
 package kafkaerr
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 
@@ -19,6 +20,8 @@ func TestDetail(t *testing.T) {
 		{fmt.Errorf("OFFSET_OUT_OF_RANGE: offset 99 is outside [0, 1)"), "offset 99 is outside [0, 1)"},
 		{kerr.NotController, ""},
 		{fmt.Errorf("no such run"), "no such run"},
+		{errors.Join(fmt.Errorf("fetch from broker 1: 1 partition(s) answered with an error: %w", kerr.NotLeaderForPartition), fmt.Errorf("fetch from broker 2: %w", kerr.UnknownTopicOrPartition)),
+			"fetch from broker 1: 1 partition(s) answered with an error; fetch from broker 2"},
 	} {
 		if got := Detail(c.err.Error()); got != c.want {
 			t.Errorf("Detail(%q) = %q, want %q", c.err, got, c.want)
