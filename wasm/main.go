@@ -42,7 +42,7 @@ type app struct {
 	state     *panel.State
 	rendered  uint64 // live Seq at the last render (what is "new")
 	scheduled bool
-	frameAt   float64  // the last render's frame time (requestAnimationFrame's, ms)
+	frameAt   float64  // when the last render's frame began (ms)
 	paused    bool     // the event list is frozen (state keeps updating)
 	backoffMs int      // before the next reconnection
 	reduce    js.Value // matchMedia("(prefers-reduced-motion: reduce)")
@@ -466,13 +466,12 @@ func (a *app) handle(data string) {
 	}
 }
 
-// frameGapMs is the least time between the frames of two renders: a 60 Hz
-// frame and a bit, so the frame right after a render is skipped and a
-// panel that keeps up renders 30 times a second, while a late frame (the
-// renderer waiting for a core) is never skipped. Under a stream of records
-// a render in every frame cost Chromium a core for changes nobody reads 60
-// times a second; messages in flight move at the same rate (static/panel.js).
-const frameGapMs = 1000.0/60 + 4
+// frameGapMs is the least time between two renders: every other frame of a
+// 60 Hz screen (30 a second, less half a frame's slack). Under a stream of
+// records a render in every frame cost Chromium a core for changes nobody
+// reads 60 times a second; messages in flight move at the same rate
+// (static/panel.js, flGap).
+const frameGapMs = 1000.0/30 - 8
 
 // schedule renders on the next animation frame at least frameGapMs after
 // the last render's, once however many messages arrive before it. The
@@ -483,17 +482,16 @@ func (a *app) schedule() {
 	}
 	a.scheduled = true
 	var frame js.Func
-	frame = js.FuncOf(func(_ js.Value, args []js.Value) any {
-		// The frame's time (vsync-aligned), not when the callback runs.
-		at := args[0].Float()
-		if at-a.frameAt < frameGapMs {
+	frame = js.FuncOf(func(js.Value, []js.Value) any {
+		now := a.now()
+		if now-a.frameAt < frameGapMs {
 			// Too soon: the next frame (an empty frame costs Chromium
 			// little; a timer before it cost a frame's wait under load).
 			js.Global().Call("requestAnimationFrame", frame)
 			return nil
 		}
 		frame.Release()
-		a.frameAt = at
+		a.frameAt = now
 		a.drain()
 		a.scheduled = false
 		a.render()
