@@ -42,7 +42,6 @@ type app struct {
 	state     *panel.State
 	rendered  uint64 // live Seq at the last render (what is "new")
 	scheduled bool
-	frameAt   float64  // when the last render's frame began (ms)
 	paused    bool     // the event list is frozen (state keeps updating)
 	backoffMs int      // before the next reconnection
 	reduce    js.Value // matchMedia("(prefers-reduced-motion: reduce)")
@@ -466,16 +465,9 @@ func (a *app) handle(data string) {
 	}
 }
 
-// frameGapMs is the least time between two renders: every other frame of a
-// 60 Hz screen (30 a second, less half a frame's slack). Under a stream of
-// records a render in every frame cost Chromium a core for changes nobody
-// reads 60 times a second; messages in flight move at the same rate
-// (static/panel.js, flGap).
-const frameGapMs = 1000.0/30 - 8
-
-// schedule renders on the next animation frame at least frameGapMs after
-// the last render's, once however many messages arrive before it. The
-// frame first handles the queued messages, then listens for the next one.
+// schedule renders on the next animation frame, once however many messages
+// arrive before it. The frame first handles the queued messages, then
+// listens for the next one.
 func (a *app) schedule() {
 	if a.scheduled {
 		return
@@ -483,15 +475,7 @@ func (a *app) schedule() {
 	a.scheduled = true
 	var frame js.Func
 	frame = js.FuncOf(func(js.Value, []js.Value) any {
-		now := a.now()
-		if now-a.frameAt < frameGapMs {
-			// Too soon: the next frame (an empty frame costs Chromium
-			// little; a timer before it cost a frame's wait under load).
-			js.Global().Call("requestAnimationFrame", frame)
-			return nil
-		}
 		frame.Release()
-		a.frameAt = now
 		a.drain()
 		a.scheduled = false
 		a.render()
