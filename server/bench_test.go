@@ -86,6 +86,7 @@ func BenchmarkPanelLatency(b *testing.B) {
 	// server's websocket writer (its linger included), which splits
 	// publish→render into the server's share and the browser's.
 	wsAt := map[uint64]time.Time{}
+	var wsMsgs int // messages /ws sent, as many as the page gets: each a task on its main thread
 	wsURL := "ws" + strings.TrimPrefix(lab.url, "http") + "ws"
 	wsConn, _, err := websocket.DefaultDialer.Dial(wsURL, nil)
 	if err != nil {
@@ -105,6 +106,7 @@ func BenchmarkPanelLatency(b *testing.B) {
 				continue
 			}
 			mu.Lock()
+			wsMsgs++
 			for _, e := range m.Events {
 				if e.Kind == events.KindAppend {
 					wsAt[e.Seq] = at
@@ -157,6 +159,10 @@ func BenchmarkPanelLatency(b *testing.B) {
 	}
 	before := metrics()
 	cpu0 := childrenCPU()
+	self0 := selfCPU()
+	mu.Lock()
+	msgs0 := wsMsgs
+	mu.Unlock()
 	stopTrace := startTrace(b, lab.ctx)
 
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 32}}
@@ -210,6 +216,10 @@ func BenchmarkPanelLatency(b *testing.B) {
 	elapsed := time.Since(begin)
 	after := metrics()
 	cpu1 := childrenCPU()
+	self1 := selfCPU()
+	mu.Lock()
+	msgs1 := wsMsgs
+	mu.Unlock()
 	stopTrace()
 	b.StopTimer()
 	// Let the last appends reach the panel.
@@ -300,7 +310,44 @@ func BenchmarkPanelLatency(b *testing.B) {
 	if cpu0 >= 0 && cpu1 >= 0 {
 		b.ReportMetric(float64(cpu1-cpu0)/elapsed.Seconds(), "browser-cpu-ms/s")
 	}
+	// The CPU this test process took per second of the run: the server
+	// (brokers, controller, HTTP, /ws), but also the benchmark's own
+	// producer and its Go client of /ws, which are not told apart.
+	if self0 >= 0 && self1 >= 0 {
+		b.ReportMetric(float64(self1-self0)/elapsed.Seconds(), "server-cpu-ms/s")
+	}
+	b.ReportMetric(float64(msgs1-msgs0)/elapsed.Seconds(), "ws-msgs/s")
 	b.ReportMetric(0, "ns/op")
+}
+
+// selfCPU returns the CPU time (user and system, ms) this process has
+// used, from /proc; -1 where there is none.
+func selfCPU() int64 {
+	_, ms, ok := procCPU("self")
+	if !ok {
+		return -1
+	}
+	return ms
+}
+
+// procCPU reads /proc/<pid>/stat: the process's parent and its CPU time
+// (user and system, ms).
+func procCPU(pid string) (ppid int, ms int64, ok bool) {
+	stat, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return 0, 0, false
+	}
+	// After the command's closing parenthesis: state, ppid, … utime
+	// (the 14th field of the line) and stime.
+	i := strings.LastIndexByte(string(stat), ')')
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 13 {
+		return 0, 0, false
+	}
+	ppid, _ = strconv.Atoi(f[1])
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return ppid, (ut + st) * 10, true // clock ticks of 10 ms
 }
 
 // childrenCPU returns the CPU time (user and system, ms) of this process's
@@ -317,21 +364,11 @@ func childrenCPU() int64 {
 		if err != nil {
 			continue
 		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
+		ppid, ms, ok := procCPU(e.Name())
+		if !ok {
 			continue
 		}
-		// After the command's closing parenthesis: state, ppid, … utime
-		// (the 14th field of the line) and stime.
-		i := strings.LastIndexByte(string(stat), ')')
-		f := strings.Fields(string(stat[i+1:]))
-		if len(f) < 13 {
-			continue
-		}
-		parent[pid], _ = strconv.Atoi(f[1])
-		ut, _ := strconv.ParseInt(f[11], 10, 64)
-		st, _ := strconv.ParseInt(f[12], 10, 64)
-		cpu[pid] = (ut + st) * 10 // clock ticks of 10 ms
+		parent[pid], cpu[pid] = ppid, ms
 	}
 	self := os.Getpid()
 	var total int64
