@@ -79,7 +79,7 @@ func (s *Server) serveWS(c echo.Context) error {
 	readerDone := make(chan struct{})
 	go s.readWS(conn, readerDone)
 
-	w := wsWriter{conn: conn, wait: s.opts.WriteWait}
+	w := &wsWriter{conn: conn, wait: s.opts.WriteWait}
 	last, err := w.snapshot(lab)
 	if err != nil {
 		return nil
@@ -162,9 +162,14 @@ func (s *Server) readWS(conn *websocket.Conn, done chan<- struct{}) {
 type wsWriter struct {
 	conn *websocket.Conn
 	wait time.Duration
+	buf  []byte // the events' encoding, reused from message to message
 }
 
-func (w wsWriter) write(m events.Message) error {
+// maxKeptBuf bounds the encoding buffer a connection keeps between
+// messages: a burst's large message is not held for the connection's life.
+const maxKeptBuf = 64 << 10
+
+func (w *wsWriter) write(m events.Message) error {
 	w.conn.SetWriteDeadline(time.Now().Add(w.wait))
 	wr, err := w.conn.NextWriter(websocket.TextMessage)
 	if err != nil {
@@ -177,15 +182,28 @@ func (w wsWriter) write(m events.Message) error {
 	return wr.Close()
 }
 
+// writeEvents writes one message of events, encoded by appendEventsMessage.
+func (w *wsWriter) writeEvents(evs []events.Event) error {
+	b, err := appendEventsMessage(w.buf[:0], evs)
+	if cap(b) <= maxKeptBuf {
+		w.buf = b
+	}
+	if err != nil {
+		return err
+	}
+	w.conn.SetWriteDeadline(time.Now().Add(w.wait))
+	return w.conn.WriteMessage(websocket.TextMessage, b)
+}
+
 // snapshot sends a fresh snapshot and returns its Seq.
-func (w wsWriter) snapshot(lab Lab) (uint64, error) {
+func (w *wsWriter) snapshot(lab Lab) (uint64, error) {
 	snap := lab.Snapshot()
 	return snap.Seq, w.write(events.Message{Type: events.MessageSnapshot, Snapshot: &snap})
 }
 
 // events sends the events newer than last in frames of at most max and
 // returns the new last Seq.
-func (w wsWriter) events(evs []events.Event, last uint64, max int) (uint64, error) {
+func (w *wsWriter) events(evs []events.Event, last uint64, max int) (uint64, error) {
 	i := 0
 	for i < len(evs) && evs[i].Seq <= last {
 		i++ // already in the snapshot the client holds
@@ -193,7 +211,7 @@ func (w wsWriter) events(evs []events.Event, last uint64, max int) (uint64, erro
 	evs = evs[i:]
 	for len(evs) > 0 {
 		n := min(len(evs), max)
-		if err := w.write(events.Message{Type: events.MessageEvents, Events: evs[:n]}); err != nil {
+		if err := w.writeEvents(evs[:n]); err != nil {
 			return last, err
 		}
 		last = evs[n-1].Seq
