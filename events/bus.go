@@ -145,11 +145,8 @@ func (b *Bus) Subscribers() int {
 type Subscription struct {
 	bus    *Bus
 	ready  chan struct{} // capacity 1: "something to drain"
-	mu     sync.Mutex    // guards queue, spare and lagged; taken inside Bus.mu by push
+	mu     sync.Mutex    // guards queue and lagged; taken inside Bus.mu by push
 	queue  []Event
-	// spare is the slice the previous Drain returned: the next Drain
-	// queues into it, so a steady stream allocates no queue.
-	spare  []Event
 	lagged bool
 }
 
@@ -179,15 +176,18 @@ func (s *Subscription) Ready() <-chan struct{} { return s.ready }
 // Drain returns the queued events in Seq order and whether the subscriber
 // lagged since the last Drain. After a lag the events before the returned ones
 // were dropped: the consumer must take a fresh Snapshot and skip returned events
-// whose Seq is not above the Snapshot's Seq. The returned slice is the
-// consumer's until its next Drain, which reuses it: copy what must outlive
-// that.
+// whose Seq is not above the Snapshot's Seq.
 func (s *Subscription) Drain() (evs []Event, lagged bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	evs, lagged = s.queue, s.lagged
-	clear(s.spare) // let the events the consumer is done with go
-	s.queue, s.spare, s.lagged = s.spare[:0], evs, false
+	// The next queue starts as large as this one was: a steady stream then
+	// allocates it once per drain instead of growing it from nothing, and
+	// an idle subscriber keeps none.
+	s.queue, s.lagged = nil, false
+	if len(evs) > 0 {
+		s.queue = make([]Event, 0, len(evs))
+	}
 	return evs, lagged
 }
 
@@ -197,6 +197,6 @@ func (s *Subscription) Close() {
 	delete(s.bus.subs, s)
 	s.bus.mu.Unlock()
 	s.mu.Lock()
-	s.queue, s.spare = nil, nil
+	s.queue = nil
 	s.mu.Unlock()
 }

@@ -208,8 +208,8 @@ func BenchmarkPublish100Subscribers(b *testing.B) {
 }
 
 // BenchmarkPublishDrain measures the lab's steady stream: events published
-// one at a time and drained every 10, as /ws drains them under its linger.
-// The queue's two buffers are reused, so a drain allocates nothing.
+// one at a time and drained every 10, as /ws drains them under its linger:
+// one allocation per drain, the next queue as large as the last.
 func BenchmarkPublishDrain(b *testing.B) {
 	bus := NewBus(BusOptions{})
 	s := bus.Subscribe()

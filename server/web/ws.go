@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -162,11 +163,13 @@ func (s *Server) readWS(conn *websocket.Conn, done chan<- struct{}) {
 type wsWriter struct {
 	conn *websocket.Conn
 	wait time.Duration
-	buf  []byte // the events' encoding, reused from message to message
 }
 
-// maxKeptBuf bounds the encoding buffer a connection keeps between
-// messages: a burst's large message is not held for the connection's life.
+// encodeBufs holds the buffers messages of events are encoded into, shared
+// by every connection: an idle one keeps none. A buffer larger than
+// maxKeptBuf (a burst's large message) is not put back.
+var encodeBufs = sync.Pool{New: func() any { return new([]byte) }}
+
 const maxKeptBuf = 64 << 10
 
 func (w *wsWriter) write(m events.Message) error {
@@ -184,15 +187,17 @@ func (w *wsWriter) write(m events.Message) error {
 
 // writeEvents writes one message of events, encoded by appendEventsMessage.
 func (w *wsWriter) writeEvents(evs []events.Event) error {
-	b, err := appendEventsMessage(w.buf[:0], evs)
+	buf := encodeBufs.Get().(*[]byte)
+	b, err := appendEventsMessage((*buf)[:0], evs)
+	if err == nil {
+		w.conn.SetWriteDeadline(time.Now().Add(w.wait))
+		err = w.conn.WriteMessage(websocket.TextMessage, b)
+	}
 	if cap(b) <= maxKeptBuf {
-		w.buf = b
+		*buf = b
+		encodeBufs.Put(buf)
 	}
-	if err != nil {
-		return err
-	}
-	w.conn.SetWriteDeadline(time.Now().Add(w.wait))
-	return w.conn.WriteMessage(websocket.TextMessage, b)
+	return err
 }
 
 // snapshot sends a fresh snapshot and returns its Seq.
