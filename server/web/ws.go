@@ -52,11 +52,12 @@ var upgrader = websocket.Upgrader{
 
 // serveWS streams the lab: a snapshot, then every event in Seq order, batched
 // per frame: an event after a quiet spell goes at once, and those that arrive
-// within Options.Linger of a message go together in the next. This goroutine is the connection's only writer; a second
-// goroutine only reads (control frames, deadlines). The send queue is the
-// bounded events.Subscription: when the client falls behind, its queue is
-// dropped and it gets a fresh snapshot instead, so a slow client costs neither
-// the brokers nor the other clients anything.
+// within Options.Linger of a message go together in the next. This goroutine
+// is the connection's only writer; a second goroutine only reads (control
+// frames, deadlines). The send queue is the bounded events.Subscription: when
+// the client falls behind, its queue is dropped and it gets a fresh snapshot
+// instead, so a slow client costs neither the brokers nor the other clients
+// anything.
 func (s *Server) serveWS(c echo.Context) error {
 	lab, err := s.wsLab(c) // ?run=<id>: a lesson run's cluster
 	if err != nil {
@@ -80,7 +81,7 @@ func (s *Server) serveWS(c echo.Context) error {
 	readerDone := make(chan struct{})
 	go s.readWS(conn, readerDone)
 
-	w := &wsWriter{conn: conn, wait: s.opts.WriteWait}
+	w := wsWriter{conn: conn, wait: s.opts.WriteWait}
 	last, err := w.snapshot(lab)
 	if err != nil {
 		return nil
@@ -172,7 +173,7 @@ var encodeBufs = sync.Pool{New: func() any { return new([]byte) }}
 
 const maxKeptBuf = 64 << 10
 
-func (w *wsWriter) write(m events.Message) error {
+func (w wsWriter) write(m events.Message) error {
 	w.conn.SetWriteDeadline(time.Now().Add(w.wait))
 	wr, err := w.conn.NextWriter(websocket.TextMessage)
 	if err != nil {
@@ -186,7 +187,7 @@ func (w *wsWriter) write(m events.Message) error {
 }
 
 // writeEvents writes one message of events, encoded by appendEventsMessage.
-func (w *wsWriter) writeEvents(evs []events.Event) error {
+func (w wsWriter) writeEvents(evs []events.Event) error {
 	buf := encodeBufs.Get().(*[]byte)
 	b, err := appendEventsMessage((*buf)[:0], evs)
 	if err == nil {
@@ -201,14 +202,14 @@ func (w *wsWriter) writeEvents(evs []events.Event) error {
 }
 
 // snapshot sends a fresh snapshot and returns its Seq.
-func (w *wsWriter) snapshot(lab Lab) (uint64, error) {
+func (w wsWriter) snapshot(lab Lab) (uint64, error) {
 	snap := lab.Snapshot()
 	return snap.Seq, w.write(events.Message{Type: events.MessageSnapshot, Snapshot: &snap})
 }
 
 // events sends the events newer than last in frames of at most max and
 // returns the new last Seq.
-func (w *wsWriter) events(evs []events.Event, last uint64, max int) (uint64, error) {
+func (w wsWriter) events(evs []events.Event, last uint64, max int) (uint64, error) {
 	i := 0
 	for i < len(evs) && evs[i].Seq <= last {
 		i++ // already in the snapshot the client holds
