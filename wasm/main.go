@@ -14,12 +14,16 @@
 // (show only that topic or partition). The page's
 // window.tidemarkRenders() returns, and forgets, [seq, time in ms since the
 // Unix epoch, ms spent rendering, ms spent decoding and applying messages
-// since the previous render, ms of the rendering spent on the lanes] for
-// each render since the last call: the benchmark reads when an event
-// reached the DOM and where the time went.
+// since the previous render, ms of the rendering spent on the lanes, the
+// parts that do not run every frame (frameParts' bits), messages decoded
+// since the previous render] for each render since the last call, and
+// window.tidemarkMem() [Go collections, bytes allocated, bytes of live
+// heap] so far: the benchmark reads when an event reached the DOM and where
+// the time went.
 package main
 
 import (
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall/js"
@@ -47,6 +51,9 @@ type app struct {
 	reduce    js.Value // matchMedia("(prefers-reduced-motion: reduce)")
 	renderLog []any
 	handleMs  float64           // time spent decoding and applying messages since the last render
+	parts     frameParts        // the periodic parts this frame ran (and decoding since the last)
+	drained   int               // messages decoded since the last render
+	gcSeen    int               // gcs at the last render
 	shown     map[string]string // innerHTML last set per element id: unchanged parts are not touched
 	listAt    float64           // when the event list was last rendered (ms)
 	tlAt      float64           // when the timeline's status and slider last changed (ms)
@@ -74,6 +81,8 @@ type app struct {
 	listsAt   float64       // when the lanes' accessible lists were last brought up to date (ms)
 	listsSeq  uint64        // live Seq then
 	evTail    string        // the events the page listed before the stream's, until the panel lists a full list of its own
+	stream    bool          // a stream of events is arriving (observeStream)
+	recent    []streamAt    // the live Seq at the last renders, oldest first
 }
 
 // stageDOM is the stage as last rendered: its shape (the brokers), each
@@ -89,9 +98,14 @@ type stageDOM struct {
 	rate               float64
 	status, next       string        // the producer's status shown, and to show at its next turn
 	statusAt           float64       // when status last changed (ms)
+	statusSeq          uint64        // the live Seq then
 	links              string        // panel.StageLinksKey of the links drawn
 	clients            panel.Clients // the external Kafka clients seen
 	charts             panel.Charts  // the charts' samples
+	chartShape         string        // the charts' shape drawn (panel.Charts.Parts)
+	chartValues        []string      // and their values
+	chartEls           []js.Value    // the elements the values are in
+	chartKinds         []byte        // their tag's first letter, upper case: T(ext), P(olyline), G
 	chartsAt           float64       // when the charts were last drawn (ms)
 	scale              float64       // px per unit of the topology's SVG (0 not known yet)
 }
@@ -175,6 +189,12 @@ func main() {
 		a.renderLog = a.renderLog[:0]
 		return out
 	}))
+	js.Global().Set("tidemarkMem", a.fn(func(js.Value, []js.Value) any {
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return []any{float64(m.NumGC), float64(m.TotalAlloc), float64(m.HeapAlloc)}
+	}))
+	countGC()
 	a.setupPause()
 	a.setupStage()
 	a.setupTimeline()
@@ -435,8 +455,16 @@ func (a *app) drain() {
 		return
 	}
 	t0 := a.now()
+	checks, snaps := a.state.Checkpoints, a.state.Snapshots
 	for i := range n {
 		a.handle(a.inbox.Index(i).Get("data").String())
+	}
+	a.drained += n
+	if a.state.Checkpoints != checks {
+		a.parts |= partCheckpoint
+	}
+	if a.state.Snapshots != snaps {
+		a.parts |= partSnapshot
 	}
 	a.inbox.Set("length", 0)
 	a.handleMs += a.now() - t0
@@ -508,6 +536,7 @@ func (a *app) render() {
 	s := a.state
 	view := s.View()
 	a.measureLanes()
+	a.observeStream(t0)
 	var motion panel.Motion
 	if s.Following && !a.reducedMotion() {
 		// Under a stream of events motion would only flicker: animate what
@@ -529,7 +558,7 @@ func (a *app) render() {
 	// The list is for reading: under a stream of events it is redrawn at
 	// most every readEveryMs, which leaves the frame to the lanes.
 	if !a.paused || !s.Following {
-		if wait := readEveryMs - (t0 - a.listAt); wait <= 0 || !s.Following {
+		if wait := readEveryMs - (t0 - a.listAt); (wait <= 0 || !s.Following) && a.turn(s.Following) {
 			// Like the lanes, highlight what a learner can follow: under
 			// a stream every item would flash, and keep the page busy.
 			newSince := a.listed
@@ -540,8 +569,9 @@ func (a *app) render() {
 				a.evTail = ""
 			}
 			a.setHTML("panel-events", s.RenderEvents(newSince, cursor, a.cat)+a.evTail)
+			a.parts |= partList
 			a.listed, a.listAt = s.Snap.Seq, t0
-		} else if a.listed != s.Snap.Seq {
+		} else if a.listed != s.Snap.Seq && wait > 0 {
 			a.renderIn(wait)
 		}
 	}
@@ -553,14 +583,19 @@ func (a *app) render() {
 	// Under a stream of events the status line and the slider change at
 	// most every readEveryMs too: the page repainted them (and what
 	// shares their layer) in every frame, for a number no one can read.
-	if s.Following && old.following && len(a.newEvents(old.seq)) > maxAnimated {
-		if wait := readEveryMs - (t0 - a.tlAt); wait > 0 {
+	changed := tl.pos != old.pos || tl.end != old.end || tl.text != old.text
+	if changed && s.Following && old.following && a.stream {
+		if wait := readEveryMs - (t0 - a.tlAt); wait > 0 || !a.turn(true) {
 			tl.pos, tl.end, tl.text = old.pos, old.end, old.text
-			a.renderIn(wait)
+			changed = false
+			if wait > 0 {
+				a.renderIn(wait)
+			}
 		}
 	}
-	if tl.pos != old.pos || tl.end != old.end || tl.text != old.text {
+	if changed {
 		a.tlAt = t0
+		a.parts |= partTimeline
 	}
 	a.tlShown = tl
 	if r := a.tlRange; r.Truthy() {
@@ -592,17 +627,98 @@ func (a *app) render() {
 	if tl.viewSeq != old.viewSeq || !old.set {
 		ds.Set("viewSeq", tl.viewSeq)
 	}
+	if gcs != a.gcSeen {
+		a.parts |= partGC
+		a.gcSeen = gcs
+	}
 	if len(a.renderLog) < maxRenderLog {
 		t1 := a.now()
-		a.renderLog = append(a.renderLog, []any{float64(s.Snap.Seq), t1, t1 - t0, a.handleMs, lanesMs})
+		a.renderLog = append(a.renderLog, []any{float64(s.Snap.Seq), t1, t1 - t0, a.handleMs, lanesMs, float64(a.parts), float64(a.drained)})
 	}
-	a.handleMs = 0
+	a.handleMs, a.parts, a.drained = 0, 0, 0
+}
+
+// frameParts are the parts of the panel that do not run in every frame,
+// as bits: the render log says which ran in each frame, so a long frame
+// can be told apart.
+type frameParts int
+
+const (
+	partList       frameParts = 1 << iota // the event list
+	partLaneLists                         // the lanes' accessible lists
+	partTimeline                          // the timeline's status line or slider
+	partProducer                          // the producer's status
+	partCharts                            // the charts
+	partStage                             // markup of the brokers, the stage's nodes or links, or the clients
+	partReshape                           // the lane figures built anew
+	partCheckpoint                        // the timeline took a checkpoint (while decoding)
+	partGC                                // Go collected garbage since the last render
+	partSnapshot                          // a snapshot arrived (while decoding)
+)
+
+// gcs counts Go's collections, by a finalizer that arms itself again:
+// runtime.ReadMemStats in every frame would cost more.
+var gcs int
+
+type gcMark struct{ _ [32]byte }
+
+func countGC() {
+	runtime.SetFinalizer(&gcMark{}, func(*gcMark) {
+		gcs++
+		countGC()
+	})
 }
 
 // readEveryMs is how often, at most, the parts of the panel made for
 // reading (the event list, the timeline's status line) change under a
 // stream of events.
 const readEveryMs = 250
+
+// readParts are the parts made for reading that change at most every
+// readEveryMs (the charts every chartsEveryMs) under a stream of events.
+const readParts = partList | partLaneLists | partTimeline | partProducer | partCharts
+
+// turn reports whether a part made for reading whose time has come may
+// change in this frame. Under a stream of events (stream) only one does a
+// frame, the others in the frames after (a render is asked for): when
+// several landed in one frame, with the layout of what they rewrote, that
+// frame was several times as long as the others, and the records it
+// showed late made the latency's tail.
+func (a *app) turn(stream bool) bool {
+	if !stream || !a.stream || a.parts&readParts == 0 {
+		return true
+	}
+	a.schedule()
+	return false
+}
+
+// streamAt is the live Seq at a render and when it was (ms).
+type streamAt struct {
+	at  float64
+	seq uint64
+}
+
+// observeStream notes the live Seq at this render (t0) and sets a.stream:
+// whether more than maxAnimated events came in the last readEveryMs.
+// Counted over that time, not since the last render: at 1,000 records/s
+// most frames bring fewer than maxAnimated.
+func (a *app) observeStream(t0 float64) {
+	if len(a.recent) == cap(a.recent) && len(a.recent) > 0 {
+		a.recent = append(a.recent[:0], a.recent[1:]...)
+	}
+	if a.recent == nil {
+		a.recent = make([]streamAt, 0, 64)
+	}
+	a.recent = append(a.recent, streamAt{t0, a.state.Snap.Seq})
+	since := a.recent[0].seq // the newest render at least readEveryMs ago
+	for _, r := range a.recent {
+		if r.at > t0-readEveryMs {
+			break
+		}
+		since = r.seq
+	}
+	a.stream = len(a.newEvents(since)) > maxAnimated
+}
 
 // renderIn renders again in ms milliseconds (once, however often asked
 // before then), for a part whose turn comes then.
@@ -646,6 +762,7 @@ func (a *app) renderLanes(figs []panel.Figure, t0 float64) {
 			b.WriteString(figs[i].HTML())
 		}
 		root.Set("innerHTML", b.String())
+		a.parts |= partReshape
 		a.laneShape = shape.String()
 		a.bindLanes(root, figs)
 		a.dom.Palette()
@@ -671,15 +788,17 @@ func (a *app) renderLanes(figs []panel.Figure, t0 float64) {
 			d.part.Lanes = nil
 		}
 		if a.state.Snap.Seq != a.listsSeq || !a.state.Following {
-			if wait := readEveryMs - (t0 - a.listsAt); wait <= 0 || len(a.newEvents(a.listsSeq)) <= maxAnimated {
+			stream := a.stream || len(a.newEvents(a.listsSeq)) > maxAnimated
+			if wait := readEveryMs - (t0 - a.listsAt); wait <= 0 && a.turn(a.state.Following) || !stream {
 				for i := range figs {
 					if l := figs[i].ListHTML(); l != a.figs[i].listed {
 						a.figs[i].list.Set("innerHTML", l)
 						a.figs[i].listed = l
+						a.parts |= partLaneLists
 					}
 				}
 				a.listsAt, a.listsSeq = t0, a.state.Snap.Seq
-			} else {
+			} else if wait > 0 {
 				a.renderIn(wait)
 			}
 		}
@@ -914,6 +1033,9 @@ func (a *app) setHTML(id, html string) {
 	}
 	if el := a.el(id); !el.IsNull() {
 		el.Set("innerHTML", html)
+		if id != "panel-events" && id != "stage-charts" {
+			a.parts |= partStage
+		}
 		if a.shown == nil {
 			a.shown = map[string]string{}
 		}

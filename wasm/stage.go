@@ -51,6 +51,7 @@ func (a *app) renderStage(v *events.Snapshot) {
 	if shape := panel.StageShape(v); shape != st.shape {
 		a.el("topo-nodes").Set("innerHTML", panel.StageNodesHTML(v, a.cat, a.path()))
 		a.el("topo-linkctl").Set("innerHTML", panel.StageLinkMenusHTML(v, a.cat, a.path()))
+		a.parts |= partStage
 		a.place()
 		st.shape = shape
 		clear(st.nodes)
@@ -81,18 +82,58 @@ func (a *app) renderStage(v *events.Snapshot) {
 	evs := a.newEvents(st.flown)
 	st.clients.Observe(evs)
 	st.charts.Observe(&a.state.Snap, evs)
-	if now := a.now(); now-st.chartsAt >= chartsEveryMs {
-		a.setHTML("stage-charts", st.charts.HTML(a.cat))
+	if now := a.now(); now-st.chartsAt >= chartsEveryMs && a.turn(true) {
+		a.renderCharts()
 		st.chartsAt = now
+		a.parts |= partCharts
 	}
 	if h := st.clients.HTML(a.cat); h != "" {
 		a.setHTML("stage-clients", h)
 	}
 	if a.state.Following {
-		a.renderProducer(evs)
+		a.renderProducer()
 		a.fly(panel.Flights(v, evs, a.cat, maxFlights))
 	}
 	st.flown = a.state.Snap.Seq
+}
+
+// renderCharts draws the charts: the whole markup when their shape
+// changed (panel.Charts.Parts), else only the values that changed, in
+// place (a scale's text, a line's points, a chart's dots).
+func (a *app) renderCharts() {
+	st := &a.stage
+	shape, values := st.charts.Parts(a.cat)
+	if shape == st.chartShape && len(values) == len(st.chartEls) {
+		for i, v := range values {
+			if v == st.chartValues[i] {
+				continue
+			}
+			switch el := st.chartEls[i]; st.chartKinds[i] {
+			case 'T':
+				el.Set("textContent", v)
+			case 'P':
+				el.Call("setAttribute", "points", v)
+			default:
+				el.Set("innerHTML", v)
+			}
+		}
+		st.chartValues = values
+		return
+	}
+	root := a.el("stage-charts")
+	if root.IsNull() {
+		return
+	}
+	root.Set("innerHTML", panel.FillCharts(shape, values))
+	// The elements of the values, in the order of Parts.
+	els := root.Call("querySelectorAll", "text.scale, polyline, g.dots")
+	st.chartShape, st.chartValues = shape, values
+	st.chartEls, st.chartKinds = st.chartEls[:0], st.chartKinds[:0]
+	for i := range els.Length() {
+		el := els.Index(i)
+		st.chartEls = append(st.chartEls, el)
+		st.chartKinds = append(st.chartKinds, el.Get("tagName").String()[0]&^0x20) // SVG's tag names are lower case
+	}
 }
 
 // renderClock shows what the live clock does: its status line, the
@@ -143,7 +184,8 @@ func (a *app) renderClock(live *events.Snapshot) {
 // answer, acknowledged, or failed. Under a stream of events it changes at
 // most every readEveryMs, as the event list (in every frame it made the
 // page repaint the topology's layer).
-func (a *app) renderProducer(evs []events.Event) {
+func (a *app) renderProducer() {
+	evs := a.newEvents(a.stage.statusSeq)
 	text := ""
 	for i := len(evs) - 1; i >= 0 && text == ""; i-- { // the last one says it
 		switch e := &evs[i]; {
@@ -162,12 +204,18 @@ func (a *app) renderProducer(evs []events.Event) {
 		return
 	}
 	now := a.now()
-	if wait := readEveryMs - (now - a.stage.statusAt); len(evs) > maxAnimated && wait > 0 {
-		a.renderIn(wait)
-		return
+	if a.stream {
+		if wait := readEveryMs - (now - a.stage.statusAt); wait > 0 {
+			a.renderIn(wait)
+			return
+		}
+		if !a.turn(true) {
+			return
+		}
 	}
 	text = a.stage.next
-	a.stage.status, a.stage.statusAt = text, now
+	a.stage.status, a.stage.statusAt, a.stage.statusSeq = text, now, a.state.Snap.Seq
+	a.parts |= partProducer
 	if el := a.el("stage-producer"); !el.IsNull() {
 		el.Set("textContent", text)
 	}

@@ -141,14 +141,18 @@ func f1(v float64) string { return F1(v) }
 // with integer arithmetic:
 // float formatting brought tens of KiB of tables into the WASM panel.
 func F1(v float64) string {
+	return string(appendF1(make([]byte, 0, 12), v))
+}
+
+// appendF1 appends F1(v) to b.
+func appendF1(b []byte, v float64) []byte {
 	n := int64(math.Round(v * 10))
-	b := make([]byte, 0, 12)
 	if n < 0 {
 		b = append(b, '-')
 		n = -n
 	}
 	b = strconv.AppendInt(b, n/10, 10)
-	return string(append(b, '.', byte('0'+n%10)))
+	return append(b, '.', byte('0'+n%10))
 }
 
 // StageLinksSVG returns the markup of the links' group: one line per
