@@ -654,6 +654,7 @@ const (
 	partCheckpoint                        // the timeline took a checkpoint (while decoding)
 	partGC                                // Go collected garbage since the last render
 	partSnapshot                          // a snapshot arrived (while decoding)
+	partMeasure                           // the lane figures were measured and their canvases drawn whole
 )
 
 // gcs counts Go's collections, by a finalizer that arms itself again:
@@ -835,6 +836,7 @@ func (a *app) measureLanes() {
 		return
 	}
 	a.measured = true
+	a.parts |= partMeasure
 	for i := range a.figs {
 		d := &a.figs[i]
 		d.vis0, d.vis1, d.drawn = 0, 1<<40, nil
