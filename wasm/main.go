@@ -16,14 +16,11 @@
 // Unix epoch, ms spent rendering, ms spent decoding and applying messages
 // since the previous render, ms of the rendering spent on the lanes, the
 // parts that do not run every frame (frameParts' bits), messages decoded
-// since the previous render] for each render since the last call, and
-// window.tidemarkMem() [Go collections, bytes allocated, bytes of live
-// heap] so far: the benchmark reads when an event reached the DOM and where
-// the time went.
+// since the previous render] for each render since the last call: the
+// benchmark reads when an event reached the DOM and where the time went.
 package main
 
 import (
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall/js"
@@ -53,7 +50,6 @@ type app struct {
 	handleMs  float64           // time spent decoding and applying messages since the last render
 	parts     frameParts        // the periodic parts this frame ran (and decoding since the last)
 	drained   int               // messages decoded since the last render
-	gcSeen    int               // gcs at the last render
 	shown     map[string]string // innerHTML last set per element id: unchanged parts are not touched
 	listAt    float64           // when the event list was last rendered (ms)
 	tlAt      float64           // when the timeline's status and slider last changed (ms)
@@ -82,7 +78,7 @@ type app struct {
 	listsSeq  uint64        // live Seq then
 	evTail    string        // the events the page listed before the stream's, until the panel lists a full list of its own
 	stream    bool          // a stream of events is arriving (observeStream)
-	recent    []streamAt    // the live Seq at the last renders, oldest first
+	window    streamAt      // where the window observeStream counts in opened
 }
 
 // stageDOM is the stage as last rendered: its shape (the brokers), each
@@ -102,10 +98,6 @@ type stageDOM struct {
 	links              string        // panel.StageLinksKey of the links drawn
 	clients            panel.Clients // the external Kafka clients seen
 	charts             panel.Charts  // the charts' samples
-	chartShape         string        // the charts' shape drawn (panel.Charts.Parts)
-	chartValues        []string      // and their values
-	chartEls           []js.Value    // the elements the values are in
-	chartKinds         []byte        // their tag's first letter, upper case: T(ext), P(olyline), G
 	chartsAt           float64       // when the charts were last drawn (ms)
 	scale              float64       // px per unit of the topology's SVG (0 not known yet)
 }
@@ -189,12 +181,6 @@ func main() {
 		a.renderLog = a.renderLog[:0]
 		return out
 	}))
-	js.Global().Set("tidemarkMem", a.fn(func(js.Value, []js.Value) any {
-		var m runtime.MemStats
-		runtime.ReadMemStats(&m)
-		return []any{float64(m.NumGC), float64(m.TotalAlloc), float64(m.HeapAlloc)}
-	}))
-	countGC()
 	a.setupPause()
 	a.setupStage()
 	a.setupTimeline()
@@ -455,14 +441,11 @@ func (a *app) drain() {
 		return
 	}
 	t0 := a.now()
-	checks, snaps := a.state.Checkpoints, a.state.Snapshots
+	snaps := a.state.Snapshots
 	for i := range n {
 		a.handle(a.inbox.Index(i).Get("data").String())
 	}
 	a.drained += n
-	if a.state.Checkpoints != checks {
-		a.parts |= partCheckpoint
-	}
 	if a.state.Snapshots != snaps {
 		a.parts |= partSnapshot
 	}
@@ -627,10 +610,6 @@ func (a *app) render() {
 	if tl.viewSeq != old.viewSeq || !old.set {
 		ds.Set("viewSeq", tl.viewSeq)
 	}
-	if gcs != a.gcSeen {
-		a.parts |= partGC
-		a.gcSeen = gcs
-	}
 	if len(a.renderLog) < maxRenderLog {
 		t1 := a.now()
 		a.renderLog = append(a.renderLog, []any{float64(s.Snap.Seq), t1, t1 - t0, a.handleMs, lanesMs, float64(a.parts), float64(a.drained)})
@@ -649,26 +628,10 @@ const (
 	partTimeline                          // the timeline's status line or slider
 	partProducer                          // the producer's status
 	partCharts                            // the charts
-	partStage                             // markup of the brokers, the stage's nodes or links, or the clients
 	partReshape                           // the lane figures built anew
-	partCheckpoint                        // the timeline took a checkpoint (while decoding)
-	partGC                                // Go collected garbage since the last render
 	partSnapshot                          // a snapshot arrived (while decoding)
 	partMeasure                           // the lane figures were measured and their canvases drawn whole
 )
-
-// gcs counts Go's collections, by a finalizer that arms itself again:
-// runtime.ReadMemStats in every frame would cost more.
-var gcs int
-
-type gcMark struct{ _ [32]byte }
-
-func countGC() {
-	runtime.SetFinalizer(&gcMark{}, func(*gcMark) {
-		gcs++
-		countGC()
-	})
-}
 
 // readEveryMs is how often, at most, the parts of the panel made for
 // reading (the event list, the timeline's status line) change under a
@@ -699,26 +662,20 @@ type streamAt struct {
 	seq uint64
 }
 
-// observeStream notes the live Seq at this render (t0) and sets a.stream:
-// whether more than maxAnimated events came in the last readEveryMs.
-// Counted over that time, not since the last render: at 1,000 records/s
-// most frames bring fewer than maxAnimated.
+// observeStream sets a.stream at a render (t0): whether more than
+// maxAnimated events came in the window of readEveryMs now open or in the
+// last one. Counted over that time, not since the last render: at 1,000
+// records/s most frames bring fewer than maxAnimated.
 func (a *app) observeStream(t0 float64) {
-	if len(a.recent) == cap(a.recent) && len(a.recent) > 0 {
-		a.recent = append(a.recent[:0], a.recent[1:]...)
+	n := len(a.newEvents(a.window.seq))
+	if t0-a.window.at >= readEveryMs {
+		// The window closes: it says whether the stream goes on until
+		// the next one closes, or more than maxAnimated come in that.
+		a.stream = n > maxAnimated
+		a.window = streamAt{t0, a.state.Snap.Seq}
+	} else if n > maxAnimated {
+		a.stream = true
 	}
-	if a.recent == nil {
-		a.recent = make([]streamAt, 0, 64)
-	}
-	a.recent = append(a.recent, streamAt{t0, a.state.Snap.Seq})
-	since := a.recent[0].seq // the newest render at least readEveryMs ago
-	for _, r := range a.recent {
-		if r.at > t0-readEveryMs {
-			break
-		}
-		since = r.seq
-	}
-	a.stream = len(a.newEvents(since)) > maxAnimated
 }
 
 // renderIn renders again in ms milliseconds (once, however often asked
@@ -1035,9 +992,6 @@ func (a *app) setHTML(id, html string) {
 	}
 	if el := a.el(id); !el.IsNull() {
 		el.Set("innerHTML", html)
-		if id != "panel-events" && id != "stage-charts" {
-			a.parts |= partStage
-		}
 		if a.shown == nil {
 			a.shown = map[string]string{}
 		}

@@ -51,7 +51,6 @@ func (a *app) renderStage(v *events.Snapshot) {
 	if shape := panel.StageShape(v); shape != st.shape {
 		a.el("topo-nodes").Set("innerHTML", panel.StageNodesHTML(v, a.cat, a.path()))
 		a.el("topo-linkctl").Set("innerHTML", panel.StageLinkMenusHTML(v, a.cat, a.path()))
-		a.parts |= partStage
 		a.place()
 		st.shape = shape
 		clear(st.nodes)
@@ -83,7 +82,7 @@ func (a *app) renderStage(v *events.Snapshot) {
 	st.clients.Observe(evs)
 	st.charts.Observe(&a.state.Snap, evs)
 	if now := a.now(); now-st.chartsAt >= chartsEveryMs && a.turn(true) {
-		a.renderCharts()
+		a.setHTML("stage-charts", st.charts.HTML(a.cat))
 		st.chartsAt = now
 		a.parts |= partCharts
 	}
@@ -95,45 +94,6 @@ func (a *app) renderStage(v *events.Snapshot) {
 		a.fly(panel.Flights(v, evs, a.cat, maxFlights))
 	}
 	st.flown = a.state.Snap.Seq
-}
-
-// renderCharts draws the charts: the whole markup when their shape
-// changed (panel.Charts.Parts), else only the values that changed, in
-// place (a scale's text, a line's points, a chart's dots).
-func (a *app) renderCharts() {
-	st := &a.stage
-	shape, values := st.charts.Parts(a.cat)
-	if shape == st.chartShape && len(values) == len(st.chartEls) {
-		for i, v := range values {
-			if v == st.chartValues[i] {
-				continue
-			}
-			switch el := st.chartEls[i]; st.chartKinds[i] {
-			case 'T':
-				el.Set("textContent", v)
-			case 'P':
-				el.Call("setAttribute", "points", v)
-			default:
-				el.Set("innerHTML", v)
-			}
-		}
-		st.chartValues = values
-		return
-	}
-	root := a.el("stage-charts")
-	if root.IsNull() {
-		return
-	}
-	root.Set("innerHTML", panel.FillCharts(shape, values))
-	// The elements of the values, in the order of Parts.
-	els := root.Call("querySelectorAll", "text.scale, polyline, g.dots")
-	st.chartShape, st.chartValues = shape, values
-	st.chartEls, st.chartKinds = st.chartEls[:0], st.chartKinds[:0]
-	for i := range els.Length() {
-		el := els.Index(i)
-		st.chartEls = append(st.chartEls, el)
-		st.chartKinds = append(st.chartKinds, el.Get("tagName").String()[0]&^0x20) // SVG's tag names are lower case
-	}
 }
 
 // renderClock shows what the live clock does: its status line, the

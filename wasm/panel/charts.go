@@ -32,15 +32,10 @@ type point struct{ t, v float64 }
 type series []point
 
 // add appends p, dropping points older than the window and the oldest
-// beyond maxPoints; a sample at the same time replaces the last one.
-func (s series) add(p point) series {
-	return s.addEvery(p, 0, false)
-}
-
-// addEvery is add, p replacing the last sample too when both fall in the
-// same step of lab time (step > 0) and, if keep, have the same value (a
-// change of the ISR size is kept however short).
-func (s series) addEvery(p point, step float64, keep bool) series {
+// beyond maxPoints; a sample at the same time replaces the last one, and
+// so does one in the same step of lab time (step > 0) unless keep and
+// its value differs (a change of the ISR size is kept however short).
+func (s series) add(p point, step float64, keep bool) series {
 	if n := len(s); n > 0 && (s[n-1].t == p.t || step > 0 && int64(s[n-1].t/step) == int64(p.t/step) && (!keep || s[n-1].v == p.v)) {
 		s[n-1] = p
 		return s
@@ -92,7 +87,7 @@ func (ch *Charts) Observe(v *events.Snapshot, evs []events.Event) {
 			if p := v.Partition(e.Topic, e.Partition); p != nil && p.Leader == e.Broker && e.Offsets != nil {
 				sec := float64(int64(t))
 				if sec != ch.rateSec || len(ch.rate) == 0 {
-					ch.rate = ch.rate.add(point{sec, 0})
+					ch.rate = ch.rate.add(point{sec, 0}, 0, false)
 					ch.rateSec = sec
 				}
 				ch.rate[len(ch.rate)-1].v += float64(e.Offsets.Last - e.Offsets.Base + 1)
@@ -105,17 +100,17 @@ func (ch *Charts) Observe(v *events.Snapshot, evs []events.Event) {
 			if at, ok := ch.asked[e.Acks]; ok {
 				delete(ch.asked, e.Acks)
 				if e.Kind == events.KindAck {
-					ch.lat[e.Acks] = ch.lat[e.Acks].add(point{t, float64(e.Time.Sub(at).Microseconds()) / 1000})
+					ch.lat[e.Acks] = ch.lat[e.Acks].add(point{t, float64(e.Time.Sub(at).Microseconds()) / 1000}, 0, false)
 				}
 			}
 		}
 	}
 	if p := v.Partition(ch.Topic, ch.Partition); p != nil {
 		for _, r := range p.ReplicaLogs {
-			ch.leo[r.Broker] = ch.leo[r.Broker].addEvery(point{ch.now, float64(r.LEO)}, sampleEvery, false)
-			ch.hw[r.Broker] = ch.hw[r.Broker].addEvery(point{ch.now, float64(r.HW)}, sampleEvery, false)
+			ch.leo[r.Broker] = ch.leo[r.Broker].add(point{ch.now, float64(r.LEO)}, sampleEvery, false)
+			ch.hw[r.Broker] = ch.hw[r.Broker].add(point{ch.now, float64(r.HW)}, sampleEvery, false)
 		}
-		ch.isr = ch.isr.addEvery(point{ch.now, float64(len(p.ISR))}, sampleEvery, true)
+		ch.isr = ch.isr.add(point{ch.now, float64(len(p.ISR))}, sampleEvery, true)
 	}
 }
 
@@ -125,20 +120,6 @@ var lineClass = [4]string{"c0", "c1", "c2", "c3"}
 
 // HTML returns the charts, each a figure with data-testid chart-<name>.
 func (ch *Charts) HTML(c Catalog) string {
-	return FillCharts(ch.Parts(c))
-}
-
-// chartHole marks where a value goes in the charts' shape (Parts).
-const chartHole = "\x00"
-
-// Parts returns the charts' markup with the values that change with the
-// samples left out (shape), and those values in the order of the
-// elements they go in: each chart's text.scale (its text), then each of
-// its lines' polyline (its points attribute) or, for dots, g.dots (its
-// markup). While the shape stays the same the page sets the values in
-// place: parsing the charts' ~50 KB of markup again twice a second made
-// those frames the longest under a stream of records.
-func (ch *Charts) Parts(c Catalog) (shape string, values []string) {
 	var b strings.Builder
 	lo := ch.now - ChartWindow.Seconds()
 	// LEO and HW per replica.
@@ -149,33 +130,16 @@ func (ch *Charts) Parts(c Catalog) (shape string, values []string) {
 		lines = append(lines, line{ch.leo[id], cls + " leo"}, line{ch.hw[id], cls})
 		legend = append(legend, `<span class="`+cls+`">`+esc(c.T("panel.broker", id))+`</span>`)
 	}
-	values = ch.chart(&b, values, "leo-hw", c.T("stage.chart.leohw", ch.Topic+"-"+itoa(ch.Partition)), strings.Join(legend, " "), lo, lines, false)
-	values = ch.chart(&b, values, "isr", c.T("stage.chart.isr"), "", lo, []line{{ch.isr, "c0"}}, false)
-	values = ch.chart(&b, values, "rate", c.T("stage.chart.rate"), "", lo, []line{{ch.rate, "c1"}}, false)
+	ch.chart(&b, "leo-hw", c.T("stage.chart.leohw", ch.Topic+"-"+itoa(ch.Partition)), strings.Join(legend, " "), lo, lines, false)
+	ch.chart(&b, "isr", c.T("stage.chart.isr"), "", lo, []line{{ch.isr, "c0"}}, false)
+	ch.chart(&b, "rate", c.T("stage.chart.rate"), "", lo, []line{{ch.rate, "c1"}}, false)
 	lines, legend = nil, nil
 	for i, acks := range []events.Acks{events.AcksNone, events.AcksLeader, events.AcksAll} {
 		cls := lineClass[i]
 		lines = append(lines, line{ch.lat[acks], cls})
 		legend = append(legend, `<span class="`+cls+`">acks=`+string(acks)+`</span>`)
 	}
-	values = ch.chart(&b, values, "latency", c.T("stage.chart.latency"), strings.Join(legend, " "), lo, lines, true)
-	return b.String(), values
-}
-
-// FillCharts returns the charts' markup: shape with values in its holes
-// (Parts).
-func FillCharts(shape string, values []string) string {
-	var b strings.Builder
-	for _, v := range values {
-		before, after, ok := strings.Cut(shape, chartHole)
-		if !ok {
-			break
-		}
-		b.WriteString(before)
-		b.WriteString(v)
-		shape = after
-	}
-	b.WriteString(shape)
+	ch.chart(&b, "latency", c.T("stage.chart.latency"), strings.Join(legend, " "), lo, lines, true)
 	return b.String()
 }
 
@@ -186,9 +150,8 @@ type line struct {
 
 // chart writes one small multiple: its title, the largest value on its
 // scale, a legend, and a polyline (dots if dots) per line; time runs
-// from lo to the newest sample. The scale's text and the lines' points or
-// dots are appended to values, a hole (chartHole) left for each.
-func (ch *Charts) chart(b *strings.Builder, values []string, name, title, legend string, lo float64, lines []line, dots bool) []string {
+// from lo to the newest sample.
+func (ch *Charts) chart(b *strings.Builder, name, title, legend string, lo float64, lines []line, dots bool) {
 	top := 1.0
 	for _, l := range lines {
 		for _, p := range l.s {
@@ -197,55 +160,40 @@ func (ch *Charts) chart(b *strings.Builder, values []string, name, title, legend
 			}
 		}
 	}
-	xAt := func(t float64) float64 { return (t - lo) / ChartWindow.Seconds() * chartW }
-	yAt := func(v float64) float64 { return chartPad + (chartH-chartPad-2)*(1-v/top) }
-	x := func(t float64) string { return F1(xAt(t)) }
-	y := func(v float64) string { return F1(yAt(v)) }
+	x := func(t float64) string { return F1((t - lo) / ChartWindow.Seconds() * chartW) }
+	y := func(v float64) string { return F1(chartPad + (chartH-chartPad-2)*(1-v/top)) }
 	b.WriteString(`<figure class="chart" data-testid="chart-` + name + `"><figcaption>` + esc(title) + ` <span class="legend-inline">` + legend +
 		`</span></figcaption><svg viewBox="0 0 ` + itoa(chartW) + ` ` + itoa(chartH) + `" role="img" aria-label="` + esc(title) + `">` +
 		`<line class="axis" x1="0" y1="` + itoa(chartH-1) + `" x2="` + itoa(chartW) + `" y2="` + itoa(chartH-1) + `"/>` +
-		`<text class="scale" x="2" y="10">` + chartHole + `</text>`)
-	values = append(values, F1(top))
+		`<text class="scale" x="2" y="10">` + F1(top) + `</text>`)
 	for _, l := range lines {
 		if dots {
-			b.WriteString(`<g class="dots ` + l.cls + `">` + chartHole + `</g>`)
-			var d strings.Builder
+			b.WriteString(`<g class="dots ` + l.cls + `">`)
 			for _, p := range l.s {
 				if p.t >= lo {
-					d.WriteString(`<circle r="2.5" cx="` + x(p.t) + `" cy="` + y(p.v) + `"/>`)
+					b.WriteString(`<circle r="2.5" cx="` + x(p.t) + `" cy="` + y(p.v) + `"/>`)
 				}
 			}
-			values = append(values, d.String())
+			b.WriteString(`</g>`)
 			continue
 		}
-		var pts []byte
+		var pts strings.Builder
 		for i, p := range l.s {
 			if p.t < lo && (i+1 < len(l.s) && l.s[i+1].t < lo) {
 				continue
 			}
 			// A step line: values hold until the next sample.
 			if i > 0 {
-				pts = appendXY(pts, xAt(max(p.t, lo)), yAt(l.s[i-1].v))
+				pts.WriteString(x(max(p.t, lo)) + "," + y(l.s[i-1].v) + " ")
 			}
-			pts = appendXY(pts, xAt(max(p.t, lo)), yAt(p.v))
+			pts.WriteString(x(max(p.t, lo)) + "," + y(p.v) + " ")
 		}
 		if n := len(l.s); n > 0 {
-			pts = appendXY(pts, xAt(ch.now), yAt(l.s[n-1].v))
+			pts.WriteString(x(ch.now) + "," + y(l.s[n-1].v))
 		}
-		b.WriteString(`<polyline class="` + l.cls + `" points="` + chartHole + `"/>`)
-		values = append(values, strings.TrimSuffix(string(pts), " "))
+		b.WriteString(`<polyline class="` + l.cls + `" points="` + pts.String() + `"/>`)
 	}
 	b.WriteString(`</svg></figure>`)
-	return values
-}
-
-// appendXY appends a polyline's point, x and y at one decimal (as F1),
-// and a space.
-func appendXY(b []byte, x, y float64) []byte {
-	b = appendF1(b, x)
-	b = append(b, ',')
-	b = appendF1(b, y)
-	return append(b, ' ')
 }
 
 func sortedKeys(m map[int32]series) []int32 {

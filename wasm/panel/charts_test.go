@@ -1,8 +1,6 @@
 package panel
 
 import (
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -46,30 +44,6 @@ func streamCharts(frames int) *Charts {
 	return &ch
 }
 
-// TestChartsParts: the charts' shape with its values filled in is their
-// markup, one value a hole; more samples change the values, not the
-// shape (the page then sets them in place).
-func TestChartsParts(t *testing.T) {
-	ch := streamCharts(100)
-	shape, values := ch.Parts(en)
-	if got := FillCharts(shape, values); got != ch.HTML(en) {
-		t.Fatalf("filled shape differs from HTML:\n%s\n%s", got, ch.HTML(en))
-	}
-	// Four charts: a scale each; 6 lines (LEO and HW of 3 replicas), the
-	// ISR size, the rate, and 3 acks settings' dots.
-	if n := strings.Count(shape, chartHole); n != len(values) || n != 4+6+1+1+3 {
-		t.Errorf("%d holes, %d values, want 15 of each", n, len(values))
-	}
-	more := streamCharts(200)
-	shape2, values2 := more.Parts(en)
-	if shape2 != shape {
-		t.Errorf("the shape changed with more samples")
-	}
-	if slices.Equal(values, values2) {
-		t.Errorf("the values did not change with more samples")
-	}
-}
-
 // TestChartsWindow: under a stream (a sample a frame, 50 a second of lab
 // time) the LEO and HW lines still span the whole window, not its last
 // maxPoints frames, and a short change of the ISR size is kept.
@@ -81,10 +55,10 @@ func TestChartsWindow(t *testing.T) {
 		}
 	}
 	var s series
-	s = s.addEvery(point{10.00, 3}, sampleEvery, true)
-	s = s.addEvery(point{10.02, 2}, sampleEvery, true)
-	s = s.addEvery(point{10.04, 3}, sampleEvery, true)
-	s = s.addEvery(point{10.06, 3}, sampleEvery, true)
+	s = s.add(point{10.00, 3}, sampleEvery, true)
+	s = s.add(point{10.02, 2}, sampleEvery, true)
+	s = s.add(point{10.04, 3}, sampleEvery, true)
+	s = s.add(point{10.06, 3}, sampleEvery, true)
 	if len(s) != 3 || s[1].v != 2 || s[2].t != 10.06 {
 		t.Errorf("ISR sizes %v, want the shrink to 2 kept and the last sample moved on", s)
 	}

@@ -118,9 +118,6 @@ type State struct {
 	Recent    []events.Event
 	Live      bool
 	Snapshots int // snapshots received, including fresh ones after falling behind
-	// Checkpoints counts the checkpoints taken (clones of the live
-	// state), for the panel's render log.
-	Checkpoints int
 
 	// Hist is the events since the first checkpoint, oldest first, at
 	// most MaxHistory+CheckpointEvery.
@@ -184,7 +181,6 @@ func (s *State) Handle(m events.Message) bool {
 			changed = true
 			if len(s.Hist)-s.checks[len(s.checks)-1].at >= CheckpointEvery {
 				s.checks = append(s.checks, checkpoint{len(s.Hist), s.Snap.Clone()})
-				s.Checkpoints++
 			}
 		}
 		// Resliced, not copied: appending moves the recent events to a
