@@ -48,7 +48,7 @@ type app struct {
 	reduce    js.Value // matchMedia("(prefers-reduced-motion: reduce)")
 	renderLog []any
 	handleMs  float64           // time spent decoding and applying messages since the last render
-	parts     frameParts        // the periodic parts this frame ran (and decoding since the last)
+	parts     frameParts        // the parts this frame ran that do not run in every frame
 	drained   int               // messages decoded since the last render
 	shown     map[string]string // innerHTML last set per element id: unchanged parts are not touched
 	listAt    float64           // when the event list was last rendered (ms)
@@ -623,14 +623,14 @@ func (a *app) render() {
 type frameParts int
 
 const (
-	partList       frameParts = 1 << iota // the event list
-	partLaneLists                         // the lanes' accessible lists
-	partTimeline                          // the timeline's status line or slider
-	partProducer                          // the producer's status
-	partCharts                            // the charts
-	partReshape                           // the lane figures built anew
-	partSnapshot                          // a snapshot arrived (while decoding)
-	partMeasure                           // the lane figures were measured and their canvases drawn whole
+	partList      frameParts = 1 << iota // the event list
+	partLaneLists                        // the lanes' accessible lists
+	partTimeline                         // the timeline's status line or slider
+	partProducer                         // the producer's status
+	partCharts                           // the charts
+	partReshape                          // the lane figures built anew
+	partSnapshot                         // a snapshot arrived (while decoding)
+	partMeasure                          // the lane figures were measured and their canvases drawn whole
 )
 
 // readEveryMs is how often, at most, the parts of the panel made for
@@ -646,8 +646,7 @@ const readParts = partList | partLaneLists | partTimeline | partProducer | partC
 // change in this frame. Under a stream of events (stream) only one does a
 // frame, the others in the frames after (a render is asked for): when
 // several landed in one frame, with the layout of what they rewrote, that
-// frame was several times as long as the others, and the records it
-// showed late made the latency's tail.
+// frame was several times as long as the others.
 func (a *app) turn(stream bool) bool {
 	if !stream || !a.stream || a.parts&readParts == 0 {
 		return true
