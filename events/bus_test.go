@@ -206,3 +206,22 @@ func BenchmarkPublish100Subscribers(b *testing.B) {
 		bus.Publish(e)
 	}
 }
+
+// BenchmarkPublishDrain measures the lab's steady stream: events published
+// one at a time and drained every 10, as /ws drains them under its linger:
+// one allocation per drain, the next queue as large as the last.
+func BenchmarkPublishDrain(b *testing.B) {
+	bus := NewBus(BusOptions{})
+	s := bus.Subscribe()
+	defer s.Close()
+	e := Event{Kind: KindAppend, Topic: "demo", Offsets: &Offsets{LEO: 1}}
+	b.ReportAllocs()
+	for b.Loop() {
+		for range 10 {
+			bus.Publish(e)
+		}
+		if evs, _ := s.Drain(); len(evs) != 10 {
+			b.Fatalf("drained %d events, want 10", len(evs))
+		}
+	}
+}

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"math/bits"
 	"net"
 	"net/http"
 	"os"
@@ -86,6 +87,7 @@ func BenchmarkPanelLatency(b *testing.B) {
 	// server's websocket writer (its linger included), which splits
 	// publish→render into the server's share and the browser's.
 	wsAt := map[uint64]time.Time{}
+	var wsMsgs int // messages /ws sent, as many as the page gets: each a task on its main thread
 	wsURL := "ws" + strings.TrimPrefix(lab.url, "http") + "ws"
 	wsConn, _, err := websocket.DefaultDialer.Dial(wsURL, nil)
 	if err != nil {
@@ -105,6 +107,7 @@ func BenchmarkPanelLatency(b *testing.B) {
 				continue
 			}
 			mu.Lock()
+			wsMsgs++
 			for _, e := range m.Events {
 				if e.Kind == events.KindAppend {
 					wsAt[e.Seq] = at
@@ -123,9 +126,9 @@ func BenchmarkPanelLatency(b *testing.B) {
 		sentMu sync.Mutex
 		all    []sent
 	)
-	var renders [][5]float64 // [seq, ms since epoch, render ms, handle ms, lanes ms]
+	var renders [][7]float64 // [seq, ms since epoch, render ms, handle ms, lanes ms, parts, messages]
 	readRenders := func() {
-		got, err := chromedp.Run(lab.ctx, chromedp.Evaluate[[][5]float64](`window.tidemarkRenders()`))
+		got, err := chromedp.Run(lab.ctx, chromedp.Evaluate[[][7]float64](`window.tidemarkRenders()`))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -157,6 +160,10 @@ func BenchmarkPanelLatency(b *testing.B) {
 	}
 	before := metrics()
 	cpu0 := childrenCPU()
+	self0 := selfCPU()
+	mu.Lock()
+	msgs0 := wsMsgs
+	mu.Unlock()
 	stopTrace := startTrace(b, lab.ctx)
 
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 32}}
@@ -189,7 +196,11 @@ func BenchmarkPanelLatency(b *testing.B) {
 	b.ResetTimer()
 	var records int
 	begin := time.Now()
-	for range b.N {
+	var steadyFrom time.Time // the end of the first iteration
+	for i := range b.N {
+		if i == 1 {
+			steadyFrom = time.Now()
+		}
 		var wg sync.WaitGroup
 		sem := make(chan struct{}, 16)
 		tick := time.NewTicker(5 * time.Millisecond)
@@ -210,14 +221,18 @@ func BenchmarkPanelLatency(b *testing.B) {
 	elapsed := time.Since(begin)
 	after := metrics()
 	cpu1 := childrenCPU()
+	self1 := selfCPU()
+	mu.Lock()
+	msgs1 := wsMsgs
+	mu.Unlock()
 	stopTrace()
 	b.StopTimer()
 	// Let the last appends reach the panel.
 	deadline := time.Now().Add(5 * time.Second)
-	var lat, pub, toWS, toRender []float64
+	var lat, steady, pub, toWS, toRender []float64
 	for {
 		readRenders()
-		lat, pub, toWS, toRender = lat[:0], pub[:0], toWS[:0], toRender[:0]
+		lat, steady, pub, toWS, toRender = lat[:0], steady[:0], pub[:0], toWS[:0], toRender[:0]
 		missing := 0
 		mu.Lock()
 		for _, s := range all {
@@ -226,12 +241,15 @@ func BenchmarkPanelLatency(b *testing.B) {
 				missing++
 				continue
 			}
-			i := slices.IndexFunc(renders, func(r [5]float64) bool { return uint64(r[0]) >= seq })
+			i := slices.IndexFunc(renders, func(r [7]float64) bool { return uint64(r[0]) >= seq })
 			if i < 0 {
 				missing++
 				continue
 			}
 			lat = append(lat, renders[i][1]-float64(s.at.UnixNano())/1e6)
+			if !steadyFrom.IsZero() && s.at.After(steadyFrom) {
+				steady = append(steady, lat[len(lat)-1])
+			}
 			pub = append(pub, float64(pubAt[s.key].Sub(s.at))/1e6)
 			toRender = append(toRender, renders[i][1]-float64(pubAt[s.key].UnixNano())/1e6)
 			if at, ok := wsAt[seq]; ok {
@@ -254,6 +272,12 @@ func BenchmarkPanelLatency(b *testing.B) {
 	pct := func(v []float64, q float64) float64 { return v[min(len(v)-1, int(q*float64(len(v))))] }
 	b.ReportMetric(pct(lat, 0.50), "p50-ms")
 	b.ReportMetric(pct(lat, 0.99), "p99-ms")
+	// Without the first iteration, which meets the page's first frames
+	// of the demo topic's lanes.
+	if len(steady) > 0 {
+		slices.Sort(steady)
+		b.ReportMetric(pct(steady, 0.99), "p99-steady-ms")
+	}
 	b.ReportMetric(pct(pub, 0.50), "append-p50-ms")
 	b.ReportMetric(pct(pub, 0.99), "append-p99-ms")
 	// Publish→render is the browser's share with the server's /ws writer;
@@ -287,6 +311,22 @@ func BenchmarkPanelLatency(b *testing.B) {
 		slices.Sort(rs)
 		b.ReportMetric(pct(gaps, 0.99), "gap-p99-ms")
 		b.ReportMetric(pct(rs, 0.99), "render-p99-ms")
+		// The parts made for reading (event list, lanes' lists, timeline,
+		// producer, charts: bits 0-4 of the log's parts) that changed per
+		// second, and the frames in which two or more did.
+		var read, stacked, gcs int
+		for _, r := range renders {
+			n := bits.OnesCount(uint(r[5]) & 0x1f)
+			read += n
+			if n > 1 {
+				stacked++
+			}
+			gcs += int(r[5]) >> 8 & 1 // a frame after Go collected garbage
+		}
+		b.ReportMetric(float64(read)/elapsed.Seconds(), "read-parts/s")
+		b.ReportMetric(float64(stacked), "stacked-frames")
+		b.ReportMetric(float64(gcs)/elapsed.Seconds(), "gc-frames/s")
+		writeRenderLog(b, renders)
 	}
 	// Main-thread time per second of the run, by kind (ms/s).
 	for _, m := range []struct{ name, unit string }{
@@ -300,7 +340,63 @@ func BenchmarkPanelLatency(b *testing.B) {
 	if cpu0 >= 0 && cpu1 >= 0 {
 		b.ReportMetric(float64(cpu1-cpu0)/elapsed.Seconds(), "browser-cpu-ms/s")
 	}
+	// The CPU this test process took per second of the run: the server
+	// (brokers, controller, HTTP, /ws), but also the benchmark's own
+	// producer and its Go client of /ws, which are not told apart.
+	if self0 >= 0 && self1 >= 0 {
+		b.ReportMetric(float64(self1-self0)/elapsed.Seconds(), "server-cpu-ms/s")
+	}
+	b.ReportMetric(float64(msgs1-msgs0)/elapsed.Seconds(), "ws-msgs/s")
 	b.ReportMetric(0, "ns/op")
+}
+
+// selfCPU returns the CPU time (user and system, ms) this process has
+// used, from /proc; -1 where there is none.
+func selfCPU() int64 {
+	_, ms, ok := procCPU("self")
+	if !ok {
+		return -1
+	}
+	return ms
+}
+
+// procCPU reads /proc/<pid>/stat: the process's parent and its CPU time
+// (user and system, ms).
+func procCPU(pid string) (ppid int, ms int64, ok bool) {
+	stat, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return 0, 0, false
+	}
+	// After the command's closing parenthesis: state, ppid, … utime
+	// (the 14th field of the line) and stime.
+	i := strings.LastIndexByte(string(stat), ')')
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 13 {
+		return 0, 0, false
+	}
+	ppid, _ = strconv.Atoi(f[1])
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return ppid, (ut + st) * 10, true // clock ticks of 10 ms
+}
+
+// writeRenderLog writes the panel's render log of the run as JSON lines
+// to the file TIDEMARK_RENDER_LOG names, when set: [seq, ms since the
+// epoch, render ms, decode ms, lanes ms, parts, messages decoded] a render, to tell the long
+// frames apart (parts: the bits of wasm/main.go's frameParts).
+func writeRenderLog(b *testing.B, renders [][7]float64) {
+	path := os.Getenv("TIDEMARK_RENDER_LOG")
+	if path == "" {
+		return
+	}
+	var out []byte
+	for _, r := range renders {
+		line, _ := json.Marshal(r)
+		out = append(append(out, line...), '\n')
+	}
+	if err := os.WriteFile(path, out, 0o644); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // childrenCPU returns the CPU time (user and system, ms) of this process's
@@ -317,21 +413,11 @@ func childrenCPU() int64 {
 		if err != nil {
 			continue
 		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
+		ppid, ms, ok := procCPU(e.Name())
+		if !ok {
 			continue
 		}
-		// After the command's closing parenthesis: state, ppid, … utime
-		// (the 14th field of the line) and stime.
-		i := strings.LastIndexByte(string(stat), ')')
-		f := strings.Fields(string(stat[i+1:]))
-		if len(f) < 13 {
-			continue
-		}
-		parent[pid], _ = strconv.Atoi(f[1])
-		ut, _ := strconv.ParseInt(f[11], 10, 64)
-		st, _ := strconv.ParseInt(f[12], 10, 64)
-		cpu[pid] = (ut + st) * 10 // clock ticks of 10 ms
+		parent[pid], cpu[pid] = ppid, ms
 	}
 	self := os.Getpid()
 	var total int64

@@ -19,13 +19,14 @@ import (
 type lab struct{ *cluster.Cluster }
 
 var (
-	_ web.Lab        = lab{}
-	_ web.TopicAdmin = lab{}
-	_ web.Producer   = lab{}
-	_ web.Consumer   = lab{}
-	_ web.Faults     = lab{}
-	_ web.LabClock   = lab{}
-	_ web.Inspector  = lab{}
+	_ web.Lab              = lab{}
+	_ web.TopicAdmin       = lab{}
+	_ web.Producer         = lab{}
+	_ web.Consumer         = lab{}
+	_ web.Faults           = lab{}
+	_ web.LabClock         = lab{}
+	_ web.Inspector        = lab{}
+	_ web.PartitionCounter = lab{}
 )
 
 // CreateTopic creates a topic; the web reads the result from the snapshot.

@@ -14,9 +14,10 @@
 // (show only that topic or partition). The page's
 // window.tidemarkRenders() returns, and forgets, [seq, time in ms since the
 // Unix epoch, ms spent rendering, ms spent decoding and applying messages
-// since the previous render, ms of the rendering spent on the lanes] for
-// each render since the last call: the benchmark reads when an event
-// reached the DOM and where the time went.
+// since the previous render, ms of the rendering spent on the lanes, the
+// parts that do not run every frame (frameParts' bits), messages decoded
+// since the previous render] for each render since the last call: the
+// benchmark reads when an event reached the DOM and where the time went.
 package main
 
 import (
@@ -47,6 +48,8 @@ type app struct {
 	reduce    js.Value // matchMedia("(prefers-reduced-motion: reduce)")
 	renderLog []any
 	handleMs  float64           // time spent decoding and applying messages since the last render
+	parts     frameParts        // the parts this frame ran that do not run in every frame
+	drained   int               // messages decoded since the last render
 	shown     map[string]string // innerHTML last set per element id: unchanged parts are not touched
 	listAt    float64           // when the event list was last rendered (ms)
 	tlAt      float64           // when the timeline's status and slider last changed (ms)
@@ -74,6 +77,8 @@ type app struct {
 	listsAt   float64       // when the lanes' accessible lists were last brought up to date (ms)
 	listsSeq  uint64        // live Seq then
 	evTail    string        // the events the page listed before the stream's, until the panel lists a full list of its own
+	stream    bool          // a stream of events is arriving (observeStream)
+	window    streamAt      // where the window observeStream counts in opened
 }
 
 // stageDOM is the stage as last rendered: its shape (the brokers), each
@@ -89,6 +94,7 @@ type stageDOM struct {
 	rate               float64
 	status, next       string        // the producer's status shown, and to show at its next turn
 	statusAt           float64       // when status last changed (ms)
+	statusSeq          uint64        // the live Seq then
 	links              string        // panel.StageLinksKey of the links drawn
 	clients            panel.Clients // the external Kafka clients seen
 	charts             panel.Charts  // the charts' samples
@@ -435,8 +441,13 @@ func (a *app) drain() {
 		return
 	}
 	t0 := a.now()
+	snaps := a.state.Snapshots
 	for i := range n {
 		a.handle(a.inbox.Index(i).Get("data").String())
+	}
+	a.drained += n
+	if a.state.Snapshots != snaps {
+		a.parts |= partSnapshot
 	}
 	a.inbox.Set("length", 0)
 	a.handleMs += a.now() - t0
@@ -508,6 +519,7 @@ func (a *app) render() {
 	s := a.state
 	view := s.View()
 	a.measureLanes()
+	a.observeStream(t0)
 	var motion panel.Motion
 	if s.Following && !a.reducedMotion() {
 		// Under a stream of events motion would only flicker: animate what
@@ -529,7 +541,7 @@ func (a *app) render() {
 	// The list is for reading: under a stream of events it is redrawn at
 	// most every readEveryMs, which leaves the frame to the lanes.
 	if !a.paused || !s.Following {
-		if wait := readEveryMs - (t0 - a.listAt); wait <= 0 || !s.Following {
+		if wait := readEveryMs - (t0 - a.listAt); (wait <= 0 || !s.Following) && a.turn(s.Following) {
 			// Like the lanes, highlight what a learner can follow: under
 			// a stream every item would flash, and keep the page busy.
 			newSince := a.listed
@@ -540,8 +552,9 @@ func (a *app) render() {
 				a.evTail = ""
 			}
 			a.setHTML("panel-events", s.RenderEvents(newSince, cursor, a.cat)+a.evTail)
+			a.parts |= partList
 			a.listed, a.listAt = s.Snap.Seq, t0
-		} else if a.listed != s.Snap.Seq {
+		} else if a.listed != s.Snap.Seq && wait > 0 {
 			a.renderIn(wait)
 		}
 	}
@@ -553,14 +566,19 @@ func (a *app) render() {
 	// Under a stream of events the status line and the slider change at
 	// most every readEveryMs too: the page repainted them (and what
 	// shares their layer) in every frame, for a number no one can read.
-	if s.Following && old.following && len(a.newEvents(old.seq)) > maxAnimated {
-		if wait := readEveryMs - (t0 - a.tlAt); wait > 0 {
+	changed := tl.pos != old.pos || tl.end != old.end || tl.text != old.text
+	if changed && s.Following && old.following && a.stream {
+		if wait := readEveryMs - (t0 - a.tlAt); wait > 0 || !a.turn(true) {
 			tl.pos, tl.end, tl.text = old.pos, old.end, old.text
-			a.renderIn(wait)
+			changed = false
+			if wait > 0 {
+				a.renderIn(wait)
+			}
 		}
 	}
-	if tl.pos != old.pos || tl.end != old.end || tl.text != old.text {
+	if changed {
 		a.tlAt = t0
+		a.parts |= partTimeline
 	}
 	a.tlShown = tl
 	if r := a.tlRange; r.Truthy() {
@@ -594,15 +612,70 @@ func (a *app) render() {
 	}
 	if len(a.renderLog) < maxRenderLog {
 		t1 := a.now()
-		a.renderLog = append(a.renderLog, []any{float64(s.Snap.Seq), t1, t1 - t0, a.handleMs, lanesMs})
+		a.renderLog = append(a.renderLog, []any{float64(s.Snap.Seq), t1, t1 - t0, a.handleMs, lanesMs, float64(a.parts), float64(a.drained)})
 	}
-	a.handleMs = 0
+	a.handleMs, a.parts, a.drained = 0, 0, 0
 }
+
+// frameParts are the parts of the panel that do not run in every frame,
+// as bits: the render log says which ran in each frame, so a long frame
+// can be told apart.
+type frameParts int
+
+const (
+	partList      frameParts = 1 << iota // the event list
+	partLaneLists                        // the lanes' accessible lists
+	partTimeline                         // the timeline's status line or slider
+	partProducer                         // the producer's status
+	partCharts                           // the charts
+	partReshape                          // the lane figures built anew
+	partSnapshot                         // a snapshot arrived (while decoding)
+	partMeasure                          // the lane figures were measured and their canvases drawn whole
+)
 
 // readEveryMs is how often, at most, the parts of the panel made for
 // reading (the event list, the timeline's status line) change under a
 // stream of events.
 const readEveryMs = 250
+
+// readParts are the parts made for reading that change at most every
+// readEveryMs (the charts every chartsEveryMs) under a stream of events.
+const readParts = partList | partLaneLists | partTimeline | partProducer | partCharts
+
+// turn reports whether a part made for reading whose time has come may
+// change in this frame. Under a stream of events (stream) only one does a
+// frame, the others in the frames after (a render is asked for): when
+// several landed in one frame, with the layout of what they rewrote, that
+// frame was several times as long as the others.
+func (a *app) turn(stream bool) bool {
+	if !stream || !a.stream || a.parts&readParts == 0 {
+		return true
+	}
+	a.schedule()
+	return false
+}
+
+// streamAt is the live Seq at a render and when it was (ms).
+type streamAt struct {
+	at  float64
+	seq uint64
+}
+
+// observeStream sets a.stream at a render (t0): whether more than
+// maxAnimated events came in the window of readEveryMs now open or in the
+// last one. Counted over that time, not since the last render: at 1,000
+// records/s most frames bring fewer than maxAnimated.
+func (a *app) observeStream(t0 float64) {
+	n := len(a.newEvents(a.window.seq))
+	if t0-a.window.at >= readEveryMs {
+		// The window closes: it says whether the stream goes on until
+		// the next one closes, or more than maxAnimated come in that.
+		a.stream = n > maxAnimated
+		a.window = streamAt{t0, a.state.Snap.Seq}
+	} else if n > maxAnimated {
+		a.stream = true
+	}
+}
 
 // renderIn renders again in ms milliseconds (once, however often asked
 // before then), for a part whose turn comes then.
@@ -646,6 +719,7 @@ func (a *app) renderLanes(figs []panel.Figure, t0 float64) {
 			b.WriteString(figs[i].HTML())
 		}
 		root.Set("innerHTML", b.String())
+		a.parts |= partReshape
 		a.laneShape = shape.String()
 		a.bindLanes(root, figs)
 		a.dom.Palette()
@@ -671,15 +745,17 @@ func (a *app) renderLanes(figs []panel.Figure, t0 float64) {
 			d.part.Lanes = nil
 		}
 		if a.state.Snap.Seq != a.listsSeq || !a.state.Following {
-			if wait := readEveryMs - (t0 - a.listsAt); wait <= 0 || len(a.newEvents(a.listsSeq)) <= maxAnimated {
+			stream := a.stream || len(a.newEvents(a.listsSeq)) > maxAnimated
+			if wait := readEveryMs - (t0 - a.listsAt); wait <= 0 && a.turn(a.state.Following) || !stream {
 				for i := range figs {
 					if l := figs[i].ListHTML(); l != a.figs[i].listed {
 						a.figs[i].list.Set("innerHTML", l)
 						a.figs[i].listed = l
+						a.parts |= partLaneLists
 					}
 				}
 				a.listsAt, a.listsSeq = t0, a.state.Snap.Seq
-			} else {
+			} else if wait > 0 {
 				a.renderIn(wait)
 			}
 		}
@@ -716,6 +792,7 @@ func (a *app) measureLanes() {
 		return
 	}
 	a.measured = true
+	a.parts |= partMeasure
 	for i := range a.figs {
 		d := &a.figs[i]
 		d.vis0, d.vis1, d.drawn = 0, 1<<40, nil

@@ -81,15 +81,16 @@ func (a *app) renderStage(v *events.Snapshot) {
 	evs := a.newEvents(st.flown)
 	st.clients.Observe(evs)
 	st.charts.Observe(&a.state.Snap, evs)
-	if now := a.now(); now-st.chartsAt >= chartsEveryMs {
+	if now := a.now(); now-st.chartsAt >= chartsEveryMs && a.turn(true) {
 		a.setHTML("stage-charts", st.charts.HTML(a.cat))
 		st.chartsAt = now
+		a.parts |= partCharts
 	}
 	if h := st.clients.HTML(a.cat); h != "" {
 		a.setHTML("stage-clients", h)
 	}
 	if a.state.Following {
-		a.renderProducer(evs)
+		a.renderProducer()
 		a.fly(panel.Flights(v, evs, a.cat, maxFlights))
 	}
 	st.flown = a.state.Snap.Seq
@@ -143,7 +144,8 @@ func (a *app) renderClock(live *events.Snapshot) {
 // answer, acknowledged, or failed. Under a stream of events it changes at
 // most every readEveryMs, as the event list (in every frame it made the
 // page repaint the topology's layer).
-func (a *app) renderProducer(evs []events.Event) {
+func (a *app) renderProducer() {
+	evs := a.newEvents(a.stage.statusSeq)
 	text := ""
 	for i := len(evs) - 1; i >= 0 && text == ""; i-- { // the last one says it
 		switch e := &evs[i]; {
@@ -162,12 +164,18 @@ func (a *app) renderProducer(evs []events.Event) {
 		return
 	}
 	now := a.now()
-	if wait := readEveryMs - (now - a.stage.statusAt); len(evs) > maxAnimated && wait > 0 {
-		a.renderIn(wait)
-		return
+	if a.stream {
+		if wait := readEveryMs - (now - a.stage.statusAt); wait > 0 {
+			a.renderIn(wait)
+			return
+		}
+		if !a.turn(true) {
+			return
+		}
 	}
 	text = a.stage.next
-	a.stage.status, a.stage.statusAt = text, now
+	a.stage.status, a.stage.statusAt, a.stage.statusSeq = text, now, a.state.Snap.Seq
+	a.parts |= partProducer
 	if el := a.el("stage-producer"); !el.IsNull() {
 		el.Set("textContent", text)
 	}

@@ -352,6 +352,19 @@ func (c *Cluster) Snapshot() events.Snapshot {
 	return s
 }
 
+// TopicPartitions returns how many partitions topic name has in the
+// visible state, without copying the Snapshot; false when there is no
+// such topic.
+func (c *Cluster) TopicPartitions(name string) (int, bool) {
+	c.snapMu.Lock()
+	defer c.snapMu.Unlock()
+	t := c.snap.Topic(name)
+	if t == nil {
+		return 0, false
+	}
+	return len(t.Partitions), true
+}
+
 // publisher publishes events on the bus and applies them to the snapshot
 // under one lock, so a snapshot always matches the last Seq it names.
 type publisher struct{ c *Cluster }

@@ -307,6 +307,24 @@ type ProduceResponse struct {
 	LastOffset int64 `json:"last_offset"`
 }
 
+// topicPartitions returns how many partitions topic name has in the lab's
+// visible state (UNKNOWN_TOPIC_OR_PARTITION when it has no such topic),
+// without copying the whole Snapshot when the Lab can say.
+func (s *Server) topicPartitions(name string) (int, error) {
+	if pc, ok := s.opts.Lab.(PartitionCounter); ok {
+		if n, ok := pc.TopicPartitions(name); ok {
+			return n, nil
+		}
+		return 0, noTopic(name)
+	}
+	snap := s.opts.Lab.Snapshot()
+	t, err := snapTopic(&snap, name)
+	if err != nil {
+		return 0, err
+	}
+	return len(t.Partitions), nil
+}
+
 func (s *Server) produce(c echo.Context) error {
 	if s.prod == nil {
 		return notImplemented("produce")
@@ -320,17 +338,16 @@ func (s *Server) produce(c echo.Context) error {
 		return err
 	}
 	// Check everything before producing: a bad request writes nothing.
-	snap := s.opts.Lab.Snapshot()
-	t, err := snapTopic(&snap, name)
+	partitions, err := s.topicPartitions(name)
 	if err != nil {
 		return err
 	}
 	partition := int32(-1)
 	if req.Partition != nil {
 		partition = *req.Partition
-		if partition < 0 || int(partition) >= len(t.Partitions) {
+		if partition < 0 || int(partition) >= partitions {
 			return KafkaError(http.StatusNotFound, kerr.UnknownTopicOrPartition,
-				"topic "+name+" has partitions 0.."+strconv.Itoa(len(t.Partitions)-1)+", not "+strconv.Itoa(int(partition)))
+				"topic "+name+" has partitions 0.."+strconv.Itoa(partitions-1)+", not "+strconv.Itoa(int(partition)))
 		}
 	}
 	var acks int16

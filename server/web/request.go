@@ -223,7 +223,12 @@ func snapTopic(s *events.Snapshot, name string) (*events.Topic, error) {
 	if t := s.Topic(name); t != nil {
 		return t, nil
 	}
-	return nil, KafkaError(http.StatusNotFound, kerr.UnknownTopicOrPartition, "no topic "+strconv.Quote(name))
+	return nil, noTopic(name)
+}
+
+// noTopic is the error for a topic the lab does not have.
+func noTopic(name string) error {
+	return KafkaError(http.StatusNotFound, kerr.UnknownTopicOrPartition, "no topic "+strconv.Quote(name))
 }
 
 // partitionParam is the {partition} path parameter: an integer (else 400)

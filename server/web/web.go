@@ -54,13 +54,15 @@ type Options struct {
 	WriteWait time.Duration
 	// MaxBatch is the most events /ws puts in one frame (default 256).
 	MaxBatch int
-	// Linger is how long /ws waits after an event before writing, so that
-	// the events that follow it within that time go in the same frame, as
-	// a Kafka producer's linger.ms batches records (default 5ms, Kafka's
-	// default linger.ms; negative: write at once). A page draws once per
-	// animation frame anyway, while every websocket message costs its main
-	// thread a task: at 1,000 records/s the lab publishes ~3,000 events/s,
-	// which went out in ~770 messages/s.
+	// Linger is the least time between two messages of events on /ws
+	// (default 5ms, Kafka's default linger.ms; negative: no least time).
+	// An event after a quiet spell goes at once; the events that follow a
+	// message within Linger wait and go together in the next, as a Kafka
+	// producer batches what arrives while it is busy. A page draws once
+	// per animation frame anyway, while every websocket message costs its
+	// main thread a task: at 1,000 records/s the lab publishes ~2,000
+	// events/s, which went out in ~770 messages/s written at once and in
+	// at most 200 with Linger (docs/benchmark-notes.md).
 	Linger time.Duration
 	// Lessons runs the guided lessons (api_lessons.go); nil: the lesson
 	// routes answer 501.

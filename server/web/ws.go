@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -50,12 +51,13 @@ var upgrader = websocket.Upgrader{
 }
 
 // serveWS streams the lab: a snapshot, then every event in Seq order, batched
-// per frame: the events that arrive within Options.Linger of the first go
-// together. This goroutine is the connection's only writer; a second
-// goroutine only reads (control frames, deadlines). The send queue is the
-// bounded events.Subscription: when the client falls behind, its queue is
-// dropped and it gets a fresh snapshot instead, so a slow client costs neither
-// the brokers nor the other clients anything.
+// per frame: an event after a quiet spell goes at once, and those that arrive
+// within Options.Linger of a message go together in the next. This goroutine
+// is the connection's only writer; a second goroutine only reads (control
+// frames, deadlines). The send queue is the bounded events.Subscription: when
+// the client falls behind, its queue is dropped and it gets a fresh snapshot
+// instead, so a slow client costs neither the brokers nor the other clients
+// anything.
 func (s *Server) serveWS(c echo.Context) error {
 	lab, err := s.wsLab(c) // ?run=<id>: a lesson run's cluster
 	if err != nil {
@@ -86,34 +88,25 @@ func (s *Server) serveWS(c echo.Context) error {
 	}
 	ping := time.NewTicker(s.opts.PingInterval)
 	defer ping.Stop()
-	linger := time.NewTimer(s.opts.Linger)
+	// linger is armed while events wait for Linger to pass since the last
+	// message; a publish that finds it passed writes at once instead, so
+	// under a stream the writer is woken by the publishers already running
+	// rather than by a timer, which a loaded machine may fire late.
+	linger := time.NewTimer(time.Hour)
+	linger.Stop()
 	defer linger.Stop()
+	armed := false
+	var wrote time.Time // when the last message of events went out
 	for {
 		select {
 		case <-sub.Ready():
-			if s.opts.Linger > 0 {
-				// Let the events that follow go in the same frame.
-				linger.Reset(s.opts.Linger)
-				select {
-				case <-linger.C:
-				case <-readerDone:
-					return nil
-				case <-s.ctx.Done(): // handled below
-				}
-			}
-			evs, lagged := sub.Drain()
-			if lagged {
-				if last, err = w.snapshot(lab); err != nil {
-					return nil
-				}
-			}
-			if last, err = w.events(evs, last, s.opts.MaxBatch); err != nil {
-				return nil
-			}
+		case <-linger.C:
+			armed = false
 		case <-ping.C:
 			if err := conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(s.opts.WriteWait)); err != nil {
 				return nil
 			}
+			continue
 		case <-readerDone:
 			return nil
 		case <-s.ctx.Done():
@@ -121,6 +114,32 @@ func (s *Server) serveWS(c echo.Context) error {
 			conn.WriteControl(websocket.CloseMessage, msg, time.Now().Add(s.opts.WriteWait))
 			return nil
 		}
+		if wait := s.opts.Linger - time.Since(wrote); wait > 0 {
+			// A message went out less than Linger ago: the events that
+			// follow join these rather than each costing the page a task.
+			if !armed {
+				linger.Reset(wait)
+				armed = true
+			}
+			continue
+		}
+		if armed {
+			linger.Stop()
+			armed = false
+		}
+		evs, lagged := sub.Drain()
+		if len(evs) == 0 && !lagged {
+			continue // a wake-up for events a previous drain took
+		}
+		if lagged {
+			if last, err = w.snapshot(lab); err != nil {
+				return nil
+			}
+		}
+		if last, err = w.events(evs, last, s.opts.MaxBatch); err != nil {
+			return nil
+		}
+		wrote = time.Now()
 	}
 }
 
@@ -147,6 +166,13 @@ type wsWriter struct {
 	wait time.Duration
 }
 
+// encodeBufs holds the buffers messages of events are encoded into, shared
+// by every connection: an idle one keeps none. A buffer larger than
+// maxKeptBuf (a burst's large message) is not put back.
+var encodeBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxKeptBuf = 64 << 10
+
 func (w wsWriter) write(m events.Message) error {
 	w.conn.SetWriteDeadline(time.Now().Add(w.wait))
 	wr, err := w.conn.NextWriter(websocket.TextMessage)
@@ -158,6 +184,21 @@ func (w wsWriter) write(m events.Message) error {
 		return err
 	}
 	return wr.Close()
+}
+
+// writeEvents writes one message of events, encoded by appendEventsMessage.
+func (w wsWriter) writeEvents(evs []events.Event) error {
+	buf := encodeBufs.Get().(*[]byte)
+	b, err := appendEventsMessage((*buf)[:0], evs)
+	if err == nil {
+		w.conn.SetWriteDeadline(time.Now().Add(w.wait))
+		err = w.conn.WriteMessage(websocket.TextMessage, b)
+	}
+	if cap(b) <= maxKeptBuf {
+		*buf = b
+		encodeBufs.Put(buf)
+	}
+	return err
 }
 
 // snapshot sends a fresh snapshot and returns its Seq.
@@ -176,7 +217,7 @@ func (w wsWriter) events(evs []events.Event, last uint64, max int) (uint64, erro
 	evs = evs[i:]
 	for len(evs) > 0 {
 		n := min(len(evs), max)
-		if err := w.write(events.Message{Type: events.MessageEvents, Events: evs[:n]}); err != nil {
+		if err := w.writeEvents(evs[:n]); err != nil {
 			return last, err
 		}
 		last = evs[n-1].Seq

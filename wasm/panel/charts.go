@@ -19,7 +19,10 @@ const (
 	chartH      = 74
 	chartPad    = 16 // room for the labels above the plot
 	maxPoints   = 240
-	maxLatency  = 30 // latencies kept per acks setting
+	// sampleEvery is the lab time one sample of LEO, HW and ISR size
+	// stands for: the page observes every frame, 50 a second under a
+	// stream, and maxPoints of those covered only the window's last 5 s.
+	sampleEvery = 60.0 / maxPoints
 )
 
 // point is one sample: lab time in seconds since the charts' start, and a
@@ -29,9 +32,11 @@ type point struct{ t, v float64 }
 type series []point
 
 // add appends p, dropping points older than the window and the oldest
-// beyond maxPoints; a sample at the same time replaces the last one.
-func (s series) add(p point) series {
-	if n := len(s); n > 0 && s[n-1].t == p.t {
+// beyond maxPoints; a sample at the same time replaces the last one, and
+// so does one in the same step of lab time (step > 0) unless keep and
+// its value differs (a change of the ISR size is kept however short).
+func (s series) add(p point, step float64, keep bool) series {
+	if n := len(s); n > 0 && (s[n-1].t == p.t || step > 0 && int64(s[n-1].t/step) == int64(p.t/step) && (!keep || s[n-1].v == p.v)) {
 		s[n-1] = p
 		return s
 	}
@@ -82,7 +87,7 @@ func (ch *Charts) Observe(v *events.Snapshot, evs []events.Event) {
 			if p := v.Partition(e.Topic, e.Partition); p != nil && p.Leader == e.Broker && e.Offsets != nil {
 				sec := float64(int64(t))
 				if sec != ch.rateSec || len(ch.rate) == 0 {
-					ch.rate = ch.rate.add(point{sec, 0})
+					ch.rate = ch.rate.add(point{sec, 0}, 0, false)
 					ch.rateSec = sec
 				}
 				ch.rate[len(ch.rate)-1].v += float64(e.Offsets.Last - e.Offsets.Base + 1)
@@ -95,17 +100,17 @@ func (ch *Charts) Observe(v *events.Snapshot, evs []events.Event) {
 			if at, ok := ch.asked[e.Acks]; ok {
 				delete(ch.asked, e.Acks)
 				if e.Kind == events.KindAck {
-					ch.lat[e.Acks] = ch.lat[e.Acks].add(point{t, float64(e.Time.Sub(at).Microseconds()) / 1000})
+					ch.lat[e.Acks] = ch.lat[e.Acks].add(point{t, float64(e.Time.Sub(at).Microseconds()) / 1000}, 0, false)
 				}
 			}
 		}
 	}
 	if p := v.Partition(ch.Topic, ch.Partition); p != nil {
 		for _, r := range p.ReplicaLogs {
-			ch.leo[r.Broker] = ch.leo[r.Broker].add(point{ch.now, float64(r.LEO)})
-			ch.hw[r.Broker] = ch.hw[r.Broker].add(point{ch.now, float64(r.HW)})
+			ch.leo[r.Broker] = ch.leo[r.Broker].add(point{ch.now, float64(r.LEO)}, sampleEvery, false)
+			ch.hw[r.Broker] = ch.hw[r.Broker].add(point{ch.now, float64(r.HW)}, sampleEvery, false)
 		}
-		ch.isr = ch.isr.add(point{ch.now, float64(len(p.ISR))})
+		ch.isr = ch.isr.add(point{ch.now, float64(len(p.ISR))}, sampleEvery, true)
 	}
 }
 

@@ -134,9 +134,9 @@ func TestFly(t *testing.T) {
 	if h := f.HTML(400); !strings.Contains(h, `data-testid="msg" data-kind="ack" data-seq="7" data-duration="400.0"`) || !strings.HasPrefix(h, "<g ") {
 		t.Errorf("item %s", h)
 	}
-	for k := range shapes {
-		if sh := Shape(k); !strings.HasPrefix(sh, `<path d="`+shapes[k].D) {
-			t.Errorf("legend of %s: %s", k, sh)
+	for _, s := range shapes {
+		if sh := Shape(s.kind); !strings.HasPrefix(sh, `<path d="`+s.shape.D) {
+			t.Errorf("legend of %s: %s", s.kind, sh)
 		}
 	}
 }
