@@ -34,7 +34,7 @@
   // The canvas ops draw a figure's cells (panel.Painter.Paint): P gives
   // the palette (8 epoch colours, ink, paper, a truncated record's fill
   // and ink), C sizes a canvas to w×h CSS pixels at the device's pixel
-  // ratio, K gives a cell (cell), D a down broker's lane to
+  // ratio and clears it, K gives a cell (cell), D a down broker's lane to
   // dim (x, y, w, h: veiled in paper once its cells are drawn, as the
   // lanes' SVG drew them at .55 opacity). A canvas's cells are drawn
   // together (cells) once its K ops are all read, as the lanes' SVG drew
@@ -42,44 +42,20 @@
   // boxes of one colour as one path, then texts font by font. Setting a
   // style costs Chromium more than drawing with it, and square boxes cost
   // it less than rounded ones.
-  //
-  // Only the columns drawn last time and this time are cleared (the
-  // canvas keeps them as tmL…tmR): Chromium rasters again what a canvas
-  // drawing touched, and the panel draws only the part of a figure in view
-  // (about half of it in the stage's column) while the canvas spans the
-  // whole figure.
-  var pal = [], ctx = null, cv0 = null, ks = [], dims = [];
+  var pal = [], ctx = null, ks = [], dims = [];
   function canvas(cv, w, h) {
     cells();
     var dpr = window.devicePixelRatio || 1, pw = Math.round(w * dpr), ph = Math.round(h * dpr);
     if (cv.width !== pw || cv.height !== ph) {
-      cv.width = pw; // clears it
+      cv.width = pw;
       cv.height = ph;
       cv.style.width = w + "px"; // the CSSOM: the page's CSP refuses style attributes
       cv.style.height = h + "px";
-      cv.tmL = Infinity;
-      cv.tmR = -Infinity;
-    } else if (cv.tmL === undefined) {
-      cv.tmL = 0; // drawn by whom, who knows: all of it
-      cv.tmR = w;
     }
     ctx = cv.getContext("2d");
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.clearRect(0, 0, w, h);
     ctx.textAlign = "center";
-    cv0 = cv;
-    cv.tmH = h;
-  }
-  // clear clears the columns of cv0 drawn before and those its cells and
-  // dims now cover (a cell is 40 wide; 2 more either side for strokes).
-  function clear() {
-    var cv = cv0, l = Infinity, r = -Infinity, i;
-    cv0 = null;
-    for (i = 0; i < ks.length; i++) { l = Math.min(l, ks[i].x); r = Math.max(r, ks[i].x + 40); }
-    for (i = 0; i < dims.length; i += 4) { l = Math.min(l, dims[i]); r = Math.max(r, dims[i] + dims[i + 2]); }
-    var cl = Math.min(l, cv.tmL) - 2, cr = Math.max(r, cv.tmR) + 2;
-    if (cr > cl) ctx.clearRect(cl, 0, cr - cl, cv.tmH);
-    cv.tmL = l;
-    cv.tmR = r;
   }
   // boxes fills (colour fill) and strokes (colour stroke, width, dash) the
   // boxes of the cells k says yes to, h high at dy under each cell's top.
@@ -115,8 +91,7 @@
   // cells draws the cells of the K ops read since the last call: records
   // (state 0 committed, 1 not yet) and truncated records (2).
   function cells() {
-    if (cv0) clear();
-    if (!ks.length) { dims.length = 0; return; }
+    if (!ks.length) return;
     var ep, ghost = function (c) { return c.s === 2; }, rec = function (c) { return c.s !== 2; };
     for (ep = 0; ep < 8; ep++) boxes(function (c) { return c.s === 0 && c.ep === ep; }, pal[ep], pal[8], 1.5, [], 14, 40);
     // Not committed: white, a heavy dashed border, a band of the colour.
@@ -153,51 +128,12 @@
   }
   // Messages in flight (panel.Painter.Fly's M ops) are drawn on one canvas
   // over the topology (#topo-flights), each at the place its start time and
-  // duration give it, 30 times a second while one moves (flGap): in the
-  // panel's own frames when one is due, else in a frame of their own
-  // (requestAnimationFrame after a timer). Drawn in every frame, at 60 Hz,
-  // they made Chromium commit, raster and composite twice as many frames
-  // as the data needs, for motion the eye does not tell from 30 Hz
-  // (docs/benchmark-notes.md). Shapes are SVG paths (Path2D, kept by path),
-  // colours the page's CSS variables. The canvas's size and font are read
-  // once and after a resize (reading them in every frame would force a
-  // style and layout pass).
-  var fl = [], flPaths = {}, flColours = {}, flCv = null, flW = 0, flH = 0, flFont = "";
-  // flGap is the least time between two drawings of moving messages, less
-  // half a 60 Hz frame: a frame comes every 16.7 ms, so every other one.
-  // flAt is when they were last drawn, flNext when they must be drawn
-  // next (a new message: flGap after the last; only still ones, under
-  // reduced motion: when the first of them ends), flTimer the timer that
-  // waits for it, due at flTimerAt.
-  var flGap = 1000 / 30 - 8, flAt = -1e9, flNext = Infinity, flTimer = 0, flTimerAt = Infinity;
-  // flSoon has the messages drawn at flNext, in the panel's frame if one
-  // comes by then (apply), else in a frame of their own. While the panel's
-  // frames come often (one within flStream ms, as under a stream of
-  // records), a frame of their own waits until flStream after the last
-  // drawing: the next of the panel's frames is likely to come first, and
-  // a frame for the messages alone costs nearly as much as one with them.
-  var flApplied = -1e9, flStream = 50;
-  function flWhen(now) {
-    return now - flApplied < flStream ? Math.max(flNext, flAt + flStream) : flNext;
-  }
-  function flSoon() {
-    if (flNext === Infinity) return;
-    var now = performance.now(), at = flWhen(now);
-    if (flTimerAt <= at) return;
-    clearTimeout(flTimer);
-    flTimerAt = at;
-    flTimer = setTimeout(function () {
-      flTimerAt = Infinity;
-      // A frame requested for nothing still costs one.
-      var now = performance.now();
-      if (now >= flWhen(now)) requestAnimationFrame(flFrame);
-      else flSoon();
-    }, Math.max(0, at - now));
-  }
-  function flFrame() {
-    if (performance.now() >= flNext) drawFlights();
-    else flSoon(); // the panel's frame drew them meanwhile
-  }
+  // duration give it, in every frame while one moves: first in the frame
+  // whose batch brought it, then by requestAnimationFrame. Shapes are SVG
+  // paths (Path2D, kept by path), colours the page's CSS variables.
+  // The canvas's size and font are read once and after a resize (reading
+  // them in every frame would force a style and layout pass).
+  var fl = [], flDue = false, flPaths = {}, flColours = {}, flCv = null, flW = 0, flH = 0, flFont = "";
   function flColour(v) {
     if (v.charAt(0) !== "-") return v;
     if (!(v in flColours)) flColours[v] = getComputedStyle(document.documentElement).getPropertyValue(v).trim() || "#767676";
@@ -209,13 +145,13 @@
       d: f[i + 10], flap: f[i + 11], fill: f[i + 12], label: f[i + 13], lx: +f[i + 14], ly: +f[i + 15] };
     m.t0 = performance.now() + +f[i + 6];
     fl.push(m);
-    flNext = Math.min(flNext, flAt + flGap);
   }
   function drawFlights() {
+    flDue = false;
     var cv = flCv;
     if (!cv || !cv.isConnected) {
       cv = flCv = document.getElementById("topo-flights");
-      if (!cv) { fl.length = 0; flNext = Infinity; return; }
+      if (!cv) { fl.length = 0; return; }
       flW = cv.clientWidth; flH = cv.clientHeight;
       flFont = "600 10px " + getComputedStyle(cv).fontFamily;
       if (typeof ResizeObserver === "function") {
@@ -225,18 +161,16 @@
     var dpr = window.devicePixelRatio || 1, w = flW, h = flH;
     var pw = Math.round(w * dpr), ph = Math.round(h * dpr);
     if (cv.width !== pw || cv.height !== ph) { cv.width = pw; cv.height = ph; }
-    var c = cv.getContext("2d"), now = flAt = performance.now(), ink = flColour("--ink"), paper = flColour("--paper");
+    var c = cv.getContext("2d"), now = performance.now(), ink = flColour("--ink"), paper = flColour("--paper");
     c.setTransform(dpr, 0, 0, dpr, 0, 0);
     c.clearRect(0, 0, w, h);
     c.font = flFont;
     c.lineJoin = "round";
     var keep = 0;
-    flNext = Infinity;
     for (var i = 0; i < fl.length; i++) {
       var m = fl[i], t = (now - m.t0) / m.dur;
       if (t >= 1) continue;
       fl[keep++] = m;
-      flNext = Math.min(flNext, m.flags & 2 ? m.t0 + m.dur : now + flGap);
       t = Math.max(t, 0);
       var a = 1, k = t;
       if (m.flags & 2) k = 0.5; // reduced motion: still, halfway
@@ -259,7 +193,7 @@
     }
     fl.length = keep;
     c.globalAlpha = 1;
-    flSoon();
+    if (keep && !flDue) { flDue = true; requestAnimationFrame(drawFlights); }
   }
   window.tidemarkDOM = {
     adopt: function (h, el) { els[h] = el; },
@@ -285,16 +219,10 @@
           }
         }
         cells();
-        // The messages are drawn in this frame when due: a new one at
-        // once if none moved (a stepped fetch shows at once).
-        flApplied = performance.now();
-        if (flApplied >= flNext) drawFlights();
-        else flSoon();
+        if (fl.length && !flDue) drawFlights();
       } catch (e) {
         ks.length = 0;
         dims.length = 0;
-        if (cv0) cv0.tmL = undefined; // cleared whole next time
-        cv0 = null;
         console.error("tidemark panel: DOM write " + f[i] + " " + f[i + 1] + ": " + e);
         return false;
       }
