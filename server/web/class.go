@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"encoding/csv"
 	"errors"
 	"net/http"
@@ -442,14 +443,31 @@ func csvCell(v string) string {
 	return v
 }
 
-func (s *Server) classView(r *http.Request) views.ClassView {
+// exerciseRow is r on the dashboard, its last failed answer and reason in
+// lang.
+func exerciseRow(lang i18n.Lang, r class.ExerciseResult) views.ExerciseRow {
+	x := views.ExerciseRow{ID: r.Exercise, Passed: r.Passed, Checks: r.Tries.Checks, Failed: r.Tries.Failed}
+	if f := r.Tries.LastFailed; f != nil {
+		x.LastReason = learnerText(lang, &Error{Key: f.Key, Args: f.Args})
+		if a := f.Answer; a != nil {
+			pos := "—"
+			if a.Position != nil {
+				pos = strconv.FormatInt(*a.Position, 10)
+			}
+			x.LastAnswer = i18n.T(lang, "class.exercise.answer", cmp.Or(a.Segment, "—"), pos)
+		}
+	}
+	return x
+}
+
+func (s *Server) classView(r *http.Request, lang i18n.Lang) views.ClassView {
 	state := s.classState(r)
 	v := views.ClassView{Name: state.Name, MaxAwake: state.MaxAwake}
 	for _, st := range state.Seats {
 		row := views.SeatRow{Seat: st.Seat, Code: st.Code, JoinURL: st.JoinURL, Name: st.Name, Online: st.Online, Awake: st.Awake}
 		for _, r := range st.Exercises {
-			if r.Passed {
-				row.Passed = append(row.Passed, r.Exercise)
+			if r.Passed || r.Tries.Checks > 0 {
+				row.Exercises = append(row.Exercises, exerciseRow(lang, r))
 			}
 		}
 		for _, l := range st.Lessons {
@@ -465,7 +483,7 @@ func (s *Server) classView(r *http.Request) views.ClassView {
 }
 
 func (s *Server) classPage(c echo.Context) error {
-	v := s.classView(c.Request())
+	v := s.classView(c.Request(), Lang(c))
 	return Render(c, http.StatusOK, views.ClassDashboard(s.page(c, i18n.T(Lang(c), "class.dashboard.title", v.Name)), v))
 }
 
