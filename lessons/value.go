@@ -108,9 +108,9 @@ func (v Value) Human() Text {
 // in every language (kerr's own are English only).
 var kafkaErrors = map[string]Text{
 	"NOT_ENOUGH_REPLICAS": T("fewer in-sync replicas than min.insync.replicas: the write is refused",
-		"同步副本数少于 min.insync.replicas，写入被拒绝", "同步副本數少於 min.insync.replicas，寫入被拒絕"),
+		"ISR 小于 min.insync.replicas，写入被拒绝", "ISR 小於 min.insync.replicas，寫入被拒絕"),
 	"NOT_ENOUGH_REPLICAS_AFTER_APPEND": T("written to the log, but to fewer in-sync replicas than min.insync.replicas",
-		"已写入 log，但同步副本数少于 min.insync.replicas", "已寫入 log，但同步副本數少於 min.insync.replicas"),
+		"已写入 log，但 ISR 小于 min.insync.replicas", "已寫入 log，但 ISR 小於 min.insync.replicas"),
 	"LEADER_NOT_AVAILABLE": T("the partition has no leader right now",
 		"该分区目前没有 leader", "該分區目前沒有 leader"),
 	"NOT_LEADER_OR_FOLLOWER": T("this broker is not the partition's leader",
