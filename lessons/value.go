@@ -9,7 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"tidemark/server/kafkaerr"
+	"tidemark/internal/kafkaname"
 )
 
 // valueKind is what a query's value is.
@@ -74,11 +74,7 @@ func errCode(err error) string {
 	if err == nil {
 		return "none"
 	}
-	var ke *kerr.Error
-	if errors.As(err, &ke) {
-		return kafkaerr.Name(ke)
-	}
-	return err.Error()
+	return kafkaname.Text(err)
 }
 
 // Human is the value as a learner reads it, in every language: lists

@@ -55,16 +55,3 @@ func Detail(msg string) string {
 		}
 	}
 }
-
-// Name is the name Kafka gives ke's code today: kerr still calls code 6 by
-// its old name, NOT_LEADER_FOR_PARTITION, where Kafka says
-// NOT_LEADER_OR_FOLLOWER. "" for nil.
-func Name(ke *kerr.Error) string {
-	switch {
-	case ke == nil:
-		return ""
-	case ke.Code == kerr.NotLeaderForPartition.Code:
-		return "NOT_LEADER_OR_FOLLOWER"
-	}
-	return ke.Message
-}

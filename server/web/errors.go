@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"tidemark/i18n"
+	"tidemark/internal/kafkaname"
 	"tidemark/server/kafkaerr"
 )
 
@@ -106,7 +107,7 @@ func LabError(err error) error {
 			status = http.StatusServiceUnavailable
 		}
 	}
-	code := kafkaerr.Name(ke)
+	code := kafkaname.Of(ke)
 	out := &Error{Status: status, Code: code, Message: kafkaerr.Detail(err.Error())}
 	if key := "errors." + code; out.Message == "" {
 		// A script reading the API gets Kafka's description for a code
