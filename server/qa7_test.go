@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -47,25 +48,15 @@ func TestClassSeatSeesNoServerPaths(t *testing.T) {
 	}
 }
 
-// getIn GETs path with token in lang (the language cookie).
+// getIn GETs path with token in lang (the language cookie); a status
+// other than 200 fails the test.
 func (l classLab) getIn(t *testing.T, path, token string, lang i18n.Lang) string {
 	t.Helper()
-	req, err := http.NewRequest("GET", l.url+strings.TrimPrefix(path, "/"), nil)
-	if err != nil {
-		t.Fatal(err)
+	status, body, _ := send(t, "GET", l.url+strings.TrimPrefix(path, "/"), "", token, lang, false)
+	if status != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", path, status, body)
 	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.AddCookie(&http.Cookie{Name: i18n.CookieName, Value: string(lang)})
-	resp, err := noRedirect.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
-	}
-	return string(b)
+	return body
 }
 
 // TestClassDashboardShowsFailedTries: the teacher sees who tries and
@@ -121,6 +112,115 @@ func TestClassDashboardShowsFailedTries(t *testing.T) {
 		}
 		if lang != i18n.English && strings.Contains(page, "Not yet") {
 			t.Errorf("the %s dashboard shows an English reason", lang)
+		}
+	}
+}
+
+// apiError is the error body of an API answer.
+type apiError struct {
+	Error struct {
+		Code, Message, Key string
+		Args               []string
+	}
+}
+
+// send makes one request of the lab at url with token ("" none) in lang
+// (the language cookie), the body JSON unless form is set; the answer's
+// status, body and header. Redirects are not followed.
+func send(t *testing.T, method, url, body, token string, lang i18n.Lang, form bool) (int, string, http.Header) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch {
+	case form:
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", "http://"+req.URL.Host) // the forms' same-origin check
+	case body != "":
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	req.AddCookie(&http.Cookie{Name: i18n.CookieName, Value: string(lang)})
+	resp, err := noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), resp.Header
+}
+
+// flashOf is the text of the one-shot flash cookie a form's answer sets.
+func flashOf(h http.Header) string {
+	for _, ck := range (&http.Response{Header: h}).Cookies() {
+		if raw, err := base64.RawURLEncoding.DecodeString(ck.Value); err == nil && len(raw) > 0 {
+			return string(raw[1:])
+		}
+	}
+	return ""
+}
+
+// TestControlAndChaosRefusalsTranslated: a stepped fetch's and a broker
+// control's refusals, and a chaos run's or comparison's bad configuration,
+// carry the i18n key of their text beside Kafka's code, so a page says them
+// in the learner's language (they were English only); a long name sent is
+// not echoed whole.
+func TestControlAndChaosRefusalsTranslated(t *testing.T) {
+	u, _, _, _ := startRun(t, t.TempDir(), "--max-lesson-clusters", "1")
+	for _, c := range []struct {
+		method, path, body string
+		status             int
+		code, key          string
+	}{
+		{"POST", "api/v1/brokers/1/fetch", "", 409, "INVALID_REQUEST", "control.fetch-running"},
+		{"POST", "api/v1/brokers/9/fetch", "", 404, "BROKER_NOT_AVAILABLE", "control.no-broker"},
+		{"POST", "api/v1/brokers/1/restart", "", 409, "INVALID_REQUEST", "control.broker-running"},
+		{"POST", "api/v1/chaos", `{"seed":1,"config":"nope"}`, 400, "INVALID_CONFIG", "chaos.refused.config"},
+		{"POST", "api/v1/chaos", `{"seed":1,"config":"` + strings.Repeat("x", 100_000) + `"}`, 400, "INVALID_CONFIG", "chaos.refused.config"},
+		{"POST", "api/v1/chaos", `{"seed":1,"actions":-5}`, 400, "INVALID_REQUEST", "chaos.refused.actions"},
+		{"POST", "api/v1/chaos", `{"seed":1,"actions":"many"}`, 400, "INVALID_REQUEST", "chaos.refused.actions-type"},
+		{"POST", "api/v1/chaos", `{"seed":9007199254740993}`, 400, "INVALID_REQUEST", "chaos.refused.seed"},
+		{"POST", "api/v1/chaos", `{"seed":1,"actions":[{"kind":"explode"}]}`, 400, "INVALID_REQUEST", "chaos.refused.action-kind"},
+		{"POST", "api/v1/compare", `{"seed":1,"protocols":["ISR!"]}`, 400, "INVALID_REQUEST", "chaos.refused.protocol-name"},
+		{"POST", "api/v1/compare", `{"seed":1,"protocols":["isr","isr"]}`, 400, "INVALID_REQUEST", "chaos.refused.protocol-twice"},
+		{"POST", "api/v1/compare", `{"seed":1,"actions":-1}`, 400, "INVALID_REQUEST", "chaos.refused.actions"},
+	} {
+		status, body, _ := send(t, c.method, u+c.path, c.body, "", i18n.SimplifiedChinese, false)
+		var e apiError
+		if err := json.Unmarshal([]byte(body), &e); err != nil || status != c.status || e.Error.Code != c.code || e.Error.Key != c.key {
+			t.Errorf("%s %s %.60s: %d %.300s, want %d %s with key %s", c.method, c.path, c.body, status, body, c.status, c.code, c.key)
+		}
+		if len(body) > 1000 {
+			t.Errorf("%s %s: a %d-byte answer echoes what was sent", c.method, c.path, len(body))
+		}
+	}
+	for _, lang := range []i18n.Lang{i18n.SimplifiedChinese, i18n.TraditionalChinese} {
+		// The overview's stepped-fetch form, answered to the panel.
+		req, _ := http.NewRequest("POST", u+"ui/action", strings.NewReader("action=fetch&broker=1"))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Accept", "application/json")
+		req.AddCookie(&http.Cookie{Name: i18n.CookieName, Value: string(lang)})
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res web.ActionResult
+		err = json.NewDecoder(resp.Body).Decode(&res)
+		resp.Body.Close()
+		if want := "INVALID_REQUEST: " + i18n.T(lang, "control.fetch-running"); err != nil || res.Text != want || res.Code != "INVALID_REQUEST" {
+			t.Errorf("%s: the stepped fetch of a running lab answered %+v, want %q", lang, res, want)
+		}
+		// The chaos form with a configuration that does not exist.
+		_, _, h := send(t, "POST", u+"chaos/start", "seed=1&actions=5&config=nope", "", lang, true)
+		if want := i18n.T(lang, "chaos.refused.config", `"nope"`, "strict, acks1, unclean, hw-truncation, strict-quorum, strict-pipeline"); !strings.Contains(flashOf(h), want) {
+			t.Errorf("%s: the chaos form's flash is %q, want %q", lang, flashOf(h), want)
+		}
+		_, _, h = send(t, "POST", u+"compare/start", "seed=abc&actions=5", "", lang, true)
+		if want := i18n.T(lang, "chaos.refused.seed-form", `"abc"`, "9007199254740991"); !strings.Contains(flashOf(h), want) {
+			t.Errorf("%s: the comparison form's flash is %q, want %q", lang, flashOf(h), want)
 		}
 	}
 }

@@ -55,3 +55,26 @@ func Detail(msg string) string {
 		}
 	}
 }
+
+// Keyed is an error that also says itself in the learner's language: Key
+// and Args are the i18n key and arguments of the same text (the web API
+// sends them beside its English message; pages show that text). It unwraps
+// to the error it says, so errors.Is and errors.As find its Kafka error.
+type Keyed struct {
+	Key  string
+	Args []string
+	Err  error
+}
+
+// WithKey returns err saying itself with the i18n key and args.
+func WithKey(err error, key string, args ...string) error {
+	return &Keyed{Key: key, Args: args, Err: err}
+}
+
+func (e *Keyed) Error() string { return e.Err.Error() }
+
+// Unwrap returns the error e says.
+func (e *Keyed) Unwrap() error { return e.Err }
+
+// MessageKey returns the i18n key and arguments of e.
+func (e *Keyed) MessageKey() (string, []string) { return e.Key, e.Args }

@@ -87,8 +87,10 @@ func (s *Server) startChaos(c echo.Context) error {
 			err = json.Unmarshal(req.Actions, &n)
 		}
 		if err != nil || (actions == nil && n == 0) {
-			return KafkaError(http.StatusBadRequest, kerr.InvalidRequest,
+			e := KafkaError(http.StatusBadRequest, kerr.InvalidRequest,
 				fmt.Sprintf("actions must be a count (1..%d) or a list of actions", chaos.MaxActions))
+			e.Key, e.Args = "chaos.refused.actions-type", []string{strconv.Itoa(chaos.MaxActions)}
+			return e
 		}
 	}
 	st, err := svc.Start(req.Seed, cfg, n, actions)
@@ -163,7 +165,7 @@ func (s *Server) startChaosForm(c echo.Context) error {
 	}
 	seed, err := strconv.ParseUint(strings.TrimSpace(c.FormValue("seed")), 10, 64)
 	if err != nil {
-		flash(c, false, kerr.InvalidRequest.Message+": seed "+strconv.Quote(truncate(c.FormValue("seed"), 30)))
+		flash(c, false, errText(Lang(c), seedFormError(c.FormValue("seed"))))
 		return c.Redirect(http.StatusSeeOther, "/chaos")
 	}
 	n, err := strconv.Atoi(strings.TrimSpace(c.FormValue("actions")))
@@ -176,6 +178,14 @@ func (s *Server) startChaosForm(c echo.Context) error {
 		return c.Redirect(http.StatusSeeOther, "/chaos")
 	}
 	return c.Redirect(http.StatusSeeOther, "/chaos/runs/"+url.PathEscape(st.ID))
+}
+
+// seedFormError refuses a form's seed that is not a whole number.
+func seedFormError(seed string) *Error {
+	q := strconv.Quote(truncate(seed, 30))
+	e := KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "seed "+q+" is not a whole number from 0 to "+strconv.FormatUint(chaos.MaxSeed, 10))
+	e.Key, e.Args = "chaos.refused.seed-form", []string{q, strconv.FormatUint(chaos.MaxSeed, 10)}
+	return e
 }
 
 func (s *Server) chaosRunPage(c echo.Context) error {

@@ -51,11 +51,21 @@ func (s *Server) faultBroker(c echo.Context, wantRunning bool) (int32, error) {
 	running := snap.Broker(id).State != events.BrokerCrashed
 	switch {
 	case wantRunning && !running:
-		return 0, KafkaError(http.StatusConflict, kerr.BrokerNotAvailable, "broker "+strconv.Itoa(int(id))+" is not running; restart it first")
+		return 0, brokerStopped(id)
 	case !wantRunning && running:
-		return 0, KafkaError(http.StatusConflict, kerr.InvalidRequest, "broker "+strconv.Itoa(int(id))+" is already running")
+		e := KafkaError(http.StatusConflict, kerr.InvalidRequest, "broker "+strconv.Itoa(int(id))+" is already running")
+		e.Key, e.Args = "control.broker-running", []string{strconv.Itoa(int(id))}
+		return 0, e
 	}
 	return id, nil
+}
+
+// brokerStopped is 409 BROKER_NOT_AVAILABLE for a control that needs broker
+// id running.
+func brokerStopped(id int32) *Error {
+	e := KafkaError(http.StatusConflict, kerr.BrokerNotAvailable, "broker "+strconv.Itoa(int(id))+" is not running; restart it first")
+	e.Key, e.Args = "control.broker-stopped", []string{strconv.Itoa(int(id))}
+	return e
 }
 
 func (s *Server) crash(c echo.Context) error {
@@ -114,13 +124,21 @@ func (s *Server) fetchRound(c echo.Context) error {
 	}
 	if !snap.Paused {
 		// Running, the followers fetch on their own; a step is for a paused lab.
-		return KafkaError(http.StatusConflict, kerr.InvalidRequest, "the clock is running and followers fetch by themselves; pause it to step fetches")
+		e := KafkaError(http.StatusConflict, kerr.InvalidRequest, "the clock is running and followers fetch by themselves; pause it to step fetches")
+		e.Key = "control.fetch-running"
+		return e
 	}
 	if snap.Broker(id).State == events.BrokerCrashed {
-		return KafkaError(http.StatusConflict, kerr.BrokerNotAvailable, "broker "+strconv.Itoa(int(id))+" is not running; restart it first")
+		return brokerStopped(id)
 	}
 	if err := s.clock.StepFetch(c.Request().Context(), id); err != nil {
-		return LabError(err)
+		e := LabError(err)
+		// A leader's refusal: say whose round it was and the first code
+		// in the learner's language (the code is also its own field).
+		if le, ok := e.(*Error); ok && le.Key == "" {
+			le.Key, le.Args = "control.fetch-failed", []string{strconv.Itoa(int(id)), le.Code}
+		}
+		return e
 	}
 	return c.JSON(http.StatusOK, FetchResponse{Broker: id, LastSeq: s.opts.Lab.Snapshot().Seq})
 }

@@ -252,7 +252,9 @@ func brokerParam(c echo.Context, s *events.Snapshot) (int32, error) {
 		return 0, KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "broker id must be an integer, got "+strconv.Quote(truncate(raw, 40)))
 	}
 	if s.Broker(int32(id)) == nil {
-		return 0, KafkaError(http.StatusNotFound, kerr.BrokerNotAvailable, "no broker "+raw+"; the brokers are "+brokerRange(s))
+		e := KafkaError(http.StatusNotFound, kerr.BrokerNotAvailable, "no broker "+strconv.FormatInt(id, 10)+"; the brokers are "+brokerRange(s))
+		e.Key, e.Args = "control.no-broker", []string{strconv.FormatInt(id, 10), brokerRange(s)}
+		return 0, e
 	}
 	return int32(id), nil
 }
