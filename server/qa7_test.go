@@ -143,6 +143,7 @@ func send(t *testing.T, method, url, body, token string, lang i18n.Lang, form bo
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
+	req.Header.Set("Accept", "text/html,application/json;q=0.9") // as a browser asks
 	req.AddCookie(&http.Cookie{Name: i18n.CookieName, Value: string(lang)})
 	resp, err := noRedirect.Do(req)
 	if err != nil {
@@ -221,6 +222,40 @@ func TestControlAndChaosRefusalsTranslated(t *testing.T) {
 		_, _, h = send(t, "POST", u+"compare/start", "seed=abc&actions=5", "", lang, true)
 		if want := i18n.T(lang, "chaos.refused.seed-form", `"abc"`, "9007199254740991"); !strings.Contains(flashOf(h), want) {
 			t.Errorf("%s: the comparison form's flash is %q, want %q", lang, flashOf(h), want)
+		}
+	}
+}
+
+// TestPageErrorsAreHTML: a page a browser opens that cannot be shown — a
+// lesson run that ended, a chaos run or comparison the lab no longer keeps,
+// an unknown address — is an error page in the learner's language with
+// Kafka's (or the lab's) code, not the API's English JSON, when a browser
+// asks for HTML; the API keeps its JSON. A missing topic's refusal says there is no such topic.
+func TestPageErrorsAreHTML(t *testing.T) {
+	u, _, _, _ := startRun(t, t.TempDir())
+	for _, path := range []string{"lessons/runs/0123456789abcdef", "chaos/runs/zzz", "compare/runs/zzz", "no/such/page"} {
+		status, body, h := send(t, "GET", u+path, "", "", i18n.SimplifiedChinese, false)
+		if status != http.StatusNotFound || !strings.HasPrefix(h.Get("Content-Type"), "text/html") || !strings.Contains(body, "NOT_FOUND") {
+			t.Errorf("GET /%s: %d %s %.200s, want a 404 page", path, status, h.Get("Content-Type"), body)
+		}
+	}
+	if _, body, _ := send(t, "GET", u+"lessons/runs/0123456789abcdef", "", "", i18n.SimplifiedChinese, false); !strings.Contains(body, i18n.T(i18n.SimplifiedChinese, "lesson.run-gone")) {
+		t.Errorf("an ended lesson run's page does not say so in Chinese")
+	}
+	if _, body, _ := send(t, "GET", u+"chaos/runs/zzz", "", "", i18n.TraditionalChinese, false); !strings.Contains(body, i18n.T(i18n.TraditionalChinese, "chaos.run-gone")) {
+		t.Errorf("an unknown chaos run's page does not say so in Chinese")
+	}
+	if status, _, h := send(t, "GET", u+"api/v1/lessons/runs/0123456789abcdef", "", "", i18n.SimplifiedChinese, false); status != http.StatusNotFound || h.Get("Content-Type") != "application/json" {
+		t.Errorf("the API's unknown lesson run: %d %s, want 404 JSON", status, h.Get("Content-Type"))
+	}
+	for _, c := range [][3]string{
+		{"DELETE", "api/v1/topics/nope", ""},
+		{"PATCH", "api/v1/topics/nope/configs", `{"min.insync.replicas":"1"}`},
+	} {
+		_, body, _ := send(t, c[0], u+c[1], c[2], "", i18n.English, false)
+		var e apiError
+		if json.Unmarshal([]byte(body), &e) != nil || e.Error.Code != "UNKNOWN_TOPIC_OR_PARTITION" || e.Error.Message != `no topic "nope"` {
+			t.Errorf("%s /%s: %s, want UNKNOWN_TOPIC_OR_PARTITION saying no topic \"nope\"", c[0], c[1], body)
 		}
 	}
 }

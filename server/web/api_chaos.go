@@ -56,7 +56,7 @@ func chaosError(err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, chaos.ErrUnknownRun):
-		return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: err.Error()}
+		return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: err.Error(), Key: "chaos.run-gone"}
 	case errors.Is(err, labs.ErrFull):
 		return labFull(err)
 	}

@@ -144,8 +144,10 @@ func lessonError(err error) error {
 	// its own field, and its description for client authors not at all.
 	msg := kafkaerr.Detail(err.Error())
 	switch {
-	case errors.Is(err, lessons.ErrUnknownLesson), errors.Is(err, lessons.ErrUnknownRun):
-		return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: msg}
+	case errors.Is(err, lessons.ErrUnknownLesson):
+		return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: msg, Key: "lesson.unknown"}
+	case errors.Is(err, lessons.ErrUnknownRun):
+		return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: msg, Key: "lesson.run-gone"}
 	case errors.Is(err, labs.ErrFull):
 		return labFull(err)
 	case errors.Is(err, lessons.ErrPredictFirst), errors.Is(err, lessons.ErrNoPrediction),

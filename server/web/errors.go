@@ -206,7 +206,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
 	}
-	if c.Request().Method == http.MethodGet && isPagePath(c.Request().URL.Path) {
+	if c.Request().Method == http.MethodGet && isPage(c.Request()) {
 		err = s.renderErrorPage(c, e)
 	} else if c.Request().Method == http.MethodHead {
 		err = c.NoContent(e.Status)
