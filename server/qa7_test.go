@@ -154,6 +154,23 @@ func send(t *testing.T, method, url, body, token string, lang i18n.Lang, form bo
 	return resp.StatusCode, string(b), resp.Header
 }
 
+// uiAction posts a control form to the lab at u in lang, as the panel does
+// (it asks for JSON), and returns the answer.
+func uiAction(t *testing.T, u, form string, lang i18n.Lang) (web.ActionResult, error) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", u+"ui/action", strings.NewReader(form))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "application/json")
+	req.AddCookie(&http.Cookie{Name: i18n.CookieName, Value: string(lang)})
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var res web.ActionResult
+	return res, json.NewDecoder(resp.Body).Decode(&res)
+}
+
 // flashOf is the text of the one-shot flash cookie a form's answer sets.
 func flashOf(h http.Header) string {
 	for _, ck := range (&http.Response{Header: h}).Cookies() {
@@ -200,17 +217,7 @@ func TestControlAndChaosRefusalsTranslated(t *testing.T) {
 	}
 	for _, lang := range []i18n.Lang{i18n.SimplifiedChinese, i18n.TraditionalChinese} {
 		// The overview's stepped-fetch form, answered to the panel.
-		req, _ := http.NewRequest("POST", u+"ui/action", strings.NewReader("action=fetch&broker=1"))
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		req.Header.Set("Accept", "application/json")
-		req.AddCookie(&http.Cookie{Name: i18n.CookieName, Value: string(lang)})
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var res web.ActionResult
-		err = json.NewDecoder(resp.Body).Decode(&res)
-		resp.Body.Close()
+		res, err := uiAction(t, u, "action=fetch&broker=1", lang)
 		if want := "INVALID_REQUEST: " + i18n.T(lang, "control.fetch-running"); err != nil || res.Text != want || res.Code != "INVALID_REQUEST" {
 			t.Errorf("%s: the stepped fetch of a running lab answered %+v, want %q", lang, res, want)
 		}
@@ -257,5 +264,47 @@ func TestPageErrorsAreHTML(t *testing.T) {
 		if json.Unmarshal([]byte(body), &e) != nil || e.Error.Code != "UNKNOWN_TOPIC_OR_PARTITION" || e.Error.Message != `no topic "nope"` {
 			t.Errorf("%s /%s: %s, want UNKNOWN_TOPIC_OR_PARTITION saying no topic \"nope\"", c[0], c[1], body)
 		}
+	}
+}
+
+// TestControlFormsSayWhatIsWrong: a control form with an empty, negative,
+// huge or mistyped field is refused with a text that names the field, in
+// the learner's language, and Kafka's code apart; before, every one of them
+// read only "INVALID_REQUEST: 请求无效。" in Chinese.
+func TestControlFormsSayWhatIsWrong(t *testing.T) {
+	u, _, _, _ := startRun(t, t.TempDir())
+	for form, key := range map[string]string{
+		"action=produce&topic=demo&count=&acks=all&value=x":              "form.count",
+		"action=produce&topic=demo&count=-1&acks=all&value=x":            "form.count",
+		"action=produce&topic=demo&count=99999&acks=all&value=x":         "form.count",
+		"action=produce&topic=demo&count=1&acks=all&partition=一&value=x": "form.partition",
+		"action=step&ms=":                       "form.ms",
+		"action=step&ms=-100":                   "clock.step-range",
+		"action=rate&rate=2":                    "form.rate",
+		"action=cut&from=a&to=2":                "form.nodes",
+		"action=crash&broker=":                  "form.broker",
+		"action=configs&topic=demo":             "form.no-configs",
+		"action=" + strings.Repeat("x", 10_000): "form.action",
+	} {
+		for _, lang := range []i18n.Lang{i18n.SimplifiedChinese, i18n.TraditionalChinese} {
+			res, err := uiAction(t, u, form, lang)
+			text := strings.TrimPrefix(res.Text, res.Code+": ")
+			generic := i18n.T(lang, "errors.INVALID_REQUEST")
+			if err != nil || res.OK || res.Code == "" || text == generic || len(res.Text) > 300 {
+				t.Errorf("%s %.60s: %+v, want the text of %s", lang, form, res, key)
+				continue
+			}
+			withArgs := map[string]bool{"form.count": true, "form.broker": true, "form.action": true, "clock.step-range": true}
+			if want := i18n.T(lang, key); !withArgs[key] && text != want {
+				t.Errorf("%s %.60s: %q, want %q", lang, form, text, want)
+			}
+		}
+	}
+	// Paused, a step out of range says the range.
+	send(t, "POST", u+"api/v1/clock/pause", "", "", i18n.English, false)
+	_, body, _ := send(t, "POST", u+"api/v1/clock/step", `{"ms":-5}`, "", i18n.English, false)
+	var e apiError
+	if json.Unmarshal([]byte(body), &e) != nil || e.Error.Key != "clock.step-range" || strings.Join(e.Error.Args, " ") != "3600000 -5" {
+		t.Errorf("a negative step: %s, want clock.step-range [3600000 -5]", body)
 	}
 }

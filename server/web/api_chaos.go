@@ -87,10 +87,9 @@ func (s *Server) startChaos(c echo.Context) error {
 			err = json.Unmarshal(req.Actions, &n)
 		}
 		if err != nil || (actions == nil && n == 0) {
-			e := KafkaError(http.StatusBadRequest, kerr.InvalidRequest,
-				fmt.Sprintf("actions must be a count (1..%d) or a list of actions", chaos.MaxActions))
-			e.Key, e.Args = "chaos.refused.actions-type", []string{strconv.Itoa(chaos.MaxActions)}
-			return e
+			return KafkaError(http.StatusBadRequest, kerr.InvalidRequest,
+				fmt.Sprintf("actions must be a count (1..%d) or a list of actions", chaos.MaxActions)).
+				withKey("chaos.refused.actions-type", strconv.Itoa(chaos.MaxActions))
 		}
 	}
 	st, err := svc.Start(req.Seed, cfg, n, actions)
@@ -183,9 +182,8 @@ func (s *Server) startChaosForm(c echo.Context) error {
 // seedFormError refuses a form's seed that is not a whole number.
 func seedFormError(seed string) *Error {
 	q := strconv.Quote(truncate(seed, 30))
-	e := KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "seed "+q+" is not a whole number from 0 to "+strconv.FormatUint(chaos.MaxSeed, 10))
-	e.Key, e.Args = "chaos.refused.seed-form", []string{q, strconv.FormatUint(chaos.MaxSeed, 10)}
-	return e
+	return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "seed "+q+" is not a whole number from 0 to "+strconv.FormatUint(chaos.MaxSeed, 10)).
+		withKey("chaos.refused.seed-form", q, strconv.FormatUint(chaos.MaxSeed, 10))
 }
 
 func (s *Server) chaosRunPage(c echo.Context) error {

@@ -37,6 +37,13 @@ type messageKeyer interface {
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
 
+// withKey gives e the i18n key and arguments of its text in the learner's
+// language (Key, Args) and returns it.
+func (e *Error) withKey(key string, args ...string) *Error {
+	e.Key, e.Args = key, args
+	return e
+}
+
 // KafkaError returns an Error with the HTTP status and the name of the Kafka
 // error ke as its code.
 func KafkaError(status int, ke *kerr.Error, msg string) *Error {

@@ -252,9 +252,8 @@ func brokerParam(c echo.Context, s *events.Snapshot) (int32, error) {
 		return 0, KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "broker id must be an integer from 1 to 2147483647, got "+strconv.Quote(truncate(raw, 40)))
 	}
 	if s.Broker(int32(id)) == nil {
-		e := KafkaError(http.StatusNotFound, kerr.BrokerNotAvailable, "no broker "+strconv.FormatInt(id, 10)+"; the brokers are "+brokerRange(s))
-		e.Key, e.Args = "control.no-broker", []string{strconv.FormatInt(id, 10), brokerRange(s)}
-		return 0, e
+		return 0, KafkaError(http.StatusNotFound, kerr.BrokerNotAvailable, "no broker "+strconv.FormatInt(id, 10)+"; the brokers are "+brokerRange(s)).
+			withKey("control.no-broker", strconv.FormatInt(id, 10), brokerRange(s))
 	}
 	return int32(id), nil
 }
