@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -328,6 +329,21 @@ func TestInterfaceCatalogsFollowGlossary(t *testing.T) {
 				if strings.HasPrefix(p, string(l)+":") {
 					t.Errorf("%s: %s", key, p)
 				}
+			}
+		}
+	}
+}
+
+// TestTitlesWrapOnAPhone: no lesson title, in any language, holds a run of
+// more than 24 ASCII characters with nowhere to break it: the lessons page
+// lists the titles, and lesson 13's "unclean 选举（unclean.leader.election.enable）"
+// made it scroll sideways at 360 px.
+func TestTitlesWrapOnAPhone(t *testing.T) {
+	unbroken := regexp.MustCompile(`[!-~]{25,}`)
+	for _, l := range All() {
+		for _, lang := range i18n.Languages() {
+			if run := unbroken.FindString(l.Title.In(lang)); run != "" {
+				t.Errorf("%s (%s): title %q has %q, %d characters with no break", l.ID, lang, l.Title.In(lang), run, len(run))
 			}
 		}
 	}

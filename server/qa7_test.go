@@ -308,3 +308,29 @@ func TestControlFormsSayWhatIsWrong(t *testing.T) {
 		t.Errorf("a negative step: %s, want clock.step-range [3600000 -5]", body)
 	}
 }
+
+// TestPagesFitAPhone: every page a learner or the teacher opens declares a
+// device-width viewport (the seat projection had none: a phone showed it
+// 980 px wide), and the chaos form offers its configurations as wrapping
+// radio buttons instead of a select as wide as its longest description,
+// which made the page scroll sideways at 360 px.
+func TestPagesFitAPhone(t *testing.T) {
+	l, _ := startClass(t, t.TempDir(), "--seats", "1")
+	ada := l.join(t, 1, "Ada")
+	viewport := `<meta name="viewport" content="width=device-width, initial-scale=1">`
+	for _, c := range []struct{ path, token string }{
+		{"/class", l.teacher}, {"/class/seats/1", l.teacher}, {"/join", ""},
+		{"/", ada}, {"/lessons", ada}, {"/exercises", ada}, {"/chaos", ada}, {"/compare", ada},
+		{"/topics/demo/partitions/0", ada}, {"/brokers/1/partitions/demo/0/segments", ada},
+	} {
+		for _, lang := range []i18n.Lang{i18n.English, i18n.SimplifiedChinese} {
+			status, body, _ := send(t, "GET", l.url+strings.TrimPrefix(c.path, "/"), "", c.token, lang, false)
+			if status != http.StatusOK || !strings.Contains(body, viewport) {
+				t.Errorf("%s GET %s: %d, viewport declared: %v", lang, c.path, status, strings.Contains(body, viewport))
+			}
+			if c.path == "/chaos" && (strings.Contains(body, "<select") || strings.Count(body, `type="radio" name="config"`) < 4) {
+				t.Errorf("%s: the chaos form's configurations are not radio buttons", lang)
+			}
+		}
+	}
+}
