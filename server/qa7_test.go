@@ -334,3 +334,25 @@ func TestPagesFitAPhone(t *testing.T) {
 		}
 	}
 }
+
+// TestAddSeatsRefusalsTranslated: the dashboard's "Add seats" form with a
+// count that is not a number is INVALID_REQUEST (it was an internal error),
+// and a count out of range says the range in the teacher's language.
+func TestAddSeatsRefusalsTranslated(t *testing.T) {
+	l, _ := startClass(t, t.TempDir(), "--seats", "1")
+	for count, want := range map[string]string{
+		"abc": "INVALID_REQUEST: " + i18n.T(i18n.SimplifiedChinese, "class.add.count", "499"),
+		"-5":  "INVALID_REQUEST: " + i18n.T(i18n.SimplifiedChinese, "class.add.count", "499"),
+		"900": "POLICY_VIOLATION: " + i18n.T(i18n.SimplifiedChinese, "class.add.too-many", "500", "1"),
+	} {
+		_, _, h := send(t, "POST", l.url+"class/seats", "count="+count, l.teacher, i18n.SimplifiedChinese, true)
+		if got := flashOf(h); got != want {
+			t.Errorf("adding %s seats: flash %q, want %q", count, got, want)
+		}
+	}
+	_, body, _ := send(t, "POST", l.url+"api/v1/class/seats", `{"count":0}`, l.teacher, i18n.English, false)
+	var e apiError
+	if json.Unmarshal([]byte(body), &e) != nil || e.Error.Code != "INVALID_REQUEST" || e.Error.Key != "class.add.count" {
+		t.Errorf("adding 0 seats: %s, want INVALID_REQUEST with key class.add.count", body)
+	}
+}

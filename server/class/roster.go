@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -30,6 +31,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"tidemark/server/controller"
+	"tidemark/server/kafkaerr"
 )
 
 // Limits of the roster.
@@ -292,10 +294,12 @@ func (r *Roster) AddSeats(n int) ([]Seat, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if n < 1 {
-		return nil, fmt.Errorf("%w: count %d: add at least one seat", kerr.InvalidRequest, n)
+		return nil, kafkaerr.WithKey(fmt.Errorf("%w: count %d: add at least one seat", kerr.InvalidRequest, n),
+			"class.add.count", strconv.Itoa(MaxSeats-len(r.seats)))
 	}
 	if len(r.seats)+n > MaxSeats {
-		return nil, fmt.Errorf("%w (%d now, %d asked for)", ErrTooManySeats, len(r.seats), n)
+		return nil, kafkaerr.WithKey(fmt.Errorf("%w (%d now, %d asked for)", ErrTooManySeats, len(r.seats), n),
+			"class.add.too-many", strconv.Itoa(MaxSeats), strconv.Itoa(len(r.seats)))
 	}
 	added := make([]Seat, 0, n)
 	wb := r.db.NewWriteBatch()

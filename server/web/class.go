@@ -497,7 +497,10 @@ func (s *Server) addSeatsForm(c echo.Context) error {
 	lang := Lang(c)
 	c.Request().Body = http.MaxBytesReader(c.Response(), c.Request().Body, maxFormBytes)
 	n, err := strconv.Atoi(c.FormValue("count"))
-	if err == nil {
+	if err != nil { // not a number: INVALID_REQUEST, not an internal error
+		err = KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "count must be a number of seats").
+			withKey("class.add.count", strconv.Itoa(class.MaxSeats-s.opts.Class.Len()))
+	} else {
 		_, err = s.addSeatsN(c.Request(), n)
 	}
 	if err != nil {
