@@ -356,3 +356,31 @@ func TestAddSeatsRefusalsTranslated(t *testing.T) {
 		t.Errorf("adding 0 seats: %s, want INVALID_REQUEST with key class.add.count", body)
 	}
 }
+
+// TestLessonRefusalsTranslated: a lesson run's refusals (back at the first
+// step, next before the step's prediction, an unknown answer, an unknown
+// speed) tell the learner what to do in their language; in Chinese they
+// read only "INVALID_REQUEST: 请求无效。".
+func TestLessonRefusalsTranslated(t *testing.T) {
+	u, _, _, _ := startRun(t, t.TempDir())
+	_, body, _ := send(t, "POST", u+"api/v1/lessons/10-acks/runs", `{"speed":"instant"}`, "", i18n.English, false)
+	var run struct{ ID string }
+	if err := json.Unmarshal([]byte(body), &run); err != nil || run.ID == "" {
+		t.Fatalf("starting lesson 10: %s", body)
+	}
+	lang := i18n.TraditionalChinese
+	step := func(action, form, key string) {
+		t.Helper()
+		_, _, h := send(t, "POST", u+"lessons/runs/"+run.ID+"/"+action, form, "", lang, true)
+		got := flashOf(h)
+		if want := "INVALID_REQUEST: " + i18n.T(lang, key); key != "" && got != want {
+			t.Errorf("%s %s: flash %q, want %q", action, form, got, want)
+		}
+	}
+	step("back", "", "lesson.refused.at-start")
+	step("next", "", "")
+	step("next", "", "")
+	step("next", "", "lesson.refused.predict-first") // step 3 asks for a prediction
+	step("predict", "choice=nope", "lesson.refused.choice")
+	step("speed", "speed=warp", "lesson.refused.speed")
+}

@@ -150,11 +150,18 @@ func lessonError(err error) error {
 		return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: msg, Key: "lesson.run-gone"}
 	case errors.Is(err, labs.ErrFull):
 		return labFull(err)
-	case errors.Is(err, lessons.ErrPredictFirst), errors.Is(err, lessons.ErrNoPrediction),
-		errors.Is(err, lessons.ErrAtEnd), errors.Is(err, lessons.ErrAtStart):
-		return KafkaError(http.StatusConflict, kerr.InvalidRequest, msg)
-	case errors.Is(err, lessons.ErrUnknownChoice), errors.Is(err, lessons.ErrBadSpeed):
-		return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, msg)
+	case errors.Is(err, lessons.ErrPredictFirst):
+		return KafkaError(http.StatusConflict, kerr.InvalidRequest, msg).withKey("lesson.refused.predict-first")
+	case errors.Is(err, lessons.ErrNoPrediction):
+		return KafkaError(http.StatusConflict, kerr.InvalidRequest, msg).withKey("lesson.refused.no-prediction")
+	case errors.Is(err, lessons.ErrAtEnd):
+		return KafkaError(http.StatusConflict, kerr.InvalidRequest, msg).withKey("lesson.refused.at-end")
+	case errors.Is(err, lessons.ErrAtStart):
+		return KafkaError(http.StatusConflict, kerr.InvalidRequest, msg).withKey("lesson.refused.at-start")
+	case errors.Is(err, lessons.ErrUnknownChoice):
+		return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, msg).withKey("lesson.refused.choice")
+	case errors.Is(err, lessons.ErrBadSpeed):
+		return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, msg).withKey("lesson.refused.speed")
 	case errors.Is(err, lessons.ErrFailed):
 		return &Error{Status: http.StatusInternalServerError, Code: kerr.UnknownServerError.Message, Message: msg}
 	}
