@@ -114,6 +114,12 @@ func TestClassDashboardShowsFailedTries(t *testing.T) {
 			t.Errorf("the %s dashboard shows an English reason", lang)
 		}
 	}
+	// The CSV export has a row per exercise checked, with the tries.
+	_, csv := l.call(t, "GET", "/api/v1/class/export?format=csv", l.teacher, "")
+	if !strings.Contains(csv, ",find-offset,false,2,2,\"segment 00000000000000000003.log, byte 77\",") ||
+		!strings.Contains(csv, ",lost-ack,false,1,1,,\"Not yet") {
+		t.Errorf("the CSV export lacks seat 1's failed tries:\n%s", csv)
+	}
 }
 
 // apiError is the error body of an API answer.

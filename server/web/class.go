@@ -397,8 +397,8 @@ func (s *Server) resetSeat(c echo.Context) error {
 }
 
 // exportClass writes every seat's progress and prediction answers as JSON
-// (GET /api/v1/class's seats) or CSV (one row per answered prediction, and
-// one per lesson without any).
+// (GET /api/v1/class's seats) or CSV (one row per answered prediction, one
+// per lesson without any, and one per exercise passed or checked).
 func (s *Server) exportClass(c echo.Context) error {
 	state := s.classState(c.Request())
 	switch c.QueryParam("format") {
@@ -414,20 +414,32 @@ func (s *Server) exportClass(c echo.Context) error {
 	h.Set(echo.HeaderContentDisposition, `attachment; filename="class.csv"`)
 	c.Response().WriteHeader(http.StatusOK)
 	w := csv.NewWriter(c.Response())
-	w.Write([]string{"seat", "name", "lesson", "executed", "total", "done", "step", "chosen", "right"})
+	w.Write([]string{"seat", "name", "lesson", "executed", "total", "done", "step", "chosen", "right",
+		"exercise", "passed", "checks", "failed", "last_failed_answer", "last_failed_reason"})
+	noExercise := []string{"", "", "", "", "", ""}
 	for _, st := range state.Seats {
 		row := []string{strconv.Itoa(st.Seat), csvCell(st.Name)}
 		if len(st.Lessons) == 0 {
-			w.Write(append(row, "", "", "", "", "", "", ""))
+			w.Write(append(append(row, "", "", "", "", "", "", ""), noExercise...))
 		}
 		for _, l := range st.Lessons {
 			lr := append(slices.Clip(row), l.Lesson, strconv.Itoa(l.Executed), strconv.Itoa(l.Total), strconv.FormatBool(l.Done))
 			if len(l.Predictions) == 0 {
-				w.Write(append(lr, "", "", ""))
+				w.Write(append(append(lr, "", "", ""), noExercise...))
 			}
 			for _, p := range l.Predictions {
-				w.Write(append(slices.Clip(lr), strconv.Itoa(p.Step+1), csvCell(p.Chosen), strconv.FormatBool(p.Right)))
+				w.Write(append(append(slices.Clip(lr), strconv.Itoa(p.Step+1), csvCell(p.Chosen), strconv.FormatBool(p.Right)), noExercise...))
 			}
+		}
+		// One row per exercise the learner passed or checked: who tries
+		// and fails, with the last failed answer and why (in English).
+		for _, r := range st.Exercises {
+			if !r.Passed && r.Tries.Checks == 0 {
+				continue
+			}
+			x := exerciseRow(i18n.English, r)
+			w.Write(append(append(slices.Clip(row), "", "", "", "", "", "", ""), x.ID, strconv.FormatBool(x.Passed),
+				strconv.Itoa(x.Checks), strconv.Itoa(x.Failed), csvCell(x.LastAnswer), x.LastReason))
 		}
 	}
 	w.Flush()
