@@ -294,7 +294,7 @@ func TestNoEnglishInChinese(t *testing.T) {
 // write-ups and the lessons use, one per concept: 分区/分區 for partition;
 // segment, topic, leader, follower, offset, ISR, HW, LEO, leader epoch and
 // unclean (election) kept in English as Kafka names them; 离线/離線 for
-// offline; 重新啟動 for a restart in Traditional Chinese.
+// offline; 重新啟動 for a restart and 運行 for running in Traditional Chinese.
 var glossary = map[i18n.Lang]map[string]string{
 	i18n.SimplifiedChinese: {"主题": "topic", "分段": "segment", "段文件": "segment 文件", "段浏览器": "segment 浏览器",
 		"领导": "leader", "首领": "leader", "追随者": "follower", "跟随者": "follower", "从副本": "follower",
@@ -303,7 +303,10 @@ var glossary = map[i18n.Lang]map[string]string{
 	i18n.TraditionalChinese: {"分割區": "分區", "區段": "segment", "段瀏覽器": "segment 瀏覽器", "主題": "topic",
 		"領導": "leader", "首領": "leader", "追隨者": "follower", "跟隨者": "follower", "從副本": "follower",
 		"偏移": "offset", "位移": "offset", "同步副本": "ISR", "高水位": "HW", "水位線": "HW", "日誌末端": "LEO",
-		"紀元": "leader epoch", "不乾淨": "unclean 選舉", "下線": "離線", "重啟": "重新啟動"},
+		"紀元": "leader epoch", "不乾淨": "unclean 選舉", "下線": "離線", "重啟": "重新啟動",
+		// A broker or the clock running is 運行; 執行 is a run (a chaos run, a lesson run).
+		"未在執行": "未在運行", "沒有執行": "沒有運行", "已經在執行": "已經在運行", "正在執行，": "正在運行", "正在執行：": "正在運行",
+		"執行中的 broker": "運行中的 broker", "執行中的副本": "運行中的副本", "叢集執行中": "叢集運行中"},
 }
 
 // TestInterfaceCatalogsFollowGlossary: the interface's catalogs speak the
