@@ -288,6 +288,8 @@ func TestControlFormsSayWhatIsWrong(t *testing.T) {
 		"action=step&ms=-100":                   "clock.step-range",
 		"action=rate&rate=2":                    "form.rate",
 		"action=cut&from=a&to=2":                "form.nodes",
+		"action=cut&from=1&to=1":                "control.link-same-node",
+		"action=cut&from=1&to=99":               "control.no-node",
 		"action=crash&broker=":                  "form.broker",
 		"action=configs&topic=demo":             "form.no-configs",
 		"action=" + strings.Repeat("x", 10_000): "form.action",
@@ -300,7 +302,7 @@ func TestControlFormsSayWhatIsWrong(t *testing.T) {
 				t.Errorf("%s %.60s: %+v, want the text of %s", lang, form, res, key)
 				continue
 			}
-			withArgs := map[string]bool{"form.count": true, "form.broker": true, "form.action": true, "clock.step-range": true}
+			withArgs := map[string]bool{"form.count": true, "form.broker": true, "form.action": true, "clock.step-range": true, "control.no-node": true}
 			if want := i18n.T(lang, key); !withArgs[key] && text != want {
 				t.Errorf("%s %.60s: %q, want %q", lang, form, text, want)
 			}
