@@ -211,6 +211,8 @@ func TestControlAndChaosRefusalsTranslated(t *testing.T) {
 		{"POST", "api/v1/compare", `{"seed":1,"protocols":["ISR!"]}`, 400, "INVALID_REQUEST", "chaos.refused.protocol-name"},
 		{"POST", "api/v1/compare", `{"seed":1,"protocols":["isr","isr"]}`, 400, "INVALID_REQUEST", "chaos.refused.protocol-twice"},
 		{"POST", "api/v1/compare", `{"seed":1,"actions":-1}`, 400, "INVALID_REQUEST", "chaos.refused.actions"},
+		{"PATCH", "api/v1/topics/demo/configs", `{"segment.bytes":"` + strings.Repeat("9x", 50_000) + `"}`, 400, "INVALID_CONFIG", "config.bad-int"},
+		{"PATCH", "api/v1/topics/demo/configs", `{"` + strings.Repeat("k", 50_000) + `":"1"}`, 400, "INVALID_CONFIG", "config.unknown"},
 	} {
 		status, body, _ := send(t, c.method, u+c.path, c.body, "", i18n.SimplifiedChinese, false)
 		var e apiError
@@ -284,25 +286,30 @@ func TestControlFormsSayWhatIsWrong(t *testing.T) {
 		"action=produce&topic=demo&count=-1&acks=all&value=x":            "form.count",
 		"action=produce&topic=demo&count=99999&acks=all&value=x":         "form.count",
 		"action=produce&topic=demo&count=1&acks=all&partition=一&value=x": "form.partition",
-		"action=step&ms=":                       "form.ms",
-		"action=step&ms=-100":                   "clock.step-range",
-		"action=rate&rate=2":                    "form.rate",
-		"action=cut&from=a&to=2":                "form.nodes",
-		"action=cut&from=1&to=1":                "control.link-same-node",
-		"action=cut&from=1&to=99":               "control.no-node",
-		"action=crash&broker=":                  "form.broker",
-		"action=configs&topic=demo":             "form.no-configs",
-		"action=" + strings.Repeat("x", 10_000): "form.action",
+		"action=step&ms=":                                   "form.ms",
+		"action=step&ms=-100":                               "clock.step-range",
+		"action=rate&rate=2":                                "form.rate",
+		"action=cut&from=a&to=2":                            "form.nodes",
+		"action=cut&from=1&to=1":                            "control.link-same-node",
+		"action=cut&from=1&to=99":                           "control.no-node",
+		"action=configs&topic=demo&min.insync.replicas=abc": "config.bad-int",
+		"action=configs&topic=demo&unclean.leader.election.enable=maybe": "config.bad-bool",
+		"action=configs&topic=demo&truncation.rule=hope":                 "config.bad-choice",
+		"action=configs&topic=demo&min.insync.replicas=9":                "config.min-isr",
+		"action=crash&broker=":                                           "form.broker",
+		"action=configs&topic=demo":                                      "form.no-configs",
+		"action=" + strings.Repeat("x", 10_000):                          "form.action",
 	} {
 		for _, lang := range []i18n.Lang{i18n.SimplifiedChinese, i18n.TraditionalChinese} {
 			res, err := uiAction(t, u, form, lang)
 			text := strings.TrimPrefix(res.Text, res.Code+": ")
-			generic := i18n.T(lang, "errors.INVALID_REQUEST")
+			generic := i18n.T(lang, "errors."+res.Code) // the bare text of the code
 			if err != nil || res.OK || res.Code == "" || text == generic || len(res.Text) > 300 {
 				t.Errorf("%s %.60s: %+v, want the text of %s", lang, form, res, key)
 				continue
 			}
-			withArgs := map[string]bool{"form.count": true, "form.broker": true, "form.action": true, "clock.step-range": true, "control.no-node": true}
+			withArgs := map[string]bool{"form.count": true, "form.broker": true, "form.action": true, "clock.step-range": true, "control.no-node": true,
+				"config.bad-int": true, "config.bad-bool": true, "config.bad-choice": true, "config.min-isr": true}
 			if want := i18n.T(lang, key); !withArgs[key] && text != want {
 				t.Errorf("%s %.60s: %q, want %q", lang, form, text, want)
 			}

@@ -136,8 +136,8 @@ func ParseProtocols(names []string) ([]controller.ReplicationProtocol, error) {
 		p := controller.ReplicationProtocol(n)
 		switch {
 		case !protocolName.MatchString(n):
-			return nil, kafkaerr.WithKey(fmt.Errorf("%w: protocol %s: lowercase letters, digits and '-', at most 32", kerr.InvalidRequest, quoteShort(n)),
-				"chaos.refused.protocol-name", quoteShort(n))
+			return nil, kafkaerr.WithKey(fmt.Errorf("%w: protocol %s: lowercase letters, digits and '-', at most 32", kerr.InvalidRequest, kafkaerr.Quote(n)),
+				"chaos.refused.protocol-name", kafkaerr.Quote(n))
 		case slices.Contains(out, p):
 			return nil, kafkaerr.WithKey(fmt.Errorf("%w: protocol %q named twice", kerr.InvalidRequest, n),
 				"chaos.refused.protocol-twice", strconv.Quote(n))

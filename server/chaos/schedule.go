@@ -66,7 +66,7 @@ func ParseConfig(s string) (Config, error) {
 	if c := Config(s); slices.Contains(Configs(), c) {
 		return c, nil
 	}
-	name := quoteShort(s)
+	name := kafkaerr.Quote(s)
 	return "", kafkaerr.WithKey(fmt.Errorf("%w: no chaos configuration %s (one of %s)", kerr.InvalidConfig, name, joinNames(Configs())),
 		"chaos.refused.config", name, joinNames(Configs()))
 }
@@ -223,12 +223,12 @@ func (a Action) validate() error {
 		}
 	case ActHeal:
 	default:
-		kind := quoteShort(string(a.Kind))
+		kind := kafkaerr.Quote(string(a.Kind))
 		return kafkaerr.WithKey(fmt.Errorf("%w: unknown chaos action kind %s (one of %s)", kerr.InvalidRequest, kind, joinNames(actionKinds)),
 			"chaos.refused.action-kind", kind, joinNames(actionKinds))
 	}
 	if err := errors.Join(errs...); err != nil {
-		kind := quoteShort(string(a.Kind))
+		kind := kafkaerr.Quote(string(a.Kind))
 		return kafkaerr.WithKey(fmt.Errorf("%w: chaos action %s: %s", kerr.InvalidRequest, kind, strings.ReplaceAll(err.Error(), "\n", "; ")),
 			"chaos.refused.action", kind)
 	}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -175,15 +174,6 @@ func (s *Service) Start(seed uint64, cfg Config, n int, actions []Action) (RunSt
 func errActions(n int) error {
 	return kafkaerr.WithKey(fmt.Errorf("%w: %d actions; a run has 1 to %d", kerr.InvalidRequest, n, MaxActions),
 		"chaos.refused.actions", strconv.Itoa(n), strconv.Itoa(MaxActions))
-}
-
-// quoteShort quotes a name a request gave, cut to 40 bytes: an error
-// message says what was sent without echoing a whole body back.
-func quoteShort(s string) string {
-	if len(s) > 40 {
-		s = strings.ToValidUTF8(s[:40], "") + "…"
-	}
-	return strconv.Quote(s)
 }
 
 // schedule checks a run's seed and schedule: actions if given, else

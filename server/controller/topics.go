@@ -170,7 +170,7 @@ func (c *Controller) AlterConfigs(topic string, changes map[string]*string) (Top
 	keys := slices.Sorted(maps.Keys(changes))
 	for _, k := range keys {
 		if lookupKey(k) == nil {
-			return Topic{}, fmt.Errorf("%w: unknown topic config %q", kerr.InvalidConfig, k)
+			return Topic{}, unknownConfig(k)
 		}
 		if v := changes[k]; v != nil {
 			next[k] = *v

@@ -8,7 +8,9 @@ package kafkaerr
 
 import (
 	"errors"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -54,6 +56,20 @@ func Detail(msg string) string {
 			return strings.Join(out, "; ")
 		}
 	}
+}
+
+// Quote quotes a value a request sent, cut to 40 bytes at a character
+// boundary: an error message says what was sent without echoing a whole
+// body back.
+func Quote(s string) string {
+	if len(s) > 40 {
+		n := 40
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		s = s[:n] + "…"
+	}
+	return strconv.Quote(s)
 }
 
 // Keyed is an error that also says itself in the learner's language: Key
