@@ -213,6 +213,7 @@ func TestControlAndChaosRefusalsTranslated(t *testing.T) {
 		{"POST", "api/v1/compare", `{"seed":1,"actions":-1}`, 400, "INVALID_REQUEST", "chaos.refused.actions"},
 		{"PATCH", "api/v1/topics/demo/configs", `{"segment.bytes":"` + strings.Repeat("9x", 50_000) + `"}`, 400, "INVALID_CONFIG", "config.bad-int"},
 		{"PATCH", "api/v1/topics/demo/configs", `{"` + strings.Repeat("k", 50_000) + `":"1"}`, 400, "INVALID_CONFIG", "config.unknown"},
+		{"PUT", "api/v1/cluster/fencing-rule", `{"rule":"` + strings.Repeat("r", 50_000) + `"}`, 400, "INVALID_CONFIG", "config.fencing-rule"},
 	} {
 		status, body, _ := send(t, c.method, u+c.path, c.body, "", i18n.SimplifiedChinese, false)
 		var e apiError
