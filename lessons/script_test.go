@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -290,22 +291,37 @@ func TestNoEnglishInChinese(t *testing.T) {
 }
 
 // glossary maps a term each Chinese language must not use to the one the
-// write-ups and the lessons use: 分区/分區 for partition, segment, topic,
-// leader and offset kept in English.
+// write-ups and the lessons use, one per concept: 分区/分區 for partition;
+// segment, topic, leader, follower, offset, ISR, HW, LEO, leader epoch and
+// unclean (election) kept in English as Kafka names them; 离线/離線 for
+// offline; 重新啟動 for a restart and 運行 for running in Traditional Chinese.
 var glossary = map[i18n.Lang]map[string]string{
-	i18n.SimplifiedChinese: {"主题": "topic", "分段": "segment", "段文件": "segment 文件", "领导者": "leader",
-		"偏移": "offset", "位移": "offset"},
-	i18n.TraditionalChinese: {"分割區": "分區", "區段": "segment", "主題": "topic", "領導者": "leader",
-		"偏移": "offset", "位移": "offset"},
+	i18n.SimplifiedChinese: {"主题": "topic", "分段": "segment", "段文件": "segment 文件", "段浏览器": "segment 浏览器",
+		"领导": "leader", "首领": "leader", "追随者": "follower", "跟随者": "follower", "从副本": "follower",
+		"偏移": "offset", "位移": "offset", "同步副本": "ISR", "高水位": "HW", "水位线": "HW", "日志末端": "LEO",
+		"纪元": "leader epoch", "不干净": "unclean 选举", "下线": "离线"},
+	i18n.TraditionalChinese: {"分割區": "分區", "區段": "segment", "段瀏覽器": "segment 瀏覽器", "主題": "topic",
+		"領導": "leader", "首領": "leader", "追隨者": "follower", "跟隨者": "follower", "從副本": "follower",
+		"偏移": "offset", "位移": "offset", "同步副本": "ISR", "高水位": "HW", "水位線": "HW", "日誌末端": "LEO",
+		"紀元": "leader epoch", "不乾淨": "unclean 選舉", "下線": "離線", "重啟": "重新啟動",
+		// A broker or the clock running is 運行; 執行 is a run (a chaos run, a lesson run).
+		"未在執行": "未在運行", "沒有執行": "沒有運行", "已經在執行": "已經在運行", "正在執行，": "正在運行", "正在執行：": "正在運行",
+		"執行中的 broker": "運行中的 broker", "執行中的副本": "運行中的副本", "叢集執行中": "叢集運行中"},
 }
 
 // TestInterfaceCatalogsFollowGlossary: the interface's catalogs speak the
 // lessons' glossary and, like the lessons, hold no English sentence in
-// Chinese.
+// Chinese. In them a record is 记录/記錄 and 消息/訊息 a message (a link's,
+// Raft's): a text saying 消息 where the English says no message mixes the
+// two.
 func TestInterfaceCatalogsFollowGlossary(t *testing.T) {
 	en := i18n.Catalog(i18n.English)
+	message := map[i18n.Lang]string{i18n.SimplifiedChinese: "消息", i18n.TraditionalChinese: "訊息"}
 	for _, l := range []i18n.Lang{i18n.SimplifiedChinese, i18n.TraditionalChinese} {
 		for key, v := range i18n.Catalog(l) {
+			if strings.Contains(v, message[l]) && !strings.Contains(strings.ToLower(en[key]), "message") {
+				t.Errorf("%s: %s %q says %s where the English %q says no message (a record is 记录/記錄)", key, l, v, message[l], en[key])
+			}
 			x := T(en[key], v, v)
 			if l == i18n.TraditionalChinese {
 				x.Hans = i18n.Catalog(i18n.SimplifiedChinese)[key]
@@ -316,6 +332,21 @@ func TestInterfaceCatalogsFollowGlossary(t *testing.T) {
 				if strings.HasPrefix(p, string(l)+":") {
 					t.Errorf("%s: %s", key, p)
 				}
+			}
+		}
+	}
+}
+
+// TestTitlesWrapOnAPhone: no lesson title, in any language, holds a run of
+// more than 24 ASCII characters with nowhere to break it: the lessons page
+// lists the titles, and lesson 13's "unclean 选举（unclean.leader.election.enable）"
+// made it scroll sideways at 360 px.
+func TestTitlesWrapOnAPhone(t *testing.T) {
+	unbroken := regexp.MustCompile(`[!-~]{25,}`)
+	for _, l := range All() {
+		for _, lang := range i18n.Languages() {
+			if run := unbroken.FindString(l.Title.In(lang)); run != "" {
+				t.Errorf("%s (%s): title %q has %q, %d characters with no break", l.ID, lang, l.Title.In(lang), run, len(run))
 			}
 		}
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"tidemark/server/kafkaerr"
+	"tidemark/internal/kafkaname"
 )
 
 // valueKind is what a query's value is.
@@ -74,11 +74,7 @@ func errCode(err error) string {
 	if err == nil {
 		return "none"
 	}
-	var ke *kerr.Error
-	if errors.As(err, &ke) {
-		return kafkaerr.Name(ke)
-	}
-	return err.Error()
+	return kafkaname.Text(err)
 }
 
 // Human is the value as a learner reads it, in every language: lists
@@ -108,9 +104,9 @@ func (v Value) Human() Text {
 // in every language (kerr's own are English only).
 var kafkaErrors = map[string]Text{
 	"NOT_ENOUGH_REPLICAS": T("fewer in-sync replicas than min.insync.replicas: the write is refused",
-		"同步副本数少于 min.insync.replicas，写入被拒绝", "同步副本數少於 min.insync.replicas，寫入被拒絕"),
+		"ISR 小于 min.insync.replicas，写入被拒绝", "ISR 小於 min.insync.replicas，寫入被拒絕"),
 	"NOT_ENOUGH_REPLICAS_AFTER_APPEND": T("written to the log, but to fewer in-sync replicas than min.insync.replicas",
-		"已写入 log，但同步副本数少于 min.insync.replicas", "已寫入 log，但同步副本數少於 min.insync.replicas"),
+		"已写入 log，但 ISR 小于 min.insync.replicas", "已寫入 log，但 ISR 小於 min.insync.replicas"),
 	"LEADER_NOT_AVAILABLE": T("the partition has no leader right now",
 		"该分区目前没有 leader", "該分區目前沒有 leader"),
 	"NOT_LEADER_OR_FOLLOWER": T("this broker is not the partition's leader",

@@ -540,7 +540,7 @@ func TestBrowserPanel(t *testing.T) {
 	// Switch the language: the choice persists, pages and panel speak it.
 	b.click(`.langs a[data-lang="zh-Hans"]`)
 	b.poll(`document.documentElement.lang === "zh-Hans" && document.querySelector('#panel[data-status="live"]') !== null`, "the page in Simplified Chinese")
-	for sel, want := range map[string]string{"h1": "集群", "#brokers-h": "Broker 列表", "#panel-status": "实时", "#produce-form legend": "生产消息"} {
+	for sel, want := range map[string]string{"h1": "集群", "#brokers-h": "Broker 列表", "#panel-status": "实时", "#produce-form legend": "生产"} {
 		if got := eval[string](b, `document.querySelector('`+sel+`').textContent`); !strings.Contains(got, want) {
 			t.Errorf("%s reads %q, want %q", sel, got, want)
 		}

@@ -406,6 +406,10 @@ func TestTopicNames(t *testing.T) {
 			t.Errorf("%q accepted (%v)", bad, err)
 		}
 	}
+	// The refusal names the character sent, not the first byte of its UTF-8.
+	if err := ValidateTopicName("订单"); err == nil || !strings.Contains(err.Error(), `has '订'`) {
+		t.Errorf("a Chinese topic name: %v, want it to name '订'", err)
+	}
 	d, _, _ := openTestLog(t, smallConfig())
 	if _, err := d.CreateLog(TopicPartition{"../x", 0}, smallConfig()); err == nil {
 		t.Fatal("created a log outside the log dir")

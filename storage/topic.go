@@ -21,8 +21,7 @@ func ValidateTopicName(name string) error {
 	case len(name) > MaxTopicNameLength:
 		return fmt.Errorf("%w: topic name is %d characters, the limit is %d", ErrInvalidTopic, len(name), MaxTopicNameLength)
 	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
+	for _, c := range name { // by rune: the message names the character sent, not its first byte
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
 			return fmt.Errorf("%w: topic name %q has %q; only ASCII letters, digits, '.', '_' and '-' are allowed", ErrInvalidTopic, name, c)
 		}

@@ -68,10 +68,13 @@ func (p Page) cellLabel(c laneCell) string {
 	if c.Rec == nil {
 		return p.t("ui.lane.empty", c.Offset)
 	}
+	// The label is written twice per cell (tooltip and screen-reader
+	// text) for each replica: a 1 MB value made the page 4 MB a record.
+	v := clip(c.Rec.Value, maxLabelValue)
 	if c.Committed {
-		return p.t("ui.lane.rec.committed", c.Offset, c.Rec.LeaderEpoch, c.Rec.Value)
+		return p.t("ui.lane.rec.committed", c.Offset, c.Rec.LeaderEpoch, v)
 	}
-	return p.t("ui.lane.rec.uncommitted", c.Offset, c.Rec.LeaderEpoch, c.Rec.Value)
+	return p.t("ui.lane.rec.uncommitted", c.Offset, c.Rec.LeaderEpoch, v)
 }
 
 func cellClass(c laneCell) string {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"tidemark/events"
 	"tidemark/i18n"
@@ -176,5 +177,32 @@ func TestOverviewListsRecentEvents(t *testing.T) {
 	}
 	if want := i18n.T(i18n.SimplifiedChinese, "panel.kind.isr"); !strings.Contains(html, want) {
 		t.Errorf("event list lacks %q", want)
+	}
+}
+
+// TestLongValuesStayShort: a cell's label (tooltip and screen-reader text,
+// twice per cell) shows at most maxLabelValue bytes of a record's value, so
+// a page of 1 MB values is not megabytes a record; values are cut at a
+// character boundary, never inside a UTF-8 sequence.
+func TestLongValuesStayShort(t *testing.T) {
+	big := strings.Repeat("v", 1<<20)
+	v := apiv1.PartitionView{Topic: "demo", PartitionInfo: apiv1.PartitionInfo{Leader: 1, Replicas: []int32{1}, ISR: []int32{1}},
+		HighWatermark: 1, ReplicaLogs: []apiv1.ReplicaView{{Broker: 1, Leader: true, InSync: true, LEO: 1, HW: 1,
+			Records: []apiv1.RecordView{{Offset: 0, Value: big}}}}}
+	var buf bytes.Buffer
+	if err := Partition(Page{}, PartitionPage{View: v}).Render(context.Background(), &buf); err != nil {
+		t.Fatal(err)
+	}
+	if buf.Len() > 100_000 {
+		t.Errorf("a partition page with one 1 MiB value is %d bytes", buf.Len())
+	}
+	for _, c := range []struct{ v, want string }{
+		{"订单订单", "订单订…"}, // 12 bytes: the cut at 10 falls inside 单
+		{"abc", "abc"},
+		{"0123456789x", "0123456789…"},
+	} {
+		if got := shortValue(c.v); got != c.want || !utf8.ValidString(got) {
+			t.Errorf("shortValue(%q) = %q, want %q", c.v, got, c.want)
+		}
 	}
 }

@@ -35,6 +35,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"tidemark/internal/kafkaname"
 	"tidemark/leaderepoch"
 	"tidemark/replication"
 )
@@ -376,16 +377,8 @@ func acksName(a int16) string {
 	return strconv.Itoa(int(a))
 }
 
-func errName(err error) string {
-	var ke *kerr.Error
-	if errors.As(err, &ke) {
-		if ke == kerr.NotLeaderForPartition {
-			return "NOT_LEADER_OR_FOLLOWER"
-		}
-		return ke.Message
-	}
-	return err.Error()
-}
+// errName is a Kafka error's name, or the text of any other error.
+func errName(err error) string { return kafkaname.Text(err) }
 
 // New starts N brokers, broker 1 leading epoch 0 with everyone in the ISR.
 func New(n int, cfg replication.Config, unclean bool) *Cluster {

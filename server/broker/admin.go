@@ -380,7 +380,7 @@ func (b *Broker) alterTopicConfigs(typ kmsg.ConfigResourceType, name string, cha
 	}
 	t := md.Topic(name)
 	if t == nil {
-		return fmt.Errorf("%w: topic %q", kerr.UnknownTopicOrPartition, name)
+		return fmt.Errorf("%w: no topic %q", kerr.UnknownTopicOrPartition, name)
 	}
 	next := map[string]string{}
 	for k, v := range t.Configs {

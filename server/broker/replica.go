@@ -13,9 +13,9 @@ import (
 
 	"tidemark/events"
 	"tidemark/i18n"
+	"tidemark/internal/kafkaname"
 	"tidemark/replication"
 	"tidemark/server/controller"
-	"tidemark/server/kafkaerr"
 	"tidemark/storage"
 )
 
@@ -406,9 +406,8 @@ func acksName(acks int16) events.Acks {
 
 // errorName is the Kafka name of an error, as Kafka says it today.
 func errorName(err error) string {
-	var ke *kerr.Error
-	if errors.As(err, &ke) {
-		return kafkaerr.Name(ke)
+	if name, ok := kafkaname.Err(err); ok {
+		return name
 	}
 	return "UNKNOWN_SERVER_ERROR"
 }

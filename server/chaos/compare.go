@@ -6,6 +6,7 @@ import (
 	"math"
 	"regexp"
 	"slices"
+	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -127,16 +128,19 @@ func ParseProtocols(names []string) ([]controller.ReplicationProtocol, error) {
 		return slices.Clone(Protocols), nil
 	}
 	if len(names) > 8 {
-		return nil, fmt.Errorf("%w: %d protocols; at most 8", kerr.InvalidRequest, len(names))
+		return nil, kafkaerr.WithKey(fmt.Errorf("%w: %d protocols; at most 8", kerr.InvalidRequest, len(names)),
+			"chaos.refused.protocols", strconv.Itoa(len(names)))
 	}
 	var out []controller.ReplicationProtocol
 	for _, n := range names {
 		p := controller.ReplicationProtocol(n)
 		switch {
 		case !protocolName.MatchString(n):
-			return nil, fmt.Errorf("%w: protocol %q: lowercase letters, digits and '-', at most 32", kerr.InvalidRequest, n)
+			return nil, kafkaerr.WithKey(fmt.Errorf("%w: protocol %s: lowercase letters, digits and '-', at most 32", kerr.InvalidRequest, kafkaerr.Quote(n)),
+				"chaos.refused.protocol-name", kafkaerr.Quote(n))
 		case slices.Contains(out, p):
-			return nil, fmt.Errorf("%w: protocol %q named twice", kerr.InvalidRequest, n)
+			return nil, kafkaerr.WithKey(fmt.Errorf("%w: protocol %q named twice", kerr.InvalidRequest, n),
+				"chaos.refused.protocol-twice", strconv.Quote(n))
 		}
 		out = append(out, p)
 	}

@@ -17,11 +17,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"tidemark/events"
+	"tidemark/internal/kafkaname"
 	"tidemark/replication"
 	"tidemark/server/broker"
 	"tidemark/server/cluster"
 	"tidemark/server/controller"
-	"tidemark/server/kafkaerr"
 	"tidemark/storage"
 )
 
@@ -626,9 +626,8 @@ func outcome(err error) string {
 // kafkaName is an error's Kafka name (code 6 by today's name), or a name
 // for the lab's own failures that is the same in every run.
 func kafkaName(err error) string {
-	var ke *kerr.Error
-	if errors.As(err, &ke) {
-		return kafkaerr.Name(ke)
+	if name, ok := kafkaname.Err(err); ok {
+		return name
 	}
 	switch {
 	case errors.Is(err, broker.ErrLinkCut):

@@ -59,7 +59,7 @@ func Import(data []byte) (*Result, error) {
 		return nil, err
 	}
 	if len(r.Actions) == 0 || len(r.Actions) > MaxActions {
-		return nil, fmt.Errorf("%w: %d actions; a run has 1 to %d", kerr.InvalidRequest, len(r.Actions), MaxActions)
+		return nil, errActions(len(r.Actions))
 	}
 	for _, a := range r.Actions {
 		if err := a.validate(); err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"tidemark/server/controller"
+	"tidemark/server/kafkaerr"
 )
 
 // Config is a named setting the checker runs under; the names are API values.
@@ -65,7 +66,9 @@ func ParseConfig(s string) (Config, error) {
 	if c := Config(s); slices.Contains(Configs(), c) {
 		return c, nil
 	}
-	return "", fmt.Errorf("%w: no chaos configuration %q (one of %s)", kerr.InvalidConfig, s, joinNames(Configs()))
+	name := kafkaerr.Quote(s)
+	return "", kafkaerr.WithKey(fmt.Errorf("%w: no chaos configuration %s (one of %s)", kerr.InvalidConfig, name, joinNames(Configs())),
+		"chaos.refused.config", name, joinNames(Configs()))
 }
 
 // Protocol is the replication protocol of c's topic: isr but for
@@ -220,10 +223,14 @@ func (a Action) validate() error {
 		}
 	case ActHeal:
 	default:
-		return fmt.Errorf("%w: unknown chaos action kind %q (one of %s)", kerr.InvalidRequest, a.Kind, joinNames(actionKinds))
+		kind := kafkaerr.Quote(string(a.Kind))
+		return kafkaerr.WithKey(fmt.Errorf("%w: unknown chaos action kind %s (one of %s)", kerr.InvalidRequest, kind, joinNames(actionKinds)),
+			"chaos.refused.action-kind", kind, joinNames(actionKinds))
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("%w: chaos action %q: %s", kerr.InvalidRequest, a.Kind, strings.ReplaceAll(err.Error(), "\n", "; "))
+		kind := kafkaerr.Quote(string(a.Kind))
+		return kafkaerr.WithKey(fmt.Errorf("%w: chaos action %s: %s", kerr.InvalidRequest, kind, strings.ReplaceAll(err.Error(), "\n", "; ")),
+			"chaos.refused.action", kind)
 	}
 	return nil
 }

@@ -7,11 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"tidemark/server/cluster"
+	"tidemark/server/kafkaerr"
 	"tidemark/server/labs"
 )
 
@@ -168,23 +170,30 @@ func (s *Service) Start(seed uint64, cfg Config, n int, actions []Action) (RunSt
 	return *st, nil
 }
 
+// errActions refuses a run of n actions (INVALID_REQUEST).
+func errActions(n int) error {
+	return kafkaerr.WithKey(fmt.Errorf("%w: %d actions; a run has 1 to %d", kerr.InvalidRequest, n, MaxActions),
+		"chaos.refused.actions", strconv.Itoa(n), strconv.Itoa(MaxActions))
+}
+
 // schedule checks a run's seed and schedule: actions if given, else
 // Generate(seed, n) (n 0: DefaultActions); INVALID_REQUEST when out of bounds.
 func schedule(seed uint64, n int, actions []Action) ([]Action, error) {
 	if seed > MaxSeed {
-		return nil, fmt.Errorf("%w: seed %d is larger than %d", kerr.InvalidRequest, seed, uint64(MaxSeed))
+		return nil, kafkaerr.WithKey(fmt.Errorf("%w: seed %d is larger than %d", kerr.InvalidRequest, seed, uint64(MaxSeed)),
+			"chaos.refused.seed", strconv.FormatUint(seed, 10), strconv.FormatUint(MaxSeed, 10))
 	}
 	if actions == nil {
 		if n == 0 {
 			n = DefaultActions
 		}
 		if n < 1 || n > MaxActions {
-			return nil, fmt.Errorf("%w: %d actions; a run has 1 to %d", kerr.InvalidRequest, n, MaxActions)
+			return nil, errActions(n)
 		}
 		actions = Generate(seed, n)
 	}
 	if len(actions) == 0 || len(actions) > MaxActions {
-		return nil, fmt.Errorf("%w: %d actions; a run has 1 to %d", kerr.InvalidRequest, len(actions), MaxActions)
+		return nil, errActions(len(actions))
 	}
 	for _, a := range actions {
 		if err := a.validate(); err != nil {

@@ -49,14 +49,20 @@ type Answer struct {
 }
 
 // ExerciseResult is a seat's standing in an exercise: passed (and when),
-// or the reason of the last check, as an i18n key and arguments.
+// or the reason of the last check, as an i18n key and arguments, and the
+// learner's checks so far.
 type ExerciseResult struct {
 	Exercise string   `json:"exercise"`
 	Passed   bool     `json:"passed"`
 	At       string   `json:"at,omitempty"` // RFC 3339, when passed
 	Key      string   `json:"key"`
 	Args     []string `json:"args,omitempty"`
+	Tries    Tries    `json:"tries"`
 }
+
+// maxAnswerRunes bounds the segment of an answer kept with a failed check:
+// a segment file's name is 24 characters.
+const maxAnswerRunes = 40
 
 // ErrUnknownExercise: no exercise has this id.
 var ErrUnknownExercise = fmt.Errorf("%w: no such exercise", kerr.InvalidRequest)
@@ -224,6 +230,34 @@ func (c *Class) Check(seat int, id string, answer Answer) (ExerciseResult, error
 	if key != "" {
 		r.Key, r.Args = key, args
 	}
+	return r, nil
+}
+
+// Try is a learner's check of exercise id (Check), kept in the roster with
+// its outcome: the teacher's dashboard shows who tries and fails, with the
+// last failed answer. The teacher's own checks (an autograder) are not the
+// learner's tries and go to Check.
+func (c *Class) Try(seat int, id string, answer Answer) (ExerciseResult, error) {
+	r, err := c.Check(seat, id, answer)
+	if err != nil {
+		return r, err
+	}
+	var failed *FailedCheck
+	if r.Key != "exercise.passed.text" { // this check's own outcome was not a pass
+		failed = &FailedCheck{Key: r.Key, Args: r.Args}
+		if id == ExerciseFindOffset {
+			a := answer
+			if rs := []rune(a.Segment); len(rs) > maxAnswerRunes {
+				a.Segment = string(rs[:maxAnswerRunes]) + "…"
+			}
+			failed.Answer = &a
+		}
+	}
+	if err := c.RecordTry(seat, id, failed); err != nil {
+		return r, err
+	}
+	standing, _ := c.Result(seat, id)
+	r.Tries = standing.Tries
 	return r, nil
 }
 

@@ -2,8 +2,10 @@ package class
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"tidemark/events"
 	"tidemark/server/cluster"
@@ -128,5 +130,42 @@ func TestGradeAfterTheRequest(t *testing.T) {
 	c.Grade(2) // a seat never woken: nothing to grade, nothing woken
 	if c.Awake(2) {
 		t.Fatal("Grade woke seat 2")
+	}
+}
+
+// TestTryKeepsFailedChecks: a learner's checks are kept with the last
+// failed answer and its reason (the teacher's dashboard shows them), a
+// long answer is cut, a pass does not erase the failures, the teacher's
+// Check is not a try, and a reset forgets them.
+func TestTryKeepsFailedChecks(t *testing.T) {
+	c := openClass(t, t.TempDir(), 1, &clock{now: time.Unix(1000, 0)}, nil)
+	pos := int64(70)
+	long := strings.Repeat("9", 5000)
+	if _, err := c.Try(1, ExerciseFindOffset, Answer{Segment: "00000000000000000000.log", Position: &pos}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.Try(1, ExerciseFindOffset, Answer{Segment: long, Position: &pos})
+	if err != nil || r.Passed || r.Tries.Checks != 2 || r.Tries.Failed != 2 || r.Tries.LastFailed == nil {
+		t.Fatalf("two failed tries: %+v, %v", r, err)
+	}
+	f := r.Tries.LastFailed
+	if f.Key != "exercise.find-offset.no-offset" || f.Answer == nil || *f.Answer.Position != 70 ||
+		utf8.RuneCountInString(f.Answer.Segment) > maxAnswerRunes+1 || f.At.IsZero() {
+		t.Fatalf("the last failed check: %+v %+v", f, f.Answer)
+	}
+	if _, err := c.Check(1, ExerciseFindOffset, Answer{}); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := c.Result(1, ExerciseFindOffset); r.Tries.Checks != 2 {
+		t.Fatalf("the teacher's check counted as a try: %+v", r.Tries)
+	}
+	if r, _ := c.Try(1, ExerciseLostAck, Answer{}); r.Tries.Failed != 1 || r.Tries.LastFailed.Key != "exercise.lost-ack.pending" || r.Tries.LastFailed.Answer != nil {
+		t.Fatalf("a live exercise's failed try: %+v", r.Tries)
+	}
+	if _, err := c.ResetSeat(1); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := c.Result(1, ExerciseFindOffset); r.Tries.Checks != 0 {
+		t.Fatalf("a reset seat kept its tries: %+v", r.Tries)
 	}
 }

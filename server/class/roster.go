@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -30,6 +31,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"tidemark/server/controller"
+	"tidemark/server/kafkaerr"
 )
 
 // Limits of the roster.
@@ -68,6 +70,26 @@ type Seat struct {
 	Lessons map[string]LessonProgress `json:"lessons,omitempty"`
 	// Passed holds when the seat passed each exercise it passed.
 	Passed map[string]time.Time `json:"passed,omitempty"`
+	// Tries holds the learner's checks of each exercise they checked: the
+	// teacher wants to see who is trying and failing, not only who passed.
+	Tries map[string]Tries `json:"tries,omitempty"`
+}
+
+// Tries is a seat's checks of one exercise: how many, how many of them did
+// not pass, and the last one that did not.
+type Tries struct {
+	Checks     int          `json:"checks"`
+	Failed     int          `json:"failed"`
+	LastFailed *FailedCheck `json:"last_failed,omitempty"`
+}
+
+// FailedCheck is a check that did not pass: when, the answer given (for the
+// exercises that ask for one) and why not, as an i18n key and arguments.
+type FailedCheck struct {
+	At     time.Time `json:"at"`
+	Answer *Answer   `json:"answer,omitempty"`
+	Key    string    `json:"key"`
+	Args   []string  `json:"args,omitempty"`
 }
 
 // LessonProgress is how far a seat got in a lesson's latest run and what it
@@ -272,10 +294,12 @@ func (r *Roster) AddSeats(n int) ([]Seat, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if n < 1 {
-		return nil, fmt.Errorf("%w: count %d: add at least one seat", kerr.InvalidRequest, n)
+		return nil, kafkaerr.WithKey(fmt.Errorf("%w: count %d: add at least one seat", kerr.InvalidRequest, n),
+			"class.add.count", strconv.Itoa(MaxSeats-len(r.seats)))
 	}
 	if len(r.seats)+n > MaxSeats {
-		return nil, fmt.Errorf("%w (%d now, %d asked for)", ErrTooManySeats, len(r.seats), n)
+		return nil, kafkaerr.WithKey(fmt.Errorf("%w (%d now, %d asked for)", ErrTooManySeats, len(r.seats), n),
+			"class.add.too-many", strconv.Itoa(MaxSeats), strconv.Itoa(len(r.seats)))
 	}
 	added := make([]Seat, 0, n)
 	wb := r.db.NewWriteBatch()
@@ -383,17 +407,41 @@ func (r *Roster) RecordExercise(id int, exercise string) error {
 	})
 }
 
-// Result returns a seat's standing in an exercise: passed or not yet.
+// RecordTry stores a learner's check of an exercise; failed, when it did
+// not pass, says why.
+func (r *Roster) RecordTry(id int, exercise string, failed *FailedCheck) error {
+	return r.update(id, func(s *Seat) bool {
+		s.Tries = maps.Clone(s.Tries)
+		if s.Tries == nil {
+			s.Tries = map[string]Tries{}
+		}
+		t := s.Tries[exercise]
+		t.Checks++
+		if failed != nil {
+			t.Failed++
+			f := *failed
+			f.At = r.now()
+			t.LastFailed = &f
+		}
+		s.Tries[exercise] = t
+		return true
+	})
+}
+
+// Result returns a seat's standing in an exercise: passed or not yet, and
+// the learner's checks of it.
 func (r *Roster) Result(id int, exercise string) (ExerciseResult, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if id < 1 || id > len(r.seats) {
 		return ExerciseResult{}, false
 	}
-	if at, ok := r.seats[id-1].Passed[exercise]; ok {
-		return ExerciseResult{Exercise: exercise, Passed: true, At: at.UTC().Format(time.RFC3339), Key: "exercise.passed.text"}, true
+	s := r.seats[id-1]
+	out := ExerciseResult{Exercise: exercise, Key: "exercise." + exercise + ".pending", Tries: s.Tries[exercise]}
+	if at, ok := s.Passed[exercise]; ok {
+		out.Passed, out.At, out.Key = true, at.UTC().Format(time.RFC3339), "exercise.passed.text"
 	}
-	return ExerciseResult{Exercise: exercise, Key: "exercise." + exercise + ".pending"}, true
+	return out, true
 }
 
 // Seats returns a copy of every seat, by number, without token hashes.
@@ -405,6 +453,7 @@ func (r *Roster) Seats() []Seat {
 		out[i] = *s
 		out[i].Tokens = nil
 		out[i].Passed = maps.Clone(s.Passed)
+		out[i].Tries = maps.Clone(s.Tries)
 		out[i].Lessons = make(map[string]LessonProgress, len(s.Lessons))
 		for k, v := range s.Lessons {
 			v.Predictions = slices.Clone(v.Predictions)

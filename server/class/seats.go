@@ -425,6 +425,7 @@ func (c *Class) ResetSeat(id int) (Seat, error) {
 	}
 	st.mu.Lock()
 	c.hibernateLocked(st)
+	st.lastUsed.Store(0) // the seat is free: its last learner's requests do not make it online
 	if st.lessons != nil {
 		st.lessons.Close()
 		st.chaos.Close()

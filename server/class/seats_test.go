@@ -181,3 +181,21 @@ func TestResetSeat(t *testing.T) {
 		t.Fatalf("seat 1 after reset: %q, %v", body, err)
 	}
 }
+
+// TestResetSeatIsOffline: a reset seat is free, so the dashboard does not
+// show it online from its last learner's requests.
+func TestResetSeatIsOffline(t *testing.T) {
+	c := openClass(t, t.TempDir(), 1, &clock{now: time.Unix(1000, 0)}, nil)
+	if _, err := serve(t, c, 1, "/"); err != nil {
+		t.Fatal(err)
+	}
+	if !c.Online(1) {
+		t.Fatal("a seat that just served a request is not online")
+	}
+	if _, err := c.ResetSeat(1); err != nil {
+		t.Fatal(err)
+	}
+	if c.Online(1) {
+		t.Error("a reset seat is online")
+	}
+}

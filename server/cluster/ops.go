@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"tidemark/i18n"
 	"tidemark/server/broker"
 	"tidemark/server/controller"
+	"tidemark/server/kafkaerr"
 	"tidemark/storage"
 	"tidemark/storage/vfs/errorfs"
 )
@@ -434,7 +436,7 @@ func (c *Cluster) checkLink(from, to int32) error {
 		return err
 	}
 	if from == to {
-		return fmt.Errorf("%w: a link needs two different nodes", kerr.InvalidRequest)
+		return kafkaerr.WithKey(fmt.Errorf("%w: a link needs two different nodes", kerr.InvalidRequest), "control.link-same-node")
 	}
 	return nil
 }
@@ -443,7 +445,8 @@ func (c *Cluster) checkNode(id int32) error {
 	if id == ControllerNode || id >= 1 && id <= int32(c.opts.Brokers) {
 		return nil
 	}
-	return fmt.Errorf("%w: no node %d (0 is the controller, brokers are 1..%d)", kerr.InvalidRequest, id, c.opts.Brokers)
+	return kafkaerr.WithKey(fmt.Errorf("%w: no node %d (0 is the controller, brokers are 1..%d)", kerr.InvalidRequest, id, c.opts.Brokers),
+		"control.no-node", strconv.Itoa(int(id)), strconv.Itoa(c.opts.Brokers))
 }
 
 // nodeName names a node in a message: a word (i18n.Word) that each page

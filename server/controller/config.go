@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"tidemark/replication"
+	"tidemark/server/kafkaerr"
 	"tidemark/storage"
 )
 
@@ -110,8 +111,9 @@ func (tc TopicConfig) Entries() []ConfigEntry {
 // min.insync.replicas larger than it would make every acks=all produce fail.
 func (tc TopicConfig) Validate(replicationFactor int) error {
 	if tc.repl.MinInsyncReplicas > replicationFactor {
-		return fmt.Errorf("%w: %s %d is larger than the replication factor %d; acks=all produce requests could never succeed",
-			kerr.InvalidConfig, ConfigMinInsyncReplicas, tc.repl.MinInsyncReplicas, replicationFactor)
+		return kafkaerr.WithKey(fmt.Errorf("%w: %s %d is larger than the replication factor %d; acks=all produce requests could never succeed",
+			kerr.InvalidConfig, ConfigMinInsyncReplicas, tc.repl.MinInsyncReplicas, replicationFactor),
+			"config.min-isr", strconv.Itoa(tc.repl.MinInsyncReplicas), strconv.Itoa(replicationFactor))
 	}
 	return nil
 }
@@ -130,7 +132,7 @@ func ParseTopicConfig(configs map[string]string) (TopicConfig, error) {
 	for _, name := range names {
 		k := lookupKey(name)
 		if k == nil {
-			return TopicConfig{}, fmt.Errorf("%w: unknown topic config %q", kerr.InvalidConfig, name)
+			return TopicConfig{}, unknownConfig(name)
 		}
 		if err := k.parse(&tc, configs[name]); err != nil {
 			return TopicConfig{}, err
@@ -169,6 +171,20 @@ type configKey struct {
 	get      func(tc *TopicConfig) string // the current value, spelled as Kafka would
 }
 
+// refuse is INVALID_CONFIG for value v of k, which must be want; the
+// value is quoted cut short, and key (its arguments the config's name, the
+// value and args) says it in the learner's language.
+func (k *configKey) refuse(v, want, key string, args ...string) error {
+	return kafkaerr.WithKey(fmt.Errorf("%w: %s %s: must be %s", kerr.InvalidConfig, k.name, kafkaerr.Quote(v), want),
+		key, append([]string{k.name, kafkaerr.Quote(v)}, args...)...)
+}
+
+// unknownConfig is INVALID_CONFIG for a topic config that does not exist.
+func unknownConfig(name string) error {
+	return kafkaerr.WithKey(fmt.Errorf("%w: unknown topic config %s", kerr.InvalidConfig, kafkaerr.Quote(name)),
+		"config.unknown", kafkaerr.Quote(name))
+}
+
 func (k *configKey) parse(tc *TopicConfig, v string) error {
 	switch k.kind {
 	case kindBool:
@@ -178,13 +194,13 @@ func (k *configKey) parse(tc *TopicConfig, v string) error {
 		case "false":
 			k.setBool(tc, false)
 		default:
-			return fmt.Errorf("%w: %s %q: must be true or false", kerr.InvalidConfig, k.name, v)
+			return k.refuse(v, "true or false", "config.bad-bool")
 		}
 	case kindRule:
 		r, err := replication.ParseRule(strings.TrimSpace(v))
 		if err != nil {
-			return fmt.Errorf("%w: %s %q: must be %s or %s", kerr.InvalidConfig, k.name, v,
-				replication.RuleHighWatermark, replication.RuleLeaderEpoch)
+			return k.refuse(v, fmt.Sprintf("%s or %s", replication.RuleHighWatermark, replication.RuleLeaderEpoch),
+				"config.bad-choice", fmt.Sprintf("%s, %s", replication.RuleHighWatermark, replication.RuleLeaderEpoch))
 		}
 		tc.repl.TruncationRule = r
 	case kindProtocol:
@@ -192,12 +208,14 @@ func (k *configKey) parse(tc *TopicConfig, v string) error {
 		case ProtocolISR, ProtocolQuorum, ProtocolPipeline:
 			tc.Protocol = p
 		default:
-			return fmt.Errorf("%w: %s %q: must be %s, %s or %s", kerr.InvalidConfig, k.name, v, ProtocolISR, ProtocolQuorum, ProtocolPipeline)
+			return k.refuse(v, fmt.Sprintf("%s, %s or %s", ProtocolISR, ProtocolQuorum, ProtocolPipeline),
+				"config.bad-choice", fmt.Sprintf("%s, %s, %s", ProtocolISR, ProtocolQuorum, ProtocolPipeline))
 		}
 	default:
 		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 		if err != nil || n < k.min || n > k.max {
-			return fmt.Errorf("%w: %s %q: must be an integer in [%d, %d]", kerr.InvalidConfig, k.name, v, k.min, k.max)
+			return k.refuse(v, fmt.Sprintf("an integer in [%d, %d]", k.min, k.max),
+				"config.bad-int", strconv.FormatInt(k.min, 10), strconv.FormatInt(k.max, 10))
 		}
 		k.setInt(tc, n)
 	}

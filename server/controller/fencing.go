@@ -9,6 +9,7 @@ import (
 	"tidemark/events"
 	"tidemark/i18n"
 	"tidemark/replication"
+	"tidemark/server/kafkaerr"
 )
 
 // FencingRule is how the controller treats a broker that registers again
@@ -73,7 +74,8 @@ func ParseFencingRule(s string) (FencingRule, error) {
 			return r, nil
 		}
 	}
-	return 0, fmt.Errorf("%w: unknown fencing rule %q (want kraft-elr, kraft or zookeeper)", kerr.InvalidConfig, s)
+	return 0, kafkaerr.WithKey(fmt.Errorf("%w: unknown fencing rule %s (want kraft-elr, kraft or zookeeper)", kerr.InvalidConfig, kafkaerr.Quote(s)),
+		"config.fencing-rule", kafkaerr.Quote(s))
 }
 
 // LogInfo is what a broker reports of one of its logs, so the controller

@@ -135,7 +135,7 @@ func (c *Controller) DeleteTopic(name string) error {
 	}
 	t := c.topics[name]
 	if t == nil {
-		return fmt.Errorf("%w: topic %q", kerr.UnknownTopicOrPartition, name)
+		return fmt.Errorf("%w: no topic %q", kerr.UnknownTopicOrPartition, name)
 	}
 	delete(c.topics, name)
 	c.names = nil
@@ -161,7 +161,7 @@ func (c *Controller) AlterConfigs(topic string, changes map[string]*string) (Top
 	}
 	t := c.topics[topic]
 	if t == nil {
-		return Topic{}, fmt.Errorf("%w: topic %q", kerr.UnknownTopicOrPartition, topic)
+		return Topic{}, fmt.Errorf("%w: no topic %q", kerr.UnknownTopicOrPartition, topic)
 	}
 	next := maps.Clone(t.configs)
 	if next == nil {
@@ -170,7 +170,7 @@ func (c *Controller) AlterConfigs(topic string, changes map[string]*string) (Top
 	keys := slices.Sorted(maps.Keys(changes))
 	for _, k := range keys {
 		if lookupKey(k) == nil {
-			return Topic{}, fmt.Errorf("%w: unknown topic config %q", kerr.InvalidConfig, k)
+			return Topic{}, unknownConfig(k)
 		}
 		if v := changes[k]; v != nil {
 			next[k] = *v

@@ -176,7 +176,8 @@ func TestTopologySVG(t *testing.T) {
 		texts = append(texts, e.text)
 	}
 	all := strings.Join(texts, "|")
-	if !strings.Contains(all, "节点 0") || !strings.Contains(all, "✕ crashed") || !strings.Contains(all, "▲ fenced") {
+	// The states in the page's language, as the pages write them.
+	if !strings.Contains(all, "节点 0") || !strings.Contains(all, "● 运行中") || !strings.Contains(all, "✕ 已崩溃") || !strings.Contains(all, "▲ 已隔离") {
 		t.Fatalf("texts %q", all)
 	}
 }

@@ -55,6 +55,15 @@ func esc(t string) string {
 	return b.String()
 }
 
+// stateWord is a broker state in lang, as the pages write it (an unknown
+// state as it is).
+func stateWord(lang i18n.Lang, st events.BrokerState) string {
+	if key := "ui.state." + string(st); i18n.T(lang, key) != key {
+		return i18n.T(lang, key)
+	}
+	return string(st)
+}
+
 // stateFill is a broker state's fill; the state is also written out in
 // the label, so it never rests on colour alone.
 func stateFill(st events.BrokerState) string {
@@ -130,7 +139,7 @@ func Topology(w io.Writer, snap events.Snapshot, lang i18n.Lang) error {
 			s.text(nd.x, nd.y-r-8, "middle", "role", i18n.T(lang, "ui.controller"))
 		}
 		if nd.id != 0 || snap.Controller != 0 {
-			s.text(nd.x, nd.y+r+16, "middle", "state", nd.state.Glyph()+" "+string(nd.state))
+			s.text(nd.x, nd.y+r+16, "middle", "state", nd.state.Glyph()+" "+stateWord(lang, nd.state))
 		}
 		s.printf(`</g>`)
 	}

@@ -8,7 +8,9 @@ package kafkaerr
 
 import (
 	"errors"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -56,15 +58,39 @@ func Detail(msg string) string {
 	}
 }
 
-// Name is the name Kafka gives ke's code today: kerr still calls code 6 by
-// its old name, NOT_LEADER_FOR_PARTITION, where Kafka says
-// NOT_LEADER_OR_FOLLOWER. "" for nil.
-func Name(ke *kerr.Error) string {
-	switch {
-	case ke == nil:
-		return ""
-	case ke.Code == kerr.NotLeaderForPartition.Code:
-		return "NOT_LEADER_OR_FOLLOWER"
+// Quote quotes a value a request sent, cut to 40 bytes at a character
+// boundary: an error message says what was sent without echoing a whole
+// body back.
+func Quote(s string) string {
+	if len(s) > 40 {
+		n := 40
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		s = s[:n] + "…"
 	}
-	return ke.Message
+	return strconv.Quote(s)
 }
+
+// Keyed is an error that also says itself in the learner's language: Key
+// and Args are the i18n key and arguments of the same text (the web API
+// sends them beside its English message; pages show that text). It unwraps
+// to the error it says, so errors.Is and errors.As find its Kafka error.
+type Keyed struct {
+	Key  string
+	Args []string
+	Err  error
+}
+
+// WithKey returns err saying itself with the i18n key and args.
+func WithKey(err error, key string, args ...string) error {
+	return &Keyed{Key: key, Args: args, Err: err}
+}
+
+func (e *Keyed) Error() string { return e.Err.Error() }
+
+// Unwrap returns the error e says.
+func (e *Keyed) Unwrap() error { return e.Err }
+
+// MessageKey returns the i18n key and arguments of e.
+func (e *Keyed) MessageKey() (string, []string) { return e.Key, e.Args }

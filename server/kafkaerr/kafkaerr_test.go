@@ -28,15 +28,3 @@ func TestDetail(t *testing.T) {
 		}
 	}
 }
-
-func TestName(t *testing.T) {
-	for ke, want := range map[*kerr.Error]string{
-		nil:                          "",
-		kerr.NotLeaderForPartition:   "NOT_LEADER_OR_FOLLOWER",
-		kerr.UnknownTopicOrPartition: "UNKNOWN_TOPIC_OR_PARTITION",
-	} {
-		if got := Name(ke); got != want {
-			t.Errorf("Name(%v) = %q, want %q", ke, got, want)
-		}
-	}
-}

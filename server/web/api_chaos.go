@@ -56,7 +56,7 @@ func chaosError(err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, chaos.ErrUnknownRun):
-		return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: err.Error()}
+		return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: err.Error(), Key: "chaos.run-gone"}
 	case errors.Is(err, labs.ErrFull):
 		return labFull(err)
 	}
@@ -88,7 +88,8 @@ func (s *Server) startChaos(c echo.Context) error {
 		}
 		if err != nil || (actions == nil && n == 0) {
 			return KafkaError(http.StatusBadRequest, kerr.InvalidRequest,
-				fmt.Sprintf("actions must be a count (1..%d) or a list of actions", chaos.MaxActions))
+				fmt.Sprintf("actions must be a count (1..%d) or a list of actions", chaos.MaxActions)).
+				withKey("chaos.refused.actions-type", strconv.Itoa(chaos.MaxActions))
 		}
 	}
 	st, err := svc.Start(req.Seed, cfg, n, actions)
@@ -163,7 +164,7 @@ func (s *Server) startChaosForm(c echo.Context) error {
 	}
 	seed, err := strconv.ParseUint(strings.TrimSpace(c.FormValue("seed")), 10, 64)
 	if err != nil {
-		flash(c, false, kerr.InvalidRequest.Message+": seed "+strconv.Quote(truncate(c.FormValue("seed"), 30)))
+		flash(c, false, errText(Lang(c), seedFormError(c.FormValue("seed"))))
 		return c.Redirect(http.StatusSeeOther, "/chaos")
 	}
 	n, err := strconv.Atoi(strings.TrimSpace(c.FormValue("actions")))
@@ -176,6 +177,13 @@ func (s *Server) startChaosForm(c echo.Context) error {
 		return c.Redirect(http.StatusSeeOther, "/chaos")
 	}
 	return c.Redirect(http.StatusSeeOther, "/chaos/runs/"+url.PathEscape(st.ID))
+}
+
+// seedFormError refuses a form's seed that is not a whole number.
+func seedFormError(seed string) *Error {
+	q := strconv.Quote(truncate(seed, 30))
+	return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "seed "+q+" is not a whole number from 0 to "+strconv.FormatUint(chaos.MaxSeed, 10)).
+		withKey("chaos.refused.seed-form", q, strconv.FormatUint(chaos.MaxSeed, 10))
 }
 
 func (s *Server) chaosRunPage(c echo.Context) error {

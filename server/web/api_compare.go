@@ -120,7 +120,7 @@ func (s *Server) startCompareForm(c echo.Context) error {
 	}
 	seed, err := strconv.ParseUint(strings.TrimSpace(c.FormValue("seed")), 10, 64)
 	if err != nil {
-		flash(c, false, kerr.InvalidRequest.Message+": seed "+strconv.Quote(truncate(c.FormValue("seed"), 30)))
+		flash(c, false, errText(Lang(c), seedFormError(c.FormValue("seed"))))
 		return c.Redirect(http.StatusSeeOther, "/compare")
 	}
 	n, err := strconv.Atoi(strings.TrimSpace(c.FormValue("actions")))

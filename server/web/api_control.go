@@ -51,11 +51,19 @@ func (s *Server) faultBroker(c echo.Context, wantRunning bool) (int32, error) {
 	running := snap.Broker(id).State != events.BrokerCrashed
 	switch {
 	case wantRunning && !running:
-		return 0, KafkaError(http.StatusConflict, kerr.BrokerNotAvailable, "broker "+strconv.Itoa(int(id))+" is not running; restart it first")
+		return 0, brokerStopped(id)
 	case !wantRunning && running:
-		return 0, KafkaError(http.StatusConflict, kerr.InvalidRequest, "broker "+strconv.Itoa(int(id))+" is already running")
+		return 0, KafkaError(http.StatusConflict, kerr.InvalidRequest, "broker "+strconv.Itoa(int(id))+" is already running").
+			withKey("control.broker-running", strconv.Itoa(int(id)))
 	}
 	return id, nil
+}
+
+// brokerStopped is 409 BROKER_NOT_AVAILABLE for a control that needs broker
+// id running.
+func brokerStopped(id int32) *Error {
+	return KafkaError(http.StatusConflict, kerr.BrokerNotAvailable, "broker "+strconv.Itoa(int(id))+" is not running; restart it first").
+		withKey("control.broker-stopped", strconv.Itoa(int(id)))
 }
 
 func (s *Server) crash(c echo.Context) error {
@@ -114,13 +122,20 @@ func (s *Server) fetchRound(c echo.Context) error {
 	}
 	if !snap.Paused {
 		// Running, the followers fetch on their own; a step is for a paused lab.
-		return KafkaError(http.StatusConflict, kerr.InvalidRequest, "the clock is running and followers fetch by themselves; pause it to step fetches")
+		return KafkaError(http.StatusConflict, kerr.InvalidRequest, "the clock is running and followers fetch by themselves; pause it to step fetches").
+			withKey("control.fetch-running")
 	}
 	if snap.Broker(id).State == events.BrokerCrashed {
-		return KafkaError(http.StatusConflict, kerr.BrokerNotAvailable, "broker "+strconv.Itoa(int(id))+" is not running; restart it first")
+		return brokerStopped(id)
 	}
 	if err := s.clock.StepFetch(c.Request().Context(), id); err != nil {
-		return LabError(err)
+		e := LabError(err)
+		// A leader's refusal: say whose round it was and the first code
+		// in the learner's language (the code is also its own field).
+		if le, ok := e.(*Error); ok && le.Key == "" {
+			le.withKey("control.fetch-failed", strconv.Itoa(int(id)), le.Code)
+		}
+		return e
 	}
 	return c.JSON(http.StatusOK, FetchResponse{Broker: id, LastSeq: s.opts.Lab.Snapshot().Seq})
 }
@@ -234,12 +249,13 @@ func (s *Server) step(c echo.Context) error {
 			// most an hour so that one request cannot run away with the lab.
 			return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "ms, the lab time to step in milliseconds, must be between 1 and "+
 				strconv.FormatInt(MaxStep.Milliseconds(), 10)+" (an hour); got "+strconv.FormatInt(*req.Ms, 10)+"; leave it out to step "+
-				strconv.FormatInt(DefaultStep.Milliseconds(), 10))
+				strconv.FormatInt(DefaultStep.Milliseconds(), 10)).
+				withKey("clock.step-range", strconv.FormatInt(MaxStep.Milliseconds(), 10), strconv.FormatInt(*req.Ms, 10))
 		}
 		d = time.Duration(*req.Ms) * time.Millisecond
 	}
 	if !s.opts.Lab.Snapshot().Paused {
-		return KafkaError(http.StatusConflict, kerr.InvalidRequest, "the clock is running; pause it before stepping")
+		return KafkaError(http.StatusConflict, kerr.InvalidRequest, "the clock is running; pause it before stepping").withKey("clock.running")
 	}
 	if err := s.clock.Step(d); err != nil {
 		return LabError(err)
@@ -284,7 +300,7 @@ func (s *Server) stepEvent(c echo.Context) error {
 		limit = time.Duration(*req.MaxMs) * time.Millisecond
 	}
 	if !s.opts.Lab.Snapshot().Paused {
-		return KafkaError(http.StatusConflict, kerr.InvalidRequest, "the clock is running; pause it before stepping to the next event")
+		return KafkaError(http.StatusConflict, kerr.InvalidRequest, "the clock is running; pause it before stepping to the next event").withKey("clock.running")
 	}
 	moved, evs, err := s.clock.StepToEvent(limit)
 	if err != nil {
@@ -307,10 +323,14 @@ func (s *Server) setRate(c echo.Context) error {
 		return err
 	}
 	if req.Rate == nil {
-		return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, `rate is required: {"rate": 0.25} (0.25, 1 or 4)`)
+		return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, `rate is required: {"rate": 0.25} (0.25, 1 or 4)`).withKey("form.rate")
 	}
 	if err := s.clock.SetRate(*req.Rate); err != nil {
-		return LabError(err)
+		e := LabError(err)
+		if le, ok := e.(*Error); ok && le.Code == kerr.InvalidRequest.Message {
+			le.withKey("form.rate") // the lab's rates, in the learner's language
+		}
+		return e
 	}
 	return c.JSON(http.StatusOK, s.clockResponse())
 }

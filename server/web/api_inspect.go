@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 
@@ -249,13 +250,21 @@ func (s *Server) getSegments(c echo.Context) error {
 	return c.JSON(http.StatusOK, r)
 }
 
+// labRelative is a replica directory as seen from the lab's data directory:
+// its broker's log dir and its own name (broker-1/demo-0), in Kafka's layout
+// <data>/broker-<id>/<topic>-<partition>. The absolute path would tell a
+// learner the server's file-system layout (in class mode, the teacher's).
+func labRelative(dir string) string {
+	return path.Join(filepath.Base(filepath.Dir(dir)), filepath.Base(dir))
+}
+
 // segmentsView lists the files of broker id's log l of the partition.
 func segmentsView(id int32, name string, partition int32, l *storage.Log) (SegmentsResponse, error) {
 	segs, err := l.Segments()
 	if err != nil {
 		return SegmentsResponse{}, closedOr(err, id)
 	}
-	r := SegmentsResponse{Broker: id, Topic: name, Partition: partition, Dir: l.Dir(),
+	r := SegmentsResponse{Broker: id, Topic: name, Partition: partition, Dir: labRelative(l.Dir()),
 		LogStartOffset: l.LogStartOffset(), LEO: l.LogEndOffset(), RecoveryPoint: l.RecoveryPoint(), Segments: make([]SegmentView, 0, len(segs))}
 	for _, sg := range segs {
 		v := SegmentView{BaseOffset: sg.BaseOffset, NextOffset: sg.NextOffset, Active: sg.Active,

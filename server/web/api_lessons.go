@@ -133,6 +133,21 @@ type SpeedRequest struct {
 	Speed lessons.Speed `json:"speed"`
 }
 
+// lessonRefusals are a run's refusals of a learner's step: each one's HTTP
+// status and the i18n key of the text that says what to do instead.
+var lessonRefusals = []struct {
+	err    error
+	status int
+	key    string
+}{
+	{lessons.ErrPredictFirst, http.StatusConflict, "lesson.refused.predict-first"},
+	{lessons.ErrNoPrediction, http.StatusConflict, "lesson.refused.no-prediction"},
+	{lessons.ErrAtEnd, http.StatusConflict, "lesson.refused.at-end"},
+	{lessons.ErrAtStart, http.StatusConflict, "lesson.refused.at-start"},
+	{lessons.ErrUnknownChoice, http.StatusBadRequest, "lesson.refused.choice"},
+	{lessons.ErrBadSpeed, http.StatusBadRequest, "lesson.refused.speed"},
+}
+
 // lessonError maps a lesson or labs error to the API's: unknown lessons and
 // runs are 404, controls that do not fit the run's position 409, a full
 // lab 429 THROTTLING_QUOTA_EXCEEDED, a broken run 500 with its reason.
@@ -144,16 +159,19 @@ func lessonError(err error) error {
 	// its own field, and its description for client authors not at all.
 	msg := kafkaerr.Detail(err.Error())
 	switch {
-	case errors.Is(err, lessons.ErrUnknownLesson), errors.Is(err, lessons.ErrUnknownRun):
-		return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: msg}
+	case errors.Is(err, lessons.ErrUnknownLesson):
+		return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: msg, Key: "lesson.unknown"}
+	case errors.Is(err, lessons.ErrUnknownRun):
+		return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: msg, Key: "lesson.run-gone"}
 	case errors.Is(err, labs.ErrFull):
 		return labFull(err)
-	case errors.Is(err, lessons.ErrPredictFirst), errors.Is(err, lessons.ErrNoPrediction),
-		errors.Is(err, lessons.ErrAtEnd), errors.Is(err, lessons.ErrAtStart):
-		return KafkaError(http.StatusConflict, kerr.InvalidRequest, msg)
-	case errors.Is(err, lessons.ErrUnknownChoice), errors.Is(err, lessons.ErrBadSpeed):
-		return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, msg)
-	case errors.Is(err, lessons.ErrFailed):
+	}
+	for _, r := range lessonRefusals {
+		if errors.Is(err, r.err) {
+			return KafkaError(r.status, kerr.InvalidRequest, msg).withKey(r.key)
+		}
+	}
+	if errors.Is(err, lessons.ErrFailed) {
 		return &Error{Status: http.StatusInternalServerError, Code: kerr.UnknownServerError.Message, Message: msg}
 	}
 	return LabError(err)

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"encoding/csv"
 	"errors"
 	"net/http"
@@ -396,8 +397,8 @@ func (s *Server) resetSeat(c echo.Context) error {
 }
 
 // exportClass writes every seat's progress and prediction answers as JSON
-// (GET /api/v1/class's seats) or CSV (one row per answered prediction, and
-// one per lesson without any).
+// (GET /api/v1/class's seats) or CSV (one row per answered prediction, one
+// per lesson without any, and one per exercise passed or checked).
 func (s *Server) exportClass(c echo.Context) error {
 	state := s.classState(c.Request())
 	switch c.QueryParam("format") {
@@ -413,20 +414,32 @@ func (s *Server) exportClass(c echo.Context) error {
 	h.Set(echo.HeaderContentDisposition, `attachment; filename="class.csv"`)
 	c.Response().WriteHeader(http.StatusOK)
 	w := csv.NewWriter(c.Response())
-	w.Write([]string{"seat", "name", "lesson", "executed", "total", "done", "step", "chosen", "right"})
+	w.Write([]string{"seat", "name", "lesson", "executed", "total", "done", "step", "chosen", "right",
+		"exercise", "passed", "checks", "failed", "last_failed_answer", "last_failed_reason"})
+	noExercise := []string{"", "", "", "", "", ""}
 	for _, st := range state.Seats {
 		row := []string{strconv.Itoa(st.Seat), csvCell(st.Name)}
 		if len(st.Lessons) == 0 {
-			w.Write(append(row, "", "", "", "", "", "", ""))
+			w.Write(append(append(row, "", "", "", "", "", "", ""), noExercise...))
 		}
 		for _, l := range st.Lessons {
 			lr := append(slices.Clip(row), l.Lesson, strconv.Itoa(l.Executed), strconv.Itoa(l.Total), strconv.FormatBool(l.Done))
 			if len(l.Predictions) == 0 {
-				w.Write(append(lr, "", "", ""))
+				w.Write(append(append(lr, "", "", ""), noExercise...))
 			}
 			for _, p := range l.Predictions {
-				w.Write(append(slices.Clip(lr), strconv.Itoa(p.Step+1), csvCell(p.Chosen), strconv.FormatBool(p.Right)))
+				w.Write(append(append(slices.Clip(lr), strconv.Itoa(p.Step+1), csvCell(p.Chosen), strconv.FormatBool(p.Right)), noExercise...))
 			}
+		}
+		// One row per exercise the learner passed or checked: who tries
+		// and fails, with the last failed answer and why (in English).
+		for _, r := range st.Exercises {
+			if !r.Passed && r.Tries.Checks == 0 {
+				continue
+			}
+			x := exerciseRow(i18n.English, r)
+			w.Write(append(append(slices.Clip(row), "", "", "", "", "", "", ""), x.ID, strconv.FormatBool(x.Passed),
+				strconv.Itoa(x.Checks), strconv.Itoa(x.Failed), csvCell(x.LastAnswer), x.LastReason))
 		}
 	}
 	w.Flush()
@@ -442,14 +455,31 @@ func csvCell(v string) string {
 	return v
 }
 
-func (s *Server) classView(r *http.Request) views.ClassView {
+// exerciseRow is r on the dashboard, its last failed answer and reason in
+// lang.
+func exerciseRow(lang i18n.Lang, r class.ExerciseResult) views.ExerciseRow {
+	x := views.ExerciseRow{ID: r.Exercise, Passed: r.Passed, Checks: r.Tries.Checks, Failed: r.Tries.Failed}
+	if f := r.Tries.LastFailed; f != nil {
+		x.LastReason = learnerText(lang, &Error{Key: f.Key, Args: f.Args})
+		if a := f.Answer; a != nil {
+			pos := "—"
+			if a.Position != nil {
+				pos = strconv.FormatInt(*a.Position, 10)
+			}
+			x.LastAnswer = i18n.T(lang, "class.exercise.answer", cmp.Or(a.Segment, "—"), pos)
+		}
+	}
+	return x
+}
+
+func (s *Server) classView(r *http.Request, lang i18n.Lang) views.ClassView {
 	state := s.classState(r)
 	v := views.ClassView{Name: state.Name, MaxAwake: state.MaxAwake}
 	for _, st := range state.Seats {
 		row := views.SeatRow{Seat: st.Seat, Code: st.Code, JoinURL: st.JoinURL, Name: st.Name, Online: st.Online, Awake: st.Awake}
 		for _, r := range st.Exercises {
-			if r.Passed {
-				row.Passed = append(row.Passed, r.Exercise)
+			if r.Passed || r.Tries.Checks > 0 {
+				row.Exercises = append(row.Exercises, exerciseRow(lang, r))
 			}
 		}
 		for _, l := range st.Lessons {
@@ -465,7 +495,7 @@ func (s *Server) classView(r *http.Request) views.ClassView {
 }
 
 func (s *Server) classPage(c echo.Context) error {
-	v := s.classView(c.Request())
+	v := s.classView(c.Request(), Lang(c))
 	return Render(c, http.StatusOK, views.ClassDashboard(s.page(c, i18n.T(Lang(c), "class.dashboard.title", v.Name)), v))
 }
 
@@ -479,7 +509,10 @@ func (s *Server) addSeatsForm(c echo.Context) error {
 	lang := Lang(c)
 	c.Request().Body = http.MaxBytesReader(c.Response(), c.Request().Body, maxFormBytes)
 	n, err := strconv.Atoi(c.FormValue("count"))
-	if err == nil {
+	if err != nil { // not a number: INVALID_REQUEST, not an internal error
+		err = KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "count must be a number of seats").
+			withKey("class.add.count", strconv.Itoa(class.MaxSeats-s.opts.Class.Len()))
+	} else {
 		_, err = s.addSeatsN(c.Request(), n)
 	}
 	if err != nil {

@@ -91,9 +91,13 @@ func (s *Server) listExercises(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
+// grade is how a check is graded: class.Class.Try for the learner's own
+// checks (kept as their tries), class.Class.Check for the teacher's.
+type grade func(seat int, id string, answer class.Answer) (class.ExerciseResult, error)
+
 // check grades exercise {id} for seat with the request's answer.
-func (s *Server) check(c echo.Context, seat int, answer class.Answer) (class.ExerciseResult, error) {
-	r, err := s.opts.Class.Check(seat, c.Param("id"), answer)
+func (s *Server) check(c echo.Context, seat int, answer class.Answer, by grade) (class.ExerciseResult, error) {
+	r, err := by(seat, c.Param("id"), answer)
 	if errors.Is(err, class.ErrUnknownExercise) {
 		return r, &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no exercise " + strconv.Quote(truncate(c.Param("id"), 40)) + "; GET /api/v1/exercises lists them"}
 	}
@@ -107,7 +111,7 @@ func checkAnswer(c echo.Context) (class.Answer, error) {
 }
 
 // answerCheck grades exercise {id} for seat with the request's JSON answer.
-func (s *Server) answerCheck(c echo.Context, seat int, err error) error {
+func (s *Server) answerCheck(c echo.Context, seat int, by grade, err error) error {
 	if err != nil {
 		return err
 	}
@@ -115,7 +119,7 @@ func (s *Server) answerCheck(c echo.Context, seat int, err error) error {
 	if err != nil {
 		return err
 	}
-	r, err := s.check(c, seat, a)
+	r, err := s.check(c, seat, a, by)
 	if err != nil {
 		return err
 	}
@@ -124,12 +128,12 @@ func (s *Server) answerCheck(c echo.Context, seat int, err error) error {
 
 func (s *Server) checkExercise(c echo.Context) error {
 	seat, err := s.learnerSeat(c)
-	return s.answerCheck(c, seat, err)
+	return s.answerCheck(c, seat, s.opts.Class.Try, err)
 }
 
 func (s *Server) checkSeatExercise(c echo.Context) error {
 	seat, err := s.seatParam(c)
-	return s.answerCheck(c, seat, err)
+	return s.answerCheck(c, seat, s.opts.Class.Check, err)
 }
 
 func (s *Server) exercisesPage(c echo.Context) error {
@@ -160,7 +164,7 @@ func (s *Server) checkExerciseForm(c echo.Context) error {
 			a.Position = &p
 		}
 	}
-	r, err := s.check(c, seat, a)
+	r, err := s.check(c, seat, a, s.opts.Class.Try)
 	if err != nil {
 		flash(c, false, errText(lang, toError(err)))
 	} else {

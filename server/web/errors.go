@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"tidemark/i18n"
+	"tidemark/internal/kafkaname"
 	"tidemark/server/kafkaerr"
 )
 
@@ -35,6 +36,13 @@ type messageKeyer interface {
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// withKey gives e the i18n key and arguments of its text in the learner's
+// language (Key, Args) and returns it.
+func (e *Error) withKey(key string, args ...string) *Error {
+	e.Key, e.Args = key, args
+	return e
+}
 
 // KafkaError returns an Error with the HTTP status and the name of the Kafka
 // error ke as its code.
@@ -106,7 +114,7 @@ func LabError(err error) error {
 			status = http.StatusServiceUnavailable
 		}
 	}
-	code := kafkaerr.Name(ke)
+	code := kafkaname.Of(ke)
 	out := &Error{Status: status, Code: code, Message: kafkaerr.Detail(err.Error())}
 	if key := "errors." + code; out.Message == "" {
 		// A script reading the API gets Kafka's description for a code
@@ -205,7 +213,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
 	}
-	if c.Request().Method == http.MethodGet && isPagePath(c.Request().URL.Path) {
+	if c.Request().Method == http.MethodGet && isPage(c.Request()) {
 		err = s.renderErrorPage(c, e)
 	} else if c.Request().Method == http.MethodHead {
 		err = c.NoContent(e.Status)

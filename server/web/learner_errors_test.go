@@ -71,17 +71,18 @@ func TestChinesePagesShowNoKafkaDescriptions(t *testing.T) {
 			form url.Values
 			code string
 			key  string
+			args []any
 		}{
-			{url.Values{"action": {"crash"}, "broker": {"1"}}, "THROTTLING_QUOTA_EXCEEDED", "errors.THROTTLING_QUOTA_EXCEEDED"},
-			{url.Values{"action": {"produce"}, "topic": {"demo"}, "count": {"1"}, "acks": {"all"}}, "NOT_ENOUGH_REPLICAS", "errors.NOT_ENOUGH_REPLICAS"},
-			{url.Values{"action": {"crash"}, "broker": {"x"}}, "INVALID_REQUEST", "errors.INVALID_REQUEST"},
+			{url.Values{"action": {"crash"}, "broker": {"1"}}, "THROTTLING_QUOTA_EXCEEDED", "errors.THROTTLING_QUOTA_EXCEEDED", nil},
+			{url.Values{"action": {"produce"}, "topic": {"demo"}, "count": {"1"}, "acks": {"all"}}, "NOT_ENOUGH_REPLICAS", "errors.NOT_ENOUGH_REPLICAS", nil},
+			{url.Values{"action": {"crash"}, "broker": {"x"}}, "INVALID_REQUEST", "form.broker", []any{`"x"`}},
 		} {
 			rec := postForm(h, c.form, cookie)
 			var r ActionResult
 			if err := json.Unmarshal(rec.Body.Bytes(), &r); err != nil || r.OK || r.Code != c.code {
 				t.Fatalf("%s %v: %s, want code %s", lang, c.form, rec.Body, c.code)
 			}
-			if want := c.code + ": " + i18n.T(lang, c.key); r.Text != want {
+			if want := c.code + ": " + i18n.T(lang, c.key, c.args...); r.Text != want {
 				t.Errorf("%s %v: text %q, want %q", lang, c.form, r.Text, want)
 			}
 			noDescription(string(lang)+" panel", r.Text)

@@ -229,13 +229,16 @@ func errText(lang i18n.Lang, e *Error) string {
 
 // formCall turns a control form into its API request.
 func formCall(action string, get func(string) string) (apiCall, error) {
-	bad := func(msg string) (apiCall, error) {
-		return apiCall{}, KafkaError(http.StatusBadRequest, kerr.InvalidRequest, msg)
+	// bad refuses a field: msg for the API's message, key and args for
+	// the flash in the learner's language.
+	bad := func(msg, key string, args ...string) (apiCall, error) {
+		return apiCall{}, KafkaError(http.StatusBadRequest, kerr.InvalidRequest, msg).withKey(key, args...)
 	}
 	broker := func() (string, error) {
 		id := get("broker")
 		if _, err := strconv.ParseInt(id, 10, 32); err != nil {
-			return "", KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "broker must be an integer, got "+strconv.Quote(truncate(id, 20)))
+			q := strconv.Quote(truncate(id, 20))
+			return "", KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "broker must be an integer, got "+q).withKey("form.broker", q)
 		}
 		return id, nil
 	}
@@ -251,7 +254,7 @@ func formCall(action string, get func(string) string) (apiCall, error) {
 	case "step":
 		ms, err := strconv.ParseInt(get("ms"), 10, 64)
 		if err != nil {
-			return bad("ms must be an integer")
+			return bad("ms must be an integer", "form.ms")
 		}
 		return apiCall{"POST", "/api/v1/clock/step", map[string]any{"ms": ms}}, nil
 	case "step-event":
@@ -259,7 +262,7 @@ func formCall(action string, get func(string) string) (apiCall, error) {
 	case "rate":
 		rate, err := strconv.ParseFloat(get("rate"), 64)
 		if err != nil || panel.RateValue(rate) == "" {
-			return bad("rate must be 0.25, 1 or 4")
+			return bad("rate must be 0.25, 1 or 4", "form.rate")
 		}
 		return apiCall{"POST", "/api/v1/clock/rate", map[string]any{"rate": rate}}, nil
 	case "heal":
@@ -268,20 +271,20 @@ func formCall(action string, get func(string) string) (apiCall, error) {
 		from, err1 := strconv.ParseInt(get("from"), 10, 32)
 		to, err2 := strconv.ParseInt(get("to"), 10, 32)
 		if err1 != nil || err2 != nil {
-			return bad("from and to must be node ids (0 is the controller)")
+			return bad("from and to must be node ids (0 is the controller)", "form.nodes")
 		}
 		return apiCall{"POST", "/api/v1/network/cuts", map[string]any{"from": from, "to": to, "oneway": get("oneway") == "true"}}, nil
 	case "produce":
 		topic := get("topic")
 		n, err := strconv.Atoi(get("count"))
 		if err != nil || n < 1 || n > MaxProduceRecords {
-			return bad("count must be between 1 and " + strconv.Itoa(MaxProduceRecords))
+			return bad("count must be between 1 and "+strconv.Itoa(MaxProduceRecords), "form.count", strconv.Itoa(MaxProduceRecords))
 		}
 		body := map[string]any{"acks": get("acks")}
 		if p := get("partition"); p != "" {
 			v, err := strconv.ParseInt(p, 10, 32)
 			if err != nil {
-				return bad("partition must be an integer")
+				return bad("partition must be an integer", "form.partition")
 			}
 			body["partition"] = v
 		}
@@ -306,13 +309,13 @@ func formCall(action string, get func(string) string) (apiCall, error) {
 			}
 		}
 		if len(changes) == 0 {
-			return bad("no config to change: fill in at least one field")
+			return bad("no config to change: fill in at least one field", "form.no-configs")
 		}
 		return apiCall{"PATCH", "/api/v1/topics/" + pathSegment(get("topic")) + "/configs", changes}, nil
 	case "fencing-rule":
 		return apiCall{"PUT", "/api/v1/cluster/fencing-rule", FencingRuleBody{Rule: get("rule")}}, nil
 	}
-	return bad("unknown action " + strconv.Quote(truncate(action, 30)))
+	return bad("unknown action "+strconv.Quote(truncate(action, 30)), "form.action", strconv.Quote(truncate(action, 30)))
 }
 
 // pathSegment keeps a topic name to one path segment; the API then checks
@@ -396,10 +399,18 @@ func doneText(lang i18n.Lang, action string, get func(string) string, body []byt
 	return i18n.T(lang, "ui.done."+action)
 }
 
-// isPagePath reports whether an error on this path is shown as an HTML page
-// rather than the API's JSON body.
-func isPagePath(path string) bool {
-	return path == "/" || strings.HasPrefix(path, "/topics/") || (strings.HasPrefix(path, "/brokers/") && strings.HasSuffix(path, "/segments"))
+// isPage reports whether an error answering r is shown as an HTML page
+// rather than the API's JSON body: on the cluster's pages always, and on any
+// other path outside the API, the static files, /ws and /metrics when a
+// browser asks for HTML (a lesson run's page after the run ended, an old
+// link, a mistyped address); a script asking for anything keeps the JSON.
+func isPage(r *http.Request) bool {
+	path := r.URL.Path
+	if path == "/" || strings.HasPrefix(path, "/topics/") || (strings.HasPrefix(path, "/brokers/") && strings.HasSuffix(path, "/segments")) {
+		return true
+	}
+	return strings.Contains(r.Header.Get("Accept"), "text/html") &&
+		!strings.HasPrefix(path, "/api/") && !strings.HasPrefix(path, "/static/") && path != "/ws" && path != "/metrics"
 }
 
 // renderErrorPage shows an error on a page route as HTML.

@@ -237,7 +237,7 @@ func partitionParam(c echo.Context, t *events.Topic) (*events.Partition, error) 
 	raw := c.Param("partition")
 	p, err := strconv.ParseInt(raw, 10, 32)
 	if err != nil {
-		return nil, KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "partition must be an integer, got "+strconv.Quote(truncate(raw, 40)))
+		return nil, KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "partition must be an integer from 0 to 2147483647, got "+strconv.Quote(truncate(raw, 40)))
 	}
 	for i := range t.Partitions {
 		if int64(t.Partitions[i].Partition) == p {
@@ -254,10 +254,11 @@ func brokerParam(c echo.Context, s *events.Snapshot) (int32, error) {
 	raw := c.Param("id")
 	id, err := strconv.ParseInt(raw, 10, 32)
 	if err != nil {
-		return 0, KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "broker id must be an integer, got "+strconv.Quote(truncate(raw, 40)))
+		return 0, KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "broker id must be an integer from 1 to 2147483647, got "+strconv.Quote(truncate(raw, 40)))
 	}
 	if s.Broker(int32(id)) == nil {
-		return 0, KafkaError(http.StatusNotFound, kerr.BrokerNotAvailable, "no broker "+raw+"; the brokers are "+brokerRange(s))
+		return 0, KafkaError(http.StatusNotFound, kerr.BrokerNotAvailable, "no broker "+strconv.FormatInt(id, 10)+"; the brokers are "+brokerRange(s)).
+			withKey("control.no-broker", strconv.FormatInt(id, 10), brokerRange(s))
 	}
 	return int32(id), nil
 }

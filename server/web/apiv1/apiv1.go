@@ -75,6 +75,9 @@ type TruncationView struct {
 }
 
 // SegmentsResponse is the body of GET …/segments: one replica's files on disk.
+// Dir is the replica's directory relative to the lab's data directory
+// (broker-1/demo-0): where the server keeps its files is not the learner's
+// business, and in class mode it would show the teacher's machine.
 type SegmentsResponse struct {
 	Broker         int32         `json:"broker"`
 	Topic          string        `json:"topic"`
