@@ -59,9 +59,9 @@ func loadStatic(fsys fs.FS) (map[string]*staticFile, error) {
 		if len(body) >= 512 && compressible(ct) {
 			var buf bytes.Buffer
 			// The best level, once per start: on the panel it saves ~6 KiB
-			// (0.7 %) of what each page load downloads, for ~70 ms more at
-			// startup (~340 ms in all on two cores); issue 11's budget is
-			// 800 KiB gzip.
+			// (0.7 %) of what each page load downloads, for 0.1-0.2 s more
+			// at startup; issue 11's budget is 800 KiB gzip, and the default
+			// level came within 1 KiB of it.
 			zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
 			if err != nil {
 				return fmt.Errorf("web: gzip %s: %w", name, err)
