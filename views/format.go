@@ -4,7 +4,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"tidemark/events"
 	"tidemark/server/web/apiv1"
@@ -12,18 +11,6 @@ import (
 
 // maxLabelValue is how many bytes of a record's value a cell's label shows.
 const maxLabelValue = 200
-
-// clip is v cut to at most n bytes at a character boundary, with an
-// ellipsis when cut: a cut inside a UTF-8 sequence would show as �.
-func clip(v string, n int) string {
-	if len(v) <= n {
-		return v
-	}
-	for n > 0 && !utf8.RuneStart(v[n]) {
-		n--
-	}
-	return v[:n] + "…"
-}
 
 // brokerName renders a broker id, or "none" for events.NoBroker.
 func (p Page) brokerName(id int32) string {

@@ -2,6 +2,7 @@ package views
 
 import (
 	"tidemark/events"
+	"tidemark/internal/clip"
 	"tidemark/server/web/apiv1"
 )
 
@@ -70,7 +71,7 @@ func (p Page) cellLabel(c laneCell) string {
 	}
 	// The label is written twice per cell (tooltip and screen-reader
 	// text) for each replica: a 1 MB value made the page 4 MB a record.
-	v := clip(c.Rec.Value, maxLabelValue)
+	v := clip.Bytes(c.Rec.Value, maxLabelValue)
 	if c.Committed {
 		return p.t("ui.lane.rec.committed", c.Offset, c.Rec.LeaderEpoch, v)
 	}

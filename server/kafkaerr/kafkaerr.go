@@ -10,9 +10,10 @@ import (
 	"errors"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"tidemark/internal/clip"
 )
 
 // All is every error kerr knows, by code.
@@ -62,14 +63,7 @@ func Detail(msg string) string {
 // boundary: an error message says what was sent without echoing a whole
 // body back.
 func Quote(s string) string {
-	if len(s) > 40 {
-		n := 40
-		for n > 0 && !utf8.RuneStart(s[n]) {
-			n--
-		}
-		s = s[:n] + "…"
-	}
-	return strconv.Quote(s)
+	return strconv.Quote(clip.Bytes(s, 40))
 }
 
 // Keyed is an error that also says itself in the learner's language: Key

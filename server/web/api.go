@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"tidemark/events"
+	"tidemark/internal/clip"
 )
 
 // MaxEventsLimit is the largest limit GET /api/v1/events accepts; DefaultEventsLimit
@@ -104,16 +105,9 @@ func queryUint(c echo.Context, name string, def, maxV uint64) (uint64, error) {
 	v, err := strconv.ParseUint(raw, 10, 64)
 	if err != nil || v > maxV {
 		return 0, KafkaError(http.StatusBadRequest, kerr.InvalidRequest,
-			name+" must be an integer between 0 and "+strconv.FormatUint(maxV, 10)+", got "+strconv.Quote(truncate(raw, 40)))
+			name+" must be an integer between 0 and "+strconv.FormatUint(maxV, 10)+", got "+strconv.Quote(clip.Bytes(raw, 40)))
 	}
 	return v, nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) > n {
-		return s[:n] + "…"
-	}
-	return s
 }
 
 func (s *Server) getOpenAPI(c echo.Context) error {

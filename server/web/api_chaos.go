@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"tidemark/i18n"
+	"tidemark/internal/clip"
 	"tidemark/server/chaos"
 	"tidemark/server/labs"
 	"tidemark/views"
@@ -181,7 +182,7 @@ func (s *Server) startChaosForm(c echo.Context) error {
 
 // seedFormError refuses a form's seed that is not a whole number.
 func seedFormError(seed string) *Error {
-	q := strconv.Quote(truncate(seed, 30))
+	q := strconv.Quote(clip.Bytes(seed, 30))
 	return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "seed "+q+" is not a whole number from 0 to "+strconv.FormatUint(chaos.MaxSeed, 10)).
 		withKey("chaos.refused.seed-form", q, strconv.FormatUint(chaos.MaxSeed, 10))
 }

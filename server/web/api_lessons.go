@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"tidemark/i18n"
+	"tidemark/internal/clip"
 	"tidemark/lessons"
 	"tidemark/server/kafkaerr"
 	"tidemark/server/labs"
@@ -95,7 +96,7 @@ func findLesson(id string) (*lessons.Lesson, error) {
 	if l := lessons.ByID(id); l != nil {
 		return l, nil
 	}
-	return nil, &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no lesson " + strconv.Quote(truncate(id, 60)) + "; GET /api/v1/lessons lists them"}
+	return nil, &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no lesson " + strconv.Quote(clip.Bytes(id, 60)) + "; GET /api/v1/lessons lists them"}
 }
 
 func (s *Server) getLesson(c echo.Context) error {
@@ -318,7 +319,7 @@ func flash(c echo.Context, ok bool, text string) {
 	if ok {
 		flag = "1"
 	}
-	c.SetCookie(&http.Cookie{Name: flashCookie, Value: base64.RawURLEncoding.EncodeToString([]byte(flag + truncate(text, 600))),
+	c.SetCookie(&http.Cookie{Name: flashCookie, Value: base64.RawURLEncoding.EncodeToString([]byte(flag + clip.Bytes(text, 600))),
 		Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode})
 }
 
@@ -372,7 +373,7 @@ func (s *Server) runForm(c echo.Context) error {
 		}
 		return c.Redirect(http.StatusSeeOther, "/lessons")
 	default:
-		return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no lesson control " + strconv.Quote(truncate(c.Param("action"), 40))}
+		return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no lesson control " + strconv.Quote(clip.Bytes(c.Param("action"), 40))}
 	}
 	if err != nil {
 		flash(c, false, errText(Lang(c), toError(lessonError(err))))

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"tidemark/events"
+	"tidemark/internal/clip"
 	"tidemark/server/controller"
 	"tidemark/server/web/apiv1"
 )
@@ -235,7 +236,7 @@ func (s *Server) alterConfigs(c echo.Context) error {
 		// "a config value must be …").
 		var v configValue
 		if err := v.UnmarshalJSON(raw); err != nil {
-			return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "malformed JSON body: "+strconv.Quote(truncate(k, 60))+
+			return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "malformed JSON body: "+strconv.Quote(clip.Bytes(k, 60))+
 				": a config value must be a string, number, boolean or null; the body is the configs themselves: {\"min.insync.replicas\":\"2\"}")
 		}
 		if v.set {
@@ -359,7 +360,7 @@ func (s *Server) produce(c echo.Context) error {
 	case events.AcksAll:
 		acks = -1
 	default:
-		return KafkaError(http.StatusBadRequest, kerr.InvalidRequiredAcks, `acks must be "0", "1" or "all" (or -1), got `+strconv.Quote(truncate(string(req.Acks), 20)))
+		return KafkaError(http.StatusBadRequest, kerr.InvalidRequiredAcks, `acks must be "0", "1" or "all" (or -1), got `+strconv.Quote(clip.Bytes(string(req.Acks), 20)))
 	}
 	switch n := len(req.Records); {
 	case n == 0:

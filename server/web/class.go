@@ -17,6 +17,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"tidemark/i18n"
+	"tidemark/internal/clip"
 	"tidemark/server/class"
 	"tidemark/server/kafkaerr"
 	"tidemark/views"
@@ -248,7 +249,7 @@ func (s *Server) joinAPI(c echo.Context) error {
 
 func (s *Server) joinPage(c echo.Context) error {
 	lang := Lang(c)
-	v := views.JoinView{Class: s.opts.Class.Name(), Code: truncate(c.QueryParam("code"), 20)}
+	v := views.JoinView{Class: s.opts.Class.Name(), Code: clip.Bytes(c.QueryParam("code"), 20)}
 	return Render(c, http.StatusOK, views.Join(s.page(c, i18n.T(lang, "class.join.title", v.Class)), v))
 }
 
@@ -259,7 +260,7 @@ func (s *Server) joinForm(c echo.Context) error {
 	if _, err := s.join(c, code, name); err != nil {
 		lang := Lang(c)
 		e := toError(err)
-		v := views.JoinView{Class: s.opts.Class.Name(), Code: truncate(code, 20), Name: truncate(name, 40), Error: learnerText(lang, e)}
+		v := views.JoinView{Class: s.opts.Class.Name(), Code: clip.Bytes(code, 20), Name: clip.Bytes(name, 40), Error: learnerText(lang, e)}
 		return Render(c, e.Status, views.Join(s.page(c, i18n.T(lang, "class.join.title", v.Class)), v))
 	}
 	return c.Redirect(http.StatusSeeOther, "/")
@@ -371,7 +372,7 @@ func (s *Server) addSeats(c echo.Context) error {
 func (s *Server) seatParam(c echo.Context) (int, error) {
 	n, err := strconv.Atoi(c.Param("seat"))
 	if err != nil || n < 1 || n > s.opts.Class.Len() {
-		return 0, &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no seat " + truncate(c.Param("seat"), 20)}
+		return 0, &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no seat " + clip.Bytes(c.Param("seat"), 20)}
 	}
 	return n, nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"tidemark/i18n"
+	"tidemark/internal/clip"
 	"tidemark/server/class"
 	"tidemark/views"
 )
@@ -99,7 +100,7 @@ type grade func(seat int, id string, answer class.Answer) (class.ExerciseResult,
 func (s *Server) check(c echo.Context, seat int, answer class.Answer, by grade) (class.ExerciseResult, error) {
 	r, err := by(seat, c.Param("id"), answer)
 	if errors.Is(err, class.ErrUnknownExercise) {
-		return r, &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no exercise " + strconv.Quote(truncate(c.Param("id"), 40)) + "; GET /api/v1/exercises lists them"}
+		return r, &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no exercise " + strconv.Quote(clip.Bytes(c.Param("id"), 40)) + "; GET /api/v1/exercises lists them"}
 	}
 	return r, classLabError(err)
 }
@@ -158,7 +159,7 @@ func (s *Server) checkExerciseForm(c echo.Context) error {
 	}
 	lang := Lang(c)
 	c.Request().Body = http.MaxBytesReader(c.Response(), c.Request().Body, maxFormBytes)
-	a := class.Answer{Segment: truncate(c.FormValue("segment"), 40)}
+	a := class.Answer{Segment: clip.Bytes(c.FormValue("segment"), 40)}
 	if v := c.FormValue("position"); v != "" {
 		if p, err := strconv.ParseInt(v, 10, 64); err == nil {
 			a.Position = &p
@@ -170,5 +171,5 @@ func (s *Server) checkExerciseForm(c echo.Context) error {
 	} else {
 		flash(c, r.Passed, i18n.T(lang, "exercise."+r.Exercise+".title")+": "+resultText(lang, r))
 	}
-	return c.Redirect(http.StatusSeeOther, "/exercises#exercise-"+truncate(c.Param("id"), 40))
+	return c.Redirect(http.StatusSeeOther, "/exercises#exercise-"+clip.Bytes(c.Param("id"), 40))
 }

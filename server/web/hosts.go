@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"tidemark/i18n"
+	"tidemark/internal/clip"
 )
 
 // CodeForbiddenHost is the code of a request whose Host is not this lab's.
@@ -72,7 +73,7 @@ func (s *Server) checkHost(next echo.HandlerFunc) echo.HandlerFunc {
 			_, localPort, _ = net.SplitHostPort(a.String())
 		}
 		if !s.hosts.allows(r.Host, localPort) {
-			host := truncate(r.Host, 80)
+			host := clip.Bytes(r.Host, 80)
 			return &Error{Status: http.StatusMisdirectedRequest, Code: CodeForbiddenHost,
 				Message: i18n.T(Lang(c), "limits.host.refused", host)}
 		}

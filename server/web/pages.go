@@ -15,6 +15,7 @@ import (
 
 	"tidemark/events"
 	"tidemark/i18n"
+	"tidemark/internal/clip"
 	"tidemark/views"
 	"tidemark/wasm/panel"
 )
@@ -128,7 +129,7 @@ func (s *Server) segmentsPage(c echo.Context) error {
 	if d.Offset != "" {
 		off, err := strconv.ParseInt(d.Offset, 10, 64)
 		if err != nil || off < 0 {
-			d.LookupError = i18n.T(lang, "ui.lookup.bad", truncate(d.Offset, 40))
+			d.LookupError = i18n.T(lang, "ui.lookup.bad", clip.Bytes(d.Offset, 40))
 		} else if lk, err := lookupView(id, l, off); err != nil {
 			d.LookupError = errText(lang, toError(err))
 		} else {
@@ -188,7 +189,7 @@ func (s *Server) action(c echo.Context) error {
 	if res.OK {
 		flag = "1"
 	}
-	c.SetCookie(&http.Cookie{Name: flashCookie, Value: base64.RawURLEncoding.EncodeToString([]byte(flag + truncate(res.Text, 600))),
+	c.SetCookie(&http.Cookie{Name: flashCookie, Value: base64.RawURLEncoding.EncodeToString([]byte(flag + clip.Bytes(res.Text, 600))),
 		Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode})
 	return c.Redirect(http.StatusSeeOther, localPath(c.FormValue("next")))
 }
@@ -201,7 +202,7 @@ type apiCall struct {
 
 func (s *Server) runAction(c echo.Context, lang i18n.Lang) ActionResult {
 	if err := c.Request().ParseForm(); err != nil {
-		e := KafkaError(http.StatusBadRequest, kerr.InvalidRequest, truncate(err.Error(), 200))
+		e := KafkaError(http.StatusBadRequest, kerr.InvalidRequest, clip.Bytes(err.Error(), 200))
 		return ActionResult{Text: errText(lang, e), Code: e.Code, Status: e.Status}
 	}
 	f := c.Request().PostForm
@@ -237,7 +238,7 @@ func formCall(action string, get func(string) string) (apiCall, error) {
 	broker := func() (string, error) {
 		id := get("broker")
 		if _, err := strconv.ParseInt(id, 10, 32); err != nil {
-			q := strconv.Quote(truncate(id, 20))
+			q := strconv.Quote(clip.Bytes(id, 20))
 			return "", KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "broker must be an integer, got "+q).withKey("form.broker", q)
 		}
 		return id, nil
@@ -315,7 +316,7 @@ func formCall(action string, get func(string) string) (apiCall, error) {
 	case "fencing-rule":
 		return apiCall{"PUT", "/api/v1/cluster/fencing-rule", FencingRuleBody{Rule: get("rule")}}, nil
 	}
-	return bad("unknown action "+strconv.Quote(truncate(action, 30)), "form.action", strconv.Quote(truncate(action, 30)))
+	return bad("unknown action "+strconv.Quote(clip.Bytes(action, 30)), "form.action", strconv.Quote(clip.Bytes(action, 30)))
 }
 
 // pathSegment keeps a topic name to one path segment; the API then checks

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"tidemark/events"
+	"tidemark/internal/clip"
 	"tidemark/storage"
 )
 
@@ -70,7 +71,7 @@ func checkJSONType(c echo.Context) error {
 		// Also what keeps a plain cross-site form from posting here: a JSON
 		// content type needs a CORS preflight, which the lab never grants.
 		return KafkaError(http.StatusUnsupportedMediaType, kerr.InvalidRequest,
-			"Content-Type must be application/json, got "+strconv.Quote(truncate(ct, 60)))
+			"Content-Type must be application/json, got "+strconv.Quote(clip.Bytes(ct, 60)))
 	}
 	return nil
 }
@@ -107,7 +108,7 @@ func parseJSON(body []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "malformed JSON body: "+truncate(jsonProblem(err), 200))
+		return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "malformed JSON body: "+clip.Bytes(jsonProblem(err), 200))
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "malformed JSON body: data after the JSON value")
@@ -237,7 +238,7 @@ func partitionParam(c echo.Context, t *events.Topic) (*events.Partition, error) 
 	raw := c.Param("partition")
 	p, err := strconv.ParseInt(raw, 10, 32)
 	if err != nil {
-		return nil, KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "partition must be an integer from 0 to 2147483647, got "+strconv.Quote(truncate(raw, 40)))
+		return nil, KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "partition must be an integer from 0 to 2147483647, got "+strconv.Quote(clip.Bytes(raw, 40)))
 	}
 	for i := range t.Partitions {
 		if int64(t.Partitions[i].Partition) == p {
@@ -254,7 +255,7 @@ func brokerParam(c echo.Context, s *events.Snapshot) (int32, error) {
 	raw := c.Param("id")
 	id, err := strconv.ParseInt(raw, 10, 32)
 	if err != nil {
-		return 0, KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "broker id must be an integer from 1 to 2147483647, got "+strconv.Quote(truncate(raw, 40)))
+		return 0, KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "broker id must be an integer from 1 to 2147483647, got "+strconv.Quote(clip.Bytes(raw, 40)))
 	}
 	if s.Broker(int32(id)) == nil {
 		return 0, KafkaError(http.StatusNotFound, kerr.BrokerNotAvailable, "no broker "+strconv.FormatInt(id, 10)+"; the brokers are "+brokerRange(s)).
