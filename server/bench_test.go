@@ -39,6 +39,11 @@ import (
 func BenchmarkPanelLatency(b *testing.B) {
 	lab := startBrowserLab(b, false)
 	lab.open("/", true)
+	// Live is said when the snapshot arrives, before the frame that shows
+	// it: produce once the page has shown the lab as it is, as a learner
+	// would, not while it builds its first lanes.
+	lab.poll(`+document.getElementById("panel").dataset.seq >= `+strconv.FormatUint(lab.cl.Bus().LastSeq(), 10), "the panel to show the lab")
+	lab.frames()
 
 	// Every append event of a leader, by partition and last offset.
 	type key struct {
