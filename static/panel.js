@@ -149,15 +149,19 @@
     m.t0 = performance.now() + +f[i + 6];
     fl.push(m);
   }
-  function drawFlights(own) {
-    var now = performance.now();
-    // own: a frame of the messages' own (a number, requestAnimationFrame's
-    // time), not the panel's; 8 ms is half a frame's slack.
-    if (typeof own === "number") {
-      flDue = false;
-      if (flPace && now - flAt < flPace - 8) { flDue = true; requestAnimationFrame(drawFlights); return; }
-    }
-    flAt = now;
+  // flFrame asks for a frame of the messages' own: at once, or under a
+  // pace once it has passed since they were last drawn (the panel's frame
+  // may draw them before then), asked for 8 ms early as the panel's are
+  // (panel.PaceWait). flDue: a frame or a wait for one is pending.
+  function flFrame() {
+    if (flDue) return;
+    flDue = true;
+    var wait = flPace ? flAt + flPace - 8 - performance.now() : 0;
+    if (wait > 0) setTimeout(function () { flDue = false; if (fl.length) flFrame(); }, wait);
+    else requestAnimationFrame(function () { flDue = false; drawFlights(); });
+  }
+  function drawFlights() {
+    var now = flAt = performance.now();
     var cv = flCv;
     if (!cv || !cv.isConnected) {
       cv = flCv = document.getElementById("topo-flights");
@@ -203,7 +207,7 @@
     }
     fl.length = keep;
     c.globalAlpha = 1;
-    if (keep && !flDue) { flDue = true; requestAnimationFrame(drawFlights); }
+    if (keep) flFrame();
   }
   window.tidemarkDOM = {
     adopt: function (h, el) { els[h] = el; },
@@ -230,7 +234,7 @@
           }
         }
         cells();
-        if (fl.length && (!flDue || flPace)) drawFlights();
+        if (fl.length && (!flDue || flPace)) drawFlights(); // under a pace, in the panel's frame
       } catch (e) {
         ks.length = 0;
         dims.length = 0;

@@ -77,7 +77,8 @@ type app struct {
 	listsAt   float64       // when the lanes' accessible lists were last brought up to date (ms)
 	listsSeq  uint64        // live Seq then
 	evTail    string        // the events the page listed before the stream's, until the panel lists a full list of its own
-	frameAt   float64       // requestAnimationFrame's time of the last render (ms since the page loaded)
+	frameAt   float64       // requestAnimationFrame's time of the last render (performance.now())
+	perf      js.Value      // window.performance
 	paceMs    int           // the pace of messages in flight the page was last given (panel.StreamFrameMs under a stream, else 0)
 	stream    bool          // a stream of events is arriving (observeStream)
 	window    streamAt      // where the window observeStream counts in opened
@@ -157,7 +158,7 @@ func main() {
 	if root.IsNull() {
 		return
 	}
-	a := &app{doc: doc, root: root, state: panel.NewState(), backoffMs: 1000, cat: panel.Catalog{}, partition: -1, inbox: js.Undefined(), scratch: js.Undefined()}
+	a := &app{doc: doc, root: root, state: panel.NewState(), backoffMs: 1000, cat: panel.Catalog{}, partition: -1, inbox: js.Undefined(), scratch: js.Undefined(), perf: js.Global().Get("performance")}
 	if t := root.Get("dataset").Get("topic"); t.Type() == js.TypeString {
 		a.topic = t.String()
 		if p, ok := panel.Atoi(root.Get("dataset").Get("partition").String()); ok {
@@ -488,12 +489,7 @@ func (a *app) schedule() {
 	a.scheduled = true
 	var frame js.Func
 	frame = js.FuncOf(func(_ js.Value, args []js.Value) any {
-		at := args[0].Float()
-		if a.paced(at) {
-			js.Global().Call("requestAnimationFrame", frame)
-			return nil
-		}
-		a.frameAt = at
+		a.frameAt = args[0].Float()
 		frame.Release()
 		a.drain()
 		a.scheduled = false
@@ -503,13 +499,13 @@ func (a *app) schedule() {
 		}
 		return nil
 	})
+	// Under a stream of events, while the lanes follow it, frames keep to
+	// panel.StreamFrameMs.
+	if wait := panel.PaceWait(a.stream && a.state.Following, a.perf.Call("now").Float(), a.frameAt); wait > 0 {
+		a.after(wait, func() { js.Global().Call("requestAnimationFrame", frame) })
+		return
+	}
 	js.Global().Call("requestAnimationFrame", frame)
-}
-
-// paced reports whether the frame at (ms) passes without a render
-// (panel.Paced): under a stream of events, while the lanes follow it.
-func (a *app) paced(at float64) bool {
-	return panel.Paced(a.stream && a.state.Following, at, a.frameAt)
 }
 
 // newEvents returns the recorded events after seq (for animation).

@@ -9,15 +9,20 @@ package panel
 // ~25 ms longer for its frame, where hundreds a second arrive.
 const StreamFrameMs = 50
 
-// frameSlackMs is how early a frame may come and still be the one due:
-// frames come at the display's rate, so at 60 Hz the third after a render,
-// ~50 ms later, renders, whether its time says 49.9 or 50.1.
-const frameSlackMs = 8
+// FrameSlackMs is how early a frame is asked for: frames come at the
+// display's rate, and one asked for 42 ms after the last comes with the
+// next tick of the display, 42–59 ms after it at 60 Hz.
+const FrameSlackMs = 8
 
-// Paced reports whether a frame at ms (requestAnimationFrame's time) passes
-// without a render, the last render's frame having been at last: under a
-// stream, frames keep to StreamFrameMs. A frame that changes nothing costs
-// Chromium next to nothing, as it commits nothing.
-func Paced(stream bool, at, last float64) bool {
-	return stream && at-last < StreamFrameMs-frameSlackMs
+// PaceWait returns how long (ms) to wait before asking for the next frame
+// at now, the last render's frame having been at last (both on the
+// page's performance.now() clock): under a stream frames keep to
+// StreamFrameMs, else ≤ 0, at once. Waiting for the time, rather than
+// asking for every frame and passing most, spares Chromium the frames: one
+// asked for commits even when nothing changed.
+func PaceWait(stream bool, now, last float64) float64 {
+	if !stream {
+		return 0
+	}
+	return last + StreamFrameMs - FrameSlackMs - now
 }

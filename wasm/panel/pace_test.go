@@ -1,24 +1,39 @@
 package panel
 
-import "testing"
+import (
+	"math"
+	"testing"
+)
 
-// TestPaced: under a stream a display's frames render at most every
-// StreamFrameMs (every third at 60 Hz, every seventh at 144 Hz, every
-// second at 30 Hz); without a stream every frame does.
-func TestPaced(t *testing.T) {
+// TestPaceWait: under a stream, frames asked for after PaceWait come at
+// most every StreamFrameMs on a display of any rate (20 a second at
+// 60 Hz, 15 at 30 Hz, 21 at 144 Hz: the tick after 42 ms); without a
+// stream every frame of the display renders.
+func TestPaceWait(t *testing.T) {
 	for _, c := range []struct {
 		hz     float64
 		stream bool
-		want   int // renders in a second of frames
+		want   int // renders in a second
 	}{
-		{60, true, 20}, {144, true, 21}, {30, true, 15}, {60, false, 60},
+		{60, true, 20}, {30, true, 15}, {144, true, 21}, {60, false, 60},
 	} {
-		renders, last := 0, -1e9
-		for i := range int(c.hz) {
-			at := 1000 + float64(i)*1000/c.hz
-			if !Paced(c.stream, at, last) {
-				renders++
-				last = at
+		tick := 1000 / c.hz
+		renders, last := 0, math.Inf(-1)
+		// Events arrive all the time: each render asks for the next frame
+		// at once, after PaceWait's wait; it comes at the display's next
+		// tick.
+		for now := 0.0; ; {
+			if w := PaceWait(c.stream, now, last); w > 0 {
+				now += w
+			}
+			at := math.Ceil(now/tick-1e-9) * tick
+			if at >= 1000 {
+				break
+			}
+			renders++
+			last, now = at, at+tick/2 // the render takes half a tick
+			if !c.stream {
+				now = at + 1e-6
 			}
 		}
 		if renders != c.want {
