@@ -1,13 +1,6 @@
 package server
 
-import (
-	"context"
-	"testing"
-
-	"github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/emulation"
-	"github.com/chromedp/chromedp"
-)
+import "testing"
 
 // menusOffScreenJS opens each menu of the stage in turn (every broker's
 // and every link's <details>) and lists those whose open menu reaches past
@@ -48,13 +41,7 @@ func TestBrowserMenusFitAPhone(t *testing.T) {
 
 	// Without JavaScript the nodes are listed, not placed; their menus fit too.
 	b.viewport(360, 740, true)
-	noJS := func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
-		_, err := cdp.Call(ctx, tg, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true})
-		return chromedp.Void{}, err
-	}
-	if err := chromedp.Do(b.ctx, noJS); err != nil {
-		t.Fatal(err)
-	}
+	b.noScripts()
 	b.open("/", false)
 	if n := eval[int](b, `document.querySelectorAll('#topo:not(.placed) details.node.broker').length`); n != 3 {
 		t.Fatalf("without JavaScript: %d broker menus listed, want 3", n)
