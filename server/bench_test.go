@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math/bits"
 	"net"
 	"net/http"
@@ -38,6 +39,11 @@ import (
 func BenchmarkPanelLatency(b *testing.B) {
 	lab := startBrowserLab(b, false)
 	lab.open("/", true)
+	// Live is said when the snapshot arrives, before the frame that shows
+	// it: produce once the page has shown the lab as it is, as a learner
+	// would, not while it builds its first lanes.
+	lab.poll(`+document.getElementById("panel").dataset.seq >= `+strconv.FormatUint(lab.cl.Bus().LastSeq(), 10), "the panel to show the lab")
+	lab.frames()
 
 	// Every append event of a leader, by partition and last offset.
 	type key struct {
@@ -193,6 +199,7 @@ func BenchmarkPanelLatency(b *testing.B) {
 		sentMu.Unlock()
 	}
 
+	lags0 := lab.cl.Bus().Lags()
 	b.ResetTimer()
 	var records int
 	begin := time.Now()
@@ -265,6 +272,21 @@ func BenchmarkPanelLatency(b *testing.B) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	if path := os.Getenv("TIDEMARK_LAT_LOG"); path != "" {
+		// A line a produce request: ms since the run began, produce→render,
+		// produce→publish, publish→ws (-1: not seen), publish→render.
+		out := fmt.Appendf(nil, "# begin %d\n", begin.UnixMilli())
+		for i, s := range all {
+			ws := -1.0
+			if at, ok := wsAt[appendAt[s.key]]; ok {
+				ws = float64(at.Sub(pubAt[s.key])) / 1e6
+			}
+			out = fmt.Appendf(out, "%.1f %.1f %.1f %.1f %.1f\n", float64(s.at.Sub(begin))/1e6, lat[i], float64(pubAt[s.key].Sub(s.at))/1e6, ws, lat[i]-float64(pubAt[s.key].Sub(s.at))/1e6)
+		}
+		if err := os.WriteFile(path, out, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
 	slices.Sort(lat)
 	slices.Sort(pub)
 	slices.Sort(toRender)
@@ -314,18 +336,16 @@ func BenchmarkPanelLatency(b *testing.B) {
 		// The parts made for reading (event list, lanes' lists, timeline,
 		// producer, charts: bits 0-4 of the log's parts) that changed per
 		// second, and the frames in which two or more did.
-		var read, stacked, gcs int
+		var read, stacked int
 		for _, r := range renders {
 			n := bits.OnesCount(uint(r[5]) & 0x1f)
 			read += n
 			if n > 1 {
 				stacked++
 			}
-			gcs += int(r[5]) >> 8 & 1 // a frame after Go collected garbage
 		}
 		b.ReportMetric(float64(read)/elapsed.Seconds(), "read-parts/s")
 		b.ReportMetric(float64(stacked), "stacked-frames")
-		b.ReportMetric(float64(gcs)/elapsed.Seconds(), "gc-frames/s")
 		writeRenderLog(b, renders)
 	}
 	// Main-thread time per second of the run, by kind (ms/s).
@@ -347,6 +367,9 @@ func BenchmarkPanelLatency(b *testing.B) {
 		b.ReportMetric(float64(self1-self0)/elapsed.Seconds(), "server-cpu-ms/s")
 	}
 	b.ReportMetric(float64(msgs1-msgs0)/elapsed.Seconds(), "ws-msgs/s")
+	// Subscribers (the page's /ws, the Go client's) that fell behind and
+	// were sent a fresh snapshot instead of their queue.
+	b.ReportMetric(float64(lab.cl.Bus().Lags()-lags0), "ws-lags")
 	b.ReportMetric(0, "ns/op")
 }
 

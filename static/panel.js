@@ -133,7 +133,10 @@
   // paths (Path2D, kept by path), colours the page's CSS variables.
   // The canvas's size and font are read once and after a resize (reading
   // them in every frame would force a style and layout pass).
-  var fl = [], flDue = false, flPaths = {}, flColours = {}, flCv = null, flW = 0, flH = 0, flFont = "";
+  // Under a stream of events the panel paces its frames (an R op gives the
+  // pace, ms; 0 none): the messages are drawn in its frames then, and in
+  // a frame of their own only once a pace has passed without one.
+  var fl = [], flDue = false, flPaths = {}, flColours = {}, flCv = null, flW = 0, flH = 0, flFont = "", flPace = 0, flAt = 0;
   function flColour(v) {
     if (v.charAt(0) !== "-") return v;
     if (!(v in flColours)) flColours[v] = getComputedStyle(document.documentElement).getPropertyValue(v).trim() || "#767676";
@@ -146,8 +149,15 @@
     m.t0 = performance.now() + +f[i + 6];
     fl.push(m);
   }
-  function drawFlights() {
-    flDue = false;
+  function drawFlights(own) {
+    var now = performance.now();
+    // own: a frame of the messages' own (a number, requestAnimationFrame's
+    // time), not the panel's; 8 ms is half a frame's slack.
+    if (typeof own === "number") {
+      flDue = false;
+      if (flPace && now - flAt < flPace - 8) { flDue = true; requestAnimationFrame(drawFlights); return; }
+    }
+    flAt = now;
     var cv = flCv;
     if (!cv || !cv.isConnected) {
       cv = flCv = document.getElementById("topo-flights");
@@ -161,7 +171,7 @@
     var dpr = window.devicePixelRatio || 1, w = flW, h = flH;
     var pw = Math.round(w * dpr), ph = Math.round(h * dpr);
     if (cv.width !== pw || cv.height !== ph) { cv.width = pw; cv.height = ph; }
-    var c = cv.getContext("2d"), now = performance.now(), ink = flColour("--ink"), paper = flColour("--paper");
+    var c = cv.getContext("2d"), ink = flColour("--ink"), paper = flColour("--paper");
     c.setTransform(dpr, 0, 0, dpr, 0, 0);
     c.clearRect(0, 0, w, h);
     c.font = flFont;
@@ -214,12 +224,13 @@
           case "C": canvas(els[h], +f[i + 2], +f[i + 3]); i += 4; break;
           case "K": cell(f, i); i += 8; break;
           case "M": flight(f, i); i += 16; break; // a message in flight
+          case "R": flPace = +f[i + 2]; i += 3; break; // the messages' pace
           case "D": dims.push(+f[i + 2], +f[i + 3], +f[i + 4], +f[i + 5]); i += 6; break;
           default: throw new Error("unknown op " + f[i]);
           }
         }
         cells();
-        if (fl.length && !flDue) drawFlights();
+        if (fl.length && (!flDue || flPace)) drawFlights();
       } catch (e) {
         ks.length = 0;
         dims.length = 0;

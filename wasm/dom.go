@@ -76,6 +76,13 @@ func (d *domBatch) setHTML(h int, markup string) {
 	d.Str(markup)
 }
 
+// pace has the page draw the messages in flight at most every ms
+// milliseconds, in the panel's frames and in its own (0: in every frame).
+func (d *domBatch) pace(ms int) {
+	d.Op('R', 0)
+	d.Num(int64(ms))
+}
+
 // forget lets the page drop h's element and the batch reuse the handle.
 func (d *domBatch) forget(h int) {
 	if h == 0 {

@@ -77,6 +77,8 @@ type app struct {
 	listsAt   float64       // when the lanes' accessible lists were last brought up to date (ms)
 	listsSeq  uint64        // live Seq then
 	evTail    string        // the events the page listed before the stream's, until the panel lists a full list of its own
+	frameAt   float64       // requestAnimationFrame's time of the last render (ms since the page loaded)
+	paceMs    int           // the pace of messages in flight the page was last given (panel.StreamFrameMs under a stream, else 0)
 	stream    bool          // a stream of events is arriving (observeStream)
 	window    streamAt      // where the window observeStream counts in opened
 }
@@ -485,7 +487,13 @@ func (a *app) schedule() {
 	}
 	a.scheduled = true
 	var frame js.Func
-	frame = js.FuncOf(func(js.Value, []js.Value) any {
+	frame = js.FuncOf(func(_ js.Value, args []js.Value) any {
+		at := args[0].Float()
+		if a.paced(at) {
+			js.Global().Call("requestAnimationFrame", frame)
+			return nil
+		}
+		a.frameAt = at
 		frame.Release()
 		a.drain()
 		a.scheduled = false
@@ -496,6 +504,12 @@ func (a *app) schedule() {
 		return nil
 	})
 	js.Global().Call("requestAnimationFrame", frame)
+}
+
+// paced reports whether the frame at (ms) passes without a render
+// (panel.Paced): under a stream of events, while the lanes follow it.
+func (a *app) paced(at float64) bool {
+	return panel.Paced(a.stream && a.state.Following, at, a.frameAt)
 }
 
 // newEvents returns the recorded events after seq (for animation).
@@ -520,6 +534,13 @@ func (a *app) render() {
 	view := s.View()
 	a.measureLanes()
 	a.observeStream(t0)
+	if a.stream && s.Following {
+		a.parts |= partStream
+	}
+	if pace := a.flightPace(); pace != a.paceMs {
+		a.paceMs = pace
+		a.dom.pace(pace)
+	}
 	var motion panel.Motion
 	if s.Following && !a.reducedMotion() {
 		// Under a stream of events motion would only flicker: animate what
@@ -631,6 +652,7 @@ const (
 	partReshape                          // the lane figures built anew
 	partSnapshot                         // a snapshot arrived (while decoding)
 	partMeasure                          // the lane figures were measured and their canvases drawn whole
+	partStream                           // rendered under a stream of events, so paced at panel.StreamFrameMs
 )
 
 // readEveryMs is how often, at most, the parts of the panel made for
@@ -675,6 +697,16 @@ func (a *app) observeStream(t0 float64) {
 	} else if n > maxAnimated {
 		a.stream = true
 	}
+}
+
+// flightPace is how often the page draws the messages in flight (0: in
+// every frame): under a stream, in the panel's frames only, at
+// panel.StreamFrameMs, as their own frames would cost as much as the panel's.
+func (a *app) flightPace() int {
+	if a.stream && a.state.Following {
+		return panel.StreamFrameMs
+	}
+	return 0
 }
 
 // renderIn renders again in ms milliseconds (once, however often asked
