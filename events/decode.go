@@ -751,6 +751,12 @@ func (d *decoder) records() (v []Record) {
 				r.Key = d.str()
 			case "value":
 				r.Value = d.str()
+			case "key_size":
+				r.KeySize = int(d.i64())
+			case "value_size":
+				r.ValueSize = int(d.i64())
+			case "digest":
+				r.Digest = d.str()
 			default:
 				d.skip()
 			}

@@ -13,7 +13,8 @@ import (
 // so a field the decoder misses fails TestDecodeMessageMatchesJSON.
 func fullMessages() []Message {
 	at := time.Date(2025, 3, 4, 5, 6, 7, 890123456, time.UTC)
-	recs := []Record{{Offset: 7, LeaderEpoch: 2, Key: "k\"1", Value: "héllo <wörld> & \u2028 \U0001F600 \n\t\\"}}
+	recs := []Record{{Offset: 7, LeaderEpoch: 2, Key: "k\"1", Value: "héllo <wörld> & \u2028 \U0001F600 \n\t\\",
+		KeySize: 300, ValueSize: 1 << 20, Digest: "0a1b2c3d"}}
 	trunc := []TruncatedRecord{{Offset: 8, LeaderEpoch: 1, Digest: "0a1b2c3d", Value: "v", Reason: "r",
 		ReasonKey: "event.truncation", ReasonArgs: []string{"a", "b"}}}
 	topic := Topic{Name: "demo", Configs: map[string]string{"min.insync.replicas": "2"}, Partitions: []Partition{{

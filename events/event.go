@@ -233,13 +233,30 @@ type Leadership struct {
 	Unclean        bool  `json:"unclean,omitempty"`
 }
 
-// Record is one record as the UI shows it. Key and Value are shown as text.
+// Record is one record as the UI shows it. Key and Value are shown as text,
+// each at most ShownBytes long (see Shown): a record may hold a megabyte,
+// and every event, snapshot and page carrying it is read by a person.
+// KeySize and ValueSize are the whole key's and value's lengths in bytes
+// when Key or Value holds only their beginning (0 when whole); Digest is
+// then the whole record's Digest, so it can still be compared.
 type Record struct {
 	Offset      int64  `json:"offset"`
 	LeaderEpoch int32  `json:"leader_epoch"`
 	Key         string `json:"key,omitempty"`
 	Value       string `json:"value"`
+	KeySize     int    `json:"key_size,omitempty"`
+	ValueSize   int    `json:"value_size,omitempty"`
+	Digest      string `json:"digest,omitempty"`
 }
+
+// ShownBytes is the most bytes of a record's key and of its value that a
+// Record carries: an event or a snapshot stays small however large the
+// values are (a lane's cell shows 5 characters, a label 200 bytes).
+const ShownBytes = 256
+
+// Cut reports whether Key or Value holds only the beginning of the
+// record's key or value.
+func (r *Record) Cut() bool { return r.KeySize > 0 || r.ValueSize > 0 }
 
 // TruncatedRecord is a record a truncation removed: where it was, its epoch and
 // a Digest of its content, so a learner can tell whether it came back. In a

@@ -2,6 +2,7 @@ package events
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -154,5 +155,33 @@ func TestApplyISRWithNewStamp(t *testing.T) {
 	s.Apply(Event{Seq: 2, Kind: KindISR, Topic: "demo", ISR: []int32{1}})
 	if p := s.Partition("demo", 0); p.LeaderEpoch != 1 || !reflect.DeepEqual(p.ISR, []int32{1}) {
 		t.Fatalf("after a plain ISR change: epoch %d ISR %v", p.LeaderEpoch, p.ISR)
+	}
+}
+
+// TestShownCutsLargeRecords: a key or value over ShownBytes is cut at a
+// character boundary, says its whole size and carries the whole record's
+// digest; a small record is left as it is.
+func TestShownCutsLargeRecords(t *testing.T) {
+	small := Record{Offset: 1, LeaderEpoch: 2, Key: "k", Value: "v"}
+	if got := Shown(small); got != small || RecordDigest(got) != Digest([]byte("k"), []byte("v")) {
+		t.Fatalf("small record: %+v", got)
+	}
+	value := "x" + strings.Repeat("é", ShownBytes) // the cut falls inside an é
+	key := strings.Repeat("k", ShownBytes+1)
+	got := Shown(Record{Offset: 3, Key: key, Value: value})
+	want := Record{Offset: 3, Key: strings.Repeat("k", ShownBytes) + "…", KeySize: len(key),
+		Value: "x" + strings.Repeat("é", (ShownBytes-1)/2) + "…", ValueSize: len(value), Digest: Digest([]byte(key), []byte(value))}
+	if got != want {
+		t.Fatalf("Shown cut\n%+v\nwant\n%+v", got, want)
+	}
+	if Shown(got) != got || RecordDigest(got) != want.Digest {
+		t.Fatal("a cut record is cut again or loses its digest")
+	}
+	if r := RecordOf(3, 0, []byte(key), []byte(value)); r != want {
+		t.Fatalf("RecordOf\n%+v\nwant\n%+v", r, want)
+	}
+	rs := []Record{small, {Value: value}}
+	if out := ShownRecords(rs); rs[1].Value != value || out[1].ValueSize != len(value) || out[0] != small {
+		t.Fatal("ShownRecords changed its argument or missed a record")
 	}
 }

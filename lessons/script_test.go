@@ -2,6 +2,7 @@ package lessons
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -331,6 +332,53 @@ func TestInterfaceCatalogsFollowGlossary(t *testing.T) {
 			for _, p := range zhProblems(x) {
 				if strings.HasPrefix(p, string(l)+":") {
 					t.Errorf("%s: %s", key, p)
+				}
+			}
+		}
+	}
+}
+
+// networkMessage matches the English of a text about a message on a link
+// (a request, a response, a heartbeat, Raft's), the one thing a lesson's
+// Chinese may call 消息/訊息.
+var networkMessage = regexp.MustCompile(`(?i)request|response|heartbeat|raft|in flight`)
+
+// recordCalledMessage reports whether zh, in language l, calls a record
+// 消息/訊息 where en speaks of no message on a link: the catalogues call a
+// record 记录/記錄 and keep 消息/訊息 for a link's messages.
+func recordCalledMessage(l i18n.Lang, en, zh string) bool {
+	word := map[i18n.Lang]string{i18n.SimplifiedChinese: "消息", i18n.TraditionalChinese: "訊息"}[l]
+	return strings.Contains(zh, word) && !networkMessage.MatchString(en)
+}
+
+// TestLessonsCallARecordARecord: every Chinese line of the built-in
+// lessons (titles, explanations, choices, says, checks) calls a record
+// 记录/記錄 as the interface's catalogues do (they said 消息/訊息, which the
+// catalogues keep for a link's messages, TestInterfaceCatalogsFollowGlossary).
+func TestLessonsCallARecordARecord(t *testing.T) {
+	if !recordCalledMessage(i18n.SimplifiedChinese, "three messages", "三条消息") || !recordCalledMessage(i18n.TraditionalChinese, "three messages", "三筆訊息") ||
+		recordCalledMessage(i18n.SimplifiedChinese, "Raft messages in flight", "传输中的 Raft 消息") {
+		t.Fatal("the check tells a record from a link's message wrongly")
+	}
+	files, err := fs.Glob(builtin, "data/*"+Ext)
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no lesson files: %v", err)
+	}
+	langs := map[string]i18n.Lang{"zh-Hans:": i18n.SimplifiedChinese, "zh-Hant:": i18n.TraditionalChinese}
+	for _, f := range files {
+		data, err := fs.ReadFile(builtin, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		en := ""
+		for i, line := range strings.Split(string(data), "\n") {
+			line = strings.TrimSpace(line)
+			if rest, ok := strings.CutPrefix(line, "en:"); ok {
+				en = rest
+			}
+			for prefix, l := range langs {
+				if zh, ok := strings.CutPrefix(line, prefix); ok && recordCalledMessage(l, en, zh) {
+					t.Errorf("%s:%d: a record is 记录/記錄, as in the catalogues: %s (English: %s)", f, i+1, zh, en)
 				}
 			}
 		}

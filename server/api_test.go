@@ -353,6 +353,8 @@ func TestAPIProduceAndConsumeBadInputs(t *testing.T) {
 		{"empty body", "/api/v1/topics/demo/records", ``, 415, "INVALID_REQUEST", nil},
 		{"trailing data", "/api/v1/topics/demo/records", `{"acks":"1","records":[{"value":"x"}]}x`, 400, "INVALID_REQUEST", nil},
 		{"unknown field", "/api/v1/topics/demo/records", `{"ack":"1","records":[{"value":"x"}]}`, 400, "INVALID_REQUEST", nil},
+		{"acks twice", "/api/v1/topics/demo/records", `{"acks":"1","acks":"all","records":[{"value":"x"}]}`, 400, "INVALID_REQUEST", nil},
+		{"a record's value twice", "/api/v1/topics/demo/records", `{"acks":"1","records":[{"value":"x","value":"y"}]}`, 400, "INVALID_REQUEST", nil},
 		{"acks 2", "/api/v1/topics/demo/records", `{"acks":"2","records":[{"value":"x"}]}`, 400, "INVALID_REQUIRED_ACKS", nil},
 		{"acks -2", "/api/v1/topics/demo/records", `{"acks":-2,"records":[{"value":"x"}]}`, 400, "INVALID_REQUIRED_ACKS", nil},
 		{"acks true", "/api/v1/topics/demo/records", `{"acks":true,"records":[{"value":"x"}]}`, 400, "INVALID_REQUIRED_ACKS", nil},
@@ -384,6 +386,10 @@ func TestAPIProduceAndConsumeBadInputs(t *testing.T) {
 		})
 	}
 	a.t = t
+	// A field named twice is refused in the learner's language too.
+	if body := a.do("POST", "/api/v1/topics/demo/records", `{"acks":"1","acks":"all","records":[{"value":"x"}]}`).Body.String(); !strings.Contains(body, `"key":"form.duplicate-key","args":["\"acks\""]`) {
+		t.Errorf("acks twice: %s, want the key form.duplicate-key naming acks", body)
+	}
 	// The same origin is welcome.
 	a.ok(200, "POST", "/api/v1/topics/demo/records", `{"acks":"1","records":[{"value":"x"}]}`, nil)
 

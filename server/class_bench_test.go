@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -50,9 +51,9 @@ func BenchmarkClassPanelLatency(b *testing.B) {
 	defer cancelBrowser()
 	panel := &browserLab{t: b, url: l.url, ctx: bctx}
 	panel.joinClass(l.codes[0], "seat1") // a second token for seat 1: the page's cookie
-	var renders [][4]float64             // [seq, ms since epoch, render ms, decode ms]
+	var renders []renderEntry
 	readRenders := func() {
-		got, err := chromedp.Run(bctx, chromedp.Evaluate[[][4]float64](`window.tidemarkRenders()`))
+		got, err := chromedp.Run(bctx, chromedp.Evaluate[[]renderEntry](`window.tidemarkRenders()`))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -158,12 +159,12 @@ func BenchmarkClassPanelLatency(b *testing.B) {
 		missing := 0
 		for _, s := range mine {
 			seq, ok := appendSeq[[2]int64{int64(s.partition), s.last}]
-			i := slices.IndexFunc(renders, func(r [4]float64) bool { return uint64(r[0]) >= seq })
+			i := slices.IndexFunc(renders, func(r renderEntry) bool { return uint64(r.Seq) >= seq })
 			if !ok || i < 0 {
 				missing++
 				continue
 			}
-			lat = append(lat, renders[i][1]-float64(s.at.UnixNano())/1e6)
+			lat = append(lat, renders[i].At-float64(s.at.UnixNano())/1e6)
 		}
 		if missing == 0 || time.Now().After(deadline) {
 			if missing > 0 {
@@ -183,4 +184,32 @@ func BenchmarkClassPanelLatency(b *testing.B) {
 	b.ReportMetric(float64(len(trips)*perTick)/elapsed.Seconds(), "records/s")
 	b.ReportMetric(float64(failed), "produces-refused")
 	b.ReportMetric(0, "ns/op")
+}
+
+// renderEntry is one render of the panel's log, window.tidemarkRenders()
+// (wasm/main.go): the Seq it shows, when it ended (At, ms since the Unix
+// epoch), the ms spent rendering, decoding and applying messages since
+// the previous render (HandleMs) and rendering the lanes, the parts that
+// ran (frameParts' bits) and the messages decoded since the previous
+// render. It decodes exactly that array: one of another length is an
+// error, not an entry cut short or padded with zeros.
+type renderEntry struct {
+	Seq, At, RenderMs, HandleMs, LanesMs, Parts, Messages float64
+}
+
+// renderFields is how many numbers a render log entry holds.
+const renderFields = 7
+
+// UnmarshalJSON decodes [seq, at, render ms, handle ms, lanes ms, parts,
+// messages].
+func (r *renderEntry) UnmarshalJSON(b []byte) error {
+	var a []float64
+	if err := json.Unmarshal(b, &a); err != nil {
+		return err
+	}
+	if len(a) != renderFields {
+		return fmt.Errorf("a render log entry of %d numbers, want %d (seq, at, render, handle, lanes ms, parts, messages): %s", len(a), renderFields, b)
+	}
+	*r = renderEntry{a[0], a[1], a[2], a[3], a[4], a[5], a[6]}
+	return nil
 }

@@ -329,7 +329,8 @@ func TestControlFormsSayWhatIsWrong(t *testing.T) {
 // device-width viewport (the seat projection had none: a phone showed it
 // 980 px wide), and the chaos form offers its configurations as wrapping
 // radio buttons instead of a select as wide as its longest description,
-// which made the page scroll sideways at 360 px.
+// which made the page scroll sideways at 360 px. TestBrowserMenusFitAPhone
+// opens the overview's menus at 360 px in a browser.
 func TestPagesFitAPhone(t *testing.T) {
 	l, _ := startClass(t, t.TempDir(), "--seats", "1")
 	ada := l.join(t, 1, "Ada")

@@ -1,14 +1,9 @@
 package server
 
 import (
-	"context"
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/emulation"
-	"github.com/chromedp/chromedp"
 )
 
 // TestBrowserServerLanesOpenOnNewest: without JavaScript, the partition
@@ -29,13 +24,7 @@ func TestBrowserServerLanesOpenOnNewest(t *testing.T) {
 		}
 	}
 	b.viewport(800, 700, false)
-	noJS := func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
-		_, err := cdp.Call(ctx, tg, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true})
-		return chromedp.Void{}, err
-	}
-	if err := chromedp.Do(b.ctx, noJS); err != nil {
-		t.Fatal(err)
-	}
+	b.noScripts()
 	b.open("/topics/demo/partitions/0", false)
 	got := eval[[]string](b, `(() => {
   const box = document.querySelector("#server-lanes").getBoundingClientRect();

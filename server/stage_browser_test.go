@@ -25,6 +25,19 @@ func (b *browserLab) viewport(width, height int64, mobile bool) {
 	}
 }
 
+// noScripts turns JavaScript off in the tab, for the pages as they are
+// without it (the next page loaded runs none).
+func (b *browserLab) noScripts() {
+	b.t.Helper()
+	off := func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+		_, err := cdp.Call(ctx, tg, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true})
+		return chromedp.Void{}, err
+	}
+	if err := chromedp.Do(b.ctx, off); err != nil {
+		b.t.Fatalf("turning JavaScript off: %v", err)
+	}
+}
+
 // contrastJS lists the visible HTML text whose contrast with its
 // background, from computed styles, is under 4.5:1 (WCAG AA). The
 // background is the nearest ancestor's opaque background colour.

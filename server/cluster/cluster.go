@@ -384,6 +384,11 @@ func (p publisher) Publish(evs ...events.Event) events.Event {
 	if evs = c.messages.keep(evs); len(evs) == 0 {
 		return events.Event{}
 	}
+	// Records are cut to what a person reads before anyone sees them
+	// (digests of large values are taken outside the lock).
+	for i := range evs {
+		evs[i].Records = events.ShownRecords(evs[i].Records)
+	}
 	c.snapMu.Lock()
 	defer c.snapMu.Unlock()
 	for i := range evs {
@@ -492,7 +497,7 @@ func readWindow(l *storage.Log, end int64) []events.Record {
 	for _, b := range batches {
 		for _, r := range b.Records {
 			if r.Offset >= from {
-				out = append(out, events.Record{Offset: r.Offset, LeaderEpoch: b.Header.PartitionLeaderEpoch, Key: string(r.Key), Value: string(r.Value)})
+				out = append(out, events.RecordOf(r.Offset, b.Header.PartitionLeaderEpoch, r.Key, r.Value))
 			}
 		}
 	}

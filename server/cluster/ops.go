@@ -379,7 +379,7 @@ func (c *Cluster) reportRecovery(b *broker.Broker) {
 		} else {
 			for _, x := range r.Records {
 				if x.Offset >= leo {
-					ev.Truncated = append(ev.Truncated, events.TruncatedRecord{Offset: x.Offset, LeaderEpoch: x.LeaderEpoch, Digest: events.Digest([]byte(x.Key), []byte(x.Value))})
+					ev.Truncated = append(ev.Truncated, events.TruncatedRecord{Offset: x.Offset, LeaderEpoch: x.LeaderEpoch, Digest: events.RecordDigest(x)})
 				}
 			}
 			ev = i18n.EventMessage(ev, "event.recovery.lost", leo, r.LEO-1, rec.RecoveryPoint, i18n.Count("event.word.torn-bytes", int(rec.BytesTruncated)))

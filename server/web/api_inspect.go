@@ -115,7 +115,7 @@ func (s *Server) replicaView(snap *events.Snapshot, topic string, p *events.Part
 	// The snapshot keeps the newest records only; show those in the window.
 	for _, x := range r.Records {
 		if offset < 0 && x.Offset >= r.LEO-int64(limit) || offset >= 0 && x.Offset >= offset && x.Offset < offset+int64(limit) {
-			rv.Records = append(rv.Records, RecordView{Offset: x.Offset, LeaderEpoch: x.LeaderEpoch, Key: x.Key, Value: x.Value})
+			rv.Records = append(rv.Records, apiv1.RecordViewOf(x))
 		}
 	}
 	return rv
@@ -140,7 +140,7 @@ func readWindow(l *storage.Log, offset int64, limit int) ([]RecordView, bool) {
 	for _, b := range batches {
 		for _, r := range b.Records {
 			if r.Offset >= offset && len(out) < limit {
-				out = append(out, RecordView{Offset: r.Offset, LeaderEpoch: b.Header.PartitionLeaderEpoch, Key: string(r.Key), Value: string(r.Value)})
+				out = append(out, apiv1.RecordViewOf(events.RecordOf(r.Offset, b.Header.PartitionLeaderEpoch, r.Key, r.Value)))
 			}
 		}
 	}

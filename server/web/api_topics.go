@@ -26,6 +26,11 @@ const (
 	// DefaultRecordsLimit is used when limit is absent.
 	MaxRecordsLimit     = 1000
 	DefaultRecordsLimit = 100
+	// MaxRecordsBytes bounds GET …/records' answer as Kafka's
+	// fetch.max.bytes bounds a fetch: records stop once their keys and
+	// values pass it, the first record always included (whole), so a
+	// reader of large records still moves on with next_offset.
+	MaxRecordsBytes = 1 << 20
 	// DefaultProduceTimeout is how long a produce waits for its acks when the
 	// request names no timeout_ms; MaxProduceTimeout is the longest it may ask.
 	DefaultProduceTimeout = 10 * time.Second
@@ -455,7 +460,11 @@ func (s *Server) consume(c echo.Context) error {
 	// With nothing returned the reader is at the HW (an offset below the log
 	// start or above the LEO is an error), which is where it continues.
 	r := ConsumeResponse{Records: make([]ConsumedRecordJSON, 0, len(recs)), HighWatermark: hw, NextOffset: hw}
+	size := 0
 	for _, x := range recs {
+		if size += len(x.Key) + len(x.Value); size > MaxRecordsBytes && len(r.Records) > 0 {
+			break
+		}
 		r.Records = append(r.Records, ConsumedRecordJSON{Offset: x.Offset, LeaderEpoch: x.LeaderEpoch, Timestamp: x.Timestamp,
 			Key: textOrNull(x.Key), Value: textOrNull(x.Value)})
 		r.NextOffset = x.Offset + 1

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/labstack/echo/v4"
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -105,6 +106,9 @@ func parseJSON(body []byte, v any) error {
 		// changing a key or a record's value.
 		return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "the body is not valid UTF-8")
 	}
+	if err := duplicateName(body); err != nil {
+		return err
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -114,6 +118,30 @@ func parseJSON(body []byte, v any) error {
 		return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "malformed JSON body: data after the JSON value")
 	}
 	return nil
+}
+
+// duplicateName refuses a body that names a field twice in one object, at
+// any depth ({"acks":"1","acks":"all"}): encoding/json keeps the last and
+// says nothing, so the request would do what its sender may not have
+// meant. jsontext rejects duplicate names by default; a body it finds
+// malformed otherwise is left for encoding/json to describe.
+func duplicateName(body []byte) error {
+	dec := jsontext.NewDecoder(bytes.NewReader(body))
+	for {
+		_, err := dec.ReadToken()
+		if err == nil {
+			continue
+		}
+		var se *jsontext.SyntacticError
+		if !errors.As(err, &se) || !errors.Is(se.Err, jsontext.ErrDuplicateName) {
+			return nil
+		}
+		// The field as a JSON pointer without its leading "/":
+		// "acks", "records/1/key".
+		name := strconv.Quote(clip.Bytes(strings.TrimPrefix(string(se.JSONPointer), "/"), 100))
+		return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "malformed JSON body: "+name+" is given twice").
+			withKey("form.duplicate-key", name)
+	}
 }
 
 // jsonProblem says what is wrong with a body in the request's own terms: a

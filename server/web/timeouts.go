@@ -25,10 +25,13 @@ const (
 	IdleTimeout = 2 * time.Minute
 )
 
-// timeouts are the timeouts in force: the constants above, shortened by
-// tests so that a timeout can be watched without waiting seconds.
-var timeouts = struct{ readHeader, read, write, idle time.Duration }{
-	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout}
+// httpTimeouts are the timeouts a server applies.
+type httpTimeouts struct{ readHeader, read, write, idle time.Duration }
+
+// timeouts are the timeouts New and NewHTTPServer apply: the constants
+// above, shortened by tests so that a timeout can be watched without
+// waiting seconds.
+var timeouts = httpTimeouts{ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout}
 
 // NewHTTPServer returns the lab's HTTP server for h with the timeouts above;
 // requests run under base.
@@ -41,10 +44,10 @@ func NewHTTPServer(h http.Handler, base context.Context) *http.Server {
 // (http.Server's own ReadTimeout and WriteTimeout would also cut the
 // websocket, whose connection keeps them after the upgrade), and clears
 // them for /ws.
-func deadlines(next echo.HandlerFunc) echo.HandlerFunc {
+func (s *Server) deadlines(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		rc := http.NewResponseController(c.Response().Writer)
-		read, write := time.Now().Add(timeouts.read), time.Now().Add(timeouts.write)
+		read, write := time.Now().Add(s.timeouts.read), time.Now().Add(s.timeouts.write)
 		if c.Request().URL.Path == "/ws" {
 			read, write = time.Time{}, time.Time{}
 		}

@@ -134,6 +134,9 @@ type Server struct {
 	files    map[string]*staticFile
 	ctx      context.Context // cancelled by Close: websocket writers say goodbye
 	cancel   context.CancelFunc
+	// timeouts are the request deadlines in force when New ran (a test
+	// shortens them for one server without racing another's requests).
+	timeouts httpTimeouts
 
 	mu     sync.Mutex // guards closed and conns.Add, so no Add races Close's Wait
 	closed bool
@@ -157,7 +160,7 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{opts: opts, files: files, hosts: hosts}
+	s := &Server{opts: opts, files: files, hosts: hosts, timeouts: timeouts}
 	s.topics, _ = opts.Lab.(TopicAdmin)
 	s.prod, _ = opts.Lab.(Producer)
 	s.cons, _ = opts.Lab.(Consumer)
@@ -172,7 +175,7 @@ func New(opts Options) (*Server, error) {
 	e.HTTPErrorHandler = s.handleError
 	e.Pre(s.checkHost)
 	e.Pre(s.readOnly)
-	e.Pre(deadlines)
+	e.Pre(s.deadlines)
 	if opts.Class != nil {
 		e.Pre(s.classGate)
 	}

@@ -218,7 +218,12 @@ func TestWSOriginChecked(t *testing.T) {
 
 func TestWSPingAndShutdown(t *testing.T) {
 	lab := newTestLab(events.BusOptions{})
-	s, err := New(Options{Lab: lab, Static: testStatic(), PingInterval: 20 * time.Millisecond})
+	// Pings come often, so one is seen soon; the wait for a pong is long
+	// (its default, 3 pings, would be 60 ms): this client answers pings only
+	// while it reads, and a loaded machine may hold it longer than that
+	// before it reads, which would drop it without the going-away frame
+	// this test waits for.
+	s, err := New(Options{Lab: lab, Static: testStatic(), PingInterval: 20 * time.Millisecond, PongWait: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +236,7 @@ func TestWSPingAndShutdown(t *testing.T) {
 		case pinged <- struct{}{}:
 		default:
 		}
-		return c.conn.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(time.Second))
+		return c.conn.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(10*time.Second))
 	})
 	c.next() // snapshot
 	// Control frames are handled inside reads; read in the background.

@@ -51,13 +51,24 @@ type ReplicaView struct {
 	Truncated      []events.TruncatedRecord `json:"truncated"`
 }
 
-// RecordView is one record in a replica's window.
+// RecordView is one record in a replica's window: its key and value cut
+// as events.Shown cuts them (KeySize, ValueSize and Digest set when cut),
+// so a window of large records stays small.
 type RecordView struct {
 	Offset      int64  `json:"offset"`
 	LeaderEpoch int32  `json:"leader_epoch"`
 	Key         string `json:"key,omitempty"`
 	Value       string `json:"value"`
+	KeySize     int    `json:"key_size,omitempty"`
+	ValueSize   int    `json:"value_size,omitempty"`
+	Digest      string `json:"digest,omitempty"`
 	Committed   bool   `json:"committed"`
+}
+
+// RecordViewOf is r's view, not yet marked committed.
+func RecordViewOf(r events.Record) RecordView {
+	return RecordView{Offset: r.Offset, LeaderEpoch: r.LeaderEpoch, Key: r.Key, Value: r.Value,
+		KeySize: r.KeySize, ValueSize: r.ValueSize, Digest: r.Digest}
 }
 
 // TruncationView is one truncation: which replica, its new LEO, what it
