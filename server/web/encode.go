@@ -91,6 +91,13 @@ func appendEvent(b []byte, e *events.Event) ([]byte, error) {
 			b = appendStringField(b, `,"key":`, r.Key)
 			b = append(b, `,"value":`...)
 			b = appendString(b, r.Value)
+			if r.KeySize != 0 {
+				b = appendInt(b, `,"key_size":`, int64(r.KeySize))
+			}
+			if r.ValueSize != 0 {
+				b = appendInt(b, `,"value_size":`, int64(r.ValueSize))
+			}
+			b = appendStringField(b, `,"digest":`, r.Digest)
 			b = append(b, '}')
 		}
 		b = append(b, ']')

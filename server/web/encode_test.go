@@ -21,7 +21,7 @@ func fullEvent(s string) events.Event {
 		Offsets: &events.Offsets{Base: -1, Last: 2, LEO: 3, HW: 4},
 		Leader:  &events.Leadership{Leader: 2, PreviousLeader: -1, LeaderEpoch: 5, StartOffset: 6, Unclean: true},
 		ISR:     []int32{1, 2}, ELR: []int32{3}, Error: "NOT_ENOUGH_REPLICAS", Acks: events.AcksAll,
-		Records:     []events.Record{{Offset: 1, LeaderEpoch: 2, Key: s, Value: s}, {Offset: 2, Value: ""}},
+		Records:     []events.Record{{Offset: 1, LeaderEpoch: 2, Key: s, Value: s, KeySize: 300, ValueSize: 1 << 20, Digest: "cd"}, {Offset: 2, Value: ""}},
 		Truncated:   []events.TruncatedRecord{{Offset: 9, LeaderEpoch: 1, Digest: "ab", Value: s, ReasonArgs: []string{s}}},
 		Fault:       &events.Fault{Kind: events.FaultCut, From: 1, To: 2, OneWay: true},
 		Config:      &events.ConfigChange{Key: "min.insync.replicas", Value: s, Previous: "1"},
