@@ -3,7 +3,8 @@
 // Command wasm is Tidemark's live panel, compiled with GOOS=js GOARCH=wasm and
 // loaded by static/panel.js into the page's #panel element. It connects to /ws,
 // keeps the lab's state and its history (package panel), re-renders at most
-// once per frame, drives the timeline and sends the page's control forms
+// once per frame (under a stream of events at most every
+// panel.StreamFrameMs), drives the timeline and sends the page's control forms
 // without reloading. Its words come from the catalogue the page embeds as
 // JSON in #tm-i18n.
 //
