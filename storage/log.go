@@ -578,27 +578,41 @@ func (l *Log) readLocked(offset, maxOffset int64, maxBytes int64) (FetchData, er
 // decoded path, for the UI.
 func (l *Log) ReadBatches(offset, maxOffset int64, maxBatches int) ([]Batch, error) {
 	var out []Batch
-	for len(out) < maxBatches {
+	err := l.EachBatch(offset, maxOffset, maxBatches, func(b Batch) bool {
+		out = append(out, b)
+		return true
+	})
+	return out, err
+}
+
+// EachBatch decodes batches as ReadBatches does and hands each to fn, one
+// at a time, until fn returns false: a reader that keeps only part of each
+// (a record's first bytes, a digest) holds one batch at a time, not all of
+// them, however large their records.
+func (l *Log) EachBatch(offset, maxOffset int64, maxBatches int, fn func(Batch) bool) error {
+	for n := 0; n < maxBatches; n++ {
 		d, err := l.Read(offset, maxOffset, 1)
 		if err != nil {
-			return out, err
+			return err
 		}
 		if d.Region.Size == 0 {
-			return out, nil
+			return nil
 		}
 		b, err := d.Region.ReadAll()
 		if err != nil {
-			return out, err
+			return err
 		}
 		batch, err := DecodeBatch(b)
 		if err != nil {
-			return out, err
+			return err
 		}
 		batch.Position = d.Region.Position
-		out = append(out, batch)
+		if !fn(batch) {
+			return nil
+		}
 		offset = d.NextOffset
 	}
-	return out, nil
+	return nil
 }
 
 // location is where a batch is: its segment, position and header.

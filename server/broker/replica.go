@@ -421,17 +421,17 @@ func (r *replica) truncate(t replication.Truncation) events.Event {
 	// Only the newest records are shown struck out: reading a long cut
 	// whole would hold the replica up for nothing the lanes can show.
 	if from = max(from, leo-events.RecordWindow); leo > from {
-		batches, err := r.log.ReadBatches(from, leo, events.RecordWindow)
-		if err != nil {
-			r.b.logger.Warn("reading records before truncation", "partition", r.tp, "err", err)
-		}
-		for _, bt := range batches {
+		err := r.log.EachBatch(from, leo, events.RecordWindow, func(bt storage.Batch) bool {
 			for _, rec := range bt.Records {
 				if rec.Offset >= t.ToOffset || t.Cause == replication.TruncateFullyAndStartAt {
 					ev.Truncated = append(ev.Truncated, events.TruncatedRecord{Offset: rec.Offset,
 						LeaderEpoch: bt.Header.PartitionLeaderEpoch, Digest: events.Digest(rec.Key, rec.Value)})
 				}
 			}
+			return true
+		})
+		if err != nil {
+			r.b.logger.Warn("reading records before truncation", "partition", r.tp, "err", err)
 		}
 	}
 	var err error

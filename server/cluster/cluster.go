@@ -489,17 +489,18 @@ func replicaView(id int32, r *broker.Replica) events.Replica {
 // readWindow decodes the newest records below end (at most RecordWindow).
 func readWindow(l *storage.Log, end int64) []events.Record {
 	from := max(l.LogStartOffset(), end-events.RecordWindow)
-	batches, err := l.ReadBatches(from, end, events.RecordWindow)
-	if err != nil {
-		return nil
-	}
 	var out []events.Record
-	for _, b := range batches {
+	// A batch at a time: only each record's first bytes are kept.
+	err := l.EachBatch(from, end, events.RecordWindow, func(b storage.Batch) bool {
 		for _, r := range b.Records {
 			if r.Offset >= from {
 				out = append(out, events.RecordOf(r.Offset, b.Header.PartitionLeaderEpoch, r.Key, r.Value))
 			}
 		}
+		return true
+	})
+	if err != nil {
+		return nil
 	}
 	return out
 }

@@ -204,20 +204,28 @@ func (c *Cluster) Consume(topic string, partition int32, offset int64, limit int
 	if offset >= hw {
 		return nil, hw, nil
 	}
-	batches, err := l.ReadBatches(offset, hw, max(limit, 1))
-	if err != nil {
-		return nil, hw, err
-	}
 	var out []ConsumedRecord
-	for _, bt := range batches {
+	read := 0 // bytes of the batches read
+	err := l.EachBatch(offset, hw, max(limit, 1), func(bt storage.Batch) bool {
 		for _, rec := range bt.Records {
 			if rec.Offset >= offset && len(out) < limit {
 				out = append(out, ConsumedRecord{Offset: rec.Offset, LeaderEpoch: bt.Header.PartitionLeaderEpoch, Key: rec.Key, Value: rec.Value, Timestamp: rec.Timestamp})
 			}
 		}
+		read += int(bt.Header.Length)
+		return len(out) < limit && read < ConsumeMaxBytes
+	})
+	if err != nil {
+		return nil, hw, err
 	}
 	return out, hw, nil
 }
+
+// ConsumeMaxBytes bounds what one Consume reads, as Kafka's consumer's
+// max.partition.fetch.bytes (1 MiB) does: it stops after the batch that
+// reaches it, always returning the first whole, so a partition of
+// megabyte records is read a few at a time, not limit at once.
+const ConsumeMaxBytes = 1 << 20
 
 // Crash stops a broker as a killed process would: the page cache keeps
 // what it wrote. The controller notices when its heartbeats stop.

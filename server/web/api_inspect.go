@@ -133,18 +133,17 @@ func readWindow(l *storage.Log, offset int64, limit int) ([]RecordView, bool) {
 	if offset < start || offset >= end {
 		return out, true
 	}
-	batches, err := l.ReadBatches(offset, end, limit)
-	if err != nil {
-		return nil, false
-	}
-	for _, b := range batches {
+	// A batch at a time: only each record's first bytes are kept, so 500
+	// records of a megabyte are not all held at once.
+	err := l.EachBatch(offset, end, limit, func(b storage.Batch) bool {
 		for _, r := range b.Records {
 			if r.Offset >= offset && len(out) < limit {
 				out = append(out, apiv1.RecordViewOf(events.RecordOf(r.Offset, b.Header.PartitionLeaderEpoch, r.Key, r.Value)))
 			}
 		}
-	}
-	return out, true
+		return len(out) < limit
+	})
+	return out, err == nil
 }
 
 // truncations lists the partition's truncation events still in the bus's
