@@ -277,23 +277,44 @@ func staleNode(err error) bool {
 		strings.Contains(s, "Node is detached") || strings.Contains(s, "node is not attached")
 }
 
+// shotWait bounds each step of a screenshot. A screenshot is only evidence
+// for whoever reads a failure: one that cannot be taken in this time is
+// skipped with a log line, so the test's own message comes out rather
+// than a hang until browserTimeout (a page with JavaScript off runs no
+// animation frame callbacks, which the lanes' rendering waited for).
+const shotWait = 5 * time.Second
+
+// shotRun runs one step of screenshot name, bounded by shotWait; on an
+// error it logs it and returns false.
+func shotRun[T any](b *browserLab, name string, a chromedp.Action[T]) (T, bool) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, shotWait)
+	defer cancel()
+	v, err := chromedp.Run(ctx, a)
+	if err != nil {
+		b.t.Logf("screenshot %s: skipped: %v", name, err)
+		return v, false
+	}
+	return v, true
+}
+
 // shot saves a full-page screenshot as artifacts/<name>.png. The lane
 // figures out of view, which the page does not render (static/panel.js),
-// are rendered first, so the picture shows the whole page.
+// are rendered first, so the picture shows the whole page; without any
+// (no panel, or JavaScript off) no frame is waited for.
 func (b *browserLab) shot(name string) {
 	b.t.Helper()
-	if _, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](`new Promise(done => {
-  document.querySelectorAll(".lane-fig[data-offscreen]").forEach(f => delete f.dataset.offscreen);
-  requestAnimationFrame(() => requestAnimationFrame(() => done(true)));
-})`, chromedp.EvalAwaitPromise)); err != nil {
-		b.t.Logf("screenshot %s: rendering the lanes: %v", name, err)
+	// Not rendered, the lanes out of view are blank in the picture: still
+	// worth taking.
+	shotRun(b, name+" (rendering the lanes)", chromedp.Evaluate[bool](`(() => {
+  const figs = document.querySelectorAll(".lane-fig[data-offscreen]");
+  if (figs.length === 0) return true;
+  figs.forEach(f => delete f.dataset.offscreen);
+  return new Promise(done => requestAnimationFrame(() => requestAnimationFrame(() => done(true))));
+})()`, chromedp.EvalAwaitPromise))
+	if png, ok := shotRun(b, name, chromedp.FullScreenshot(100)); ok {
+		b.save(name, png)
 	}
-	png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		b.t.Logf("screenshot %s: %v", name, err)
-		return
-	}
-	b.save(name, png)
 }
 
 // save writes a screenshot as artifacts/<name>.png.
@@ -311,12 +332,9 @@ func (b *browserLab) save(name string, png []byte) {
 // shotOf saves a screenshot of the element sel finds as artifacts/<name>.png.
 func (b *browserLab) shotOf(sel, name string) {
 	b.t.Helper()
-	png, err := chromedp.Run(b.ctx, chromedp.Screenshot(chromedp.CSS(sel)))
-	if err != nil {
-		b.t.Logf("screenshot %s: %v", name, err)
-		return
+	if png, ok := shotRun(b, name, chromedp.Screenshot(chromedp.CSS(sel))); ok {
+		b.save(name, png)
 	}
-	b.save(name, png)
 }
 
 // shotInView saves what sel finds as the learner sees it, scrolled into
@@ -327,7 +345,7 @@ func (b *browserLab) shotOf(sel, name string) {
 // in them moves, so its clip caught the lanes instead of the charts.
 func (b *browserLab) shotInView(sel, name string) {
 	b.t.Helper()
-	clip := eval[page.Viewport](b, `(() => {
+	clip, ok := shotRun(b, name+" (scrolling it into view)", chromedp.Evaluate[page.Viewport](`(() => {
   const el = document.querySelector(`+strconv.Quote(sel)+`);
   el.scrollIntoView({block: "start", inline: "nearest"});
   let r = el.getBoundingClientRect(), top = r.top, left = r.left, bottom = r.bottom, right = r.right;
@@ -338,7 +356,10 @@ func (b *browserLab) shotInView(sel, name string) {
   }
   bottom = Math.min(bottom, innerHeight); right = Math.min(right, innerWidth);
   return {x: Math.round(left + scrollX), y: Math.round(top + scrollY), width: Math.round(right - left), height: Math.round(bottom - top), scale: 1};
-})()`)
+})()`))
+	if !ok {
+		return
+	}
 	if clip.Width <= 0 || clip.Height <= 0 {
 		b.t.Errorf("screenshot %s: %s is not in view (%+v)", name, sel, clip)
 		return
@@ -352,12 +373,9 @@ func (b *browserLab) shotInView(sel, name string) {
 		}
 		return res.Data, nil
 	}
-	png, err := chromedp.Run(b.ctx, capture)
-	if err != nil {
-		b.t.Logf("screenshot %s: %v", name, err)
-		return
+	if png, ok := shotRun(b, name, chromedp.Action[[]byte](capture)); ok {
+		b.save(name, png)
 	}
-	b.save(name, png)
 }
 
 // api sends one API request to the lab and decodes its 200 answer into v.
@@ -730,4 +748,40 @@ func chromeOptions(t testing.TB, chromium string, width, height int) []chromedp.
 		}
 	}
 	return opts
+}
+
+// TestBrowserShotWithoutScripts: with JavaScript off, a page runs no
+// animation frame callbacks, which shot waited for to render the lanes:
+// a failing no-JS test hung until browserTimeout instead of showing its
+// message. shot, shotOf and shotInView now take their pictures of such a
+// page at once, and a step that cannot finish (here a promise that never
+// settles) is skipped after shotWait, the tab still usable after it.
+func TestBrowserShotWithoutScripts(t *testing.T) {
+	b := startBrowserLab(t, true)
+	b.noScripts()
+	b.open("/", false)
+	start := time.Now()
+	if _, ok := shotRun(b, "never", chromedp.Evaluate[bool](`new Promise(() => {})`, chromedp.EvalAwaitPromise)); ok {
+		t.Errorf("a promise that never settles settled")
+	}
+	if d := time.Since(start); d > 15*time.Second {
+		t.Errorf("a step that never finishes took %v to be skipped", d.Round(time.Second))
+	}
+	for _, c := range []struct {
+		name  string
+		shoot func(name string)
+	}{
+		{"noscript-page", b.shot},
+		{"noscript-main", func(name string) { b.shotOf("main", name) }},
+		{"noscript-main-in-view", func(name string) { b.shotInView("main", name) }},
+	} {
+		start := time.Now()
+		c.shoot(c.name)
+		if d := time.Since(start); d > 15*time.Second {
+			t.Errorf("%s with JavaScript off took %v", c.name, d.Round(time.Second))
+		}
+		if fi, err := os.Stat(filepath.Join("..", "artifacts", c.name+".png")); err != nil || fi.ModTime().Before(start.Add(-time.Second)) {
+			t.Errorf("%s with JavaScript off was not saved: %v", c.name, err)
+		}
+	}
 }
