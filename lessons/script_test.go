@@ -2,6 +2,9 @@ package lessons
 
 import (
 	"errors"
+	"go/ast"
+	goparser "go/parser"
+	"go/token"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -339,32 +342,44 @@ func TestInterfaceCatalogsFollowGlossary(t *testing.T) {
 }
 
 // networkMessage matches the English of a text about a message on a link
-// (a request, a response, a heartbeat, Raft's), the one thing a lesson's
-// Chinese may call 消息/訊息.
-var networkMessage = regexp.MustCompile(`(?i)request|response|heartbeat|raft|in flight`)
+// (a request, a response, a heartbeat, Raft's, AlterPartition,
+// LeaderAndIsr, a replication protocol's), the one thing a lesson may call
+// a message (消息/訊息).
+var networkMessage = regexp.MustCompile(`(?i)request|response|heartbeat|raft|in flight|alterpartition|leaderandisr|replication messages`)
 
-// recordCalledMessage reports whether zh, in language l, calls a record
-// 消息/訊息 where en speaks of no message on a link: the catalogues call a
-// record 记录/記錄 and keep 消息/訊息 for a link's messages.
-func recordCalledMessage(l i18n.Lang, en, zh string) bool {
-	word := map[i18n.Lang]string{i18n.SimplifiedChinese: "消息", i18n.TraditionalChinese: "訊息"}[l]
-	return strings.Contains(zh, word) && !networkMessage.MatchString(en)
+// englishMessage matches "message" or "messages" as a word.
+var englishMessage = regexp.MustCompile(`(?i)\bmessages?\b`)
+
+// recordCalledMessage reports whether text, in language l, calls a record
+// a message where en (the English text; text itself for English) speaks
+// of no message on a link: the catalogues call a record record, 记录 or
+// 記錄 and keep message, 消息 and 訊息 for a link's messages.
+func recordCalledMessage(l i18n.Lang, en, text string) bool {
+	says := englishMessage.MatchString(text)
+	if l != i18n.English {
+		word := map[i18n.Lang]string{i18n.SimplifiedChinese: "消息", i18n.TraditionalChinese: "訊息"}[l]
+		says = strings.Contains(text, word)
+	}
+	return says && !networkMessage.MatchString(en)
 }
 
-// TestLessonsCallARecordARecord: every Chinese line of the built-in
-// lessons (titles, explanations, choices, says, checks) calls a record
-// 记录/記錄 as the interface's catalogues do (they said 消息/訊息, which the
-// catalogues keep for a link's messages, TestInterfaceCatalogsFollowGlossary).
+// TestLessonsCallARecordARecord: every line of the built-in lessons
+// (titles, explanations, choices, says, checks) and every text the lessons'
+// code says (T) calls a record a record, 记录 or 記錄, as the interface's
+// catalogues do (they said message, 消息 or 訊息, which the catalogues keep
+// for a link's messages, TestInterfaceCatalogsFollowGlossary).
 func TestLessonsCallARecordARecord(t *testing.T) {
 	if !recordCalledMessage(i18n.SimplifiedChinese, "three messages", "三条消息") || !recordCalledMessage(i18n.TraditionalChinese, "three messages", "三筆訊息") ||
-		recordCalledMessage(i18n.SimplifiedChinese, "Raft messages in flight", "传输中的 Raft 消息") {
+		recordCalledMessage(i18n.SimplifiedChinese, "Raft messages in flight", "传输中的 Raft 消息") ||
+		!recordCalledMessage(i18n.English, "More messages", "More messages") || recordCalledMessage(i18n.English, "Messaging", "Messaging") ||
+		recordCalledMessage(i18n.English, "the fetch response message", "the fetch response message") {
 		t.Fatal("the check tells a record from a link's message wrongly")
 	}
 	files, err := fs.Glob(builtin, "data/*"+Ext)
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no lesson files: %v", err)
 	}
-	langs := map[string]i18n.Lang{"zh-Hans:": i18n.SimplifiedChinese, "zh-Hant:": i18n.TraditionalChinese}
+	langs := map[string]i18n.Lang{"en:": i18n.English, "zh-Hans:": i18n.SimplifiedChinese, "zh-Hant:": i18n.TraditionalChinese}
 	for _, f := range files {
 		data, err := fs.ReadFile(builtin, f)
 		if err != nil {
@@ -377,12 +392,65 @@ func TestLessonsCallARecordARecord(t *testing.T) {
 				en = rest
 			}
 			for prefix, l := range langs {
-				if zh, ok := strings.CutPrefix(line, prefix); ok && recordCalledMessage(l, en, zh) {
-					t.Errorf("%s:%d: a record is 记录/記錄, as in the catalogues: %s (English: %s)", f, i+1, zh, en)
+				if text, ok := strings.CutPrefix(line, prefix); ok && recordCalledMessage(l, en, text) {
+					t.Errorf("%s:%d: a record is a record (记录, 記錄), as in the catalogues: %s (English: %s)", f, i+1, text, en)
 				}
 			}
 		}
 	}
+	for pos, x := range codeTexts(t) {
+		for _, l := range i18n.Languages() {
+			if recordCalledMessage(l, x.En, x.In(l)) {
+				t.Errorf("%s: a record is a record (记录, 記錄), as in the catalogues: %s (English: %s)", pos, x.In(l), x.En)
+			}
+		}
+	}
+}
+
+// codeTexts returns every text the package's code writes as T with three
+// string literals (what the lessons' actions and queries say), by place.
+func codeTexts(t *testing.T) map[string]Text {
+	t.Helper()
+	fset := token.NewFileSet()
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]Text{}
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := goparser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok || len(call.Args) != 3 {
+				return true
+			}
+			if id, ok := call.Fun.(*ast.Ident); !ok || id.Name != "T" {
+				return true
+			}
+			var s [3]string
+			for i, a := range call.Args {
+				lit, ok := a.(*ast.BasicLit)
+				if !ok || lit.Kind != token.STRING {
+					return true
+				}
+				if s[i], err = strconv.Unquote(lit.Value); err != nil {
+					t.Fatal(err)
+				}
+			}
+			out[fset.Position(call.Pos()).String()] = T(s[0], s[1], s[2])
+			return true
+		})
+	}
+	if len(out) < 20 { // 25 when written
+		t.Fatalf("only %d texts found in the code", len(out))
+	}
+	return out
 }
 
 // TestTitlesWrapOnAPhone: no lesson title, in any language, holds a run of

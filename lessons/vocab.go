@@ -800,7 +800,7 @@ func (e *Env) sayLanes(topic string) {
 		if m.Leader == id {
 			role = T("leader", "leader", "leader")
 		}
-		e.Say(T("Broker %d (%s, %s): LEO %d, HW %d, messages %s.", "broker %d（%s，%s）：LEO %d，HW %d，记录 %s。", "broker %d（%s，%s）：LEO %d，HW %d，記錄 %s。").F(
+		e.Say(T("Broker %d (%s, %s): LEO %d, HW %d, records %s.", "broker %d（%s，%s）：LEO %d，HW %d，记录 %s。", "broker %d（%s，%s）：LEO %d，HW %d，記錄 %s。").F(
 			id, topic, role, st.LogEndOffset, st.HighWatermark, list(e.Values(id, topic)).Human()))
 	}
 }
