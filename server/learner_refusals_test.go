@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/base64"
 	"encoding/json"
+	"html"
 	"io"
 	"net/http"
 	"strconv"
@@ -30,7 +31,7 @@ func TestClassSeatSeesNoServerPaths(t *testing.T) {
 			continue
 		}
 		status, body := l.call(t, "GET", r[1], ada, "")
-		if status >= 500 && status != http.StatusNotImplemented { // 501: /metrics and /api/v1/observe are the teacher's lab's
+		if status >= 500 && status != http.StatusNotImplemented { // 501: a class observes no Kafka cluster (/api/v1/observe)
 			t.Errorf("GET %s as a seat: %d %s", r[1], status, body)
 		}
 		if strings.Contains(body, dir) {
@@ -400,4 +401,54 @@ func TestLessonRefusalsTranslated(t *testing.T) {
 	step("next", "", "lesson.refused.predict-first") // step 3 asks for a prediction
 	step("predict", "choice=nope", "lesson.refused.choice")
 	step("speed", "speed=warp", "lesson.refused.speed")
+}
+
+// TestClassSeatMetricsAndObserve: a seat's GET /metrics and GET
+// /api/v1/observe answered 501 "this lab cannot serve metrics" (in
+// Chinese the bare "not available in this lab"). They say why, in the
+// learner's language, and what to use instead: /metrics is the teacher's
+// (403 CLUSTER_AUTHORIZATION_FAILED: it reports every seat's cluster, this
+// one as seat-1), and no lab of a class observes a Kafka cluster (501
+// NOT_IMPLEMENTED, for the teacher too); a browser opening /metrics gets
+// the error page. The teacher's /metrics still reports the seat.
+func TestClassSeatMetricsAndObserve(t *testing.T) {
+	l, _ := startClass(t, t.TempDir(), "--seats", "1")
+	ada := l.join(t, 1, "Ada")
+	for _, c := range []struct {
+		who, path, token string
+		status           int
+		code, key        string
+		args             []string
+	}{
+		{"seat 1", "/metrics", ada, http.StatusForbidden, "CLUSTER_AUTHORIZATION_FAILED", "class.metrics.teacher-only", []string{"1"}},
+		{"seat 1", "/api/v1/observe", ada, http.StatusNotImplemented, "NOT_IMPLEMENTED", "class.observe-off", nil},
+		{"the teacher", "/api/v1/observe", l.teacher, http.StatusNotImplemented, "NOT_IMPLEMENTED", "class.observe-off", nil},
+	} {
+		status, body := l.call(t, "GET", c.path, c.token, "")
+		var e apiError
+		if json.Unmarshal([]byte(body), &e) != nil || status != c.status || e.Error.Code != c.code || e.Error.Key != c.key ||
+			strings.Join(e.Error.Args, " ") != strings.Join(c.args, " ") || !strings.Contains(e.Error.Message, "GET /api/v1/cluster") {
+			t.Errorf("GET %s as %s: %d %s, want %d %s with key %s %v, saying what to use instead", c.path, c.who, status, body, c.status, c.code, c.key, c.args)
+		}
+		args := make([]any, len(c.args))
+		for i, a := range c.args {
+			args[i] = a
+		}
+		for _, lang := range []i18n.Lang{i18n.SimplifiedChinese, i18n.TraditionalChinese} {
+			if text := i18n.T(lang, c.key, args...); text == c.key || text == i18n.T(i18n.English, c.key, args...) {
+				t.Errorf("%s has no %s text", c.key, lang)
+			}
+		}
+	}
+	for _, lang := range i18n.Languages() {
+		status, body, h := send(t, "GET", l.url+"metrics", "", ada, lang, false)
+		if want := i18n.T(lang, "class.metrics.teacher-only", "1"); status != http.StatusForbidden || !strings.HasPrefix(h.Get("Content-Type"), "text/html") ||
+			!strings.Contains(body, html.EscapeString(want)) || !strings.Contains(body, "CLUSTER_AUTHORIZATION_FAILED") {
+			t.Errorf("%s: a browser opening /metrics on seat 1: %d %s %.300s, want the 403 page saying %q", lang, status, h.Get("Content-Type"), body, want)
+		}
+	}
+	l.brokerState(t, ada, 1) // wakes seat 1's cluster, which the refusals did not
+	if status, body := l.call(t, "GET", "/metrics", l.teacher, ""); status != http.StatusOK || !strings.Contains(body, `cluster="seat-1"`) {
+		t.Errorf("the teacher's /metrics: %d, seat 1 reported: %v", status, strings.Contains(body, `cluster="seat-1"`))
+	}
 }

@@ -32,7 +32,8 @@ import (
 //     static files, the language switch and the OpenAPI document;
 //   - a seat token: every other page and /api/v1 route, served by the
 //     seat's Server on the seat's own cluster and runs; the teacher's
-//     routes (/class…, /api/v1/class…) are 403;
+//     routes (/class…, /api/v1/class…, /metrics) are 403, and
+//     /api/v1/observe says a class observes no Kafka cluster;
 //   - the teacher token: the class routes, and every other route on the
 //     lab's main cluster (the teacher's own free play);
 //   - none: pages go to /join, the API answers 401.
@@ -97,10 +98,28 @@ func publicPath(path string) bool {
 		strings.HasPrefix(path, "/static/")
 }
 
-// teacherPath reports whether path is one of the teacher's routes.
+// teacherPath reports whether path is one of the teacher's routes;
+// /metrics is one: in class mode it reports every seat's cluster.
 func teacherPath(path string) bool {
 	return path == "/class" || strings.HasPrefix(path, "/class/") ||
-		path == "/api/v1/class" || strings.HasPrefix(path, "/api/v1/class/")
+		path == "/api/v1/class" || strings.HasPrefix(path, "/api/v1/class/") || path == "/metrics"
+}
+
+// seatRefusal is what seat gets from a route its lab does not serve in
+// class mode, nil for any other: /metrics is the teacher's (it reports the
+// seat's cluster as seat-<n>, beside every other seat's), and no lab of a
+// class observes a Kafka cluster (--class and --observe do not go
+// together). Both say where the seat's own cluster's state is.
+func seatRefusal(path string, seat int) *Error {
+	switch path {
+	case "/metrics":
+		n := strconv.Itoa(seat)
+		return (&Error{Status: http.StatusForbidden, Code: kerr.ClusterAuthorizationFailed.Message,
+			Message: i18n.T(i18n.English, "class.metrics.teacher-only", n)}).withKey("class.metrics.teacher-only", n)
+	case "/api/v1/observe":
+		return observeOff("class.observe-off")
+	}
+	return nil
 }
 
 // machinePath reports whether path is read by programs (the API, the
@@ -155,6 +174,9 @@ func (s *Server) classGate(next echo.HandlerFunc) echo.HandlerFunc {
 		r = r.WithContext(views.WithClassRole(r.Context(), views.Learner))
 		c.SetRequest(r)
 		if seat, ok := cls.SeatOf(tok); ok {
+			if e := seatRefusal(path, seat); e != nil {
+				return e
+			}
 			if teacherPath(path) {
 				return &Error{Status: http.StatusForbidden, Code: kerr.ClusterAuthorizationFailed.Message,
 					Message: "only the teacher may use this", Key: "class.teacher-only"}

@@ -46,9 +46,20 @@ func (s *Server) observedSeeds() string {
 // getObserve answers the observed cluster's Info (501 for the lab).
 func (s *Server) getObserve(c echo.Context) error {
 	if s.observed == nil {
-		return notImplemented("observe a Kafka cluster (start with --observe)")
+		if s.opts.Class != nil {
+			return observeOff("class.observe-off")
+		}
+		return observeOff("observe.off")
 	}
 	return c.JSON(http.StatusOK, s.observed.Info())
+}
+
+// observeOff is GET /api/v1/observe in a lab that observes no Kafka
+// cluster: 501 NOT_IMPLEMENTED with the text of key (observe.off; in class
+// mode, where --observe cannot be given, class.observe-off), which says
+// why and where the lab's own cluster's state is.
+func observeOff(key string) *Error {
+	return (&Error{Status: http.StatusNotImplemented, Code: CodeNotImplemented, Message: i18n.T(i18n.English, key)}).withKey(key)
 }
 
 // observeView is the overview's observe section; nil for the lab.

@@ -21,16 +21,21 @@ func (observedLab) Info() observe.Info {
 
 // TestObserveReadOnly: in observe mode every request but GET and HEAD is
 // refused (403 READ_ONLY, translated), /api/v1/observe answers the poll's
-// Info and the overview shows it; a lab answers 501 there.
+// Info and the overview shows it; a lab answers 501 there, saying why
+// and where its own cluster is, in the learner's language (observe.off).
 func TestObserveReadOnly(t *testing.T) {
 	lab := newTestLab(events.BusOptions{})
-	wantError(t, do(t, newTestServer(t, lab, Options{}).Handler(), "GET", "/api/v1/observe", nil), 501, CodeNotImplemented)
+	rec := do(t, newTestServer(t, lab, Options{}).Handler(), "GET", "/api/v1/observe", nil)
+	wantError(t, rec, 501, CodeNotImplemented)
+	if !strings.Contains(rec.Body.String(), `"key":"observe.off"`) || !strings.Contains(rec.Body.String(), "GET /api/v1/cluster") {
+		t.Errorf("a lab's /api/v1/observe: %s, want the text of observe.off", rec.Body)
+	}
 
 	h := newTestServer(t, observedLab{lab}, Options{}).Handler()
 	for _, m := range []string{"POST", "PUT", "DELETE", "PATCH"} {
 		wantError(t, do(t, h, m, "/api/v1/topics/demo", nil), 403, CodeReadOnly)
 	}
-	rec := do(t, h, "POST", "/api/v1/brokers/1/crash", map[string]string{"Accept-Language": "zh-CN"})
+	rec = do(t, h, "POST", "/api/v1/brokers/1/crash", map[string]string{"Accept-Language": "zh-CN"})
 	wantError(t, rec, 403, CodeReadOnly)
 	if body := rec.Body.String(); !containsAll(body, "kafka-1:9092", "观察模式") {
 		t.Fatalf("refusal in Simplified Chinese: %s", body)

@@ -402,16 +402,17 @@ func doneText(lang i18n.Lang, action string, get func(string) string, body []byt
 
 // isPage reports whether an error answering r is shown as an HTML page
 // rather than the API's JSON body: on the cluster's pages always, and on any
-// other path outside the API, the static files, /ws and /metrics when a
-// browser asks for HTML (a lesson run's page after the run ended, an old
-// link, a mistyped address); a script asking for anything keeps the JSON.
+// other path outside the API, the static files and /ws when a browser asks
+// for HTML (a lesson run's page after the run ended, an old link, a
+// mistyped address, /metrics refused to a class's seat); a script asking
+// for anything else (Prometheus asks for text) keeps the JSON.
 func isPage(r *http.Request) bool {
 	path := r.URL.Path
 	if path == "/" || strings.HasPrefix(path, "/topics/") || (strings.HasPrefix(path, "/brokers/") && strings.HasSuffix(path, "/segments")) {
 		return true
 	}
 	return strings.Contains(r.Header.Get("Accept"), "text/html") &&
-		!strings.HasPrefix(path, "/api/") && !strings.HasPrefix(path, "/static/") && path != "/ws" && path != "/metrics"
+		!strings.HasPrefix(path, "/api/") && !strings.HasPrefix(path, "/static/") && path != "/ws"
 }
 
 // renderErrorPage shows an error on a page route as HTML.
