@@ -451,4 +451,16 @@ func TestClassSeatMetricsAndObserve(t *testing.T) {
 	if status, body := l.call(t, "GET", "/metrics", l.teacher, ""); status != http.StatusOK || !strings.Contains(body, `cluster="seat-1"`) {
 		t.Errorf("the teacher's /metrics: %d, seat 1 reported: %v", status, strings.Contains(body, `cluster="seat-1"`))
 	}
+	// The teacher trying a seat holds both cookies: /metrics is still theirs.
+	req, _ := http.NewRequest("GET", l.url+"metrics", nil)
+	req.AddCookie(&http.Cookie{Name: "tidemark_seat", Value: ada})
+	req.AddCookie(&http.Cookie{Name: "tidemark_teacher", Value: l.teacher})
+	resp, err := noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("/metrics with the teacher's and a seat's cookie: %d, want 200", resp.StatusCode)
+	}
 }
