@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -201,8 +202,8 @@ func (r *replica) quorumTick(nowMs int64) []func() {
 	if r.q.isrFailed {
 		r.q.isrFailed, r.q.isrSent = false, nil
 	}
-	for id, w := range r.q.waiters {
-		if nowMs >= w.deadlineMs {
+	for _, id := range slices.Sorted(maps.Keys(r.q.waiters)) { // in id order: the same events in every replay
+		if w := r.q.waiters[id]; nowMs >= w.deadlineMs {
 			r.answer(id, refused(kerr.RequestTimedOut))
 		}
 	}
@@ -425,7 +426,7 @@ func (r *replica) applyCommitted(e quorum.Entry) bool {
 }
 
 func (r *replica) failQuorumWaiters(err error) {
-	for id := range r.q.waiters {
+	for _, id := range slices.Sorted(maps.Keys(r.q.waiters)) {
 		r.answer(id, refused(err))
 	}
 }
