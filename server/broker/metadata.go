@@ -46,6 +46,17 @@ func brokerLive(md controller.Metadata, id int32) bool {
 func (b *Broker) RefreshMetadata() {
 	b.applyMu.Lock()
 	defer b.applyMu.Unlock()
+	for {
+		b.reapply.Store(false)
+		b.refreshMetadata()
+		if !b.reapply.Load() {
+			return
+		}
+	}
+}
+
+// refreshMetadata is one apply of RefreshMetadata. Callers hold applyMu.
+func (b *Broker) refreshMetadata() {
 	md, err := b.cfg.Controller.Metadata()
 	if err != nil {
 		return

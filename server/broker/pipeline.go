@@ -246,14 +246,8 @@ func (r *replica) reportPipelineFailure(f pipeline.Failure) {
 	}
 	// The new pipeline reaches this head with the metadata, and the others
 	// with its recovery write: applied now, the rebuild happens in this
-	// call, so a paused lab's steps stay exact. A caller already applying
-	// metadata (the metadata goroutine) leaves it to that goroutine.
-	if r.b.applyMu.TryLock() {
-		r.b.applyMu.Unlock()
-		r.b.RefreshMetadata()
-	} else {
-		r.b.refreshSoon()
-	}
+	// call, so a paused lab's steps stay exact (refreshNow).
+	r.b.refreshNow()
 }
 
 // reportCaughtUp tells the controller that every member of the pipeline
