@@ -73,13 +73,19 @@ func firstLineDiffering(a, b []byte) string {
 // Seed 23: two acks=all requests answered by one HW advance were answered
 // in map order (now in request order). Seed 12 showed both.
 func TestPipelineReplayExact(t *testing.T) {
-	cfg := StrictOn(controller.ProtocolPipeline)
-	for _, seed := range []uint64{7, 12, 23} {
+	playsAlike(t, StrictOn(controller.ProtocolPipeline), []uint64{7, 12, 23}, 3)
+}
+
+// playsAlike plays each seed's schedule under cfg plays times, in parallel
+// subtests, and fails where a play's export or event stream differs from
+// the first's.
+func playsAlike(t *testing.T, cfg Config, seeds []uint64, plays int) {
+	for _, seed := range seeds {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			t.Parallel()
 			actions := Generate(seed, DefaultActions)
 			exported, stream := playRecorded(t, seed, cfg, actions)
-			for play := 2; play <= 3; play++ {
+			for play := 2; play <= plays; play++ {
 				again, againStream := playRecorded(t, seed, cfg, actions)
 				if !bytes.Equal(exported, again) {
 					t.Errorf("play %d's export differs at %s", play, firstLineDiffering(exported, again))
@@ -101,19 +107,5 @@ func TestPipelineReplayExact(t *testing.T) {
 // its term or ISR is applied in the reporting call, not by the metadata
 // goroutine later.
 func TestQuorumReplayExact(t *testing.T) {
-	cfg := StrictOn(controller.ProtocolQuorum)
-	for _, seed := range []uint64{2, 3, 5, 6} {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			t.Parallel()
-			actions := Generate(seed, DefaultActions)
-			exported, stream := playRecorded(t, seed, cfg, actions)
-			again, againStream := playRecorded(t, seed, cfg, actions)
-			if !bytes.Equal(exported, again) {
-				t.Errorf("the second play's export differs at %s", firstLineDiffering(exported, again))
-			}
-			if !bytes.Equal(stream, againStream) {
-				t.Errorf("the second play's events differ at %s", firstLineDiffering(stream, againStream))
-			}
-		})
-	}
+	playsAlike(t, StrictOn(controller.ProtocolQuorum), []uint64{2, 3, 5, 6}, 2)
 }
