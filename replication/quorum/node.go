@@ -463,12 +463,12 @@ func (n *Node) observe() {
 	reset := st.Term != n.term || st.RaftState != n.state && st.RaftState != raft.StatePreCandidate
 	n.term, n.state = st.Term, st.RaftState
 	if reset {
-		n.heardFromLeader()
+		n.resetTimer()
 	}
 }
 
-// heardFromLeader resets the election timer: Raft reset its own.
-func (n *Node) heardFromLeader() {
+// resetTimer restarts the election timer, where Raft restarts its own.
+func (n *Node) resetTimer() {
 	n.raftElapsed, n.sinceReset, n.timeout = 0, 0, n.drawTimeout()
 }
 
@@ -485,10 +485,10 @@ func (n *Node) drawTimeout() int {
 // a leader's next heartbeat (which is also when its CheckQuorum falls), a
 // non-leader's election timeout (the node's own, between ElectionTicks and
 // twice that; a follower that hears from its leader never reaches it).
-// Ticks before then only
-// count; the owner may give them later, all at once, and need not wake
-// for them: an idle partition wakes its broker once per heartbeat on the
-// leader and not at all on its followers. At least 1.
+// Ticks before then only count; the owner may give them later, all at
+// once, and need not wake for them: an idle partition wakes its broker
+// once per heartbeat on the leader and not at all on its followers. At
+// least 1.
 func (n *Node) TicksUntilDue() int {
 	if n.failed != nil {
 		return math.MaxInt32
@@ -522,7 +522,7 @@ func (n *Node) Step(m raftpb.Message) error {
 	switch m.Type {
 	case raftpb.MsgApp, raftpb.MsgHeartbeat, raftpb.MsgSnap:
 		if m.Term >= n.rn.BasicStatus().Term { // Raft ignores an older leader's
-			n.heardFromLeader()
+			n.resetTimer()
 		}
 	case raftpb.MsgVote, raftpb.MsgPreVote:
 		// Raft ignores a vote request while its leader's lease holds
