@@ -12,6 +12,18 @@
 // returns the messages to send and the entries to apply: "persist before
 // send". Raft elects the leader; the controller only assigns the replicas.
 //
+// Elections are timed by the node, not by Raft: Raft draws each election
+// timeout from crypto/rand (raft.go, resetRandomizedElectionTimeout:
+// electionTimeout + globalRand.Intn(electionTimeout), and lockedRand.Intn
+// reads rand.Reader), which no Config option seeds or replaces. So a
+// non-leader's Tick gives Raft a tick only while Raft's own timer stays
+// below ElectionTicks (where no drawn timeout can fire: it is at least
+// that), and the node campaigns (Campaign, with PreVote) once a timeout of
+// its own passes, drawn between ElectionTicks and twice that from a PCG
+// seeded by its id, term and campaign count. Given the same messages and
+// ticks, a node then elects the same way in every run: a paused lab's
+// elections replay exactly.
+//
 // The voters are the partition's replicas, fixed when the topic is created:
 // every replica starts from the same initial state (a log whose first index
 // is 2, after a snapshot at index 1 that names the voters), as the raft
@@ -33,6 +45,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"math/rand/v2"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -56,8 +69,9 @@ type Config struct {
 	// FS is the file system (default vfs.Default).
 	FS vfs.FS
 	// ElectionTicks is how many Ticks a follower waits without hearing
-	// from a leader before it campaigns (randomized by Raft up to twice
-	// that). Default 10: 500 ms at the broker's 50 ms tick.
+	// from a leader before it campaigns (at least: each timeout is drawn
+	// between ElectionTicks and twice that, see the package doc). Default
+	// 10: 500 ms at the broker's 50 ms tick.
 	ElectionTicks int
 	// HeartbeatTicks is how often a leader heartbeats, in Ticks. Default 2
 	// (100 ms): a fifth of the shortest election timeout, and a divisor of
@@ -204,15 +218,28 @@ type Node struct {
 	// after it, as a log dir that failed does.
 	failed error
 	// sinceHeartbeat counts the Ticks since this node last sent heartbeats
-	// as leader; sinceHeard those since it last stepped an append,
-	// heartbeat or snapshot from a leader of its term. Each is reset no
-	// later than Raft resets its own timer, so TicksUntilDue is never late.
-	sinceHeartbeat, sinceHeard int
+	// as leader.
+	sinceHeartbeat int
+	// The node's election timer (package doc). raftElapsed is at least
+	// Raft's own electionElapsed while not leading (reset only where Raft
+	// surely resets it: a new term or state, an append, heartbeat or
+	// snapshot from a leader of its term), and at most ElectionTicks-1;
+	// sinceReset counts the Ticks since then or since the node last
+	// campaigned, which it does at timeout. term and state are Raft's as
+	// last seen, campaigns seeds the next timeout.
+	raftElapsed, sinceReset, timeout int
+	term                             uint64
+	state                            raft.StateType
+	campaigns                        uint64
 	// ticks counts Ticks; heardAt is the tick at which each other replica
 	// last sent this node a message (CaughtUp).
 	ticks   int
 	heardAt map[uint64]int
 }
+
+// campaignTransfer is the Context raft gives a leadership transfer's vote
+// requests (raft.campaignTransfer), which its lease check lets through.
+const campaignTransfer = "CampaignTransfer"
 
 // entryVersion starts every proposal's data, in case its layout changes.
 const entryVersion = 1
@@ -315,7 +342,10 @@ func Open(cfg Config) (*Node, error) {
 		w.close()
 		return nil, err
 	}
-	return &Node{cfg: cfg, rn: rn, storage: ds, wal: w, applied: start, checkpoints: kept, heardAt: map[uint64]int{}}, nil
+	n := &Node{cfg: cfg, rn: rn, storage: ds, wal: w, applied: start, checkpoints: kept, heardAt: map[uint64]int{}}
+	n.state = raft.StateLeader // anything but a follower's: observe resets the timer
+	n.observe()
+	return n, nil
 }
 
 // ApplyStart is the segment log's end at the newest apply checkpoint
@@ -394,35 +424,80 @@ func (n *Node) fail(format string, args ...any) error {
 
 // Tick advances Raft's logical clock by one tick (election and heartbeat
 // timeouts are counted in ticks).
+//
+// A leader's tick is Raft's (heartbeats, CheckQuorum: no randomness); a
+// non-leader's counts toward the node's own election timeout, reaching
+// Raft only while Raft's timer cannot fire (package doc).
 func (n *Node) Tick() {
-	if n.failed == nil {
-		n.sinceHeartbeat++
-		n.sinceHeard++
-		n.ticks++
+	if n.failed != nil {
+		return
+	}
+	n.sinceHeartbeat++
+	n.ticks++
+	n.observe()
+	if n.state == raft.StateLeader {
+		n.rn.Tick()
+		n.observe() // CheckQuorum may have stepped it down
+		return
+	}
+	n.sinceReset++
+	if n.raftElapsed < n.cfg.ElectionTicks-1 {
+		n.raftElapsed++
 		n.rn.Tick()
 	}
+	if n.sinceReset >= n.timeout {
+		n.campaigns++
+		n.sinceReset, n.timeout = 0, n.drawTimeout()
+		if err := n.rn.Campaign(); err != nil {
+			n.cfg.Logger.Debug("campaign", "raft", n.cfg.ID, "err", err)
+		}
+		n.observe()
+	}
+}
+
+// observe resets the election timer where Raft reset its own: a new term,
+// or a new state other than pre-candidate (becomeFollower, becomeCandidate
+// and becomeLeader reset it; becomePreCandidate does not).
+func (n *Node) observe() {
+	st := n.rn.BasicStatus()
+	reset := st.Term != n.term || st.RaftState != n.state && st.RaftState != raft.StatePreCandidate
+	n.term, n.state = st.Term, st.RaftState
+	if reset {
+		n.resetTimer()
+	}
+}
+
+// resetTimer restarts the election timer, where Raft restarts its own.
+func (n *Node) resetTimer() {
+	n.raftElapsed, n.sinceReset, n.timeout = 0, 0, n.drawTimeout()
+}
+
+// drawTimeout returns the next election timeout, ElectionTicks to twice
+// that less one (Raft's range), from a source seeded by the node's id, its
+// term and its campaigns so far: replicas of one partition draw apart, and
+// one node draws the same in every run.
+func (n *Node) drawTimeout() int {
+	rng := rand.New(rand.NewPCG(uint64(n.cfg.ID), n.term<<20^n.campaigns))
+	return n.cfg.ElectionTicks + rng.IntN(n.cfg.ElectionTicks)
 }
 
 // TicksUntilDue is how many Ticks from now the next one may do something:
 // a leader's next heartbeat (which is also when its CheckQuorum falls), a
-// follower's earliest election timeout (Raft randomizes it between
-// ElectionTicks and twice that; a follower that hears from its leader
-// never reaches it), every Tick for a candidate. Ticks before then only
-// count; the owner may give them later, all at once, and need not wake
-// for them: an idle partition wakes its broker once per heartbeat on the
-// leader and not at all on its followers. At least 1.
+// non-leader's election timeout (the node's own, between ElectionTicks and
+// twice that; a follower that hears from its leader never reaches it).
+// Ticks before then only count; the owner may give them later, all at
+// once, and need not wake for them: an idle partition wakes its broker
+// once per heartbeat on the leader and not at all on its followers. At
+// least 1.
 func (n *Node) TicksUntilDue() int {
 	if n.failed != nil {
 		return math.MaxInt32
 	}
-	due := 1
-	switch n.rn.BasicStatus().RaftState {
-	case raft.StateLeader:
-		due = n.cfg.HeartbeatTicks - n.sinceHeartbeat
-	case raft.StateFollower:
-		due = n.cfg.ElectionTicks - n.sinceHeard
+	n.observe()
+	if n.state == raft.StateLeader {
+		return max(n.cfg.HeartbeatTicks-n.sinceHeartbeat, 1)
 	}
-	return max(due, 1)
+	return max(n.timeout-n.sinceReset, 1)
 }
 
 // Step hands Raft a message another replica sent. A message not addressed
@@ -447,11 +522,23 @@ func (n *Node) Step(m raftpb.Message) error {
 	switch m.Type {
 	case raftpb.MsgApp, raftpb.MsgHeartbeat, raftpb.MsgSnap:
 		if m.Term >= n.rn.BasicStatus().Term { // Raft ignores an older leader's
-			n.sinceHeard = 0
+			n.resetTimer()
+		}
+	case raftpb.MsgVote, raftpb.MsgPreVote:
+		// Raft ignores a vote request while its leader's lease holds
+		// (CheckQuorum), judged by its own timer, which Tick keeps below
+		// the election timeout. Judge it by the node's timer instead: past
+		// an election timeout, mark the request as Raft marks a leadership
+		// transfer's, the one kind it lets through a lease (raft.go, Step:
+		// force). Otherwise a follower would vote only once it campaigned.
+		if n.sinceReset >= n.cfg.ElectionTicks && m.Context == nil {
+			m.Context = []byte(campaignTransfer)
 		}
 	}
 	n.heardAt[m.From] = n.ticks
-	return n.rn.Step(m)
+	err := n.rn.Step(m)
+	n.observe()
+	return err
 }
 
 // Campaign makes this node start an election now (tests and the lab's
@@ -460,7 +547,9 @@ func (n *Node) Campaign() error {
 	if n.failed != nil {
 		return n.failed
 	}
-	return n.rn.Campaign()
+	err := n.rn.Campaign()
+	n.observe()
+	return err
 }
 
 // Propose appends a produced batch to the leader's Raft log; it commits

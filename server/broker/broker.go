@@ -235,6 +235,10 @@ type Broker struct {
 	// applyMu serializes RefreshMetadata: metadata is applied in version
 	// order from one place.
 	applyMu sync.Mutex
+	// reapply asks the RefreshMetadata under way to apply again when it
+	// ends (refreshNow from inside an apply): in its own call, so a
+	// paused lab's steps stay exact.
+	reapply atomic.Bool
 	// refresh asks the metadata goroutine to apply newer metadata, so a
 	// slow apply (a topic with many partitions) never delays heartbeats.
 	refresh chan struct{}

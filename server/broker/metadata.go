@@ -46,6 +46,23 @@ func brokerLive(md controller.Metadata, id int32) bool {
 func (b *Broker) RefreshMetadata() {
 	b.applyMu.Lock()
 	defer b.applyMu.Unlock()
+	for range maxReapplies {
+		b.reapply.Store(false)
+		b.refreshMetadata()
+		if !b.reapply.Load() {
+			return
+		}
+	}
+	b.refreshSoon() // still asked: the metadata goroutine goes on
+}
+
+// maxReapplies bounds how often one RefreshMetadata applies again for
+// reports made inside it (refreshNow): each report is made once per term
+// or ISR, so a few suffice.
+const maxReapplies = 8
+
+// refreshMetadata is one apply of RefreshMetadata. Callers hold applyMu.
+func (b *Broker) refreshMetadata() {
 	md, err := b.cfg.Controller.Metadata()
 	if err != nil {
 		return

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -48,7 +49,8 @@ type pipelineState struct {
 	// length.
 	minISR int
 	// waiters are acks=all produce requests waiting for the HW to pass
-	// their last offset, by request id.
+	// their last offset, by request id; answered in id order, so their
+	// events come in the same order in every replay (not the map's).
 	waiters map[uint64]pipelineWaiter
 	// outq are messages Ready returned, for the pump to send.
 	outq []pipeline.Message
@@ -120,8 +122,8 @@ func (r *replica) applyPipeline(p controller.Partition, tc controller.TopicConfi
 // failPipelineWaiters answers err to the waiting produce requests whose
 // records reach from or beyond. Callers hold r.mu.
 func (r *replica) failPipelineWaiters(from int64, err error) {
-	for id, w := range r.pl.waiters {
-		if w.last >= from {
+	for _, id := range slices.Sorted(maps.Keys(r.pl.waiters)) {
+		if w := r.pl.waiters[id]; w.last >= from {
 			r.answerPipeline(id, ProduceResult{BaseOffset: w.first, LastOffset: w.last, Err: err})
 		}
 	}
@@ -170,8 +172,8 @@ func (r *replica) pipelineReady() []func() {
 			ev.Offsets = &events.Offsets{HW: r.hw, LEO: r.log.LogEndOffset()}
 			r.emit(ev)
 			r.wake()
-			for id, w := range r.pl.waiters {
-				if w.last < r.hw {
+			for _, id := range slices.Sorted(maps.Keys(r.pl.waiters)) {
+				if w := r.pl.waiters[id]; w.last < r.hw {
 					r.answerPipeline(id, ProduceResult{BaseOffset: w.first, LastOffset: w.last, Err: r.pl.m.AckError(-1, r.pl.minISR)})
 				}
 			}
@@ -244,14 +246,8 @@ func (r *replica) reportPipelineFailure(f pipeline.Failure) {
 	}
 	// The new pipeline reaches this head with the metadata, and the others
 	// with its recovery write: applied now, the rebuild happens in this
-	// call, so a paused lab's steps stay exact. A caller already applying
-	// metadata (the metadata goroutine) leaves it to that goroutine.
-	if r.b.applyMu.TryLock() {
-		r.b.applyMu.Unlock()
-		r.b.RefreshMetadata()
-	} else {
-		r.b.refreshSoon()
-	}
+	// call, so a paused lab's steps stay exact (refreshNow).
+	r.b.refreshNow()
 }
 
 // reportCaughtUp tells the controller that every member of the pipeline
@@ -267,8 +263,8 @@ func (r *replica) reportCaughtUp(stamp int32) {
 // times out produce requests past their deadline. Callers hold r.mu.
 func (r *replica) pipelineTick(nowMs int64) []func() {
 	r.pl.m.Tick(nowMs)
-	for id, w := range r.pl.waiters {
-		if nowMs >= w.deadlineMs {
+	for _, id := range slices.Sorted(maps.Keys(r.pl.waiters)) {
+		if w := r.pl.waiters[id]; nowMs >= w.deadlineMs {
 			r.answerPipeline(id, ProduceResult{BaseOffset: w.first, LastOffset: w.last, Err: kerr.RequestTimedOut})
 		}
 	}

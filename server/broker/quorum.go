@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -201,8 +202,8 @@ func (r *replica) quorumTick(nowMs int64) []func() {
 	if r.q.isrFailed {
 		r.q.isrFailed, r.q.isrSent = false, nil
 	}
-	for id, w := range r.q.waiters {
-		if nowMs >= w.deadlineMs {
+	for _, id := range slices.Sorted(maps.Keys(r.q.waiters)) { // in id order: the same events in every replay
+		if w := r.q.waiters[id]; nowMs >= w.deadlineMs {
 			r.answer(id, refused(kerr.RequestTimedOut))
 		}
 	}
@@ -360,7 +361,7 @@ func (r *replica) proposeQuorumISR(st quorum.Status) func() {
 				r.b.tickBy(r.b.nowMs() + r.b.cfg.TickInterval.Milliseconds())
 				return
 			}
-			r.b.refreshSoon() // the ISR reaches the replicas with the metadata
+			r.b.refreshNow() // the ISR reaches the replicas with the metadata
 		})
 	}
 }
@@ -425,7 +426,7 @@ func (r *replica) applyCommitted(e quorum.Entry) bool {
 }
 
 func (r *replica) failQuorumWaiters(err error) {
-	for id := range r.q.waiters {
+	for _, id := range slices.Sorted(maps.Keys(r.q.waiters)) {
 		r.answer(id, refused(err))
 	}
 }
@@ -444,7 +445,26 @@ func (r *replica) reportQuorumLeader(term uint64) func() {
 			r.q.reportedTerm = max(r.q.reportedTerm, term)
 		}
 		r.mu.Unlock()
-		r.b.refreshSoon() // the new leader epoch reaches the replicas with the metadata
+		r.b.refreshNow() // the new leader epoch reaches the replicas with the metadata
+	}
+}
+
+// refreshNow applies the newest metadata before it returns: now, or, if an
+// apply is under way (this call comes from inside it, or the metadata
+// goroutine's), when that apply ends, in its call. Leaving it to the
+// metadata goroutine instead raced with a paused lab's next step (quorum
+// leaders and ISRs did not replay exactly). A running lab also asks the
+// metadata goroutine, in case the apply under way ended just before it
+// saw the request.
+func (b *Broker) refreshNow() {
+	if b.applyMu.TryLock() {
+		b.applyMu.Unlock()
+		b.RefreshMetadata()
+		return
+	}
+	b.reapply.Store(true)
+	if !b.cfg.Clock.Paused() {
+		b.refreshSoon()
 	}
 }
 

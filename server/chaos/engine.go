@@ -700,7 +700,7 @@ func (t *topicRun) produce(pr *producer, p int32) (string, error) {
 	}
 	b.w.Attempts++
 	pd := &pending{pr: pr, b: b, broker: leader, gen: r.gen[leader], offset: -1, done: make(chan broker.ProduceResult, 1)}
-	before, waiting := rep.Log().LogEndOffset(), rep.Status().WaitingProduces
+	before, waiting, seq0 := rep.Log().LogEndOffset(), rep.Status().WaitingProduces, r.c.Bus().LastSeq()
 	r.wg.Go(func() { pd.done <- br.Produce(context.Background(), t.name, p, acks, records, RequestTimeout) })
 	// The hand-off: the leader appended the batch, answered, or proposed
 	// it and waits (it is then among its waiting produces). An append
@@ -712,6 +712,19 @@ func (t *topicRun) produce(pr *producer, p int32) (string, error) {
 	deadline := time.Now().Add(handOff)
 wait:
 	for {
+		// A pipeline head forwards the batch in the produce's own call,
+		// after the append: the members' appends, their acks coming back,
+		// a member found unreachable, the rebuild that asks for and its
+		// truncation of the batch. Wait for that call to hand off before
+		// looking, or what the run sees (and the next action) races with
+		// it: strict-pipeline seeds 7 and 12 played differently.
+		if t.protocol == controller.ProtocolPipeline && !t.forwarded(pd, leader, p, waiting, seq0) {
+			if time.Now().After(deadline) {
+				return "", fmt.Errorf("%w: the forwarding of %s by broker %d never ended", ErrRun, b.w.Value, leader)
+			}
+			time.Sleep(100 * time.Microsecond)
+			continue
+		}
 		select {
 		case res := <-pd.done:
 			if appended() {
@@ -769,6 +782,37 @@ func appendsOnCommit(p controller.ReplicationProtocol) bool { return p == contro
 
 // labMs is lab time since the schedule started, in milliseconds.
 func (r *runner) labMs() int64 { return r.c.Clock().Now().Sub(r.began).Milliseconds() }
+
+// forwarded reports whether a pipeline head's produce call pd is done
+// forwarding: it answered (acks=1, or the tail's ack came back at once),
+// or its request waits for acks (Status counts a waiting request once its
+// forwarding returned). Requests answered meanwhile (this one's ack may
+// answer older ones) are counted from their answers' events since seq0,
+// when waiting requests were counted.
+func (t *topicRun) forwarded(pd *pending, broker, p int32, waiting int, seq0 uint64) bool {
+	select {
+	case res := <-pd.done:
+		pd.done <- res // collected from the append's events
+		return true
+	default:
+	}
+	b := t.r.c.Broker(broker)
+	if b == nil {
+		return true // stopped: its requests were answered
+	}
+	rep := b.Replica(t.name, p)
+	if rep == nil {
+		return true
+	}
+	answered := 0
+	evs, _ := t.r.c.Bus().Since(seq0, 0)
+	for _, e := range evs {
+		if t.answers(e, broker, p) {
+			answered++
+		}
+	}
+	return rep.Status().WaitingProduces+answered > waiting
+}
 
 // appendPublished reports whether broker's append at offset base of
 // partition p is on the bus (after the events the runner has read).

@@ -38,8 +38,17 @@ type Clock struct {
 // running is the channel Resumed returns while the clock runs.
 var running = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
-// NewClock returns a running clock at 1× that starts at the current real time.
-func NewClock() *Clock { return newClockAt(time.Now) }
+// NewClock returns a running clock at 1× that starts at the current real
+// time cut to the whole second. The timers on a grid of lab time (a quorum
+// replica's Raft ticks every 50 ms, retention checks) then fall at the same
+// offsets from the lab's start in every run: started mid-grain, a step
+// covered one Raft tick more or less from run to run, and a paused lab's
+// replays of one schedule differed (a leader's CheckQuorum a grain apart).
+func NewClock() *Clock {
+	c := newClockAt(time.Now)
+	c.base = c.base.Truncate(time.Second)
+	return c
+}
 
 // newClockAt returns a running clock at 1× whose real time is now (tests
 // inject one they move by hand).

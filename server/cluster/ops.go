@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -51,14 +50,16 @@ func (c *Cluster) AlterConfigs(topic string, changes map[string]*string) (contro
 
 // propagate makes every running broker fetch the metadata now instead of
 // at its next heartbeat, so a change is visible when the call returns. The
-// brokers apply it at the same time: each applies its own metadata in
-// order (under its applyMu), and they share nothing while doing it.
+// brokers apply it one after another, in broker order: applying is not
+// private to a broker (a pipeline head sends its recovery write to its
+// successors as it applies, and a successor that has not applied the
+// partition yet refuses it, to be retried at the next tick), so brokers
+// applying at once made which partitions came up at once depend on
+// goroutine scheduling, and a chaos run did not replay exactly.
 func (c *Cluster) propagate() {
-	var wg sync.WaitGroup
 	for _, b := range c.liveBrokers() {
-		wg.Go(b.Heartbeat)
+		b.Heartbeat()
 	}
-	wg.Wait()
 }
 
 // Record is one record to produce.
