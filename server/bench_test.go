@@ -64,6 +64,9 @@ func BenchmarkPanelLatency(b *testing.B) {
 			leaders[p.Partition] = p.Leader
 		}
 	}
+	// Events carry lab time, which starts on a whole second (NewClock):
+	// at 1× it is real time less a constant, taken out of publish times.
+	skew := lab.cl.Clock().Now().Sub(time.Now())
 	sub := lab.cl.Bus().Subscribe()
 	stopSub := make(chan struct{})
 	subDone := make(chan struct{})
@@ -81,7 +84,7 @@ func BenchmarkPanelLatency(b *testing.B) {
 				if e.Kind == events.KindAppend && e.Topic == "demo" && e.Offsets != nil {
 					if leaders[e.Partition] == e.Broker {
 						appendAt[key{e.Partition, e.Offsets.Last}] = e.Seq
-						pubAt[key{e.Partition, e.Offsets.Last}] = e.Time
+						pubAt[key{e.Partition, e.Offsets.Last}] = e.Time.Add(-skew)
 					}
 				}
 			}
@@ -132,9 +135,9 @@ func BenchmarkPanelLatency(b *testing.B) {
 		sentMu sync.Mutex
 		all    []sent
 	)
-	var renders [][7]float64 // [seq, ms since epoch, render ms, handle ms, lanes ms, parts, messages]
+	var renders []renderEntry
 	readRenders := func() {
-		got, err := chromedp.Run(lab.ctx, chromedp.Evaluate[[][7]float64](`window.tidemarkRenders()`))
+		got, err := chromedp.Run(lab.ctx, chromedp.Evaluate[[]renderEntry](`window.tidemarkRenders()`))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -237,9 +240,10 @@ func BenchmarkPanelLatency(b *testing.B) {
 	// Let the last appends reach the panel.
 	deadline := time.Now().Add(5 * time.Second)
 	var lat, steady, pub, toWS, toRender []float64
+	var rows [][5]float64 // a produce request's, for TIDEMARK_LAT_LOG
 	for {
 		readRenders()
-		lat, steady, pub, toWS, toRender = lat[:0], steady[:0], pub[:0], toWS[:0], toRender[:0]
+		lat, steady, pub, toWS, toRender, rows = lat[:0], steady[:0], pub[:0], toWS[:0], toRender[:0], rows[:0]
 		missing := 0
 		mu.Lock()
 		for _, s := range all {
@@ -248,20 +252,23 @@ func BenchmarkPanelLatency(b *testing.B) {
 				missing++
 				continue
 			}
-			i := slices.IndexFunc(renders, func(r [7]float64) bool { return uint64(r[0]) >= seq })
+			i := slices.IndexFunc(renders, func(r renderEntry) bool { return uint64(r.Seq) >= seq })
 			if i < 0 {
 				missing++
 				continue
 			}
-			lat = append(lat, renders[i][1]-float64(s.at.UnixNano())/1e6)
+			lat = append(lat, renders[i].At-float64(s.at.UnixNano())/1e6)
 			if !steadyFrom.IsZero() && s.at.After(steadyFrom) {
 				steady = append(steady, lat[len(lat)-1])
 			}
 			pub = append(pub, float64(pubAt[s.key].Sub(s.at))/1e6)
-			toRender = append(toRender, renders[i][1]-float64(pubAt[s.key].UnixNano())/1e6)
+			toRender = append(toRender, renders[i].At-float64(pubAt[s.key].UnixNano())/1e6)
+			ws := -1.0 // not seen by the Go client
 			if at, ok := wsAt[seq]; ok {
-				toWS = append(toWS, float64(at.Sub(pubAt[s.key]))/1e6)
+				ws = float64(at.Sub(pubAt[s.key])) / 1e6
+				toWS = append(toWS, ws)
 			}
+			rows = append(rows, [5]float64{float64(s.at.Sub(begin)) / 1e6, lat[len(lat)-1], pub[len(pub)-1], ws, toRender[len(toRender)-1]})
 		}
 		mu.Unlock()
 		if missing == 0 || time.Now().After(deadline) {
@@ -276,12 +283,8 @@ func BenchmarkPanelLatency(b *testing.B) {
 		// A line a produce request: ms since the run began, produce→render,
 		// produce→publish, publish→ws (-1: not seen), publish→render.
 		out := fmt.Appendf(nil, "# begin %d\n", begin.UnixMilli())
-		for i, s := range all {
-			ws := -1.0
-			if at, ok := wsAt[appendAt[s.key]]; ok {
-				ws = float64(at.Sub(pubAt[s.key])) / 1e6
-			}
-			out = fmt.Appendf(out, "%.1f %.1f %.1f %.1f %.1f\n", float64(s.at.Sub(begin))/1e6, lat[i], float64(pubAt[s.key].Sub(s.at))/1e6, ws, lat[i]-float64(pubAt[s.key].Sub(s.at))/1e6)
+		for _, r := range rows {
+			out = fmt.Appendf(out, "%.1f %.1f %.1f %.1f %.1f\n", r[0], r[1], r[2], r[3], r[4])
 		}
 		if err := os.WriteFile(path, out, 0o644); err != nil {
 			b.Fatal(err)
@@ -314,10 +317,10 @@ func BenchmarkPanelLatency(b *testing.B) {
 	b.ReportMetric(lat[len(lat)-1], "max-ms")
 	b.ReportMetric(float64(records)/elapsed.Seconds(), "records/s")
 	if n := len(renders); n > 1 {
-		b.ReportMetric(float64(n-1)/((renders[n-1][1]-renders[0][1])/1000), "renders/s")
+		b.ReportMetric(float64(n-1)/((renders[n-1].At-renders[0].At)/1000), "renders/s")
 		var rms, hms, lms float64
 		for _, r := range renders {
-			rms, hms, lms = rms+r[2], hms+r[3], lms+r[4]
+			rms, hms, lms = rms+r.RenderMs, hms+r.HandleMs, lms+r.LanesMs
 		}
 		b.ReportMetric(rms/float64(n), "render-ms/frame")
 		b.ReportMetric(hms/float64(n), "decode-ms/frame")
@@ -326,8 +329,8 @@ func BenchmarkPanelLatency(b *testing.B) {
 		// long gap waits for its end.
 		var gaps, rs []float64
 		for i := 1; i < n; i++ {
-			gaps = append(gaps, renders[i][1]-renders[i-1][1])
-			rs = append(rs, renders[i][2])
+			gaps = append(gaps, renders[i].At-renders[i-1].At)
+			rs = append(rs, renders[i].RenderMs)
 		}
 		slices.Sort(gaps)
 		slices.Sort(rs)
@@ -338,7 +341,7 @@ func BenchmarkPanelLatency(b *testing.B) {
 		// second, and the frames in which two or more did.
 		var read, stacked int
 		for _, r := range renders {
-			n := bits.OnesCount(uint(r[5]) & 0x1f)
+			n := bits.OnesCount(uint(r.Parts) & 0x1f)
 			read += n
 			if n > 1 {
 				stacked++
@@ -407,7 +410,7 @@ func procCPU(pid string) (ppid int, ms int64, ok bool) {
 // to the file TIDEMARK_RENDER_LOG names, when set: [seq, ms since the
 // epoch, render ms, decode ms, lanes ms, parts, messages decoded] a render, to tell the long
 // frames apart (parts: the bits of wasm/main.go's frameParts).
-func writeRenderLog(b *testing.B, renders [][7]float64) {
+func writeRenderLog(b *testing.B, renders []renderEntry) {
 	path := os.Getenv("TIDEMARK_RENDER_LOG")
 	if path == "" {
 		return

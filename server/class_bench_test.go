@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -184,32 +183,4 @@ func BenchmarkClassPanelLatency(b *testing.B) {
 	b.ReportMetric(float64(len(trips)*perTick)/elapsed.Seconds(), "records/s")
 	b.ReportMetric(float64(failed), "produces-refused")
 	b.ReportMetric(0, "ns/op")
-}
-
-// renderEntry is one render of the panel's log, window.tidemarkRenders()
-// (wasm/main.go): the Seq it shows, when it ended (At, ms since the Unix
-// epoch), the ms spent rendering, decoding and applying messages since
-// the previous render (HandleMs) and rendering the lanes, the parts that
-// ran (frameParts' bits) and the messages decoded since the previous
-// render. It decodes exactly that array: one of another length is an
-// error, not an entry cut short or padded with zeros.
-type renderEntry struct {
-	Seq, At, RenderMs, HandleMs, LanesMs, Parts, Messages float64
-}
-
-// renderFields is how many numbers a render log entry holds.
-const renderFields = 7
-
-// UnmarshalJSON decodes [seq, at, render ms, handle ms, lanes ms, parts,
-// messages].
-func (r *renderEntry) UnmarshalJSON(b []byte) error {
-	var a []float64
-	if err := json.Unmarshal(b, &a); err != nil {
-		return err
-	}
-	if len(a) != renderFields {
-		return fmt.Errorf("a render log entry of %d numbers, want %d (seq, at, render, handle, lanes ms, parts, messages): %s", len(a), renderFields, b)
-	}
-	*r = renderEntry{a[0], a[1], a[2], a[3], a[4], a[5], a[6]}
-	return nil
 }

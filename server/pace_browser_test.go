@@ -10,7 +10,7 @@ import (
 )
 
 // TestBrowserStreamPaced: a stream of records makes the panel pace its
-// renders (panel.Paced, whose rate TestPaced checks; the benchmark's
+// renders (panel.PaceWait, whose rate TestPaceWait checks; the benchmark's
 // renders/s shows it: ~20 against ~57), and the paced panel still catches
 // up with every event and shows the records once the stream ends.
 func TestBrowserStreamPaced(t *testing.T) {
@@ -50,12 +50,11 @@ func TestBrowserStreamPaced(t *testing.T) {
 	}
 	b.poll(`+document.getElementById("panel").dataset.seq >= `+strconv.FormatUint(b.cl.Bus().LastSeq(), 10), "the panel to catch up")
 
-	// [seq, ms since the epoch at its end, render ms, …, parts, …]; bit 8
-	// of parts: rendered under a stream.
-	renders := eval[[][7]float64](b, `window.tidemarkRenders()`)
+	// Bit 8 of a render's parts (partStream): rendered under a stream.
+	renders := eval[[]renderEntry](b, `window.tidemarkRenders()`)
 	paced := 0
 	for _, r := range renders {
-		paced += int(r[5]) >> 8 & 1
+		paced += int(r.Parts) >> 8 & 1
 	}
 	if paced < 5 {
 		t.Fatalf("%d of %d renders under a stream: the stream was not seen", paced, len(renders))

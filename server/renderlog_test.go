@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -43,9 +44,45 @@ func TestRenderEntryIsTheRenderLog(t *testing.T) {
 		log[0] != (renderEntry{Seq: 12, At: 1764550000123.5, RenderMs: 3.25, HandleMs: 1.5, LanesMs: 0.75, Parts: 5, Messages: 2}) {
 		t.Fatalf("decoded %+v, %v", log, err)
 	}
+	if out, err := json.Marshal(log); err != nil || string(out) != `[[12,1764550000123.5,3.25,1.5,0.75,5,2]]` {
+		t.Fatalf("encoded %s, %v: not as the panel writes it", out, err)
+	}
 	for _, bad := range []string{`[[12,1,2,3]]`, `[[1,2,3,4,5,6,7,8]]`, `[["12",1,2,3,4,5,6]]`} {
 		if err := json.Unmarshal([]byte(bad), &log); err == nil {
 			t.Errorf("%s decoded as a render log", bad)
 		}
 	}
+}
+
+// renderEntry is one render of the panel's log, window.tidemarkRenders()
+// (wasm/main.go): the Seq it shows, when it ended (At, ms since the Unix
+// epoch), the ms spent rendering, decoding and applying messages since
+// the previous render (HandleMs) and rendering the lanes, the parts that
+// ran (frameParts' bits) and the messages decoded since the previous
+// render. It decodes exactly that array: one of another length is an
+// error, not an entry cut short or padded with zeros.
+type renderEntry struct {
+	Seq, At, RenderMs, HandleMs, LanesMs, Parts, Messages float64
+}
+
+// renderFields is how many numbers a render log entry holds.
+const renderFields = 7
+
+// UnmarshalJSON decodes [seq, at, render ms, handle ms, lanes ms, parts,
+// messages].
+func (r *renderEntry) UnmarshalJSON(b []byte) error {
+	var a []float64
+	if err := json.Unmarshal(b, &a); err != nil {
+		return err
+	}
+	if len(a) != renderFields {
+		return fmt.Errorf("a render log entry of %d numbers, want %d (seq, at, render, handle, lanes ms, parts, messages): %s", len(a), renderFields, b)
+	}
+	*r = renderEntry{a[0], a[1], a[2], a[3], a[4], a[5], a[6]}
+	return nil
+}
+
+// MarshalJSON writes the entry as the panel does, an array of its numbers.
+func (r renderEntry) MarshalJSON() ([]byte, error) {
+	return json.Marshal([renderFields]float64{r.Seq, r.At, r.RenderMs, r.HandleMs, r.LanesMs, r.Parts, r.Messages})
 }
