@@ -134,9 +134,10 @@
   // The canvas's size and font are read once and after a resize (reading
   // them in every frame would force a style and layout pass).
   // Under a stream of events the panel paces its frames (an R op gives the
-  // pace, ms; 0 none): the messages are drawn in its frames then, and in
-  // a frame of their own only once a pace has passed without one.
-  var fl = [], flDue = false, flPaths = {}, flColours = {}, flCv = null, flW = 0, flH = 0, flFont = "", flPace = 0, flAt = 0;
+  // pace and the slack, ms; pace 0: none): the messages are drawn in its
+  // frames then, and in a frame of their own only once a pace has passed
+  // without one.
+  var fl = [], flDue = false, flPaths = {}, flColours = {}, flCv = null, flW = 0, flH = 0, flFont = "", flPace = 0, flSlack = 0, flAt = 0;
   function flColour(v) {
     if (v.charAt(0) !== "-") return v;
     if (!(v in flColours)) flColours[v] = getComputedStyle(document.documentElement).getPropertyValue(v).trim() || "#767676";
@@ -151,12 +152,12 @@
   }
   // flFrame asks for a frame of the messages' own: at once, or under a
   // pace once it has passed since they were last drawn (the panel's frame
-  // may draw them before then), asked for 8 ms early as the panel's are
-  // (panel.PaceWait). flDue: a frame or a wait for one is pending.
+  // may draw them before then), asked for the slack early as the panel's
+  // are (panel.PaceWait). flDue: a frame or a wait for one is pending.
   function flFrame() {
     if (flDue) return;
     flDue = true;
-    var wait = flPace ? flAt + flPace - 8 - performance.now() : 0;
+    var wait = flPace ? flAt + flPace - flSlack - performance.now() : 0;
     if (wait > 0) setTimeout(function () { flDue = false; if (fl.length) flFrame(); }, wait);
     else requestAnimationFrame(function () { flDue = false; drawFlights(); });
   }
@@ -228,7 +229,7 @@
           case "C": canvas(els[h], +f[i + 2], +f[i + 3]); i += 4; break;
           case "K": cell(f, i); i += 8; break;
           case "M": flight(f, i); i += 16; break; // a message in flight
-          case "R": flPace = +f[i + 2]; i += 3; break; // the messages' pace
+          case "R": flPace = +f[i + 2]; flSlack = +f[i + 3]; i += 4; break; // the messages' pace
           case "D": dims.push(+f[i + 2], +f[i + 3], +f[i + 4], +f[i + 5]); i += 6; break;
           default: throw new Error("unknown op " + f[i]);
           }

@@ -77,10 +77,13 @@ func (d *domBatch) setHTML(h int, markup string) {
 }
 
 // pace has the page draw the messages in flight at most every ms
-// milliseconds, in the panel's frames and in its own (0: in every frame).
-func (d *domBatch) pace(ms int) {
+// milliseconds, in the panel's frames and in its own (0: in every frame),
+// asking for a frame of their own slackMs early as the panel does
+// (panel.PaceWait).
+func (d *domBatch) pace(ms, slackMs int) {
 	d.Op('R', 0)
 	d.Num(int64(ms))
+	d.Num(int64(slackMs))
 }
 
 // forget lets the page drop h's element and the batch reuse the handle.

@@ -502,7 +502,7 @@ func (a *app) schedule() {
 	})
 	// Under a stream of events, while the lanes follow it, frames keep to
 	// panel.StreamFrameMs.
-	if wait := panel.PaceWait(a.stream && a.state.Following, a.perf.Call("now").Float(), a.frameAt); wait > 0 {
+	if wait := panel.PaceWait(a.paced(), a.perf.Call("now").Float(), a.frameAt); wait > 0 {
 		a.after(wait, func() { js.Global().Call("requestAnimationFrame", frame) })
 		return
 	}
@@ -521,8 +521,7 @@ func (a *app) newEvents(seq uint64) []events.Event {
 
 // now is the page's clock in milliseconds since the Unix epoch.
 func (a *app) now() float64 {
-	p := js.Global().Get("performance")
-	return p.Get("timeOrigin").Float() + p.Call("now").Float()
+	return a.perf.Get("timeOrigin").Float() + a.perf.Call("now").Float()
 }
 
 func (a *app) render() {
@@ -531,12 +530,12 @@ func (a *app) render() {
 	view := s.View()
 	a.measureLanes()
 	a.observeStream(t0)
-	if a.stream && s.Following {
+	if a.paced() {
 		a.parts |= partStream
 	}
 	if pace := a.flightPace(); pace != a.paceMs {
 		a.paceMs = pace
-		a.dom.pace(pace)
+		a.dom.pace(pace, panel.FrameSlackMs)
 	}
 	var motion panel.Motion
 	if s.Following && !a.reducedMotion() {
@@ -696,11 +695,15 @@ func (a *app) observeStream(t0 float64) {
 	}
 }
 
+// paced reports whether the panel's frames keep to panel.StreamFrameMs:
+// under a stream of events, while the lanes follow it.
+func (a *app) paced() bool { return a.stream && a.state.Following }
+
 // flightPace is how often the page draws the messages in flight (0: in
-// every frame): under a stream, in the panel's frames only, at
-// panel.StreamFrameMs, as their own frames would cost as much as the panel's.
+// every frame): when paced, in the panel's frames only, as their own
+// frames would cost as much as the panel's.
 func (a *app) flightPace() int {
-	if a.stream && a.state.Following {
+	if a.paced() {
 		return panel.StreamFrameMs
 	}
 	return 0
