@@ -97,15 +97,3 @@ func playsAlike(t *testing.T, cfg Config, seeds []uint64, plays int) {
 		})
 	}
 }
-
-// TestQuorumReplayExact: strict-quorum runs replay exactly too, export and
-// event stream byte for byte (seeds 2, 3, 5 and 6 differed in every pair
-// of plays before): Raft's election timeouts are the node's own, seeded
-// (package quorum's doc: Raft draws its own from crypto/rand); the lab
-// clock starts on a whole second, so a replica's 50 ms Raft ticks fall at
-// the same offsets from the run's start; and a quorum leader's report of
-// its term or ISR is applied in the reporting call, not by the metadata
-// goroutine later.
-func TestQuorumReplayExact(t *testing.T) {
-	playsAlike(t, StrictOn(controller.ProtocolQuorum), []uint64{2, 3, 5, 6}, 2)
-}
