@@ -37,8 +37,13 @@ type Options struct {
 	// Labs hosts the runs' clusters (required).
 	Labs *labs.Labs
 	// Speed is a new run's speed when its starter names none (default fast).
-	Speed  Speed
-	Logger *slog.Logger
+	Speed Speed
+	// MessageEvents has each run's cluster publish its messages (fetches,
+	// produces, acks, heartbeats…) as events, so a lesson's stage shows
+	// them in flight (cluster.Options.MessageEvents); off, the run's events
+	// are only the state changes its checks read.
+	MessageEvents bool
+	Logger        *slog.Logger
 }
 
 // Service starts lesson runs, each on a fresh cluster, and finds them again.
@@ -127,7 +132,8 @@ func (s *Service) Start(lessonID string, speed Speed) (*Run, error) {
 	// The HW checkpoint is written only when a step says so, so that the
 	// KIP-101 timings are exact.
 	bcfg := broker.Config{HighWatermarkCheckpointInterval: time.Hour}
-	lab, err := s.opts.Labs.Open(cluster.Options{Brokers: l.Brokers, Broker: bcfg, Logger: s.opts.Logger, FencingRule: l.Fencing}, r.onClose)
+	lab, err := s.opts.Labs.Open(cluster.Options{Brokers: l.Brokers, Broker: bcfg, Logger: s.opts.Logger, FencingRule: l.Fencing,
+		MessageEvents: s.opts.MessageEvents}, r.onClose)
 	if err != nil {
 		cancel()
 		return nil, err
@@ -420,6 +426,34 @@ func (r *Run) Recent(n int) []events.Event {
 		}
 	}
 	return out[max(0, len(out)-n):]
+}
+
+// StepReplay returns what the lesson page's stage plays back: the lanes
+// before the step at the cursor's left (the one whose answer the page
+// shows) and the events from then on, oldest first, up to the cursor's
+// boundary, or, live, up to now. Before the first step it is the
+// snapshot at the cursor and no events.
+func (r *Run) StepReplay() (events.Snapshot, []events.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cursor == 0 || r.closed {
+		if r.cursor == len(r.steps) && !r.closed {
+			return r.lab.Cluster().Snapshot(), nil
+		}
+		return r.snapshotAt(r.boundary()), nil
+	}
+	from, upto := r.steps[r.cursor-1].before, r.boundary()
+	if r.cursor == len(r.steps) {
+		r.record() // live: anything the cluster published since the step
+		upto = ^uint64(0)
+	}
+	var evs []events.Event
+	for _, e := range r.evs {
+		if e.Seq > from && e.Seq <= upto {
+			evs = append(evs, e)
+		}
+	}
+	return r.snapshotAt(from), evs
 }
 
 // Bus returns the bus of the run's cluster.

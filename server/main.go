@@ -261,7 +261,7 @@ func run(ctx context.Context, cfg config, out io.Writer, started func(url string
 	if _, err := hosted.Pin(mainLab, cl); err != nil {
 		return err
 	}
-	lessonRuns, err := lessons.NewService(lessons.Options{Labs: hosted, Logger: logger})
+	lessonRuns, err := lessons.NewService(lessons.Options{Labs: hosted, Logger: logger, MessageEvents: true})
 	if err != nil {
 		return err
 	}

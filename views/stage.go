@@ -12,14 +12,11 @@ func (p Page) stageCatalog() panel.Catalog { return panel.Catalog(PanelCatalog(p
 // stageLinks, stageNodes and stageLinkMenus draw the stage as the panel
 // does (package panel), so it is complete without JavaScript.
 func (p Page) stageLinks(s events.Snapshot) string { return panel.StageLinksSVG(&s, p.stageCatalog()) }
-func (p Page) stageNodes(s events.Snapshot) string {
-	return panel.StageNodesHTML(&s, p.stageCatalog(), p.path())
+func (p Page) stageNodes(s events.Snapshot, menus bool) string {
+	return panel.StageNodesHTML(&s, p.stageCatalog(), p.path(), menus)
 }
-func (p Page) stageLinkMenus(s events.Snapshot) string {
-	if p.Observe != "" { // an observed cluster's links cannot be cut from here
-		return ""
-	}
-	return panel.StageLinkMenusHTML(&s, p.stageCatalog(), p.path())
+func (p Page) stageLinkMenus(s events.Snapshot, menus bool) string {
+	return panel.StageLinkMenusHTML(&s, p.stageCatalog(), p.path(), menus)
 }
 
 // legendShape is the shape the stage draws a message of kind k in.

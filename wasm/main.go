@@ -89,6 +89,8 @@ type app struct {
 // node's view and the message speed.
 type stageDOM struct {
 	on       bool
+	menus    bool // nodes and links open fault menus (not on a lesson's stage)
+	play     playback // a lesson step played back on the stage
 	shape    string
 	nodes    map[int32]panel.NodeView
 	flown    uint64 // the newest event drawn in flight
@@ -320,8 +322,11 @@ func (a *app) setupTimeline() {
 }
 
 // setupForms sends the page's control forms (action /ui/action) with fetch
-// and shows the outcome in #flash, so the page, its panel and the timeline
-// stay; without the panel the same forms post and reload.
+// and says the outcome where the control is: a stage control's in the
+// stage's own line (#stage-flash, over the topology), another's in #flash;
+// the menu the form was in closes, so it no longer covers the picture.
+// The page, its panel and the timeline stay; without the panel the same
+// forms post and reload.
 func (a *app) setupForms() {
 	a.on(a.doc, "submit", func(ev js.Value) {
 		form := ev.Get("target")
@@ -329,14 +334,21 @@ func (a *app) setupForms() {
 			return
 		}
 		ev.Call("preventDefault")
-		a.send(js.Global().Get("URLSearchParams").New(js.Global().Get("FormData").New(form)))
+		if d := form.Call("closest", "details"); !d.IsNull() {
+			d.Call("removeAttribute", "open")
+		}
+		where := "flash"
+		if !form.Call("closest", "#panel").IsNull() && !a.el("stage-flash").IsNull() {
+			where = "stage-flash"
+		}
+		a.send(js.Global().Get("URLSearchParams").New(js.Global().Get("FormData").New(form)), where)
 	})
 }
 
 // send posts a control (URLSearchParams) to /ui/action and shows the
-// outcome in #flash.
-func (a *app) send(body js.Value) {
-	a.showFlash("flash pending", "… ", a.cat.T("panel.sending")) // not a success yet
+// outcome in the element with id where.
+func (a *app) send(body js.Value, where string) {
+	a.showFlash(where, "flash pending", "… ", a.cat.T("panel.sending")) // not a success yet
 	opts := map[string]any{
 		"method":      "POST",
 		"body":        body,
@@ -347,12 +359,12 @@ func (a *app) send(body js.Value) {
 	release := func() { onJSON.Release(); onResp.Release(); onErr.Release() }
 	onJSON = js.FuncOf(func(_ js.Value, args []js.Value) any {
 		r := args[0]
-		a.flash(r.Get("ok").Bool(), r.Get("text").String())
+		a.flash(where, r.Get("ok").Bool(), r.Get("text").String())
 		release()
 		return nil
 	})
 	onErr = js.FuncOf(func(_ js.Value, args []js.Value) any {
-		a.flash(false, args[0].Call("toString").String())
+		a.flash(where, false, args[0].Call("toString").String())
 		release()
 		return nil
 	})
@@ -362,22 +374,24 @@ func (a *app) send(body js.Value) {
 	js.Global().Call("fetch", "/ui/action", opts).Call("then", onResp).Call("then", onJSON).Call("catch", onErr)
 }
 
-func (a *app) flash(ok bool, text string) {
+func (a *app) flash(where string, ok bool, text string) {
 	if ok {
-		a.showFlash("flash ok", "✓ ", text)
+		a.showFlash(where, "flash ok", "✓ ", text)
 	} else {
-		a.showFlash("flash bad", "✕ ", text)
+		a.showFlash(where, "flash bad", "✕ ", text)
 	}
 }
 
-// showFlash shows text in #flash with a class and a mark that says what it
-// is (success, failure, or a request still on its way).
-func (a *app) showFlash(cls, mark, text string) {
-	f := a.el("flash")
+// showFlash shows text in the element with id where, with a class and a
+// mark that says what it is (success, failure, or a request still on its
+// way).
+func (a *app) showFlash(where, cls, mark, text string) {
+	f := a.el(where)
 	if f.IsNull() {
 		return
 	}
-	f.Set("innerHTML", `<p class="`+cls+`"><span aria-hidden="true">`+mark+`</span>`+htmlEscape(text)+`</p>`)
+	f.Set("hidden", false)
+	f.Set("innerHTML", `<span class="`+cls+`"><span aria-hidden="true">`+mark+`</span>`+htmlEscape(text)+`</span>`)
 }
 
 func (a *app) setStatus(status, text string) {
@@ -476,6 +490,7 @@ func (a *app) handle(data string) {
 			}
 			a.rendered, a.listed = a.state.Snap.Seq, a.state.Snap.Seq
 		}
+		a.maybePlay()
 		a.schedule()
 	}
 }

@@ -19,7 +19,10 @@ func (a *app) setupStage() {
 	if a.el("topo").IsNull() {
 		return
 	}
-	a.stage = stageDOM{on: true, nodes: map[int32]panel.NodeView{}}
+	// A lesson's stage opens no menus: the lesson drives its cluster.
+	menus := a.root.Call("getAttribute", "data-menus")
+	a.stage = stageDOM{on: true, nodes: map[int32]panel.NodeView{}, menus: menus.Type() != js.TypeString || menus.String() != "false"}
+	a.setupPlay()
 	// The topology's scale (its SVG's viewBox is topoWidth wide), for the
 	// messages in flight, which are drawn outside that SVG: kept from the
 	// resize observer, so no frame asks for a layout to read it.
@@ -32,11 +35,93 @@ func (a *app) setupStage() {
 					body := js.Global().Get("URLSearchParams").New()
 					body.Call("set", "action", "fetch")
 					body.Call("set", "broker", strconv.Itoa(int(b.ID)))
-					a.send(body)
+					a.send(body, "stage-flash")
 				}
 			}
 		})
 	}
+}
+
+// playback is a lesson step played on the stage once the page has it:
+// the stream opens on the lanes before the step and brings the step's
+// events (server/web's stepReplayer); the timeline then steps through them
+// one by one at the lesson's pace, each message flying along its link,
+// and ends live, where the card's answer describes it.
+type playback struct {
+	to      uint64  // the Seq the page's step reached (#panel's data-play-to); 0: none to play
+	totalMs float64 // how long a whole step plays (by the lesson's speed)
+	started bool    // played once on its own
+	at      int     // the position the playback last set (-1: not playing)
+}
+
+// playTotalMs is how long a step's playback lasts at each lesson speed
+// ("instant" plays none).
+var playTotalMs = map[string]float64{"fast": 3000, "normal": 6000, "slow": 12000}
+
+// setupPlay reads the step to play from #panel and wires the stage's
+// "watch again" button.
+func (a *app) setupPlay() {
+	a.stage.play.at = -1
+	to, ok := panel.Atoi(a.root.Call("getAttribute", "data-play-to").String())
+	total := playTotalMs[a.root.Call("getAttribute", "data-play-speed").String()]
+	if !ok || to <= 0 || total == 0 {
+		return
+	}
+	a.stage.play.to, a.stage.play.totalMs = uint64(to), total
+	if btn := a.el("stage-play"); !btn.IsNull() {
+		a.on(btn, "click", func(js.Value) { a.startPlay() })
+	}
+}
+
+// maybePlay starts the step's playback once the stream has brought it.
+func (a *app) maybePlay() {
+	p := &a.stage.play
+	if p.to == 0 || p.started || a.state.Snap.Seq < p.to || len(a.state.Hist) == 0 {
+		return
+	}
+	p.started = true
+	if btn := a.el("stage-play"); !btn.IsNull() {
+		btn.Set("hidden", false)
+	}
+	a.startPlay()
+}
+
+// startPlay plays the timeline from its start to the live state: one event
+// per tick, its message (if it is one) flown. Moving the timeline by hand
+// stops it.
+func (a *app) startPlay() {
+	p := &a.stage.play
+	n := len(a.state.Hist)
+	if n == 0 {
+		return
+	}
+	pace := min(max(p.totalMs/float64(n), 40), 600)
+	a.state.Seek(0)
+	p.at = 0
+	a.schedule()
+	var tick func()
+	tick = func() {
+		pos, end := a.state.Position()
+		if p.at != pos || a.state.Following { // the learner took the timeline
+			p.at = -1
+			return
+		}
+		if pos < end {
+			e := a.state.Hist[pos]
+			a.state.Seek(pos + 1)
+			if !a.reducedMotion() {
+				a.fly(panel.Flights(a.state.View(), []events.Event{e}, a.cat, maxFlights))
+			}
+		}
+		a.schedule()
+		if a.state.Following {
+			p.at = -1
+			return
+		}
+		p.at = pos + 1
+		a.after(pace, tick)
+	}
+	a.after(pace, tick)
 }
 
 // renderStage brings the topology up to v: nodes (rebuilt when the brokers
@@ -49,8 +134,8 @@ func (a *app) renderStage(v *events.Snapshot) {
 		return
 	}
 	if shape := panel.StageShape(v); shape != st.shape {
-		a.el("topo-nodes").Set("innerHTML", panel.StageNodesHTML(v, a.cat, a.path()))
-		a.el("topo-linkctl").Set("innerHTML", panel.StageLinkMenusHTML(v, a.cat, a.path()))
+		a.el("topo-nodes").Set("innerHTML", panel.StageNodesHTML(v, a.cat, a.path(), a.stage.menus))
+		a.el("topo-linkctl").Set("innerHTML", panel.StageLinkMenusHTML(v, a.cat, a.path(), a.stage.menus))
 		a.place()
 		st.shape = shape
 		clear(st.nodes)

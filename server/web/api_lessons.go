@@ -347,8 +347,18 @@ func (s *Server) runPage(c echo.Context) error {
 	lang := Lang(c)
 	st := r.State()
 	p := s.page(c, st.Title.In(lang))
-	p.Recent = r.Recent(recentEvents) // the event list opens with them, as the overview's does
-	return Render(c, http.StatusOK, views.LessonRun(p, views.NewLessonRunView(lang, st)))
+	// The event list opens with the events before the step the stream plays
+	// back (as the overview's opens with those before its snapshot): the
+	// playback lists the step's own.
+	base, _ := r.StepReplay()
+	for _, e := range r.Recent(recentEvents) {
+		if e.Seq <= base.Seq {
+			p.Recent = append(p.Recent, e)
+		}
+	}
+	v := views.NewLessonRunView(lang, st)
+	v.Ask = c.QueryParam("ask") != "" // Next from an answer: the next step's text and question
+	return Render(c, http.StatusOK, views.LessonRun(p, v))
 }
 
 func (s *Server) runForm(c echo.Context) error {
@@ -378,5 +388,6 @@ func (s *Server) runForm(c echo.Context) error {
 	if err != nil {
 		flash(c, false, errText(Lang(c), toError(lessonError(err))))
 	}
-	return c.Redirect(http.StatusSeeOther, "/lessons/runs/"+url.PathEscape(r.ID)+"#step")
+	// The page is one screen: it opens on the card, with no anchor to jump to.
+	return c.Redirect(http.StatusSeeOther, "/lessons/runs/"+url.PathEscape(r.ID))
 }

@@ -201,11 +201,31 @@ func (w wsWriter) writeEvents(evs []events.Event) error {
 	return err
 }
 
-// snapshot sends a fresh snapshot and returns its Seq.
-func (w wsWriter) snapshot(lab Lab) (uint64, error) {
-	snap := lab.Snapshot()
-	return snap.Seq, w.write(events.Message{Type: events.MessageSnapshot, Snapshot: &snap})
+// stepReplayer is a lab whose stream opens on a step to play back: a
+// lesson run opens on the lanes before the step its page shows, then that
+// step's events, so the page's timeline holds the step and plays it.
+type stepReplayer interface {
+	StepReplay() (events.Snapshot, []events.Event)
 }
+
+// snapshot sends a fresh snapshot (and, for a stepReplayer, the step's
+// events after it) and returns the Seq the client is at.
+func (w wsWriter) snapshot(lab Lab) (uint64, error) {
+	var snap events.Snapshot
+	var step []events.Event
+	if sr, ok := lab.(stepReplayer); ok {
+		snap, step = sr.StepReplay()
+	} else {
+		snap = lab.Snapshot()
+	}
+	if err := w.write(events.Message{Type: events.MessageSnapshot, Snapshot: &snap}); err != nil {
+		return snap.Seq, err
+	}
+	return w.events(step, snap.Seq, maxReplayFrame)
+}
+
+// maxReplayFrame is the most events of a step's playback in one message.
+const maxReplayFrame = 256
 
 // events sends the events newer than last in frames of at most max and
 // returns the new last Seq.

@@ -206,11 +206,15 @@ func nodeName(id int32, c Catalog) string {
 }
 
 // StageShape is what the stage's nodes depend on besides their state: the
-// brokers there are. While it stays, nodes are updated in place.
+// brokers there are and the topics the producer's menu offers. While it
+// stays, nodes are updated in place.
 func StageShape(v *events.Snapshot) string {
 	var b strings.Builder
 	for _, id := range brokerIDs(v) {
 		b.WriteString(itoa(id) + ",")
+	}
+	for _, t := range v.Topics {
+		b.WriteString("/" + t.Name)
 	}
 	return b.String()
 }
@@ -224,20 +228,32 @@ func pct(p Point) string {
 }
 
 // StageNodesHTML returns the stage's nodes: the controller, the client and
-// each broker with its state, whose summary opens its menu (crash, power
-// loss, disk failure, restart, one fetch round), each action a form that
-// works without JavaScript and that the panel sends without reloading.
-// Menus are <details>, so keyboard and no-JS use need nothing more. An
-// observed cluster has only its brokers, without menus, its controller
-// named in its role.
-func StageNodesHTML(v *events.Snapshot, c Catalog, next string) string {
+// the brokers, each placed by its data-pos ("left%,top%"). With menus, a
+// broker is a <details> whose menu injects its faults, and the producer one
+// whose menu produces to a topic of v: keyboard and no-JS use need nothing
+// more, and each form returns to next. A broker's menu holds every action,
+// each marked with the states it applies to (data-when: "running" or
+// "down"); the stylesheet shows only those of the node's state, so an
+// update of the state in place offers the right ones without rebuilding an
+// open menu. Without menus (an observed cluster, a lesson's stage, which
+// the lesson drives) the nodes only show.
+func StageNodesHTML(v *events.Snapshot, c Catalog, next string, menus bool) string {
+	menus = menus && !v.Observed
 	pos := stageLayout(v)
 	var b strings.Builder
 	if !v.Observed {
 		b.WriteString(`<div class="node controller" data-testid="node-0" data-state="up" data-pos="` + pct(pos[0]) + `"><span class="node-name">` +
 			esc(c.T("panel.controller")) + `</span><span class="node-state">` + esc(c.T("stage.node0")) + `</span></div>`)
-		b.WriteString(`<div class="node client" data-testid="node-client" data-pos="` + pct(pos[ClientNode]) + `"><span class="node-name">` +
-			esc(c.T("stage.producer")) + `</span><span class="node-state" id="stage-producer">` + esc(c.T("stage.producer.idle")) + `</span></div>`)
+		spans := `<span class="node-name">` + esc(c.T("stage.producer")) + `</span><span class="node-state" id="stage-producer">` +
+			esc(c.T("stage.producer.idle")) + `</span>`
+		if menus && len(v.Topics) > 0 {
+			b.WriteString(`<details class="node client" data-testid="node-client" data-pos="` + pct(pos[ClientNode]) + `"><summary aria-label="` +
+				esc(c.T("stage.menu.producer")) + `">` + spans + `</summary>`)
+			produceMenu(&b, v, c, next)
+			b.WriteString(`</details>`)
+		} else {
+			b.WriteString(`<div class="node client" data-testid="node-client" data-pos="` + pct(pos[ClientNode]) + `">` + spans + `</div>`)
+		}
 	}
 	for _, nv := range StageNodes(v, c) {
 		sid := itoa(nv.ID)
@@ -245,37 +261,69 @@ func StageNodesHTML(v *events.Snapshot, c Catalog, next string) string {
 			`" data-state="` + esc(nv.State) + `" data-pos="` + pct(pos[nv.ID]) + `"`
 		spans := `<span class="node-name">` + esc(c.T("panel.broker", nv.ID)) + `</span><span class="node-state">` + esc(nv.Text) +
 			`</span><span class="node-role">` + esc(nv.Role) + `</span>`
-		if v.Observed { // read only: no fault menu
+		if !menus {
 			b.WriteString(`<div` + attrs + `>` + spans + `</div>`)
 			continue
 		}
 		b.WriteString(`<details` + attrs + `><summary aria-label="` + esc(c.T("stage.menu.broker", nv.ID)) + `">` + spans + `</summary><div class="menu">`)
-		for _, act := range []string{"crash", "power-loss", "disk-failure", "restart", "fetch"} {
-			b.WriteString(actionForm(next, act, c.T("stage.act."+act, nv.ID), "broker", sid))
+		for _, act := range []string{"crash", "power-loss", "disk-failure", "fetch", "restart"} {
+			when := "running"
+			if act == "restart" {
+				when = "down"
+			}
+			b.WriteString(actionForm(next, act, c.T("stage.act."+act, nv.ID), "broker", sid, "", when))
 		}
 		b.WriteString(`</div></details>`)
 	}
 	return b.String()
 }
 
-// actionForm is a one-button form posting action to /ui/action with the
-// given hidden fields (name, value pairs).
-func actionForm(next, action, label string, fields ...string) string {
-	var b strings.Builder
-	b.WriteString(`<form method="post" action="/ui/action" class="inline" data-action="` + esc(action) + `"><input type="hidden" name="action" value="` + esc(action) + `">`)
-	for i := 0; i+1 < len(fields); i += 2 {
-		b.WriteString(`<input type="hidden" name="` + esc(fields[i]) + `" value="` + esc(fields[i+1]) + `">`)
+// produceMenu writes the producer's menu: a form producing count records
+// (key and value given, acks chosen) to a topic of v, as the controls'
+// produce form does.
+func produceMenu(b *strings.Builder, v *events.Snapshot, c Catalog, next string) {
+	b.WriteString(`<form method="post" action="/ui/action" class="menu produce-menu" data-action="produce"><input type="hidden" name="action" value="produce">` +
+		`<input type="hidden" name="next" value="` + esc(next) + `">`)
+	field := func(id, label, input string) {
+		b.WriteString(`<label for="` + id + `">` + esc(label) + `</label>` + input)
 	}
+	var opts strings.Builder
+	for _, t := range v.Topics {
+		opts.WriteString(`<option value="` + esc(t.Name) + `">` + esc(t.Name) + `</option>`)
+	}
+	field("stage-produce-topic", c.T("stage.produce.topic"), `<select id="stage-produce-topic" name="topic">`+opts.String()+`</select>`)
+	field("stage-produce-acks", "acks", `<select id="stage-produce-acks" name="acks"><option value="all">all</option><option value="1">1</option><option value="0">0</option></select>`)
+	field("stage-produce-key", c.T("stage.produce.key"), `<input id="stage-produce-key" name="key" type="text" maxlength="200" placeholder="`+esc(c.T("stage.produce.key.none"))+`">`)
+	field("stage-produce-value", c.T("stage.produce.value"), `<input id="stage-produce-value" name="value" type="text" maxlength="1000" value="record">`)
+	field("stage-produce-count", c.T("stage.produce.count"), `<input id="stage-produce-count" name="count" type="number" min="1" max="1000" value="1" required>`)
+	b.WriteString(`<button type="submit">` + esc(c.T("stage.produce.submit")) + `</button></form>`)
+}
+
+// actionForm is a one-button form posting action to /ui/action with the
+// given hidden fields (name, value pairs). A pair whose name is "" sets
+// the form's data-when instead (the broker states it applies to).
+func actionForm(next, action, label string, fields ...string) string {
+	var b, hidden strings.Builder
+	when := ""
+	for i := 0; i+1 < len(fields); i += 2 {
+		if fields[i] == "" {
+			when = ` data-when="` + esc(fields[i+1]) + `"`
+			continue
+		}
+		hidden.WriteString(`<input type="hidden" name="` + esc(fields[i]) + `" value="` + esc(fields[i+1]) + `">`)
+	}
+	b.WriteString(`<form method="post" action="/ui/action" class="inline" data-action="` + esc(action) + `"` + when + `><input type="hidden" name="action" value="` + esc(action) + `">`)
+	b.WriteString(hidden.String())
 	b.WriteString(`<input type="hidden" name="next" value="` + esc(next) + `"><button type="submit">` + esc(label) + `</button></form>`)
 	return b.String()
 }
 
 // StageLinkMenusHTML returns a button at the middle of each link (a pair
 // of nodes) that opens its menu: cut one way, cut the other way, cut both
-// ways, heal every link. An observed cluster's links have none: the lab
-// only reads it.
-func StageLinkMenusHTML(v *events.Snapshot, c Catalog, next string) string {
-	if v.Observed {
+// ways, heal every link. Without menus (an observed cluster, which the
+// lab only reads, or a lesson's stage) there are none.
+func StageLinkMenusHTML(v *events.Snapshot, c Catalog, next string, menus bool) string {
+	if v.Observed || !menus {
 		return ""
 	}
 	ids := brokerIDs(v)

@@ -27,7 +27,7 @@ func TestStageLinks(t *testing.T) {
 	if n := strings.Count(svg, `data-testid="link-`); n != 12 {
 		t.Errorf("%d link directions, want 12", n)
 	}
-	nodes := StageNodesHTML(stageSnap(), Catalog{}, "/")
+	nodes := StageNodesHTML(stageSnap(), Catalog{}, "/", true)
 	if !strings.Contains(nodes, `data-testid="node-2" data-broker="2" data-state="crashed"`) || !strings.Contains(nodes, `data-testid="node-0"`) {
 		t.Errorf("nodes: %s", nodes)
 	}
@@ -226,7 +226,7 @@ func TestCharts(t *testing.T) {
 func TestStageObserved(t *testing.T) {
 	v := &events.Snapshot{Observed: true, Controller: 2,
 		Brokers: []events.Broker{{ID: 0, State: events.BrokerUp}, {ID: 1, State: events.BrokerUp}, {ID: 2, State: events.BrokerUp}}}
-	nodes := StageNodesHTML(v, en, "/")
+	nodes := StageNodesHTML(v, en, "/", true)
 	if n := strings.Count(nodes, `data-testid="node-`); n != 3 || strings.Contains(nodes, "node-client") || strings.Contains(nodes, `class="node controller"`) {
 		t.Errorf("%d nodes, want the 3 brokers only: %s", n, nodes)
 	}
@@ -248,7 +248,7 @@ func TestStageObserved(t *testing.T) {
 	if strings.Contains(svg, en.T("panel.controller")) {
 		t.Errorf("a link names the lab's controller: %s", svg)
 	}
-	if m := StageLinkMenusHTML(v, en, "/"); m != "" {
+	if m := StageLinkMenusHTML(v, en, "/", true); m != "" {
 		t.Errorf("link menus on an observed cluster: %s", m)
 	}
 	pos := stageLayout(v)
@@ -256,7 +256,7 @@ func TestStageObserved(t *testing.T) {
 		t.Errorf("layout %v", pos)
 	}
 	// The lab's stage is unchanged: node 0 and the producer.
-	if lab := StageNodesHTML(stageSnap(), en, "/"); !strings.Contains(lab, "node-client") || !strings.Contains(lab, `class="node controller"`) {
+	if lab := StageNodesHTML(stageSnap(), en, "/", true); !strings.Contains(lab, "node-client") || !strings.Contains(lab, `class="node controller"`) {
 		t.Errorf("lab stage: %s", lab)
 	}
 }
