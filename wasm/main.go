@@ -89,7 +89,7 @@ type app struct {
 // node's view and the message speed.
 type stageDOM struct {
 	on       bool
-	menus    bool // nodes and links open fault menus (not on a lesson's stage)
+	menus    bool     // nodes and links open fault menus (not on a lesson's stage)
 	play     playback // a lesson step played back on the stage
 	shape    string
 	nodes    map[int32]panel.NodeView
