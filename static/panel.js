@@ -196,6 +196,9 @@
       if (m.flags & 4) { c.strokeStyle = flColour(m.fill); c.lineWidth = 3; c.stroke(p); }
       else { c.fillStyle = flColour(m.fill); c.fill(p); c.strokeStyle = ink; c.lineWidth = 1.2; c.stroke(p); }
       if (m.flap) { c.strokeStyle = ink; c.lineWidth = 1.2; c.stroke(flPath(m.flap)); }
+      // At least 11 px on the screen however small the stage is drawn (a
+      // phone's is about half its size).
+      c.font = flFont.replace("10px", Math.max(10, 11 / m.s).toFixed(1) + "px");
       c.textAlign = m.flags & 8 ? "end" : "start";
       c.strokeStyle = paper; c.lineWidth = 3;
       c.strokeText(m.label, m.lx, m.ly);

@@ -5,6 +5,8 @@ import (
 	"html"
 	"io"
 	"net/url"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/a-h/templ"
@@ -28,6 +30,10 @@ type Page struct {
 	// Recent is the bus's recent history, oldest first: the live panel's
 	// event list starts with it instead of empty (nil: it starts empty).
 	Recent []events.Event
+	// ReplayAfter, on a lesson's page, is the Seq after which the stream
+	// plays the shown step back: the list's events after it are marked
+	// "replayed" (0: none).
+	ReplayAfter uint64
 }
 
 // Flash is the outcome of a control a learner just used: OK or not, and the
@@ -144,5 +150,21 @@ func (p Page) recentEvents() string {
 		}
 	}
 	s.Recent = s.Recent[max(0, len(s.Recent)-panel.MaxRecent):]
-	return s.RenderEvents(^uint64(0), 0, panel.Catalog(PanelCatalog(p.lang())))
+	list := s.RenderEvents(^uint64(0), 0, panel.Catalog(PanelCatalog(p.lang())))
+	if p.ReplayAfter == 0 {
+		return list
+	}
+	// The events the stream plays back are marked, and hidden once the
+	// panel is live (app.css): the playback lists them in their turn.
+	return listedSeq.ReplaceAllStringFunc(list, func(li string) string {
+		m := listedSeq.FindStringSubmatch(li)
+		if seq, err := strconv.ParseUint(m[2], 10, 64); err == nil && seq > p.ReplayAfter {
+			return `<li class="replayed ` + m[1] + `" data-seq="` + m[2] + `">`
+		}
+		return li
+	})
 }
+
+// listedSeq matches an item of the event list (panel.State.RenderEvents):
+// its classes and Seq.
+var listedSeq = regexp.MustCompile(`<li class="([^"]*)" data-seq="(\d+)">`)

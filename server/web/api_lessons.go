@@ -347,15 +347,11 @@ func (s *Server) runPage(c echo.Context) error {
 	lang := Lang(c)
 	st := r.State()
 	p := s.page(c, st.Title.In(lang))
-	// The event list opens with the events before the step the stream plays
-	// back (as the overview's opens with those before its snapshot): the
-	// playback lists the step's own.
+	p.Recent = r.Recent(recentEvents) // the event list opens with them, as the overview's does
+	// The stream plays the shown step back, listing its events again: the
+	// page's copies of them go once the panel is live.
 	base, _ := r.StepReplay()
-	for _, e := range r.Recent(recentEvents) {
-		if e.Seq <= base.Seq {
-			p.Recent = append(p.Recent, e)
-		}
-	}
+	p.ReplayAfter = base.Seq
 	v := views.NewLessonRunView(lang, st)
 	v.Ask = c.QueryParam("ask") != "" // Next from an answer: the next step's text and question
 	return Render(c, http.StatusOK, views.LessonRun(p, v))

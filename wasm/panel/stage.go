@@ -206,17 +206,20 @@ func nodeName(id int32, c Catalog) string {
 }
 
 // StageShape is what the stage's nodes depend on besides their state: the
-// brokers there are and the topics the producer's menu offers. While it
-// stays, nodes are updated in place.
+// brokers there are. While it stays, nodes are updated in place.
 func StageShape(v *events.Snapshot) string {
 	var b strings.Builder
 	for _, id := range brokerIDs(v) {
 		b.WriteString(itoa(id) + ",")
 	}
-	for _, t := range v.Topics {
-		b.WriteString("/" + t.Name)
-	}
 	return b.String()
+}
+
+// ClientPos is where the stage draws the UI's producer, as a data-pos;
+// ok is false for an observed cluster, which has none.
+func ClientPos(v *events.Snapshot) (pos string, ok bool) {
+	p, ok := stageLayout(v)[ClientNode]
+	return pct(p), ok
 }
 
 // pct is where an HTML element goes over the stage at p: "left%,top%",
@@ -227,11 +230,11 @@ func pct(p Point) string {
 	return f1(p.X*100/StageW) + `,` + f1(p.Y*100/StageH)
 }
 
-// StageNodesHTML returns the stage's nodes: the controller, the client and
-// the brokers, each placed by its data-pos ("left%,top%"). With menus, a
-// broker is a <details> whose menu injects its faults, and the producer one
-// whose menu produces to a topic of v: keyboard and no-JS use need nothing
-// more, and each form returns to next. A broker's menu holds every action,
+// StageNodesHTML returns the stage's nodes: the controller and the
+// brokers, each placed by its data-pos ("left%,top%"); the UI's producer
+// is the page's (ClientPos), which the panel does not redraw. With menus,
+// a broker is a <details> whose menu injects its faults: keyboard and
+// no-JS use need nothing more, and each form returns to next. A broker's menu holds every action,
 // each marked with the states it applies to (data-when: "running" or
 // "down"); the stylesheet shows only those of the node's state, so an
 // update of the state in place offers the right ones without rebuilding an
@@ -244,16 +247,6 @@ func StageNodesHTML(v *events.Snapshot, c Catalog, next string, menus bool) stri
 	if !v.Observed {
 		b.WriteString(`<div class="node controller" data-testid="node-0" data-state="up" data-pos="` + pct(pos[0]) + `"><span class="node-name">` +
 			esc(c.T("panel.controller")) + `</span><span class="node-state">` + esc(c.T("stage.node0")) + `</span></div>`)
-		spans := `<span class="node-name">` + esc(c.T("stage.producer")) + `</span><span class="node-state" id="stage-producer">` +
-			esc(c.T("stage.producer.idle")) + `</span>`
-		if menus && len(v.Topics) > 0 {
-			b.WriteString(`<details class="node client" data-testid="node-client" data-pos="` + pct(pos[ClientNode]) + `"><summary aria-label="` +
-				esc(c.T("stage.menu.producer")) + `">` + spans + `</summary>`)
-			produceMenu(&b, v, c, next)
-			b.WriteString(`</details>`)
-		} else {
-			b.WriteString(`<div class="node client" data-testid="node-client" data-pos="` + pct(pos[ClientNode]) + `">` + spans + `</div>`)
-		}
 	}
 	for _, nv := range StageNodes(v, c) {
 		sid := itoa(nv.ID)
@@ -276,27 +269,6 @@ func StageNodesHTML(v *events.Snapshot, c Catalog, next string, menus bool) stri
 		b.WriteString(`</div></details>`)
 	}
 	return b.String()
-}
-
-// produceMenu writes the producer's menu: a form producing count records
-// (key and value given, acks chosen) to a topic of v, as the controls'
-// produce form does.
-func produceMenu(b *strings.Builder, v *events.Snapshot, c Catalog, next string) {
-	b.WriteString(`<form method="post" action="/ui/action" class="menu produce-menu" data-action="produce"><input type="hidden" name="action" value="produce">` +
-		`<input type="hidden" name="next" value="` + esc(next) + `">`)
-	field := func(id, label, input string) {
-		b.WriteString(`<label for="` + id + `">` + esc(label) + `</label>` + input)
-	}
-	var opts strings.Builder
-	for _, t := range v.Topics {
-		opts.WriteString(`<option value="` + esc(t.Name) + `">` + esc(t.Name) + `</option>`)
-	}
-	field("stage-produce-topic", c.T("stage.produce.topic"), `<select id="stage-produce-topic" name="topic">`+opts.String()+`</select>`)
-	field("stage-produce-acks", "acks", `<select id="stage-produce-acks" name="acks"><option value="all">all</option><option value="1">1</option><option value="0">0</option></select>`)
-	field("stage-produce-key", c.T("stage.produce.key"), `<input id="stage-produce-key" name="key" type="text" maxlength="200" placeholder="`+esc(c.T("stage.produce.key.none"))+`">`)
-	field("stage-produce-value", c.T("stage.produce.value"), `<input id="stage-produce-value" name="value" type="text" maxlength="1000" value="record">`)
-	field("stage-produce-count", c.T("stage.produce.count"), `<input id="stage-produce-count" name="count" type="number" min="1" max="1000" value="1" required>`)
-	b.WriteString(`<button type="submit">` + esc(c.T("stage.produce.submit")) + `</button></form>`)
 }
 
 // actionForm is a one-button form posting action to /ui/action with the
@@ -421,8 +393,38 @@ func Flights(v *events.Snapshot, evs []events.Event, c Catalog, max int) []Fligh
 		}
 		out = append(out, Flight{Seq: e.Seq, Kind: e.Kind, From: p, To: q, Label: label, Lost: lost, Title: Describe(e, c)})
 	}
+	out = groupFlights(out, c)
 	if len(out) > max {
 		out = out[len(out)-max:]
+	}
+	return out
+}
+
+// groupFlights merges the messages that take the same direction of the
+// same link in one frame into the first of them: drawn together, their
+// labels overprinted one another. The merged one's label counts the
+// others ("fetch @3 +2") and its title (the list's description, for screen
+// readers) holds every one.
+func groupFlights(fs []Flight, c Catalog) []Flight {
+	type way struct{ from, to Point }
+	at := map[way]int{} // index in out of the first flight on each way
+	n := map[way]int{}
+	out := fs[:0]
+	for _, f := range fs {
+		k := way{f.From, f.To}
+		if i, ok := at[k]; ok {
+			n[k]++
+			out[i].Title += "\n" + f.Title
+			out[i].Lost = out[i].Lost && f.Lost
+			continue
+		}
+		at[k] = len(out)
+		out = append(out, f)
+	}
+	for k, i := range at {
+		if n[k] > 0 {
+			out[i].Label += " " + c.T("stage.msg.more", n[k])
+		}
 	}
 	return out
 }

@@ -255,8 +255,54 @@ func TestStageObserved(t *testing.T) {
 	if _, ok := pos[ClientNode]; ok || len(pos) != 3 {
 		t.Errorf("layout %v", pos)
 	}
-	// The lab's stage is unchanged: node 0 and the producer.
-	if lab := StageNodesHTML(stageSnap(), en, "/", true); !strings.Contains(lab, "node-client") || !strings.Contains(lab, `class="node controller"`) {
+	// The lab's stage is unchanged: node 0, and a place for the producer
+	// (which the page draws).
+	if lab := StageNodesHTML(stageSnap(), en, "/", true); !strings.Contains(lab, `class="node controller"`) {
 		t.Errorf("lab stage: %s", lab)
+	}
+	if _, ok := ClientPos(stageSnap()); !ok {
+		t.Error("the lab's stage has no place for its producer")
+	}
+	if _, ok := ClientPos(v); ok {
+		t.Error("an observed cluster's stage has a producer")
+	}
+}
+
+// TestFlightsGrouped: messages taking the same direction of a link in one
+// frame fly as one, labelled with how many more it carries, so no two
+// labels overprint; the other direction and other links fly apart; a
+// broker's menu marks each action with the states it fits, and a lesson's
+// stage (no menus) has none.
+func TestFlightsGrouped(t *testing.T) {
+	en := Catalog{"stage.msg.fetch": "fetch @%d e%d", "stage.msg.more": "+%d", "stage.msg.fetched": "%d rec, HW %d"}
+	evs := []events.Event{
+		{Seq: 2, Kind: events.KindFetchRequest, Broker: 3, Wire: &events.Wire{From: 3, To: 1, FetchOffset: 5}},
+		{Seq: 3, Kind: events.KindFetchRequest, Broker: 3, Wire: &events.Wire{From: 3, To: 1, FetchOffset: 6}},
+		{Seq: 4, Kind: events.KindFetchRequest, Broker: 3, Wire: &events.Wire{From: 3, To: 1, FetchOffset: 7}},
+		{Seq: 5, Kind: events.KindFetchResponse, Broker: 3, Wire: &events.Wire{From: 1, To: 3, HW: 5}},
+		{Seq: 6, Kind: events.KindFetchRequest, Broker: 2, Wire: &events.Wire{From: 2, To: 1, FetchOffset: 1}},
+	}
+	fs := Flights(stageSnap(), evs, en, 10)
+	if len(fs) != 3 {
+		t.Fatalf("%d flights, want 3 (3→1 grouped, 1→3, 2→1): %+v", len(fs), fs)
+	}
+	if fs[0].Label != "fetch @5 e0 +2" || strings.Count(fs[0].Title, "\n") != 2 {
+		t.Errorf("grouped flight: label %q, title %q", fs[0].Label, fs[0].Title)
+	}
+	seen := map[[4]float64]bool{}
+	for _, f := range fs {
+		k := [4]float64{f.From.X, f.From.Y, f.To.X, f.To.Y}
+		if seen[k] {
+			t.Errorf("two flights on one way: %+v", f)
+		}
+		seen[k] = true
+	}
+
+	nodes := StageNodesHTML(stageSnap(), Catalog{}, "/", true)
+	if !strings.Contains(nodes, `data-action="restart" data-when="down"`) || !strings.Contains(nodes, `data-action="crash" data-when="running"`) {
+		t.Error("a broker's actions are not marked with the states they fit")
+	}
+	if strings.Contains(StageNodesHTML(stageSnap(), Catalog{}, "/", false), "<form") || StageLinkMenusHTML(stageSnap(), Catalog{}, "/", false) != "" {
+		t.Error("a stage without menus has forms")
 	}
 }
