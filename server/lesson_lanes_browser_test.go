@@ -1,7 +1,6 @@
 package server
 
 import (
-	"strconv"
 	"strings"
 	"testing"
 )
@@ -26,14 +25,7 @@ func TestBrowserLessonLanesEveryTopic(t *testing.T) {
 	}
 	total := eval[int](b, `+document.querySelector('#progress').dataset.total`)
 	for step := 1; step <= total; step++ {
-		b.poll(`document.querySelector('#predict-run, #next') !== null`, "a control to run the step")
-		if eval[bool](b, `document.querySelector('#predict') !== null`) {
-			b.click(`#predict input[type="radio"]`)
-			b.click("#predict-run")
-		} else {
-			b.click("#next")
-		}
-		b.poll(`document.querySelector('#progress[data-cursor="`+strconv.Itoa(step)+`"]') !== null`, "step "+strconv.Itoa(step))
+		b.lessonStep(step, "", nil)
 		b.poll(live, "the panel to report live")
 		b.poll(drawn("hw")+` && `+drawn("le"), "both topics' lanes in the panel")
 		b.poll(`document.querySelector("#run-lanes table.lanes").offsetParent === null`, "the server-rendered tables hidden")
