@@ -137,13 +137,53 @@
   // pace and the slack, ms; pace 0: none): the messages are drawn in its
   // frames then, and in a frame of their own only once a pace has passed
   // without one.
-  var fl = [], flDue = false, flPaths = {}, flColours = {}, flCv = null, flW = 0, flH = 0, flFont = "", flPace = 0, flSlack = 0, flAt = 0;
+  var flBoxes = [], fl = [], flDue = false, flPaths = {}, flColours = {}, flCv = null, flW = 0, flH = 0, flFont = "", flPace = 0, flSlack = 0, flAt = 0;
   function flColour(v) {
     if (v.charAt(0) !== "-") return v;
     if (!(v in flColours)) flColours[v] = getComputedStyle(document.documentElement).getPropertyValue(v).trim() || "#767676";
     return flColours[v];
   }
   function flPath(d) { return flPaths[d] || (flPaths[d] = new Path2D(d)); }
+  // flNodeBoxes returns the boxes (CSS px, on the canvas) of the nodes and
+  // link buttons drawn over the messages, which a label must not go under;
+  // read from the layout at most once a second.
+  var flNodes = [], flNodesAt = -1e9;
+  function flNodeBoxes(cv, now) {
+    if (now - flNodesAt < 1000) return flNodes;
+    flNodesAt = now;
+    var c = cv.getBoundingClientRect(), els = document.querySelectorAll("#topo .node, #topo .linkctl");
+    flNodes = [];
+    for (var i = 0; i < els.length; i++) {
+      var r = els[i].getBoundingClientRect();
+      if (r.width) flNodes.push({ x: r.left - c.left, y: r.top - c.top, w: r.width, h: r.height, node: true });
+    }
+    return flNodes;
+  }
+  // flSpot places a message's label where no label drawn before it in this
+  // frame is, no node is, and inside the canvas (w×h CSS px): at its own place beside
+  // the message (panel.Flight.labelAt), else a line above or below it, else
+  // on its other side. A label with no free spot is not drawn this frame
+  // (the message's shape still is): overprinted labels read as neither.
+  // It returns the spot in the message's units, its text's width and
+  // whether the text ends there, and adds its box (CSS px) to boxes.
+  function flSpot(c, m, fs, boxes, w, h) {
+    var tw = c.measureText(m.label).width, X = (c.getTransform().e) / (window.devicePixelRatio || 1), Y = (c.getTransform().f) / (window.devicePixelRatio || 1);
+    var end0 = !!(m.flags & 8), line = fs + 2;
+    var tries = [[m.lx, m.ly, end0], [m.lx, m.ly - line, end0], [m.lx, m.ly + line, end0],
+      [-m.lx, m.ly, !end0], [-m.lx, m.ly - line, !end0], [-m.lx, m.ly + line, !end0]];
+    for (var i = 0; i < tries.length; i++) {
+      var t = tries[i], x = t[2] ? t[0] - tw : t[0];
+      var b = { x: X + x * m.s, y: Y + (t[1] - fs) * m.s, w: tw * m.s, h: (fs + 3) * m.s };
+      if (b.x < 0 || b.y < 0 || b.x + b.w > w || b.y + b.h > h) continue;
+      var free = true;
+      for (var j = 0; j < boxes.length && free; j++) {
+        var o = boxes[j];
+        free = b.x >= o.x + o.w || o.x >= b.x + b.w || b.y >= o.y + o.h || o.y >= b.y + b.h;
+      }
+      if (free) { boxes.push(b); return { x: t[0], y: t[1], end: t[2], tw: tw }; }
+    }
+    return null;
+  }
   function flight(f, i) {
     var m = { x0: +f[i + 2], y0: +f[i + 3], x1: +f[i + 4], y1: +f[i + 5], dur: +f[i + 7], s: +f[i + 8], flags: +f[i + 9],
       d: f[i + 10], flap: f[i + 11], fill: f[i + 12], label: f[i + 13], lx: +f[i + 14], ly: +f[i + 15] };
@@ -181,7 +221,7 @@
     c.clearRect(0, 0, w, h);
     c.font = flFont;
     c.lineJoin = "round";
-    var keep = 0;
+    var keep = 0, boxes = flNodeBoxes(cv, now).slice();
     for (var i = 0; i < fl.length; i++) {
       var m = fl[i], t = (now - m.t0) / m.dur;
       if (t >= 1) continue;
@@ -198,22 +238,30 @@
       if (m.flap) { c.strokeStyle = ink; c.lineWidth = 1.2; c.stroke(flPath(m.flap)); }
       // At least 11 px on the screen however small the stage is drawn (a
       // phone's is about half its size).
-      c.font = flFont.replace("10px", Math.max(10, 11 / m.s).toFixed(1) + "px");
-      c.textAlign = m.flags & 8 ? "end" : "start";
-      c.strokeStyle = paper; c.lineWidth = 3;
-      c.strokeText(m.label, m.lx, m.ly);
-      c.fillStyle = ink;
-      c.fillText(m.label, m.lx, m.ly);
-      if (m.flags & 1) { // a lost message's label is struck out
-        var tw = c.measureText(m.label).width, x = m.flags & 8 ? m.lx - tw : m.lx;
-        c.fillRect(x, m.ly - 4, tw, 1.2);
+      var fs = Math.max(10, 11 / m.s);
+      c.font = flFont.replace("10px", fs.toFixed(1) + "px");
+      var spot = flSpot(c, m, fs, boxes, w, h);
+      if (spot) {
+        c.textAlign = spot.end ? "end" : "start";
+        c.strokeStyle = paper; c.lineWidth = 3;
+        c.strokeText(m.label, spot.x, spot.y);
+        c.fillStyle = ink;
+        c.fillText(m.label, spot.x, spot.y);
+        if (m.flags & 1) { // a lost message's label is struck out
+          var tw = spot.tw, x = spot.end ? spot.x - tw : spot.x;
+          c.fillRect(x, spot.y - 4, tw, 1.2);
+        }
       }
     }
+    flBoxes = boxes.filter(function (b) { return !b.node; });
     fl.length = keep;
     c.globalAlpha = 1;
     if (keep) flFrame();
   }
   window.tidemarkDOM = {
+    // labels returns the boxes (CSS px, on the topology) of the message
+    // labels the last frame drew: tests check no two overlap.
+    labels: function () { return flBoxes.map(function (b) { return [b.x, b.y, b.w, b.h]; }); },
     adopt: function (h, el) { els[h] = el; },
     // apply does the writes and reports whether all went well (else the
     // panel draws the lanes afresh).
