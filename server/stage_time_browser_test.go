@@ -56,7 +56,7 @@ func TestBrowserStageTime(t *testing.T) {
 	tlEnd := eval[int](b, `+document.getElementById("tl-range").max`)
 
 	b.click("#stage-step-event")
-	b.poll(`document.querySelector("#flash .flash.ok") !== null`, "the step's outcome")
+	b.poll(`document.querySelector("#stage-flash .flash.ok") !== null`, "the step's outcome, said on the stage")
 	var listed []events.Event
 	all, _ := b.cl.Bus().Since(before, 0)
 	for _, e := range all {
@@ -73,7 +73,7 @@ func TestBrowserStageTime(t *testing.T) {
 	if len(fresh) != 1 {
 		t.Fatalf("one step to the next event listed %d events: %q", len(fresh), fresh)
 	}
-	if flash := eval[string](b, `document.getElementById("flash").textContent`); !strings.Contains(flash, "to the next event") {
+	if flash := eval[string](b, `document.getElementById("stage-flash").textContent`); !strings.Contains(flash, "to the next event") {
 		t.Errorf("flash %q", flash)
 	}
 	// The timeline: one step back shows the lab just before that event.
