@@ -101,6 +101,12 @@ func TestBrowserLessonOneScreen(t *testing.T) {
 			if lesson == "08-hw" && step == 2 && eval[string](b, `document.querySelector('#verdict').dataset.right`) != "false" {
 				t.Errorf("08-hw step %d: the wrong prediction was judged right", step)
 			}
+			if step == 1 && lesson == "08-hw" {
+				// Its "look at" list points at broker 1, its lane and its
+				// HW and LEO markers, on the stage.
+				b.poll(`getComputedStyle(document.querySelector('#topo [data-testid="node-1"]')).boxShadow !== "none"`, "broker 1 ringed on the stage")
+				b.poll(`(l => !!l && getComputedStyle(l).strokeWidth === "5px")(document.querySelector('#lanes g[data-topic="lab"][data-broker="1"] .marker.hw line'))`, "broker 1's HW marker drawn heavy")
+			}
 			if step == 2 && lesson == "08-hw" {
 				b.shot("lesson-one-screen-1366")
 			}

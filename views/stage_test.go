@@ -43,3 +43,24 @@ func TestStageOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestPointerCSS: a step's pointers ring their broker on the topology and
+// mark their replica's lane (and an HW or LEO pointer's marker); a pointer
+// at no broker adds nothing, one repeated adds its rules once, and a topic
+// that is no legal Kafka name (it could end the selector) marks no lane.
+func TestPointerCSS(t *testing.T) {
+	css := PointerCSS([]LessonPointerView{
+		{Kind: "hw", Broker: 2, Topic: "hw", Partition: 0},
+		{Kind: "record", Broker: 2, Topic: "hw", Partition: 0},
+		{Kind: "file"},
+		{Kind: "leo", Broker: 3, Topic: `x"] body { color: red } [a="`, Partition: 1},
+	})
+	for _, want := range []string{`#topo [data-testid="node-2"]`, `#lanes g[data-topic="hw"][data-partition="0"][data-broker="2"] .marker.hw line`, `#topo [data-testid="node-3"]`} {
+		if !strings.Contains(css, want) {
+			t.Errorf("no rule for %s in:\n%s", want, css)
+		}
+	}
+	if strings.Count(css, `node-2"]`) != 1 || strings.Contains(css, "body") || strings.Contains(css, "marker.leo") {
+		t.Errorf("rules repeated or an illegal topic in a selector:\n%s", css)
+	}
+}

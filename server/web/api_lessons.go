@@ -39,6 +39,7 @@ func (s *Server) lessonRoutes(e *echo.Echo) {
 	e.GET("/lessons", s.lessonsPage)
 	e.POST("/lessons/:id/start", s.startRunForm, sameOrigin)
 	e.GET("/lessons/runs/:run", s.runPage)
+	e.GET("/lessons/runs/:run/pointers.css", s.runPointers)
 	e.POST("/lessons/runs/:run/:action", s.runForm, sameOrigin)
 }
 
@@ -355,6 +356,22 @@ func (s *Server) runPage(c echo.Context) error {
 	v := views.NewLessonRunView(lang, st)
 	v.Ask = c.QueryParam("ask") != "" // Next from an answer: the next step's text and question
 	return Render(c, http.StatusOK, views.LessonRun(p, v))
+}
+
+// runPointers is the stylesheet that points the shown step's "look at"
+// list at the stage (views.PointerCSS); empty before the first step.
+func (s *Server) runPointers(c echo.Context) error {
+	r, err := s.run(c)
+	if err != nil {
+		return err
+	}
+	v := views.NewLessonRunView(Lang(c), r.State())
+	css := ""
+	if v.Last != nil {
+		css = views.PointerCSS(v.Last.Pointers)
+	}
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return c.Blob(http.StatusOK, "text/css; charset=utf-8", []byte(css))
 }
 
 func (s *Server) runForm(c echo.Context) error {
