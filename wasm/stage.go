@@ -55,8 +55,9 @@ type playback struct {
 }
 
 // playTotalMs is how long a step's playback lasts at each lesson speed
-// ("instant" plays none).
-var playTotalMs = map[string]float64{"fast": 3000, "normal": 6000, "slow": 12000}
+// ("instant" plays none); "run" is a recorded chaos run or comparison,
+// thousands of events.
+var playTotalMs = map[string]float64{"fast": 3000, "normal": 6000, "slow": 12000, "run": 30000}
 
 // setupPlay reads the step to play from #panel and wires the stage's
 // "watch again" button.
@@ -95,7 +96,9 @@ func (a *app) startPlay() {
 	if n == 0 {
 		return
 	}
-	pace := min(max(p.totalMs/float64(n), 40), 600)
+	// A lesson step's few events at a readable pace; a recorded run's
+	// thousands in its total time (several per frame).
+	pace := min(max(p.totalMs/float64(n), 4), 600)
 	a.state.Seek(0)
 	p.at = 0
 	a.schedule()

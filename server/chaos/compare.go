@@ -33,6 +33,8 @@ type Comparison struct {
 	// which a stepped run moves only with the schedule's steps.
 	LatencyClock string           `json:"latency_clock"`
 	Protocols    []ProtocolResult `json:"protocols"`
+	// Recording is the run's events for the stage to play back.
+	Recording *Recording `json:"-"`
 }
 
 // ProtocolResult is one protocol's column of a comparison.
@@ -180,6 +182,7 @@ func Compare(ctx context.Context, seed uint64, actions []Action, protocols []con
 		return nil
 	}, func(r *runner) {
 		cmp.Outcomes, cmp.SettleRounds = r.outcomes, r.settleDone
+		cmp.Recording = r.recording()
 		now := r.c.ReplicationMessages()
 		done := Progress{Phase: PhaseDone, Action: len(actions), Total: len(actions)}
 		for _, t := range r.topics {

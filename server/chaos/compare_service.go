@@ -74,6 +74,8 @@ func (s *Service) StartCompare(seed uint64, n int, protocols []string) (CompareS
 			st.Progress.Phase, st.Error = PhaseFailed, err.Error()
 			return
 		}
+		s.keepRecording(st.ID, res.Recording)
+		res.Recording = nil // the Service keeps it, for a while
 		st.Result, st.Progress = res, final
 	})
 	if err != nil {

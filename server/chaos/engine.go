@@ -124,6 +124,7 @@ func Run(ctx context.Context, seed uint64, cfg Config, actions []Action, o Optio
 		res.Counts = res.Report.Counts()
 		res.Final = t.final
 		res.DelayEffects = r.delayEffects
+		res.Recording = r.recording()
 		r.progress(Progress{Phase: PhaseDone, Action: len(actions), Total: len(actions), Counts: res.Counts})
 	})
 	if err != nil {
@@ -284,6 +285,9 @@ type runner struct {
 	// (by topic, then partition), and delayEffects what delays did.
 	isr          map[string]map[int32][]int32
 	delayEffects DelayEffects
+	// rec is what the stage plays back: from the schedule's start, every
+	// event the run published (observe records each action's).
+	rec Recording
 }
 
 // topicRun is one topic of a run: its producers, their writes, and what
@@ -434,7 +438,12 @@ func (r *runner) electing() []*topicRun {
 
 // run plays the schedule, settles and reads everything back.
 func (r *runner) run() error {
-	r.seq = r.c.Bus().LastSeq()
+	r.rec.Start = r.c.Snapshot()
+	r.seq = r.rec.Start.Seq
+	if evs, _ := r.c.Bus().Since(r.seq, 0); len(evs) > 0 { // published since the snapshot
+		r.seq = evs[len(evs)-1].Seq
+		r.rec.add(evs)
+	}
 	for i, a := range r.actions {
 		if err := r.ctx.Err(); err != nil {
 			return err
@@ -458,7 +467,19 @@ func (r *runner) run() error {
 			return err
 		}
 	}
+	// Settling and the read-back, unless the bus no longer holds them all.
+	if evs, oldest := r.c.Bus().Since(r.seq, 0); oldest > r.seq+1 {
+		r.rec.Truncated = true
+	} else {
+		r.rec.add(evs)
+	}
 	return nil
+}
+
+// recording returns what the run recorded for the stage.
+func (r *runner) recording() *Recording {
+	rec := r.rec
+	return &rec
 }
 
 // results returns the topic's writes as they ended.
@@ -921,6 +942,7 @@ func (r *runner) observe(a Action) error {
 		r.seq = evs[n-1].Seq
 	}
 	r.evs = evs
+	r.rec.add(evs)
 	r.countDelayEffects()
 	for _, t := range r.playing() {
 		for _, e := range evs {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"tidemark/events"
 )
 
 // Result is a finished run: everything needed to play it again (Seed,
@@ -26,6 +28,31 @@ type Result struct {
 	Final Final `json:"final"`
 	// DelayEffects counts what link delays did in the run.
 	DelayEffects DelayEffects `json:"delay_effects"`
+	// Recording is the run's events for the stage to play back (not
+	// exported: the seed and actions replay the run itself).
+	Recording *Recording `json:"-"`
+}
+
+// Recording is a run's events for the stage to play back: the cluster as
+// the schedule started and every event after, oldest first, through
+// settling and the read-back; at most MaxRecorded of them (Truncated:
+// the rest were left out, so the playback stops short of the end).
+type Recording struct {
+	Start     events.Snapshot
+	Events    []events.Event
+	Truncated bool
+}
+
+// MaxRecorded bounds a Recording: the events the stage's timeline keeps
+// (panel.MaxHistory), a megabyte or two.
+const MaxRecorded = 5000
+
+// add records evs, up to MaxRecorded in all.
+func (rec *Recording) add(evs []events.Event) {
+	if room := MaxRecorded - len(rec.Events); len(evs) > room {
+		evs, rec.Truncated = evs[:max(room, 0)], true
+	}
+	rec.Events = append(rec.Events, evs...)
 }
 
 // DelayEffects counts the faults link delays caused in a run

@@ -45,6 +45,9 @@ type Service struct {
 	mu       sync.Mutex // guards runs, compares and closed, and every RunState and CompareState
 	runs     kept[RunState]
 	compares kept[CompareState]
+	// recordings are the newest runs' and comparisons' events for the
+	// stage, by id, oldest first: at most keptRecordings of them.
+	recordings []idRecording
 	closed   bool
 	wg       sync.WaitGroup
 	ctx      context.Context
@@ -159,6 +162,8 @@ func (s *Service) Start(seed uint64, cfg Config, n int, actions []Action) (RunSt
 			st.Progress.Phase, st.Error = PhaseFailed, err.Error()
 			return
 		}
+		s.keepRecording(st.ID, res.Recording)
+		res.Recording = nil // the Service keeps it, for a while
 		st.Result, st.Lost, st.UnsyncedLost = res, res.Report.Lost, res.Report.UnsyncedLost
 		st.Progress = Progress{Phase: PhaseDone, Action: len(actions), Total: len(actions), Counts: res.Counts}
 	})
@@ -239,6 +244,42 @@ func (s *Service) launch(register func(), play func(ctx context.Context, o Optio
 		})
 	}()
 	return nil
+}
+
+// keptRecordings is how many finished runs' recordings a Service keeps
+// (a few megabytes each at most: MaxRecorded).
+const keptRecordings = 4
+
+// idRecording is a run's or comparison's Recording.
+type idRecording struct {
+	id  string
+	rec *Recording
+}
+
+// keepRecording keeps rec as id's, forgetting the oldest beyond
+// keptRecordings. Callers hold s.mu.
+func (s *Service) keepRecording(id string, rec *Recording) {
+	if rec == nil {
+		return
+	}
+	s.recordings = append(s.recordings, idRecording{id, rec})
+	if n := len(s.recordings) - keptRecordings; n > 0 {
+		s.recordings = append(s.recordings[:0], s.recordings[n:]...)
+	}
+}
+
+// Recording returns what run or comparison id recorded for the stage to
+// play back; false when it has none (not finished, failed, or among the
+// older ones, whose recordings are forgotten). Nobody changes it.
+func (s *Service) Recording(id string) (*Recording, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range s.recordings {
+		if r.id == id {
+			return r.rec, true
+		}
+	}
+	return nil, false
 }
 
 // Get returns a run's state (a copy); ErrUnknownRun if there is none.

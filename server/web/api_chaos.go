@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"tidemark/events"
 	"tidemark/i18n"
 	"tidemark/internal/clip"
 	"tidemark/server/chaos"
@@ -192,8 +193,64 @@ func (s *Server) chaosRunPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	p := s.page(c, i18n.T(Lang(c), "chaos.run.title", st.ID))
-	return Render(c, http.StatusOK, views.ChaosRun(p, chaosRunView(st)))
+	lang := Lang(c)
+	p := s.page(c, i18n.T(lang, "chaos.run.title", st.ID))
+	v := chaosRunView(st)
+	if rec, ok := s.opts.Chaos.Recording(st.ID); ok && len(rec.Events) > 0 {
+		v.Recorded, v.Stage, v.PlayTo = true, rec.Start, rec.Events[len(rec.Events)-1].Seq
+	}
+	if st.Result != nil {
+		v.Conclusion = chaosConclusion(lang, string(st.Config), st.Result.Counts)
+	}
+	return Render(c, http.StatusOK, views.ChaosRun(p, v))
+}
+
+// chaosConclusion says a finished run's outcome in one sentence: whether
+// any acknowledged write was lost, and how many writes were acknowledged.
+func chaosConclusion(lang i18n.Lang, config string, n chaos.Counts) string {
+	pct := 0
+	if n.Writes > 0 {
+		pct = n.Acked * 100 / n.Writes
+	}
+	var out string
+	if n.Lost == 0 {
+		out = i18n.T(lang, "chaos.conclusion.safe", config, n.Acked, n.Writes, pct)
+	} else {
+		out = i18n.T(lang, "chaos.conclusion.lost", config, n.Lost, n.Acked, n.Writes, pct)
+	}
+	if n.UnsyncedLost > 0 {
+		out += i18n.T(lang, "chaos.conclusion.unsynced", n.UnsyncedLost)
+	}
+	return out
+}
+
+// recordedLab is a finished run's recording as a lab the stage streams: it
+// opens on the cluster as the schedule started and plays every recorded
+// event (stepReplayer); nothing is published after them.
+type recordedLab struct {
+	rec *chaos.Recording
+	bus *events.Bus
+}
+
+func (l recordedLab) Snapshot() events.Snapshot { return l.rec.Start.Clone() }
+func (l recordedLab) Bus() *events.Bus          { return l.bus }
+func (l recordedLab) StepReplay() (events.Snapshot, []events.Event) {
+	return l.rec.Start.Clone(), l.rec.Events
+}
+
+// recordedRun is the lab /ws?chaos=<id> (or ?compare=<id>) streams: the
+// run's recording; 404 NOT_FOUND when it has none (unknown, unfinished, or
+// older than the recordings kept).
+func (s *Server) recordedRun(id string) (Lab, error) {
+	svc, err := s.chaosService()
+	if err != nil {
+		return nil, err
+	}
+	rec, ok := svc.Recording(id)
+	if !ok {
+		return nil, &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no recording of run " + strconv.Quote(clip.Bytes(id, 40)), Key: "chaos.no-recording"}
+	}
+	return recordedLab{rec: rec, bus: events.NewBus(events.BusOptions{History: 1, QueueLen: 1})}, nil
 }
 
 // chaosRunView is a run as its page shows it.

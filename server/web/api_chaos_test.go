@@ -5,11 +5,15 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gorilla/websocket"
 
 	"tidemark/events"
 	"tidemark/server/chaos"
@@ -156,4 +160,56 @@ func TestChaosBadActionSaysWhy(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestChaosRunOnTheStage: a finished run's page opens the stage on its
+// recording (the cluster as the schedule started, played to its last
+// event) under a one-sentence conclusion, and /ws?chaos=<id> streams the
+// recording: the starting snapshot, then every recorded event in order
+// (the first after the snapshot, the last the page plays to). An unknown
+// run has no recording (404).
+func TestChaosRunOnTheStage(t *testing.T) {
+	s := chaosServer(t, 1)
+	h := s.Handler()
+	rec := send(t, h, "POST", "/api/v1/chaos", `{"seed":3,"config":"strict","actions":20}`)
+	var st chaos.RunState
+	if err := json.Unmarshal(rec.Body.Bytes(), &st); rec.Code != 201 || err != nil {
+		t.Fatalf("start: %d %v %s", rec.Code, err, rec.Body)
+	}
+	done := waitChaos(t, s, st.ID)
+	recording, ok := s.opts.Chaos.Recording(st.ID)
+	if !ok || len(recording.Events) == 0 || recording.Events[0].Seq != recording.Start.Seq+1 {
+		t.Fatalf("recording: %v, %+v", ok, recording)
+	}
+	last := recording.Events[len(recording.Events)-1].Seq
+	page := send(t, h, "GET", "/chaos/runs/"+st.ID, "").Body.String()
+	for _, want := range []string{`data-ws="/ws?chaos=` + st.ID + `"`, `data-play-to="` + strconv.FormatUint(last, 10) + `"`, `data-menus="false"`,
+		`data-testid="conclusion"`, chaosConclusion("en", "strict", done.Progress.Counts)} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the run's page lacks %s", want)
+		}
+	}
+
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	conn, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http")+"/ws?chaos="+st.ID, http.Header{"Origin": {srv.URL}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	c := &wsClient{t: t, conn: conn}
+	m := c.next()
+	if m.Type != events.MessageSnapshot || m.Snapshot.Seq != recording.Start.Seq {
+		t.Fatalf("first message %s at %d, want the snapshot at %d", m.Type, m.Snapshot.Seq, recording.Start.Seq)
+	}
+	want := recording.Start.Seq + 1
+	for want <= last {
+		for _, e := range c.next().Events {
+			if e.Seq != want {
+				t.Fatalf("event %d after %d", e.Seq, want-1)
+			}
+			want++
+		}
+	}
+	wantError(t, send(t, h, "GET", "/ws?chaos=nope", ""), 404, "NOT_FOUND")
 }

@@ -144,8 +144,37 @@ func (s *Server) compareRunPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	p := s.page(c, i18n.T(Lang(c), "compare.run.title", st.ID))
-	return Render(c, http.StatusOK, views.CompareRun(p, compareRunView(st)))
+	lang := Lang(c)
+	p := s.page(c, i18n.T(lang, "compare.run.title", st.ID))
+	v := compareRunView(st)
+	if rec, ok := s.opts.Chaos.Recording(st.ID); ok && len(rec.Events) > 0 {
+		v.Recorded, v.Stage, v.PlayTo = true, rec.Start, rec.Events[len(rec.Events)-1].Seq
+	}
+	if st.Result != nil {
+		v.Conclusion = compareConclusion(lang, v.Columns)
+	}
+	return Render(c, http.StatusOK, views.CompareRun(p, v))
+}
+
+// compareConclusion says a finished comparison's outcome in one sentence:
+// for each protocol that ran, the acknowledged writes it lost and the
+// share of writes it accepted.
+func compareConclusion(lang i18n.Lang, cols []views.CompareColumn) string {
+	var parts []string
+	for _, c := range cols {
+		if c.SkippedCode != "" || !c.Finished {
+			continue
+		}
+		pct := 0
+		if c.Attempted > 0 {
+			pct = c.Accepted * 100 / c.Attempted
+		}
+		parts = append(parts, i18n.T(lang, "compare.conclusion.part", c.Protocol, c.Lost, pct, c.Accepted, c.Attempted))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return i18n.T(lang, "compare.conclusion", strings.Join(parts, i18n.T(lang, "compare.conclusion.sep")))
 }
 
 // compareRunView is a comparison as its page shows it: the live counts

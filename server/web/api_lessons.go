@@ -269,9 +269,15 @@ func (s *Server) setSpeed(c echo.Context) error {
 	return c.JSON(http.StatusOK, r.State())
 }
 
-// wsLab is the lab /ws streams: the main one, or with ?run=<id> a lesson
-// run's cluster (its lanes at the run's cursor).
+// wsLab is the lab /ws streams: the main one, with ?run=<id> a lesson
+// run's cluster (its lanes at the run's cursor), or with ?chaos=<id> or
+// ?compare=<id> a finished run's recording.
 func (s *Server) wsLab(c echo.Context) (Lab, error) {
+	for _, q := range []string{"chaos", "compare"} { // a finished run's recording
+		if id := c.QueryParam(q); id != "" {
+			return s.recordedRun(id)
+		}
+	}
 	id := c.QueryParam("run")
 	if id == "" {
 		return s.opts.Lab, nil
