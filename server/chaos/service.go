@@ -48,10 +48,10 @@ type Service struct {
 	// recordings are the newest runs' and comparisons' events for the
 	// stage, by id, oldest first: at most keptRecordings of them.
 	recordings []idRecording
-	closed   bool
-	wg       sync.WaitGroup
-	ctx      context.Context
-	cancel   context.CancelFunc
+	closed     bool
+	wg         sync.WaitGroup
+	ctx        context.Context
+	cancel     context.CancelFunc
 }
 
 // kept is the runs of one kind a Service remembers, oldest first.
