@@ -16,7 +16,9 @@ import (
 const (
 	ChartWindow = 60 * time.Second
 	chartW      = 220
-	chartH      = 74
+	chartH      = 74 // the plot's bottom: its x axis
+	chartAxisH  = 11 // under it, the time axis's labels
+	chartLeft   = 1  // the y axis
 	chartPad    = 16 // room for the labels above the plot
 	maxPoints   = 240
 	// sampleEvery is the lab time one sample of LEO, HW and ISR size
@@ -130,16 +132,16 @@ func (ch *Charts) HTML(c Catalog) string {
 		lines = append(lines, line{ch.leo[id], cls + " leo"}, line{ch.hw[id], cls})
 		legend = append(legend, `<span class="`+cls+`">`+esc(c.T("panel.broker", id))+`</span>`)
 	}
-	ch.chart(&b, "leo-hw", c.T("stage.chart.leohw", ch.Topic+"-"+itoa(ch.Partition)), strings.Join(legend, " "), lo, lines, false)
-	ch.chart(&b, "isr", c.T("stage.chart.isr"), "", lo, []line{{ch.isr, "c0"}}, false)
-	ch.chart(&b, "rate", c.T("stage.chart.rate"), "", lo, []line{{ch.rate, "c1"}}, false)
+	ch.chart(&b, c, "leo-hw", c.T("stage.chart.leohw", ch.Topic+"-"+itoa(ch.Partition)), strings.Join(legend, " "), "offset", lo, lines, false)
+	ch.chart(&b, c, "isr", c.T("stage.chart.isr"), "", "replicas", lo, []line{{ch.isr, "c0"}}, false)
+	ch.chart(&b, c, "rate", c.T("stage.chart.rate"), "", "rate", lo, []line{{ch.rate, "c1"}}, false)
 	lines, legend = nil, nil
 	for i, acks := range []events.Acks{events.AcksNone, events.AcksLeader, events.AcksAll} {
 		cls := lineClass[i]
 		lines = append(lines, line{ch.lat[acks], cls})
 		legend = append(legend, `<span class="`+cls+`">acks=`+string(acks)+`</span>`)
 	}
-	ch.chart(&b, "latency", c.T("stage.chart.latency"), strings.Join(legend, " "), lo, lines, true)
+	ch.chart(&b, c, "latency", c.T("stage.chart.latency"), strings.Join(legend, " "), "ms", lo, lines, true)
 	return b.String()
 }
 
@@ -148,10 +150,11 @@ type line struct {
 	cls string
 }
 
-// chart writes one small multiple: its title, the largest value on its
-// scale, a legend, and a polyline (dots if dots) per line; time runs
-// from lo to the newest sample.
-func (ch *Charts) chart(b *strings.Builder, name, title, legend string, lo float64, lines []line, dots bool) {
+// chart writes one small multiple: its title, a legend, its axes (the
+// value from 0 to the largest on its scale, in unit, a stage.chart.unit.
+// key; time from a window ago to now) and a polyline (dots if dots) per
+// line; time runs from lo to the newest sample.
+func (ch *Charts) chart(b *strings.Builder, c Catalog, name, title, legend, unit string, lo float64, lines []line, dots bool) {
 	top := 1.0
 	for _, l := range lines {
 		for _, p := range l.s {
@@ -163,9 +166,13 @@ func (ch *Charts) chart(b *strings.Builder, name, title, legend string, lo float
 	x := func(t float64) string { return F1((t - lo) / ChartWindow.Seconds() * chartW) }
 	y := func(v float64) string { return F1(chartPad + (chartH-chartPad-2)*(1-v/top)) }
 	b.WriteString(`<figure class="chart" data-testid="chart-` + name + `"><figcaption>` + esc(title) + ` <span class="legend-inline">` + legend +
-		`</span></figcaption><svg viewBox="0 0 ` + itoa(chartW) + ` ` + itoa(chartH) + `" role="img" aria-label="` + esc(title) + `">` +
+		`</span></figcaption><svg viewBox="0 0 ` + itoa(chartW) + ` ` + itoa(chartH+chartAxisH) + `" role="img" aria-label="` + esc(title) + `">` +
 		`<line class="axis" x1="0" y1="` + itoa(chartH-1) + `" x2="` + itoa(chartW) + `" y2="` + itoa(chartH-1) + `"/>` +
-		`<text class="scale" x="2" y="10">` + F1(top) + `</text>`)
+		`<line class="axis" x1="` + itoa(chartLeft) + `" y1="` + itoa(chartPad) + `" x2="` + itoa(chartLeft) + `" y2="` + itoa(chartH-1) + `"/>` +
+		`<text class="scale" x="3" y="10">` + esc(c.T("stage.chart.unit."+unit, F1(top))) + `</text>` +
+		`<text class="scale" x="3" y="` + itoa(chartH-3) + `">0</text>` +
+		`<text class="scale" x="0" y="` + itoa(chartH+chartAxisH-1) + `">` + esc(c.T("stage.chart.x.from", itoa(int32(ChartWindow.Seconds())))) + `</text>` +
+		`<text class="scale" x="` + itoa(chartW) + `" y="` + itoa(chartH+chartAxisH-1) + `" text-anchor="end">` + esc(c.T("stage.chart.x.now")) + `</text>`)
 	for _, l := range lines {
 		if dots {
 			b.WriteString(`<g class="dots ` + l.cls + `">`)

@@ -306,3 +306,19 @@ func TestFlightsGrouped(t *testing.T) {
 		t.Error("a stage without menus has forms")
 	}
 }
+
+// TestChartAxes: each chart has both axes, its largest value with its
+// unit, 0, and the time axis's ends (a window ago, now).
+func TestChartAxes(t *testing.T) {
+	var ch Charts
+	snap := &events.Snapshot{Topics: []events.Topic{{Name: "demo", Partitions: []events.Partition{{Partition: 0, Leader: 1, ISR: []int32{1, 2},
+		ReplicaLogs: []events.Replica{{Broker: 1, LEO: 7, HW: 5}}}}}}}
+	ch.Observe(snap, []events.Event{{Seq: 1, Kind: events.KindHW, Time: time.Unix(100, 0)}})
+	c := Catalog{"stage.chart.unit.offset": "%s (offset)", "stage.chart.unit.replicas": "%s replicas", "stage.chart.x.from": "−%s s", "stage.chart.x.now": "now"}
+	html := ch.HTML(c)
+	for _, want := range []string{">7.0 (offset)<", ">2.0 replicas<", ">−60 s<", ">now<", `x1="1" y1="16" x2="1" y2="73"`} {
+		if !strings.Contains(html, want) {
+			t.Errorf("the charts lack %s", want)
+		}
+	}
+}
