@@ -198,6 +198,16 @@ func (l *Lab) LastUsed() time.Time {
 	return l.lastUsed
 }
 
+// Idle returns how long the lab has gone unused: 0 while it is held.
+func (l *Lab) Idle() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.holds > 0 {
+		return 0
+	}
+	return max(l.now().Sub(l.lastUsed), 0)
+}
+
 // Closed reports whether the lab has been closed (by Remove, the idle sweep or Labs.Close).
 func (l *Lab) Closed() bool {
 	l.mu.Lock()

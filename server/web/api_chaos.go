@@ -93,7 +93,7 @@ func (s *Server) startChaos(c echo.Context) error {
 				withKey("chaos.refused.actions-type", strconv.Itoa(chaos.MaxActions))
 		}
 	}
-	st, err := svc.Start(req.Seed, cfg, n, actions)
+	st, err := svc.Start(s.learner(c, true), req.Seed, cfg, n, actions)
 	if err != nil {
 		return chaosError(err)
 	}
@@ -172,7 +172,7 @@ func (s *Server) startChaosForm(c echo.Context) error {
 	if err != nil {
 		n = -1 // Start names the range
 	}
-	st, err := svc.Start(seed, chaos.Config(c.FormValue("config")), n, nil)
+	st, err := svc.Start(s.learner(c, true), seed, chaos.Config(c.FormValue("config")), n, nil)
 	if err != nil {
 		flash(c, false, errText(Lang(c), toError(chaosError(err))))
 		return c.Redirect(http.StatusSeeOther, "/chaos")

@@ -54,7 +54,7 @@ func (s *Server) startCompare(c echo.Context) error {
 	if req.Actions == 0 {
 		req.Actions = chaos.DefaultActions
 	}
-	st, err := svc.StartCompare(req.Seed, req.Actions, req.Protocols)
+	st, err := svc.StartCompare(s.learner(c, true), req.Seed, req.Actions, req.Protocols)
 	if err != nil {
 		return chaosError(err)
 	}
@@ -131,7 +131,7 @@ func (s *Server) startCompareForm(c echo.Context) error {
 	if err != nil {
 		return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "unreadable form")
 	}
-	st, err := svc.StartCompare(seed, n, form["protocol"])
+	st, err := svc.StartCompare(s.learner(c, true), seed, n, form["protocol"])
 	if err != nil {
 		flash(c, false, errText(Lang(c), toError(chaosError(err))))
 		return c.Redirect(http.StatusSeeOther, "/compare")
