@@ -225,11 +225,11 @@ type OpenRun struct {
 	IdleSeconds int       `json:"idle_seconds"`
 }
 
-// Open returns owner's open runs, the one used last first; none for
-// owner "". Listing them does not count as using them.
+// Open returns owner's open runs, the one used last first; an empty list
+// for owner "". Listing them does not count as using them.
 func (s *Service) Open(owner string) []OpenRun {
 	if owner == "" {
-		return nil
+		return []OpenRun{}
 	}
 	s.mu.Lock()
 	var mine []*Run
