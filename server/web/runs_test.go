@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
+
 	"tidemark/events"
 	"tidemark/i18n"
 	"tidemark/lessons"
@@ -269,4 +271,57 @@ func TestFinishedRunLeaves(t *testing.T) {
 	var st chaos.RunState
 	json.Unmarshal(rec.Body.Bytes(), &st)
 	waitChaos(t, s, st.ID)
+}
+
+// TestWatchedRunIsNeverIdle: a run whose page is open (its /ws stream) is
+// in use however long nobody clicks: another learner is refused, with the
+// text for every cluster held rather than a time to wait. Once the page
+// closes, two idle minutes later (labs clock) another learner's start
+// ends it.
+func TestWatchedRunIsNeverIdle(t *testing.T) {
+	clock := &testClock{now: time.Unix(1_000_000, 0)}
+	s := runsServer(t, 1, clock)
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	ann := &browser{t: t, h: s.Handler(), cookies: map[string]*http.Cookie{}}
+	run, flash := ann.start("01-partitions")
+	if run == "" {
+		t.Fatal(flash)
+	}
+	url := "ws" + strings.TrimPrefix(srv.URL, "http") + "/ws?run=" + run
+	conn, resp, err := websocket.DefaultDialer.Dial(url, http.Header{"Origin": {srv.URL}})
+	if err != nil {
+		t.Fatalf("dial: %v (%v)", err, resp)
+	}
+	c := &wsClient{t: t, conn: conn}
+	if m := c.next(); m.Type != events.MessageSnapshot { // held from before the snapshot
+		t.Fatalf("first message %+v", m)
+	}
+	clock.Add(time.Hour)
+	bob := &browser{t: t, h: s.Handler(), cookies: map[string]*http.Cookie{}}
+	rec := bob.send("POST", "/api/v1/lessons/01-partitions/runs", "", "")
+	wantError(t, rec, 429, "THROTTLING_QUOTA_EXCEEDED")
+	var e struct{ Error Error }
+	if json.Unmarshal(rec.Body.Bytes(), &e); e.Error.Key != "limits.clusters-full.busy" {
+		t.Fatalf("refusal %+v, want limits.clusters-full.busy", e.Error)
+	}
+	if got := ann.open(); !slices.Equal(got, []string{run}) {
+		t.Fatalf("Ann's open runs %v", got)
+	}
+	conn.Close()
+	// The server sees the close on its own goroutine: each try moves the
+	// labs clock two minutes on, so the first after the release succeeds.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		clock.Add(2 * time.Minute)
+		if rec := bob.send("POST", "/api/v1/lessons/01-partitions/runs", "", ""); rec.Code == 201 {
+			break
+		} else if rec.Code != 429 || time.Now().After(deadline) {
+			t.Fatalf("after the page closed: %d %s", rec.Code, rec.Body)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := ann.open(); len(got) != 0 {
+		t.Fatalf("Ann's idle run %v was not ended", got)
+	}
 }
