@@ -192,10 +192,12 @@ func (s *Server) startRun(c echo.Context) error {
 	if err := decodeOptionalJSON(c, &req); err != nil {
 		return err
 	}
-	r, err := svc.Start(s.learner(c, true), c.Param("id"), req.Speed)
+	owner, started := s.starter(c)
+	r, err := svc.Start(owner, c.Param("id"), req.Speed)
 	if err != nil {
 		return lessonError(err)
 	}
+	started()
 	return c.JSON(http.StatusCreated, r.State())
 }
 
@@ -206,7 +208,7 @@ func (s *Server) openRuns(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, svc.Open(s.learner(c, false)))
+	return c.JSON(http.StatusOK, svc.Open(s.learner(c)))
 }
 
 func (s *Server) run(c echo.Context) (*lessons.Run, error) {
@@ -324,7 +326,7 @@ func (s *Server) lessonsPage(c echo.Context) error {
 	}
 	var runs []views.OpenRunView
 	if svc := s.opts.Lessons; svc != nil {
-		for _, r := range svc.Open(s.learner(c, false)) {
+		for _, r := range svc.Open(s.learner(c)) {
 			title := r.Title.In(lang)
 			if l := lessons.ByID(r.Lesson); l != nil {
 				title = fmt.Sprintf("%02d · %s", l.Number, title)
@@ -354,11 +356,13 @@ func (s *Server) startRunForm(c echo.Context) error {
 	if _, err := findLesson(c.Param("id")); err != nil {
 		return err
 	}
-	r, err := svc.Start(s.learner(c, true), c.Param("id"), lessons.Speed(c.FormValue("speed")))
+	owner, started := s.starter(c)
+	r, err := svc.Start(owner, c.Param("id"), lessons.Speed(c.FormValue("speed")))
 	if err != nil {
 		flash(c, false, errText(Lang(c), toError(lessonError(err))))
 		return c.Redirect(http.StatusSeeOther, "/lessons")
 	}
+	started()
 	return c.Redirect(http.StatusSeeOther, "/lessons/runs/"+url.PathEscape(r.ID))
 }
 
@@ -410,7 +414,7 @@ func (s *Server) runForm(c echo.Context) error {
 	case "leave":
 		// The page's navigator.sendBeacon on pagehide: a run left when it
 		// is finished ends now rather than at the learner's next start.
-		if r.Finished() && r.Owner == s.learner(c, false) {
+		if r.Finished() && r.Owner == s.learner(c) {
 			if err := svc.Stop(r.ID); err != nil {
 				return lessonError(err)
 			}

@@ -20,28 +20,35 @@ const learnerCookie = "tidemark_learner"
 // learnerIDLen is the length of a learner id: 16 random bytes in hex.
 const learnerIDLen = 32
 
-// learner returns whose runs c's request starts and lists: Options.Owner
-// on a class seat's Server, else the learner cookie's id. A browser
-// without one gets a new one when create is set (a start); else it is "",
-// nobody's.
-func (s *Server) learner(c echo.Context, create bool) string {
+// learner returns whose runs c's request lists: Options.Owner on a class
+// seat's Server, else the learner cookie's id; "" (nobody's) for a browser
+// that never started a run.
+func (s *Server) learner(c echo.Context) string {
 	if s.opts.Owner != "" {
 		return s.opts.Owner
 	}
 	if id := cookie(c.Request(), learnerCookie); validLearnerID(id) {
 		return id
 	}
-	if !create {
-		return ""
+	return ""
+}
+
+// starter returns whose run c starts, as learner does, and started, to
+// call once the run started: a browser without a learner id gets one then
+// (a refused start sets no cookie).
+func (s *Server) starter(c echo.Context) (owner string, started func()) {
+	if owner = s.learner(c); owner != "" {
+		return owner, func() {}
 	}
 	var b [learnerIDLen / 2]byte
 	rand.Read(b[:])
-	id := "learner-" + hex.EncodeToString(b[:])
-	// Lax, not Strict: a learner following a link to the lab from
-	// elsewhere still sees their runs on /lessons.
-	c.SetCookie(&http.Cookie{Name: learnerCookie, Value: id, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode,
-		Secure: c.Request().TLS != nil, MaxAge: 30 * 24 * 3600})
-	return id
+	owner = "learner-" + hex.EncodeToString(b[:])
+	return owner, func() {
+		// Lax, not Strict: a learner following a link to the lab from
+		// elsewhere still sees their runs on /lessons.
+		c.SetCookie(&http.Cookie{Name: learnerCookie, Value: owner, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode,
+			Secure: c.Request().TLS != nil, MaxAge: 30 * 24 * 3600})
+	}
 }
 
 // validLearnerID reports whether id is one learner made: a cookie with
