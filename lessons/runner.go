@@ -211,13 +211,7 @@ func (r *Run) Finished() bool { return r.lab.Finished() }
 
 // OpenRun is one of a learner's open runs as /lessons lists it.
 type OpenRun struct {
-	ID     string `json:"id"`
-	Lesson string `json:"lesson"`
-	Title  Text   `json:"title"`
-	// Cursor is how many steps are shown, Executed how many ran, of Total.
-	Cursor   int  `json:"cursor"`
-	Executed int  `json:"executed"`
-	Total    int  `json:"total"`
+	RunHeader
 	Finished bool `json:"finished"` // every step ran, or one failed
 	// LastUsed is when the run was last used, IdleSeconds how long ago:
 	// now and 0 while a page shows it.
@@ -245,8 +239,7 @@ func (s *Service) Open(owner string) []OpenRun {
 			continue
 		}
 		r.mu.Lock()
-		o := OpenRun{ID: r.ID, Lesson: r.Lesson.ID, Title: r.Lesson.Title, Cursor: r.cursor, Executed: len(r.steps),
-			Total: len(r.Lesson.Steps), Finished: r.Finished()}
+		o := OpenRun{RunHeader: r.header(), Finished: r.Finished()}
 		r.mu.Unlock()
 		idle := r.lab.Idle()
 		o.LastUsed, o.IdleSeconds = r.lab.LastUsed(), int(idle/time.Second)
@@ -500,24 +493,35 @@ func (r *Run) Recent(n int) []events.Event {
 // Bus returns the bus of the run's cluster.
 func (r *Run) Bus() *events.Bus { return r.lab.Cluster().Bus() }
 
-// RunState is a run as the API and the pages show it.
-type RunState struct {
+// RunHeader says which run it is and how far it went: what RunState and
+// OpenRun share.
+type RunHeader struct {
 	ID     string `json:"id"`
 	Lesson string `json:"lesson"`
 	Title  Text   `json:"title"`
 	// Cursor is how many steps are shown; the lanes are the state after
 	// them. Executed is how many steps ran on the cluster (Back lowers
 	// Cursor only).
-	Cursor   int             `json:"cursor"`
-	Executed int             `json:"executed"`
-	Total    int             `json:"total"`
-	Done     bool            `json:"done"`
-	Live     bool            `json:"live"` // the lanes are the cluster's current state
-	Speed    Speed           `json:"speed"`
-	Error    string          `json:"error,omitempty"`
-	Seq      uint64          `json:"seq"`
-	Steps    []StepState     `json:"steps"`
-	Lanes    events.Snapshot `json:"lanes"`
+	Cursor   int `json:"cursor"`
+	Executed int `json:"executed"`
+	Total    int `json:"total"`
+}
+
+// header is the run's RunHeader. Callers hold r.mu.
+func (r *Run) header() RunHeader {
+	return RunHeader{ID: r.ID, Lesson: r.Lesson.ID, Title: r.Lesson.Title, Cursor: r.cursor, Executed: len(r.steps), Total: len(r.Lesson.Steps)}
+}
+
+// RunState is a run as the API and the pages show it.
+type RunState struct {
+	RunHeader
+	Done  bool            `json:"done"`
+	Live  bool            `json:"live"` // the lanes are the cluster's current state
+	Speed Speed           `json:"speed"`
+	Error string          `json:"error,omitempty"`
+	Seq   uint64          `json:"seq"`
+	Steps []StepState     `json:"steps"`
+	Lanes events.Snapshot `json:"lanes"`
 }
 
 // StepState is one step of a run.
@@ -558,8 +562,7 @@ type ChoiceState struct {
 func (r *Run) State() RunState {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	s := RunState{ID: r.ID, Lesson: r.Lesson.ID, Title: r.Lesson.Title, Cursor: r.cursor, Executed: len(r.steps),
-		Total: len(r.Lesson.Steps), Error: r.failed, Live: r.cursor == len(r.steps)}
+	s := RunState{RunHeader: r.header(), Error: r.failed, Live: r.cursor == len(r.steps)}
 	s.Done = r.cursor == len(r.Lesson.Steps)
 	r.svc.mu.Lock()
 	s.Speed = r.speed

@@ -54,14 +54,7 @@ func newLabs(t *testing.T, max int, clock *fakeClock) *Labs {
 func TestBound(t *testing.T) {
 	clock := &fakeClock{now: time.Unix(1000, 0)}
 	ls := newLabs(t, 2, clock)
-	main, err := cluster.Open(cluster.Options{DataDir: t.TempDir(), Brokers: 1, Paused: true, Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer main.Close()
-	if _, err := ls.Pin("main", main); err != nil {
-		t.Fatal(err)
-	}
+	main := pinMain(t, ls)
 	var closed []string
 	var mu sync.Mutex
 	open := func() (*Lab, error) {
@@ -119,12 +112,7 @@ func TestBound(t *testing.T) {
 func TestIdleSweep(t *testing.T) {
 	clock := &fakeClock{now: time.Unix(1000, 0)}
 	ls := newLabs(t, 4, clock)
-	main, err := cluster.Open(cluster.Options{DataDir: t.TempDir(), Brokers: 1, Paused: true, Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer main.Close()
-	ls.Pin("main", main)
+	main := pinMain(t, ls)
 	a, err := ls.Open("", cluster.Options{Brokers: 1}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -185,6 +173,20 @@ func TestNewClearsDebris(t *testing.T) {
 	if _, err := New(Options{}); err == nil {
 		t.Fatal("New without Root succeeded")
 	}
+}
+
+// pinMain pins a one-broker cluster as "main", closed when the test ends.
+func pinMain(t *testing.T, ls *Labs) *cluster.Cluster {
+	t.Helper()
+	main, err := cluster.Open(cluster.Options{DataDir: t.TempDir(), Brokers: 1, Paused: true, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { main.Close() })
+	if _, err := ls.Pin("main", main); err != nil {
+		t.Fatal(err)
+	}
+	return main
 }
 
 func sorted(s ...string) []string { slices.Sort(s); return s }
@@ -250,14 +252,7 @@ func TestWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ls.Close()
-	main, err := cluster.Open(cluster.Options{DataDir: t.TempDir(), Brokers: 1, Paused: true, Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer main.Close()
-	if _, err := ls.Pin("main", main); err != nil {
-		t.Fatal(err)
-	}
+	pinMain(t, ls)
 	lab, err := ls.Open("", cluster.Options{Brokers: 1}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -440,14 +435,7 @@ func TestOpenPrefersFinished(t *testing.T) {
 func TestOpenNeverEndsPinnedOrKept(t *testing.T) {
 	clock := &fakeClock{now: time.Unix(1000, 0)}
 	ls := newLabs(t, 1, clock)
-	main, err := cluster.Open(cluster.Options{DataDir: t.TempDir(), Brokers: 1, Paused: true, Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer main.Close()
-	if _, err := ls.Pin("main", main); err != nil {
-		t.Fatal(err)
-	}
+	main := pinMain(t, ls)
 	seat, err := ls.OpenDir("seat-1", filepath.Join(t.TempDir(), "seat-1"), cluster.Options{Brokers: 1, Paused: true, Logger: quiet()}, nil)
 	if err != nil {
 		t.Fatal(err)
