@@ -112,7 +112,7 @@ var ErrClosed = errors.New("labs: closed")
 type Labs struct {
 	opts Options
 
-	mu     sync.Mutex // guards labs and closed
+	mu     sync.Mutex // guards labs and closed; taken before a Lab's mu, never after
 	labs   map[string]*Lab
 	closed bool
 

@@ -215,8 +215,8 @@ func TestLessonStartsNeverDeadEnd(t *testing.T) {
 
 // TestFinishedRunLeaves: a run whose every step ran is finished: listed as
 // such, ended by the page's leave beacon (which leaves an unfinished run
-// alone) and by End even after it ended, and a chaos run started on a full
-// lab ends the learner's own lesson run to make room.
+// alone) and by End even after it ended, and a chaos run or a comparison
+// started on a full lab ends the learner's own lesson run to make room.
 func TestFinishedRunLeaves(t *testing.T) {
 	clock := &testClock{now: time.Unix(1_000_000, 0)}
 	s := runsServer(t, 1, clock)
@@ -270,7 +270,27 @@ func TestFinishedRunLeaves(t *testing.T) {
 	}
 	var st chaos.RunState
 	json.Unmarshal(rec.Body.Bytes(), &st)
-	waitChaos(t, s, st.ID)
+	waitChaos(t, s, st.ID) // a finished chaos run gives its cluster back
+
+	// A comparison likewise.
+	if run, flash = ann.start("01-partitions"); run == "" {
+		t.Fatal(flash)
+	}
+	rec = ann.send("POST", "/api/v1/compare", "application/json", `{"seed":1,"actions":3,"protocols":["isr"]}`)
+	if rec.Code != 201 {
+		t.Fatalf("a comparison on a full lab of the learner's own lesson run: %d %s", rec.Code, rec.Body)
+	}
+	if got := ann.open(); len(got) != 0 {
+		t.Fatalf("the lesson run %v is still open after the comparison took its place", got)
+	}
+	var cs chaos.CompareState
+	json.Unmarshal(rec.Body.Bytes(), &cs)
+	for deadline := time.Now().Add(60 * time.Second); !cs.Done(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("comparison %s not done: %+v", cs.ID, cs.Progress)
+		}
+		json.Unmarshal(ann.send("GET", "/api/v1/compare/"+cs.ID, "", "").Body.Bytes(), &cs)
+	}
 }
 
 // TestWatchedRunIsNeverIdle: a run whose page is open (its /ws stream) is
