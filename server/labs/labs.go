@@ -459,7 +459,9 @@ func (ls *Labs) makeRoomLocked(owner string, now time.Time) []*Lab {
 	}
 	if pick == nil {
 		for i := range rest {
-			if u := &rest[i]; u.lab.Owner != owner && !u.held && now.Sub(u.lastUsed) >= ls.opts.IdleAfter && better(u) {
+			u := &rest[i]
+			other := owner == "" || u.lab.Owner != owner // "" is nobody's, not its own
+			if other && !u.held && now.Sub(u.lastUsed) >= ls.opts.IdleAfter && better(u) {
 				pick = u
 			}
 		}

@@ -449,3 +449,20 @@ func TestOpenNeverEndsPinnedOrKept(t *testing.T) {
 		t.Fatal("a kept or pinned lab was ended")
 	}
 }
+
+// TestOpenNobodysIdle: labs opened for owner "" (nobody's) are never their
+// opener's own, yet end like another owner's once idle, for anyone.
+func TestOpenNobodysIdle(t *testing.T) {
+	clock := &fakeClock{now: time.Unix(1000, 0)}
+	ls := newLabs(t, 1, clock)
+	a, err := openAs(t, ls, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = openAs(t, ls, "")
+	full(t, err, 0, 2*time.Minute)
+	clock.Add(2 * time.Minute)
+	if _, err := openAs(t, ls, ""); err != nil || !a.Closed() {
+		t.Fatalf("after two idle minutes: %v, first closed %v", err, a.Closed())
+	}
+}
