@@ -374,6 +374,9 @@ func (r *Run) usable() error {
 
 // runStep runs step i on the cluster. Callers hold r.mu.
 func (r *Run) runStep(i int, choice string) error {
+	// A slow step is the run in use however long it takes.
+	r.lab.Hold()
+	defer r.lab.Release()
 	st := r.Lesson.Steps[i]
 	c := r.lab.Cluster()
 	r.record()
