@@ -76,6 +76,8 @@ type FullError struct {
 	IdleIn time.Duration
 }
 
+// Error says the refusal in English with what is left to do: end one of
+// the owner's own, or wait until another owner's counts as idle.
 func (e *FullError) Error() string {
 	msg := fmt.Sprintf("%v: all %d run lessons, chaos runs, comparisons or class seats", ErrFull, e.Max)
 	if e.Own > 0 {
