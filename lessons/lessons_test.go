@@ -116,7 +116,7 @@ func TestEveryLesson(t *testing.T) {
 			t.Parallel()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			r, err := s.Start(l.ID, SpeedInstant)
+			r, err := s.Start("", l.ID, SpeedInstant)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -225,17 +225,17 @@ func TestEveryTextInEveryLanguage(t *testing.T) {
 // speeds, Back at the start, and Replay.
 func TestRunControls(t *testing.T) {
 	s := newService(t, 1)
-	if _, err := s.Start("no-such", ""); !errors.Is(err, ErrUnknownLesson) {
+	if _, err := s.Start("", "no-such", ""); !errors.Is(err, ErrUnknownLesson) {
 		t.Fatalf("unknown lesson: %v", err)
 	}
-	r, err := s.Start("08-hw", "")
+	r, err := s.Start("", "08-hw", "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r.Speed() != SpeedInstant {
 		t.Fatalf("default speed %s", r.Speed())
 	}
-	if _, err := s.Start("08-hw", ""); !errors.Is(err, labs.ErrFull) {
+	if _, err := s.Start("", "08-hw", ""); !errors.Is(err, labs.ErrFull) {
 		t.Fatalf("second run with a bound of 1: %v", err)
 	}
 	if err := r.Back(); !errors.Is(err, ErrAtStart) {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -74,6 +75,9 @@ func NewService(opts Options) (*Service, error) {
 type Run struct {
 	ID     string
 	Lesson *Lesson
+	// Owner is whose run it is (a learner's identity, a class seat's);
+	// labs.Open decides by it which run makes room for a new one.
+	Owner string
 
 	svc    *Service
 	lab    *labs.Lab
@@ -105,9 +109,11 @@ type stepRecord struct {
 	err           string
 }
 
-// Start opens a fresh cluster for the lesson, runs its Setup and returns
-// the run, ready for its first step. speed "" is the Service's default.
-func (s *Service) Start(lessonID string, speed Speed) (*Run, error) {
+// Start opens a fresh cluster for owner's run of the lesson, runs its
+// Setup and returns the run, ready for its first step. speed "" is the
+// Service's default. A full lab first ends one of owner's runs, or another
+// learner's idle one (labs.Open); else it is a *labs.FullError.
+func (s *Service) Start(owner, lessonID string, speed Speed) (*Run, error) {
 	l := ByID(lessonID)
 	if l == nil {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownLesson, lessonID)
@@ -119,7 +125,7 @@ func (s *Service) Start(lessonID string, speed Speed) (*Run, error) {
 		return nil, ErrBadSpeed
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &Run{Lesson: l, svc: s, ctx: ctx, cancel: cancel, speed: speed}
+	r := &Run{Lesson: l, Owner: owner, svc: s, ctx: ctx, cancel: cancel, speed: speed}
 	// Each run shows the choices in its own order, so that the right one
 	// is not always in the same place.
 	for _, st := range l.Steps {
@@ -132,7 +138,7 @@ func (s *Service) Start(lessonID string, speed Speed) (*Run, error) {
 	// The HW checkpoint is written only when a step says so, so that the
 	// KIP-101 timings are exact.
 	bcfg := broker.Config{HighWatermarkCheckpointInterval: time.Hour}
-	lab, err := s.opts.Labs.Open(cluster.Options{Brokers: l.Brokers, Broker: bcfg, Logger: s.opts.Logger, FencingRule: l.Fencing,
+	lab, err := s.opts.Labs.Open(owner, cluster.Options{Brokers: l.Brokers, Broker: bcfg, Logger: s.opts.Logger, FencingRule: l.Fencing,
 		MessageEvents: s.opts.MessageEvents}, r.onClose)
 	if err != nil {
 		cancel()
@@ -153,6 +159,7 @@ func (s *Service) Start(lessonID string, speed Speed) (*Run, error) {
 	s.mu.Lock()
 	s.runs[r.ID] = r
 	s.mu.Unlock()
+	lab.Release() // set up: from now on it may make room when left idle
 	return r, nil
 }
 
@@ -194,6 +201,63 @@ func (s *Service) Stop(id string) error {
 	r.mu.Unlock()
 	r.env.wg.Wait()
 	return err
+}
+
+// Hold marks the run's cluster in use until release is called: a page
+// showing it live. A held run is never ended to make room for another.
+func (r *Run) Hold() (release func()) {
+	r.lab.Hold()
+	var once sync.Once
+	return func() { once.Do(r.lab.Release) }
+}
+
+// Finished reports whether every step of the run ran, or one failed:
+// nothing is left to run.
+func (r *Run) Finished() bool { return r.lab.Finished() }
+
+// OpenRun is one of a learner's open runs as /lessons lists it.
+type OpenRun struct {
+	RunHeader
+	Finished bool `json:"finished"` // every step ran, or one failed
+	// LastUsed is when the run was last used, IdleSeconds how long ago:
+	// now and 0 while a page shows it.
+	LastUsed    time.Time `json:"last_used"`
+	IdleSeconds int       `json:"idle_seconds"`
+}
+
+// Open returns owner's open runs, the one used last first; an empty list
+// for owner "". Listing them does not count as using them.
+func (s *Service) Open(owner string) []OpenRun {
+	if owner == "" {
+		return []OpenRun{}
+	}
+	s.mu.Lock()
+	var mine []*Run
+	for _, r := range s.runs {
+		if r.Owner == owner {
+			mine = append(mine, r)
+		}
+	}
+	s.mu.Unlock()
+	out := make([]OpenRun, 0, len(mine))
+	for _, r := range mine {
+		if r.lab.Closed() {
+			continue
+		}
+		r.mu.Lock()
+		o := OpenRun{RunHeader: r.header(), Finished: r.Finished()}
+		r.mu.Unlock()
+		idle := r.lab.Idle()
+		o.LastUsed, o.IdleSeconds = r.lab.LastUsed(), int(idle/time.Second)
+		out = append(out, o)
+	}
+	slices.SortFunc(out, func(a, b OpenRun) int {
+		if c := b.LastUsed.Compare(a.LastUsed); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out
 }
 
 // Runs returns how many runs are open.
@@ -316,6 +380,9 @@ func (r *Run) usable() error {
 
 // runStep runs step i on the cluster. Callers hold r.mu.
 func (r *Run) runStep(i int, choice string) error {
+	// A slow step is the run in use however long it takes.
+	r.lab.Hold()
+	defer r.lab.Release()
 	st := r.Lesson.Steps[i]
 	c := r.lab.Cluster()
 	r.record()
@@ -339,6 +406,10 @@ func (r *Run) runStep(i int, choice string) error {
 	}
 	r.steps = append(r.steps, rec)
 	r.cursor = len(r.steps)
+	if err != nil || len(r.steps) == len(r.Lesson.Steps) {
+		// Nothing is left to run: the learner's next start ends it.
+		r.lab.Finish()
+	}
 	if err != nil {
 		return fmt.Errorf("%w: %s", ErrFailed, r.failed)
 	}
@@ -459,24 +530,35 @@ func (r *Run) StepReplay() (events.Snapshot, []events.Event) {
 // Bus returns the bus of the run's cluster.
 func (r *Run) Bus() *events.Bus { return r.lab.Cluster().Bus() }
 
-// RunState is a run as the API and the pages show it.
-type RunState struct {
+// RunHeader says which run it is and how far it went: what RunState and
+// OpenRun share.
+type RunHeader struct {
 	ID     string `json:"id"`
 	Lesson string `json:"lesson"`
 	Title  Text   `json:"title"`
 	// Cursor is how many steps are shown; the lanes are the state after
 	// them. Executed is how many steps ran on the cluster (Back lowers
 	// Cursor only).
-	Cursor   int             `json:"cursor"`
-	Executed int             `json:"executed"`
-	Total    int             `json:"total"`
-	Done     bool            `json:"done"`
-	Live     bool            `json:"live"` // the lanes are the cluster's current state
-	Speed    Speed           `json:"speed"`
-	Error    string          `json:"error,omitempty"`
-	Seq      uint64          `json:"seq"`
-	Steps    []StepState     `json:"steps"`
-	Lanes    events.Snapshot `json:"lanes"`
+	Cursor   int `json:"cursor"`
+	Executed int `json:"executed"`
+	Total    int `json:"total"`
+}
+
+// header is the run's RunHeader. Callers hold r.mu.
+func (r *Run) header() RunHeader {
+	return RunHeader{ID: r.ID, Lesson: r.Lesson.ID, Title: r.Lesson.Title, Cursor: r.cursor, Executed: len(r.steps), Total: len(r.Lesson.Steps)}
+}
+
+// RunState is a run as the API and the pages show it.
+type RunState struct {
+	RunHeader
+	Done  bool            `json:"done"`
+	Live  bool            `json:"live"` // the lanes are the cluster's current state
+	Speed Speed           `json:"speed"`
+	Error string          `json:"error,omitempty"`
+	Seq   uint64          `json:"seq"`
+	Steps []StepState     `json:"steps"`
+	Lanes events.Snapshot `json:"lanes"`
 }
 
 // StepState is one step of a run.
@@ -517,8 +599,7 @@ type ChoiceState struct {
 func (r *Run) State() RunState {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	s := RunState{ID: r.ID, Lesson: r.Lesson.ID, Title: r.Lesson.Title, Cursor: r.cursor, Executed: len(r.steps),
-		Total: len(r.Lesson.Steps), Error: r.failed, Live: r.cursor == len(r.steps)}
+	s := RunState{RunHeader: r.header(), Error: r.failed, Live: r.cursor == len(r.steps)}
 	s.Done = r.cursor == len(r.Lesson.Steps)
 	r.svc.mu.Lock()
 	s.Speed = r.speed

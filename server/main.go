@@ -289,7 +289,7 @@ func run(ctx context.Context, cfg config, out io.Writer, started func(url string
 			Setup: func(c *cluster.Cluster) error { return ensureDemo(c, cfg.brokers) },
 			NewHandler: func(env class.Env) (http.Handler, io.Closer, error) {
 				sw, err := web.New(web.Options{Lab: lab{env.Cluster}, Logger: logger, Lessons: env.Lessons, Chaos: env.Chaos,
-					AllowedHosts: wopts.AllowedHosts, StaticFrom: ws})
+					AllowedHosts: wopts.AllowedHosts, StaticFrom: ws, Owner: "seat-" + strconv.Itoa(env.Seat)})
 				if err != nil {
 					return nil, nil, err
 				}

@@ -474,3 +474,19 @@
     .then(function (result) { go.run(result.instance); })
     .catch(function (err) { unavailable(String(err && err.message || err)); });
 })();
+// A finished lesson run left (the tab closed, another page opened) ends at
+// once, rather than holding one of the lab's private clusters until the
+// learner's next start: the page marks itself data-leave with the run's
+// leave address once its last step is shown. Its own forms (Back, Replay,
+// a speed) come back to the run and send nothing; the server ends only a
+// finished run of the learner's own.
+(function () {
+  "use strict";
+  var screen = document.querySelector('.lesson-screen[data-leave]:not([data-leave=""])');
+  if (!screen || typeof navigator.sendBeacon !== "function") return;
+  var staying = false;
+  document.addEventListener("submit", function () { staying = true; }, true);
+  window.addEventListener("pagehide", function () {
+    if (!staying) navigator.sendBeacon(screen.dataset.leave);
+  });
+})();

@@ -122,7 +122,7 @@ func TestBuildsOnListSeparator(t *testing.T) {
 		BuildsOn: []LessonRef{{ID: "12-a", Name: "12 · a"}, {ID: "13-b", Name: "13 · b"}}}}}}
 	for lang, want := range map[i18n.Lang]string{i18n.English: "12 · a</a>, <a", i18n.SimplifiedChinese: "12 · a</a>、<a", i18n.TraditionalChinese: "12 · a</a>、<a"} {
 		var buf bytes.Buffer
-		if err := LessonList(Page{Lang: lang}, parts).Render(context.Background(), &buf); err != nil {
+		if err := LessonList(Page{Lang: lang}, parts, nil).Render(context.Background(), &buf); err != nil {
 			t.Fatal(err)
 		}
 		if !strings.Contains(buf.String(), want) {

@@ -34,9 +34,10 @@ func (st *CompareState) Done() bool {
 
 // StartCompare begins a comparison of protocols (nil: Protocols) on seed's
 // schedule of n actions (0: DefaultActions) in the background, on its own
-// lab cluster. INVALID_REQUEST for a seed or count out of bounds or a bad
-// protocol name; a full lab is THROTTLING_QUOTA_EXCEEDED (labs.ErrFull).
-func (s *Service) StartCompare(seed uint64, n int, protocols []string) (CompareState, error) {
+// lab cluster, owner's as Start's is. INVALID_REQUEST for a seed or count
+// out of bounds or a bad protocol name; a full lab is
+// THROTTLING_QUOTA_EXCEEDED (a *labs.FullError).
+func (s *Service) StartCompare(owner string, seed uint64, n int, protocols []string) (CompareState, error) {
 	actions, err := schedule(seed, n, nil)
 	if err != nil {
 		return CompareState{}, err
@@ -47,7 +48,7 @@ func (s *Service) StartCompare(seed uint64, n int, protocols []string) (CompareS
 	}
 	st := &CompareState{ID: newRunID(), Seed: seed, Actions: len(actions), Protocols: ps,
 		Progress: Progress{Phase: PhaseStarting, Total: len(actions)}, Series: []ProtocolSeries{}}
-	err = s.launch(func() { s.compares.add(st.ID, st, s.opts.MaxKept, (*CompareState).Done) }, func(ctx context.Context, o Options) {
+	err = s.launch(owner, func() { s.compares.add(st.ID, st, s.opts.MaxKept, (*CompareState).Done) }, func(ctx context.Context, o Options) {
 		series := map[controller.ReplicationProtocol][]Sample{}
 		var final Progress
 		o.Progress = func(p Progress) {

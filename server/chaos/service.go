@@ -135,8 +135,10 @@ func NewService(opts ServiceOptions) (*Service, error) {
 
 // Start begins a run of seed under cfg in the background: actions, if
 // given, are its schedule; otherwise Generate(seed, n) is (n 0: DefaultActions).
-// A full lab is THROTTLING_QUOTA_EXCEEDED (labs.ErrFull).
-func (s *Service) Start(seed uint64, cfg Config, n int, actions []Action) (RunState, error) {
+// The run's cluster is owner's (labs.Open: a full lab first ends one of
+// owner's idle ones); a full lab is THROTTLING_QUOTA_EXCEEDED (a
+// *labs.FullError).
+func (s *Service) Start(owner string, seed uint64, cfg Config, n int, actions []Action) (RunState, error) {
 	if _, err := ParseConfig(string(cfg)); err != nil {
 		return RunState{}, err
 	}
@@ -146,7 +148,7 @@ func (s *Service) Start(seed uint64, cfg Config, n int, actions []Action) (RunSt
 	}
 	st := &RunState{ID: newRunID(), Seed: seed, Config: cfg, Actions: len(actions),
 		Progress: Progress{Phase: PhaseStarting, Total: len(actions)}}
-	err = s.launch(func() { s.runs.add(st.ID, st, s.opts.MaxKept, (*RunState).Done) }, func(ctx context.Context, o Options) {
+	err = s.launch(owner, func() { s.runs.add(st.ID, st, s.opts.MaxKept, (*RunState).Done) }, func(ctx context.Context, o Options) {
 		o.Progress = func(p Progress) {
 			if p.Phase == PhaseDone {
 				return // done is when the result is in, below
@@ -208,12 +210,14 @@ func schedule(seed uint64, n int, actions []Action) ([]Action, error) {
 	return actions, nil
 }
 
-// launch opens a lab cluster for a run, remembers the run (register, under
-// s.mu) and plays it in the background: play gets Options whose Open hands
-// out that cluster once and removes it from the lab at the end.
-func (s *Service) launch(register func(), play func(ctx context.Context, o Options)) error {
+// launch opens a lab cluster for owner's run, remembers the run (register,
+// under s.mu) and plays it in the background: play gets Options whose Open
+// hands out that cluster once and removes it from the lab at the end. The
+// lab stays held (labs.Lab.Hold) while it plays, so that no one's start
+// ends a run half played.
+func (s *Service) launch(owner string, register func(), play func(ctx context.Context, o Options)) error {
 	ctx, cancel := context.WithCancel(s.ctx)
-	lab, err := s.opts.Labs.Open(cluster.Options{Brokers: Brokers, Logger: s.opts.Logger}, cancel)
+	lab, err := s.opts.Labs.Open(owner, cluster.Options{Brokers: Brokers, Logger: s.opts.Logger}, cancel)
 	if err != nil {
 		cancel()
 		return err
@@ -231,6 +235,7 @@ func (s *Service) launch(register func(), play func(ctx context.Context, o Optio
 	go func() {
 		defer s.wg.Done()
 		defer cancel()
+		defer lab.Release()
 		opened := false
 		play(ctx, Options{
 			Logger: s.opts.Logger,

@@ -4,7 +4,8 @@
 // loopback ports, starts with its clock paused, and is removed (directory
 // and all) when it is closed, when it has been idle for IdleTimeout, or
 // when the whole Labs closes. The number of lesson clusters is bounded so a
-// burst of learners cannot exhaust the machine.
+// burst of learners cannot exhaust the machine; when the bound is reached,
+// Open decides (and only Open) which private cluster makes room: see Open.
 package labs
 
 import (
@@ -16,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -37,6 +39,11 @@ type Options struct {
 	// IdleTimeout closes a lesson cluster nobody has touched for this long
 	// (default 15 minutes).
 	IdleTimeout time.Duration
+	// IdleAfter is how long a private cluster with no page open on it
+	// (not held, see Lab.Hold) and no request must wait to count as idle
+	// for another owner (default 2 minutes): when every slot is taken, one
+	// that idle may be ended to make room for someone else's (see Open).
+	IdleAfter time.Duration
 	// SweepInterval is how often the janitor looks for idle clusters (default
 	// one minute). Negative: no janitor; call Sweep yourself (tests).
 	SweepInterval time.Duration
@@ -58,6 +65,48 @@ type Options struct {
 // of these now, retry later".
 var ErrFull = fmt.Errorf("%w: every private cluster is in use", kerr.ThrottlingQuotaExceeded)
 
+// FullError is ErrFull with what the refused owner can do about it. Max
+// is MaxClusters; Own is how many of the slots are the owner's own labs
+// that are in use (open in a page, or a chaos run playing); IdleIn is how
+// long until the first other owner's lab counts as idle (0: each of them
+// is in use, so waiting alone says nothing).
+type FullError struct {
+	Max    int
+	Own    int
+	IdleIn time.Duration
+}
+
+// Error says the refusal in English with what is left to do: end one of
+// the owner's own, or wait until another owner's counts as idle.
+func (e *FullError) Error() string {
+	msg := fmt.Sprintf("%v: all %d run lessons, chaos runs, comparisons or class seats", ErrFull, e.Max)
+	if e.Own > 0 {
+		msg += fmt.Sprintf("; %d of them are yours and in use: end one at /lessons or close its page", e.Own)
+	}
+	if e.IdleIn > 0 {
+		msg += fmt.Sprintf("; another learner's counts as idle in %v: try again then", e.IdleIn.Round(time.Second))
+	} else if e.Own == 0 {
+		msg += "; each is in use: try again in a minute"
+	}
+	return msg
+}
+
+// Unwrap makes errors.Is(err, ErrFull) and kerr matching work.
+func (e *FullError) Unwrap() error { return ErrFull }
+
+// MessageKey is the i18n key and arguments of the refused learner's text.
+func (e *FullError) MessageKey() (string, []string) {
+	max := strconv.Itoa(e.Max)
+	switch {
+	case e.Own > 0:
+		return "limits.clusters-full.own", []string{max, strconv.Itoa(e.Own)}
+	case e.IdleIn > 0:
+		secs := (e.IdleIn + time.Second - 1) / time.Second
+		return "limits.clusters-full.wait", []string{max, strconv.Itoa(int(secs))}
+	}
+	return "limits.clusters-full.busy", []string{max}
+}
+
 // ErrClosed is returned by Open once Labs is closed.
 var ErrClosed = errors.New("labs: closed")
 
@@ -65,7 +114,7 @@ var ErrClosed = errors.New("labs: closed")
 type Labs struct {
 	opts Options
 
-	mu     sync.Mutex // guards labs and closed
+	mu     sync.Mutex // guards labs and closed; taken before a Lab's mu, never after
 	labs   map[string]*Lab
 	closed bool
 
@@ -85,18 +134,81 @@ type Lab struct {
 	// Kept labs (a class seat's free-play cluster, opened by OpenDir) keep
 	// Dir when they close: closing one hibernates it.
 	Kept bool
+	// Owner is whose lab this is: a learner's identity or a class seat's
+	// ("seat-<n>"); "" is nobody's, never ended to make room for its owner.
+	Owner string
 
 	cluster *cluster.Cluster
 	onClose func()
 	unwatch func() // from Options.Watch; nil without one
+	now     func() time.Time
 
-	mu       sync.Mutex // guards lastUsed and closed
+	mu       sync.Mutex // guards the fields below
 	lastUsed time.Time
+	holds    int  // pages open on it, a chaos run playing, its start
+	finished bool // its owner is done with it: ended first to make room
 	closed   bool
 }
 
 // Cluster returns the lab's cluster.
 func (l *Lab) Cluster() *cluster.Cluster { return l.cluster }
+
+// Hold marks the lab in use until a matching Release: a lesson run's page
+// with its websocket open, a chaos run while it plays. A held lab is never
+// idle, so neither the sweep nor another owner's Open ends it.
+func (l *Lab) Hold() {
+	l.mu.Lock()
+	l.holds++
+	l.mu.Unlock()
+}
+
+// Release ends one Hold; the lab's idle time counts from now.
+func (l *Lab) Release() {
+	l.mu.Lock()
+	if l.holds > 0 {
+		l.holds--
+	}
+	if now := l.now(); now.After(l.lastUsed) {
+		l.lastUsed = now
+	}
+	l.mu.Unlock()
+}
+
+// Finish marks the lab as one its owner is done with (a lesson run whose
+// every step ran): the owner's next Open ends it, even when a slot is free.
+func (l *Lab) Finish() {
+	l.mu.Lock()
+	l.finished = true
+	l.mu.Unlock()
+}
+
+// Finished reports whether Finish was called.
+func (l *Lab) Finished() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.finished
+}
+
+// LastUsed is when the lab was last touched or released; now while it is
+// held.
+func (l *Lab) LastUsed() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.holds > 0 {
+		return l.now()
+	}
+	return l.lastUsed
+}
+
+// Idle returns how long the lab has gone unused: 0 while it is held.
+func (l *Lab) Idle() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.holds > 0 {
+		return 0
+	}
+	return max(l.now().Sub(l.lastUsed), 0)
+}
 
 // Closed reports whether the lab has been closed (by Remove, the idle sweep or Labs.Close).
 func (l *Lab) Closed() bool {
@@ -119,6 +231,9 @@ func New(opts Options) (*Labs, error) {
 	}
 	if opts.IdleTimeout <= 0 {
 		opts.IdleTimeout = 15 * time.Minute
+	}
+	if opts.IdleAfter <= 0 {
+		opts.IdleAfter = 2 * time.Minute
 	}
 	if opts.SweepInterval == 0 {
 		opts.SweepInterval = time.Minute
@@ -175,36 +290,46 @@ func (ls *Labs) Pin(id string, c *cluster.Cluster) (*Lab, error) {
 	if ls.labs[id] != nil {
 		return nil, fmt.Errorf("labs: %q already exists", id)
 	}
-	l := &Lab{ID: id, Pinned: true, cluster: c, lastUsed: ls.opts.Now()}
+	l := &Lab{ID: id, Pinned: true, cluster: c, now: ls.opts.Now, lastUsed: ls.opts.Now()}
 	ls.labs[id] = l
 	return l, nil
 }
 
-// Open starts a fresh cluster in its own directory under Root: free
-// loopback ports, paused clock, a bus that keeps History events. opts
+// Open starts a fresh cluster for owner in its own directory under Root:
+// free loopback ports, paused clock, a bus that keeps History events. opts
 // supplies the rest (Brokers, Broker tuning, Logger); DataDir, KafkaPort,
 // Paused and Bus are set here. onClose, if not nil, runs once when the lab
-// closes (by Remove, the sweep or Close), just before its cluster stops. Open fails with ErrFull
-// when MaxClusters private clusters are running.
-func (ls *Labs) Open(opts cluster.Options, onClose func()) (*Lab, error) {
+// closes (by Remove, the sweep, Close or another Open making room), just
+// before its cluster stops. The lab comes back held (Hold) so that nothing
+// ends it while its caller sets it up: Release it then.
+//
+// Open first ends owner's finished labs (Finish): the learner has moved on.
+// When MaxClusters private clusters still run, it ends one to make room:
+// the one of owner's own not held (no page open on it) that was used
+// longest ago; else another owner's idle one (not held, not used for
+// IdleAfter), finished first, then idle longest. Pinned and kept labs are
+// never ended. With none of those, Open fails with a *FullError (ErrFull).
+func (ls *Labs) Open(owner string, opts cluster.Options, onClose func()) (*Lab, error) {
 	id := newID()
 	opts.Paused, opts.Bus = true, nil
-	return ls.open(&Lab{ID: id, Dir: filepath.Join(ls.opts.Root, id), onClose: onClose}, opts)
+	return ls.open(&Lab{ID: id, Dir: filepath.Join(ls.opts.Root, id), Owner: owner, onClose: onClose, holds: 1}, opts)
 }
 
 // OpenDir starts the cluster kept in dir under id, recovering what an
 // earlier OpenDir left there: a class seat's free-play cluster. Unlike
 // Open it keeps opts.Paused, and closing the lab (Remove, the sweep, Close)
 // stops the cluster but keeps dir, so that the next OpenDir wakes it where
-// it was. It counts against MaxClusters like Open's and fails with ErrFull
-// the same way; an id already open is an error.
+// it was. It counts against MaxClusters like Open's but ends no other lab
+// to make room: it fails with a *FullError (ErrFull) instead; an id already
+// open is an error.
 func (ls *Labs) OpenDir(id, dir string, opts cluster.Options, onClose func()) (*Lab, error) {
 	opts.Bus = nil
 	return ls.open(&Lab{ID: id, Dir: dir, Kept: true, onClose: onClose}, opts)
 }
 
-// open reserves l's slot and starts its cluster on free ports in l.Dir
-// with a bus keeping History events.
+// open reserves l's slot, first ending what makeRoomLocked picks, and
+// starts its cluster on free ports in l.Dir with a bus keeping History
+// events.
 func (ls *Labs) open(l *Lab, opts cluster.Options) (*Lab, error) {
 	ls.mu.Lock()
 	if ls.closed {
@@ -215,15 +340,24 @@ func (ls *Labs) open(l *Lab, opts cluster.Options) (*Lab, error) {
 		ls.mu.Unlock()
 		return nil, fmt.Errorf("labs: %q already exists", l.ID)
 	}
+	now := ls.opts.Now()
+	var ended []*Lab
+	if !l.Kept {
+		ended = ls.makeRoomLocked(l.Owner, now)
+	}
 	if ls.countLocked() >= ls.opts.MaxClusters {
+		full := ls.fullLocked(l.Owner, now)
 		ls.mu.Unlock()
-		return nil, fmt.Errorf("%w: all %d run lessons, chaos runs, comparisons or class seats; end one or wait until an idle one is cleaned up (after %v)",
-			ErrFull, ls.opts.MaxClusters, ls.opts.IdleTimeout)
+		ls.closeAll(ended, "finished")
+		return nil, full
 	}
 	id := l.ID
-	l.lastUsed = ls.opts.Now()
+	l.now, l.lastUsed = ls.opts.Now, now
 	ls.labs[id] = l // reserve the slot while the cluster starts
 	ls.mu.Unlock()
+	// The ended labs stop before the new one starts, so that the machine
+	// never runs more than MaxClusters at once.
+	ls.closeAll(ended, "to make room")
 
 	opts.DataDir, opts.KafkaPort = l.Dir, 0
 	opts.Bus = events.NewBus(events.BusOptions{History: ls.opts.History})
@@ -252,6 +386,109 @@ func (ls *Labs) open(l *Lab, opts cluster.Options) (*Lab, error) {
 		return nil, ErrClosed
 	}
 	return l, nil
+}
+
+// closeAll closes labs makeRoomLocked took out, logging why.
+func (ls *Labs) closeAll(labs []*Lab, why string) {
+	for _, l := range labs {
+		ls.opts.Logger.Info("labs: ending a lab "+why, "lab", l.ID, "owner", l.Owner, "finished", l.Finished())
+		if err := l.close(); err != nil {
+			ls.opts.Logger.Warn("labs: ending a lab", "lab", l.ID, "err", err)
+		}
+	}
+}
+
+// use is a lab as the eviction rule sees it.
+type use struct {
+	lab      *Lab
+	held     bool
+	finished bool
+	lastUsed time.Time
+}
+
+// usesLocked returns every running private lab that is not kept, with its
+// state.
+func (ls *Labs) usesLocked() []use {
+	var out []use
+	for _, l := range ls.labs {
+		if l.Pinned || l.Kept || l.cluster == nil {
+			continue // a lab still starting is its starter's
+		}
+		l.mu.Lock()
+		out = append(out, use{lab: l, held: l.holds > 0, finished: l.finished, lastUsed: l.lastUsed})
+		l.mu.Unlock()
+	}
+	return out
+}
+
+// makeRoomLocked takes out of the set owner's finished labs and, if the
+// set is still full, the one lab Open's rule picks (see Open), and returns
+// them for the caller to close outside ls.mu.
+func (ls *Labs) makeRoomLocked(owner string, now time.Time) []*Lab {
+	uses := ls.usesLocked()
+	var out []*Lab
+	take := func(l *Lab) {
+		delete(ls.labs, l.ID)
+		out = append(out, l)
+	}
+	var rest []use
+	for _, u := range uses {
+		if owner != "" && u.lab.Owner == owner && u.finished {
+			take(u.lab)
+		} else {
+			rest = append(rest, u)
+		}
+	}
+	if ls.countLocked() < ls.opts.MaxClusters {
+		return out
+	}
+	var pick *use
+	better := func(u *use) bool { // finished first, then used longest ago
+		switch {
+		case pick == nil:
+			return true
+		case u.finished != pick.finished:
+			return u.finished
+		case !u.lastUsed.Equal(pick.lastUsed):
+			return u.lastUsed.Before(pick.lastUsed)
+		}
+		return u.lab.ID < pick.lab.ID // the same pick every time
+	}
+	for i := range rest {
+		if u := &rest[i]; owner != "" && u.lab.Owner == owner && !u.held && better(u) {
+			pick = u
+		}
+	}
+	if pick == nil {
+		for i := range rest {
+			u := &rest[i]
+			other := owner == "" || u.lab.Owner != owner // "" is nobody's, not its own
+			if other && !u.held && now.Sub(u.lastUsed) >= ls.opts.IdleAfter && better(u) {
+				pick = u
+			}
+		}
+	}
+	if pick != nil {
+		take(pick.lab)
+	}
+	return out
+}
+
+// fullLocked is the refusal for owner when makeRoomLocked found nothing
+// to end.
+func (ls *Labs) fullLocked(owner string, now time.Time) *FullError {
+	e := &FullError{Max: ls.opts.MaxClusters}
+	for _, u := range ls.usesLocked() {
+		switch {
+		case owner != "" && u.lab.Owner == owner:
+			e.Own++
+		case !u.held:
+			if in := u.lastUsed.Add(ls.opts.IdleAfter).Sub(now); e.IdleIn == 0 || in < e.IdleIn {
+				e.IdleIn = max(in, time.Second)
+			}
+		}
+	}
+	return e
 }
 
 func (ls *Labs) countLocked() int {
@@ -350,8 +587,8 @@ func (l *Lab) close() error {
 	return err
 }
 
-// Sweep closes every lesson lab idle for IdleTimeout or longer and returns
-// their ids, sorted.
+// Sweep closes every lesson lab not held and idle for IdleTimeout or
+// longer and returns their ids, sorted.
 func (ls *Labs) Sweep() []string {
 	now := ls.opts.Now()
 	ls.mu.Lock()
@@ -361,9 +598,9 @@ func (ls *Labs) Sweep() []string {
 			continue
 		}
 		l.mu.Lock()
-		last := l.lastUsed
+		last, held := l.lastUsed, l.holds > 0
 		l.mu.Unlock()
-		if now.Sub(last) >= ls.opts.IdleTimeout {
+		if !held && now.Sub(last) >= ls.opts.IdleTimeout {
 			idle = append(idle, l)
 			delete(ls.labs, id)
 		}

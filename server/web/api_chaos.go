@@ -94,10 +94,12 @@ func (s *Server) startChaos(c echo.Context) error {
 				withKey("chaos.refused.actions-type", strconv.Itoa(chaos.MaxActions))
 		}
 	}
-	st, err := svc.Start(req.Seed, cfg, n, actions)
+	owner, started := s.starter(c)
+	st, err := svc.Start(owner, req.Seed, cfg, n, actions)
 	if err != nil {
 		return chaosError(err)
 	}
+	started()
 	return c.JSON(http.StatusCreated, st)
 }
 
@@ -173,11 +175,13 @@ func (s *Server) startChaosForm(c echo.Context) error {
 	if err != nil {
 		n = -1 // Start names the range
 	}
-	st, err := svc.Start(seed, chaos.Config(c.FormValue("config")), n, nil)
+	owner, started := s.starter(c)
+	st, err := svc.Start(owner, seed, chaos.Config(c.FormValue("config")), n, nil)
 	if err != nil {
 		flash(c, false, errText(Lang(c), toError(chaosError(err))))
 		return c.Redirect(http.StatusSeeOther, "/chaos")
 	}
+	started()
 	return c.Redirect(http.StatusSeeOther, "/chaos/runs/"+url.PathEscape(st.ID))
 }
 

@@ -54,10 +54,12 @@ func (s *Server) startCompare(c echo.Context) error {
 	if req.Actions == 0 {
 		req.Actions = chaos.DefaultActions
 	}
-	st, err := svc.StartCompare(req.Seed, req.Actions, req.Protocols)
+	owner, started := s.starter(c)
+	st, err := svc.StartCompare(owner, req.Seed, req.Actions, req.Protocols)
 	if err != nil {
 		return chaosError(err)
 	}
+	started()
 	return c.JSON(http.StatusCreated, st)
 }
 
@@ -131,11 +133,13 @@ func (s *Server) startCompareForm(c echo.Context) error {
 	if err != nil {
 		return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "unreadable form")
 	}
-	st, err := svc.StartCompare(seed, n, form["protocol"])
+	owner, started := s.starter(c)
+	st, err := svc.StartCompare(owner, seed, n, form["protocol"])
 	if err != nil {
 		flash(c, false, errText(Lang(c), toError(chaosError(err))))
 		return c.Redirect(http.StatusSeeOther, "/compare")
 	}
+	started()
 	return c.Redirect(http.StatusSeeOther, "/compare/runs/"+url.PathEscape(st.ID))
 }
 

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -28,6 +29,7 @@ func (s *Server) lessonRoutes(e *echo.Echo) {
 	e.GET("/api/v1/lessons", s.listLessons)
 	e.GET("/api/v1/lessons/:id", s.getLesson)
 	e.POST("/api/v1/lessons/:id/runs", s.startRun, sameOrigin)
+	e.GET("/api/v1/lessons/runs", s.openRuns)
 	e.GET("/api/v1/lessons/runs/:run", s.getRun)
 	e.DELETE("/api/v1/lessons/runs/:run", s.stopRun, sameOrigin)
 	e.POST("/api/v1/lessons/runs/:run/next", s.runControl((*lessons.Run).Next), sameOrigin)
@@ -191,11 +193,23 @@ func (s *Server) startRun(c echo.Context) error {
 	if err := decodeOptionalJSON(c, &req); err != nil {
 		return err
 	}
-	r, err := svc.Start(c.Param("id"), req.Speed)
+	owner, started := s.starter(c)
+	r, err := svc.Start(owner, c.Param("id"), req.Speed)
 	if err != nil {
 		return lessonError(err)
 	}
+	started()
 	return c.JSON(http.StatusCreated, r.State())
+}
+
+// openRuns is GET /api/v1/lessons/runs: the learner's open runs, the one
+// used last first ([] for a browser that started none).
+func (s *Server) openRuns(c echo.Context) error {
+	svc, err := s.lessonService()
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, svc.Open(s.learner(c)))
 }
 
 func (s *Server) run(c echo.Context) (*lessons.Run, error) {
@@ -317,7 +331,18 @@ func (s *Server) lessonsPage(c echo.Context) error {
 			parts = append(parts, part)
 		}
 	}
-	return Render(c, http.StatusOK, views.LessonList(p, parts))
+	var runs []views.OpenRunView
+	if svc := s.opts.Lessons; svc != nil {
+		for _, r := range svc.Open(s.learner(c)) {
+			title := r.Title.In(lang)
+			if l := lessons.ByID(r.Lesson); l != nil {
+				title = fmt.Sprintf("%02d · %s", l.Number, title)
+			}
+			runs = append(runs, views.OpenRunView{ID: r.ID, Title: title, Cursor: r.Cursor, Total: r.Total,
+				Finished: r.Finished, Idle: time.Duration(r.IdleSeconds) * time.Second})
+		}
+	}
+	return Render(c, http.StatusOK, views.LessonList(p, parts, runs))
 }
 
 // flash sets the outcome shown on the next page.
@@ -338,11 +363,13 @@ func (s *Server) startRunForm(c echo.Context) error {
 	if _, err := findLesson(c.Param("id")); err != nil {
 		return err
 	}
-	r, err := svc.Start(c.Param("id"), lessons.Speed(c.FormValue("speed")))
+	owner, started := s.starter(c)
+	r, err := svc.Start(owner, c.Param("id"), lessons.Speed(c.FormValue("speed")))
 	if err != nil {
 		flash(c, false, errText(Lang(c), toError(lessonError(err))))
 		return c.Redirect(http.StatusSeeOther, "/lessons")
 	}
+	started()
 	return c.Redirect(http.StatusSeeOther, "/lessons/runs/"+url.PathEscape(r.ID))
 }
 
@@ -381,9 +408,21 @@ func (s *Server) runPointers(c echo.Context) error {
 }
 
 func (s *Server) runForm(c echo.Context) error {
-	r, err := s.run(c)
+	svc, err := s.lessonService()
 	if err != nil {
 		return err
+	}
+	r, err := svc.Get(c.Param("run"))
+	if errors.Is(err, lessons.ErrUnknownRun) {
+		switch c.Param("action") {
+		case "stop": // ended already (idle, or to make room): what End asked
+			return c.Redirect(http.StatusSeeOther, "/lessons")
+		case "leave":
+			return c.NoContent(http.StatusNoContent)
+		}
+	}
+	if err != nil {
+		return lessonError(err)
 	}
 	switch c.Param("action") {
 	case "next":
@@ -397,10 +436,19 @@ func (s *Server) runForm(c echo.Context) error {
 	case "speed":
 		err = r.SetSpeed(lessons.Speed(c.FormValue("speed")))
 	case "stop":
-		if err := s.opts.Lessons.Stop(r.ID); err != nil {
+		if err := svc.Stop(r.ID); err != nil {
 			return lessonError(err)
 		}
 		return c.Redirect(http.StatusSeeOther, "/lessons")
+	case "leave":
+		// The page's navigator.sendBeacon on pagehide: a run left when it
+		// is finished ends now rather than at the learner's next start.
+		if r.Finished() && r.Owner == s.learner(c) {
+			if err := svc.Stop(r.ID); err != nil {
+				return lessonError(err)
+			}
+		}
+		return c.NoContent(http.StatusNoContent)
 	default:
 		return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no lesson control " + strconv.Quote(clip.Bytes(c.Param("action"), 40))}
 	}

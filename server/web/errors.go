@@ -136,7 +136,10 @@ func LabError(err error) error {
 // text so that pages say it in the learner's language.
 func labFull(err error) *Error {
 	e := KafkaError(http.StatusTooManyRequests, kerr.ThrottlingQuotaExceeded, kafkaerr.Detail(err.Error()))
-	e.Key = "limits.clusters-full"
+	var mk messageKeyer // a *labs.FullError: what this learner can do about it
+	if errors.As(err, &mk) {
+		e.Key, e.Args = mk.MessageKey()
+	}
 	return e
 }
 

@@ -274,16 +274,17 @@ func TestEventsMatchOpenAPI(t *testing.T) {
 	}
 }
 
-// TestUnknownLessonQuotesTheID: GET /api/v1/lessons/runs (a guess at a
-// list of runs) says there is no lesson "runs", not "no lesson runs",
-// which read as if no run existed.
+// TestUnknownLessonQuotesTheID: an unknown lesson id is quoted ("no lesson
+// \"runz\"", not "no lesson runz", which reads as if no run existed);
+// GET /api/v1/lessons/runs is the learner's open runs, not a lesson.
 func TestUnknownLessonQuotesTheID(t *testing.T) {
 	s := newTestServer(t, newTestLab(events.BusOptions{}), Options{})
-	rec := do(t, s.Handler(), "GET", "/api/v1/lessons/runs", nil)
+	rec := do(t, s.Handler(), "GET", "/api/v1/lessons/runz", nil)
 	wantError(t, rec, 404, CodeNotFound)
-	if got, want := errorMessage(t, rec.Body.Bytes()), `no lesson "runs"; GET /api/v1/lessons lists them`; got != want {
+	if got, want := errorMessage(t, rec.Body.Bytes()), `no lesson "runz"; GET /api/v1/lessons lists them`; got != want {
 		t.Errorf("message %q, want %q", got, want)
 	}
+	wantError(t, do(t, s.Handler(), "GET", "/api/v1/lessons/runs", nil), 501, CodeNotImplemented)
 }
 
 // TestOverviewListsEventsBehindMessages: in a running lab the newest events

@@ -82,6 +82,10 @@ type Options struct {
 	// StaticFrom, when set, serves the static files that Server loaded
 	// instead of loading Static again (a class's seats share one copy).
 	StaticFrom *Server
+	// Owner, when set, owns every run this Server starts and lists: a
+	// class seat's ("seat-<n>"). "": each browser is its own learner,
+	// named by a cookie (learner.go).
+	Owner string
 	// Metrics serves GET /metrics (Prometheus text format, package
 	// server/metrics); nil: /metrics answers 501.
 	Metrics http.Handler

@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"tidemark/events"
+	"tidemark/lessons"
 )
 
 // maxClientFrame bounds what a client may send: the stream is one-way, so
@@ -72,6 +73,10 @@ func (s *Server) serveWS(c echo.Context) error {
 		return nil // the upgrader has answered already
 	}
 	defer conn.Close()
+	if run, ok := lab.(*lessons.Run); ok {
+		// A page shows the run: in use, so no one's start ends it (labs.Open).
+		defer run.Hold()()
+	}
 
 	// Subscribe before taking the snapshot: an event published in between is
 	// then both in the snapshot and queued, and the Seq filter drops the copy.
