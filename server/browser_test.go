@@ -483,7 +483,9 @@ func TestBrowserPanel(t *testing.T) {
 	b.shot("2-leader-crashed")
 
 	// Restart it: it recovers, catches up and rejoins the ISR.
-	b.click(`[data-testid="node-` + strconv.Itoa(int(leader)) + `"] form[data-action="restart"] button`) // its menu is still open
+	// The menu closed after the crash; opened again it offers a restart.
+	b.click(`[data-testid="node-` + strconv.Itoa(int(leader)) + `"] > summary`)
+	b.click(`[data-testid="node-` + strconv.Itoa(int(leader)) + `"] form[data-action="restart"] button`)
 	b.poll(`(document.querySelector('`+fig(0)+`')||{dataset:{}}).dataset.isr?.split(/[\[\] ]/).includes("`+strconv.Itoa(int(leader))+`")`,
 		fmt.Sprintf("broker %d to rejoin the ISR of demo-0", leader))
 	b.poll(`document.querySelector('`+lane(0, leader)+`:not(.osr)') !== null`, "the restarted broker's lane marked ISR")
