@@ -22,6 +22,7 @@
 package main
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"syscall/js"
@@ -67,22 +68,24 @@ type app struct {
 	tlRange   js.Value          // the timeline's slider, status line and live button (undefined: no timeline)
 	tlStatus  js.Value
 	tlLive    js.Value
-	tlShown   timelineShown // what the timeline and #panel's data show
-	parses    []parseJob    // markup to parse at the end of the frame
-	scratch   js.Value      // a detached SVG group to parse it in
-	appendFn  js.Value      // Element.prototype.append
-	replaceFn js.Value      // Element.prototype.replaceChildren
-	stage     stageDOM      // the stage's topology (#topo), when the page has one
-	dom       domBatch      // the lanes' slots, markers and canvases are written through it, once per frame
-	measured  bool          // figs' vis0 and vis1 are up to date
-	listsAt   float64       // when the lanes' accessible lists were last brought up to date (ms)
-	listsSeq  uint64        // live Seq then
-	evTail    string        // the events the page listed before the stream's, until the panel lists a full list of its own
-	frameAt   float64       // requestAnimationFrame's time of the last render (performance.now())
-	perf      js.Value      // window.performance
-	paceMs    int           // the pace of messages in flight the page was last given (panel.StreamFrameMs under a stream, else 0)
-	stream    bool          // a stream of events is arriving (observeStream)
-	window    streamAt      // where the window observeStream counts in opened
+	tlShown   timelineShown  // what the timeline and #panel's data show
+	parses    []parseJob     // markup to parse at the end of the frame
+	scratch   js.Value       // a detached SVG group to parse it in
+	appendFn  js.Value       // Element.prototype.append
+	replaceFn js.Value       // Element.prototype.replaceChildren
+	stage     stageDOM       // the stage's topology (#topo), when the page has one
+	dom       domBatch       // the lanes' slots, markers and canvases are written through it, once per frame
+	measured  bool           // figs' vis0 and vis1 are up to date
+	listsAt   float64        // when the lanes' accessible lists were last brought up to date (ms)
+	listsSeq  uint64         // live Seq then
+	evTail    string         // the events the page listed before the stream's, until the panel lists a full list of its own
+	frameAt   float64        // requestAnimationFrame's time of the last render (performance.now())
+	perf      js.Value       // window.performance
+	paceMs    int            // the pace of messages in flight the page was last given (panel.StreamFrameMs under a stream, else 0)
+	stream    bool           // a stream of events is arriving (observeStream)
+	window    streamAt       // where the window observeStream counts in opened
+	cuts      []events.Fault // the cut links the network controls show
+	cutsShown bool           // the network controls were drawn
 }
 
 // stageDOM is the stage as last rendered: its shape (the brokers), each
@@ -547,6 +550,7 @@ func (a *app) render() {
 	}
 	a.setHTML("panel-brokers", panel.RenderBrokers(view, a.cat))
 	a.renderStage(view)
+	a.renderCuts()
 	tl0 := a.now()
 	a.renderLanes(a.lanes.Figures(view, motion, a.cat, a.topic, a.partition), t0)
 	a.flushLanes() // the messages in flight, on a page without lanes
@@ -1014,6 +1018,21 @@ func setAttrs(el js.Value, old, attrs []panel.Attr) {
 			el.Call("setAttribute", at.Name, at.Value)
 		}
 	}
+}
+
+// renderCuts redraws the network controls' list of cut links
+// (#network-cuts) from the live snapshot when its cuts changed: the
+// controls act on the lab as it is now, as the stage's clock does, and the
+// list the server drew with the page would otherwise stay as it was when
+// the page loaded (a cut made or healed since through the panel's forms
+// never showed).
+func (a *app) renderCuts() {
+	live := &a.state.Snap
+	if a.cutsShown && slices.Equal(a.cuts, live.Cuts) {
+		return
+	}
+	a.setHTML("network-cuts", panel.NetworkCutsHTML(live, a.cat))
+	a.cuts, a.cutsShown = slices.Clone(live.Cuts), true
 }
 
 // setHTML replaces the content of element id unless it is already html.

@@ -562,7 +562,7 @@ func (c *Controller) Tick() {
 			Listener: b.Listener}, "event.broker.fenced.timeout", id, now.Sub(b.LastHeartbeat).Round(time.Millisecond), c.opts.SessionTimeout))
 	}
 	for _, id := range expired {
-		c.leaveReplicaSets(ch, id, i18n.Word("event.word.reason.fenced", id))
+		c.leaveReplicaSets(ch, id, i18n.Word("event.word.reason.fenced", id), events.ISRSessionExpired)
 	}
 	// Partitions go offline only when brokers are fenced (leaveReplicaSets
 	// elects what it can at once); unfencing and config changes elect too.
@@ -606,7 +606,7 @@ func (c *Controller) FenceBroker(id int32) {
 	ch.brokers[id] = true
 	ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindBroker, Broker: id, BrokerState: events.BrokerFenced,
 		Listener: b.Listener}, "event.broker.fenced.request", id))
-	c.leaveReplicaSets(ch, id, i18n.Word("event.word.reason.fenced", id))
+	c.leaveReplicaSets(ch, id, i18n.Word("event.word.reason.fenced", id), events.ISRFenced)
 	if err := c.commit(ch); err != nil {
 		c.log.Error("fence broker", "broker", id, "err", err)
 	}
