@@ -111,7 +111,7 @@ func TestEventTexts(t *testing.T) {
 	if e.Message != "demo-0: broker 2 left: the controller fenced it; ISR [1 3], partition epoch 4" || e.MessageKey != "event.isr.removed" {
 		t.Errorf("event %+v", e)
 	}
-	if got := Message(SimplifiedChinese, e.Message, e.MessageKey, e.MessageArgs); got != "demo-0：代理 2 离开：控制器隔离了它；ISR [1 3]，分区纪元 4" {
+	if got := Message(SimplifiedChinese, e.Message, e.MessageKey, e.MessageArgs); got != "demo-0：broker 2 离开：控制器隔离了它；ISR [1 3]，分区 epoch 4" {
 		t.Errorf("zh-Hans %q", got)
 	}
 	if got := Message(TraditionalChinese, "old English", "", nil); got != "old English" {

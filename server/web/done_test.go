@@ -38,7 +38,7 @@ func TestDoneTextNamesWhatHappened(t *testing.T) {
 		{i18n.TraditionalChinese, "cut", oneWay, nil, "鏈路 2 → 3 已切斷：2 的訊息不再能到達 3；3 → 2 仍然暢通。"},
 		{i18n.English, "cut", both, nil, "Link 2 ↔ 3 cut both ways: neither node's messages reach the other."},
 		{i18n.English, "produce", acks0, produced, "3 record(s) sent to partition 0 with acks=0. An acks=0 producer gets no answer: it learns no offsets, and no error."},
-		{i18n.SimplifiedChinese, "produce", acks0, produced, "已以 acks=0 发送 3 条记录到分区 0。acks=0 的生产者收不到应答：它不会得知偏移量，也不会得知错误。"},
+		{i18n.SimplifiedChinese, "produce", acks0, produced, "已以 acks=0 发送 3 条记录到分区 0。acks=0 的生产者收不到应答：它不会得知 offset，也不会得知错误。"},
 		{i18n.English, "produce", acksAll, produced, "3 record(s) produced to partition 0 at offsets 6–8 (acks=all)."},
 	} {
 		if got := doneText(c.lang, c.action, c.get, c.body); got != c.want {
