@@ -60,3 +60,87 @@ func ChineseProblems(text string) []string {
 	}
 	return append(out, SpacingProblems(text)...)
 }
+
+// AllowedLatin are the Latin words a Chinese page may show besides
+// Kafka's config names, its error codes and the lab's identifiers (see
+// LatinWords): the reviewed short list, each with why. The Kafka terms are
+// the ones the lessons' glossary keeps in English (lessons/script_test.go):
+// Chinese Kafka books and docs write them so, and a learner meets them so
+// in Kafka's logs; a page that said 主题 where every lesson says topic
+// would teach two words for one thing.
+var AllowedLatin = map[string]string{
+	"Kafka":          "the product's name",
+	"KRaft":          "Kafka's Raft-based metadata mode, a name",
+	"Raft":           "the consensus algorithm's name",
+	"ZooKeeper":      "a product's name (the pre-KRaft metadata store)",
+	"KIP":            "Kafka Improvement Proposal numbers (KIP-903), cited so in Chinese too",
+	"broker":         "glossary: Chinese Kafka literature keeps broker",
+	"Broker":         "glossary: broker at the start of a menu title",
+	"topic":          "glossary: kept in English (主题 is refused by the glossary)",
+	"partition":      "only inside identifiers such as a metric's name; prose says 分区",
+	"leader":         "glossary: kept in English",
+	"follower":       "glossary: kept in English",
+	"offset":         "glossary: kept in English",
+	"segment":        "glossary: kept in English",
+	"epoch":          "glossary: leader epoch, broker epoch and partition epoch are Kafka's names",
+	"unclean":        "glossary: unclean 选举, as unclean.leader.election.enable names it",
+	"ISR":            "Kafka's abbreviation (in-sync replicas), kept in Chinese docs",
+	"OSR":            "Kafka's abbreviation (out-of-sync replicas)",
+	"ELR":            "Kafka's abbreviation (eligible leader replicas, KIP-966)",
+	"AR":             "Kafka's abbreviation (assigned replicas)",
+	"HW":             "Kafka's abbreviation (high watermark); the glossary refuses 高水位 for one word per concept",
+	"LEO":            "Kafka's abbreviation (log end offset)",
+	"acks":           "a producer config's name",
+	"fsync":          "the system call's name, as code",
+	"Fetch":          "Kafka protocol request name, as on the wire",
+	"AlterPartition": "Kafka protocol request name, as on the wire",
+	"LeaderAndIsr":   "Kafka protocol request name, as on the wire",
+	"kcat":           "a command-line tool's name",
+	"JSON":           "a format's name",
+	"CSV":            "a format's name",
+	"API":            "the lab's HTTP API, named so in its paths (/api/v1)",
+	"Tidemark":       "the lab's name",
+	// Values a learner chooses or types in a control, shown as they are
+	// sent: the fencing rules, the truncation rules, the replication
+	// protocols, acks=all and booleans.
+	"kraft-elr": "fencing.rule value", "kraft": "fencing.rule value", "zookeeper": "fencing.rule value",
+	"leader-epoch": "truncation.rule value", "high-watermark": "truncation.rule value",
+	"isr": "replication.protocol value", "quorum": "replication.protocol value", "pipeline": "replication.protocol value",
+	"all": "the acks value", "true": "a boolean config value", "false": "a boolean config value",
+}
+
+// configName is a Kafka-style config name (min.insync.replicas,
+// replica.lag.time.max.ms), a file name (00000000000000000000.log) or a
+// dotted identifier, possibly set to a value (acks=all); errorCode is
+// Kafka's error name (NOT_LEADER_OR_FOLLOWER); code is what a page marks
+// as code. They may be shown as they are.
+var (
+	configName = regexp.MustCompile(`[A-Za-z0-9_-]*\.[A-Za-z0-9_.-]*[A-Za-z0-9](=[^\s，。；：、（）,;]*)?|\b[a-z]+=[^\s，。；：、（）,;]*`)
+	errorCode  = regexp.MustCompile(`\b[A-Z][A-Z0-9]*(_[A-Z0-9]+)+\b`)
+	latinWord  = regexp.MustCompile(`[A-Za-z][A-Za-z0-9]*(-[A-Za-z0-9]+)*`)
+)
+
+// LatinWords lists the Latin words of text, shown in a Chinese language,
+// that a Chinese page must not show: everything but AllowedLatin, config
+// names (with their values), Kafka's error codes and the identifiers
+// given (topic names, record values, client ids: what a learner typed or
+// the lab named). A word of letters and digits that holds a digit
+// (m1, p1-1, v3) is an identifier too. None for good text.
+func LatinWords(text string, identifiers ...string) []string {
+	s := text
+	for _, id := range identifiers {
+		if id != "" {
+			s = strings.ReplaceAll(s, id, " ")
+		}
+	}
+	s = configName.ReplaceAllString(s, " ")
+	s = errorCode.ReplaceAllString(s, " ")
+	var out []string
+	for _, w := range latinWord.FindAllString(s, -1) {
+		if _, ok := AllowedLatin[w]; ok || strings.ContainsAny(w, "0123456789") {
+			continue
+		}
+		out = append(out, w)
+	}
+	return out
+}
