@@ -69,43 +69,54 @@ func ChineseProblems(text string) []string {
 // in Kafka's logs; a page that said 主题 where every lesson says topic
 // would teach two words for one thing.
 var AllowedLatin = map[string]string{
-	"Kafka":          "the product's name",
-	"KRaft":          "Kafka's Raft-based metadata mode, a name",
-	"Raft":           "the consensus algorithm's name",
-	"ZooKeeper":      "a product's name (the pre-KRaft metadata store)",
-	"KIP":            "Kafka Improvement Proposal numbers (KIP-903), cited so in Chinese too",
-	"broker":         "glossary: Chinese Kafka literature keeps broker",
-	"Broker":         "glossary: broker at the start of a menu title",
-	"topic":          "glossary: kept in English (主题 is refused by the glossary)",
-	"partition":      "only inside identifiers such as a metric's name; prose says 分区",
-	"leader":         "glossary: kept in English",
-	"follower":       "glossary: kept in English",
-	"offset":         "glossary: kept in English",
-	"segment":        "glossary: kept in English",
-	"epoch":          "glossary: leader epoch, broker epoch and partition epoch are Kafka's names",
-	"unclean":        "glossary: unclean 选举, as unclean.leader.election.enable names it",
-	"ISR":            "Kafka's abbreviation (in-sync replicas), kept in Chinese docs",
-	"OSR":            "Kafka's abbreviation (out-of-sync replicas)",
-	"ELR":            "Kafka's abbreviation (eligible leader replicas, KIP-966)",
-	"AR":             "Kafka's abbreviation (assigned replicas)",
-	"HW":             "Kafka's abbreviation (high watermark); the glossary refuses 高水位 for one word per concept",
-	"LEO":            "Kafka's abbreviation (log end offset)",
-	"acks":           "a producer config's name",
-	"fsync":          "the system call's name, as code",
-	"Fetch":          "Kafka protocol request name, as on the wire",
-	"AlterPartition": "Kafka protocol request name, as on the wire",
-	"LeaderAndIsr":   "Kafka protocol request name, as on the wire",
+	// Names.
+	"Kafka":     "the product's name",
+	"KRaft":     "Kafka's Raft-based metadata mode, a name",
+	"Raft":      "the consensus algorithm's name",
+	"ZooKeeper": "a product's name (the pre-KRaft metadata store)",
+	"HDFS":      "a product's name (the write pipeline the pipeline protocol follows)",
+	"Tidemark":  "the lab's name",
+	"KIP":       "Kafka Improvement Proposal numbers (KIP-903), cited so in Chinese too",
+	// Kafka's terms the lessons' glossary keeps in English.
+	"broker":   "glossary: Chinese Kafka literature keeps broker",
+	"Broker":   "glossary: broker at the start of a menu title",
+	"topic":    "glossary: kept in English (the glossary refuses 主题)",
+	"leader":   "glossary: kept in English",
+	"follower": "glossary: kept in English",
+	"offset":   "glossary: kept in English",
+	"segment":  "glossary: kept in English",
+	"epoch":    "glossary: leader epoch, broker epoch and partition epoch are Kafka's names",
+	"unclean":  "glossary: unclean 选举, as unclean.leader.election.enable names it",
+	"ISR":      "Kafka's abbreviation (in-sync replicas), kept in Chinese docs",
+	"OSR":      "Kafka's abbreviation (out-of-sync replicas)",
+	"ELR":      "Kafka's abbreviation (eligible leader replicas, KIP-966)",
+	"HW":       "Kafka's abbreviation (high watermark); the glossary refuses 高水位 for one word per concept",
+	"LEO":      "Kafka's abbreviation (log end offset)",
+	"acks":     "a producer config's name",
+	// Names of code: a system call, Kafka's protocol requests as on the
+	// wire, a command-line tool, an HTTP method, a host, formats.
+	"fsync":          "the system call's name",
+	"Fetch":          "Kafka protocol request name",
+	"AlterPartition": "Kafka protocol request name",
+	"LeaderAndIsr":   "Kafka protocol request name",
 	"kcat":           "a command-line tool's name",
-	"JSON":           "a format's name",
-	"CSV":            "a format's name",
-	"API":            "the lab's HTTP API, named so in its paths (/api/v1)",
-	"Tidemark":       "the lab's name",
+	"API":            "the lab's HTTP API, as its paths (/api/v1) and Chinese docs name it",
+	"GET":            "an HTTP method, as a request is written (GET /api/v1/cluster)",
+	"localhost":      "a host name",
+	"JSON":           "a format's name", "JSONL": "a format's name", "CSV": "a format's name", "SVG": "a format's name",
+	"Prometheus": "a product's name (the metrics format)", "JavaScript": "a language's name", "WebAssembly": "a format's name",
+	// Math: f faults need f+1 or 2f+1 replicas.
+	"f": "the number of faults tolerated, as the formulas f+1 and 2f+1 write it",
 	// Values a learner chooses or types in a control, shown as they are
 	// sent: the fencing rules, the truncation rules, the replication
-	// protocols, acks=all and booleans.
+	// protocols, the chaos configurations, a lesson's speeds, acks=all and
+	// booleans.
 	"kraft-elr": "fencing.rule value", "kraft": "fencing.rule value", "zookeeper": "fencing.rule value",
 	"leader-epoch": "truncation.rule value", "high-watermark": "truncation.rule value",
 	"isr": "replication.protocol value", "quorum": "replication.protocol value", "pipeline": "replication.protocol value",
+	"strict": "chaos configuration", "acks1": "chaos configuration", "hw-truncation": "chaos configuration",
+	"strict-pipeline": "chaos configuration", "strict-quorum": "chaos configuration",
+	"instant": "lesson speed", "fast": "lesson speed", "normal": "lesson speed", "slow": "lesson speed",
 	"all": "the acks value", "true": "a boolean config value", "false": "a boolean config value",
 }
 
@@ -116,8 +127,12 @@ var AllowedLatin = map[string]string{
 // as code. They may be shown as they are.
 var (
 	configName = regexp.MustCompile(`[A-Za-z0-9_-]*\.[A-Za-z0-9_.-]*[A-Za-z0-9](=[^\s，。；：、（）,;]*)?|\b[a-z]+=[^\s，。；：、（）,;]*`)
-	errorCode  = regexp.MustCompile(`\b[A-Z][A-Z0-9]*(_[A-Z0-9]+)+\b`)
-	latinWord  = regexp.MustCompile(`[A-Za-z][A-Za-z0-9]*(-[A-Za-z0-9]+)*`)
+	// flag is a command-line flag (--observe), path a URL path
+	// (/api/v1/cluster): code a learner types.
+	flag      = regexp.MustCompile(`--[a-z][a-z-]*`)
+	path      = regexp.MustCompile(`(^|[\s（(“「])/[A-Za-z0-9/._:?=&-]*`)
+	errorCode = regexp.MustCompile(`\b[A-Z][A-Z0-9]*(_[A-Z0-9]+)+\b`)
+	latinWord = regexp.MustCompile(`[A-Za-z][A-Za-z0-9]*(-[A-Za-z0-9]+)*`)
 )
 
 // LatinWords lists the Latin words of text, shown in a Chinese language,
@@ -133,6 +148,8 @@ func LatinWords(text string, identifiers ...string) []string {
 			s = strings.ReplaceAll(s, id, " ")
 		}
 	}
+	s = flag.ReplaceAllString(s, " ")
+	s = path.ReplaceAllString(s, " ")
 	s = configName.ReplaceAllString(s, " ")
 	s = errorCode.ReplaceAllString(s, " ")
 	var out []string
