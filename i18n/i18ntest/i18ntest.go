@@ -5,6 +5,7 @@ package i18ntest
 
 import (
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -137,24 +138,18 @@ var (
 
 // LatinWords lists the Latin words of text, shown in a Chinese language,
 // that a Chinese page must not show: everything but AllowedLatin, config
-// names (with their values), Kafka's error codes and the identifiers
-// given (topic names, record values, client ids: what a learner typed or
-// the lab named). A word of letters and digits that holds a digit
-// (m1, p1-1, v3) is an identifier too. None for good text.
+// names (with their values), Kafka's error codes, command-line flags, URL
+// paths and the identifiers given (topic names, record values, client ids:
+// what a learner typed or the lab named; each a whole word). A word that
+// holds a digit (m1, p1-1, v3) is an identifier too. None for good text.
 func LatinWords(text string, identifiers ...string) []string {
-	s := text
-	for _, id := range identifiers {
-		if id != "" {
-			s = strings.ReplaceAll(s, id, " ")
-		}
-	}
-	s = flag.ReplaceAllString(s, " ")
+	s := flag.ReplaceAllString(text, " ")
 	s = path.ReplaceAllString(s, " ")
 	s = configName.ReplaceAllString(s, " ")
 	s = errorCode.ReplaceAllString(s, " ")
 	var out []string
 	for _, w := range latinWord.FindAllString(s, -1) {
-		if _, ok := AllowedLatin[w]; ok || strings.ContainsAny(w, "0123456789") {
+		if _, ok := AllowedLatin[w]; ok || strings.ContainsAny(w, "0123456789") || slices.Contains(identifiers, w) {
 			continue
 		}
 		out = append(out, w)
