@@ -36,7 +36,8 @@ const (
 	KindISR Kind = "isr"
 	// KindElection: the partition got a new leader: Leader.Leader (-1 when offline),
 	// Leader.LeaderEpoch, Leader.PreviousLeader, Leader.Unclean; ISR and ELR are
-	// the ISR and ELR after the election.
+	// the ISR and ELR after the election; ISRChanges, when the old leader
+	// left the ISR with it, says why.
 	KindElection Kind = "election"
 	// KindEpoch: a replica (Broker) added Leader.LeaderEpoch starting at
 	// Leader.StartOffset to its leader-epoch cache.

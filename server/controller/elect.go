@@ -45,8 +45,10 @@ func (c *Controller) leaveReplicaSets(ch *change, id int32, reason string, cause
 			if inISR && (len(isr) > 1 || c.rule == FencingKRaftELR) {
 				isr = slices.DeleteFunc(slices.Clone(isr), func(r int32) bool { return r == id })
 			}
-			if p.Leader == id {
+			if p.Leader == id && len(isr) != len(p.ISR) {
 				c.elect(ch, t, p, isr, reason, left...)
+			} else if p.Leader == id {
+				c.elect(ch, t, p, isr, reason) // it stays the ISR's last member
 			} else if len(isr) != len(p.ISR) {
 				c.setISR(ch, t, p, isr, id, left, "event.isr.removed", p.tp())
 			}
@@ -184,7 +186,7 @@ func (c *Controller) elect(ch *change, t *topicState, p *Partition, isr []int32,
 	}
 	ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindElection, Broker: leader, Topic: p.Topic, Partition: p.Partition,
 		Leader: &events.Leadership{Leader: leader, PreviousLeader: prev, LeaderEpoch: p.LeaderEpoch, Unclean: unclean},
-		ISR:    slices.Clone(p.ISR), ELR: slices.Clone(p.ELR), ISRChanges: slices.Clone(changes)},
+		ISR:    slices.Clone(p.ISR), ELR: slices.Clone(p.ELR), ISRChanges: toELR(changes, p.ELR)},
 		key, reason, p.tp(), prev, leader, p.LeaderEpoch, how))
 	if leader == replication.NoLeader {
 		c.recoverUnclean(ch, t, p, reason)
@@ -202,10 +204,7 @@ func (c *Controller) setISR(ch *change, t *topicState, p *Partition, isr []int32
 	c.updateELR(t, p, old)
 	p.PartitionEpoch++
 	ch.partition(p)
-	changes = slices.Clone(changes)
-	for i := range changes {
-		changes[i].ToELR = !changes[i].Joined && slices.Contains(p.ELR, changes[i].Broker)
-	}
+	changes = toELR(changes, p.ELR)
 	elr := ""
 	if len(p.ELR) > 0 {
 		elr = i18n.Word("event.word.elr", p.ELR)
@@ -213,6 +212,16 @@ func (c *Controller) setISR(ch *change, t *topicState, p *Partition, isr []int32
 	ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindISR, Broker: broker, Topic: p.Topic, Partition: p.Partition,
 		ISR: slices.Clone(p.ISR), ELR: slices.Clone(p.ELR), ISRChanges: changes},
 		key, append(args, i18n.ISRCause(changes), i18n.ISRToELR(changes), p.ISR, elr, p.PartitionEpoch)...))
+}
+
+// toELR returns a copy of changes with ToELR set on each leaver now in
+// elr, the partition's ELR after the change (nil for no changes).
+func toELR(changes []events.ISRChange, elr []int32) []events.ISRChange {
+	changes = slices.Clone(changes)
+	for i := range changes {
+		changes[i].ToELR = !changes[i].Joined && slices.Contains(elr, changes[i].Broker)
+	}
+	return changes
 }
 
 // AlterPartition is a leader's ISR proposal (Kafka's AlterPartition). It is
