@@ -91,12 +91,18 @@ var AllowedLatin = map[string]string{
 	"ISR":      "Kafka's abbreviation (in-sync replicas), kept in Chinese docs",
 	"OSR":      "Kafka's abbreviation (out-of-sync replicas)",
 	"ELR":      "Kafka's abbreviation (eligible leader replicas, KIP-966)",
+	"AR":       "Kafka's abbreviation (assigned replicas: AR = ISR + OSR)",
 	"HW":       "Kafka's abbreviation (high watermark); the glossary refuses 高水位 for one word per concept",
 	"LEO":      "Kafka's abbreviation (log end offset)",
 	"acks":     "a producer config's name",
 	// Names of code: a system call, Kafka's protocol requests as on the
 	// wire, a command-line tool, an HTTP method, a host, formats.
 	"fsync":          "the system call's name",
+	"sendfile":       "the system call's name (zero-copy)",
+	"ListOffsets":    "Kafka protocol request name",
+	"InitProducerId": "Kafka protocol request name",
+	"TLS":            "a protocol's name",
+	"badger":         "the metadata store's name (the Go key-value store the controller keeps)",
 	"Fetch":          "Kafka protocol request name",
 	"AlterPartition": "Kafka protocol request name",
 	"LeaderAndIsr":   "Kafka protocol request name",
@@ -106,8 +112,11 @@ var AllowedLatin = map[string]string{
 	"localhost":      "a host name",
 	"JSON":           "a format's name", "JSONL": "a format's name", "CSV": "a format's name", "SVG": "a format's name",
 	"Prometheus": "a product's name (the metrics format)", "JavaScript": "a language's name", "WebAssembly": "a format's name",
-	// Math: f faults need f+1 or 2f+1 replicas.
+	// Math and theory: f faults need f+1 or 2f+1 replicas; offset N, time
+	// t; the CAP theorem's names.
 	"f": "the number of faults tolerated, as the formulas f+1 and 2f+1 write it",
+	"N": "a variable (offset N)", "t": "a variable (time t)",
+	"CAP": "the CAP theorem's name", "CP": "CAP: consistent under partition", "AP": "CAP: available under partition",
 	// Values a learner chooses or types in a control, shown as they are
 	// sent: the fencing rules, the truncation rules, the replication
 	// protocols, the chaos configurations, a lesson's speeds, acks=all and
@@ -128,9 +137,11 @@ var AllowedLatin = map[string]string{
 // as code. They may be shown as they are.
 var (
 	configName = regexp.MustCompile(`[A-Za-z0-9_-]*\.[A-Za-z0-9_.-]*[A-Za-z0-9](=[^\s，。；：、（）,;]*)?|\b[a-z]+=[^\s，。；：、（）,;]*`)
-	// flag is a command-line flag (--observe), path a URL path
-	// (/api/v1/cluster): code a learner types.
-	flag      = regexp.MustCompile(`--[a-z][a-z-]*`)
+	// flag is a command-line flag (--observe), a system call as its manual
+	// page is named (read(2)) or a Kafka checkpoint file's name
+	// (replication-offset-checkpoint); path a URL path (/api/v1/cluster):
+	// code a learner types or finds on disk.
+	flag      = regexp.MustCompile(`--[a-z][a-z-]*|\b[a-z]+\([0-9]\)|\b[a-z]+(-[a-z]+)*-checkpoint\b`)
 	path      = regexp.MustCompile(`(^|[\s（(“「])/[A-Za-z0-9/._:?=&-]*`)
 	errorCode = regexp.MustCompile(`\b[A-Z][A-Z0-9]*(_[A-Z0-9]+)+\b`)
 	latinWord = regexp.MustCompile(`[A-Za-z][A-Za-z0-9]*(-[A-Za-z0-9]+)*`)
