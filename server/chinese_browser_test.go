@@ -1,6 +1,7 @@
 package server
 
 import (
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -28,6 +29,11 @@ const shownTextJS = `(() => {
   }
   return out.join("\n");
 })()`
+
+// halfWidthPunct is an ASCII colon, semicolon or comma after Chinese
+// text or its closing bracket (with what follows, to find it): Chinese
+// takes full-width punctuation.
+var halfWidthPunct = regexp.MustCompile(`[\p{Han}）][:;,][^\n]{0,20}`)
 
 // submitJS submits the page's control form for action with the fields
 // given, as a learner would (the panel sends it and shows the answer in
@@ -61,6 +67,9 @@ func TestBrowserChineseHasNoEnglish(t *testing.T) {
 		t.Helper()
 		text := eval[string](b, shownTextJS)
 		seen := map[string]bool{}
+		for _, m := range halfWidthPunct.FindAllString(text, -1) {
+			t.Errorf("%s %s: half-width punctuation in %q", lang, page, m)
+		}
 		for _, w := range i18ntest.LatinWords(text, identifiers...) {
 			if !seen[w] {
 				seen[w] = true
