@@ -68,24 +68,26 @@ type app struct {
 	tlRange   js.Value          // the timeline's slider, status line and live button (undefined: no timeline)
 	tlStatus  js.Value
 	tlLive    js.Value
-	tlShown   timelineShown  // what the timeline and #panel's data show
-	parses    []parseJob     // markup to parse at the end of the frame
-	scratch   js.Value       // a detached SVG group to parse it in
-	appendFn  js.Value       // Element.prototype.append
-	replaceFn js.Value       // Element.prototype.replaceChildren
-	stage     stageDOM       // the stage's topology (#topo), when the page has one
-	dom       domBatch       // the lanes' slots, markers and canvases are written through it, once per frame
-	measured  bool           // figs' vis0 and vis1 are up to date
-	listsAt   float64        // when the lanes' accessible lists were last brought up to date (ms)
-	listsSeq  uint64         // live Seq then
-	evTail    string         // the events the page listed before the stream's, until the panel lists a full list of its own
-	frameAt   float64        // requestAnimationFrame's time of the last render (performance.now())
-	perf      js.Value       // window.performance
-	paceMs    int            // the pace of messages in flight the page was last given (panel.StreamFrameMs under a stream, else 0)
-	stream    bool           // a stream of events is arriving (observeStream)
-	window    streamAt       // where the window observeStream counts in opened
-	cuts      []events.Fault // the cut links the network controls show
-	cutsShown bool           // the network controls were drawn
+	tlShown   timelineShown // what the timeline and #panel's data show
+	parses    []parseJob    // markup to parse at the end of the frame
+	scratch   js.Value      // a detached SVG group to parse it in
+	appendFn  js.Value      // Element.prototype.append
+	replaceFn js.Value      // Element.prototype.replaceChildren
+	stage     stageDOM      // the stage's topology (#topo), when the page has one
+	dom       domBatch      // the lanes' slots, markers and canvases are written through it, once per frame
+	measured  bool          // figs' vis0 and vis1 are up to date
+	listsAt   float64       // when the lanes' accessible lists were last brought up to date (ms)
+	listsSeq  uint64        // live Seq then
+	evTail    string        // the events the page listed before the stream's, until the panel lists a full list of its own
+	frameAt   float64       // requestAnimationFrame's time of the last render (performance.now())
+	perf      js.Value      // window.performance
+	paceMs    int           // the pace of messages in flight the page was last given (panel.StreamFrameMs under a stream, else 0)
+	stream    bool          // a stream of events is arriving (observeStream)
+	window    streamAt      // where the window observeStream counts in opened
+
+	// The network controls' list of cuts as last drawn (renderCuts).
+	cuts      []events.Fault
+	cutsShown bool
 }
 
 // stageDOM is the stage as last rendered: its shape (the brokers), each
