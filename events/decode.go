@@ -970,6 +970,37 @@ func (d *decoder) event(e *Event) {
 				}
 			})
 			e.Wire = w
+		case "isr_changes":
+			if d.list() {
+				e.ISRChanges = []ISRChange{}
+			}
+			d.array(func() {
+				e.ISRChanges = append(e.ISRChanges, ISRChange{})
+				d.isrChange(&e.ISRChanges[len(e.ISRChanges)-1])
+			})
+		default:
+			d.skip()
+		}
+	})
+}
+
+func (d *decoder) isrChange(c *ISRChange) {
+	d.object(func(k string) {
+		switch k {
+		case "cause":
+			c.Cause = ISRCause(d.str())
+		case "broker":
+			c.Broker = d.i32()
+		case "joined":
+			c.Joined = d.bool()
+		case "to_elr":
+			c.ToELR = d.bool()
+		case "lag_ms":
+			c.LagMs = d.i64()
+		case "max_lag_ms":
+			c.MaxLagMs = d.i64()
+		case "offset":
+			c.Offset = d.i64()
 		default:
 			d.skip()
 		}

@@ -31,7 +31,8 @@ func fullMessages() []Message {
 		ISR: []int32{1}, ELR: []int32{2}, Error: "NOT_ENOUGH_REPLICAS", Acks: AcksAll, Records: recs, Truncated: trunc,
 		Fault: &Fault{Kind: FaultCut, From: 1, To: 3, OneWay: true}, Config: &ConfigChange{Key: "k", Value: "v", Previous: "p"},
 		Clock: &ClockChange{Action: ClockStep, StepMs: 100, Rate: 4}, BrokerState: BrokerFenced, Listener: "127.0.0.1:9093",
-		TopicCreated: &topic, Wire: &Wire{From: 1, To: 2, Client: "kcat", FetchOffset: 5, LastFetchedEpoch: 6, HW: 7, Records: 8, Version: 9, Lost: true}}
+		TopicCreated: &topic, Wire: &Wire{From: 1, To: 2, Client: "kcat", FetchOffset: 5, LastFetchedEpoch: 6, HW: 7, Records: 8, Version: 9, Lost: true},
+		ISRChanges: []ISRChange{{Cause: ISRLagged, Broker: 3, Joined: true, ToELR: true, LagMs: 12000, MaxLagMs: 10000, Offset: 7}}}
 	return []Message{
 		{Type: MessageSnapshot, Snapshot: snap},
 		{Type: MessageEvents, Events: []Event{ev, {Seq: 44, Kind: KindHW, Broker: NoBroker, Partition: -1}}},

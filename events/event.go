@@ -31,11 +31,13 @@ const (
 	// append (for example after recovery).
 	KindLEO Kind = "leo"
 	// KindISR: the partition's in-sync replica set became ISR and its
-	// eligible leader replicas (KIP-966) ELR.
+	// eligible leader replicas (KIP-966) ELR; ISRChanges says which
+	// replicas left or joined and why.
 	KindISR Kind = "isr"
 	// KindElection: the partition got a new leader: Leader.Leader (-1 when offline),
 	// Leader.LeaderEpoch, Leader.PreviousLeader, Leader.Unclean; ISR and ELR are
-	// the ISR and ELR after the election.
+	// the ISR and ELR after the election; ISRChanges, when the old leader
+	// left the ISR with it, says why.
 	KindElection Kind = "election"
 	// KindEpoch: a replica (Broker) added Leader.LeaderEpoch starting at
 	// Leader.StartOffset to its leader-epoch cache.
@@ -212,6 +214,54 @@ type Event struct {
 	Listener     string            `json:"listener,omitempty"`
 	TopicCreated *Topic            `json:"topic_created,omitempty"`
 	Wire         *Wire             `json:"wire,omitempty"`
+	ISRChanges   []ISRChange       `json:"isr_changes,omitempty"`
+}
+
+// ISRCause says why a replica left or joined an ISR (or its ELR). The
+// replication rules (a leader's proposal) or the controller set it where
+// they decide the change; the text layer only translates it.
+type ISRCause string
+
+// The ISR causes.
+const (
+	// ISRLagged: the leader dropped the replica: it had not caught up to
+	// the leader's LEO for LagMs, more than replica.lag.time.max.ms
+	// (MaxLagMs).
+	ISRLagged ISRCause = "lagged"
+	// ISRCaughtUp: the leader took the replica back: its LEO reached
+	// Offset, at or past the HW and the start of the leader's epoch.
+	ISRCaughtUp ISRCause = "caught-up"
+	// ISRSessionExpired: the controller fenced the replica's broker, whose
+	// heartbeats stopped for longer than its session timeout.
+	ISRSessionExpired ISRCause = "session-expired"
+	// ISRFenced: the controller fenced the replica's broker on request
+	// (the lab does when a broker crashes, so it fails over at once).
+	ISRFenced ISRCause = "fenced"
+	// ISRRestarted: the replica's broker registered again as a new
+	// incarnation with a new broker epoch (KIP-903): it earns its place
+	// back by catching up.
+	ISRRestarted ISRCause = "restarted"
+	// ISRUncleanRestart: the replica's broker came back from an unclean
+	// shutdown and may have lost acknowledged records, so it left the ISR
+	// and the ELR (KIP-966).
+	ISRUncleanRestart ISRCause = "unclean-restart"
+	// ISRELRCleared: the ISR reached min.insync.replicas again, so the
+	// replica left the ELR (KIP-966).
+	ISRELRCleared ISRCause = "elr-cleared"
+)
+
+// ISRChange is one replica's move in an ISR change: Broker left (Joined
+// false) or joined the ISR for Cause. LagMs and MaxLagMs are set for
+// ISRLagged, Offset for ISRCaughtUp; they are 0 otherwise. ToELR is set
+// when a replica leaving the ISR joined the ELR (KIP-966).
+type ISRChange struct {
+	Cause    ISRCause `json:"cause"`
+	Broker   int32    `json:"broker"`
+	Joined   bool     `json:"joined,omitempty"`
+	ToELR    bool     `json:"to_elr,omitempty"`
+	LagMs    int64    `json:"lag_ms,omitempty"`
+	MaxLagMs int64    `json:"max_lag_ms,omitempty"`
+	Offset   int64    `json:"offset,omitempty"`
 }
 
 // Offsets carries the offsets an event is about; which ones are meaningful

@@ -106,11 +106,12 @@ func TestEventTexts(t *testing.T) {
 	if !slices.Equal(args, []string{"event.word.segments.one:1", "event.word.torn-bytes.other:12"}) {
 		t.Errorf("args %q", args)
 	}
-	e := EventMessage(events.Event{Kind: events.KindISR}, "event.isr.removed", Word("event.word.reason.fenced", 2), "demo-0", []int32{1, 3}, "", 4)
-	if e.Message != "broker 2 fenced: removed from the ISR of demo-0; ISR [1 3], partition epoch 4" || e.MessageKey != "event.isr.removed" {
+	left := []events.ISRChange{{Cause: events.ISRFenced, Broker: 2}}
+	e := EventMessage(events.Event{Kind: events.KindISR}, "event.isr.removed", "demo-0", ISRCause(left), ISRToELR(left), []int32{1, 3}, "", 4)
+	if e.Message != "demo-0: broker 2 left: the controller fenced it; ISR [1 3], partition epoch 4" || e.MessageKey != "event.isr.removed" {
 		t.Errorf("event %+v", e)
 	}
-	if got := Message(SimplifiedChinese, e.Message, e.MessageKey, e.MessageArgs); got != "broker 2 被隔离：从 demo-0 的 ISR 中移除；ISR [1 3]，分区 epoch 4" {
+	if got := Message(SimplifiedChinese, e.Message, e.MessageKey, e.MessageArgs); got != "demo-0：broker 2 离开：控制器隔离了它；ISR [1 3]，分区 epoch 4" {
 		t.Errorf("zh-Hans %q", got)
 	}
 	if got := Message(TraditionalChinese, "old English", "", nil); got != "old English" {

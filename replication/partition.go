@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"tidemark/events"
 	"tidemark/i18n"
 )
 
@@ -175,6 +176,13 @@ type AlterPartitionRequest struct {
 	// NewIsrWithEpochs, KIP-903); -1 for the leader itself and for a
 	// member not heard from in this leadership.
 	NewISRBrokerEpochs []int64
+	// Changes says which replicas the proposal drops or adds and why
+	// (events.ISRLagged with the lag and replica.lag.time.max.ms,
+	// events.ISRCaughtUp with the offset reached): the rules decide it, so
+	// the controller's ISR event carries the cause rather than guessing
+	// it. It is not sent on the wire; nil for a proposal that only resends
+	// the ISR.
+	Changes []events.ISRChange
 }
 
 // AlterPartitionResponse is the controller's answer. Err is nil when the
@@ -877,7 +885,9 @@ func (p *Partition) canPropose() bool {
 	return p.role == RoleLeader && p.inflight == nil && !p.isrFenced
 }
 
-func (p *Partition) propose(isr []int32) {
+// propose sends isr to the controller, with changes saying why it differs
+// from the current ISR.
+func (p *Partition) propose(isr []int32, changes []events.ISRChange) {
 	epochs := make([]int64, len(isr))
 	for i, r := range isr {
 		epochs[i] = -1
@@ -886,10 +896,10 @@ func (p *Partition) propose(isr []int32) {
 		}
 	}
 	p.proposals++
-	req := &AlterPartitionRequest{Proposal: p.proposals, BrokerID: p.id, LeaderEpoch: p.leaderEpoch, PartitionEpoch: p.partitionEpoch, NewISR: isr, NewISRBrokerEpochs: epochs}
+	req := &AlterPartitionRequest{Proposal: p.proposals, BrokerID: p.id, LeaderEpoch: p.leaderEpoch, PartitionEpoch: p.partitionEpoch, NewISR: isr, NewISRBrokerEpochs: epochs, Changes: changes}
 	p.inflight = req
 	c := *req
-	c.NewISR, c.NewISRBrokerEpochs = slices.Clone(isr), slices.Clone(epochs)
+	c.NewISR, c.NewISRBrokerEpochs, c.Changes = slices.Clone(isr), slices.Clone(epochs), slices.Clone(changes)
 	p.ready.AlterPartition = &c
 }
 
@@ -909,7 +919,7 @@ func (p *Partition) maybeExpandIsr(id int32, f *followerState) {
 			isr = append(isr, r)
 		}
 	}
-	p.propose(isr)
+	p.propose(isr, []events.ISRChange{{Cause: events.ISRCaughtUp, Broker: id, Joined: true, Offset: f.leo}})
 }
 
 func (p *Partition) maybeShrinkIsr() {
@@ -923,7 +933,16 @@ func (p *Partition) maybeShrinkIsr() {
 	// Every tick asks; the answer is almost always no, which must not
 	// allocate (an idle lab ticks thousands of leaders 20 times a second).
 	if slices.ContainsFunc(p.isr, lagging) {
-		p.propose(slices.DeleteFunc(slices.Clone(p.isr), lagging))
+		// Each dropped follower's figures, so a learner reads how long it
+		// had not caught up against the setting it exceeded.
+		var changes []events.ISRChange
+		for _, r := range p.isr {
+			if lagging(r) {
+				changes = append(changes, events.ISRChange{Cause: events.ISRLagged, Broker: r,
+					LagMs: p.now - p.followers[r].lastCaughtUpMs, MaxLagMs: p.cfg.ReplicaLagTimeMaxMs})
+			}
+		}
+		p.propose(slices.DeleteFunc(slices.Clone(p.isr), lagging), changes)
 	}
 }
 

@@ -571,7 +571,7 @@ func TestBrowserPanel(t *testing.T) {
 	rule := b.cl.FencingRule()
 	b.api("PUT", "api/v1/cluster/fencing-rule", `{"rule":"zookeeper"}`, nil)
 	b.api("PUT", "api/v1/cluster/fencing-rule", `{"rule":"`+rule+`"}`, nil)
-	b.poll(`document.querySelector("#panel-events").textContent.includes("隔离规则（fencing）现在是 zookeeper（之前是 `+rule+`）")`, "event messages in Chinese")
+	b.poll(`document.querySelector("#panel-events").textContent.includes("隔离规则（fencing.rule）现在是 zookeeper（之前是 `+rule+`）")`, "event messages in Chinese")
 	b.shotOf("#panel-events", "5-events-zh-Hans")
 	if got := eval[string](b, `document.querySelector("#tl-live").textContent`); got != "回到实时" {
 		t.Errorf("timeline button reads %q", got)

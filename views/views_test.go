@@ -115,13 +115,13 @@ func TestPartitionLanes(t *testing.T) {
 // carries every event text and the Kafka error descriptions they quote.
 func TestTruncationMessageInPageLanguage(t *testing.T) {
 	v := apiv1.PartitionView{Topic: "demo", Truncations: []apiv1.TruncationView{{Seq: 7, Broker: 2, LEO: 1,
-		Message: "diverging-epoch (rule leader-epoch): leader 1 says epoch 0 ends at 1: we do not know that epoch", MessageKey: "event.truncation",
-		MessageArgs: []string{"diverging-epoch", "leader-epoch", "event.word.trunc.unknown-epoch:1:0:1"}}}}
+		Message: "diverging epoch (rule leader-epoch): leader 1 says epoch 0 ends at 1: we do not know that epoch", MessageKey: "event.truncation",
+		MessageArgs: []string{"event.word.cause.diverging-epoch", "leader-epoch", "event.word.trunc.unknown-epoch:1:0:1"}}}}
 	var buf bytes.Buffer
 	if err := Partition(Page{Lang: i18n.TraditionalChinese}, PartitionPage{View: v}).Render(context.Background(), &buf); err != nil {
 		t.Fatal(err)
 	}
-	if want := "diverging-epoch（規則 leader-epoch）：leader 1 說 epoch 0 結束於 1：我們不知道這個 epoch"; !strings.Contains(buf.String(), want) {
+	if want := "epoch 分歧（規則 leader-epoch）：leader 1 說 epoch 0 結束於 1：我們不知道這個 epoch"; !strings.Contains(buf.String(), want) {
 		t.Errorf("partition page lacks %q", want)
 	}
 	for _, l := range i18n.Languages() {

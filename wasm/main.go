@@ -22,6 +22,7 @@
 package main
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"syscall/js"
@@ -83,6 +84,10 @@ type app struct {
 	paceMs    int           // the pace of messages in flight the page was last given (panel.StreamFrameMs under a stream, else 0)
 	stream    bool          // a stream of events is arriving (observeStream)
 	window    streamAt      // where the window observeStream counts in opened
+
+	// The network controls' list of cuts as last drawn (renderCuts).
+	cuts      []events.Fault
+	cutsShown bool
 }
 
 // stageDOM is the stage as last rendered: its shape (the brokers), each
@@ -562,6 +567,7 @@ func (a *app) render() {
 	}
 	a.setHTML("panel-brokers", panel.RenderBrokers(view, a.cat))
 	a.renderStage(view)
+	a.renderCuts()
 	tl0 := a.now()
 	a.renderLanes(a.lanes.Figures(view, motion, a.cat, a.topic, a.partition), t0)
 	a.flushLanes() // the messages in flight, on a page without lanes
@@ -1029,6 +1035,21 @@ func setAttrs(el js.Value, old, attrs []panel.Attr) {
 			el.Call("setAttribute", at.Name, at.Value)
 		}
 	}
+}
+
+// renderCuts redraws the network controls' list of cut links
+// (#network-cuts) from the live snapshot when its cuts changed: the
+// controls act on the lab as it is now, as the stage's clock does, and the
+// list the server drew with the page would otherwise stay as it was when
+// the page loaded (a cut made or healed since through the panel's forms
+// never showed).
+func (a *app) renderCuts() {
+	live := &a.state.Snap
+	if a.cutsShown && slices.Equal(a.cuts, live.Cuts) {
+		return
+	}
+	a.setHTML("network-cuts", panel.NetworkCutsHTML(live, a.cat))
+	a.cuts, a.cutsShown = slices.Clone(live.Cuts), true
 }
 
 // setHTML replaces the content of element id unless it is already html.

@@ -239,6 +239,8 @@ func (a *app) renderProducer() {
 		switch e := &evs[i]; {
 		case e.Kind == events.KindProduceRequest && e.Wire != nil && e.Wire.Client == "tidemark-ui":
 			text = a.cat.T("stage.producer.waiting", string(e.Acks))
+		case e.Kind == events.KindAck && e.Acks == events.AcksNone:
+			text = a.cat.T("stage.producer.sent0") // no answer: no offsets
 		case e.Kind == events.KindAck && e.Offsets != nil:
 			text = a.cat.T("stage.producer.acked", e.Offsets.Base, e.Offsets.Last)
 		case e.Kind == events.KindProduceError:

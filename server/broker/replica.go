@@ -446,7 +446,9 @@ func (r *replica) truncate(t replication.Truncation) events.Event {
 		ev.Error = err.Error()
 	}
 	ev.Offsets = &events.Offsets{Base: t.ToOffset, Last: t.FromOffset - 1, LEO: r.log.LogEndOffset(), HW: r.hw}
-	return i18n.EventMessage(ev, "event.truncation", t.Cause, t.Rule, i18n.Word(t.ReasonKey, t.ReasonArgs...))
+	// The cause as a word, translated: its name (high-watermark) read as
+	// an English word beside the Chinese rule text.
+	return i18n.EventMessage(ev, "event.truncation", i18n.Word("event.word.cause."+t.Cause.String()), t.Rule, i18n.Word(t.ReasonKey, t.ReasonArgs...))
 }
 
 // syncEpochCache writes the rules' leader-epoch cache to the log (the rules

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"tidemark/events"
+	"tidemark/i18n"
 	"tidemark/replication/pipeline"
 	"tidemark/server/broker"
 	"tidemark/server/controller"
@@ -36,7 +37,16 @@ func (l pipelineLink) SendPipeline(from, to int32, tp storage.TopicPartition, ms
 	}
 	_, err := raftLink(l).reach(from, to)
 	w.Lost = err != nil
-	l.c.publishMessage(kind, from, w, func(e *events.Event) { e.Topic, e.Partition = tp.Topic, tp.Partition })
+	l.c.publishMessage(kind, from, w, func(e *events.Event) {
+		e.Topic, e.Partition = tp.Topic, tp.Partition
+		// The stage's label: what the message carries, in the reader's
+		// language (a kind without a label of its own shows its message).
+		if kind == events.KindPipelineWrite {
+			*e = i18n.EventMessage(*e, "stage.msg.pipeline.write", w.Records, w.FetchOffset)
+		} else {
+			*e = i18n.EventMessage(*e, "stage.msg.pipeline.ack", w.HW)
+		}
+	})
 	if d := l.c.network.Delay(from, to); d > 0 && err == nil {
 		l.c.linkDelays.add(d, Link{from, to}, func() {
 			if err := l.deliver(from, to, tp, msg); err != nil {

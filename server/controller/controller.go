@@ -556,13 +556,14 @@ func (c *Controller) Tick() {
 		b := c.brokers[id]
 		b.Fenced = true
 		ch.brokers[id] = true
-		// The silence to the millisecond: a running clock's nanoseconds
-		// ("2.001381455s") say nothing to a learner.
+		// The silence in whole milliseconds: a running clock's nanoseconds
+		// ("2.001381455s") say nothing to a learner, and a Go duration's
+		// unit ("2s") is English on a Chinese page.
 		ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindBroker, Broker: id, BrokerState: events.BrokerFenced,
-			Listener: b.Listener}, "event.broker.fenced.timeout", id, now.Sub(b.LastHeartbeat).Round(time.Millisecond), c.opts.SessionTimeout))
+			Listener: b.Listener}, "event.broker.fenced.timeout", id, now.Sub(b.LastHeartbeat).Milliseconds(), c.opts.SessionTimeout.Milliseconds()))
 	}
 	for _, id := range expired {
-		c.leaveReplicaSets(ch, id, i18n.Word("event.word.reason.fenced", id))
+		c.leaveReplicaSets(ch, id, i18n.Word("event.word.reason.fenced", id), events.ISRSessionExpired)
 	}
 	// Partitions go offline only when brokers are fenced (leaveReplicaSets
 	// elects what it can at once); unfencing and config changes elect too.
@@ -606,7 +607,7 @@ func (c *Controller) FenceBroker(id int32) {
 	ch.brokers[id] = true
 	ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindBroker, Broker: id, BrokerState: events.BrokerFenced,
 		Listener: b.Listener}, "event.broker.fenced.request", id))
-	c.leaveReplicaSets(ch, id, i18n.Word("event.word.reason.fenced", id))
+	c.leaveReplicaSets(ch, id, i18n.Word("event.word.reason.fenced", id), events.ISRFenced)
 	if err := c.commit(ch); err != nil {
 		c.log.Error("fence broker", "broker", id, "err", err)
 	}

@@ -20,7 +20,11 @@ import (
 // Under the kraft-elr rule the last member leaves too (the ISR may be
 // empty), and a member leaving an ISR that is then below
 // min.insync.replicas joins the ELR (updateELR).
-func (c *Controller) leaveReplicaSets(ch *change, id int32, reason string) {
+//
+// cause is why it leaves (fenced on request, its session expired, or it
+// restarted as a new incarnation): the ISR events carry it.
+func (c *Controller) leaveReplicaSets(ch *change, id int32, reason string, cause events.ISRCause) {
+	left := []events.ISRChange{{Cause: cause, Broker: id}}
 	for _, name := range c.topicNames() {
 		t := c.topics[name]
 		if t.cfg.Protocol == ProtocolQuorum {
@@ -41,10 +45,12 @@ func (c *Controller) leaveReplicaSets(ch *change, id int32, reason string) {
 			if inISR && (len(isr) > 1 || c.rule == FencingKRaftELR) {
 				isr = slices.DeleteFunc(slices.Clone(isr), func(r int32) bool { return r == id })
 			}
-			if p.Leader == id {
-				c.elect(ch, t, p, isr, reason)
+			if p.Leader == id && len(isr) != len(p.ISR) {
+				c.elect(ch, t, p, isr, reason, left...)
+			} else if p.Leader == id {
+				c.elect(ch, t, p, isr, reason) // it stays the ISR's last member
 			} else if len(isr) != len(p.ISR) {
-				c.setISR(ch, t, p, isr, id, "event.isr.removed", reason, p.tp())
+				c.setISR(ch, t, p, isr, id, left, "event.isr.removed", p.tp())
 			}
 		}
 	}
@@ -119,7 +125,10 @@ func (c *Controller) electOfflineIn(ch *change, t *topicState, reason string) {
 // (a clean election: it holds every committed record), and a partition with
 // neither an ISR nor an ELR is recovered when every replica is back
 // (recoverUnclean).
-func (c *Controller) elect(ch *change, t *topicState, p *Partition, isr []int32, reason string) {
+//
+// changes, when given, say why isr differs from p's ISR (see setISR); the
+// election's event carries them too.
+func (c *Controller) elect(ch *change, t *topicState, p *Partition, isr []int32, reason string, changes ...events.ISRChange) {
 	old := p.ISR
 	leader, unclean, fromELR := replication.NoLeader, false, false
 	for _, r := range p.Replicas {
@@ -146,7 +155,7 @@ func (c *Controller) elect(ch *change, t *topicState, p *Partition, isr []int32,
 	}
 	if leader == p.Leader {
 		if !slices.Equal(isr, p.ISR) {
-			c.setISR(ch, t, p, isr, events.NoBroker, "event.isr.changed", reason)
+			c.setISR(ch, t, p, isr, events.NoBroker, changes, "event.isr.changed", reason)
 		}
 		if leader == replication.NoLeader {
 			c.recoverUnclean(ch, t, p, reason)
@@ -177,7 +186,7 @@ func (c *Controller) elect(ch *change, t *topicState, p *Partition, isr []int32,
 	}
 	ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindElection, Broker: leader, Topic: p.Topic, Partition: p.Partition,
 		Leader: &events.Leadership{Leader: leader, PreviousLeader: prev, LeaderEpoch: p.LeaderEpoch, Unclean: unclean},
-		ISR:    slices.Clone(p.ISR), ELR: slices.Clone(p.ELR)},
+		ISR:    slices.Clone(p.ISR), ELR: slices.Clone(p.ELR), ISRChanges: toELR(changes, p.ELR)},
 		key, reason, p.tp(), prev, leader, p.LeaderEpoch, how))
 	if leader == replication.NoLeader {
 		c.recoverUnclean(ch, t, p, reason)
@@ -186,19 +195,33 @@ func (c *Controller) elect(ch *change, t *topicState, p *Partition, isr []int32,
 
 // setISR changes p's ISR (bumping the partition epoch), keeps its ELR in
 // line, and reports it with broker as the broker concerned: the message
-// key with args, followed by the ISR, the ELR and the partition epoch.
-func (c *Controller) setISR(ch *change, t *topicState, p *Partition, isr []int32, broker int32, key string, args ...any) {
+// key with args, followed by why (changes, as the rules or the controller
+// decided them, with each leaver's move to the ELR filled in), the ISR,
+// the ELR and the partition epoch.
+func (c *Controller) setISR(ch *change, t *topicState, p *Partition, isr []int32, broker int32, changes []events.ISRChange, key string, args ...any) {
 	old := p.ISR
 	p.ISR = slices.Clone(isr)
 	c.updateELR(t, p, old)
 	p.PartitionEpoch++
 	ch.partition(p)
+	changes = toELR(changes, p.ELR)
 	elr := ""
 	if len(p.ELR) > 0 {
 		elr = i18n.Word("event.word.elr", p.ELR)
 	}
 	ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindISR, Broker: broker, Topic: p.Topic, Partition: p.Partition,
-		ISR: slices.Clone(p.ISR), ELR: slices.Clone(p.ELR)}, key, append(args, p.ISR, elr, p.PartitionEpoch)...))
+		ISR: slices.Clone(p.ISR), ELR: slices.Clone(p.ELR), ISRChanges: changes},
+		key, append(args, i18n.ISRCause(changes), i18n.ISRToELR(changes), p.ISR, elr, p.PartitionEpoch)...))
+}
+
+// toELR returns a copy of changes with ToELR set on each leaver now in
+// elr, the partition's ELR after the change (nil for no changes).
+func toELR(changes []events.ISRChange, elr []int32) []events.ISRChange {
+	changes = slices.Clone(changes)
+	for i := range changes {
+		changes[i].ToELR = !changes[i].Joined && slices.Contains(elr, changes[i].Broker)
+	}
+	return changes
 }
 
 // AlterPartition is a leader's ISR proposal (Kafka's AlterPartition). It is
@@ -238,7 +261,7 @@ func (c *Controller) AlterPartition(topic string, partition int32, brokerID int3
 		return reject(err)
 	}
 	ch := newChange()
-	c.setISR(ch, t, p, req.NewISR, brokerID, "event.isr.alter", brokerID, p.tp())
+	c.setISR(ch, t, p, req.NewISR, brokerID, req.Changes, "event.isr.alter", brokerID, p.tp())
 	if err := c.commit(ch); err != nil {
 		return reject(err)
 	}

@@ -220,7 +220,7 @@ func (c *Controller) reRegister(ch *change, b *Broker, reg Registration, withinS
 		// one earns its ISR places back by catching up (KIP-903).
 		ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindBroker, Broker: id, BrokerState: events.BrokerFenced,
 			Listener: b.Listener}, "event.broker.rereg.kraft", id, b.Epoch, c.rule))
-		c.leaveReplicaSets(ch, id, i18n.Word("event.word.reason.restarted", id))
+		c.leaveReplicaSets(ch, id, i18n.Word("event.word.reason.restarted", id), events.ISRRestarted)
 	default:
 		ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindBroker, Broker: id, BrokerState: events.BrokerFenced,
 			Listener: b.Listener}, "event.broker.registered", id, b.Epoch))
@@ -250,7 +250,8 @@ func (c *Controller) forgetUnclean(ch *change, id int32) {
 			if p.Leader == id {
 				// Its ISR place is already gone, so the election cannot put
 				// it in the ELR either.
-				c.elect(ch, t, p, p.ISR, i18n.Word("event.word.reason.unclean-restart", id))
+				c.elect(ch, t, p, p.ISR, i18n.Word("event.word.reason.unclean-restart", id),
+					events.ISRChange{Cause: events.ISRUncleanRestart, Broker: id})
 				c.updateLastKnownELR(p, oldISR, oldELR)
 				continue
 			}
@@ -259,7 +260,7 @@ func (c *Controller) forgetUnclean(ch *change, id int32) {
 			p.PartitionEpoch++
 			ch.partition(p)
 			ev := events.Event{Kind: events.KindISR, Broker: id, Topic: p.Topic, Partition: p.Partition,
-				ISR: slices.Clone(p.ISR), ELR: slices.Clone(p.ELR)}
+				ISR: slices.Clone(p.ISR), ELR: slices.Clone(p.ELR), ISRChanges: []events.ISRChange{{Cause: events.ISRUncleanRestart, Broker: id}}}
 			if p.Leader == replication.NoLeader {
 				ev = i18n.EventMessage(ev, "event.isr.unclean-restart.offline", id, p.tp(), p.ISR, p.ELR, c.offlineWhy(t, p))
 			} else {
@@ -328,11 +329,15 @@ func (c *Controller) recoverUnclean(ch *change, t *topicState, p *Partition, rea
 func (c *Controller) minISRChanged(ch *change, t *topicState) {
 	for _, p := range t.parts {
 		if len(p.ELR) > 0 && len(p.ISR) >= t.minISR() {
+			var left []events.ISRChange
+			for _, r := range p.ELR {
+				left = append(left, events.ISRChange{Cause: events.ISRELRCleared, Broker: r})
+			}
 			p.ELR = nil
 			p.PartitionEpoch++
 			ch.partition(p)
 			ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindISR, Broker: events.NoBroker, Topic: p.Topic, Partition: p.Partition,
-				ISR: slices.Clone(p.ISR)}, "event.isr.elr-cleared", p.tp(), p.ISR, t.minISR()))
+				ISR: slices.Clone(p.ISR), ISRChanges: left}, "event.isr.elr-cleared", p.tp(), p.ISR, t.minISR()))
 		}
 	}
 }

@@ -154,6 +154,11 @@ func appendEvent(b []byte, e *events.Event) ([]byte, error) {
 		}
 		b = append(b, '}')
 	}
+	if len(e.ISRChanges) > 0 { // rare: an ISR event's causes
+		if b, err = appendJSON(b, `,"isr_changes":`, e.ISRChanges); err != nil {
+			return b, err
+		}
+	}
 	return append(b, '}'), nil
 }
 

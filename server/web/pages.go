@@ -373,8 +373,12 @@ func doneText(lang i18n.Lang, action string, get func(string) string, body []byt
 	case "produce":
 		var r ProduceResponse
 		if json.Unmarshal(body, &r) == nil {
-			if r.BaseOffset < 0 {
-				return i18n.T(lang, "ui.done.produce0", r.Partition)
+			// An acks=0 producer hears nothing back: the lab's leader knows
+			// where the records went, but a learner's producer would not,
+			// so the answer names no offsets.
+			if get("acks") == string(events.AcksNone) || r.BaseOffset < 0 {
+				n, _ := strconv.Atoi(get("count"))
+				return i18n.T(lang, "ui.done.produce0", max(n, 1), r.Partition)
 			}
 			return i18n.T(lang, "ui.done.produce", r.LastOffset-r.BaseOffset+1, r.Partition, r.BaseOffset, r.LastOffset, get("acks"))
 		}
@@ -393,7 +397,11 @@ func doneText(lang i18n.Lang, action string, get func(string) string, body []byt
 		json.Unmarshal(body, &r)
 		return i18n.T(lang, "ui.done.rate", panel.RateLabel(panel.Catalog(views.PanelCatalog(lang)), r.Rate))
 	case "cut":
-		return i18n.T(lang, "ui.done.cut", get("from"), get("to"))
+		from, to := get("from"), get("to")
+		if get("oneway") == "true" {
+			return i18n.T(lang, "ui.done.cut1", from, to, from, to, to, from)
+		}
+		return i18n.T(lang, "ui.done.cut2", from, to)
 	case "fencing-rule":
 		return i18n.T(lang, "ui.done.fencing-rule", get("rule"))
 	}

@@ -317,7 +317,7 @@ func (lz *Lanes) cell(id cellID, c Catalog) cellText {
 		}
 		t.title = c.T("panel.lane.rec", id.offset, id.epoch, state)
 		if id.value != "" {
-			t.title += ": " + id.value
+			t.title = c.T("panel.lane.rec.value", t.title, id.value) // a full-width colon in Chinese
 		}
 		t.off = i64(id.offset)
 	}

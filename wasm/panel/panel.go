@@ -428,7 +428,12 @@ func Describe(e events.Event, c Catalog) string {
 			d = c.T("panel.ev.epoch", e.Broker, tp, l.LeaderEpoch, l.StartOffset)
 		}
 	case events.KindAck:
-		d = c.T("panel.ev.ack", tp, string(e.Acks), o.Base, o.Last)
+		if e.Acks == events.AcksNone {
+			// The leader knows the offsets; the producer is never told.
+			d = c.T("panel.ev.ack0", tp, o.Base, o.Last)
+		} else {
+			d = c.T("panel.ev.ack", tp, string(e.Acks), o.Base, o.Last)
+		}
 	case events.KindProduceError:
 		d = c.T("panel.ev.produce-error", tp, e.Error, string(e.Acks))
 	case events.KindTruncation:

@@ -304,8 +304,8 @@ func TestDescribeTranslatesMessages(t *testing.T) {
 		t.Errorf("an event without a key: %q", got)
 	}
 	tr := events.TruncatedRecord{Reason: "r", ReasonKey: "event.truncation",
-		ReasonArgs: []string{"diverging-epoch", "leader-epoch", "event.word.trunc.unknown-epoch:2:3:4"}}
-	if got := TruncatedReason(tr, hans); got != "diverging-epoch（规则 leader-epoch）：leader 2 说 epoch 3 结束于 4：我们不知道这个 epoch" {
+		ReasonArgs: []string{"event.word.cause.diverging-epoch", "leader-epoch", "event.word.trunc.unknown-epoch:2:3:4"}}
+	if got := TruncatedReason(tr, hans); got != "epoch 分歧（规则 leader-epoch）：leader 2 说 epoch 3 结束于 4：我们不知道这个 epoch" {
 		t.Errorf("truncated reason %q", got)
 	}
 }

@@ -406,24 +406,25 @@ func Flights(v *events.Snapshot, evs []events.Event, c Catalog, max int) []Fligh
 // others ("fetch @3 +2") and its title (the list's description, for screen
 // readers) holds every one.
 func groupFlights(fs []Flight, c Catalog) []Flight {
-	type way struct{ from, to Point }
-	at := map[way]int{} // index in out of the first flight on each way
-	n := map[way]int{}
 	out := fs[:0]
+	more := make([]int, 0, len(fs)) // by index in out: how many joined it
 	for _, f := range fs {
-		k := way{f.From, f.To}
-		if i, ok := at[k]; ok {
-			n[k]++
+		i := 0
+		for i < len(out) && (out[i].From != f.From || out[i].To != f.To) {
+			i++
+		}
+		if i < len(out) {
+			more[i]++
 			out[i].Title += "\n" + f.Title
 			out[i].Lost = out[i].Lost && f.Lost
 			continue
 		}
-		at[k] = len(out)
 		out = append(out, f)
+		more = append(more, 0)
 	}
-	for k, i := range at {
-		if n[k] > 0 {
-			out[i].Label += " " + c.T("stage.msg.more", n[k])
+	for i, n := range more {
+		if n > 0 {
+			out[i].Label += " " + c.T("stage.msg.more", n)
 		}
 	}
 	return out
