@@ -490,3 +490,20 @@
     if (!staying) navigator.sendBeacon(screen.dataset.leave);
   });
 })();
+// The stage's charts are drawn by the server, which follows the lab from
+// its start (GET /ui/charts): fetched again every second while the page
+// shows, and written only when they changed.
+(function () {
+  "use strict";
+  var el = document.querySelector("#stage-charts[data-src]");
+  if (!el || typeof fetch !== "function") return;
+  var last = el.innerHTML;
+  function refresh() {
+    if (document.hidden) return;
+    fetch(el.dataset.src, { credentials: "same-origin" })
+      .then(function (r) { return r.ok ? r.text() : null; })
+      .then(function (h) { if (h !== null && h !== last) { el.innerHTML = h; last = h; } })
+      .catch(function () { /* the next second tries again */ });
+  }
+  setInterval(refresh, 1000);
+})();

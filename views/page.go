@@ -34,6 +34,9 @@ type Page struct {
 	// plays the shown step back: the list's events after it are marked
 	// "replayed" (0: none).
 	ReplayAfter uint64
+	// Charts is the stage's charts as the server draws them (GET
+	// /ui/charts), so the overview opens with the last minute charted.
+	Charts string
 }
 
 // Flash is the outcome of a control a learner just used: OK or not, and the

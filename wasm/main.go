@@ -108,13 +108,8 @@ type stageDOM struct {
 	statusSeq          uint64        // the live Seq then
 	links              string        // panel.StageLinksKey of the links drawn
 	clients            panel.Clients // the external Kafka clients seen
-	charts             panel.Charts  // the charts' samples
-	chartsAt           float64       // when the charts were last drawn (ms)
 	scale              float64       // px per unit of the topology's SVG (0 not known yet)
 }
-
-// chartsEveryMs is how often the charts are drawn again, at most.
-const chartsEveryMs = 500
 
 // maxFlights is the most messages one frame puts in flight.
 const maxFlights = 24
@@ -665,7 +660,7 @@ const (
 	partLaneLists                        // the lanes' accessible lists
 	partTimeline                         // the timeline's status line or slider
 	partProducer                         // the producer's status
-	partCharts                           // the charts
+	partCharts                           // the charts (drawn by the server since; never set, the log's bits keep their places)
 	partReshape                          // the lane figures built anew
 	partSnapshot                         // a snapshot arrived (while decoding)
 	partMeasure                          // the lane figures were measured and their canvases drawn whole
@@ -678,7 +673,7 @@ const (
 const readEveryMs = 250
 
 // readParts are the parts made for reading that change at most every
-// readEveryMs (the charts every chartsEveryMs) under a stream of events.
+// readEveryMs under a stream of events.
 const readParts = partList | partLaneLists | partTimeline | partProducer | partCharts
 
 // turn reports whether a part made for reading whose time has come may

@@ -168,12 +168,6 @@ func (a *app) renderStage(v *events.Snapshot) {
 	a.renderClock(&a.state.Snap) // the live clock, also while the timeline shows the past
 	evs := a.newEvents(st.flown)
 	st.clients.Observe(evs)
-	st.charts.Observe(&a.state.Snap, evs)
-	if now := a.now(); now-st.chartsAt >= chartsEveryMs && a.turn(true) {
-		a.setHTML("stage-charts", st.charts.HTML(a.cat))
-		st.chartsAt = now
-		a.parts |= partCharts
-	}
 	if h := st.clients.HTML(a.cat); h != "" {
 		a.setHTML("stage-clients", h)
 	}

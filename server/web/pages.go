@@ -69,6 +69,7 @@ func (s *Server) page(c echo.Context, title string) views.Page {
 func (s *Server) overview(c echo.Context) error {
 	p := s.page(c, i18n.T(Lang(c), "ui.overview.title"))
 	p.Recent = s.recent()
+	p.Charts = s.charts.html(Lang(c))
 	return Render(c, http.StatusOK, views.Overview(p, s.opts.Lab.Snapshot(), s.observeView()))
 }
 

@@ -133,6 +133,8 @@ type Server struct {
 	insp   Inspector
 	// observed is set in observe mode (observe.go): read-only.
 	observed Observed
+	// charts follows the lab for the stage's charts.
+	charts *chartsFeed
 	echo     *echo.Echo
 	hosts    hostPolicy
 	files    map[string]*staticFile
@@ -173,6 +175,7 @@ func New(opts Options) (*Server, error) {
 	s.insp, _ = opts.Lab.(Inspector)
 	s.observed, _ = opts.Lab.(Observed)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.followCharts()
 
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
@@ -187,6 +190,7 @@ func New(opts Options) (*Server, error) {
 	e.Use(securityHeaders)
 
 	s.pageRoutes(e)
+	e.GET("/ui/charts", s.getCharts)
 	e.GET("/api/v1/cluster", s.getCluster)
 	e.GET("/api/v1/events", s.getEvents)
 	e.GET("/api/v1/openapi.json", s.getOpenAPI)
