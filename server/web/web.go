@@ -135,11 +135,11 @@ type Server struct {
 	observed Observed
 	// charts follows the lab for the stage's charts.
 	charts *chartsFeed
-	echo     *echo.Echo
-	hosts    hostPolicy
-	files    map[string]*staticFile
-	ctx      context.Context // cancelled by Close: websocket writers say goodbye
-	cancel   context.CancelFunc
+	echo   *echo.Echo
+	hosts  hostPolicy
+	files  map[string]*staticFile
+	ctx    context.Context // cancelled by Close: websocket writers say goodbye
+	cancel context.CancelFunc
 	// timeouts are the request deadlines in force when New ran (a test
 	// shortens them for one server without racing another's requests).
 	timeouts httpTimeouts
