@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"tidemark/events"
+	"tidemark/events/history"
 	"tidemark/i18n"
 	"tidemark/replication"
 	"tidemark/server/broker"
@@ -55,6 +56,13 @@ type Options struct {
 	// the chaos checker and the lessons read the bus and need none.
 	MessageEvents bool
 	Logger        *slog.Logger
+	// HistoryBytes, when positive, keeps the lab's events on disk in
+	// <DataDir>/history for the cluster's life, up to this many bytes
+	// (oldest dropped first; package events/history), so a page loaded
+	// late pages back to the first event. Each Open starts a fresh
+	// history: the Bus numbers events from 1 again. 0: no history (the
+	// lessons' and chaos runs' clusters).
+	HistoryBytes int64
 	// Broker tunes every broker (intervals); ID, LogDir, ListenAddr and the
 	// links are filled in by the cluster.
 	Broker broker.Config
@@ -98,8 +106,9 @@ type Cluster struct {
 	// linkDelays holds Raft and pipeline messages crossing a delayed link
 	// (delay_line.go).
 	linkDelays delayLine
-	stepMu     sync.Mutex // one StepToEvent at a time: they share messages' hold
-	links      linkCounts // replication messages on the links: link_counts.go
+	stepMu     sync.Mutex     // one StepToEvent at a time: they share messages' hold
+	links      linkCounts     // replication messages on the links: link_counts.go
+	history    *history.Store // nil without Options.HistoryBytes
 }
 
 // Open starts a cluster on DataDir, recovering whatever is there.
@@ -165,12 +174,43 @@ func Open(opts Options) (*Cluster, error) {
 		b.Heartbeat()
 	}
 	c.resync()
+	if err := c.openHistory(); err != nil {
+		c.Close()
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
 	c.wg.Add(1)
 	go c.controllerLoop(ctx)
 	return c, nil
 }
+
+// openHistory starts the history (Options.HistoryBytes) from the state the
+// first snapshot took: the lab's visible state begins there, so its
+// history does too, and the events of the brokers' start before it are
+// not kept.
+func (c *Cluster) openHistory() error {
+	if c.opts.HistoryBytes <= 0 {
+		return nil
+	}
+	h, err := history.Open(history.Options{Dir: filepath.Join(c.opts.DataDir, "history"), MaxBytes: c.opts.HistoryBytes, Logger: c.logger})
+	if err != nil {
+		return fmt.Errorf("cluster: opening the history: %w", err)
+	}
+	// Subscribed before the snapshot is taken: an event in between is in
+	// both, and the history skips its copy by Seq.
+	sub := c.bus.SubscribeQueue(h.QueueLen())
+	if err := h.Follow(c.bus, sub, c.Snapshot(), c.Snapshot); err != nil {
+		sub.Close()
+		return fmt.Errorf("cluster: starting the history: %w", err)
+	}
+	c.history = h
+	return nil
+}
+
+// History returns the lab's history on disk; nil without
+// Options.HistoryBytes.
+func (c *Cluster) History() *history.Store { return c.history }
 
 // controllerLoop ticks the controller while the clock runs: when the first
 // session can expire (NextSessionExpiry), and at least every half session
@@ -293,6 +333,10 @@ func (c *Cluster) Close() error {
 	}
 	if c.controller != nil {
 		errs = append(errs, c.controller.Close())
+	}
+	if c.history != nil {
+		// Last: it writes the events of the shutdown too.
+		errs = append(errs, c.history.Close())
 	}
 	return errors.Join(errs...)
 }
