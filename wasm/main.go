@@ -83,6 +83,7 @@ type app struct {
 	paceMs    int           // the pace of messages in flight the page was last given (panel.StreamFrameMs under a stream, else 0)
 	stream    bool          // a stream of events is arriving (observeStream)
 	window    streamAt      // where the window observeStream counts in opened
+	hist      historyDOM    // the lab's history on the server (history.go)
 }
 
 // stageDOM is the stage as last rendered: its shape (the brokers), each
@@ -188,6 +189,7 @@ func main() {
 	a.setupPause()
 	a.setupStage()
 	a.setupTimeline()
+	a.setupHistory()
 	a.setupForms()
 	// A figure coming into view, or a new devicePixelRatio, needs its
 	// canvas drawn again (static/panel.js calls this).
@@ -632,6 +634,7 @@ func (a *app) render() {
 		a.renderLog = append(a.renderLog, []any{float64(s.Snap.Seq), t1, t1 - t0, a.handleMs, lanesMs, float64(a.parts), float64(a.drained)})
 	}
 	a.handleMs, a.parts, a.drained = 0, 0, 0
+	a.syncHistory()
 }
 
 // frameParts are the parts of the panel that do not run in every frame,

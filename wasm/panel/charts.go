@@ -204,3 +204,20 @@ func sortedKeys(m map[int32]series) []int32 {
 	slices.Sort(ks)
 	return ks
 }
+
+// Replay observes runs of events as the stream showed them, each applied
+// in turn to a clone of base: a page loaded late draws the charts from the
+// lab's history (a page of it, then the events the panel holds after it)
+// instead of starting empty. Events base already includes are skipped.
+func (ch *Charts) Replay(base events.Snapshot, runs ...[]events.Event) {
+	v := base.Clone()
+	for _, evs := range runs {
+		for i := range evs {
+			if evs[i].Seq <= v.Seq {
+				continue
+			}
+			v.Apply(evs[i])
+			ch.Observe(&v, evs[i:i+1])
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package panel
 
 import (
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -179,4 +180,17 @@ func TestPageFailedDropsTheMove(t *testing.T) {
 	s.Seek(101)
 	h.serve(s)
 	h.check(t, s, 101)
+}
+
+// TestHistoryPageLenSpelled: wasm/history.go asks for pages of
+// HistoryPageLen events with a constant string (strconv's formatting would
+// cost the panel's size); this keeps the two in step.
+func TestHistoryPageLenSpelled(t *testing.T) {
+	src, err := os.ReadFile("../history.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `const historyPageLen = "` + strconv.Itoa(HistoryPageLen) + `"`; !strings.Contains(string(src), want) {
+		t.Errorf("wasm/history.go does not say %s", want)
+	}
 }
