@@ -150,11 +150,12 @@ type segment struct {
 }
 
 // Store is a lab's history on disk. Its methods are safe for concurrent
-// use. mu guards segs and the bounds; the writer goroutine alone owns the
-// active segment's file and the state it applies events to, and takes mu
-// only to publish what it has written. Readers open segment files of their
-// own. Lock order: Store.mu before Bus.mu is never needed, the writer takes
-// neither together.
+// use. mu guards segs, gaps and the bounds; the writer goroutine alone owns
+// the active segment's file and the state it applies events to, and takes
+// mu only to publish what it has written. Readers copy what they need
+// under mu and read segment files of their own. mu is a leaf: nothing else
+// is locked while it is held (the writer reads the Bus and asks for a
+// snapshot without it).
 type Store struct {
 	opts Options
 
