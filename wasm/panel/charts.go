@@ -205,19 +205,20 @@ func sortedKeys(m map[int32]series) []int32 {
 	return ks
 }
 
-// Replay observes runs of events as the stream showed them, each applied
-// in turn to a clone of base: a page loaded late draws the charts from the
-// lab's history (a page of it, then the events the panel holds after it)
-// instead of starting empty. Events base already includes are skipped.
-func (ch *Charts) Replay(base events.Snapshot, runs ...[]events.Event) {
+// Replay starts the charts afresh (on the same partition) from a page of
+// the lab's history, as the stream showed it: base, the state before the
+// page's events, and each of them applied in turn; then the events of
+// more newer than the page up to Seq upTo. A page loaded late draws the
+// last minute from the history this way instead of starting empty.
+func (ch *Charts) Replay(base *events.Snapshot, page, more []events.Event, upTo uint64) {
+	*ch = Charts{Topic: ch.Topic, Partition: ch.Partition}
 	v := base.Clone()
-	for _, evs := range runs {
+	for _, evs := range [2][]events.Event{page, more} {
 		for i := range evs {
-			if evs[i].Seq <= v.Seq {
-				continue
+			if e := &evs[i]; e.Seq > v.Seq && e.Seq <= upTo {
+				v.Apply(*e)
+				ch.Observe(&v, evs[i:i+1])
 			}
-			v.Apply(evs[i])
-			ch.Observe(&v, evs[i:i+1])
 		}
 	}
 }

@@ -86,7 +86,8 @@ func TestChartsReplay(t *testing.T) {
 		streamed.Observe(&v, evs[i:i+1])
 	}
 	var replayed Charts
-	replayed.Replay(base, evs[:700], evs[650:]) // overlapping runs: applied once
+	replayed.Observe(&v, evs[1000:])                    // what the stage saw before: replaced
+	replayed.Replay(&base, evs[:700], evs[650:], 1<<62) // overlapping runs: applied once
 	if got, want := replayed.HTML(en), streamed.HTML(en); got != want {
 		t.Errorf("replayed charts differ from the streamed ones:\n%s\n%s", got, want)
 	}

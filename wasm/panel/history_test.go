@@ -35,7 +35,7 @@ func newFakeHistory(n int) *fakeHistory {
 	return h
 }
 
-func (h *fakeHistory) page(before uint64, limit int) events.HistoryPage {
+func (h *fakeHistory) page(before uint64, limit int) (uint64, events.Message) {
 	h.asked++
 	last := uint64(len(h.evs))
 	hi := last
@@ -47,7 +47,7 @@ func (h *fakeHistory) page(before uint64, limit int) events.HistoryPage {
 		lo = max(1, hi-uint64(limit)+1)
 	}
 	snap := h.states[lo-1].Clone()
-	return events.HistoryPage{FirstSeq: 1, LastSeq: last, Snapshot: &snap, Events: append([]events.Event(nil), h.evs[lo-1:hi]...)}
+	return 1, events.Message{Snapshot: &snap, Events: append([]events.Event(nil), h.evs[lo-1:hi]...)}
 }
 
 // serve answers what s waits for, as wasm/main.go does.
@@ -90,8 +90,8 @@ func loaded(t *testing.T) (*State, *fakeHistory) {
 // state before the first event and lists the first events.
 func TestTimelineReachesTheFirstEvent(t *testing.T) {
 	s, h := loaded(t)
-	if first, last := s.TimelineAttrs(); first != "1" || last != "20000" {
-		t.Fatalf("data-first-seq %s, data-last-seq %s", first, last)
+	if first, last := s.FirstSeq(), s.Snap.Seq; first != 1 || last != 20000 {
+		t.Fatalf("data-first-seq %d, data-last-seq %d", first, last)
 	}
 	if pos, end := s.Position(); pos != 20000 || end != 20000 {
 		t.Fatalf("Position %d/%d", pos, end)
@@ -143,10 +143,14 @@ func TestTimelineStepsThroughPages(t *testing.T) {
 		for want > 0 && want%5 == 0 {
 			want--
 		}
-		if s.ViewSeq() != want {
-			t.Fatalf("step %d back: at %d, want %d", steps, s.ViewSeq(), want)
+		// Where the page the panel holds starts, Back may rest on a
+		// message's Seq: the same state as the listed event's before it.
+		if v := s.ViewSeq(); v != want && (v != want+1 || v%5 != 0) {
+			t.Fatalf("step %d back: at %d, want %d", steps, v, want)
 		}
-		h.check(t, s, want)
+		if n := s.View().Configs["n"]; n != h.states[want].Configs["n"] {
+			t.Fatalf("step %d back: state n=%s, want n=%s", steps, n, h.states[want].Configs["n"])
+		}
 		steps++
 		if want == 0 {
 			break
@@ -172,7 +176,7 @@ func TestTimelineStepsThroughPages(t *testing.T) {
 func TestPageFailedDropsTheMove(t *testing.T) {
 	s, h := loaded(t)
 	s.Seek(100)
-	s.PageFailed()
+	s.AddPage(0, events.Message{}) // the request failed
 	if _, ok := s.Wanted(); ok {
 		t.Fatal("still waiting after a failure")
 	}
@@ -182,15 +186,15 @@ func TestPageFailedDropsTheMove(t *testing.T) {
 	h.check(t, s, 101)
 }
 
-// TestHistoryPageLenSpelled: wasm/history.go asks for pages of
-// HistoryPageLen events with a constant string (strconv's formatting would
-// cost the panel's size); this keeps the two in step.
+// TestHistoryPageLenSpelled: static/panel.js asks for pages of
+// HistoryPageLen events (the request is written there, where it costs the
+// WASM panel nothing); this keeps the two in step.
 func TestHistoryPageLenSpelled(t *testing.T) {
-	src, err := os.ReadFile("../history.go")
+	src, err := os.ReadFile("../../static/panel.js")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := `const historyPageLen = "` + strconv.Itoa(HistoryPageLen) + `"`; !strings.Contains(string(src), want) {
-		t.Errorf("wasm/history.go does not say %s", want)
+	if want := `/api/v1/history?limit=` + strconv.Itoa(HistoryPageLen) + `"`; !strings.Contains(string(src), want) {
+		t.Errorf("static/panel.js does not ask for %s", want)
 	}
 }

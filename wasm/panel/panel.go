@@ -136,14 +136,14 @@ type State struct {
 	// The lab's history before Hist (history.go): first is the first
 	// event the server's history keeps (0: not known), past the page of
 	// it held, inPast whether the timeline shows the state after event
-	// pastAt from it, want the page asked for (0: none) and pending the
-	// move that waits for it.
-	first   uint64
-	past    *pastPage
-	inPast  bool
-	pastAt  uint64
-	want    uint64
-	pending int
+	// pastAt from it, want the page asked for (0: none) and move the
+	// move that waits for it (0: none, moveBack, moveForward).
+	first  uint64
+	past   *pastPage
+	inPast bool
+	pastAt uint64
+	want   uint64
+	move   int
 }
 
 type checkpoint struct {
@@ -220,8 +220,7 @@ func (s *State) dropOldest() {
 		return
 	}
 	n := s.checks[1].at
-	shown := s.histBase() + uint64(s.Pos) // the past state shown, unless inPast
-	clear(s.Hist[:n])                     // let the dropped events' records go
+	clear(s.Hist[:n]) // let the dropped events' records go
 	s.Hist = s.Hist[n:]
 	s.checks[0] = checkpoint{}
 	s.checks = s.checks[1:]
@@ -231,9 +230,6 @@ func (s *State) dropOldest() {
 	// The past state shown is the same after dropping, unless it was
 	// dropped itself.
 	keep := s.viewPos == s.Pos && s.Pos >= n
-	if !s.Following && !s.inPast && s.Pos < n && s.older() {
-		s.seekPast(shown) // from memory to the server's history
-	}
 	s.Pos = max(0, s.Pos-n)
 	if keep {
 		s.viewPos = s.Pos
@@ -312,17 +308,12 @@ func (s *State) Back() {
 	}
 	skip()
 	if s.Pos == 0 && s.older() {
-		s.inPast, s.pastAt = true, s.histBase()
+		s.inPast, s.pastAt = true, s.checks[0].snap.Seq
 		s.backPast()
 		return
 	}
 	s.Pos = max(0, s.Pos-1)
 	skip()
-	if s.Pos == 0 && s.older() {
-		// Messages may lie before Hist too.
-		s.inPast, s.pastAt = true, s.histBase()
-		s.skipPast()
-	}
 }
 
 // Forward moves the timeline one event later, over messages; past the
@@ -353,7 +344,11 @@ func (s *State) Seek(pos int) {
 		return
 	}
 	if pos < off {
-		s.seekPast(s.first - 1 + uint64(max(0, pos)))
+		seq := s.first - 1 + uint64(max(0, pos))
+		s.Following, s.inPast, s.pastAt = false, true, seq
+		if !s.held(seq) {
+			s.want, s.move = min(seq+HistoryPageLen/2+1, s.checks[0].snap.Seq+1), 0
+		}
 		return
 	}
 	s.Following, s.inPast, s.Pos = false, false, pos-off
@@ -382,11 +377,8 @@ func (s *State) TimelineText(c Catalog) string {
 	if s.Following {
 		return c.T("panel.tl.live.at", s.Snap.Seq)
 	}
-	if s.inPast {
-		v := s.ViewSeq()
-		return c.T("panel.tl.at", v, s.Snap.Seq-min(v, s.Snap.Seq))
-	}
-	return c.T("panel.tl.at", s.ViewSeq(), len(s.Hist)-s.Pos)
+	v := s.ViewSeq()
+	return c.T("panel.tl.at", v, s.Snap.Seq-min(v, s.Snap.Seq))
 }
 
 // RenderBrokers returns the broker cards of v: id, state (word and shape),
@@ -445,6 +437,9 @@ func (s *State) RenderEvents(newSince, cursor uint64, c Catalog) string {
 	}
 	for i := len(list) - 1; i >= 0; i-- {
 		e := list[i]
+		if e.Kind.Unlisted() {
+			continue // pastEvents' messages
+		}
 		cls := "k-" + string(e.Kind)
 		if e.Seq > newSince {
 			cls += " new"
