@@ -43,6 +43,16 @@ func (l *testLab) publish(evs ...events.Event) {
 	}
 }
 
+// publishBurst publishes the first n events of the workload in one
+// Publish: a writer's queue shorter than n overflows for sure.
+func (l *testLab) publishBurst(n int) {
+	evs := make([]events.Event, n)
+	for i := range evs {
+		evs[i] = event(i)
+	}
+	l.publish(evs...)
+}
+
 func (l *testLab) snapshot() events.Snapshot {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -280,11 +290,7 @@ func TestPathsStayInDir(t *testing.T) {
 func TestLagReadsBackFromRing(t *testing.T) {
 	l := newTestLab(4096)
 	s := follow(t, l, Options{QueueLen: 4})
-	evs := make([]events.Event, 1000)
-	for i := range evs {
-		evs[i] = event(i)
-	}
-	l.publish(evs...) // one Publish: the queue of 4 overflows for sure
+	l.publishBurst(1000)
 	s.Close()
 	if _, last := s.Bounds(); last != 1000 || len(s.Gaps()) != 0 {
 		t.Fatalf("last %d, gaps %v", last, s.Gaps())
@@ -300,11 +306,7 @@ func TestLagReadsBackFromRing(t *testing.T) {
 func TestLagBeyondRingRecordsGap(t *testing.T) {
 	l := newTestLab(8)
 	s := follow(t, l, Options{QueueLen: 4})
-	evs := make([]events.Event, 100)
-	for i := range evs {
-		evs[i] = event(i)
-	}
-	l.publish(evs...)
+	l.publishBurst(100)
 	l.publish(event(100), event(101))
 	s.Close()
 	gaps := s.Gaps()

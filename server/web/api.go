@@ -79,12 +79,9 @@ func (s *Server) getEvents(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	limit, err := queryUint(c, "limit", DefaultEventsLimit, MaxEventsLimit)
+	limit, err := queryLimit(c, DefaultEventsLimit, MaxEventsLimit)
 	if err != nil {
 		return err
-	}
-	if limit == 0 {
-		return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "limit must be between 1 and "+strconv.Itoa(MaxEventsLimit))
 	}
 	bus := s.opts.Lab.Bus()
 	last := bus.LastSeq() // read first: every returned event is ≤ it or newer, never a lie about the end

@@ -58,14 +58,11 @@ func (s *Server) getHistory(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	limit, err := queryUint(c, "limit", DefaultHistoryLimit, MaxHistoryLimit)
+	limit, err := queryLimit(c, DefaultHistoryLimit, MaxHistoryLimit)
 	if err != nil {
 		return err
 	}
-	if limit == 0 {
-		return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "limit must be between 1 and "+strconv.Itoa(MaxHistoryLimit))
-	}
-	p, err := h.Page(before, int(limit), MaxHistoryBytes)
+	p, err := h.Page(before, limit, MaxHistoryBytes)
 	if err != nil {
 		return historyError(err, before)
 	}
