@@ -141,8 +141,8 @@ func (c *config) validate() error {
 	if c.dataDir == "" {
 		return errors.New("--data-dir must not be empty")
 	}
-	if c.historyBytes < 0 {
-		return fmt.Errorf("--history-bytes %d: must not be negative (0 keeps no history)", c.historyBytes)
+	if c.historyBytes < 0 || c.historyBytes > 0 && c.historyBytes < 1<<20 {
+		return fmt.Errorf("--history-bytes %d: must be at least 1 MiB (1048576), or 0 to keep no history", c.historyBytes)
 	}
 	if c.lessonsDir != "" {
 		if _, err := lessons.AddDir(c.lessonsDir); err != nil {

@@ -61,7 +61,7 @@ type Options struct {
 	// it, whole oldest segments are dropped.
 	MaxBytes int64
 	// SegmentBytes is the size a segment rolls at (default MaxBytes/32,
-	// at least 64 KiB).
+	// at least 64 KiB, at most MaxBytes/2).
 	SegmentBytes int64
 	// CheckpointEvery is how many events lie between two checkpoints at
 	// most (default 1000).
@@ -101,7 +101,9 @@ func (o *Options) validate() error {
 		o.MaxBytes = DefaultMaxBytes
 	}
 	if o.SegmentBytes == 0 {
-		o.SegmentBytes = max(o.MaxBytes/32, minSegmentBytes)
+		// Dropping a segment frees 1/32 of the bound, but a segment is
+		// not smaller than 64 KiB, unless the bound holds only two.
+		o.SegmentBytes = min(max(o.MaxBytes/32, minSegmentBytes), o.MaxBytes/2)
 	}
 	if o.CheckpointEvery == 0 {
 		o.CheckpointEvery = 1000
@@ -115,7 +117,7 @@ func (o *Options) validate() error {
 	switch {
 	case o.MaxBytes < 0 || o.SegmentBytes < 0 || o.CheckpointEvery < 0 || o.QueueLen < 0:
 		return errors.New("history: sizes must not be negative")
-	case o.SegmentBytes*2 > o.MaxBytes:
+	case o.SegmentBytes <= headerLen || o.SegmentBytes*2 > o.MaxBytes:
 		return fmt.Errorf("history: MaxBytes %d must hold at least two segments of SegmentBytes %d", o.MaxBytes, o.SegmentBytes)
 	}
 	return nil

@@ -329,3 +329,20 @@ func TestLagBeyondRingRecordsGap(t *testing.T) {
 		t.Fatalf("page after a gap %v: %v, base %d, %d events", gaps[0], err, p.Base.Seq, len(p.Events))
 	}
 }
+
+// TestOptions: the defaults, and contradictions refused.
+func TestOptions(t *testing.T) {
+	o := Options{Dir: "x"}
+	if err := o.validate(); err != nil || o.MaxBytes != DefaultMaxBytes || o.SegmentBytes != DefaultMaxBytes/32 || o.CheckpointEvery != 1000 {
+		t.Fatalf("defaults %+v, %v", o, err)
+	}
+	o = Options{Dir: "x", MaxBytes: 100 << 10}
+	if err := o.validate(); err != nil || o.SegmentBytes != 50<<10 {
+		t.Fatalf("a small bound: segments of %d, %v", o.SegmentBytes, err)
+	}
+	for _, bad := range []Options{{}, {Dir: "x", MaxBytes: -1}, {Dir: "x", MaxBytes: 1 << 20, SegmentBytes: 1 << 20}, {Dir: "x", MaxBytes: 8}} {
+		if err := bad.validate(); err == nil {
+			t.Errorf("%+v accepted", bad)
+		}
+	}
+}
