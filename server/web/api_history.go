@@ -20,9 +20,10 @@ type HistoryKeeper interface {
 	History() *history.Store
 }
 
-// The bounds of GET /api/v1/history: MaxHistoryLimit events at most
-// (DefaultHistoryLimit when limit is absent), whose encoded size stays
-// within MaxHistoryBytes; the page's snapshot comes on top.
+// MaxHistoryLimit is the largest limit GET /api/v1/history accepts,
+// DefaultHistoryLimit the one used when limit is absent, and
+// MaxHistoryBytes the most bytes of encoded events a page holds (keeping
+// the newest, at least one); the page's snapshot comes on top.
 const (
 	MaxHistoryLimit     = 2000
 	DefaultHistoryLimit = 500
