@@ -60,8 +60,9 @@ type Options struct {
 	// MaxBytes bounds the history on disk (default DefaultMaxBytes): past
 	// it, whole oldest segments are dropped.
 	MaxBytes int64
-	// SegmentBytes is the size a segment rolls at (default MaxBytes/32,
-	// at least 64 KiB, at most MaxBytes/2).
+	// SegmentBytes is the size past which a segment rolls, at its next
+	// checkpoint, so that every segment starts with one (default
+	// MaxBytes/32, at least 64 KiB, at most MaxBytes/2).
 	SegmentBytes int64
 	// CheckpointEvery is how many events lie between two checkpoints at
 	// most (default 1000).
