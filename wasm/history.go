@@ -13,9 +13,11 @@ import (
 // pages (it is not there for a lesson run's stream) and writes the
 // timeline's data-first-seq and data-last-seq; asked and seeded say the
 // newest page was asked for and came, busy that a request is on its way,
-// done is the callback it answers (made once).
+// seq is the live Seq at the last render (lower: another lab, after the
+// server restarted), done the callback a request answers.
 type historyDOM struct {
 	asked, seeded, busy bool
+	seq                 uint64
 	done                js.Value
 }
 
@@ -24,11 +26,16 @@ type historyDOM struct {
 // timeline learns the first event kept), then each page a move of the
 // timeline waits for, one at a time.
 func (a *app) syncHistory() {
+	if a.state.Snap.Seq < a.hist.seq {
+		a.hist.asked, a.hist.seeded = false, false // a new lab: a new history
+	}
+	a.hist.seq = a.state.Snap.Seq
 	before, ok := a.state.Wanted()
-	if a.hist.busy || !a.state.Live || a.hist.asked && !ok || !js.Global().Get("tidemarkHistory").Truthy() {
+	if a.hist.busy || !a.state.Live || a.hist.asked && !ok {
 		return
 	}
 	if !a.hist.asked {
+		// One callback a lab the page streams (a.fn keeps it).
 		a.hist.asked, before = true, 0
 		a.hist.done = a.fn(func(_ js.Value, args []js.Value) any {
 			a.historyPage(args[0], uint64(args[1].Float()))
@@ -36,7 +43,11 @@ func (a *app) syncHistory() {
 		}).Value
 	}
 	a.hist.busy = true
-	js.Global().Call("tidemarkHistory", before, a.hist.done)
+	if f := js.Global().Get("tidemarkHistory"); f.Truthy() {
+		f.Invoke(before, a.hist.done)
+	} else {
+		a.hist.busy = false // a lesson run's stream: no history to page
+	}
 }
 
 // historyPage takes a page (its text and first_seq; null when the request
