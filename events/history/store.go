@@ -47,6 +47,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"tidemark/events"
@@ -175,6 +176,11 @@ type Store struct {
 	sinceChk int   // events written since the last checkpoint
 	wpos     int64 // bytes appended to the active segment, flushed or not
 	buf      []byte
+
+	// rebase is a state the lab took from elsewhere than its events, to
+	// write as a checkpoint once the events up to its Seq are (Rebase).
+	rebase atomic.Pointer[events.Snapshot]
+	wake   chan struct{} // capacity 1: Rebase wakes the writer
 
 	stop chan struct{}
 	done chan struct{}
@@ -373,9 +379,44 @@ func (s *Store) Follow(bus *events.Bus, sub *events.Subscription, base events.Sn
 	if err := s.roll(); err != nil {
 		return err
 	}
-	s.stop, s.done = make(chan struct{}), make(chan struct{})
+	s.stop, s.done, s.wake = make(chan struct{}), make(chan struct{}), make(chan struct{}, 1)
 	go s.run(bus, sub, snapshot)
 	return nil
+}
+
+// Rebase tells the writer that the state after event snap.Seq is snap, not
+// what the events before it made of the state: the lab took it from
+// elsewhere (a cluster's first snapshot reads its brokers, which publish
+// events while they start). Once the events up to snap.Seq are written,
+// snap is written as a checkpoint and the events after it apply to it, so
+// every state from snap.Seq on is the lab's own. Call it before any event
+// after snap.Seq is published (the cluster does under the lock it
+// publishes under); a later Rebase replaces one not written yet.
+func (s *Store) Rebase(snap events.Snapshot) {
+	c := snap.Clone()
+	s.rebase.Store(&c)
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// rebased writes the pending Rebase once the events before it are
+// written, before event next (0: when nothing follows yet).
+func (s *Store) rebased(next uint64) error {
+	p := s.rebase.Load()
+	if p == nil || s.state.Seq < p.Seq || next != 0 && next <= p.Seq {
+		return nil
+	}
+	s.rebase.CompareAndSwap(p, nil)
+	if s.state.Seq > p.Seq {
+		// Events after it were written first: the caller broke Rebase's
+		// contract. The events' own state stands.
+		s.logs.log("rebase", "history: a rebase came after later events; ignored", "seq", p.Seq, "written", s.state.Seq)
+		return nil
+	}
+	s.state = *p
+	return s.checkpoint()
 }
 
 // QueueLen returns the writer's queue length, for Bus.SubscribeQueue.
@@ -410,6 +451,7 @@ func (s *Store) run(bus *events.Bus, sub *events.Subscription, snapshot func() e
 		stopping := false
 		select {
 		case <-sub.Ready():
+		case <-s.wake:
 		case <-s.stop:
 			stopping = true
 		}
@@ -480,7 +522,6 @@ func mergeSeq(a, b []events.Event) []events.Event {
 // write appends evs (those newer than what is written) and publishes them
 // to readers.
 func (s *Store) write(evs []events.Event) error {
-	wrote := false
 	for i := range evs {
 		e := &evs[i]
 		if e.Seq <= s.state.Seq {
@@ -495,20 +536,22 @@ func (s *Store) write(evs []events.Event) error {
 				return err
 			}
 		}
+		if err := s.rebased(e.Seq); err != nil {
+			return err
+		}
 		if err := s.append(recEvent, e, e.Seq); err != nil {
 			return err
 		}
 		s.state.Apply(*e)
 		s.sinceChk++
-		wrote = true
 		if s.sinceChk >= s.opts.CheckpointEvery {
 			if err := s.checkpoint(); err != nil {
 				return err
 			}
 		}
 	}
-	if !wrote {
-		return nil
+	if err := s.rebased(0); err != nil {
+		return err
 	}
 	return s.commit()
 }

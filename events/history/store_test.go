@@ -346,3 +346,42 @@ func TestOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestRebase: a state the lab took from elsewhere than its events (a
+// cluster's first snapshot) is written once the events before it are, and
+// the states after it build on it; the states before stay the events'.
+func TestRebase(t *testing.T) {
+	l := newTestLab(0)
+	s := follow(t, l, Options{})
+	for i := range 3 {
+		l.publish(event(i))
+	}
+	// The lab reads its brokers: its state at 3 is not what the events made.
+	l.mu.Lock()
+	l.snap.Brokers = append(l.snap.Brokers, events.Broker{ID: 9, State: events.BrokerFenced})
+	l.states[3] = l.snap.Clone()
+	s.Rebase(l.snap)
+	l.mu.Unlock()
+	for deadline := time.Now().Add(10 * time.Second); ; { // the writer is woken: no event needed
+		if got, err := s.SnapshotAt(3); err == nil && got.Broker(9) != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the rebase was not written while no event followed")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	l.publish(event(3), event(4))
+	s.Close()
+	for seq := uint64(0); seq <= 5; seq++ {
+		got, err := s.SnapshotAt(seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameState(t, "state at "+strconv.Itoa(int(seq)), got, l.states[seq])
+	}
+	p, err := s.Page(0, 10, 1<<20)
+	if err != nil || len(p.Events) != 5 || p.Events[0].Seq != 1 {
+		t.Fatalf("page across the rebase: %v, %d events", err, len(p.Events))
+	}
+}

@@ -58,8 +58,8 @@ type Options struct {
 	Logger        *slog.Logger
 	// HistoryBytes, when positive, keeps the lab's events on disk in
 	// <DataDir>/history for the cluster's life, up to this many bytes
-	// (oldest dropped first; package events/history), so a page loaded
-	// late pages back to the first event. Each Open starts a fresh
+	// (oldest dropped first; package events/history), from the first one
+	// on, so a page loaded late pages back to it. Each Open starts a fresh
 	// history: the Bus numbers events from 1 again. 0: no history (the
 	// lessons' and chaos runs' clusters).
 	HistoryBytes int64
@@ -140,16 +140,21 @@ func Open(opts Options) (*Cluster, error) {
 		c.clock.Pause()
 	}
 	c.snap = events.Snapshot{Controller: ControllerNode, Paused: opts.Paused, Rate: RateOne}
+	if err := c.openHistory(); err != nil {
+		return nil, err
+	}
 	ctl, err := controller.Open(filepath.Join(opts.DataDir, "meta"), controller.Options{
 		Now: c.clock.Now, SessionTimeout: opts.SessionTimeout, Events: publisher{c}, Logger: opts.Logger,
 		FencingRule: opts.FencingRule,
 	})
 	if err != nil {
+		c.closeHistory()
 		return nil, err
 	}
 	c.controller = ctl
 	if c.groups, err = openCoordinator(opts); err != nil {
 		ctl.Close()
+		c.closeHistory()
 		return nil, err
 	}
 	for id := int32(1); id <= int32(opts.Brokers); id++ {
@@ -174,10 +179,6 @@ func Open(opts Options) (*Cluster, error) {
 		b.Heartbeat()
 	}
 	c.resync()
-	if err := c.openHistory(); err != nil {
-		c.Close()
-		return nil, err
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
 	c.wg.Add(1)
@@ -185,10 +186,10 @@ func Open(opts Options) (*Cluster, error) {
 	return c, nil
 }
 
-// openHistory starts the history (Options.HistoryBytes) from the state the
-// first snapshot took: the lab's visible state begins there, so its
-// history does too, and the events of the brokers' start before it are
-// not kept.
+// openHistory starts the history (Options.HistoryBytes) before the
+// controller and the brokers, so it keeps the lab's first event; resync
+// then gives it the state the first snapshot reads from the brokers
+// (Store.Rebase), which the events of their start alone do not make.
 func (c *Cluster) openHistory() error {
 	if c.opts.HistoryBytes <= 0 {
 		return nil
@@ -197,15 +198,24 @@ func (c *Cluster) openHistory() error {
 	if err != nil {
 		return fmt.Errorf("cluster: opening the history: %w", err)
 	}
-	// Subscribed before the snapshot is taken: an event in between is in
-	// both, and the history skips its copy by Seq.
+	// Nothing publishes yet: the history starts from the empty lab at the
+	// bus's Seq (0 unless Options.Bus brought one already used).
 	sub := c.bus.SubscribeQueue(h.QueueLen())
-	if err := h.Follow(c.bus, sub, c.Snapshot(), c.Snapshot); err != nil {
+	base := c.Snapshot()
+	base.Seq = c.bus.LastSeq()
+	if err := h.Follow(c.bus, sub, base, c.Snapshot); err != nil {
 		sub.Close()
 		return fmt.Errorf("cluster: starting the history: %w", err)
 	}
 	c.history = h
 	return nil
+}
+
+// closeHistory stops the history of a cluster that failed to open.
+func (c *Cluster) closeHistory() {
+	if c.history != nil {
+		c.history.Close()
+	}
 }
 
 // History returns the lab's history on disk; nil without
@@ -516,6 +526,10 @@ func (c *Cluster) resync() {
 	c.snapMu.Lock()
 	s.Seq = c.bus.LastSeq()
 	c.snap = s
+	if c.history != nil {
+		// Under snapMu: no event after s.Seq is published before it.
+		c.history.Rebase(s)
+	}
 	c.snapMu.Unlock()
 }
 

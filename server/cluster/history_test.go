@@ -27,6 +27,14 @@ func TestHistoryFollowsTheLab(t *testing.T) {
 	c := open()
 	h := c.History()
 	first, _ := h.Bounds()
+	if first != 1 {
+		t.Fatalf("the history starts at %d, not at the lab's first event", first)
+	}
+	// Before the first snapshot the states are what the brokers' start
+	// events make; from it on, the lab's own (Rebase).
+	if s, err := h.SnapshotAt(0); err != nil || len(s.Brokers) != 0 {
+		t.Errorf("the state before the first event: %+v, %v", s, err)
+	}
 	if _, err := c.CreateTopic("demo", 1, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
 		t.Fatal(err)
 	}
