@@ -267,11 +267,11 @@
     window.tidemarkHistory = function (before, done) {
       fetch("/api/v1/history?limit=1000" + (before ? "&before=" + before : ""))
         .then(function (r) { return r.ok ? r.text() : null; })
-        .then(function (t) {
-          var first = t ? JSON.parse(t).first_seq : 0;
-          if (first && timeline) timeline.dataset.firstSeq = first;
-          done(t, first);
-        }, function () { done(null, 0); });
+        .then(function (t) { return [t, t ? JSON.parse(t).first_seq : 0]; })
+        .then(function (p) {
+          if (p[1] && timeline) timeline.dataset.firstSeq = p[1];
+          done(p[0], p[1]);
+        }, function () { done(null, 0); }); // a failed request or a page that is not JSON
     };
   }
   if (panelEl && timeline) {
