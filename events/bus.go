@@ -125,8 +125,13 @@ func (b *Bus) Since(since uint64, limit int) (evs []Event, oldest uint64) {
 
 // Subscribe returns a Subscription that receives every event published from now
 // on, until Close.
-func (b *Bus) Subscribe() *Subscription {
-	s := &Subscription{bus: b, ready: make(chan struct{}, 1)}
+func (b *Bus) Subscribe() *Subscription { return b.SubscribeQueue(0) }
+
+// SubscribeQueue is Subscribe with a queue of n events instead of
+// BusOptions.QueueLen (n ≤ 0: QueueLen), for a consumer whose bursts are
+// larger than a page's, such as the history's writer.
+func (b *Bus) SubscribeQueue(n int) *Subscription {
+	s := &Subscription{bus: b, ready: make(chan struct{}, 1), max: n}
 	b.mu.Lock()
 	b.subs[s] = struct{}{}
 	b.mu.Unlock()
@@ -148,10 +153,14 @@ type Subscription struct {
 	mu     sync.Mutex    // guards queue and lagged; taken inside Bus.mu by push
 	queue  []Event
 	lagged bool
+	max    int // queue length; 0: the Bus's QueueLen
 }
 
 // push queues e and reports whether that made s lag (its queue was full).
 func (s *Subscription) push(e Event, max int) (lagged bool) {
+	if s.max > 0 {
+		max = s.max
+	}
 	s.mu.Lock()
 	if len(s.queue) >= max {
 		// Drop the backlog instead of growing: the consumer will start over from

@@ -225,3 +225,21 @@ func BenchmarkPublishDrain(b *testing.B) {
 		}
 	}
 }
+
+// TestSubscribeQueue: a subscription with a queue of its own lags at its
+// own length, not the Bus's.
+func TestSubscribeQueue(t *testing.T) {
+	b := NewBus(BusOptions{QueueLen: 2})
+	long, short := b.SubscribeQueue(10), b.Subscribe()
+	defer long.Close()
+	defer short.Close()
+	for range 5 {
+		b.Publish(Event{Kind: KindHW})
+	}
+	if evs, lagged := long.Drain(); lagged || len(evs) != 5 {
+		t.Errorf("queue of 10: %d events, lagged %v", len(evs), lagged)
+	}
+	if _, lagged := short.Drain(); !lagged {
+		t.Error("the Bus's queue of 2 did not lag")
+	}
+}

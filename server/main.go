@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"tidemark/events/history"
 	"tidemark/lessons"
 	"tidemark/server/broker"
 	"tidemark/server/chaos"
@@ -39,6 +40,9 @@ type config struct {
 	brokers   int    // how many brokers the cluster runs
 	kafkaPort int    // first broker's Kafka listener port; broker i listens on kafkaPort+i-1; 0 picks free ports
 	paused    bool   // start with the lab clock paused
+	// historyBytes bounds the lab's event history on disk (<data-dir>/history);
+	// 0 keeps none.
+	historyBytes int64
 	// fencingRule is the controller's fencing rule; "" keeps the stored one.
 	fencingRule string
 	// lessonsDir is a teacher's directory of *.lesson files, added to the
@@ -86,6 +90,7 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 	fs.StringVar(&c.dataDir, "data-dir", "./data", "directory for the brokers' log directories")
 	fs.IntVar(&c.brokers, "brokers", 3, fmt.Sprintf("number of brokers (1..%d)", maxBrokers))
 	fs.IntVar(&c.kafkaPort, "kafka-port", 9092, "Kafka listener port of the first broker; the others use the following ports (0: any free ports)")
+	fs.Int64Var(&c.historyBytes, "history-bytes", history.DefaultMaxBytes, "bytes of the lab's event history kept on disk in <data-dir>/history for the timeline and GET /api/v1/history, oldest dropped first; each start begins a fresh history (0: keep none)")
 	fs.BoolVar(&c.paused, "paused", false, "start with the lab clock paused (step it from the UI or the API)")
 	fs.StringVar(&c.lessonsDir, "lessons-dir", "", "a directory of lesson files (*.lesson, the scenario language of lessons/data) added to the built-in lessons; a bad file is refused with its line and what is wrong")
 	fs.StringVar(&c.fencingRule, "fencing-rule", "", "the controller's fencing rule: kraft-elr (KIP-966), kraft (KIP-903) or zookeeper (before KRaft); empty keeps the one stored in --data-dir (kraft-elr at first)")
@@ -135,6 +140,9 @@ func (c *config) validate() error {
 	}
 	if c.dataDir == "" {
 		return errors.New("--data-dir must not be empty")
+	}
+	if c.historyBytes < 0 || c.historyBytes > 0 && c.historyBytes < 1<<20 {
+		return fmt.Errorf("--history-bytes %d: must be at least 1 MiB (1048576), or 0 to keep no history", c.historyBytes)
 	}
 	if c.lessonsDir != "" {
 		if _, err := lessons.AddDir(c.lessonsDir); err != nil {
@@ -224,7 +232,7 @@ func run(ctx context.Context, cfg config, out io.Writer, started func(url string
 	// /metrics reports the main cluster as cluster="main".
 	mets := metrics.New(logger)
 	cl, err := cluster.Open(cluster.Options{MessageEvents: true, DataDir: cfg.dataDir, Brokers: cfg.brokers, KafkaPort: cfg.kafkaPort,
-		Paused: cfg.paused, Logger: logger, FencingRule: rule, Broker: broker.Config{
+		Paused: cfg.paused, HistoryBytes: cfg.historyBytes, Logger: logger, FencingRule: rule, Broker: broker.Config{
 			ConnectionsMaxIdle: offIfZero(cfg.connectionsMaxIdle), MaxConnectionsPerIP: offIfZero(cfg.maxConnectionsPerIP),
 			OnRequest: mets.RequestObserver(mainLab)}})
 	if err != nil {
@@ -284,7 +292,7 @@ func run(ctx context.Context, cfg config, out io.Writer, started func(url string
 	if cfg.className != "" {
 		wopts.AllowedHosts = append(wopts.AllowedHosts, classHosts(cfg.addr)...)
 		cls, teacher, err = class.Open(class.Options{Dir: filepath.Join(cfg.dataDir, "class"), Name: cfg.className, Seats: cfg.seats,
-			Cluster: cluster.Options{MessageEvents: true, Brokers: cfg.brokers, Paused: cfg.paused, Logger: logger, FencingRule: rule,
+			Cluster: cluster.Options{MessageEvents: true, Brokers: cfg.brokers, Paused: cfg.paused, HistoryBytes: cfg.historyBytes, Logger: logger, FencingRule: rule,
 				Broker: broker.Config{ConnectionsMaxIdle: offIfZero(cfg.connectionsMaxIdle), MaxConnectionsPerIP: offIfZero(cfg.maxConnectionsPerIP)}},
 			Setup: func(c *cluster.Cluster) error { return ensureDemo(c, cfg.brokers) },
 			NewHandler: func(env class.Env) (http.Handler, io.Closer, error) {

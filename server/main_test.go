@@ -18,7 +18,7 @@ import (
 
 func TestParseFlags(t *testing.T) {
 	c, err := parseFlags(nil, io.Discard)
-	if err != nil || c.addr != "127.0.0.1:8080" || c.dataDir != "./data" || c.brokers != 3 || c.kafkaPort != 9092 {
+	if err != nil || c.addr != "127.0.0.1:8080" || c.dataDir != "./data" || c.brokers != 3 || c.kafkaPort != 9092 || c.historyBytes != 256<<20 {
 		t.Fatalf("defaults = %+v, %v", c, err)
 	}
 	c, err = parseFlags([]string{"--addr", "[::1]:0", "--data-dir", "/tmp/x", "--brokers", "5", "--kafka-port", "19092", "--paused"}, io.Discard)
@@ -33,6 +33,9 @@ func TestParseFlags(t *testing.T) {
 	if err != nil || c.connectionsMaxIdle != 90*time.Second || offIfZero(c.maxConnectionsPerIP) != -1 {
 		t.Fatalf("listener limits = %v %d, %v", c.connectionsMaxIdle, c.maxConnectionsPerIP, err)
 	}
+	if c, err = parseFlags([]string{"--history-bytes", "0"}, io.Discard); err != nil || c.historyBytes != 0 {
+		t.Fatalf("--history-bytes 0 (no history) = %d, %v", c.historyBytes, err)
+	}
 	for _, args := range [][]string{
 		{"--max-partition-replicas", "-1"},
 		{"--connections-max-idle", "-1s"}, {"--max-connections-per-ip", "-2"},
@@ -40,6 +43,7 @@ func TestParseFlags(t *testing.T) {
 		{"--kafka-port", "-1"}, {"--kafka-port", "65534", "--brokers", "3"},
 		{"--addr", "0.0.0.0:8080"}, {"--addr", "example.com:80"}, {"--addr", "nonsense"},
 		{"--data-dir", ""}, {"--nope"}, {"extra"},
+		{"--history-bytes", "-1"}, {"--history-bytes", "65536"},
 	} {
 		if _, err := parseFlags(args, io.Discard); err == nil {
 			t.Errorf("parseFlags(%q) accepted", args)

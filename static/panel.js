@@ -296,6 +296,40 @@
       return true;
     }
   };
+  // tidemarkSend posts a control form's fields (URLSearchParams) to
+  // /ui/action for the panel (wasm/main.go's send) and hands done whether
+  // it worked and the text to show.
+  window.tidemarkSend = function (body, done) {
+    fetch("/ui/action", { method: "POST", body: body, credentials: "same-origin", headers: { Accept: "application/json" } })
+      .then(function (r) { return r.json(); })
+      .then(function (j) { done(!!j.ok, String(j.text)); }, function (e) { done(false, String(e)); });
+  };
+  // tidemarkHistory fetches the page of the lab's history before seq
+  // before (0: the newest) for the panel (GET /api/v1/history,
+  // wasm/history.go) and hands done its text and first_seq, or null when
+  // the request fails (a lab that keeps no history answers 501). Written
+  // here, the request costs the WASM panel's size nothing. A lesson run's
+  // stream (#panel's data-ws) has no history to page. The timeline
+  // (data-testid="timeline") shows what it reaches: data-first-seq, the
+  // history's first event, and data-last-seq, the live state's (#panel's
+  // data-seq).
+  var panelEl = document.getElementById("panel"), timeline = document.getElementById("timeline");
+  if (panelEl && (!panelEl.dataset.ws || panelEl.dataset.ws === "/ws")) {
+    window.tidemarkHistory = function (before, done) {
+      fetch("/api/v1/history?limit=1000" + (before ? "&before=" + before : ""))
+        .then(function (r) { return r.ok ? r.text() : null; })
+        .then(function (t) { return [t, t ? JSON.parse(t).first_seq : 0]; })
+        .then(function (p) {
+          if (p[1] && timeline) timeline.dataset.firstSeq = p[1];
+          done(p[0], p[1]);
+        }, function () { done(null, 0); }); // a failed request or a page that is not JSON
+    };
+  }
+  if (panelEl && timeline) {
+    timeline.setAttribute("data-testid", "timeline");
+    new MutationObserver(function () { timeline.dataset.lastSeq = panelEl.dataset.seq; })
+      .observe(panelEl, { attributes: true, attributeFilter: ["data-seq"] });
+  }
   // A new devicePixelRatio (zoom, another screen) needs the canvases drawn
   // again at the new resolution.
   (function watchRatio() {

@@ -84,6 +84,7 @@ type app struct {
 	paceMs    int           // the pace of messages in flight the page was last given (panel.StreamFrameMs under a stream, else 0)
 	stream    bool          // a stream of events is arriving (observeStream)
 	window    streamAt      // where the window observeStream counts in opened
+	hist      historyDOM    // the lab's history on the server (history.go)
 
 	// The network controls' list of cuts as last drawn (renderCuts).
 	cuts      []events.Fault
@@ -346,32 +347,18 @@ func (a *app) setupForms() {
 }
 
 // send posts a control (URLSearchParams) to /ui/action and shows the
-// outcome in the element with id where.
+// outcome in the element with id where. static/panel.js's tidemarkSend
+// makes the request: the promise chain written in Go cost the panel's size
+// budget 1 KiB.
 func (a *app) send(body js.Value, where string) {
 	a.showFlash(where, "flash pending", "… ", a.cat.T("panel.sending")) // not a success yet
-	opts := map[string]any{
-		"method":      "POST",
-		"body":        body,
-		"credentials": "same-origin",
-		"headers":     map[string]any{"Accept": "application/json"},
-	}
-	var onJSON, onResp, onErr js.Func
-	release := func() { onJSON.Release(); onResp.Release(); onErr.Release() }
-	onJSON = js.FuncOf(func(_ js.Value, args []js.Value) any {
-		r := args[0]
-		a.flash(where, r.Get("ok").Bool(), r.Get("text").String())
-		release()
+	var done js.Func
+	done = js.FuncOf(func(_ js.Value, args []js.Value) any {
+		done.Release()
+		a.flash(where, args[0].Bool(), args[1].String())
 		return nil
 	})
-	onErr = js.FuncOf(func(_ js.Value, args []js.Value) any {
-		a.flash(where, false, args[0].Call("toString").String())
-		release()
-		return nil
-	})
-	onResp = js.FuncOf(func(_ js.Value, args []js.Value) any {
-		return args[0].Call("json")
-	})
-	js.Global().Call("fetch", "/ui/action", opts).Call("then", onResp).Call("then", onJSON).Call("catch", onErr)
+	js.Global().Call("tidemarkSend", body, done)
 }
 
 func (a *app) flash(where string, ok bool, text string) {
@@ -648,6 +635,7 @@ func (a *app) render() {
 		a.renderLog = append(a.renderLog, []any{float64(s.Snap.Seq), t1, t1 - t0, a.handleMs, lanesMs, float64(a.parts), float64(a.drained)})
 	}
 	a.handleMs, a.parts, a.drained = 0, 0, 0
+	a.syncHistory()
 }
 
 // frameParts are the parts of the panel that do not run in every frame,

@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"tidemark/events"
+	"tidemark/events/history"
 	"tidemark/i18n"
 	"tidemark/replication"
 	"tidemark/server/broker"
@@ -55,6 +56,13 @@ type Options struct {
 	// the chaos checker and the lessons read the bus and need none.
 	MessageEvents bool
 	Logger        *slog.Logger
+	// HistoryBytes, when positive, keeps the lab's events on disk in
+	// <DataDir>/history for the cluster's life, up to this many bytes
+	// (oldest dropped first; package events/history), from the first one
+	// on, so a page loaded late pages back to it. Each Open starts a fresh
+	// history: the Bus numbers events from 1 again. 0: no history (the
+	// lessons' and chaos runs' clusters).
+	HistoryBytes int64
 	// Broker tunes every broker (intervals); ID, LogDir, ListenAddr and the
 	// links are filled in by the cluster.
 	Broker broker.Config
@@ -98,8 +106,9 @@ type Cluster struct {
 	// linkDelays holds Raft and pipeline messages crossing a delayed link
 	// (delay_line.go).
 	linkDelays delayLine
-	stepMu     sync.Mutex // one StepToEvent at a time: they share messages' hold
-	links      linkCounts // replication messages on the links: link_counts.go
+	stepMu     sync.Mutex     // one StepToEvent at a time: they share messages' hold
+	links      linkCounts     // replication messages on the links: link_counts.go
+	history    *history.Store // nil without Options.HistoryBytes
 }
 
 // Open starts a cluster on DataDir, recovering whatever is there.
@@ -131,16 +140,21 @@ func Open(opts Options) (*Cluster, error) {
 		c.clock.Pause()
 	}
 	c.snap = events.Snapshot{Controller: ControllerNode, Paused: opts.Paused, Rate: RateOne}
+	if err := c.openHistory(); err != nil {
+		return nil, err
+	}
 	ctl, err := controller.Open(filepath.Join(opts.DataDir, "meta"), controller.Options{
 		Now: c.clock.Now, SessionTimeout: opts.SessionTimeout, Events: publisher{c}, Logger: opts.Logger,
 		FencingRule: opts.FencingRule,
 	})
 	if err != nil {
+		c.closeHistory()
 		return nil, err
 	}
 	c.controller = ctl
 	if c.groups, err = openCoordinator(opts); err != nil {
 		ctl.Close()
+		c.closeHistory()
 		return nil, err
 	}
 	for id := int32(1); id <= int32(opts.Brokers); id++ {
@@ -171,6 +185,42 @@ func Open(opts Options) (*Cluster, error) {
 	go c.controllerLoop(ctx)
 	return c, nil
 }
+
+// openHistory starts the history (Options.HistoryBytes) before the
+// controller and the brokers, so it keeps the lab's first event; resync
+// then gives it the state the first snapshot reads from the brokers
+// (Store.Rebase), which the events of their start alone do not make.
+func (c *Cluster) openHistory() error {
+	if c.opts.HistoryBytes <= 0 {
+		return nil
+	}
+	h, err := history.Open(history.Options{Dir: filepath.Join(c.opts.DataDir, "history"), MaxBytes: c.opts.HistoryBytes, Logger: c.logger})
+	if err != nil {
+		return fmt.Errorf("cluster: opening the history: %w", err)
+	}
+	// Nothing publishes yet: the history starts from the empty lab at the
+	// bus's Seq (0 unless Options.Bus brought one already used).
+	sub := c.bus.SubscribeQueue(h.QueueLen())
+	base := c.Snapshot()
+	base.Seq = c.bus.LastSeq()
+	if err := h.Follow(c.bus, sub, base, c.Snapshot); err != nil {
+		sub.Close()
+		return fmt.Errorf("cluster: starting the history: %w", err)
+	}
+	c.history = h
+	return nil
+}
+
+// closeHistory stops the history of a cluster that failed to open.
+func (c *Cluster) closeHistory() {
+	if c.history != nil {
+		c.history.Close()
+	}
+}
+
+// History returns the lab's history on disk; nil without
+// Options.HistoryBytes.
+func (c *Cluster) History() *history.Store { return c.history }
 
 // controllerLoop ticks the controller while the clock runs: when the first
 // session can expire (NextSessionExpiry), and at least every half session
@@ -293,6 +343,10 @@ func (c *Cluster) Close() error {
 	}
 	if c.controller != nil {
 		errs = append(errs, c.controller.Close())
+	}
+	if c.history != nil {
+		// Last: it writes the events of the shutdown too.
+		errs = append(errs, c.history.Close())
 	}
 	return errors.Join(errs...)
 }
@@ -472,6 +526,10 @@ func (c *Cluster) resync() {
 	c.snapMu.Lock()
 	s.Seq = c.bus.LastSeq()
 	c.snap = s
+	if c.history != nil {
+		// Under snapMu: no event after s.Seq is published before it.
+		c.history.Rebase(s)
+	}
 	c.snapMu.Unlock()
 }
 

@@ -64,11 +64,14 @@ func (s *Server) getCluster(c echo.Context) error {
 }
 
 // EventsResponse is the body of GET /api/v1/events. OldestSeq is the oldest
-// event still recorded (0 when none): asking for events before it leaves a gap.
+// event still recorded in memory (0 when none): asking for events before it
+// leaves a gap. HistoryFirstSeq is the oldest event GET /api/v1/history
+// still reaches, on disk (absent when the lab keeps no history).
 type EventsResponse struct {
-	Events    []events.Event `json:"events"`
-	OldestSeq uint64         `json:"oldest_seq"`
-	LastSeq   uint64         `json:"last_seq"`
+	Events          []events.Event `json:"events"`
+	OldestSeq       uint64         `json:"oldest_seq"`
+	LastSeq         uint64         `json:"last_seq"`
+	HistoryFirstSeq uint64         `json:"history_first_seq,omitempty"`
 }
 
 func (s *Server) getEvents(c echo.Context) error {
@@ -76,12 +79,9 @@ func (s *Server) getEvents(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	limit, err := queryUint(c, "limit", DefaultEventsLimit, MaxEventsLimit)
+	limit, err := queryLimit(c, DefaultEventsLimit, MaxEventsLimit)
 	if err != nil {
 		return err
-	}
-	if limit == 0 {
-		return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "limit must be between 1 and "+strconv.Itoa(MaxEventsLimit))
 	}
 	bus := s.opts.Lab.Bus()
 	last := bus.LastSeq() // read first: every returned event is ≤ it or newer, never a lie about the end
@@ -92,7 +92,11 @@ func (s *Server) getEvents(c echo.Context) error {
 	if n := len(evs); n > 0 {
 		last = max(last, evs[n-1].Seq)
 	}
-	return c.JSON(http.StatusOK, EventsResponse{Events: evs, OldestSeq: oldest, LastSeq: last})
+	r := EventsResponse{Events: evs, OldestSeq: oldest, LastSeq: last}
+	if h, err := s.history(); err == nil {
+		r.HistoryFirstSeq, _ = h.Bounds()
+	}
+	return c.JSON(http.StatusOK, r)
 }
 
 // queryUint parses an optional unsigned query parameter no larger than maxV;

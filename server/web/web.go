@@ -193,6 +193,8 @@ func New(opts Options) (*Server, error) {
 	e.GET("/ui/charts", s.getCharts)
 	e.GET("/api/v1/cluster", s.getCluster)
 	e.GET("/api/v1/events", s.getEvents)
+	e.GET("/api/v1/history", s.getHistory)
+	e.GET("/api/v1/history/snapshot", s.getHistorySnapshot)
 	e.GET("/api/v1/openapi.json", s.getOpenAPI)
 	s.apiRoutes(e)
 	s.lessonRoutes(e)

@@ -132,6 +132,18 @@ type State struct {
 
 	view    events.Snapshot // cache of the past state shown
 	viewPos int             // the Pos view was built for; -1 none
+
+	// The lab's history before Hist (history.go): first is the first
+	// event the server's history keeps (0: not known), past the page of
+	// it held, inPast whether the timeline shows the state after event
+	// pastAt from it, want the page asked for (0: none) and move the
+	// move that waits for it (0: none, moveBack, moveForward).
+	first  uint64
+	past   *pastPage
+	inPast bool
+	pastAt uint64
+	want   uint64
+	move   int
 }
 
 type checkpoint struct {
@@ -153,6 +165,11 @@ func (s *State) Handle(m events.Message) bool {
 	case events.MessageSnapshot:
 		if m.Snapshot == nil {
 			return false
+		}
+		if m.Snapshot.Seq < s.Snap.Seq {
+			// Another lab (the server restarted): its history is not
+			// the one paged in.
+			s.first, s.past, s.inPast, s.want = 0, nil, false, 0
 		}
 		s.Snap = m.Snapshot.Clone()
 		s.checks = append(s.checks[:0], checkpoint{0, m.Snapshot.Clone()})
@@ -238,6 +255,9 @@ func (s *State) View() *events.Snapshot {
 	if s.Following {
 		return &s.Snap
 	}
+	if s.inPast {
+		return s.pastView()
+	}
 	if s.viewPos == s.Pos {
 		return &s.view
 	}
@@ -268,9 +288,14 @@ func (s *State) checkpointBefore(pos int) *checkpoint {
 func (s *State) ViewSeq() uint64 { return s.View().Seq }
 
 // Back moves the timeline one event earlier (from live: to just before the
-// newest event), over messages (which change nothing); at the start of
-// the history it stays.
+// newest event), over messages (which change nothing); from the start of
+// Hist into the server's history (history.go); at the start of the
+// history it stays.
 func (s *State) Back() {
+	if s.inPast {
+		s.backPast()
+		return
+	}
 	if s.Following {
 		s.Following = false
 		s.Pos = len(s.Hist)
@@ -282,6 +307,11 @@ func (s *State) Back() {
 		}
 	}
 	skip()
+	if s.Pos == 0 && s.older() {
+		s.inPast, s.pastAt = true, s.checks[0].snap.Seq
+		s.backPast()
+		return
+	}
 	s.Pos = max(0, s.Pos-1)
 	skip()
 }
@@ -290,6 +320,10 @@ func (s *State) Back() {
 // newest it is live again.
 func (s *State) Forward() {
 	if s.Following {
+		return
+	}
+	if s.inPast {
+		s.forwardPast()
 		return
 	}
 	s.Pos++
@@ -301,24 +335,41 @@ func (s *State) Forward() {
 	}
 }
 
-// Seek shows the state after Hist[:pos]; pos at or past the end is live.
+// Seek shows the state at position pos of the timeline (see Position):
+// before Hist, the server's history's; pos at or past the end is live.
 func (s *State) Seek(pos int) {
-	if pos >= len(s.Hist) {
+	off := s.offset()
+	if pos >= off+len(s.Hist) {
 		s.GoLive()
 		return
 	}
-	s.Following, s.Pos = false, max(0, pos)
+	if pos < off {
+		seq := s.first - 1 + uint64(max(0, pos))
+		s.Following, s.inPast, s.pastAt = false, true, seq
+		if !s.held(seq) {
+			s.want, s.move = min(seq+HistoryPageLen/2+1, s.checks[0].snap.Seq+1), 0
+		}
+		return
+	}
+	s.Following, s.inPast, s.Pos = false, false, pos-off
 }
 
 // GoLive returns the timeline to the live state.
-func (s *State) GoLive() { s.Following, s.Pos = true, len(s.Hist) }
+func (s *State) GoLive() { s.Following, s.inPast, s.Pos = true, false, len(s.Hist) }
 
-// Position returns where the timeline is (len(Hist) when live) and its end.
+// Position returns where the timeline is and its end (where it is when
+// live), counted in events from the first it reaches: the server's
+// history's first when it holds older events than Hist, else Hist's.
 func (s *State) Position() (pos, end int) {
-	if s.Following {
-		return len(s.Hist), len(s.Hist)
+	off := s.offset()
+	end = off + len(s.Hist)
+	switch {
+	case s.Following:
+		return end, end
+	case s.inPast:
+		return int(s.pastAt - (s.first - 1)), end
 	}
-	return s.Pos, len(s.Hist)
+	return off + s.Pos, end
 }
 
 // TimelineText describes the timeline's position for its status line.
@@ -326,7 +377,8 @@ func (s *State) TimelineText(c Catalog) string {
 	if s.Following {
 		return c.T("panel.tl.live.at", s.Snap.Seq)
 	}
-	return c.T("panel.tl.at", s.ViewSeq(), len(s.Hist)-s.Pos)
+	v := s.ViewSeq()
+	return c.T("panel.tl.at", v, s.Snap.Seq-min(v, s.Snap.Seq))
 }
 
 // RenderBrokers returns the broker cards of v: id, state (word and shape),
@@ -379,8 +431,15 @@ func contains(v []int32, x int32) bool {
 // class "cursor".
 func (s *State) RenderEvents(newSince, cursor uint64, c Catalog) string {
 	var b strings.Builder
-	for i := len(s.Recent) - 1; i >= 0; i-- {
-		e := s.Recent[i]
+	list := s.Recent
+	if v := s.ViewSeq(); !s.Following && (len(list) == 0 || v < list[0].Seq) {
+		list = s.pastEvents(v) // the timeline is before the recent events
+	}
+	for i := len(list) - 1; i >= 0; i-- {
+		e := list[i]
+		if e.Kind.Unlisted() {
+			continue // pastEvents' messages
+		}
 		cls := "k-" + string(e.Kind)
 		if e.Seq > newSince {
 			cls += " new"
