@@ -36,15 +36,15 @@ const shownTextJS = `(() => {
 var halfWidthPunct = regexp.MustCompile(`[\p{Han}）][:;,][^\n]{0,20}`)
 
 // submitJS submits the page's control form for action with the fields
-// given, as a learner would (the panel sends it and shows the answer in
-// #flash).
+// given, as a learner would: the lab controls' form, not the stage's menu
+// of the same action (the panel sends it and shows the answer in #flash).
 func submitJS(action string, fields map[string]string) string {
 	var b strings.Builder
-	b.WriteString(`(() => { const f = document.querySelector('form[data-action="` + action + `"]'); `)
+	b.WriteString(`(() => { const f = document.querySelector('form[data-action="` + action + `"]:not(#panel form)'); `)
 	for k, v := range fields {
 		b.WriteString(`{ const el = f.elements[` + strconv.Quote(k) + `]; if (el.type === "checkbox") el.checked = ` + strconv.FormatBool(v == "true") + `; else el.value = ` + strconv.Quote(v) + `; } `)
 	}
-	b.WriteString(`document.getElementById("flash").innerHTML = ""; f.requestSubmit(); return true; })()`)
+	b.WriteString(`for (const id of ["flash", "stage-flash"]) { const el = document.getElementById(id); if (el) el.innerHTML = ""; } f.requestSubmit(); return true; })()`)
 	return b.String()
 }
 
@@ -82,8 +82,10 @@ func TestBrowserChineseHasNoEnglish(t *testing.T) {
 	}
 	flash := func(lang i18n.Lang, what string) string {
 		t.Helper()
-		b.poll(`document.querySelector("#flash .flash.ok, #flash .flash.bad") !== null`, what+" answered")
-		f := eval[string](b, `document.getElementById("flash").textContent`)
+		// Said where the control is: on the stage for its own controls.
+		answer := `document.querySelector("#flash .flash.ok, #flash .flash.bad, #stage-flash .flash.ok, #stage-flash .flash.bad")`
+		b.poll(answer+` !== null`, what+" answered")
+		f := eval[string](b, answer+`.textContent`)
 		if !strings.HasPrefix(f, "✓") {
 			t.Fatalf("%s %s: %q", lang, what, f)
 		}
