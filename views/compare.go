@@ -3,8 +3,6 @@ package views
 import (
 	"strconv"
 	"strings"
-
-	"tidemark/events"
 )
 
 // CompareListView is the comparison page: the start form and the recent
@@ -31,12 +29,7 @@ type CompareRunView struct {
 	Error   string
 	Columns []CompareColumn
 	Charts  []CompareChart
-	// Recorded: the run's events can be played back on the stage
-	// (/ws?compare=<id>) from Stage, the cluster as the schedule started,
-	// to PlayTo, the last recorded event's Seq.
-	Recorded bool
-	Stage    events.Snapshot
-	PlayTo   uint64
+	RunPlayback // played on the stage from /ws?compare=<id>
 	// Conclusion is the comparison's outcome in one sentence ("" until done).
 	Conclusion string
 }

@@ -200,13 +200,21 @@ func (s *Server) chaosRunPage(c echo.Context) error {
 	lang := Lang(c)
 	p := s.page(c, i18n.T(lang, "chaos.run.title", st.ID))
 	v := chaosRunView(st)
-	if rec, ok := s.opts.Chaos.Recording(st.ID); ok && len(rec.Events) > 0 {
-		v.Recorded, v.Stage, v.PlayTo = true, rec.Start, rec.Events[len(rec.Events)-1].Seq
-	}
+	v.RunPlayback = s.playback(st.ID)
 	if st.Result != nil {
 		v.Conclusion = chaosConclusion(lang, string(st.Config), st.Result.Counts)
 	}
 	return Render(c, http.StatusOK, views.ChaosRun(p, v))
+}
+
+// playback is run or comparison id's recording as its page plays it
+// (none: not finished, or older than the recordings kept).
+func (s *Server) playback(id string) views.RunPlayback {
+	rec, ok := s.opts.Chaos.Recording(id)
+	if !ok || len(rec.Events) == 0 {
+		return views.RunPlayback{}
+	}
+	return views.RunPlayback{Recorded: true, Stage: rec.Start, PlayTo: rec.Events[len(rec.Events)-1].Seq}
 }
 
 // chaosConclusion says a finished run's outcome in one sentence: whether

@@ -151,9 +151,7 @@ func (s *Server) compareRunPage(c echo.Context) error {
 	lang := Lang(c)
 	p := s.page(c, i18n.T(lang, "compare.run.title", st.ID))
 	v := compareRunView(st)
-	if rec, ok := s.opts.Chaos.Recording(st.ID); ok && len(rec.Events) > 0 {
-		v.Recorded, v.Stage, v.PlayTo = true, rec.Start, rec.Events[len(rec.Events)-1].Seq
-	}
+	v.RunPlayback = s.playback(st.ID)
 	if st.Result != nil {
 		v.Conclusion = compareConclusion(lang, v.Columns)
 	}
