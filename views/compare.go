@@ -19,16 +19,16 @@ type CompareListView struct {
 // column per protocol (live counts while it runs, every figure once done)
 // and a chart of each protocol's samples.
 type CompareRunView struct {
-	ID      string
-	Seed    uint64
-	Actions int
-	Phase   string
-	Action  int
-	Total   int
-	Done    bool
-	Error   string
-	Columns []CompareColumn
-	Charts  []CompareChart
+	ID          string
+	Seed        uint64
+	Actions     int
+	Phase       string
+	Action      int
+	Total       int
+	Done        bool
+	Error       string
+	Columns     []CompareColumn
+	Charts      []CompareChart
 	RunPlayback // played on the stage from /ws?compare=<id>
 	// Conclusion is the comparison's outcome in one sentence ("" until done).
 	Conclusion string
