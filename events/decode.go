@@ -562,6 +562,14 @@ func (d *decoder) i32s() (v []int32) {
 	return v
 }
 
+func (d *decoder) i64s() (v []int64) {
+	if d.list() {
+		v = []int64{}
+	}
+	d.array(func() { v = append(v, d.i64()) })
+	return v
+}
+
 func (d *decoder) strs() (v []string) {
 	if d.list() {
 		v = []string{}
@@ -706,6 +714,8 @@ func (d *decoder) replica(r *Replica) {
 			r.HW = d.i64()
 		case "log_start_offset":
 			r.LogStartOffset = d.i64()
+		case "segments":
+			r.Segments = d.i64s()
 		case "epoch_cache":
 			if d.list() {
 				r.EpochCache = []EpochEntry{}
@@ -970,6 +980,8 @@ func (d *decoder) event(e *Event) {
 				}
 			})
 			e.Wire = w
+		case "segments":
+			e.Segments = d.i64s()
 		case "isr_changes":
 			if d.list() {
 				e.ISRChanges = []ISRChange{}

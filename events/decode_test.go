@@ -20,7 +20,7 @@ func fullMessages() []Message {
 	topic := Topic{Name: "demo", Configs: map[string]string{"min.insync.replicas": "2"}, Partitions: []Partition{{
 		Partition: 1, Leader: 2, LeaderEpoch: 3, Replicas: []int32{1, 2, 3}, ISR: []int32{2, 3}, ELR: []int32{1},
 		ReplicaLogs: []Replica{{Broker: 2, LEO: 9, HW: 8, LogStartOffset: 1,
-			EpochCache: []EpochEntry{{Epoch: 1, StartOffset: 3}}, Records: recs, Truncated: trunc}},
+			EpochCache: []EpochEntry{{Epoch: 1, StartOffset: 3}}, Records: recs, Truncated: trunc, Segments: []int64{1, 6}}},
 	}}}
 	snap := &Snapshot{Seq: 42, Time: at, Brokers: []Broker{{ID: 1, State: BrokerUp, Listener: "127.0.0.1:9092"}},
 		Controller: 0, Topics: []Topic{topic}, Configs: map[string]string{"unclean.leader.election.enable": "false"},
@@ -32,7 +32,7 @@ func fullMessages() []Message {
 		Fault: &Fault{Kind: FaultCut, From: 1, To: 3, OneWay: true}, Config: &ConfigChange{Key: "k", Value: "v", Previous: "p"},
 		Clock: &ClockChange{Action: ClockStep, StepMs: 100, Rate: 4}, BrokerState: BrokerFenced, Listener: "127.0.0.1:9093",
 		TopicCreated: &topic, Wire: &Wire{From: 1, To: 2, Client: "kcat", FetchOffset: 5, LastFetchedEpoch: 6, HW: 7, Records: 8, Version: 9, Lost: true},
-		ISRChanges: []ISRChange{{Cause: ISRLagged, Broker: 3, Joined: true, ToELR: true, LagMs: 12000, MaxLagMs: 10000, Offset: 7}}}
+		ISRChanges: []ISRChange{{Cause: ISRLagged, Broker: 3, Joined: true, ToELR: true, LagMs: 12000, MaxLagMs: 10000, Offset: 7}}, Segments: []int64{0, 4}}
 	return []Message{
 		{Type: MessageSnapshot, Snapshot: snap},
 		{Type: MessageEvents, Events: []Event{ev, {Seq: 44, Kind: KindHW, Broker: NoBroker, Partition: -1}}},

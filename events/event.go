@@ -215,6 +215,10 @@ type Event struct {
 	TopicCreated *Topic            `json:"topic_created,omitempty"`
 	Wire         *Wire             `json:"wire,omitempty"`
 	ISRChanges   []ISRChange       `json:"isr_changes,omitempty"`
+	// Segments, set on a replica's event when its log's segments changed
+	// since its last event (a roll, a truncation or retention deleting
+	// some, a restart), is every segment's base offset, oldest first.
+	Segments []int64 `json:"segments,omitempty"`
 }
 
 // ISRCause says why a replica left or joined an ISR (or its ELR). The

@@ -108,6 +108,9 @@ type Replica struct {
 	EpochCache     []EpochEntry      `json:"epoch_cache"`
 	Records        []Record          `json:"records"`
 	Truncated      []TruncatedRecord `json:"truncated,omitempty"`
+	// Segments is every segment's base offset, oldest first: where the
+	// lanes draw the segments' boundaries (nil until an event said).
+	Segments []int64 `json:"segments,omitempty"`
 }
 
 // EpochEntry is one leader-epoch cache entry: the first offset written in Epoch.
@@ -148,6 +151,7 @@ func (s *Snapshot) Clone() Snapshot {
 				r.EpochCache = append([]EpochEntry(nil), r.EpochCache...)
 				r.Records = append([]Record(nil), r.Records...)
 				r.Truncated = append([]TruncatedRecord(nil), r.Truncated...)
+				r.Segments = append([]int64(nil), r.Segments...)
 				rs[k] = r
 			}
 			p.ReplicaLogs = rs
@@ -223,6 +227,11 @@ func (s *Snapshot) Apply(e Event) {
 	s.Seq = e.Seq
 	if !e.Time.IsZero() {
 		s.Time = e.Time
+	}
+	if e.Segments != nil { // any of a replica's events may say its segments changed
+		if r := s.replica(e); r != nil {
+			r.Segments = e.Segments
+		}
 	}
 	switch e.Kind {
 	case KindAppend:

@@ -50,6 +50,10 @@ type Log struct {
 	// segment struct per probe, which with hundreds of segments are cache
 	// misses that grow with the log. setSegments keeps it.
 	bases []int64
+	// basesVersion counts the changes to bases (setSegments): a reader
+	// that last saw version v knows without the lock whether the segments
+	// changed (SegmentsVersion).
+	basesVersion atomic.Uint64
 	// logStartOffset is the first offset a reader may ask for;
 	// recoveryPoint: every offset below it has been fsynced. Both change
 	// under mu but are atomic, so the log dir's checkpoint writer reads them
@@ -344,6 +348,19 @@ func (l *Log) setSegments(segs []*segment) {
 	for _, s := range segs {
 		l.bases = append(l.bases, s.baseOffset)
 	}
+	l.basesVersion.Add(1)
+}
+
+// SegmentsVersion returns a number that changes whenever the log's list of
+// segments does (a roll, a truncation or retention deleting segments,
+// recovery), read without the log's lock.
+func (l *Log) SegmentsVersion() uint64 { return l.basesVersion.Load() }
+
+// SegmentBases returns every segment's base offset, oldest first (a copy).
+func (l *Log) SegmentBases() []int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return append([]int64(nil), l.bases...)
 }
 
 // maybeRoll starts a new segment before appending h if the active one is

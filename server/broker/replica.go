@@ -36,8 +36,11 @@ type replica struct {
 	// shownEpochs is the leader-epoch cache the UI was last told of
 	// (epoch events); syncEpochCache reports what changed since.
 	shownEpochs []replication.EpochEntry
-	waiters     map[uint64]chan replication.ProduceResult
-	nextID      uint64
+	// segmentsSaid is the log's SegmentsVersion the UI was last told of
+	// (noteSegments).
+	segmentsSaid uint64
+	waiters      map[uint64]chan replication.ProduceResult
+	nextID       uint64
 	// newData is closed (and replaced) on every append: it wakes the
 	// long-polling fetches waiting for data.
 	newData chan struct{}
@@ -93,9 +96,24 @@ func (r *replica) emit(evs ...events.Event) {
 	}
 }
 
+// noteSegments puts the log's segment bases on the last queued event when
+// they changed since the replica last said (a roll, a truncation, retention,
+// a restart), so the lanes draw the segments' boundaries. One atomic load
+// when nothing changed. Callers hold r.mu.
+func (r *replica) noteSegments() {
+	if r.log == nil || len(r.outbox) == 0 {
+		return
+	}
+	if v := r.log.SegmentsVersion(); v != r.segmentsSaid {
+		r.segmentsSaid = v
+		r.outbox[len(r.outbox)-1].ev.Segments = r.log.SegmentBases()
+	}
+}
+
 // unlock releases r.mu, then publishes the queued events and runs the
 // calls that must not hold it (ISR proposals to the controller).
 func (r *replica) unlock(after []func()) {
+	r.noteSegments()
 	out := r.outbox
 	r.outbox = nil
 	if next := r.rp.NextTickMs(); next != math.MaxInt64 {

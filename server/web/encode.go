@@ -159,6 +159,18 @@ func appendEvent(b []byte, e *events.Event) ([]byte, error) {
 			return b, err
 		}
 	}
+	if len(e.Segments) > 0 { // rare: a replica's segments changed
+		b = append(b, `,"segments":`...)
+		for i, x := range e.Segments {
+			if i == 0 {
+				b = append(b, '[')
+			} else {
+				b = append(b, ',')
+			}
+			b = strconv.AppendInt(b, x, 10)
+		}
+		b = append(b, ']')
+	}
 	return append(b, '}'), nil
 }
 

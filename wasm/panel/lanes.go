@@ -158,6 +158,16 @@ type Lane struct {
 	// of the window), and whether the HW moved (animated).
 	HWX, LEOX int64
 	HWMoved   bool
+	// Segs are the segment boundaries in the window: where a segment
+	// after the first starts (its x, and the label naming it).
+	Segs []SegMark
+}
+
+// SegMark is a segment boundary on a lane: the x of the segment's first
+// offset and its label.
+type SegMark struct {
+	X     int64
+	Label string
 }
 
 // Cell is one record or truncated record of a lane, drawn on the figure's canvas (Paint) at X from the lane's
@@ -207,7 +217,26 @@ func (l *Lane) Marks() string {
 		bottom := laneHeight(l.Ghosts) - 18
 		b.WriteString(`<g class="marker leo" transform="` + MarkAt(l.LEOX) + `"><line x1="0" y1="12" x2="0" y2="` + i64(bottom+2) + `"/><text x="2" y="` + i64(bottom+12) + `">LEO</text></g>`)
 	}
+	// Segment boundaries after the markers, which the panel finds by
+	// their place among the children.
+	for _, sm := range l.Segs {
+		b.WriteString(`<g class="seg-mark" transform="` + MarkAt(sm.X) + `"><line x1="0" y1="12" x2="0" y2="54"/><text x="3" y="9">` + esc(sm.Label) + `</text></g>`)
+	}
 	return b.String()
+}
+
+// SameSegs reports whether the lanes a and b show the same segment
+// boundaries.
+func SameSegs(a, b []SegMark) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // HWClass returns the class of the HW marker.
@@ -502,6 +531,11 @@ func (lz *Lanes) lane(topic string, p *events.Partition, r *events.Replica, stat
 	}
 	if r.LEO >= lo && r.LEO <= hi+1 {
 		l.LEOX = xOf(r.LEO, lo)
+	}
+	for i, base := range r.Segments {
+		if i > 0 && base >= lo && base <= hi {
+			l.Segs = append(l.Segs, SegMark{xOf(base, lo), c.T("panel.segment", base)})
+		}
 	}
 	// Records.
 	from = len(lz.cellBuf)

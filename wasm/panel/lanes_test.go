@@ -2,6 +2,7 @@ package panel
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 
 	"tidemark/events"
@@ -75,5 +76,30 @@ func TestLanesReuse(t *testing.T) {
 func TestLaneGeometry(t *testing.T) {
 	if cellW != 40 || cellH != 40 || ghostY != 58 {
 		t.Fatal("the lane geometry changed: update the coordinates written out in lanes.go")
+	}
+}
+
+// TestSegmentMarks: a replica's segment boundaries after its first segment
+// are marked on its lane where the next segment starts, named by its base
+// offset; one out of the window is not, and a lane without segments
+// reported has none.
+func TestSegmentMarks(t *testing.T) {
+	c := Catalog{"panel.segment": "segment %d"}
+	s := streamSnapshot(12)
+	s.Topics[0].Partitions[0].ReplicaLogs[0].Segments = []int64{0, 4, 9, 5000}
+	var lz Lanes
+	figs := lz.Figures(s, Motion{}, c, "demo", 0)
+	segs := figs[0].Lanes[0].Segs
+	if len(segs) != 2 || segs[0].Label != "segment 4" || segs[1].Label != "segment 9" || segs[1].X-segs[0].X != 5*cellW {
+		t.Fatalf("segment marks %+v", segs)
+	}
+	if marks := figs[0].Lanes[0].Marks(); !strings.Contains(marks, `class="seg-mark"`) || !strings.Contains(marks, "segment 9") {
+		t.Errorf("the lane's marks lack the boundaries: %s", marks)
+	}
+	if other := figs[0].Lanes[1].Segs; len(other) != 0 {
+		t.Errorf("a lane with no segments reported has marks %+v", other)
+	}
+	if SameSegs(segs, segs[:1]) || !SameSegs(segs, append([]SegMark(nil), segs...)) {
+		t.Error("SameSegs")
 	}
 }
