@@ -15,7 +15,8 @@ import (
 // the producer node opens a produce menu that produces and closes, with
 // its answer said on the stage; a crashed broker's menu offers a restart
 // and no crash; and with a one-way cut and a stream of 1,000 records a
-// second no two message labels drawn in one frame overlap.
+// second no two message labels drawn in one frame overlap, and a
+// message's description shows on hover and on the topology's focus.
 func TestBrowserStageOneScreen(t *testing.T) {
 	b := startBrowserLab(t, false)
 	b.viewport(1366, 768, false)
@@ -93,6 +94,19 @@ func TestBrowserStageOneScreen(t *testing.T) {
 				}
 			}
 		}
+	}
+	// What a message carries, on hover and on keyboard focus.
+	b.frames()
+	hovered := eval[string](b, `(() => { const s = tidemarkDOM.spots()[0]; if (!s) return "no message in flight";
+		const c = document.getElementById("topo-flights").getBoundingClientRect(), topo = document.getElementById("topo");
+		topo.dispatchEvent(new PointerEvent("pointermove", {clientX: c.left + s[0], clientY: c.top + s[1], bubbles: true}));
+		const tip = document.getElementById("topo-tip"); return tip.hidden ? "hidden" : tip.textContent; })()`)
+	if hovered == "hidden" || hovered == "" || hovered == "no message in flight" {
+		t.Errorf("hovering a message in flight shows %q", hovered)
+	}
+	focused := eval[string](b, `(() => { document.getElementById("topo").focus(); const tip = document.getElementById("topo-tip"); return tip.hidden ? "" : tip.textContent; })()`)
+	if focused == "" {
+		t.Error("focusing the topology says nothing of the messages in flight")
 	}
 	cancel()
 	wg.Wait()

@@ -137,7 +137,7 @@
   // pace and the slack, ms; pace 0: none): the messages are drawn in its
   // frames then, and in a frame of their own only once a pace has passed
   // without one.
-  var flBoxes = [], fl = [], flDue = false, flPaths = {}, flColours = {}, flCv = null, flW = 0, flH = 0, flFont = "", flPace = 0, flSlack = 0, flAt = 0;
+  var flBoxes = [], flSpots = [], fl = [], flDue = false, flPaths = {}, flColours = {}, flCv = null, flW = 0, flH = 0, flFont = "", flPace = 0, flSlack = 0, flAt = 0;
   function flColour(v) {
     if (v.charAt(0) !== "-") return v;
     if (!(v in flColours)) flColours[v] = getComputedStyle(document.documentElement).getPropertyValue(v).trim() || "#767676";
@@ -186,7 +186,7 @@
   }
   function flight(f, i) {
     var m = { x0: +f[i + 2], y0: +f[i + 3], x1: +f[i + 4], y1: +f[i + 5], dur: +f[i + 7], s: +f[i + 8], flags: +f[i + 9],
-      d: f[i + 10], flap: f[i + 11], fill: f[i + 12], label: f[i + 13], lx: +f[i + 14], ly: +f[i + 15] };
+      d: f[i + 10], flap: f[i + 11], fill: f[i + 12], label: f[i + 13], lx: +f[i + 14], ly: +f[i + 15], title: f[i + 16] };
     m.t0 = performance.now() + +f[i + 6];
     fl.push(m);
   }
@@ -221,7 +221,7 @@
     c.clearRect(0, 0, w, h);
     c.font = flFont;
     c.lineJoin = "round";
-    var keep = 0, boxes = flNodeBoxes(cv, now).slice();
+    var keep = 0, boxes = flNodeBoxes(cv, now).slice(), spots = [];
     for (var i = 0; i < fl.length; i++) {
       var m = fl[i], t = (now - m.t0) / m.dur;
       if (t >= 1) continue;
@@ -230,7 +230,9 @@
       var a = 1, k = t;
       if (m.flags & 2) k = 0.5; // reduced motion: still, halfway
       else if (m.flags & 1) { k = Math.min(t, 0.5); if (t > 0.5) a = 2 - 2 * t; } // lost: halfway, then fades
-      c.setTransform(dpr * m.s, 0, 0, dpr * m.s, dpr * (m.x0 + (m.x1 - m.x0) * k), dpr * (m.y0 + (m.y1 - m.y0) * k));
+      var mx = m.x0 + (m.x1 - m.x0) * k, my = m.y0 + (m.y1 - m.y0) * k;
+      spots.push([mx, my, m.title]);
+      c.setTransform(dpr * m.s, 0, 0, dpr * m.s, dpr * mx, dpr * my);
       c.globalAlpha = a;
       var p = flPath(m.d);
       if (m.flags & 4) { c.strokeStyle = flColour(m.fill); c.lineWidth = 3; c.stroke(p); }
@@ -254,14 +256,53 @@
       }
     }
     flBoxes = boxes.filter(function (b) { return !b.node; });
+    flSpots = spots;
     fl.length = keep;
     c.globalAlpha = 1;
     if (keep) flFrame();
   }
+  // What the messages in flight carry, on hover and on keyboard focus: the
+  // canvas has no elements to point at, so the topology shows, in #topo-tip,
+  // the description (every message a grouped one carries) of the message
+  // nearest the pointer, or of every message in flight while the topology
+  // has the focus.
+  (function tips() {
+    var topo = document.getElementById("topo");
+    if (!topo) return;
+    var tip = document.createElement("div");
+    tip.id = "topo-tip";
+    tip.className = "topo-tip";
+    tip.setAttribute("role", "tooltip");
+    tip.hidden = true;
+    topo.appendChild(tip);
+    function show(text, x, y) {
+      if (!text) { tip.hidden = true; return; }
+      tip.textContent = text;
+      tip.style.left = Math.round(x) + "px";
+      tip.style.top = Math.round(y) + "px";
+      tip.hidden = false;
+    }
+    topo.addEventListener("pointermove", function (ev) {
+      var c = (flCv || topo).getBoundingClientRect(), x = ev.clientX - c.left, y = ev.clientY - c.top, best = null, d2 = 18 * 18;
+      for (var i = 0; i < flSpots.length; i++) {
+        var dx = flSpots[i][0] - x, dy = flSpots[i][1] - y;
+        if (dx * dx + dy * dy < d2) { d2 = dx * dx + dy * dy; best = flSpots[i]; }
+      }
+      show(best && best[2], x + 12, y + 12);
+    });
+    topo.addEventListener("pointerleave", function () { tip.hidden = true; });
+    topo.addEventListener("focus", function () {
+      show(flSpots.slice(0, 8).map(function (s) { return s[2]; }).join("\n"), 4, 4);
+    });
+    topo.addEventListener("blur", function () { tip.hidden = true; });
+  })();
   window.tidemarkDOM = {
     // labels returns the boxes (CSS px, on the topology) of the message
     // labels the last frame drew: tests check no two overlap.
     labels: function () { return flBoxes.map(function (b) { return [b.x, b.y, b.w, b.h]; }); },
+    // spots returns where the last frame drew each message (CSS px on the
+    // topology's canvas), for the tests of its tooltip.
+    spots: function () { return flSpots.map(function (s) { return [s[0], s[1]]; }); },
     adopt: function (h, el) { els[h] = el; },
     // apply does the writes and reports whether all went well (else the
     // panel draws the lanes afresh).
@@ -279,7 +320,7 @@
           case "P": pal = f.slice(i + 2, i + 14); i += 14; break; // palette
           case "C": canvas(els[h], +f[i + 2], +f[i + 3]); i += 4; break;
           case "K": cell(f, i); i += 8; break;
-          case "M": flight(f, i); i += 16; break; // a message in flight
+          case "M": flight(f, i); i += 17; break; // a message in flight
           case "R": flPace = +f[i + 2]; flSlack = +f[i + 3]; i += 4; break; // the messages' pace
           case "D": dims.push(+f[i + 2], +f[i + 3], +f[i + 4], +f[i + 5]); i += 6; break;
           default: throw new Error("unknown op " + f[i]);

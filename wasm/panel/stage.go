@@ -554,8 +554,9 @@ func (f *Flight) labelAt() (x, y int64, end bool) {
 // in pixels (the topology's units × scale), its delay and duration in ms,
 // the scale, flags (1 lost: it stops halfway and fades; 2 still: reduced
 // motion, shown at the middle of its link; 4 a tick; 8 the label ends at
-// its place), its shape (MsgShape: D, Flap, Fill), label and the label's
-// place.
+// its place), its shape (MsgShape: D, Flap, Fill), label, the label's
+// place and its title (every message it carries, described: what hovering
+// or focusing the topology shows).
 func (p *Painter) Fly(f *Flight, scale, delayMs, durMs float64, still bool) {
 	sh := ShapeOf(f.Kind)
 	p.Op('M', 0)
@@ -576,4 +577,5 @@ func (p *Painter) Fly(f *Flight, scale, delayMs, durMs float64, still bool) {
 	p.Str(f.Label)
 	p.Num(lx)
 	p.Num(ly)
+	p.Str(f.Title)
 }

@@ -115,14 +115,14 @@ func TestFlightsAnyKind(t *testing.T) {
 }
 
 // TestFly: a message in flight is one M op for the topology's canvas: its
-// way in pixels, delay, duration and scale, flags, shape, colour, label
-// and the label's place; its item in the list names it for tests.
+// way in pixels, delay, duration and scale, flags, shape, colour, label,
+// the label's place and its title; its item in the list names it for tests.
 func TestFly(t *testing.T) {
 	f := Flight{Seq: 7, Kind: events.KindFetchResponse, From: Point{X: 100, Y: 50}, To: Point{X: 300, Y: 50}, Label: "2 rec HW 5", Lost: true, Title: "t"}
 	var p Painter
 	p.Fly(&f, 1.5, 150, 1600, false)
 	got := strings.ReplaceAll(string(p.Buf), "\x00", "|")
-	if want := "M|0|150.0|75.0|450.0|75.0|150.0|1600.0|1.5|1|M0 -7 L7 0 L0 7 L-7 0 Z||--blue|2 rec HW 5|9|16|"; got != want {
+	if want := "M|0|150.0|75.0|450.0|75.0|150.0|1600.0|1.5|1|M0 -7 L7 0 L0 7 L-7 0 Z||--blue|2 rec HW 5|9|16|t|"; got != want {
 		t.Errorf("op\n%s\nwant\n%s", got, want)
 	}
 	p.Buf = p.Buf[:0]
