@@ -55,6 +55,19 @@ func inView(must bool, sels ...string) string {
 		return out.join("; "); })()`
 }
 
+// pastRightEdgeJS is JavaScript that lists what reaches past the right
+// edge of the viewport outside a box that scrolls (or clips) sideways on
+// its own, and whether the page itself is wider: "" when nothing does.
+const pastRightEdgeJS = `(() => {
+		const scrolls = el => { for (let p = el.parentElement; p; p = p.parentElement) { const o = getComputedStyle(p).overflowX; if (o === "auto" || o === "scroll" || o === "hidden") return true; } return false; };
+		const out = [];
+		if (document.documentElement.scrollWidth > innerWidth) out.push("the page is " + document.documentElement.scrollWidth + " px wide");
+		for (const el of document.querySelectorAll("main *")) {
+			const r = el.getBoundingClientRect();
+			if (r.width > 0 && r.right > innerWidth + 0.5 && !scrolls(el)) out.push(el.tagName + "." + el.getAttribute("class") + " to " + Math.round(r.right));
+		}
+		return out.slice(0, 8).join("; "); })()`
+
 // TestBrowserLessonOneScreen walks three lessons at 1366×768: on every
 // step the step's text, its question (when it asks one), the topology and
 // the lanes' box are inside the viewport and the page does not scroll; the
@@ -127,15 +140,7 @@ func TestBrowserLessonOneScreen(t *testing.T) {
 	if order != "" {
 		t.Errorf("at 360 px the card, topology and lanes are %s", order)
 	}
-	past := eval[string](b, `(() => {
-		const scrolls = el => { for (let p = el.parentElement; p; p = p.parentElement) { const o = getComputedStyle(p).overflowX; if (o === "auto" || o === "scroll" || o === "hidden") return true; } return false; };
-		const out = [];
-		if (document.documentElement.scrollWidth > innerWidth) out.push("the page is " + document.documentElement.scrollWidth + " px wide");
-		for (const el of document.querySelectorAll("main *")) {
-			const r = el.getBoundingClientRect();
-			if (r.width > 0 && r.right > innerWidth + 0.5 && !scrolls(el)) out.push(el.tagName + "." + el.getAttribute("class") + " to " + Math.round(r.right));
-		}
-		return out.slice(0, 8).join("; "); })()`)
+	past := eval[string](b, pastRightEdgeJS)
 	if past != "" {
 		t.Errorf("at 360 px: %s", past)
 	}

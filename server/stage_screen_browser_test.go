@@ -16,7 +16,8 @@ import (
 // its answer said on the stage; a crashed broker's menu offers a restart
 // and no crash; and with a one-way cut and a stream of 1,000 records a
 // second no two message labels drawn in one frame overlap, and a
-// message's description shows on hover and on the topology's focus.
+// message's description shows on hover and on the topology's focus. At
+// 360 px nothing reaches past the right edge.
 func TestBrowserStageOneScreen(t *testing.T) {
 	b := startBrowserLab(t, false)
 	b.viewport(1366, 768, false)
@@ -114,4 +115,12 @@ func TestBrowserStageOneScreen(t *testing.T) {
 		t.Errorf("at most %d labels in a frame: the stream drew nothing to check", most)
 	}
 	b.shot("stage-one-screen-1366")
+
+	// A phone: nothing past the right edge outside a sideways scroller.
+	b.viewport(360, 740, true)
+	b.open("/", true)
+	if past := eval[string](b, pastRightEdgeJS); past != "" {
+		t.Errorf("the overview at 360 px: %s", past)
+	}
+	b.shot("stage-one-screen-360")
 }
