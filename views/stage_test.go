@@ -64,3 +64,21 @@ func TestPointerCSS(t *testing.T) {
 		t.Errorf("rules repeated or an illegal topic in a selector:\n%s", css)
 	}
 }
+
+// TestReplayHintTruncated: a run's page says when its recording stops
+// short of the run's end, and says nothing of it otherwise.
+func TestReplayHintTruncated(t *testing.T) {
+	render := func(v RunPlayback) string {
+		var buf bytes.Buffer
+		if err := replayHint(Page{Lang: i18n.English}, v).Render(context.Background(), &buf); err != nil {
+			t.Fatal(err)
+		}
+		return buf.String()
+	}
+	if h := render(RunPlayback{Recorded: true, Truncated: true, Events: 5000}); !strings.Contains(h, "first 5000 events") {
+		t.Errorf("a truncated recording's hint: %s", h)
+	}
+	if h := render(RunPlayback{Recorded: true, Events: 300}); strings.Contains(h, "replay-truncated") {
+		t.Errorf("a whole recording's hint: %s", h)
+	}
+}

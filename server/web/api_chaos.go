@@ -214,7 +214,8 @@ func (s *Server) playback(id string) views.RunPlayback {
 	if !ok || len(rec.Events) == 0 {
 		return views.RunPlayback{}
 	}
-	return views.RunPlayback{Recorded: true, Stage: rec.Start, PlayTo: rec.Events[len(rec.Events)-1].Seq}
+	return views.RunPlayback{Recorded: true, Stage: rec.Start, PlayTo: rec.Events[len(rec.Events)-1].Seq,
+		Truncated: rec.Truncated, Events: len(rec.Events)}
 }
 
 // chaosConclusion says a finished run's outcome in one sentence: whether
