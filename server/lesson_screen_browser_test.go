@@ -101,6 +101,7 @@ func TestBrowserLessonOneScreen(t *testing.T) {
 				}
 			})
 			b.poll(`document.querySelector('.lesson-screen[data-view="answer"]') !== null`, "the step's answer")
+			b.poll(`document.querySelector('#panel[data-status="live"]') !== null`, "the panel to report live")
 			sels := []string{`[data-testid="lesson-text"]`, `[data-testid="topology"]`, `.stage-lanes`}
 			if asked {
 				sels = append(sels, `[data-testid="verdict"] .verdict`)

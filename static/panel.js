@@ -3,6 +3,9 @@
 // in the page's language (the catalogue the page embeds for the panel).
 (function () {
   "use strict";
+  // Scripts run: what is there for a page without them (a lesson's tables
+  // of its replicas) may step aside for the panel (app.css, .js).
+  document.documentElement.classList.add("js");
   var panel = document.getElementById("panel");
   if (!panel) return;
   var status = document.getElementById("panel-status");
