@@ -42,13 +42,14 @@ func (s *Server) followCharts() {
 			case <-sub.Ready():
 			}
 			evs, lagged := sub.Drain()
-			fresh := events.Snapshot{}
-			if lagged { // its queue was dropped: start again from the lab's state
-				fresh = s.opts.Lab.Snapshot()
+			var fresh *events.Snapshot
+			if lagged { // its queue was dropped: start again from the lab's state (taken outside f.mu)
+				snap := s.opts.Lab.Snapshot()
+				fresh = &snap
 			}
 			f.mu.Lock()
-			if lagged {
-				f.snap = fresh
+			if fresh != nil {
+				f.snap = *fresh
 			}
 			var seen []events.Event
 			for _, e := range evs {
