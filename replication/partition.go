@@ -984,7 +984,6 @@ func (p *Partition) maybeIncrementHW() {
 	p.waiters = kept
 }
 
-
 func (p *Partition) failWaiters(err error) {
 	for _, w := range p.waiters {
 		p.complete(w, -1, err)
