@@ -446,9 +446,10 @@ func (c *Controller) RegisterBroker(id int32, listener string) (brokerEpoch int6
 // changes each time. The broker stays fenced until its first Heartbeat with
 // that epoch. What a re-registration does to the broker's ISR places and
 // leaderships is the fencing rule's business (FencingRule): under
-// zookeeper a broker back within its session keeps its ISR places; under
-// kraft it is fenced first and leaves them; under kraft-elr, also, a broker
-// back from an unclean shutdown leaves every ISR and ELR.
+// zookeeper-pre-2.2 a broker back within its session keeps its ISR places;
+// under zookeeper (KIP-380) it leaves them but where it is the last member;
+// under kraft it is fenced first and leaves them; under kraft-elr, also, a
+// broker back from an unclean shutdown leaves every ISR and ELR.
 func (c *Controller) Register(reg Registration) (brokerEpoch int64, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -469,7 +470,7 @@ func (c *Controller) Register(reg Registration) (brokerEpoch int64, err error) {
 		// generation stamp, is discarded. Only the first registration
 		// after a clean stop of the whole lab keeps its places.
 		c.leavePipelines(ch, id, i18n.Word("event.word.reason.restarted", id))
-		if !reg.CleanShutdown && c.rule == FencingKRaftELR {
+		if !reg.CleanShutdown && c.rule.ELR() {
 			c.forgetUncleanPipelines(ch, id)
 		}
 	}
@@ -479,7 +480,7 @@ func (c *Controller) Register(reg Registration) (brokerEpoch int64, err error) {
 		c.brokers[id] = b
 	}
 	b.Listener, b.Epoch, b.LastHeartbeat = reg.Listener, int64(c.version+1), c.now()
-	b.Fenced = !(withinSession && c.rule == FencingZooKeeper)
+	b.Fenced = !(withinSession && c.rule.ZooKeeper()) // ZooKeeper knew no fencing
 	ch.brokers[id] = true
 	// What it knew of its logs before this incarnation is stale.
 	delete(c.logs, id)
