@@ -239,7 +239,15 @@ func (c *Controller) updateLastKnownELR(p *Partition, prevLeader int32, oldISR, 
 		return
 	}
 	if c.rule == FencingKRaftELR {
-		if len(p.ISR) == 0 && len(oldISR) > 0 && prevLeader != replication.NoLeader {
+		if len(p.ISR) == 0 && len(oldISR) > 0 {
+			// The lab fences every broker whose session expired in one
+			// tick before it moves anything, so the partition may have lost
+			// its leader while members were left in its ISR; Kafka fences
+			// them one at a time, moving the leadership to the next one, so
+			// the last to leave was its leader when the ISR emptied.
+			if prevLeader == replication.NoLeader {
+				prevLeader = oldISR[len(oldISR)-1]
+			}
 			p.LastKnownELR = []int32{prevLeader}
 		}
 		return
