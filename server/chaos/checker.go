@@ -73,14 +73,16 @@ type Copy struct {
 
 // Election is one leader election the controller published.
 type Election struct {
-	Seq            uint64  `json:"seq"`
-	Action         int     `json:"action"`
-	Partition      int32   `json:"partition"`
-	Leader         int32   `json:"leader"`
-	PreviousLeader int32   `json:"previous_leader"`
-	LeaderEpoch    int32   `json:"leader_epoch"`
-	Unclean        bool    `json:"unclean,omitempty"`
-	ISR            []int32 `json:"isr,omitempty"`
+	Seq            uint64 `json:"seq"`
+	Action         int    `json:"action"`
+	Partition      int32  `json:"partition"`
+	Leader         int32  `json:"leader"`
+	PreviousLeader int32  `json:"previous_leader"`
+	LeaderEpoch    int32  `json:"leader_epoch"`
+	Unclean        bool   `json:"unclean,omitempty"`
+	// LastKnown: the partition's last known leader was elected (Kafka 4.1).
+	LastKnown bool    `json:"last_known,omitempty"`
+	ISR       []int32 `json:"isr,omitempty"`
 }
 
 // HWSample is the HW a consumer could see (ListOffsets latest at the
@@ -410,11 +412,11 @@ func explainLoss(w Write, cs []Copy, elections []Election) Loss {
 // have kept the record. (Before the lab followed 4.1, KIP-966's unclean
 // recovery elected the longest log instead and these were not lost.)
 //
-// Only an unclean election counts (Kafka's ElectionResult for the last
-// known leader is unclean, and the controller publishes it so): a clean
-// election of a replica that had lost records is a rule's fault.
+// Only the election of a last known leader counts: a clean election of a
+// replica that had lost records is a rule's fault, and an unclean one is
+// unclean.leader.election.enable's.
 func lostToPowerLossThenFollowed(w Write, cs []Copy, e Election) bool {
-	if !e.Unclean {
+	if !e.LastKnown {
 		return false
 	}
 	leaderLost := false

@@ -92,7 +92,7 @@ func TestCheckLastKnownLeaderLoss(t *testing.T) {
 		{Value: "p3-1", Broker: 2, Offset: 1, From: 7, To: 20, Removal: RemovedByPowerLoss},
 		{Value: "p3-1", Broker: 3, Offset: 1, From: 7, To: 30, Removal: RemovedByTruncation, Detail: "diverging-epoch"},
 	}
-	in.Elections = []Election{{Seq: 25, Partition: 0, Leader: 2, PreviousLeader: -1, LeaderEpoch: 2, Unclean: true}}
+	in.Elections = []Election{{Seq: 25, Partition: 0, Leader: 2, PreviousLeader: -1, LeaderEpoch: 2, Unclean: true, LastKnown: true}}
 	in.HWs = append(in.HWs, HWSample{Action: 9, Seq: 35, HW: 1})
 	c := Check(in).Counts()
 	if c.Lost != 0 || c.UnsyncedLost != 1 || c.HWBackwards != 0 || c.UnsyncedHWBackwards != 1 {

@@ -197,7 +197,7 @@ func (c *Controller) elect(ch *change, t *topicState, p *Partition, isr []int32,
 		}
 	}
 	ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindElection, Broker: leader, Topic: p.Topic, Partition: p.Partition,
-		Leader: &events.Leadership{Leader: leader, PreviousLeader: prev, LeaderEpoch: p.LeaderEpoch, Unclean: unclean},
+		Leader: &events.Leadership{Leader: leader, PreviousLeader: prev, LeaderEpoch: p.LeaderEpoch, Unclean: unclean, LastKnown: lastKnown},
 		ISR:    slices.Clone(p.ISR), ELR: slices.Clone(p.ELR), ISRChanges: toELR(changes, p.ELR)},
 		key, reason, p.tp(), prev, leader, p.LeaderEpoch, how))
 	if leader == replication.NoLeader {

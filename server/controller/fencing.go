@@ -371,14 +371,21 @@ func (c *Controller) offlineWhy(t *topicState, p *Partition) string {
 	return i18n.Word("event.word.offline")
 }
 
-// recoverUnclean is KIP-966's "balanced" unclean recovery, lab-only (the
-// kraft-elr-recovery rule; GetReplicaLogInfo is in no release): a partition
+// recoverUnclean is KIP-966's "balanced" unclean recovery, lab-only for
+// ISR topics (the kraft-elr-recovery rule; GetReplicaLogInfo is in no
+// release), and how a replication.protocol=pipeline topic recovers under
+// either ELR rule (forgetUncleanPipelines): a partition
 // with no leader, ISR or ELR, all of whose replicas are registered and
 // running, elects the replica with the longest log (highest last leader
 // epoch, then highest LEO, as its broker reported them at registration).
 // It reports whether it elected one. Callers hold c.mu.
 func (c *Controller) recoverUnclean(ch *change, t *topicState, p *Partition, reason string) bool {
-	if c.rule != FencingKRaftELRRecovery || !p.NeedsRecovery() {
+	if !c.rule.ELR() || !p.NeedsRecovery() {
+		return false
+	}
+	if t.cfg.Protocol == ProtocolISR && c.rule != FencingKRaftELRRecovery {
+		// Kafka 4.1 elects the last known leader instead (elect); a
+		// pipeline's recovery is HDFS's (the longest replica) under both.
 		return false
 	}
 	best, bestInfo := replication.NoLeader, LogInfo{LastEpoch: -2, LogEndOffset: -1}
