@@ -65,7 +65,7 @@ type Broker struct {
 // offline), the leader epoch (bumped at every leader change), the partition
 // epoch (bumped at every leader or ISR change) and the ISR (never empty).
 //
-// Under the kraft-elr fencing rule the ISR may be empty while the partition
+// Under the kraft-elr fencing rules the ISR may be empty while the partition
 // is offline, and ELR lists the eligible leader replicas (KIP-966): replicas
 // that left the ISR while it was below min.insync.replicas, and so hold
 // every committed record; nil when none.
@@ -78,11 +78,13 @@ type Partition struct {
 	PartitionEpoch int32
 	ISR            []int32
 	ELR            []int32
-	// LastKnownELR, under kraft-elr, is KIP-966's last known ELR: while
-	// the partition has no leader, the replicas that left its ISR or ELR
-	// without joining the other (back from an unclean shutdown), the last
-	// known to have held every committed record; what an operator reads
-	// once the ELR has emptied. Nil when none, and once it has a leader.
+	// LastKnownELR is KIP-966's last known ELR, while the partition has no
+	// leader. Under kraft-elr (Kafka 4.1) it holds the last known leader:
+	// the leader the partition had when its ISR emptied, elected again
+	// once it is unfenced if the ELR is empty by then. Under the lab-only
+	// kraft-elr-recovery it lists the replicas that left the ISR or ELR
+	// without joining the other (back from an unclean shutdown). Nil when
+	// none, and once it has a leader.
 	LastKnownELR []int32
 	// Joining, for a replication.protocol=pipeline partition, are the
 	// members after the ISR at the pipeline's tail that are still being
