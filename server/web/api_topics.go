@@ -267,11 +267,17 @@ func (s *Server) alterConfigs(c echo.Context) error {
 // Acks is "0", "1" or "all" (also "-1", and 0, 1 or -1 as numbers, as a
 // producer's acks config takes them). TimeoutMs bounds the wait for acks
 // (default 10000, at most 60000).
+//
+// DeliveryTimeoutMs bounds the retries of a produce that failed with a
+// retriable error before anything was appended (default
+// DefaultDeliveryTimeout, at most MaxDeliveryTimeout; 0: one attempt, the
+// raw answer), as a producer's delivery.timeout.ms.
 type ProduceRequest struct {
-	Partition *int32          `json:"partition"`
-	Acks      ProduceAcks     `json:"acks"`
-	Records   []ProduceRecord `json:"records"`
-	TimeoutMs *int64          `json:"timeout_ms"`
+	Partition         *int32          `json:"partition"`
+	Acks              ProduceAcks     `json:"acks"`
+	Records           []ProduceRecord `json:"records"`
+	TimeoutMs         *int64          `json:"timeout_ms"`
+	DeliveryTimeoutMs *int64          `json:"delivery_timeout_ms"`
 }
 
 // ProduceAcks is a produce request's acks as a string or a number; -1 is
@@ -305,12 +311,14 @@ type ProduceRecord struct {
 	Value *string `json:"value"`
 }
 
-// ProduceResponse is where a successful produce went.
+// ProduceResponse is where a successful produce went, and the requests it
+// took (the last one the answer).
 type ProduceResponse struct {
-	Partition  int32 `json:"partition"`
-	Leader     int32 `json:"leader"`
-	BaseOffset int64 `json:"base_offset"`
-	LastOffset int64 `json:"last_offset"`
+	Partition  int32            `json:"partition"`
+	Leader     int32            `json:"leader"`
+	BaseOffset int64            `json:"base_offset"`
+	LastOffset int64            `json:"last_offset"`
+	Attempts   []ProduceAttempt `json:"attempts"`
 }
 
 // topicPartitions returns how many partitions topic name has in the lab's
@@ -382,6 +390,14 @@ func (s *Server) produce(c echo.Context) error {
 		}
 		timeout = time.Duration(ms) * time.Millisecond
 	}
+	delivery := DefaultDeliveryTimeout
+	if req.DeliveryTimeoutMs != nil {
+		ms := *req.DeliveryTimeoutMs
+		if ms < 0 || ms > MaxDeliveryTimeout.Milliseconds() {
+			return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "delivery_timeout_ms must be between 0 and "+strconv.FormatInt(MaxDeliveryTimeout.Milliseconds(), 10))
+		}
+		delivery = time.Duration(ms) * time.Millisecond
+	}
 	recs := make([]Record, len(req.Records))
 	for i, r := range req.Records {
 		if r.Key != nil {
@@ -393,18 +409,13 @@ func (s *Server) produce(c echo.Context) error {
 	}
 	// The request's context ends when the client goes away; the lab's own
 	// timeout bounds the wait otherwise.
-	ctx, cancel := context.WithTimeout(c.Request().Context(), timeout+2*time.Second)
+	ctx, cancel := context.WithTimeout(c.Request().Context(), delivery+timeout+2*time.Second)
 	defer cancel()
-	res, err := s.prod.Produce(ctx, name, partition, acks, recs, timeout)
+	res, attempts, err := s.produceRetrying(ctx, name, partition, acks, recs, timeout, delivery)
 	if err != nil {
-		e := LabError(err)
-		if ae, ok := e.(*Error); ok && res.BaseOffset >= 0 && res.LastOffset >= res.BaseOffset {
-			ae.Message += "; the records were appended at offsets " + strconv.FormatInt(res.BaseOffset, 10) + "–" +
-				strconv.FormatInt(res.LastOffset, 10) + " of partition " + strconv.Itoa(int(res.Partition)) + " but not acknowledged"
-		}
-		return e
+		return produceError(err, res, attempts)
 	}
-	return c.JSON(http.StatusOK, ProduceResponse{Partition: res.Partition, Leader: res.Leader, BaseOffset: res.BaseOffset, LastOffset: res.LastOffset})
+	return c.JSON(http.StatusOK, ProduceResponse{Partition: res.Partition, Leader: res.Leader, BaseOffset: res.BaseOffset, LastOffset: res.LastOffset, Attempts: attempts})
 }
 
 // ConsumeResponse is the body of GET …/partitions/{p}/records: records below

@@ -27,6 +27,9 @@ type Error struct {
 	// learner's language; Message is its English detail.
 	Key  string   `json:"key,omitempty"`
 	Args []string `json:"args,omitempty"`
+	// Attempts, for a produce, is every request the API sent before
+	// giving up: which broker answered what.
+	Attempts []ProduceAttempt `json:"attempts,omitempty"`
 }
 
 // messageKeyer is an error that carries its own translated text, such as

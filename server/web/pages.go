@@ -302,6 +302,10 @@ func formCall(action string, get func(string) string) (apiCall, error) {
 			}
 		}
 		body["records"] = recs
+		// A person at the controls sees the broker's first answer at once
+		// (a refusal is what the stage is teaching); scripts get the
+		// producer's retries.
+		body["delivery_timeout_ms"] = 0
 		return apiCall{"POST", "/api/v1/topics/" + pathSegment(topic) + "/records", body}, nil
 	case "configs":
 		changes := map[string]any{}

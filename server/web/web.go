@@ -130,7 +130,9 @@ type Server struct {
 	cons   Consumer
 	faults Faults
 	clock  LabClock
-	insp   Inspector
+	// retryClock times the API's produce retries (nil: real time).
+	retryClock retryClock
+	insp       Inspector
 	// observed is set in observe mode (observe.go): read-only.
 	observed Observed
 	// charts follows the lab for the stage's charts.
