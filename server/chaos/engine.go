@@ -987,7 +987,8 @@ func (r *runner) observe(a Action) error {
 			if e.Kind == events.KindElection && e.Topic == t.name && e.Leader != nil {
 				t.elections = append(t.elections, Election{Seq: e.Seq, Action: r.action, Partition: e.Partition,
 					Leader: e.Leader.Leader, PreviousLeader: e.Leader.PreviousLeader, LeaderEpoch: e.Leader.LeaderEpoch,
-					Unclean: e.Leader.Unclean, LastKnown: e.Leader.LastKnown, ISR: slices.Clone(e.ISR)})
+					Unclean: e.Leader.Unclean, LastKnown: e.Leader.LastKnown, ISR: slices.Clone(e.ISR),
+					LeaderDown: e.Leader.Leader >= 0 && r.c.Broker(e.Leader.Leader) == nil})
 			}
 		}
 		if err := t.collect(); err != nil {
