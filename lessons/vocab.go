@@ -676,6 +676,7 @@ func init() {
 	}
 	addScenarioVocab()
 	addCompareVocab()
+	addFileVocab()
 }
 
 // lookupSegment is the segment the last lookup chose.
