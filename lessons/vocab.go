@@ -48,7 +48,7 @@ func rulesOnly(*Env, []string, map[string]string) error {
 	return errors.New("only on the rules back-end")
 }
 
-var topicKeys = []string{"partitions", "rf", "segment.bytes", "index.interval.bytes", "min.insync.replicas",
+var topicKeys = []string{"partitions", "rf", "segment.bytes", "segment.ms", "segment.index.bytes", "index.interval.bytes", "min.insync.replicas",
 	"unclean.leader.election.enable", "truncation.rule", "retention.ms", "retention.bytes", "replica.lag.time.max.ms",
 	"flush.messages", "replication.protocol", rulesCheckpointKey}
 
