@@ -881,6 +881,8 @@ func (d *decoder) event(e *Event) {
 					l.StartOffset = d.i64()
 				case "unclean":
 					l.Unclean = d.bool()
+				case "last_known":
+					l.LastKnown = d.bool()
 				default:
 					d.skip()
 				}

@@ -27,7 +27,7 @@ func fullMessages() []Message {
 		Cuts: []Fault{{Kind: FaultCut, From: 1, To: 2, OneWay: true}}, Paused: true, Rate: 0.25, Observed: true}
 	ev := Event{Seq: 43, Time: at, Kind: KindAppend, Broker: 2, Topic: "demo", Partition: 1, Message: "m",
 		MessageKey: "event.k", MessageArgs: []string{"1", "x\"y"},
-		Offsets: &Offsets{Base: 1, Last: 2, LEO: 3, HW: 4}, Leader: &Leadership{Leader: 1, PreviousLeader: 2, LeaderEpoch: 3, StartOffset: 4, Unclean: true},
+		Offsets: &Offsets{Base: 1, Last: 2, LEO: 3, HW: 4}, Leader: &Leadership{Leader: 1, PreviousLeader: 2, LeaderEpoch: 3, StartOffset: 4, Unclean: true, LastKnown: true},
 		ISR: []int32{1}, ELR: []int32{2}, Error: "NOT_ENOUGH_REPLICAS", Acks: AcksAll, Records: recs, Truncated: trunc,
 		Fault: &Fault{Kind: FaultCut, From: 1, To: 3, OneWay: true}, Config: &ConfigChange{Key: "k", Value: "v", Previous: "p"},
 		Clock: &ClockChange{Action: ClockStep, StepMs: 100, Rate: 4}, BrokerState: BrokerFenced, Listener: "127.0.0.1:9093",

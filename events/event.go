@@ -285,6 +285,9 @@ type Leadership struct {
 	LeaderEpoch    int32 `json:"leader_epoch"`
 	StartOffset    int64 `json:"start_offset"`
 	Unclean        bool  `json:"unclean,omitempty"`
+	// LastKnown marks the election of a partition's last known leader
+	// (Kafka 4.1, KIP-966: its ISR and ELR were empty); it is Unclean too.
+	LastKnown bool `json:"last_known,omitempty"`
 }
 
 // Record is one record as the UI shows it. Key and Value are shown as text,

@@ -85,8 +85,9 @@ type Lesson struct {
 	// Brokers is the size of the lesson's fresh cluster.
 	Brokers int
 	// Fencing is the controller's fencing rule; nil is the lab's default
-	// (kraft-elr). The KIP-101 stories need the ZooKeeper-era rule, under
-	// which they happened.
+	// (kraft-elr: Kafka 4.1, KRaft with ELR). The KIP-101 stories pin
+	// zookeeper-pre-2.2, the ZooKeeper-era rule they happened under, and
+	// say so; the lesson page shows the rule in force (lesson.rules).
 	Fencing *controller.FencingRule
 	// Setup creates the lesson's topics before the first step; its events
 	// are part of the starting lanes.

@@ -129,9 +129,12 @@ var rulesActions map[string]rulesAction
 
 var rulesQueries map[string]rulesQuery
 
+// rulesProduce sends value with the lab's produce timeout (30 s, the
+// cluster back-end's too), so an acks=all request under a frozen HW
+// expires with REQUEST_TIMED_OUT on both.
 func rulesProduce(r *rulesEnv, topic, value, acks string) error {
 	r.sent[value] = true
-	return r.topics[topic].Run("produce", nil, map[string]string{"value": value, "acks": acks})
+	return r.topics[topic].Run("produce", nil, map[string]string{"value": value, "acks": acks, "timeout": "30000"})
 }
 
 func rulesResult(r *rulesEnv, a []string) (*rulestest.ProduceResult, error) {

@@ -24,7 +24,8 @@ func (r ScenarioRun) String() string { return r.Backend + "/" + r.Fencing }
 
 // Runs lists the plays a script asks for: each back-end it runs on under
 // each of its fencing rules. The rules' controller is the ZooKeeper-era
-// one, so the rules back-end plays only under fencing zookeeper.
+// one before KIP-380 (a restarted broker keeps its ISR places), so the
+// rules back-end plays only under fencing zookeeper-pre-2.2.
 func (s *Script) Runs() []ScenarioRun {
 	fencings := s.Fencings
 	if len(fencings) == 0 {
@@ -36,7 +37,7 @@ func (s *Script) Runs() []ScenarioRun {
 			continue
 		}
 		for _, f := range fencings {
-			if b == BackendRules && f != controller.FencingZooKeeper.String() {
+			if b == BackendRules && f != controller.FencingZooKeeperPre22.String() {
 				continue
 			}
 			out = append(out, ScenarioRun{b, f})

@@ -20,7 +20,8 @@ import (
 //	part replication          storage, replication, failures, delivery or comparisons
 //	builds-on 02-segments     lessons this one needs (earlier on the path)
 //	brokers 3                 the size of the lesson's fresh cluster
-//	fencing zookeeper         the controller's fencing rule (default kraft-elr)
+//	fencing zookeeper         the controller's fencing rule (default kraft-elr,
+//	                          Kafka 4.1); a lesson that pins another says why
 //	concepts LEO, HW          what it teaches, comma-separated
 //	backends cluster rules    where the file runs: the lab cluster (default)
 //	                          and/or the pure rules (replication/rulestest)
@@ -556,7 +557,7 @@ func (p *parser) header(n int, kw, rest string) error {
 	return nil
 }
 
-var fencingRules = []string{"kraft-elr", "kraft", "zookeeper"}
+var fencingRules = []string{"kraft-elr", "kraft", "zookeeper", "zookeeper-pre-2.2", "kraft-elr-recovery"}
 
 // endStep checks the step just read is complete.
 func (p *parser) endStep() error {

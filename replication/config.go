@@ -44,8 +44,10 @@ func ParseRule(s string) (Rule, error) {
 // Config holds the topic settings the replication rules read. Change them at
 // run time with Partition.SetConfig.
 type Config struct {
-	// MinInsyncReplicas is min.insync.replicas: acks=all produce requests
-	// fail and the HW stops while the ISR is smaller. Default 1.
+	// MinInsyncReplicas is min.insync.replicas: while the ISR is smaller,
+	// new acks=all produce requests fail with NOT_ENOUGH_REPLICAS and the
+	// HW stops (Kafka 3.7+, KAFKA-15583), so acks=all requests already
+	// waiting time out. Default 1.
 	MinInsyncReplicas int
 	// ReplicaLagTimeMaxMs is replica.lag.time.max.ms: how long a follower
 	// may go without being caught up before it leaves the ISR. Default 3000

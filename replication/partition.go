@@ -349,16 +349,15 @@ func New(id int32, cfg Config, log LogState, nowMs int64) (*Partition, error) {
 }
 
 // SetConfig changes the topic settings at run time. A new rule applies to
-// the next truncation decision; a higher min.insync.replicas fails waiting
-// acks=all requests the ISR can no longer satisfy; a lower one may let the HW
-// advance.
+// the next truncation decision; a higher min.insync.replicas freezes the HW
+// (waiting acks=all requests then wait for the ISR to grow, or time out);
+// a lower one may let the HW advance.
 func (p *Partition) SetConfig(cfg Config) error {
 	if err := cfg.Validate(0); err != nil {
 		return err
 	}
 	p.cfg = cfg
 	if p.role == RoleLeader {
-		p.checkMinIsr()
 		p.maybeIncrementHW()
 	}
 	return nil
@@ -446,7 +445,6 @@ func (p *Partition) LeaderAndIsr(st PartitionState) error {
 		if p.role == RoleLeader {
 			p.inflight, p.isrFenced = nil, false
 			p.syncFollowers()
-			p.checkMinIsr()
 			p.maybeIncrementHW()
 		}
 		return nil
@@ -530,9 +528,13 @@ func (p *Partition) CheckProduce(acks int16) (int32, error) {
 
 // ProduceAppended is called after the runtime appended a batch that
 // CheckProduce allowed. acks=0 and acks=1 complete at once; acks=all
-// completes when the HW passes req.Batch.LastOffset, with
-// NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR falls below
-// min.insync.replicas first, or REQUEST_TIMED_OUT at the deadline.
+// completes when the HW passes req.Batch.LastOffset, or with
+// REQUEST_TIMED_OUT at the deadline. While the ISR is smaller than
+// min.insync.replicas the HW does not move (maybeIncrementHW), so an
+// acks=all request waiting then is answered only if the ISR grows back in
+// time: Kafka since 3.7 (KAFKA-15583, Partition.maybeIncrementLeaderHW and
+// checkEnoughReplicasReachOffset), where it used to be
+// NOT_ENOUGH_REPLICAS_AFTER_APPEND.
 func (p *Partition) ProduceAppended(req ProduceRequest) error {
 	if p.role != RoleLeader {
 		return kerr.NotLeaderForPartition
@@ -545,12 +547,11 @@ func (p *Partition) ProduceAppended(req ProduceRequest) error {
 		return err
 	}
 	w := waiter{id: req.ID, base: b.BaseOffset, last: b.LastOffset, deadlineMs: req.DeadlineMs}
-	switch {
-	case req.Acks != -1:
+	if req.Acks != -1 {
 		p.complete(w, req.Acks, nil)
-	case len(p.isr) < p.cfg.MinInsyncReplicas:
-		p.complete(w, -1, kerr.NotEnoughReplicasAfterAppend)
-	default:
+	} else {
+		// Below min.insync.replicas too (the ISR shrank between
+		// CheckProduce and the append): it waits for the frozen HW.
 		p.waiters = append(p.waiters, w)
 	}
 	p.maybeIncrementHW()
@@ -851,7 +852,6 @@ func (p *Partition) AlterPartitionResponse(req AlterPartitionRequest, r AlterPar
 	p.inflight = nil
 	p.isr = slices.Clone(r.ISR)
 	p.partitionEpoch = r.PartitionEpoch
-	p.checkMinIsr()
 	p.maybeIncrementHW()
 	return nil
 }
@@ -947,7 +947,11 @@ func (p *Partition) maybeShrinkIsr() {
 }
 
 // maybeIncrementHW: HW = min LEO over the maximal ISR, never backwards,
-// frozen while the ISR is smaller than min.insync.replicas.
+// frozen while the ISR is smaller than min.insync.replicas (Kafka 3.7+,
+// KAFKA-15583: Partition.maybeIncrementLeaderHW returns at once while
+// isUnderMinIsr). Records appended meanwhile, acks=1 ones included, stay
+// above the HW: acknowledged to an acks=1 producer, unreadable by
+// consumers until the ISR is back at min.insync.replicas.
 func (p *Partition) maybeIncrementHW() {
 	// The HW never passes the LEO: at the LEO (an idle partition, each of
 	// its followers' fetches) nothing can move it.
@@ -978,12 +982,6 @@ func (p *Partition) maybeIncrementHW() {
 		kept = append(kept, w)
 	}
 	p.waiters = kept
-}
-
-func (p *Partition) checkMinIsr() {
-	if len(p.isr) < p.cfg.MinInsyncReplicas {
-		p.failWaiters(kerr.NotEnoughReplicasAfterAppend)
-	}
 }
 
 func (p *Partition) failWaiters(err error) {

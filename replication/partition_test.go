@@ -383,3 +383,67 @@ func TestStaleAlterPartitionSuccessIgnored(t *testing.T) {
 		t.Fatalf("after LeaderAndIsr: proposal %+v, want ISR [1] at partition epoch 1", rd.AlterPartition)
 	}
 }
+
+// TestHWFrozenUnderMinISR is Kafka since 3.7 (KAFKA-15583,
+// Partition.maybeIncrementLeaderHW and checkEnoughReplicasReachOffset):
+// leader 1 of [1 2 3] with min.insync.replicas=2 holds an acks=all request
+// the followers have not fetched; once the ISR shrinks to [1] the request
+// is not failed at once (as NOT_ENOUGH_REPLICAS_AFTER_APPEND was before
+// 3.7) but waits for the frozen HW and expires with REQUEST_TIMED_OUT; an
+// acks=1 record appended meanwhile is acknowledged but stays above the HW
+// even after a follower has fetched it, until the ISR is back at two.
+func TestHWFrozenUnderMinISR(t *testing.T) {
+	p, err := New(1, Config{MinInsyncReplicas: 2, ReplicaLagTimeMaxMs: 100}, LogState{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.LeaderAndIsr(PartitionState{Leader: 1, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ProduceAppended(ProduceRequest{ID: 1, Acks: -1, Batch: Batch{BaseOffset: 0, LastOffset: 0, Epoch: 0}, DeadlineMs: 30_000}); err != nil {
+		t.Fatal(err)
+	}
+	p.Tick(101)
+	rd := p.Ready()
+	if rd.AlterPartition == nil || !slices.Equal(rd.AlterPartition.NewISR, []int32{1}) {
+		t.Fatalf("proposal %+v, want ISR [1]", rd.AlterPartition)
+	}
+	if err := p.AlterPartitionResponse(*rd.AlterPartition, AlterPartitionResponse{LeaderEpoch: 0, PartitionEpoch: 1, ISR: []int32{1}}); err != nil {
+		t.Fatal(err)
+	}
+	if rd := p.Ready(); len(rd.Completed) != 0 {
+		t.Fatalf("ISR below min.insync.replicas answered the waiting acks=all request at once: %+v (Kafka 3.7+ lets it wait)", rd.Completed)
+	}
+	// acks=1 is acknowledged; a follower fetching it cannot move the HW.
+	if _, err := p.CheckProduce(1); err != nil {
+		t.Fatalf("acks=1 under min ISR: %v", err)
+	}
+	if err := p.ProduceAppended(ProduceRequest{ID: 2, Acks: 1, Batch: Batch{BaseOffset: 1, LastOffset: 1, Epoch: 0}}); err != nil {
+		t.Fatal(err)
+	}
+	if rd := p.Ready(); len(rd.Completed) != 1 || rd.Completed[0].ID != 2 || rd.Completed[0].Err != nil {
+		t.Fatalf("acks=1 under min ISR: %+v, want acknowledged", rd.Completed)
+	}
+	p.Tick(200)
+	p.FollowerFetch(FetchRequest{ReplicaID: 2, FetchOffset: 2, CurrentLeaderEpoch: 0, LastFetchedEpoch: 0})
+	if hw := p.Status().HighWatermark; hw != 0 {
+		t.Fatalf("HW %d under min ISR, want 0 (frozen)", hw)
+	}
+	expand := p.Ready().AlterPartition
+	p.Tick(30_000)
+	rd = p.Ready()
+	if len(rd.Completed) != 1 || rd.Completed[0].ID != 1 || rd.Completed[0].Err != kerr.RequestTimedOut {
+		t.Fatalf("at the deadline: %+v, want request 1 REQUEST_TIMED_OUT", rd.Completed)
+	}
+	// Broker 2 back in the ISR: the HW moves over both records.
+	rd.AlterPartition = expand
+	if rd.AlterPartition == nil || !slices.Equal(rd.AlterPartition.NewISR, []int32{1, 2}) {
+		t.Fatalf("proposal %+v, want ISR [1 2]", rd.AlterPartition)
+	}
+	if err := p.AlterPartitionResponse(*rd.AlterPartition, AlterPartitionResponse{LeaderEpoch: 0, PartitionEpoch: 2, ISR: []int32{1, 2}}); err != nil {
+		t.Fatal(err)
+	}
+	if hw := p.Status().HighWatermark; hw != 2 {
+		t.Fatalf("HW %d with the ISR back at min.insync.replicas, want 2", hw)
+	}
+}

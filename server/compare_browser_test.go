@@ -55,6 +55,18 @@ func TestBrowserCompare(t *testing.T) {
 			t.Errorf("the table lacks %q:\n%s", want, text)
 		}
 	}
+	// Every chart has its axes labelled, and no label is cut by its chart.
+	axes := eval[string](b, `(() => { const out = [];
+		for (const svg of document.querySelectorAll('.compare-charts svg')) {
+			const box = svg.getBoundingClientRect(), texts = svg.querySelectorAll('.chart-axis text');
+			if (texts.length < 4) out.push(texts.length + " axis labels");
+			for (const t of texts) { const r = t.getBoundingClientRect();
+				if (r.left < box.left - 0.5 || r.right > box.right + 0.5 || r.top < box.top - 0.5 || r.bottom > box.bottom + 0.5) out.push("cut: " + t.textContent); }
+		}
+		return out.join("; "); })()`)
+	if axes != "" {
+		t.Errorf("compare charts' axes: %s", axes)
+	}
 	b.shot("compare")
 
 	// The same page in Simplified Chinese (the header's switch).

@@ -149,7 +149,7 @@ func TestBrowserLessonOneScreen(t *testing.T) {
 		for (const el of document.querySelectorAll(".lesson-screen *")) {
 			if (!el.childNodes.length || ![...el.childNodes].some(n => n.nodeType === 3 && n.textContent.trim())) continue;
 			const r = el.getBoundingClientRect(), fs = parseFloat(getComputedStyle(el).fontSize);
-			if (r.width > 0 && fs < 11 && !el.closest('.sr, .lane-list, #topo-msgs, svg')) out.push(el.tagName + "." + el.getAttribute("class") + " " + fs + "px");
+			if (r.width > 0 && fs < 11 && !el.closest('.sr, .lane-list, #topo-msgs') && !(el.closest('svg') && !el.closest('.lanes-svg'))) out.push(el.tagName + "." + el.getAttribute("class") + " " + fs + "px");
 		}
 		return out.slice(0, 8).join("; "); })()`)
 	if small != "" {

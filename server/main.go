@@ -93,7 +93,7 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 	fs.Int64Var(&c.historyBytes, "history-bytes", history.DefaultMaxBytes, "bytes of the lab's event history kept on disk in <data-dir>/history for the timeline and GET /api/v1/history, oldest dropped first; each start begins a fresh history (0: keep none)")
 	fs.BoolVar(&c.paused, "paused", false, "start with the lab clock paused (step it from the UI or the API)")
 	fs.StringVar(&c.lessonsDir, "lessons-dir", "", "a directory of lesson files (*.lesson, the scenario language of lessons/data) added to the built-in lessons; a bad file is refused with its line and what is wrong")
-	fs.StringVar(&c.fencingRule, "fencing-rule", "", "the controller's fencing rule: kraft-elr (KIP-966), kraft (KIP-903) or zookeeper (before KRaft); empty keeps the one stored in --data-dir (kraft-elr at first)")
+	fs.StringVar(&c.fencingRule, "fencing-rule", "", "the controller's fencing rule: kraft-elr (Kafka 4.1 KRaft with ELR), kraft (KRaft without ELR), zookeeper (ZooKeeper mode, KIP-380), zookeeper-pre-2.2 (history) or kraft-elr-recovery (lab-only); empty keeps the one stored in --data-dir (kraft-elr at first)")
 	fs.Func("allowed-hosts", "comma-separated Host names (name or name:port) the web UI answers besides localhost, 127.0.0.1 and [::1]", func(v string) error {
 		for _, h := range strings.Split(v, ",") {
 			if h = strings.TrimSpace(h); h != "" {

@@ -115,6 +115,19 @@ func TestBrowserStageOneScreen(t *testing.T) {
 		t.Errorf("at most %d labels in a frame: the stream drew nothing to check", most)
 	}
 	b.shot("stage-one-screen-1366")
+	producerInside := func(width string) {
+		t.Helper()
+		// The producer's longest status stays inside the stage (a recorded
+		// run's ended with it cut at the stage's left edge).
+		if out := eval[string](b, `(() => { document.getElementById("stage-producer").textContent = "error NOT_ENOUGH_REPLICAS_AFTER_APPEND";
+			const n = document.querySelector('[data-testid="node-client"]').getBoundingClientRect(), s = document.getElementById("topo").getBoundingClientRect();
+			const c = document.querySelector('#topo .node.controller').getBoundingClientRect();
+			if (n.right > c.left && n.top < c.bottom && n.bottom > c.top) return "producer " + n.left + "–" + n.right + " over the controller " + c.left + "–" + c.right;
+			return n.left >= s.left && n.right <= s.right ? "" : "producer " + n.left + "–" + n.right + ", stage " + s.left + "–" + s.right; })()`); out != "" {
+			t.Errorf("at %s: %s", width, out)
+		}
+	}
+	producerInside("1366 px")
 
 	// A phone: nothing past the right edge outside a sideways scroller.
 	b.viewport(360, 740, true)
@@ -122,5 +135,6 @@ func TestBrowserStageOneScreen(t *testing.T) {
 	if past := eval[string](b, pastRightEdgeJS); past != "" {
 		t.Errorf("the overview at 360 px: %s", past)
 	}
+	producerInside("360 px")
 	b.shot("stage-one-screen-360")
 }

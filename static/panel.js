@@ -101,13 +101,14 @@
     boxes(function (c) { return c.s === 1; }, pal[9], pal[8], 2.5, [5, 3], 14, 40);
     for (ep = 0; ep < 8; ep++) boxes(function (c) { return c.s === 1 && c.ep === ep; }, pal[ep], "", 0, [], 14, 6);
     boxes(ghost, pal[10], pal[11], 2, [3, 2], 58, 40);
-    texts("9.5px system-ui,sans-serif", rec, function (c) { return [c.off, 29, c.epl, 51]; });
-    texts("bold 9.5px system-ui,sans-serif", rec, function (c) { return [c.val, 41]; });
-    texts("10px system-ui,sans-serif", ghost, function (c) { return [c.off, 69, "✕", 95]; });
-    texts("bold 10.5px system-ui,sans-serif", ghost, function (c) { return [c.val, 82]; });
+    // Every line is at least 11 px, as the page's other text (issue 24).
+    texts("11px system-ui,sans-serif", rec, function (c) { return [c.off, 28, c.epl, 52]; });
+    texts("bold 11px system-ui,sans-serif", rec, function (c) { return [c.val, 40]; });
+    texts("11px system-ui,sans-serif", ghost, function (c) { return [c.off, 70, c.epl, 95]; });
+    texts("bold 11px system-ui,sans-serif", ghost, function (c) { return [c.val, 83]; });
     // A truncated record's value is struck out.
     ctx.beginPath();
-    ks.forEach(function (c) { if (c.s === 2) { ctx.moveTo(c.x + 3, c.y + 78); ctx.lineTo(c.x + 37, c.y + 78); } });
+    ks.forEach(function (c) { if (c.s === 2) { ctx.moveTo(c.x + 3, c.y + 79); ctx.lineTo(c.x + 37, c.y + 79); } });
     ctx.strokeStyle = pal[11];
     ctx.lineWidth = 2;
     ctx.setLineDash([]);

@@ -115,6 +115,11 @@ func polyline(n int, top float64, y func(int) float64) string {
 	return b.String()
 }
 
+// sampleX is the x of sample i (1-based) of n across the chart.
+func sampleX(i, n int) string {
+	return strconv.FormatFloat(chartW*float64(i-1)/float64(n-1), 'f', 1, 64)
+}
+
 func f1(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
 
 // percent renders an availability, or "–" without writes.

@@ -140,3 +140,8 @@ func (p Page) probe(pr apiv1.ProbeView) string {
 
 // boolText is v as an HTML attribute value ("true" or "false").
 func boolText(v bool) string { return strconv.FormatBool(v) }
+
+// fencingRules are the controller's fencing rules as the controls list
+// them: the releases newest first, the lab-only one last (controller.
+// FencingRules, which views does not import).
+var fencingRules = []string{"kraft-elr", "kraft", "zookeeper", "zookeeper-pre-2.2", "kraft-elr-recovery"}

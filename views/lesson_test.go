@@ -130,3 +130,32 @@ func TestBuildsOnListSeparator(t *testing.T) {
 		}
 	}
 }
+
+// TestLessonPageShowsRules: a lesson's page says under its title which
+// rules are in force, the release they follow and the fencing.rule value,
+// in the page's language, for every rule (the lab-only one says so).
+func TestLessonPageShowsRules(t *testing.T) {
+	for _, rule := range fencingRules {
+		v := LessonRunView{RunID: "r", Title: "t", Lanes: events.Snapshot{Configs: map[string]string{"fencing.rule": rule}}}
+		for _, lang := range i18n.Languages() {
+			var buf bytes.Buffer
+			if err := LessonRun(Page{Lang: lang}, v).Render(context.Background(), &buf); err != nil {
+				t.Fatal(err)
+			}
+			want := templ.EscapeString(i18n.T(lang, "lesson.rules", i18n.T(lang, "ui.release."+rule), rule))
+			if !strings.Contains(buf.String(), `id="lesson-rules"`) || !strings.Contains(buf.String(), want) {
+				t.Errorf("%s, %s: the page lacks %q", rule, lang, want)
+			}
+			if strings.Contains(want, "ui.release.") {
+				t.Errorf("%s, %s: no release text: %q", rule, lang, want)
+			}
+		}
+	}
+	var buf bytes.Buffer
+	if err := LessonRun(Page{Lang: i18n.English}, LessonRunView{RunID: "r", Lanes: events.Snapshot{Configs: map[string]string{"fencing.rule": "kraft-elr"}}}).Render(context.Background(), &buf); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "Kafka 4.1") {
+		t.Errorf("the default rule's line does not name Kafka 4.1: %s", buf.String())
+	}
+}

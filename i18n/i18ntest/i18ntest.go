@@ -126,7 +126,7 @@ var AllowedLatin = map[string]string{
 	// sent: the fencing rules, the truncation rules, the replication
 	// protocols, the chaos configurations, a lesson's speeds, acks=all and
 	// booleans.
-	"kraft-elr": "fencing.rule value", "kraft": "fencing.rule value", "zookeeper": "fencing.rule value",
+	"kraft-elr": "fencing.rule value", "kraft": "fencing.rule value", "zookeeper": "fencing.rule value", "kraft-elr-recovery": "fencing.rule value",
 	"leader-epoch": "truncation.rule value", "high-watermark": "truncation.rule value",
 	"isr": "replication.protocol value", "quorum": "replication.protocol value", "pipeline": "replication.protocol value",
 	"strict": "chaos configuration", "acks1": "chaos configuration", "hw-truncation": "chaos configuration",

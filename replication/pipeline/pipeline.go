@@ -198,6 +198,10 @@ type Message struct {
 	HeadStamp int32
 	Length    int64
 	LogStart  int64
+	// HW is the head's high watermark: every member had the records below
+	// it, so a survivor whose log ends below it lost some (power loss) and
+	// is rebuilt like a stale one rather than lowering Length.
+	HW int64
 	// BaseOffset and EndOffset bound a write's records: [BaseOffset,
 	// EndOffset). Records holds them as record batches; the owner fills it
 	// from its log before sending (the rules never see record bytes).
@@ -222,6 +226,9 @@ type Truncation struct {
 	// generation stamp and the pipeline's; Length, for a recovery's cut,
 	// is the agreed length.
 	StaleStamp, Stamp int32
+	// BelowHW, for a discard of a replica with the pipeline's stamp whose
+	// log ended below the head's HW, is that HW; -1 otherwise.
+	BelowHW int64
 }
 
 // Failure is the head's request to the controller: rebuild the pipeline of
@@ -273,6 +280,12 @@ type Config struct {
 	// TimeoutMs is how long the head waits for the tail's ack of a write
 	// before it reports the pipeline broken (replica.lag.time.max.ms).
 	TimeoutMs int64
+	// Unclean says the log was opened after an unclean shutdown: it may
+	// have lost acknowledged records to power loss, so until it is copied
+	// again it takes no part in a recovery's length agreement (HDFS's
+	// restarted replica, RWR, left out when live ones are there) and is
+	// rebuilt instead.
+	Unclean bool
 }
 
 // Member is one replica's side of the pipeline. It is not safe for
@@ -297,7 +310,10 @@ type Member struct {
 	// (what a later stamp's recovery judges it by, see adopt).
 	discardTo  int64
 	staleStamp int32
-	kept       LogState
+	belowHW    int64 // Truncation.BelowHW of the pending discard
+	// unclean: Config.Unclean, until the replica is copied again.
+	unclean bool
+	kept    LogState
 	// length is the agreed length of this stamp's recovery (-1 before it
 	// finished); caughtUp is set once the head reported every member has it.
 	length   int64
@@ -329,7 +345,7 @@ type Member struct {
 // New returns the Member of replica cfg.ID with its log as it is, in no
 // pipeline yet (SetPipeline gives it one).
 func New(cfg Config, log LogState, nowMs int64) *Member {
-	m := &Member{cfg: cfg, log: log, nowMs: nowMs, pl: Pipeline{Stamp: -1}, discardTo: -1}
+	m := &Member{cfg: cfg, log: log, nowMs: nowMs, pl: Pipeline{Stamp: -1}, discardTo: -1, belowHW: -1, unclean: cfg.Unclean}
 	m.resetStamp()
 	return m
 }
@@ -389,7 +405,7 @@ func (m *Member) adopt(p Pipeline) {
 	}
 	if next := m.pl.Next(m.cfg.ID); next != NoMember {
 		m.recovery = &Message{Kind: KindWrite, From: m.cfg.ID, To: next, Stamp: m.pl.Stamp, Members: slices.Clone(m.pl.Members),
-			Recover: true, HeadStamp: m.log.Stamp, Length: m.log.LogEndOffset, LogStart: m.log.LogStartOffset}
+			Recover: true, HeadStamp: m.log.Stamp, Length: m.log.LogEndOffset, LogStart: m.log.LogStartOffset, HW: m.log.HighWatermark}
 		m.waitSinceMs = m.nowMs // the recovery too must be answered in time
 		return
 	}
@@ -599,16 +615,24 @@ func (m *Member) Step(msg Message) error {
 }
 
 // stepRecover takes part in the length agreement: a survivor (same stamp
-// as the head's) lowers the length to its LEO; any other replica is
-// discarded and lets the length pass. The tail finishes the agreement.
+// as the head's, its log reaching the head's HW) lowers the length to its
+// LEO; any other replica is discarded and lets the length pass. The tail
+// finishes the agreement. A log that ends below the head's HW lost
+// acknowledged records (power loss before an fsync, then back before it
+// was fenced): HDFS likewise leaves a restarted replica (RWR) out of a
+// block's length when live ones (RBW) are there (BlockRecoveryWorker).
 func (m *Member) stepRecover(msg Message) {
 	length := msg.Length
-	if m.log.Stamp != msg.HeadStamp {
+	if short := m.unclean || m.log.LogEndOffset < msg.HW; m.log.Stamp != msg.HeadStamp || short {
 		// Discarded: it counts as empty from here on, but its records are
 		// cut only when the copy's first write arrives (with it, in one
 		// Ready), so a copy that never comes (a cut link) leaves them.
 		if m.discardTo < 0 {
 			m.staleStamp, m.kept = m.log.Stamp, m.log
+			m.belowHW = -1
+			if short && m.log.Stamp == msg.HeadStamp {
+				m.belowHW = msg.HW
+			}
 		}
 		m.discardTo = msg.LogStart
 		m.log = LogState{LogStartOffset: msg.LogStart, LogEndOffset: msg.LogStart, HighWatermark: msg.LogStart, Stamp: -1}
@@ -624,7 +648,7 @@ func (m *Member) stepRecover(msg Message) {
 		return
 	}
 	m.recovery = &Message{Kind: KindWrite, From: m.cfg.ID, To: next, Stamp: m.pl.Stamp, Members: slices.Clone(m.pl.Members),
-		Recover: true, HeadStamp: msg.HeadStamp, Length: length, LogStart: msg.LogStart}
+		Recover: true, HeadStamp: msg.HeadStamp, Length: length, LogStart: msg.LogStart, HW: msg.HW}
 	m.recoveryOut = false
 }
 
@@ -666,8 +690,9 @@ func (m *Member) stepWrite(msg Message) {
 		return
 	}
 	if m.discardTo >= 0 {
-		m.rd.Truncation = &Truncation{ToOffset: m.discardTo, Discard: true, StaleStamp: m.staleStamp, Stamp: m.pl.Stamp}
+		m.rd.Truncation = &Truncation{ToOffset: m.discardTo, Discard: true, StaleStamp: m.staleStamp, Stamp: m.pl.Stamp, BelowHW: m.belowHW}
 		m.discardTo = -1
+		m.unclean = false // copied from a member that has every acknowledged record
 	}
 	a := msg
 	m.rd.Append = &a

@@ -503,3 +503,34 @@ func TestDiscardForgottenByNextStamp(t *testing.T) {
 		t.Fatalf("heading alone after a discard that never came: %+v, ready %+v; want LEO and HW 2, no cut", st, rd)
 	}
 }
+
+// TestPowerLostSurvivorLeftOutOfRecovery: a member that lost acknowledged
+// records to power loss and came back before it was fenced still holds the
+// pipeline's stamp; when the next failure's recovery reaches it, its log
+// ends below the head's HW, so it is rebuilt by copy instead of lowering
+// the agreed length, as HDFS leaves a restarted (RWR) replica out of a
+// block's length when a live (RBW) one is there. Comparison seed 3 (100
+// actions) lost b and c this way on the pipeline.
+func TestPowerLostSurvivorLeftOutOfRecovery(t *testing.T) {
+	l := newLab(t, 3, 2)
+	for _, v := range []string{"a", "b", "c"} {
+		l.mustAccept(v)
+	}
+	l.crash(2)
+	l.logs[2] = l.logs[2][:1] // power loss: only a was on disk
+	l.start(2)                // back before its session expired: still a member
+	// The broker opened its log after an unclean shutdown (Config.Unclean).
+	l.members[2] = New(Config{ID: 2, TimeoutMs: timeoutMs, Unclean: true}, LogState{LogEndOffset: 1, Stamp: l.stamps[2]}, l.nowMs)
+	l.members[2].SetPipeline(l.pl)
+	l.settle()
+	l.crash(3)
+	l.fence(3) // [1 2] under a new stamp: the recovery
+	if got := l.values(1); !slices.Equal(got, []string{"a", "b", "c"}) {
+		t.Fatalf("the head holds %v after the recovery, want a b c: the power-lost member set the length", got)
+	}
+	if len(l.discards[2]) != 1 {
+		t.Fatalf("broker 2's discards %v, want one (its log ends below the HW)", l.discards[2])
+	}
+	l.mustAccept("d")
+	l.survives([]string{"a", "b", "c", "d"})
+}

@@ -77,7 +77,7 @@ func (b *Broker) newPipeline(l *storage.Log, tc controller.TopicConfig, hw int64
 	if epochs := l.Epochs(); len(epochs) > 0 {
 		stamp = epochs[len(epochs)-1].Epoch
 	}
-	m := pipeline.New(pipeline.Config{ID: b.cfg.ID, TimeoutMs: tc.Replication().ReplicaLagTimeMaxMs},
+	m := pipeline.New(pipeline.Config{ID: b.cfg.ID, TimeoutMs: tc.Replication().ReplicaLagTimeMaxMs, Unclean: !b.dir.WasCleanShutdown()},
 		pipeline.LogState{LogStartOffset: l.LogStartOffset(), LogEndOffset: l.LogEndOffset(), HighWatermark: min(hw, l.LogEndOffset()), Stamp: stamp}, b.nowMs())
 	return &pipelineState{m: m, minISR: tc.Replication().MinInsyncReplicas, waiters: map[uint64]pipelineWaiter{}}
 }
@@ -202,6 +202,9 @@ func (r *replica) pipelineTruncate(t pipeline.Truncation) {
 	if t.Discard {
 		rt.Cause = replication.TruncateFullyAndStartAt
 		word = i18n.Word("event.word.pipeline.stale", t.StaleStamp, t.Stamp, t.ToOffset)
+		if t.BelowHW >= 0 {
+			word = i18n.Word("event.word.pipeline.short", t.BelowHW, t.ToOffset)
+		}
 	}
 	ev := r.truncate(rt)
 	r.emit(i18n.EventMessage(ev, "event.pipeline.truncation", rt.Cause, word))

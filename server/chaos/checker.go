@@ -73,14 +73,16 @@ type Copy struct {
 
 // Election is one leader election the controller published.
 type Election struct {
-	Seq            uint64  `json:"seq"`
-	Action         int     `json:"action"`
-	Partition      int32   `json:"partition"`
-	Leader         int32   `json:"leader"`
-	PreviousLeader int32   `json:"previous_leader"`
-	LeaderEpoch    int32   `json:"leader_epoch"`
-	Unclean        bool    `json:"unclean,omitempty"`
-	ISR            []int32 `json:"isr,omitempty"`
+	Seq            uint64 `json:"seq"`
+	Action         int    `json:"action"`
+	Partition      int32  `json:"partition"`
+	Leader         int32  `json:"leader"`
+	PreviousLeader int32  `json:"previous_leader"`
+	LeaderEpoch    int32  `json:"leader_epoch"`
+	Unclean        bool   `json:"unclean,omitempty"`
+	// LastKnown: the partition's last known leader was elected (Kafka 4.1).
+	LastKnown bool    `json:"last_known,omitempty"`
+	ISR       []int32 `json:"isr,omitempty"`
 }
 
 // HWSample is the HW a consumer could see (ListOffsets latest at the
@@ -322,7 +324,7 @@ func Check(in Input) Report {
 	}
 	r.ReplicasDiffer = diverging(in.Final.Replicas)
 	for _, g := range regressions(in.HWs) {
-		if unsyncedBetween(in.Copies, g) {
+		if unsyncedBetween(in.Copies, g, in.Elections) {
 			r.UnsyncedHWBackwards = append(r.UnsyncedHWBackwards, g)
 		} else {
 			r.HWBackwards = append(r.HWBackwards, g)
@@ -393,8 +395,43 @@ func explainLoss(w Write, cs []Copy, elections []Election) Loss {
 			break
 		}
 	}
+	if !l.Unsynced && l.Election != nil && lostToPowerLossThenFollowed(w, cs, *l.Election) {
+		l.Unsynced = true
+	}
 	l.Cause = lossCause(l)
 	return l
+}
+
+// lostToPowerLossThenFollowed reports whether the record was lost because
+// the leader elected without it (e) had lost its copy to a power loss
+// before any fsync, and every other copy went to a power loss too or after
+// e, truncated to follow that leader. Kafka 4.1 elects such a leader with
+// the strictest settings: a partition whose ISR and ELR are empty elects
+// its last known leader once it is back, whatever its log lost
+// (PartitionChangeBuilder.canElectLastKnownLeader), so only fsync could
+// have kept the record. (Before the lab followed 4.1, KIP-966's unclean
+// recovery elected the longest log instead and these were not lost.)
+//
+// Only the election of a last known leader counts: a clean election of a
+// replica that had lost records is a rule's fault, and an unclean one is
+// unclean.leader.election.enable's.
+func lostToPowerLossThenFollowed(w Write, cs []Copy, e Election) bool {
+	if !e.LastKnown {
+		return false
+	}
+	leaderLost := false
+	for _, c := range cs {
+		if w.AckedSeq > 0 && c.To != 0 && c.To <= w.AckedSeq {
+			continue // an earlier attempt's copy, gone before the acknowledgement
+		}
+		switch {
+		case c.Removal == RemovedByPowerLoss:
+			leaderLost = leaderLost || c.Broker == e.Leader && c.To != 0 && c.To <= e.Seq
+		case c.To == 0 || c.To < e.Seq:
+			return false // held still, or gone before the election some other way
+		}
+	}
+	return leaderLost
 }
 
 // unsyncedBetween reports whether every record the HW regression g fell
@@ -403,8 +440,11 @@ func explainLoss(w Write, cs []Copy, elections []Election) Loss {
 // replica that held it (and there was one): a HW falling back over them is
 // what losing unsynced data looks like, not a separate fault. A record
 // written at those offsets earlier and truncated before the old HW was
-// seen, or later, was never under that HW.
-func unsyncedBetween(cs []Copy, g Regression) bool {
+// seen, or later, was never under that HW. A record whose copies went
+// because a leader elected in between had lost it to power loss, the
+// others truncating to follow it, counts as lost to power loss too
+// (lostToPowerLossThenFollowed).
+func unsyncedBetween(cs []Copy, g Regression, elections []Election) bool {
 	// heldThen: a copy that existed when the old HW was seen.
 	heldThen := func(c Copy) bool { return c.From <= g.From.Seq && (c.To == 0 || c.To > g.From.Seq) }
 	between := func(c Copy) bool { return c.Partition == g.Partition && c.Offset >= g.To.HW && c.Offset < g.From.HW }
@@ -418,8 +458,29 @@ func unsyncedBetween(cs []Copy, g Regression) bool {
 	// the new HW was seen; copies written later (a retry) do not count,
 	// nor copies of the same value at other offsets (a stale leader's
 	// append of a batch its producer then retried elsewhere).
-	for _, c := range cs {
-		if values[c.Value] && between(c) && heldThen(c) && (c.To == 0 || c.To > g.To.Seq || c.Removal != RemovedByPowerLoss) {
+	for v := range values {
+		var vc []Copy
+		powerLoss := true
+		for _, c := range cs {
+			if c.Value == v && between(c) && heldThen(c) {
+				vc = append(vc, c)
+				powerLoss = powerLoss && c.To != 0 && c.To <= g.To.Seq && c.Removal == RemovedByPowerLoss
+			}
+		}
+		if powerLoss {
+			continue
+		}
+		// Or a leader elected in between had lost it to power loss and the
+		// others truncated to follow it (Kafka 4.1's last known leader:
+		// lostToPowerLossThenFollowed).
+		followed := false
+		for _, e := range elections {
+			if e.Partition == g.Partition && e.Seq > g.From.Seq && e.Seq <= g.To.Seq && lostToPowerLossThenFollowed(Write{}, vc, e) {
+				followed = true
+				break
+			}
+		}
+		if !followed {
 			return false
 		}
 	}

@@ -78,6 +78,33 @@ func TestCheckLostWithElection(t *testing.T) {
 	}
 }
 
+// TestCheckLastKnownLeaderLoss: Kafka 4.1 elects a partition's last known
+// leader, as an unclean election, once its ISR and ELR are empty; when
+// that leader had lost the record to power loss and the others truncated
+// to follow it, only fsync could have kept it: an unsynced loss, and the
+// HW falling back over it is not a violation. Before, it was a real loss.
+func TestCheckLastKnownLeaderLoss(t *testing.T) {
+	in := clean()
+	in.Final.Consumed[0] = in.Final.Consumed[0][:1] // p3-1 is gone
+	in.Final.Replicas[0][0].Records = in.Final.Consumed[0]
+	in.Copies = []Copy{
+		{Value: "p3-1", Broker: 1, Offset: 1, From: 7, To: 20, Removal: RemovedByPowerLoss},
+		{Value: "p3-1", Broker: 2, Offset: 1, From: 7, To: 20, Removal: RemovedByPowerLoss},
+		{Value: "p3-1", Broker: 3, Offset: 1, From: 7, To: 30, Removal: RemovedByTruncation, Detail: "diverging-epoch"},
+	}
+	in.Elections = []Election{{Seq: 25, Partition: 0, Leader: 2, PreviousLeader: -1, LeaderEpoch: 2, Unclean: true, LastKnown: true}}
+	in.HWs = append(in.HWs, HWSample{Action: 9, Seq: 35, HW: 1})
+	c := Check(in).Counts()
+	if c.Lost != 0 || c.UnsyncedLost != 1 || c.HWBackwards != 0 || c.UnsyncedHWBackwards != 1 {
+		t.Fatalf("%+v", c)
+	}
+	// Broker 3 truncating it before that election was some other fault.
+	in.Copies[2].To = 22
+	if c := Check(in).Counts(); c.Lost != 1 || c.UnsyncedLost != 0 {
+		t.Fatalf("truncated before the election: %+v", c)
+	}
+}
+
 func TestCheckUnsyncedLoss(t *testing.T) {
 	in := clean()
 	in.Final.Consumed[0] = nil

@@ -9,12 +9,13 @@ import (
 	"tidemark/server/controller"
 )
 
-// TestCompare plays one short seeded schedule on one topic per protocol
-// and checks that every protocol's figures are there and agree with each
-// other.
+// TestCompare plays one seeded schedule on one topic per protocol and
+// checks that every protocol's figures are there and agree with each
+// other. Seed 3's 100 actions lost two acknowledged writes on the pipeline
+// while its recovery let a power-lost member set the agreed length.
 func TestCompare(t *testing.T) {
 	const seed = 3
-	actions := Generate(seed, 60)
+	actions := Generate(seed, DefaultActions)
 	cmp, err := Compare(context.Background(), seed, actions, nil, Options{})
 	if err != nil {
 		t.Fatal(err)

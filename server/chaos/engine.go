@@ -65,6 +65,10 @@ type Options struct {
 	// Progress is called after every action (from the run's goroutine).
 	Progress func(Progress)
 	Logger   *slog.Logger
+	// IdleSteps moves the clock alone in a step, with no fetch rounds in
+	// it, as schedules played before followers fetched during steps
+	// (runner.step): the seeds tests keep for the faults they found then.
+	IdleSteps bool
 	// byProtocol reports each topic's counts in Progress.Protocols (a
 	// comparison) instead of the one topic's in Counts.
 	byProtocol bool
@@ -176,7 +180,7 @@ func play(ctx context.Context, cfg Config, specs []topicSpec, actions []Action, 
 		return err
 	}
 	r := newRunner(ctx, c, cfg, specs, actions, report)
-	r.byProtocol = o.byProtocol
+	r.byProtocol, r.idleSteps = o.byProtocol, o.IdleSteps
 	err = r.start()
 	if err == nil {
 		err = started(r)
@@ -263,8 +267,8 @@ type runner struct {
 	cfg      Config
 	actions  []Action
 	progress func(Progress)
-	// byProtocol: Options.byProtocol.
-	byProtocol bool
+	// byProtocol and idleSteps: Options'.
+	byProtocol, idleSteps bool
 
 	action     int    // index of the action being played
 	seq        uint64 // the last bus event processed
@@ -561,7 +565,7 @@ func (r *runner) play(a Action) (string, error) {
 	case ActFetch:
 		err = r.c.StepFetch(r.ctx, a.Broker)
 	case ActStep:
-		err = r.c.Step(time.Duration(a.StepMs) * time.Millisecond)
+		err = r.step(time.Duration(a.StepMs) * time.Millisecond)
 	case ActCrash:
 		if err = r.c.Crash(a.Broker); err == nil {
 			r.stopped(a.Broker, nil)
@@ -586,6 +590,40 @@ func (r *runner) play(a Action) (string, error) {
 	}
 	return outcome(err), nil
 }
+
+// step moves the lab's clock d, as time passes in a running lab: every
+// fetchEvery of it, each running broker makes a fetch round, as Kafka's
+// followers fetch without a pause (a fetch that finds nothing waits at
+// most replica.fetch.wait.max.ms, 500 ms). A follower then falls out of
+// the ISR only for a reason of its own (stopped, cut off, delayed), not
+// because the schedule moved time on (a step past
+// replica.lag.time.max.ms used to empty every ISR of its followers, and
+// most acks=all writes of a run were refused). Options.IdleSteps moves
+// the clock alone.
+func (r *runner) step(d time.Duration) error {
+	if r.idleSteps {
+		return r.c.Step(d)
+	}
+	for d > 0 {
+		chunk := min(d, fetchEvery)
+		d -= chunk
+		if err := r.c.Step(chunk); err != nil || d == 0 {
+			return err
+		}
+		for id := int32(1); id <= Brokers; id++ {
+			if r.c.Broker(id) != nil {
+				// A broker cut off from a leader fails its fetch: what
+				// the schedule's faults are for.
+				_ = r.c.StepFetch(r.ctx, id)
+			}
+		}
+	}
+	return nil
+}
+
+// fetchEvery is how often followers fetch during a step: half of
+// replica.lag.time.max.ms, as often as Kafka's leader checks for laggards.
+const fetchEvery = ReplicaLagTimeMaxMs / 2 * time.Millisecond
 
 // recoveryPoints reads, before a power loss, each log's recovery point: the
 // offset below which it is fsynced. Nil if the broker is not running.
@@ -949,7 +987,7 @@ func (r *runner) observe(a Action) error {
 			if e.Kind == events.KindElection && e.Topic == t.name && e.Leader != nil {
 				t.elections = append(t.elections, Election{Seq: e.Seq, Action: r.action, Partition: e.Partition,
 					Leader: e.Leader.Leader, PreviousLeader: e.Leader.PreviousLeader, LeaderEpoch: e.Leader.LeaderEpoch,
-					Unclean: e.Leader.Unclean, ISR: slices.Clone(e.ISR)})
+					Unclean: e.Leader.Unclean, LastKnown: e.Leader.LastKnown, ISR: slices.Clone(e.ISR)})
 			}
 		}
 		if err := t.collect(); err != nil {

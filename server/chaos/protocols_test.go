@@ -55,7 +55,7 @@ func TestQuorumLeaderInISR(t *testing.T) {
 			for play := range 2 {
 				t.Run(fmt.Sprintf("%d-%d", seed, play), func(t *testing.T) {
 					t.Parallel()
-					res, err := Run(context.Background(), seed, cfg, scheduleBeforeDelays(seed, DefaultActions), Options{})
+					res, err := Run(context.Background(), seed, cfg, scheduleBeforeDelays(seed, DefaultActions), Options{IdleSteps: true})
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -658,8 +658,9 @@ func (c *Cluster) StepFetch(ctx context.Context, id int32) error {
 // FencingRule returns the name of the controller's fencing rule.
 func (c *Cluster) FencingRule() string { return c.controller.FencingRule().String() }
 
-// SetFencingRule switches the controller's fencing rule (kraft-elr, kraft or
-// zookeeper; INVALID_CONFIG otherwise); brokers learn it at once.
+// SetFencingRule switches the controller's fencing rule (kraft-elr, kraft,
+// zookeeper, zookeeper-pre-2.2 or kraft-elr-recovery; INVALID_CONFIG
+// otherwise); brokers learn it at once.
 func (c *Cluster) SetFencingRule(name string) error {
 	r, err := controller.ParseFencingRule(name)
 	if err != nil {

@@ -65,7 +65,7 @@ type Broker struct {
 // offline), the leader epoch (bumped at every leader change), the partition
 // epoch (bumped at every leader or ISR change) and the ISR (never empty).
 //
-// Under the kraft-elr fencing rule the ISR may be empty while the partition
+// Under the kraft-elr fencing rules the ISR may be empty while the partition
 // is offline, and ELR lists the eligible leader replicas (KIP-966): replicas
 // that left the ISR while it was below min.insync.replicas, and so hold
 // every committed record; nil when none.
@@ -78,11 +78,13 @@ type Partition struct {
 	PartitionEpoch int32
 	ISR            []int32
 	ELR            []int32
-	// LastKnownELR, under kraft-elr, is KIP-966's last known ELR: while
-	// the partition has no leader, the replicas that left its ISR or ELR
-	// without joining the other (back from an unclean shutdown), the last
-	// known to have held every committed record; what an operator reads
-	// once the ELR has emptied. Nil when none, and once it has a leader.
+	// LastKnownELR is KIP-966's last known ELR, while the partition has no
+	// leader. Under kraft-elr (Kafka 4.1) it holds the last known leader:
+	// the leader the partition had when its ISR emptied, elected again
+	// once it is unfenced if the ELR is empty by then. Under the lab-only
+	// kraft-elr-recovery it lists the replicas that left the ISR or ELR
+	// without joining the other (back from an unclean shutdown). Nil when
+	// none, and once it has a leader.
 	LastKnownELR []int32
 	// Joining, for a replication.protocol=pipeline partition, are the
 	// members after the ISR at the pipeline's tail that are still being
@@ -446,9 +448,10 @@ func (c *Controller) RegisterBroker(id int32, listener string) (brokerEpoch int6
 // changes each time. The broker stays fenced until its first Heartbeat with
 // that epoch. What a re-registration does to the broker's ISR places and
 // leaderships is the fencing rule's business (FencingRule): under
-// zookeeper a broker back within its session keeps its ISR places; under
-// kraft it is fenced first and leaves them; under kraft-elr, also, a broker
-// back from an unclean shutdown leaves every ISR and ELR.
+// zookeeper-pre-2.2 a broker back within its session keeps its ISR places;
+// under zookeeper (KIP-380) it leaves them but where it is the last member;
+// under kraft it is fenced first and leaves them; under kraft-elr, also, a
+// broker back from an unclean shutdown leaves every ISR and ELR.
 func (c *Controller) Register(reg Registration) (brokerEpoch int64, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -469,7 +472,7 @@ func (c *Controller) Register(reg Registration) (brokerEpoch int64, err error) {
 		// generation stamp, is discarded. Only the first registration
 		// after a clean stop of the whole lab keeps its places.
 		c.leavePipelines(ch, id, i18n.Word("event.word.reason.restarted", id))
-		if !reg.CleanShutdown && c.rule == FencingKRaftELR {
+		if !reg.CleanShutdown && c.rule.ELR() {
 			c.forgetUncleanPipelines(ch, id)
 		}
 	}
@@ -479,7 +482,7 @@ func (c *Controller) Register(reg Registration) (brokerEpoch int64, err error) {
 		c.brokers[id] = b
 	}
 	b.Listener, b.Epoch, b.LastHeartbeat = reg.Listener, int64(c.version+1), c.now()
-	b.Fenced = !(withinSession && c.rule == FencingZooKeeper)
+	b.Fenced = !(withinSession && c.rule.ZooKeeper()) // ZooKeeper knew no fencing
 	ch.brokers[id] = true
 	// What it knew of its logs before this incarnation is stale.
 	delete(c.logs, id)

@@ -266,12 +266,14 @@ func TestUncleanElectionOnUnfence(t *testing.T) {
 	}
 }
 
-// TestRestartWithinSessionKeepsISR: a broker that re-registers before its
-// session expired keeps its ISR places (ZooKeeper-era behaviour, which
-// KIP-101's scenarios assume) and hands its leaderships to the next live ISR
-// member; where it is the only ISR member it leads again in a new epoch.
+// TestRestartWithinSessionKeepsISR: under zookeeper-pre-2.2 a broker that
+// re-registers before its session expired keeps its ISR places (ZooKeeper-era
+// behaviour before KIP-380, which KIP-101's scenarios assume) and hands its
+// leaderships to the next live ISR member; where it is the only ISR member
+// it leads again in a new epoch. (Under zookeeper, KIP-380, see
+// TestZooKeeperBounceKIP380.)
 func TestRestartWithinSessionKeepsISR(t *testing.T) {
-	l := newLab(t)
+	l := newRuleLab(t, FencingZooKeeperPre22)
 	l.start(1, 2)
 	l.create("t", 1, 2, nil)
 	l.create("solo", 1, 1, nil)

@@ -42,7 +42,7 @@ func (c *Controller) leaveReplicaSets(ch *change, id int32, reason string, cause
 				continue
 			}
 			isr := p.ISR
-			if inISR && (len(isr) > 1 || c.rule == FencingKRaftELR) {
+			if inISR && (len(isr) > 1 || c.rule.ELR()) {
 				isr = slices.DeleteFunc(slices.Clone(isr), func(r int32) bool { return r == id })
 			}
 			if p.Leader == id && len(isr) != len(p.ISR) {
@@ -137,13 +137,23 @@ func (c *Controller) elect(ch *change, t *topicState, p *Partition, isr []int32,
 			break
 		}
 	}
-	if leader == replication.NoLeader && c.rule == FencingKRaftELR {
+	if leader == replication.NoLeader && c.rule.ELR() {
 		for _, r := range p.Replicas {
 			if slices.Contains(p.ELR, r) && !slices.Contains(isr, r) && c.live(r) {
 				leader, fromELR, isr = r, true, append(slices.Clone(isr), r)
 				break
 			}
 		}
+	}
+	// Kafka 4.1 (PartitionChangeBuilder.electAnyLeader, canElectLastKnownLeader):
+	// with the ISR and ELR empty the last known leader leads again once it
+	// is unfenced (KAFKA-19522), before any unclean election and whether or
+	// not the topic allows one; like an unclean election it becomes the
+	// whole ISR, so records only the others held are lost.
+	lastKnown := false
+	if leader == replication.NoLeader && c.rule == FencingKRaftELR && len(isr) == 0 && len(p.ELR) == 0 &&
+		len(p.LastKnownELR) == 1 && c.live(p.LastKnownELR[0]) {
+		leader, unclean, lastKnown, isr = p.LastKnownELR[0], true, true, []int32{p.LastKnownELR[0]}
 	}
 	if leader == replication.NoLeader && t.cfg.UncleanLeaderElection {
 		for _, r := range p.Replicas {
@@ -170,22 +180,24 @@ func (c *Controller) elect(ch *change, t *topicState, p *Partition, isr []int32,
 	if unclean {
 		p.ELR = nil
 	}
-	c.updateELR(t, p, old)
+	c.updateELR(t, p, prev, old)
 	ch.partition(p)
 	key, how := "event.election", i18n.Word("event.word.how.clean")
 	switch {
+	case lastKnown:
+		how = i18n.Word("event.word.how.last-known", leader)
 	case unclean:
 		how = i18n.Word("event.word.how.unclean")
 	case fromELR:
 		how = i18n.Word("event.word.how.elr", leader)
 	case leader == replication.NoLeader:
 		how = c.offlineWhy(t, p)
-		if !t.cfg.UncleanLeaderElection && c.rule != FencingKRaftELR {
+		if !t.cfg.UncleanLeaderElection && !c.rule.ELR() {
 			key = "event.election.unclean-off"
 		}
 	}
 	ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindElection, Broker: leader, Topic: p.Topic, Partition: p.Partition,
-		Leader: &events.Leadership{Leader: leader, PreviousLeader: prev, LeaderEpoch: p.LeaderEpoch, Unclean: unclean},
+		Leader: &events.Leadership{Leader: leader, PreviousLeader: prev, LeaderEpoch: p.LeaderEpoch, Unclean: unclean, LastKnown: lastKnown},
 		ISR:    slices.Clone(p.ISR), ELR: slices.Clone(p.ELR), ISRChanges: toELR(changes, p.ELR)},
 		key, reason, p.tp(), prev, leader, p.LeaderEpoch, how))
 	if leader == replication.NoLeader {
@@ -201,7 +213,7 @@ func (c *Controller) elect(ch *change, t *topicState, p *Partition, isr []int32,
 func (c *Controller) setISR(ch *change, t *topicState, p *Partition, isr []int32, broker int32, changes []events.ISRChange, key string, args ...any) {
 	old := p.ISR
 	p.ISR = slices.Clone(isr)
-	c.updateELR(t, p, old)
+	c.updateELR(t, p, p.Leader, old)
 	p.PartitionEpoch++
 	ch.partition(p)
 	changes = toELR(changes, p.ELR)
@@ -297,7 +309,7 @@ func (c *Controller) checkAlterPartition(p *Partition, brokerID int32, req repli
 		// KIP-903: a member proposed on the strength of fetches from an
 		// earlier incarnation of its broker has not caught up as the
 		// broker it is now. (The ZooKeeper-era rule knew no broker epochs.)
-		if i < len(req.NewISRBrokerEpochs) && c.rule != FencingZooKeeper {
+		if i < len(req.NewISRBrokerEpochs) && !c.rule.ZooKeeper() {
 			if e := req.NewISRBrokerEpochs[i]; e >= 0 && e != c.brokers[r].Epoch {
 				return fmt.Errorf("%w: %s: new ISR member %d fetched as broker epoch %d, its current one is %d",
 					kerr.IneligibleReplica, tp, r, e, c.brokers[r].Epoch)

@@ -13,42 +13,72 @@ import (
 )
 
 // FencingRule is how the controller treats a broker that registers again
-// (a restart) and which replicas it may elect: the three generations of
-// Kafka's rules, selectable per lab. The zero value is FencingKRaftELR.
+// (a restart) and which replicas it may elect: the generations of Kafka's
+// rules, each as a named release has it, and one lab-only rule. The zero
+// value is FencingKRaftELR, the lab's default: Kafka 4.1 in KRaft mode,
+// where ELR is on by default for new clusters (docs: "ELR is enabled by
+// default on new clusters starting 4.1"; in 4.0 it is off unless
+// eligible.leader.replicas.version=1).
+//
+// Under every rule the HW freezes while the ISR is below
+// min.insync.replicas, as in Kafka 3.7+ (KAFKA-15583; see
+// replication.Partition): the rules differ in fencing and elections only.
 type FencingRule int
 
 const (
-	// FencingKRaftELR is KIP-966 on top of FencingKRaft: replicas that leave
-	// the ISR while it is below min.insync.replicas become eligible leader
-	// replicas (ELR) and may be elected cleanly; the ISR may become empty; a
-	// broker back from an unclean shutdown (no clean-shutdown marker: a crash
-	// or a power loss) leaves every ISR and ELR, so it is never elected with
-	// a log that may have lost acknowledged records. A partition left with
-	// neither is recovered once every replica is back, by electing the one
-	// with the longest log (KIP-966's "balanced" unclean recovery), or at
-	// once by an unclean election where the topic allows it.
+	// FencingKRaftELR is Kafka 4.1 (KRaft, KIP-966 part 1, ELR on): on top
+	// of FencingKRaft, replicas that leave the ISR while it is below
+	// min.insync.replicas become eligible leader replicas (ELR) and may be
+	// elected cleanly; the ISR may become empty; a broker back from an
+	// unclean shutdown (no clean-shutdown marker: a crash or a power loss;
+	// ClusterControlManager compares PreviousBrokerEpoch, KAFKA-18635)
+	// leaves every ISR and ELR (ReplicationControlManager.
+	// handleBrokerUncleanShutdown). A partition left with neither keeps its
+	// last leader as its last known ELR and elects it again once it is
+	// unfenced, whatever its log lost (PartitionChangeBuilder.
+	// canElectLastKnownLeader, with useLastKnownLeaderInBalancedRecovery on
+	// by default; KAFKA-19522 keeps a fenced one from being elected).
 	FencingKRaftELR FencingRule = iota
-	// FencingKRaft is KRaft with KIP-903: every registration is a new
-	// incarnation with a new broker epoch; a broker that re-registers leaves
-	// every ISR (except as an ISR's last member) and its leaderships, and
-	// rejoins an ISR only after catching up.
+	// FencingKRaft is KRaft without ELR (Kafka 3.x, and 4.0 by default):
+	// every registration is a new incarnation with a new broker epoch, so a
+	// broker that re-registers is fenced and leaves every ISR (except as an
+	// ISR's last member) and its leaderships; KIP-903 puts broker epochs in
+	// Fetch and AlterPartition, so the controller refuses an ISR expansion
+	// built on an earlier incarnation's fetches (checkAlterPartition).
 	FencingKRaft
-	// FencingZooKeeper is the ZooKeeper-era rule: a broker that restarts
-	// within its session keeps its ISR places (it gives up its leaderships),
-	// so it can be elected with a log it lost part of.
+	// FencingZooKeeper is the ZooKeeper-era controller as KIP-380 (Kafka
+	// 2.2 to 3.9) left it: a broker that re-registers has a new broker
+	// epoch (the znode's czxid), so the controller sees the bounce even
+	// within the session and handles it as a failure and a start: the
+	// broker leaves every ISR except where it is the last member, and its
+	// leaderships move (where it is the last member it leads again under a
+	// new leader epoch). There are no broker epochs in AlterPartition.
 	FencingZooKeeper
+	// FencingZooKeeperPre22 is the ZooKeeper-era controller before KIP-380
+	// (Kafka 2.1 and earlier), kept for the history lessons (KIP-101's
+	// stories happened under it): a broker that restarts within its
+	// session keeps its ISR places (it gives up its leaderships), so it can
+	// be elected with a log it lost part of.
+	FencingZooKeeperPre22
+	// FencingKRaftELRRecovery is lab-only: FencingKRaftELR with KIP-966's
+	// "unclean recovery" (the controller asks every replica for its log,
+	// GetReplicaLogInfo, and elects the longest) in place of the last
+	// known leader. It is in no Kafka release.
+	FencingKRaftELRRecovery
 )
 
 // ConfigFencingRule is the lab-wide setting that names the fencing rule in
 // the snapshot's Configs.
 const ConfigFencingRule = "fencing.rule"
 
-// FencingRules lists the rules, newest first.
+// FencingRules lists the rules, newest release first, the lab-only one
+// last.
 func FencingRules() []FencingRule {
-	return []FencingRule{FencingKRaftELR, FencingKRaft, FencingZooKeeper}
+	return []FencingRule{FencingKRaftELR, FencingKRaft, FencingZooKeeper, FencingZooKeeperPre22, FencingKRaftELRRecovery}
 }
 
-// String returns the rule's name: "kraft-elr", "kraft" or "zookeeper".
+// String returns the rule's name: "kraft-elr", "kraft", "zookeeper",
+// "zookeeper-pre-2.2" or "kraft-elr-recovery".
 func (r FencingRule) String() string {
 	switch r {
 	case FencingKRaftELR:
@@ -57,9 +87,23 @@ func (r FencingRule) String() string {
 		return "kraft"
 	case FencingZooKeeper:
 		return "zookeeper"
+	case FencingZooKeeperPre22:
+		return "zookeeper-pre-2.2"
+	case FencingKRaftELRRecovery:
+		return "kraft-elr-recovery"
 	}
 	return fmt.Sprintf("fencing(%d)", int(r))
 }
+
+// ELR reports whether the rule keeps eligible leader replicas (KIP-966).
+func (r FencingRule) ELR() bool { return r == FencingKRaftELR || r == FencingKRaftELRRecovery }
+
+// ZooKeeper reports whether the rule is a ZooKeeper-era one (no broker
+// epochs in AlterPartition, no fencing of a bounced broker).
+func (r FencingRule) ZooKeeper() bool { return r == FencingZooKeeper || r == FencingZooKeeperPre22 }
+
+// LabOnly reports whether the rule is in no Kafka release.
+func (r FencingRule) LabOnly() bool { return r == FencingKRaftELRRecovery }
 
 // validate reports a value that is none of the rules (INVALID_CONFIG).
 func (r FencingRule) validate() error {
@@ -74,7 +118,7 @@ func ParseFencingRule(s string) (FencingRule, error) {
 			return r, nil
 		}
 	}
-	return 0, kafkaerr.WithKey(fmt.Errorf("%w: unknown fencing rule %s (want kraft-elr, kraft or zookeeper)", kerr.InvalidConfig, kafkaerr.Quote(s)),
+	return 0, kafkaerr.WithKey(fmt.Errorf("%w: unknown fencing rule %s (want kraft-elr, kraft, zookeeper, zookeeper-pre-2.2 or kraft-elr-recovery)", kerr.InvalidConfig, kafkaerr.Quote(s)),
 		"config.fencing-rule", kafkaerr.Quote(s))
 }
 
@@ -133,7 +177,7 @@ func (c *Controller) SetFencingRule(r FencingRule) error {
 		Config: &events.ConfigChange{Key: ConfigFencingRule, Value: r.String(), Previous: prev.String()}},
 		"event.config.fencing-rule", r, prev))
 	ch.settings = true
-	if r != FencingKRaftELR {
+	if !r.ELR() {
 		for _, name := range c.topicNames() {
 			for _, p := range c.topics[name].parts {
 				if len(p.ELR) > 0 || len(p.LastKnownELR) > 0 {
@@ -155,9 +199,11 @@ func (t *topicState) minISR() int { return t.cfg.Replication().MinInsyncReplicas
 // (the HW cannot move without it, so it holds every committed record); one
 // that joins the ISR leaves the ELR; an ISR back at min.insync.replicas
 // clears the ELR (the HW may move without its members again).
-func (c *Controller) updateELR(t *topicState, p *Partition, old []int32) {
-	defer c.updateLastKnownELR(p, old, p.ELR)
-	if c.rule != FencingKRaftELR {
+//
+// prevLeader is p's leader before the change (for the last known leader).
+func (c *Controller) updateELR(t *topicState, p *Partition, prevLeader int32, old []int32) {
+	defer c.updateLastKnownELR(p, prevLeader, old, p.ELR)
+	if !c.rule.ELR() {
 		p.ELR = nil
 		return
 	}
@@ -177,15 +223,33 @@ func (c *Controller) updateELR(t *topicState, p *Partition, old []int32) {
 	p.ELR = elr
 }
 
-// updateLastKnownELR keeps p's last known ELR after its ISR and ELR
-// changed from oldISR and oldELR: while p has no leader, a replica that
-// left them without joining the other is added, and one back in them
-// removed (as Kafka's PartitionChangeBuilder keeps it when it does not
-// store the last known leader there); with a leader, or under another
-// rule, it is nil.
-func (c *Controller) updateLastKnownELR(p *Partition, oldISR, oldELR []int32) {
-	if c.rule != FencingKRaftELR || p.Leader != replication.NoLeader {
+// updateLastKnownELR keeps p's last known ELR after its leader, ISR and
+// ELR changed from prevLeader, oldISR and oldELR. With a leader, or under
+// a rule without ELR, it is nil. Under kraft-elr (Kafka 4.1) it holds the
+// last known leader: the leader p had when its ISR became empty
+// (PartitionChangeBuilder.maybeUpdateLastKnownLeader, with
+// useLastKnownLeaderInBalancedRecovery on, Kafka's default). Under the
+// lab-only kraft-elr-recovery, while p has no leader, a replica that left
+// the ISR and ELR without joining the other is added, and one back in them
+// removed (as PartitionChangeBuilder keeps it when it does not store the
+// last known leader there).
+func (c *Controller) updateLastKnownELR(p *Partition, prevLeader int32, oldISR, oldELR []int32) {
+	if !c.rule.ELR() || p.Leader != replication.NoLeader {
 		p.LastKnownELR = nil
+		return
+	}
+	if c.rule == FencingKRaftELR {
+		if len(p.ISR) == 0 && len(oldISR) > 0 {
+			// The lab fences every broker whose session expired in one
+			// tick before it moves anything, so the partition may have lost
+			// its leader while members were left in its ISR; Kafka fences
+			// them one at a time, moving the leadership to the next one, so
+			// the last to leave was its leader when the ISR emptied.
+			if prevLeader == replication.NoLeader {
+				prevLeader = oldISR[len(oldISR)-1]
+			}
+			p.LastKnownELR = []int32{prevLeader}
+		}
 		return
 	}
 	in := func(r int32) bool { return slices.Contains(p.ISR, r) || slices.Contains(p.ELR, r) }
@@ -206,18 +270,34 @@ func (c *Controller) updateLastKnownELR(p *Partition, oldISR, oldELR []int32) {
 func (c *Controller) reRegister(ch *change, b *Broker, reg Registration, withinSession bool) {
 	id := b.ID
 	switch {
-	case c.rule == FencingZooKeeper && withinSession:
-		// Back before its session expired: as with ZooKeeper-era Kafka, the
-		// controller never saw it gone, so it keeps its ISR places (which is
-		// what lets KIP-101's restarted follower be elected cleanly). It
-		// lost its in-memory state, so it gives up the leaderships it held.
+	case c.rule == FencingZooKeeperPre22 && withinSession:
+		// Back before its session expired: as with ZooKeeper-era Kafka
+		// before 2.2, the controller never saw it gone, so it keeps its ISR
+		// places (which is what lets KIP-101's restarted follower be
+		// elected cleanly). It lost its in-memory state, so it gives up the
+		// leaderships it held.
 		ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindBroker, Broker: id, BrokerState: events.BrokerUp,
-			Listener: b.Listener}, "event.broker.rereg.zookeeper", id, b.Epoch))
+			Listener: b.Listener}, "event.broker.rereg.zookeeper-pre-2.2", id, b.Epoch))
 		c.handOverLeaderships(ch, id, i18n.Word("event.word.reason.restarted", id))
 		return
-	case c.rule != FencingZooKeeper && withinSession:
+	case c.rule == FencingZooKeeper && withinSession:
+		// KIP-380 (Kafka 2.2+): the new registration carries a new broker
+		// epoch, so the ZooKeeper-era controller sees the bounce and
+		// handles it as the broker's failure (KafkaController.
+		// onBrokerFailure: it leaves every ISR but where it is the last
+		// member, which ZooKeeper-era Kafka never empties) and start
+		// (onBrokerStartup: where it is that last member it leads again,
+		// under a new leader epoch).
+		ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindBroker, Broker: id, BrokerState: events.BrokerUp,
+			Listener: b.Listener}, "event.broker.rereg.zookeeper", id, b.Epoch))
+		c.leaveReplicaSets(ch, id, i18n.Word("event.word.reason.restarted", id), events.ISRRestarted)
+		c.handOverLeaderships(ch, id, i18n.Word("event.word.reason.restarted", id))
+		return
+	case withinSession:
 		// KRaft: a new incarnation. The old one is fenced first, so the new
-		// one earns its ISR places back by catching up (KIP-903).
+		// one earns its ISR places back by catching up; KIP-903's broker
+		// epochs in Fetch and AlterPartition keep an ISR expansion built on
+		// the old incarnation's fetches from being accepted.
 		ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindBroker, Broker: id, BrokerState: events.BrokerFenced,
 			Listener: b.Listener}, "event.broker.rereg.kraft", id, b.Epoch, c.rule))
 		c.leaveReplicaSets(ch, id, i18n.Word("event.word.reason.restarted", id), events.ISRRestarted)
@@ -225,7 +305,7 @@ func (c *Controller) reRegister(ch *change, b *Broker, reg Registration, withinS
 		ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindBroker, Broker: id, BrokerState: events.BrokerFenced,
 			Listener: b.Listener}, "event.broker.registered", id, b.Epoch))
 	}
-	if c.rule == FencingKRaftELR && !reg.CleanShutdown {
+	if c.rule.ELR() && !reg.CleanShutdown {
 		c.forgetUnclean(ch, id)
 	}
 }
@@ -252,11 +332,11 @@ func (c *Controller) forgetUnclean(ch *change, id int32) {
 				// it in the ELR either.
 				c.elect(ch, t, p, p.ISR, i18n.Word("event.word.reason.unclean-restart", id),
 					events.ISRChange{Cause: events.ISRUncleanRestart, Broker: id})
-				c.updateLastKnownELR(p, oldISR, oldELR)
+				c.updateLastKnownELR(p, id, oldISR, oldELR)
 				continue
 			}
-			c.updateELR(t, p, nil)
-			c.updateLastKnownELR(p, oldISR, oldELR) // id left both: known last if p has no leader
+			c.updateELR(t, p, p.Leader, nil)
+			c.updateLastKnownELR(p, p.Leader, oldISR, oldELR) // id left both: known last if p has no leader
 			p.PartitionEpoch++
 			ch.partition(p)
 			ev := events.Event{Kind: events.KindISR, Broker: id, Topic: p.Topic, Partition: p.Partition,
@@ -281,21 +361,31 @@ func (c *Controller) offlineWhy(t *topicState, p *Partition) string {
 		return i18n.Word("event.word.offline.isr", p.ISR)
 	case len(p.ELR) > 0:
 		return i18n.Word("event.word.offline.elr", p.ELR)
-	case c.rule == FencingKRaftELR && !t.cfg.UncleanLeaderElection:
+	case c.rule == FencingKRaftELR && len(p.LastKnownELR) == 1:
+		return i18n.Word("event.word.offline.last-known", p.LastKnownELR[0])
+	case c.rule == FencingKRaftELRRecovery && !t.cfg.UncleanLeaderElection:
 		return i18n.Word("event.word.offline.unknown-or-unclean")
-	case c.rule == FencingKRaftELR:
+	case c.rule == FencingKRaftELRRecovery:
 		return i18n.Word("event.word.offline.unknown")
 	}
 	return i18n.Word("event.word.offline")
 }
 
-// recoverUnclean is KIP-966's "balanced" unclean recovery: a partition
+// recoverUnclean is KIP-966's "balanced" unclean recovery, lab-only for
+// ISR topics (the kraft-elr-recovery rule; GetReplicaLogInfo is in no
+// release), and how a replication.protocol=pipeline topic recovers under
+// either ELR rule (forgetUncleanPipelines): a partition
 // with no leader, ISR or ELR, all of whose replicas are registered and
 // running, elects the replica with the longest log (highest last leader
 // epoch, then highest LEO, as its broker reported them at registration).
 // It reports whether it elected one. Callers hold c.mu.
 func (c *Controller) recoverUnclean(ch *change, t *topicState, p *Partition, reason string) bool {
-	if c.rule != FencingKRaftELR || !p.NeedsRecovery() {
+	if !c.rule.ELR() || !p.NeedsRecovery() {
+		return false
+	}
+	if t.cfg.Protocol == ProtocolISR && c.rule != FencingKRaftELRRecovery {
+		// Kafka 4.1 elects the last known leader instead (elect); a
+		// pipeline's recovery is HDFS's (the longest replica) under both.
 		return false
 	}
 	best, bestInfo := replication.NoLeader, LogInfo{LastEpoch: -2, LogEndOffset: -1}

@@ -8,7 +8,7 @@ import (
 
 // Fencing switches the controller's fencing rule: how a restarted broker
 // is treated and whom the controller may elect (kraft-elr, kraft,
-// zookeeper).
+// zookeeper, zookeeper-pre-2.2, kraft-elr-recovery).
 type Fencing interface {
 	// FencingRule names the rule in force.
 	FencingRule() string

@@ -74,6 +74,9 @@ func appendEvent(b []byte, e *events.Event) ([]byte, error) {
 		if l.Unclean {
 			b = append(b, `,"unclean":true`...)
 		}
+		if l.LastKnown {
+			b = append(b, `,"last_known":true`...)
+		}
 		b = append(b, '}')
 	}
 	b = appendInt32s(b, `,"isr":`, e.ISR)

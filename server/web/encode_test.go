@@ -19,7 +19,7 @@ func fullEvent(s string) events.Event {
 		Seq: 1 << 40, Time: time.Date(2026, 11, 30, 23, 1, 2, 345678901, time.UTC), Kind: events.KindTruncation,
 		Broker: -1, Topic: s, Partition: 7, Message: s, MessageKey: "event.x", MessageArgs: []string{s, "b"},
 		Offsets: &events.Offsets{Base: -1, Last: 2, LEO: 3, HW: 4},
-		Leader:  &events.Leadership{Leader: 2, PreviousLeader: -1, LeaderEpoch: 5, StartOffset: 6, Unclean: true},
+		Leader:  &events.Leadership{Leader: 2, PreviousLeader: -1, LeaderEpoch: 5, StartOffset: 6, Unclean: true, LastKnown: true},
 		ISR:     []int32{1, 2}, ELR: []int32{3}, Error: "NOT_ENOUGH_REPLICAS", Acks: events.AcksAll,
 		Records:     []events.Record{{Offset: 1, LeaderEpoch: 2, Key: s, Value: s, KeySize: 300, ValueSize: 1 << 20, Digest: "cd"}, {Offset: 2, Value: ""}},
 		Truncated:   []events.TruncatedRecord{{Offset: 9, LeaderEpoch: 1, Digest: "ab", Value: s, ReasonArgs: []string{s}}},

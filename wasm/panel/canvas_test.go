@@ -66,7 +66,7 @@ func TestPaint(t *testing.T) {
 	got := strings.ReplaceAll(string(pt.Buf), "\x00", "|")
 	want := "C|7|" + i64(f.W) + "|" + i64(f.H) + "|" +
 		"K|0|170|16|0|0||e0|K|0|210|16|0|1|hell…|e0|K|1|250|16|1|2|x|e1?|" + // lane 1 at y 16
-		"K|0|170|88|0|0||e0|K|0|210|88|0|1||e0|K|2|250|88|0|2 e0|lost||" + // lane 2 under it
+		"K|0|170|88|0|0||e0|K|0|210|88|0|1||e0|K|2|250|88|0|2|lost|e0 ✕|" + // lane 2 under it
 		"D|0|170|102|120|84|" // broker 2 crashed: its cells and truncated row dimmed
 	if got != want {
 		t.Errorf("drawing\n%s\nwant\n%s", got, want)

@@ -336,7 +336,10 @@ func (lz *Lanes) cell(id cellID, c Catalog) cellText {
 		if id.reason != "" {
 			t.title += " — " + id.reason
 		}
-		t.off = i64(id.offset) + " e" + itoa(id.epoch)
+		// Offset above, epoch and ✕ under the value: one line of both
+		// would not fit a cell at 11 px.
+		t.off = i64(id.offset)
+		t.ep = "e" + itoa(id.epoch) + " ✕"
 	} else {
 		state := c.T("panel.lane.committed")
 		t.ep = "e" + itoa(id.epoch)
@@ -569,7 +572,7 @@ func (lz *Lanes) lane(topic string, p *events.Partition, r *events.Replica, stat
 		}
 		id := cellID{offset: o, epoch: t.LeaderEpoch, state: cellTruncated, value: shortValue(t.Value), reason: TruncatedReason(t, c)}
 		ct := lz.cell(id, c)
-		lz.cellBuf = append(lz.cellBuf, Cell{Class: "ghost", Offset: o, X: (o - base) * cellW, Title: ct.title, Off: ct.off, Val: id.value,
+		lz.cellBuf = append(lz.cellBuf, Cell{Class: "ghost", Offset: o, X: (o - base) * cellW, Title: ct.title, Off: ct.off, Val: id.value, Ep: ct.ep,
 			Color: abs32(t.LeaderEpoch) % 8, State: cellTruncated})
 	}
 	l.Cells = lz.cellBuf[from:len(lz.cellBuf):len(lz.cellBuf)]
