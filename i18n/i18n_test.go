@@ -100,7 +100,7 @@ func TestEventTexts(t *testing.T) {
 		}
 	}
 	en, args := Text("event.broker.started.recovered", Count("event.word.segments", 1), Count("event.word.torn-bytes", 12))
-	if want := "recovered after an unclean stop: 1 segment re-read, 12 torn bytes cut"; en != want {
+	if want := "recovered after an unclean shutdown: 1 segment re-read, 12 torn bytes cut"; en != want {
 		t.Errorf("English %q, want %q", en, want)
 	}
 	if !slices.Equal(args, []string{"event.word.segments.one:1", "event.word.torn-bytes.other:12"}) {

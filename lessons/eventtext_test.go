@@ -127,7 +127,7 @@ step
   check log-start 1 logs > 0
 `,
 	// kraft-elr: links cut and healed, the fencing rule changed, topics and
-	// configs, a refused produce, restarts after unclean stops, a new
+	// configs, a refused produce, restarts after unclean shutdowns, a new
 	// incarnation, and an election from the ELR.
 	`scenario messages-kraft-elr
 brokers 3

@@ -48,7 +48,7 @@ func rulesOnly(*Env, []string, map[string]string) error {
 	return errors.New("only on the rules back-end")
 }
 
-var topicKeys = []string{"partitions", "rf", "segment.bytes", "index.interval.bytes", "min.insync.replicas",
+var topicKeys = []string{"partitions", "rf", "segment.bytes", "segment.ms", "segment.index.bytes", "index.interval.bytes", "min.insync.replicas",
 	"unclean.leader.election.enable", "truncation.rule", "retention.ms", "retention.bytes", "replica.lag.time.max.ms",
 	"flush.messages", "replication.protocol", rulesCheckpointKey}
 
@@ -509,14 +509,7 @@ func init() {
 			return num(m), nil
 		}},
 		"names-are-base-offsets": {"broker topic", func(e *Env, a []string) (Value, error) {
-			ok := true
-			for _, s := range segments(e, id(a[0]), a[1]) {
-				for _, f := range s.Files {
-					ok = ok && twentyDigits.MatchString(f)
-				}
-				ok = ok && s.Files[0] == fmt.Sprintf("%020d.log", s.BaseOffset)
-			}
-			return truth(ok), nil
+			return truth(namesAreBaseOffsets(segments(e, id(a[0]), a[1]))), nil
 		}},
 		"segment-of": {"broker topic int", func(e *Env, a []string) (Value, error) {
 			off, _ := strconv.ParseInt(a[2], 10, 64)
@@ -676,6 +669,7 @@ func init() {
 	}
 	addScenarioVocab()
 	addCompareVocab()
+	addFileVocab()
 }
 
 // lookupSegment is the segment the last lookup chose.
@@ -785,6 +779,24 @@ func segments(e *Env, id int32, topic string) []storage.SegmentInfo {
 }
 
 var twentyDigits = regexp.MustCompile(`^\d{20}\.(log|index|timeindex)$`)
+
+// namesAreBaseOffsets reports whether every segment's three files are
+// named by its own first offset in 20 digits and each segment starts where
+// the one before it ended (so a name one below, the previous segment's
+// last offset, fails); true for no segments.
+func namesAreBaseOffsets(segs []storage.SegmentInfo) bool {
+	for i, s := range segs {
+		for _, f := range s.Files {
+			if !twentyDigits.MatchString(f) || f[:20] != fmt.Sprintf("%020d", s.BaseOffset) {
+				return false
+			}
+		}
+		if i > 0 && s.BaseOffset != segs[i-1].NextOffset {
+			return false
+		}
+	}
+	return true
+}
 
 // sayLanes tells the controller's view of a topic and every replica's.
 func (e *Env) sayLanes(topic string) {

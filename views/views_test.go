@@ -3,6 +3,7 @@ package views
 import (
 	"bytes"
 	"context"
+	"html"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -203,6 +204,39 @@ func TestLongValuesStayShort(t *testing.T) {
 	} {
 		if got := shortValue(c.v); got != c.want || !utf8.ValidString(got) {
 			t.Errorf("shortValue(%q) = %q, want %q", c.v, got, c.want)
+		}
+	}
+}
+
+// TestLabOnlyAndFolkloreLabelled: where the partition page shows
+// replication.protocol and the OSR badge, and where the config form offers
+// truncation.rule, the page labels them lab-only or folklore, with the
+// one-line why, in the page's language.
+func TestLabOnlyAndFolkloreLabelled(t *testing.T) {
+	v := apiv1.PartitionView{Topic: "demo", PartitionInfo: apiv1.PartitionInfo{Leader: 1, Replicas: []int32{1, 2}, ISR: []int32{1}},
+		ReplicaLogs: []apiv1.ReplicaView{{Broker: 1, Leader: true, InSync: true}, {Broker: 2}}}
+	for _, l := range i18n.Languages() {
+		var buf bytes.Buffer
+		if err := Partition(Page{Lang: l}, PartitionPage{View: v}).Render(context.Background(), &buf); err != nil {
+			t.Fatal(err)
+		}
+		h := buf.String()
+		for _, want := range []string{
+			`replication.protocol <span class="tag lab-only"`, i18n.T(l, "ui.lab-only"), i18n.T(l, "ui.lab-only.protocol"),
+			`<span class="tag folklore">` + i18n.T(l, "ui.folklore") + `</span>`,
+		} {
+			if !strings.Contains(h, html.EscapeString(want)) && !strings.Contains(h, want) {
+				t.Errorf("%s: partition page lacks %q", l, want)
+			}
+		}
+		buf.Reset()
+		if err := configForm(Page{Lang: l}, events.Snapshot{}, "demo").Render(context.Background(), &buf); err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{`truncation.rule <span class="tag lab-only">` + i18n.T(l, "ui.lab-only") + `</span>`, i18n.T(l, "ui.lab-only.truncation")} {
+			if !strings.Contains(buf.String(), html.EscapeString(want)) && !strings.Contains(buf.String(), want) {
+				t.Errorf("%s: config form lacks %q", l, want)
+			}
 		}
 	}
 }

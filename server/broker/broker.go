@@ -376,7 +376,7 @@ func (b *Broker) configFromDisk(tp storage.TopicPartition) storage.Config {
 }
 
 // withRecoveryMessage returns ev saying how the broker's log dir started:
-// cleanly, empty, or recovered after an unclean stop.
+// cleanly, empty, or recovered after an unclean shutdown.
 func (b *Broker) withRecoveryMessage(ev events.Event) events.Event {
 	if b.dir.WasCleanShutdown() {
 		return i18n.EventMessage(ev, "event.broker.started.clean")
