@@ -497,11 +497,12 @@ func (lz *Lanes) lane(topic string, p *events.Partition, r *events.Replica, stat
 		label += " ★"
 	}
 	b.WriteString(`<text class="lane-label" x="4" y="26">` + esc(label) + `</text>`)
-	badge, badgeCls := "ISR", "isr-badge"
-	if !inSync {
-		badge, badgeCls = "OSR", "osr-badge"
+	if inSync {
+		b.WriteString(`<text class="isr-badge" x="110" y="26">ISR</text>`)
+	} else {
+		// OSR is the books' word, not Kafka's: the badge says so on hover.
+		b.WriteString(`<text class="osr-badge" x="110" y="26"><title>` + esc(c.T("panel.lane.osr")) + `</title>OSR</text>`)
 	}
-	b.WriteString(`<text class="` + badgeCls + `" x="110" y="26">` + badge + `</text>`)
 	if state != events.BrokerUp {
 		b.WriteString(`<text class="state-word" x="4" y="68">` + state.Glyph() + ` ` + esc(c.T("panel.state."+string(state))) + `</text>`)
 	}

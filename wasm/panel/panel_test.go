@@ -221,7 +221,9 @@ func TestRenderLanes(t *testing.T) {
 		`<span role="img" class="rec ep1 uncommitted" data-offset="2" data-val="&lt;b&gt;"`,
 		`<span role="img" class="ghost" data-offset="2" data-val="lost"`, `class="marker hw" data-offset="2" aria-label="HW 2"`, `class="marker leo" data-offset="3" aria-label="LEO 3"`,
 		"follower restarted", "✕ truncated (high-watermark rule)", `<canvas class="lane-canvas" aria-hidden="true">`,
-		`class="marker hw"`, `class="marker leo"`, "OSR", "broker 1 ★",
+		`class="marker hw"`, `class="marker leo"`, "broker 1 ★",
+		// OSR is labelled folklore where a learner meets it (issue 30).
+		`<text class="osr-badge" x="110" y="26"><title>OSR (folklore): a replica outside the ISR.`,
 		`data-leader="1" data-epoch="1" data-hw="2"`,
 	} {
 		if !strings.Contains(out, want) {
