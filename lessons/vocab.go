@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -191,13 +192,23 @@ func init() {
 			e.setResult(a[0], a[1], &result{pending: p})
 			return nil
 		}},
-		"send-idempotent": {"topic word word int", nil, func(e *Env, a []string, _ map[string]string) error {
+		// send-idempotent TOPIC VALUE PID SEQ [epoch=E]: one batch of an
+		// idempotent producer, its producer epoch E (default 0).
+		"send-idempotent": {"topic word word int key=value*", []string{"epoch"}, func(e *Env, a []string, opt map[string]string) error {
 			pid, ok := e.pids[a[2]]
 			if !ok {
 				return fmt.Errorf("send-idempotent: no producer id %s (do init-producer-id first)", a[2])
 			}
 			seq, _ := strconv.Atoi(a[3])
-			p, err := e.produceBytes(a[0], a[1], storage.NewIdempotentBatch([]storage.Record{{Value: []byte(a[1]), Timestamp: e.c.Clock().Now().UnixMilli()}}, pid, 0, int32(seq)))
+			epoch := 0
+			if v, ok := opt["epoch"]; ok {
+				n, err := strconv.Atoi(v)
+				if err != nil || n < 0 || n > math.MaxInt16 {
+					return fmt.Errorf("send-idempotent: epoch=%s is not a producer epoch (0..%d)", v, math.MaxInt16)
+				}
+				epoch = n
+			}
+			p, err := e.produceBytes(a[0], a[1], storage.NewIdempotentBatch([]storage.Record{{Value: []byte(a[1]), Timestamp: e.c.Clock().Now().UnixMilli()}}, pid, int16(epoch), int32(seq)))
 			if err != nil {
 				return err
 			}
