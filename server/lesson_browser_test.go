@@ -164,8 +164,11 @@ func walkLesson(t *testing.T, keyboard bool) {
 		n, _ := strconv.Atoi(attr("#progress", "data-cursor"))
 		return n
 	}
+	// at: the page of step n, parsed to its end (under load a poll could
+	// see the bar's #progress of a page whose card was not parsed yet, and
+	// #next was null).
 	at := func(n int) string {
-		return `document.querySelector('#progress[data-cursor="` + strconv.Itoa(n) + `"]') !== null`
+		return `document.readyState !== "loading" && document.querySelector('#progress[data-cursor="` + strconv.Itoa(n) + `"]') !== null`
 	}
 
 	for _, lang := range i18n.Languages() {

@@ -14,7 +14,7 @@ func TestBrowserLessonLanesEveryTopic(t *testing.T) {
 	b := startBrowserLab(t, false)
 	b.open("/lessons", false)
 	b.click(`[data-start="14-kip101-hw-truncation"]`)
-	b.poll(`document.querySelector('#progress[data-cursor="0"]') !== null`, "the run to start")
+	b.poll(`document.readyState !== "loading" && document.querySelector('#progress[data-cursor="0"]') !== null`, "the run to start")
 	live := `document.querySelector('#panel[data-status="live"]') !== null`
 	// A figure out of view is not painted (static/panel.js): each is
 	// scrolled into view first.

@@ -32,7 +32,7 @@ func (b *browserLab) lessonStep(n int, sel string, check func()) {
 	} else {
 		b.click("#next")
 	}
-	b.poll(`document.querySelector('#progress[data-cursor="`+strconv.Itoa(n)+`"]') !== null`, "step "+strconv.Itoa(n))
+	b.poll(`document.readyState !== "loading" && document.querySelector('#progress[data-cursor="`+strconv.Itoa(n)+`"]') !== null`, "step "+strconv.Itoa(n))
 }
 
 // inView is JavaScript that lists the elements sels find that are not
@@ -84,7 +84,7 @@ func TestBrowserLessonOneScreen(t *testing.T) {
 	for _, lesson := range []string{"08-hw", "12-min-isr", "14-kip101-hw-truncation"} {
 		b.open("/lessons", false)
 		b.click(`[data-start="` + lesson + `"]`)
-		b.poll(`document.querySelector('#progress[data-cursor="0"]') !== null`, lesson+" to start")
+		b.poll(`document.readyState !== "loading" && document.querySelector('#progress[data-cursor="0"]') !== null`, lesson+" to start")
 		total := eval[int](b, `+document.querySelector('#progress').dataset.total`)
 		for step := 1; step <= total; step++ {
 			asked := false
