@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"tidemark/events/history"
+	"tidemark/internal/fds"
 	"tidemark/lessons"
 	"tidemark/server/broker"
 	"tidemark/server/chaos"
@@ -351,8 +352,11 @@ func serveUI(ctx context.Context, addr string, ws *web.Server, out io.Writer, li
 	baseCtx, cancelRequests := context.WithCancel(context.Background())
 	defer cancelRequests()
 	srv := web.NewHTTPServer(ws.Handler(), baseCtx)
+	// Every connection counts from accept: capped per peer and in total
+	// below the descriptor limit, the rest kept for the brokers.
+	limited := web.LimitConns(srv, ln, web.DefaultConnLimits(fds.Limit()), nil)
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
+	go func() { serveErr <- srv.Serve(limited) }()
 
 	url := "http://" + ln.Addr().String() + "/"
 	fmt.Fprintf(out, "tidemark: web UI on %s\n", url)

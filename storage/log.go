@@ -387,14 +387,17 @@ func (l *Log) maybeRoll(h BatchHeader, now time.Time) (bool, error) {
 	return true, nil
 }
 
-// roll seals the active segment and starts one at base.
+// roll seals the active segment and starts one at base. The new segment's
+// files are made first: running out of descriptors (EMFILE) there leaves
+// the log as it was, so the failure can be transient (dirHealth.fail).
 func (l *Log) roll(base int64) error {
 	old := l.active()
-	if err := old.seal(); err != nil {
-		return err
-	}
 	s, err := createSegment(l.dir, base, l.env)
 	if err != nil {
+		return err
+	}
+	if err := old.seal(); err != nil {
+		s.close()
 		return err
 	}
 	l.setSegments(append(l.segments, s))
@@ -945,7 +948,9 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	}
 	s, err := createSegment(l.dir, offset, l.env)
 	if err != nil {
-		return err
+		// The old segments are gone: even out of descriptors, the log no
+		// longer matches its files, so the dir goes offline.
+		return offlineAnyway{err}
 	}
 	l.setSegments([]*segment{s})
 	l.logStartOffset.Store(offset)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/labstack/echo/v4"
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"tidemark/events"
 	"tidemark/lessons"
@@ -36,14 +37,22 @@ func checkOrigin(r *http.Request) bool {
 	return (u.Scheme == "http" || u.Scheme == "https") && strings.EqualFold(u.Host, r.Host)
 }
 
+// wsHandshakeTimeout bounds writing the websocket handshake's answer; the
+// request itself is read under the server's header and read deadlines.
+const wsHandshakeTimeout = 10 * time.Second
+
 var upgrader = websocket.Upgrader{
-	ReadBufferSize:  1 << 10,
-	WriteBufferSize: 16 << 10,
-	CheckOrigin:     checkOrigin,
+	ReadBufferSize:   1 << 10,
+	WriteBufferSize:  16 << 10,
+	HandshakeTimeout: wsHandshakeTimeout,
+	CheckOrigin:      checkOrigin,
 	Error: func(w http.ResponseWriter, r *http.Request, status int, reason error) {
 		code := CodeForbiddenOrigin
 		if status != http.StatusForbidden {
 			code = "INVALID_REQUEST"
+		}
+		if mayHaveBody(r) {
+			defer dropBody(w)()
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
@@ -60,6 +69,11 @@ var upgrader = websocket.Upgrader{
 // instead, so a slow client costs neither the brokers nor the other clients
 // anything.
 func (s *Server) serveWS(c echo.Context) error {
+	if mayHaveBody(c.Request()) {
+		// A handshake has no body; this one is refused without reading it
+		// (handleError closes the connection after the answer).
+		return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "a websocket handshake has no body")
+	}
 	lab, err := s.wsLab(c) // ?run=<id>: a lesson run's cluster
 	if err != nil {
 		return err

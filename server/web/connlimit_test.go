@@ -1,0 +1,156 @@
+package web
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"tidemark/events"
+)
+
+// serveLimited starts the lab's HTTP server for lab behind a ConnLimiter
+// with lim, its timeouts long (10 minutes): nothing in these tests may be
+// closed by a timeout.
+func serveLimited(t *testing.T, lab Lab, lim ConnLimits) (*httptest.Server, *ConnLimiter) {
+	t.Helper()
+	const long = 10 * time.Minute
+	saved := timeouts
+	timeouts = httpTimeouts{long, long, long, long}
+	s := newTestServer(t, lab, Options{})
+	srv := httptest.NewUnstartedServer(s.Handler())
+	srv.Config = NewHTTPServer(s.Handler(), context.Background())
+	timeouts = saved
+	var l *ConnLimiter
+	if lim != (ConnLimits{}) {
+		l = LimitConns(srv.Config, srv.Listener, lim, nil)
+		srv.Listener = l
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv, l
+}
+
+// TestRefusedRequestClosesAtOnce is the probe: a request refused
+// before its handler reads the body (a bad Host, a bad Origin, /ws with a
+// body) announcing 1,000 bytes of body and sending one is answered and its
+// connection closed within a second, with every read timeout 10 minutes
+// away. Before, net/http read the rest of the body before answering, and
+// the connection hung.
+func TestRefusedRequestClosesAtOnce(t *testing.T) {
+	srv, _ := serveLimited(t, newTestLab(events.BusOptions{}), ConnLimits{})
+	host := strings.TrimPrefix(srv.URL, "http://")
+	for _, tc := range []struct{ name, req, want string }{
+		{"bad Host", "POST /api/v1/topics HTTP/1.1\r\nHost: evil.example\r\nContent-Type: application/json\r\n", "421"},
+		{"bad Origin", "POST /api/v1/topics HTTP/1.1\r\nHost: " + host + "\r\nOrigin: http://evil.example\r\nContent-Type: application/json\r\n", "403"},
+		{"/ws with a body", "GET /ws HTTP/1.1\r\nHost: " + host + "\r\n", "400"},
+		{"/ws upgrade with a body", "GET /ws HTTP/1.1\r\nHost: " + host + "\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n" +
+			"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n", "400"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			conn, err := net.Dial("tcp", host)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			io.WriteString(conn, tc.req+"Content-Length: 1000\r\n\r\n{")
+			took, got := closedWithin(t, conn, start, 5*time.Second)
+			if took > time.Second || !strings.HasPrefix(got, "HTTP/1.1 "+tc.want) || !strings.Contains(got, "Connection: close") {
+				t.Fatalf("answered and closed after %v with %q; want %s and a close within 1s", took, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestConnCaps: connections past the per-peer cap that never finish their
+// headers make room by closing the oldest such ones (a slow-headers flood
+// cannot keep a normal request out), and a normal request still answers;
+// when every connection held is busy (open websockets), a new one is
+// closed at once and the websockets keep streaming.
+func TestConnCaps(t *testing.T) {
+	lab := newTestLab(events.BusOptions{})
+	srv, l := serveLimited(t, lab, ConnLimits{PerPeer: 8, Total: 12})
+	host := strings.TrimPrefix(srv.URL, "http://")
+
+	// 30 half-open connections: headers begun, never finished.
+	var half []net.Conn
+	for range 30 {
+		c, err := net.Dial("tcp", host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: "+host+"\r\n")
+		half = append(half, c)
+	}
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	start := time.Now()
+	resp, err := client.Get(srv.URL + "/api/v1/cluster")
+	if err != nil {
+		t.Fatalf("a normal request among 30 half-open connections: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || time.Since(start) > time.Second {
+		t.Fatalf("normal request: %d after %v", resp.StatusCode, time.Since(start))
+	}
+	// The oldest half-open connections were closed to make room.
+	half[0].SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := half[0].Read(make([]byte, 1)); err == nil {
+		t.Fatal("the oldest half-open connection is still open")
+	}
+	if st := l.Stats(); st.Open > 8 || st.Evicted < 22 {
+		t.Fatalf("stats %+v: want at most 8 open, at least 22 evicted", st)
+	}
+
+	// Eight websockets hold the peer's cap, all busy.
+	var wss []*wsClient
+	for range 8 {
+		c := dialWS(t, srv)
+		if m := c.next(); m.Type != events.MessageSnapshot {
+			t.Fatalf("first message %+v", m)
+		}
+		wss = append(wss, c)
+	}
+	dialer := websocket.Dialer{HandshakeTimeout: 5 * time.Second}
+	url := "ws" + strings.TrimPrefix(srv.URL, "http") + "/ws"
+	if c, _, err := dialer.Dial(url, http.Header{"Origin": {srv.URL}}); err == nil {
+		c.Close()
+		t.Fatal("a ninth connection was served with eight busy websockets at a per-peer cap of 8")
+	}
+	if st := l.Stats(); st.Refused == 0 || st.Open != 8 {
+		t.Fatalf("stats %+v: want the ninth refused, eight open", st)
+	}
+	lab.publish(events.Event{Kind: events.KindHW, Broker: 1, Topic: "demo", Offsets: &events.Offsets{HW: 7}})
+	for _, c := range wss {
+		for {
+			m := c.next() // fails the test if the connection was cut
+			if m.Type == events.MessageEvents && len(m.Events) > 0 {
+				break
+			}
+		}
+	}
+}
+
+// TestDefaultConnLimits: a sixteenth of the descriptors, within bounds.
+func TestDefaultConnLimits(t *testing.T) {
+	for _, tc := range []struct {
+		files uint64
+		want  ConnLimits
+	}{
+		{20000, ConnLimits{PerPeer: 256, Total: 1250}},
+		{1024, ConnLimits{PerPeer: 64, Total: 64}},
+		{0, ConnLimits{PerPeer: 256, Total: 512}},
+		{1 << 20, ConnLimits{PerPeer: 256, Total: 4096}},
+	} {
+		if got := DefaultConnLimits(tc.files); got != tc.want {
+			t.Errorf("DefaultConnLimits(%d) = %+v, want %+v", tc.files, got, tc.want)
+		}
+	}
+}
