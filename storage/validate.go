@@ -2,6 +2,7 @@ package storage
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kbin"
@@ -26,8 +27,9 @@ const (
 // an idempotent batch (producer id ≥ 0) has a base sequence. Without
 // message.timestamp.* configs in the lab, timestamps only have to parse.
 // It returns the batch's header. The error wraps UNSUPPORTED_COMPRESSION_TYPE
-// for codecs 5–7, CORRUPT_MESSAGE for bytes that do not decode, and
-// INVALID_RECORD for a batch that decodes but breaks a rule. An empty record
+// for codecs 5–7, MESSAGE_TOO_LARGE for records that decompress past
+// MaxDecompressedBatchBytes, CORRUPT_MESSAGE for bytes that do not decode,
+// and INVALID_RECORD for a batch that decodes but breaks a rule. An empty record
 // set is INVALID_RECORD. A batch that passes cannot stop a consumer at its
 // offset: that is the point, since a bad batch once appended is replicated
 // and served to every reader.
@@ -69,8 +71,12 @@ func ValidateProducedBatchTail(records []byte, tail int) (BatchHeader, []Decoded
 		return h, nil, fmt.Errorf("%w: compression codec %d is not one Kafka knows (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd)", kerr.UnsupportedCompressionType, codec)
 	}
 	buf := getDecodeBuf()
-	raw, err := decompressTo(*buf, codec, records[batchHeaderSize:])
+	raw, err := decompressTo(*buf, codec, records[batchHeaderSize:], MaxDecompressedBatchBytes)
 	defer putDecodeBuf(buf, codec, raw)
+	if errors.Is(err, errInflates) {
+		return h, nil, fmt.Errorf("%w: the %s records of a %d-byte batch decompress to more than %d bytes (the lab's bound on a produced batch, MaxDecompressedBatchBytes)",
+			kerr.MessageTooLarge, h.Compression(), len(records), MaxDecompressedBatchBytes)
+	}
 	if err != nil {
 		return h, nil, fmt.Errorf("%w: the records do not decompress as %s: %v", ErrCorruptMessage, h.Compression(), err)
 	}
