@@ -2,6 +2,7 @@ package storage
 
 import (
 	"errors"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
@@ -81,5 +82,54 @@ func TestOutOfDescriptorsIsTransient(t *testing.T) {
 			}
 			checkRecords(t, l, acked)
 		})
+	}
+}
+
+// TestShortOfFilesClosesSealedSegments: while Options.ShortOfFiles says
+// the process is short of descriptors, the retention check closes sealed
+// segments idle for ShortIdleFileTimeout rather than IdleFileTimeout: the
+// first thing given back. Before, a sealed segment read once held its
+// descriptor for 30 s, and a flood of small segments ran the process out.
+func TestShortOfFilesClosesSealedSegments(t *testing.T) {
+	const partitions = 50
+	base := openFDs(t)
+	if base < 0 {
+		t.Skip("descriptors cannot be counted here")
+	}
+	var short atomic.Bool
+	cfg := DefaultConfig()
+	cfg.SegmentBytes = 1024
+	clock := newTestClock()
+	opts := testOptions(clock, cfg)
+	opts.ShortOfFiles = short.Load
+	d, err := OpenLogDir(t.TempDir(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.Crash)
+	logs := make([]*Log, partitions)
+	for p := range logs {
+		if logs[p], err = d.CreateLog(TopicPartition{Topic: "wide", Partition: int32(p)}, cfg); err != nil {
+			t.Fatal(err)
+		}
+		produce(t, logs[p], 0, 0, 4, 1, 700) // one segment per batch
+	}
+	for _, l := range logs {
+		readAll(t, l, l.LogEndOffset())
+	}
+	clock.Advance(2 * ShortIdleFileTimeout)
+	retentionCheck(t, logs)
+	if got := openFDs(t) - base; got != 6*partitions {
+		t.Fatalf("not short, read %v ago: %d descriptors, want %d", 2*ShortIdleFileTimeout, got, 6*partitions)
+	}
+	short.Store(true)
+	retentionCheck(t, logs)
+	if got := openFDs(t) - base; got != 3*partitions {
+		t.Fatalf("short of files: %d descriptors, want %d (the active segments' only)", got, 3*partitions)
+	}
+	for _, l := range logs {
+		if got := readAll(t, l, l.LogEndOffset()); len(got) != 4 {
+			t.Fatalf("read %d records after closing, want 4", len(got))
+		}
 	}
 }

@@ -26,6 +26,8 @@ type env struct {
 	cfg     Config
 	// idleFileTimeout: Options.IdleFileTimeout.
 	idleFileTimeout time.Duration
+	// shortOfFiles: Options.ShortOfFiles (nil: never).
+	shortOfFiles func() bool
 }
 
 func (e *env) indexIntervalBytes() int64 { return e.cfg.IndexIntervalBytes }
@@ -1013,9 +1015,12 @@ func (l *Log) closeIdleFilesLocked() (closed int) {
 	if l.closed || l.env.idleFileTimeout < 0 {
 		return 0
 	}
-	now := l.env.now()
+	now, idle := l.env.now(), l.env.idleFileTimeout
+	if l.env.shortOfFiles != nil && l.env.shortOfFiles() {
+		idle = min(idle, ShortIdleFileTimeout)
+	}
 	for _, s := range l.segments[:len(l.segments)-1] {
-		if s.closeIfIdle(now, l.env.idleFileTimeout) {
+		if s.closeIfIdle(now, idle) {
 			closed++
 		}
 	}

@@ -1,6 +1,9 @@
 package fds
 
-import "syscall"
+import (
+	"os"
+	"syscall"
+)
 
 // Limit returns the process's open-file limit (RLIMIT_NOFILE's soft
 // value); 0 when it cannot be read or is unlimited.
@@ -10,4 +13,16 @@ func Limit() uint64 {
 		return rl.Cur
 	}
 	return 0
+}
+
+// countOpen counts the process's open descriptors (/proc/self/fd, less the
+// one reading it); 0 when it cannot be read.
+func countOpen() int {
+	f, err := os.Open("/proc/self/fd")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	names, _ := f.Readdirnames(-1)
+	return max(len(names)-1, 0)
 }

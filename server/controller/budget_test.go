@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"tidemark/internal/fds"
 )
 
 // TestReplicaBudget: with a budget of 10 partition replicas, topics that
@@ -116,4 +118,22 @@ func TestDefaultBrokerBudget(t *testing.T) {
 	if got := MaxBrokerPartitions(3); got < minBrokerPartitions {
 		t.Fatalf("MaxBrokerPartitions(3) = %d", got)
 	}
+}
+
+// TestShortOfDescriptorsRefusesTopics: with the process's account at 80 %
+// of its limit (fds.RefuseTopics), a topic that fits every partition budget
+// is refused with POLICY_VIOLATION and limits.descriptors; below it, the
+// same topic is created.
+func TestShortOfDescriptorsRefusesTopics(t *testing.T) {
+	open := 800
+	t.Cleanup(fds.SetAccount(1000, func() int { return open }))
+	l := newLab(t)
+	l.start(1, 2, 3)
+	_, err := l.c.CreateTopic("a", 1, 1, nil)
+	var be *BudgetError
+	if !errors.Is(err, kerr.PolicyViolation) || !errors.As(err, &be) || be.Key != "limits.descriptors" {
+		t.Fatalf("800 of 1000 descriptors open: %v, want POLICY_VIOLATION (limits.descriptors)", err)
+	}
+	open = 700 // connections are refused here, topics not yet
+	l.create("a", 1, 1, nil)
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"tidemark/internal/fds"
 )
 
 // ConnLimits caps the web server's open connections. Connections are
@@ -60,8 +62,8 @@ type ConnStats struct {
 // not in a request — one still sending its headers, or idle between
 // requests — is closed to make room, since a client that cannot finish its
 // headers is the cheap attack. Only when every held connection is in a
-// request (a handler running; an open websocket is one) is the new one
-// closed. Install it with LimitConns, which also marks the requests.
+// request (a handler running; an open websocket is one), or the process is
+// short of descriptors (fds.RefuseConns), is the new one closed. Install it with LimitConns, which also marks the requests.
 type ConnLimiter struct {
 	net.Listener
 	lim ConnLimits
@@ -161,8 +163,11 @@ func (l *ConnLimiter) admit(c net.Conn) *limitedConn {
 	}
 	var victims []*limitedConn
 	l.mu.Lock()
-	ok := true
-	if l.lim.PerPeer > 0 && l.byPeer[peer] >= l.lim.PerPeer {
+	// Short of descriptors (the process's account, internal/fds): new
+	// connections are refused, after idle sealed segments were closed and
+	// before topic creation is.
+	ok := !fds.AtLeast(fds.RefuseConns)
+	if ok && l.lim.PerPeer > 0 && l.byPeer[peer] >= l.lim.PerPeer {
 		v := l.idlest(peer)
 		if v == nil {
 			ok = false

@@ -13,6 +13,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"tidemark/events"
+	"tidemark/internal/fds"
 )
 
 // serveLimited starts the lab's HTTP server for lab behind a ConnLimiter
@@ -153,4 +154,27 @@ func TestDefaultConnLimits(t *testing.T) {
 			t.Errorf("DefaultConnLimits(%d) = %+v, want %+v", tc.files, got, tc.want)
 		}
 	}
+}
+
+// TestConnRefusedShortOfDescriptors: with the process's account at 70 % of
+// its limit (fds.RefuseConns), a new connection is closed at once; below
+// it, the same request is served.
+func TestConnRefusedShortOfDescriptors(t *testing.T) {
+	open := 700
+	t.Cleanup(fds.SetAccount(1000, func() int { return open }))
+	srv, l := serveLimited(t, newTestLab(events.BusOptions{}), ConnLimits{PerPeer: 8, Total: 12})
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	if resp, err := client.Get(srv.URL + "/api/v1/cluster"); err == nil {
+		resp.Body.Close()
+		t.Fatalf("served (%d) with 700 of 1000 descriptors open", resp.StatusCode)
+	}
+	if st := l.Stats(); st.Refused == 0 {
+		t.Fatalf("stats %+v: want a refusal", st)
+	}
+	open = 699
+	resp, err := client.Get(srv.URL + "/api/v1/cluster")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
 }

@@ -1,0 +1,114 @@
+package fds
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Level is how short the process is of descriptors, by the share of
+// RLIMIT_NOFILE open now. Each level does what the ones below it do.
+type Level int
+
+// The levels, in the order their measures take effect.
+const (
+	// Plenty: nothing is held back.
+	Plenty Level = iota
+	// CloseIdle (half the limit open): logs close their sealed segments'
+	// files once idle for a second instead of
+	// storage.DefaultIdleFileTimeout.
+	CloseIdle
+	// RefuseConns (70 %): the web server and the Kafka listeners close new
+	// connections at once.
+	RefuseConns
+	// RefuseTopics (80 %): topic creation is refused (POLICY_VIOLATION).
+	// The last fifth is kept for the brokers' own files: segment rolls,
+	// checkpoints, reads of closed segments.
+	RefuseTopics
+)
+
+// Thresholds of the levels, in percent of the limit.
+const (
+	closeIdlePercent    = 50
+	refuseConnsPercent  = 70
+	refuseTopicsPercent = 80
+)
+
+// String names the level for logs.
+func (l Level) String() string {
+	switch l {
+	case CloseIdle:
+		return "close-idle"
+	case RefuseConns:
+		return "refuse-connections"
+	case RefuseTopics:
+		return "refuse-topics"
+	}
+	return "plenty"
+}
+
+// account is the process's: its limit and a counter of open descriptors,
+// read at most every refresh.
+type account struct {
+	limit   uint64
+	inUse   func() int
+	refresh time.Duration
+
+	mu   sync.Mutex
+	at   time.Time
+	open atomic.Int64
+}
+
+var current atomic.Pointer[account]
+
+func init() {
+	current.Store(&account{limit: Limit(), inUse: countOpen, refresh: 200 * time.Millisecond})
+}
+
+// SetAccount replaces the process's account (tests): limit descriptors,
+// inUse counting those open (read afresh on every call). It returns a func
+// that restores the previous one.
+func SetAccount(limit uint64, inUse func() int) (restore func()) {
+	prev := current.Swap(&account{limit: limit, inUse: inUse})
+	return func() { current.Store(prev) }
+}
+
+// InUse returns the descriptors open now (at most 200 ms old) and the
+// limit; a limit of 0 is unknown, and then InUse is 0 too.
+func InUse() (open int, limit uint64) {
+	a := current.Load()
+	if a.limit == 0 {
+		return 0, 0
+	}
+	if a.refresh == 0 {
+		return a.inUse(), a.limit
+	}
+	a.mu.Lock()
+	if now := time.Now(); now.Sub(a.at) >= a.refresh {
+		a.at = now
+		a.open.Store(int64(a.inUse()))
+	}
+	a.mu.Unlock()
+	return int(a.open.Load()), a.limit
+}
+
+// Now returns the process's Level; Plenty when the limit is unknown.
+func Now() Level {
+	open, limit := InUse()
+	if limit == 0 {
+		return Plenty
+	}
+	pct := uint64(open) * 100 / limit
+	switch {
+	case pct >= refuseTopicsPercent:
+		return RefuseTopics
+	case pct >= refuseConnsPercent:
+		return RefuseConns
+	case pct >= closeIdlePercent:
+		return CloseIdle
+	}
+	return Plenty
+}
+
+// AtLeast reports whether the process is at level l or shorter.
+func AtLeast(l Level) bool { return Now() >= l }
