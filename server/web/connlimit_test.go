@@ -178,3 +178,29 @@ func TestConnRefusedShortOfDescriptors(t *testing.T) {
 	}
 	resp.Body.Close()
 }
+
+// TestOriginSchemeAndPort: an http lab's Origin must be http://<its Host>:
+// https:// at the same host and port, or another port, is another origin
+// (403); the same scheme, host and port passes the check.
+func TestOriginSchemeAndPort(t *testing.T) {
+	srv, _ := serveLimited(t, newTestLab(events.BusOptions{}), ConnLimits{})
+	host := strings.TrimPrefix(srv.URL, "http://")
+	name, _, _ := net.SplitHostPort(host)
+	for origin, want := range map[string]bool{
+		"http://" + host:           true,
+		"https://" + host:          false,
+		"http://" + name + ":1":    false,
+		"HTTP://" + host:           true, // url.Parse lower-cases the scheme
+		"http://evil.example":      false,
+		"ws://" + host:             false,
+		"http://" + host + "/x":    true, // a path is not part of an origin; browsers send none
+		"https://" + name + ":443": false,
+	} {
+		r := httptest.NewRequest(http.MethodGet, srv.URL+"/ws", nil)
+		r.Host = host
+		r.Header.Set("Origin", origin)
+		if got := checkOrigin(r); got != want {
+			t.Errorf("Origin %s on an http lab at %s: %v, want %v", origin, host, got, want)
+		}
+	}
+}

@@ -21,7 +21,8 @@ import (
 const maxClientFrame = 4 << 10
 
 // checkOrigin accepts requests without an Origin (non-browser clients) and
-// browser requests whose Origin host is the Host they asked for, so another
+// browser requests whose Origin is the scheme they came by and the Host
+// they asked for (host and port), so another
 // site's page cannot open the stream in a visitor's browser. The Host has
 // passed checkHost before any route runs, so an Origin equal to it is one
 // of the lab's own names: "our host" means the same thing in both checks.
@@ -34,7 +35,13 @@ func checkOrigin(r *http.Request) bool {
 	if err != nil {
 		return false
 	}
-	return (u.Scheme == "http" || u.Scheme == "https") && strings.EqualFold(u.Host, r.Host)
+	// The scheme too: an http lab is not https://127.0.0.1:PORT, another
+	// origin to a browser (and the port the same only by chance).
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return u.Scheme == scheme && strings.EqualFold(u.Host, r.Host)
 }
 
 // wsHandshakeTimeout bounds writing the websocket handshake's answer; the
