@@ -3,6 +3,7 @@ package controller
 import (
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -125,8 +126,9 @@ func TestDefaultBrokerBudget(t *testing.T) {
 // is refused with POLICY_VIOLATION and limits.descriptors; below it, the
 // same topic is created.
 func TestShortOfDescriptorsRefusesTopics(t *testing.T) {
-	open := 800
-	t.Cleanup(fds.SetAccount(1000, func() int { return open }))
+	var open atomic.Int64
+	open.Store(800)
+	t.Cleanup(fds.SetAccount(1000, func() int { return int(open.Load()) }))
 	l := newLab(t)
 	l.start(1, 2, 3)
 	_, err := l.c.CreateTopic("a", 1, 1, nil)
@@ -134,6 +136,6 @@ func TestShortOfDescriptorsRefusesTopics(t *testing.T) {
 	if !errors.Is(err, kerr.PolicyViolation) || !errors.As(err, &be) || be.Key != "limits.descriptors" {
 		t.Fatalf("800 of 1000 descriptors open: %v, want POLICY_VIOLATION (limits.descriptors)", err)
 	}
-	open = 700 // connections are refused here, topics not yet
+	open.Store(700) // connections are refused here, topics not yet
 	l.create("a", 1, 1, nil)
 }

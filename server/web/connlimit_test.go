@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -160,8 +161,9 @@ func TestDefaultConnLimits(t *testing.T) {
 // its limit (fds.RefuseConns), a new connection is closed at once; below
 // it, the same request is served.
 func TestConnRefusedShortOfDescriptors(t *testing.T) {
-	open := 700
-	t.Cleanup(fds.SetAccount(1000, func() int { return open }))
+	var open atomic.Int64 // read by the server's accept loop
+	open.Store(700)
+	t.Cleanup(fds.SetAccount(1000, func() int { return int(open.Load()) }))
 	srv, l := serveLimited(t, newTestLab(events.BusOptions{}), ConnLimits{PerPeer: 8, Total: 12})
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	if resp, err := client.Get(srv.URL + "/api/v1/cluster"); err == nil {
@@ -171,7 +173,7 @@ func TestConnRefusedShortOfDescriptors(t *testing.T) {
 	if st := l.Stats(); st.Refused == 0 {
 		t.Fatalf("stats %+v: want a refusal", st)
 	}
-	open = 699
+	open.Store(699)
 	resp, err := client.Get(srv.URL + "/api/v1/cluster")
 	if err != nil {
 		t.Fatal(err)
