@@ -2,6 +2,7 @@ package storage
 
 import (
 	"errors"
+	"path/filepath"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -132,4 +133,29 @@ func TestShortOfFilesClosesSealedSegments(t *testing.T) {
 			t.Fatalf("read %d records after closing, want 4", len(got))
 		}
 	}
+}
+
+// TestOutOfDescriptorsAtFirstAppend: a new log's first segment makes its
+// files at the first append; when that fails for want of descriptors
+// (here the second of its three files), the append fails transiently and
+// the next one, with descriptors back, makes them and succeeds. Before the
+// segment was left half made and the next append dereferenced its closed
+// file.
+func TestOutOfDescriptorsAtFirstAppend(t *testing.T) {
+	d, l, _, fsys := openFaultyLog(t, DefaultConfig())
+	fsys.Inject(errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if op.Kind == errorfs.OpOpen && filepath.Ext(op.Path) == IndexFileSuffix {
+			return syscall.EMFILE
+		}
+		return nil
+	}))
+	err := appendOne(l, 0, 0)
+	if !errors.Is(err, kerr.KafkaStorageError) || d.Offline() != nil {
+		t.Fatalf("first append out of descriptors: %v (dir offline: %v)", err, d.Offline())
+	}
+	fsys.Inject(nil)
+	if err := appendOne(l, 0, 0); err != nil {
+		t.Fatalf("the next append: %v", err)
+	}
+	checkRecords(t, l, 1)
 }

@@ -61,7 +61,11 @@ type account struct {
 
 var current atomic.Pointer[account]
 
-func init() {
+func init() { Refresh() }
+
+// Refresh reads the process's limit again (after a setrlimit) and starts
+// counting afresh.
+func Refresh() {
 	current.Store(&account{limit: Limit(), inUse: countOpen, refresh: 200 * time.Millisecond})
 }
 
