@@ -14,24 +14,28 @@ type Level int
 const (
 	// Plenty: nothing is held back.
 	Plenty Level = iota
-	// CloseIdle (half the limit open): logs close their sealed segments'
-	// files once idle for a second instead of
+	// CloseIdle (60 % of the limit open): logs close their sealed
+	// segments' files once idle for a second instead of
 	// storage.DefaultIdleFileTimeout.
 	CloseIdle
-	// RefuseConns (70 %): the web server and the Kafka listeners close new
-	// connections at once.
+	// RefuseConns (85 %): the Kafka listeners close new connections at
+	// once, and the web server takes one only in the place of an idle one
+	// (it holds no more than it does).
 	RefuseConns
-	// RefuseTopics (80 %): topic creation is refused (POLICY_VIOLATION).
-	// The last fifth is kept for the brokers' own files: segment rolls,
-	// checkpoints, reads of closed segments.
+	// RefuseTopics (90 %): topic creation is refused (POLICY_VIOLATION).
+	// The last tenth is kept for the brokers' own files: segment rolls,
+	// checkpoints, reads of closed segments. The partition-replica budgets
+	// (server/controller) leave 4,096 descriptors of the limit to
+	// everything but the active segments, so a lab filled with partitions
+	// sits near the RefuseConns level and not past it.
 	RefuseTopics
 )
 
 // Thresholds of the levels, in percent of the limit.
 const (
-	closeIdlePercent    = 50
-	refuseConnsPercent  = 70
-	refuseTopicsPercent = 80
+	closeIdlePercent    = 60
+	refuseConnsPercent  = 85
+	refuseTopicsPercent = 90
 )
 
 // String names the level for logs.

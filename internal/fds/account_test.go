@@ -10,7 +10,7 @@ func TestLevels(t *testing.T) {
 	for _, tc := range []struct {
 		open int
 		want Level
-	}{{0, Plenty}, {499, Plenty}, {500, CloseIdle}, {700, RefuseConns}, {800, RefuseTopics}, {1200, RefuseTopics}} {
+	}{{0, Plenty}, {599, Plenty}, {600, CloseIdle}, {849, CloseIdle}, {850, RefuseConns}, {900, RefuseTopics}, {1200, RefuseTopics}} {
 		open = tc.open
 		if got := Now(); got != tc.want {
 			t.Errorf("%d of 1000 open: %v, want %v", tc.open, got, tc.want)

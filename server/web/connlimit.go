@@ -62,8 +62,9 @@ type ConnStats struct {
 // not in a request — one still sending its headers, or idle between
 // requests — is closed to make room, since a client that cannot finish its
 // headers is the cheap attack. Only when every held connection is in a
-// request (a handler running; an open websocket is one), or the process is
-// short of descriptors (fds.RefuseConns), is the new one closed. Install it with LimitConns, which also marks the requests.
+// request (a handler running; an open websocket is one) is the new one
+// closed. While the process is short of descriptors (fds.RefuseConns) the
+// total cap is the connections held: a new one needs an idle one's place. Install it with LimitConns, which also marks the requests.
 type ConnLimiter struct {
 	net.Listener
 	lim ConnLimits
@@ -163,11 +164,8 @@ func (l *ConnLimiter) admit(c net.Conn) *limitedConn {
 	}
 	var victims []*limitedConn
 	l.mu.Lock()
-	// Short of descriptors (the process's account, internal/fds): new
-	// connections are refused, after idle sealed segments were closed and
-	// before topic creation is.
-	ok := !fds.AtLeast(fds.RefuseConns)
-	if ok && l.lim.PerPeer > 0 && l.byPeer[peer] >= l.lim.PerPeer {
+	ok := true
+	if l.lim.PerPeer > 0 && l.byPeer[peer] >= l.lim.PerPeer {
 		v := l.idlest(peer)
 		if v == nil {
 			ok = false
@@ -175,7 +173,15 @@ func (l *ConnLimiter) admit(c net.Conn) *limitedConn {
 			victims = append(victims, v)
 		}
 	}
-	if ok && l.lim.Total > 0 && l.all.Len()-len(victims) >= l.lim.Total {
+	// Short of descriptors (the process's account, internal/fds), the
+	// server holds no more connections than it does: a new one only takes
+	// an idle one's place (after idle sealed segments were closed, before
+	// topic creation is refused).
+	full := l.lim.Total > 0 && l.all.Len()-len(victims) >= l.lim.Total
+	if fds.AtLeast(fds.RefuseConns) {
+		full = len(victims) == 0
+	}
+	if ok && full {
 		v := l.idlest("")
 		if v == nil {
 			ok = false

@@ -157,28 +157,46 @@ func TestDefaultConnLimits(t *testing.T) {
 	}
 }
 
-// TestConnRefusedShortOfDescriptors: with the process's account at 70 % of
-// its limit (fds.RefuseConns), a new connection is closed at once; below
-// it, the same request is served.
+// TestConnRefusedShortOfDescriptors: with the process's account at 85 % of
+// its limit (fds.RefuseConns) the server holds no more connections than it
+// does: with none held a new one is closed at once; with two idle ones
+// held (half-open), a normal request takes the older one's place and is
+// served.
 func TestConnRefusedShortOfDescriptors(t *testing.T) {
 	var open atomic.Int64 // read by the server's accept loop
-	open.Store(700)
+	open.Store(850)
 	t.Cleanup(fds.SetAccount(1000, func() int { return int(open.Load()) }))
 	srv, l := serveLimited(t, newTestLab(events.BusOptions{}), ConnLimits{PerPeer: 8, Total: 12})
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	if resp, err := client.Get(srv.URL + "/api/v1/cluster"); err == nil {
 		resp.Body.Close()
-		t.Fatalf("served (%d) with 700 of 1000 descriptors open", resp.StatusCode)
+		t.Fatalf("served (%d) with 850 of 1000 descriptors open and no connection to replace", resp.StatusCode)
 	}
 	if st := l.Stats(); st.Refused == 0 {
 		t.Fatalf("stats %+v: want a refusal", st)
 	}
-	open.Store(699)
+	open.Store(0)
+	host := strings.TrimPrefix(srv.URL, "http://")
+	for range 2 {
+		c, err := net.Dial("tcp", host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: "+host+"\r\n")
+	}
+	for l.Stats().Open < 2 { // accepted: bounded by the test's timeout
+		time.Sleep(time.Millisecond)
+	}
+	open.Store(850)
 	resp, err := client.Get(srv.URL + "/api/v1/cluster")
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("a request with an idle connection to replace: %v", err)
 	}
 	resp.Body.Close()
+	if st := l.Stats(); st.Evicted == 0 || st.Open > 2 {
+		t.Fatalf("stats %+v: want an eviction and no more than 2 open", st)
+	}
 }
 
 // TestOriginSchemeAndPort: an http lab's Origin must be http://<its Host>:
