@@ -84,9 +84,11 @@ type limitedConn struct {
 	net.Conn
 	l    *ConnLimiter
 	peer string
-	elem *list.Element // nil once released
+	elem *list.Element // its place in l.all
 	busy atomic.Int32  // requests whose handler runs
-	once sync.Once
+	// released: its place was given back (by Close, or by an eviction);
+	// guarded by l.mu.
+	released bool
 }
 
 // Close closes the connection and gives back its place.
@@ -96,15 +98,9 @@ func (c *limitedConn) Close() error {
 }
 
 func (c *limitedConn) release() {
-	c.once.Do(func() {
-		l := c.l
-		l.mu.Lock()
-		l.all.Remove(c.elem)
-		if l.byPeer[c.peer]--; l.byPeer[c.peer] <= 0 {
-			delete(l.byPeer, c.peer)
-		}
-		l.mu.Unlock()
-	})
+	c.l.mu.Lock()
+	c.l.forget(c)
+	c.l.mu.Unlock()
 }
 
 // connKey is the request context key of the limitedConn a request came on.
@@ -229,15 +225,17 @@ func (l *ConnLimiter) idlest(peer string) *limitedConn {
 	return nil
 }
 
-// forget releases v's place; l.mu is held (release's once is spent here so
-// its later Close does not count it twice).
+// forget gives back v's place unless it was given back already (an
+// evicted connection's Close comes later); l.mu is held.
 func (l *ConnLimiter) forget(v *limitedConn) {
-	v.once.Do(func() {
-		l.all.Remove(v.elem)
-		if l.byPeer[v.peer]--; l.byPeer[v.peer] <= 0 {
-			delete(l.byPeer, v.peer)
-		}
-	})
+	if v.released {
+		return
+	}
+	v.released = true
+	l.all.Remove(v.elem)
+	if l.byPeer[v.peer]--; l.byPeer[v.peer] <= 0 {
+		delete(l.byPeer, v.peer)
+	}
 }
 
 // Stats returns the limiter's counters.

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -222,5 +223,42 @@ func TestOriginSchemeAndPort(t *testing.T) {
 		if got := checkOrigin(r); got != want {
 			t.Errorf("Origin %s on an http lab at %s: %v, want %v", origin, host, got, want)
 		}
+	}
+}
+
+// TestConnCapsUnderChurn: connections that close while newer ones evict
+// them (clients giving up as the cap is reached) leave the limiter
+// consistent and serving: 8 goroutines open, half-write and close 300
+// connections each against a per-peer cap of 4, then a normal request is
+// served and the count is back to what is open. Before, an eviction and
+// the evicted connection's own Close could each wait for the other's lock
+// and stop the accept loop for good.
+func TestConnCapsUnderChurn(t *testing.T) {
+	srv, l := serveLimited(t, newTestLab(events.BusOptions{}), ConnLimits{PerPeer: 4, Total: 6})
+	host := strings.TrimPrefix(srv.URL, "http://")
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 300 {
+				c, err := net.Dial("tcp", host)
+				if err != nil {
+					continue
+				}
+				io.WriteString(c, "GET / HTTP/1.1\r\nHost: "+host+"\r\n")
+				c.Close()
+			}
+		}()
+	}
+	wg.Wait()
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := client.Get(srv.URL + "/api/v1/cluster")
+	if err != nil {
+		t.Fatalf("after the churn: %v (stats %+v)", err, l.Stats())
+	}
+	resp.Body.Close()
+	if st := l.Stats(); st.Open > 6 {
+		t.Fatalf("stats %+v: more open than the cap", st)
 	}
 }
