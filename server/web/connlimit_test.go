@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -262,3 +263,31 @@ func TestConnCapsUnderChurn(t *testing.T) {
 		t.Fatalf("stats %+v: more open than the cap", st)
 	}
 }
+
+// TestHTTPErrorLogLimited: net/http's own lines (here a flood of them)
+// reach the log once per interval, the count of those left out with the
+// next.
+func TestHTTPErrorLogLimited(t *testing.T) {
+	var buf strings.Builder
+	var mu sync.Mutex
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return buf.Write(p)
+	}), nil)))
+	t.Cleanup(func() { slog.SetDefault(prev) })
+	srv := NewHTTPServer(http.NotFoundHandler(), context.Background())
+	for range 1000 {
+		srv.ErrorLog.Printf("http: Accept error: accept tcp: too many open files; retrying in 5ms")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if n := strings.Count(buf.String(), "too many open files"); n != 1 {
+		t.Fatalf("%d lines for 1,000 errors in a moment, want 1:\n%s", n, buf.String())
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

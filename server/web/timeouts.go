@@ -2,9 +2,15 @@ package web
 
 import (
 	"context"
+	"log"
+	"log/slog"
 	"net"
 	"net/http"
+	"strings"
+	"sync/atomic"
 	"time"
+
+	"golang.org/x/time/rate"
 
 	"github.com/labstack/echo/v4"
 )
@@ -44,9 +50,32 @@ var timeouts = httpTimeouts{ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTi
 // write deadline is set per request by the deadlines middleware instead
 // (http.Server's WriteTimeout would stay on the websocket's connection
 // after the upgrade).
+//
+// net/http's own log lines (an Accept failing for want of descriptors,
+// which it retries, a client's TLS or header garbage) go to slog at Warn,
+// at most one every 10 s with the count of those left out.
 func NewHTTPServer(h http.Handler, base context.Context) *http.Server {
 	return &http.Server{Handler: h, ReadHeaderTimeout: timeouts.readHeader, ReadTimeout: timeouts.read,
-		IdleTimeout: timeouts.idle, BaseContext: func(net.Listener) context.Context { return base }}
+		IdleTimeout: timeouts.idle, BaseContext: func(net.Listener) context.Context { return base },
+		ErrorLog: log.New(&limitedLog{every: rate.Sometimes{Interval: 10 * time.Second}}, "", 0)}
+}
+
+// limitedLog is net/http's ErrorLog: a line through to slog per interval.
+type limitedLog struct {
+	every   rate.Sometimes
+	skipped atomic.Int64
+}
+
+func (l *limitedLog) Write(p []byte) (int, error) {
+	logged := false
+	l.every.Do(func() {
+		logged = true
+		slog.Warn("web: "+strings.TrimSpace(string(p)), "left_out", l.skipped.Swap(0))
+	})
+	if !logged {
+		l.skipped.Add(1)
+	}
+	return len(p), nil
 }
 
 // deadlines sets each request's read and write deadlines on its connection;
