@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"tidemark/events/history"
+	"tidemark/internal/fds"
 	"tidemark/lessons"
 	"tidemark/server/broker"
 	"tidemark/server/chaos"
@@ -229,6 +230,11 @@ func run(ctx context.Context, cfg config, out io.Writer, started func(url string
 	}
 	controller.SetMaxPartitionReplicas(cfg.maxPartitionReplicas)
 	controller.SetMaxBrokerPartitions(cfg.maxBrokerPartitions)
+	if cfg.className != "" {
+		// One process, one descriptor limit: the budgets, which each lab
+		// applies to its own topics, become each lab's share.
+		shareBudgets(cfg)
+	}
 	// /metrics reports the main cluster as cluster="main".
 	mets := metrics.New(logger)
 	cl, err := cluster.Open(cluster.Options{MessageEvents: true, DataDir: cfg.dataDir, Brokers: cfg.brokers, KafkaPort: cfg.kafkaPort,
@@ -351,8 +357,11 @@ func serveUI(ctx context.Context, addr string, ws *web.Server, out io.Writer, li
 	baseCtx, cancelRequests := context.WithCancel(context.Background())
 	defer cancelRequests()
 	srv := web.NewHTTPServer(ws.Handler(), baseCtx)
+	// Every connection counts from accept: capped per peer and in total
+	// below the descriptor limit, the rest kept for the brokers.
+	limited := web.LimitConns(srv, ln, web.DefaultConnLimits(fds.Limit()), nil)
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
+	go func() { serveErr <- srv.Serve(limited) }()
 
 	url := "http://" + ln.Addr().String() + "/"
 	fmt.Fprintf(out, "tidemark: web UI on %s\n", url)
@@ -380,6 +389,33 @@ func serveUI(ctx context.Context, addr string, ws *web.Server, out io.Writer, li
 	}
 	return err
 }
+
+// shareBudgets divides the process's partition-replica budgets (those not
+// set by a flag) among the clusters a class runs at once: every awake seat,
+// as many lesson and chaos clusters, and the teacher's, an equal share each
+// (never below the budgets' floors, which keep topic demo and a lesson
+// possible). Without it every seat had the whole lab's budget, and three
+// seats could take the process past its descriptors.
+func shareBudgets(cfg config) {
+	awake := cfg.maxAwakeSeats
+	if awake == 0 {
+		awake = class.DefaultMaxAwake()
+	}
+	lessons := cfg.maxLessonClusters
+	if lessons == 0 {
+		lessons = class.DefaultMaxAwake()
+	}
+	clusters := awake + lessons + 1
+	if cfg.maxPartitionReplicas == 0 {
+		controller.SetMaxPartitionReplicas(budgetShare(controller.DefaultMaxPartitionReplicas(), clusters, 64))
+	}
+	if cfg.maxBrokerPartitions == 0 {
+		controller.SetMaxBrokerPartitions(budgetShare(controller.DefaultMaxBrokerPartitions(cfg.brokers), clusters, 32))
+	}
+}
+
+// budgetShare is total over clusters, at least floor.
+func budgetShare(total, clusters, floor int) int { return max(total/max(clusters, 1), floor) }
 
 // ensureDemo creates topic demo unless it exists (a restart keeps it).
 func ensureDemo(cl *cluster.Cluster, brokers int) error {

@@ -26,6 +26,8 @@ type env struct {
 	cfg     Config
 	// idleFileTimeout: Options.IdleFileTimeout.
 	idleFileTimeout time.Duration
+	// shortOfFiles: Options.ShortOfFiles (nil: never).
+	shortOfFiles func() bool
 }
 
 func (e *env) indexIntervalBytes() int64 { return e.cfg.IndexIntervalBytes }
@@ -387,14 +389,17 @@ func (l *Log) maybeRoll(h BatchHeader, now time.Time) (bool, error) {
 	return true, nil
 }
 
-// roll seals the active segment and starts one at base.
+// roll seals the active segment and starts one at base. The new segment's
+// files are made first: running out of descriptors (EMFILE) there leaves
+// the log as it was, so the failure can be transient (dirHealth.fail).
 func (l *Log) roll(base int64) error {
 	old := l.active()
-	if err := old.seal(); err != nil {
-		return err
-	}
 	s, err := createSegment(l.dir, base, l.env)
 	if err != nil {
+		return err
+	}
+	if err := old.seal(); err != nil {
+		s.close()
 		return err
 	}
 	l.setSegments(append(l.segments, s))
@@ -945,7 +950,9 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	}
 	s, err := createSegment(l.dir, offset, l.env)
 	if err != nil {
-		return err
+		// The old segments are gone: even out of descriptors, the log no
+		// longer matches its files, so the dir goes offline.
+		return offlineAnyway{err}
 	}
 	l.setSegments([]*segment{s})
 	l.logStartOffset.Store(offset)
@@ -1008,9 +1015,12 @@ func (l *Log) closeIdleFilesLocked() (closed int) {
 	if l.closed || l.env.idleFileTimeout < 0 {
 		return 0
 	}
-	now := l.env.now()
+	now, idle := l.env.now(), l.env.idleFileTimeout
+	if l.env.shortOfFiles != nil && l.env.shortOfFiles() {
+		idle = min(idle, ShortIdleFileTimeout)
+	}
 	for _, s := range l.segments[:len(l.segments)-1] {
-		if s.closeIfIdle(now, l.env.idleFileTimeout) {
+		if s.closeIfIdle(now, idle) {
 			closed++
 		}
 	}

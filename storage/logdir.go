@@ -37,7 +37,18 @@ type Options struct {
 	// files open for good, so descriptors follow partitions, not segments.
 	// 0 means DefaultIdleFileTimeout; negative: never closed.
 	IdleFileTimeout time.Duration
+	// ShortOfFiles reports whether the process is running short of file
+	// descriptors (the broker asks the process's account, internal/fds);
+	// while it does, sealed segments are closed once idle for
+	// ShortIdleFileTimeout instead. nil: never short.
+	ShortOfFiles func() bool
 }
+
+// ShortIdleFileTimeout is how long a sealed segment's .log file stays open
+// after its last read while the process is short of descriptors
+// (Options.ShortOfFiles): idle sealed segments are what is given back
+// first, before connections and topics are refused.
+const ShortIdleFileTimeout = time.Second
 
 // DefaultIdleFileTimeout is Options.IdleFileTimeout's default: long enough
 // that a consumer or follower reading through old segments keeps the one
@@ -553,7 +564,7 @@ func (d *LogDir) openLog(tp TopicPartition, cfg Config, recoveryPoint, logStart 
 func (d *LogDir) logFor(tp TopicPartition, cfg Config) *Log {
 	return &Log{dir: filepath.Join(d.path, tp.String()), tp: tp, dl: d, offlineLEO: -1,
 		env: &env{now: d.opts.Now, logger: d.opts.Logger.With("log", tp.String()), fs: d.fs, tracker: d.tracker, health: d.health, cfg: cfg,
-			idleFileTimeout: d.opts.IdleFileTimeout}}
+			idleFileTimeout: d.opts.IdleFileTimeout, shortOfFiles: d.opts.ShortOfFiles}}
 }
 
 // recover brings the segments back after open. After a crash it re-reads

@@ -7,6 +7,10 @@ import (
 	"log/slog"
 	"os"
 	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/time/rate"
 )
 
 // StorageError is KAFKA_STORAGE_ERROR: file I/O failed in a log dir, which
@@ -42,6 +46,38 @@ func isIOError(err error) bool {
 	return errors.As(err, &pe) || errors.As(err, &le) || errors.As(err, &se) || errors.As(err, &st)
 }
 
+// DescriptorError is KAFKA_STORAGE_ERROR for an operation that could not
+// open a file because the process (EMFILE) or the system (ENFILE) is out
+// of file descriptors. Unlike a *StorageError it leaves the log dir online:
+// the operation failed before it changed the log, descriptors come back as
+// connections and idle segments close, and the client retries
+// (KAFKA_STORAGE_ERROR is retriable). errors.Is(err, ErrKafkaStorage) and
+// errors.Is(err, syscall.EMFILE) hold.
+type DescriptorError struct {
+	Op  string // what was being done, e.g. "append to demo-0"
+	Err error  // the file-system error
+}
+
+func (e *DescriptorError) Error() string {
+	return fmt.Sprintf("KAFKA_STORAGE_ERROR: out of file descriptors (transient, the log dir stays online): %s: %v", e.Op, e.Err)
+}
+
+// Unwrap returns kerr.KafkaStorageError and the file-system error.
+func (e *DescriptorError) Unwrap() []error { return []error{ErrKafkaStorage, e.Err} }
+
+// offlineAnyway marks an I/O error that takes the dir offline even when it
+// is running out of descriptors: the operation had changed the log already.
+type offlineAnyway struct{ error }
+
+func (e offlineAnyway) Unwrap() error { return e.error }
+
+// outOfDescriptors reports whether err is EMFILE or ENFILE from an
+// operation that left the log unchanged.
+func outOfDescriptors(err error) bool {
+	var oa offlineAnyway
+	return (errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)) && !errors.As(err, &oa)
+}
+
 // dirHealth is whether a log dir is online, shared by the dir and its logs.
 // It goes offline once and stays so.
 type dirHealth struct {
@@ -49,10 +85,16 @@ type dirHealth struct {
 	logger  *slog.Logger
 	err     atomic.Pointer[StorageError] // the failure that took the dir offline; nil while online
 	offline chan struct{}                // closed when err is set
+
+	// short counts DescriptorErrors; shortLog writes one line per
+	// interval for them, with the count since the last line.
+	short, shortUnlogged atomic.Int64
+	shortLog             rate.Sometimes
 }
 
 func newDirHealth(path string, logger *slog.Logger) *dirHealth {
-	return &dirHealth{path: path, logger: logger, offline: make(chan struct{})}
+	return &dirHealth{path: path, logger: logger, offline: make(chan struct{}),
+		shortLog: rate.Sometimes{Interval: 10 * time.Second}}
 }
 
 // check returns the error that took the dir offline; nil while online.
@@ -73,11 +115,21 @@ func (h *dirHealth) fail(op string, tp TopicPartition, err error) error {
 		return err
 	}
 	var se *StorageError
-	if errors.As(err, &se) {
+	var de *DescriptorError
+	if errors.As(err, &se) || errors.As(err, &de) {
 		return err
 	}
 	if tp.Topic != "" {
 		op += " " + tp.String()
+	}
+	if outOfDescriptors(err) {
+		h.short.Add(1)
+		h.shortUnlogged.Add(1)
+		h.shortLog.Do(func() {
+			h.logger.Warn("out of file descriptors: the operation fails and is retried; the log dir stays online",
+				"dir", h.path, "op", op, "err", err, "failures", h.shortUnlogged.Swap(0))
+		})
+		return &DescriptorError{Op: op, Err: err}
 	}
 	se = &StorageError{Dir: h.path, Op: op, Err: err}
 	if h.err.CompareAndSwap(nil, se) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -15,9 +16,25 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// maxDecompressedBytes bounds what one batch may inflate to when decoded for
-// display, so a hostile batch cannot exhaust memory.
+// maxDecompressedBytes bounds what one batch already in a log may inflate
+// to when decoded (for display, the records route), so a hostile batch
+// cannot exhaust memory. A produced batch has the tighter
+// MaxDecompressedBatchBytes.
 const maxDecompressedBytes = 64 << 20
+
+// MaxDecompressedBatchBytes bounds what the records of one produced batch
+// may decompress to: 8 MiB, eight times Kafka's default max.message.bytes
+// (1 MiB), which applies to the compressed batch only. Kafka has no such
+// bound, so a 2 KiB zstd batch could hold a 60 MiB value, and every reader
+// that decoded it (the lab's UI among them) would pay the 60 MiB. A larger
+// batch is refused with MESSAGE_TOO_LARGE, the code Kafka gives a batch
+// past max.message.bytes (Java's RecordTooLargeException: its producer
+// splits a batch of several records and retries, and fails a single one
+// without retrying, which is what a record too large for the lab needs).
+const MaxDecompressedBatchBytes = 8 << 20
+
+// errInflates is the cause of a decompression cut off at its limit.
+var errInflates = errors.New("inflates past the limit")
 
 // Batch is one decoded RecordBatch: its header and its records with absolute
 // offsets and timestamps.
@@ -43,15 +60,25 @@ func DecodeBatch(b []byte) (Batch, error) { return DecodeBatchTail(b, -1) }
 // DecodeBatchTail is DecodeBatch that decodes only the last n records (all
 // of them for n < 0): earlier records are skipped by their length prefix,
 // so showing the newest records of a large batch stays cheap.
-func DecodeBatchTail(b []byte, n int) (Batch, error) { return decodeBatchTail(b, n, false) }
+func DecodeBatchTail(b []byte, n int) (Batch, error) { return decodeBatchTail(b, n, false, nil) }
 
 // CopyBatchTail is DecodeBatchTail for callers that keep a few records of
 // many batches (the UI's newest records): it decompresses into a pooled
 // buffer and returns records that own their bytes, so decoding a large
 // compressed batch allocates only what is kept.
-func CopyBatchTail(b []byte, n int) (Batch, error) { return decodeBatchTail(b, n, true) }
+func CopyBatchTail(b []byte, n int) (Batch, error) { return decodeBatchTail(b, n, true, nil) }
 
-func decodeBatchTail(b []byte, n int, pooled bool) (Batch, error) {
+// VisitBatchTail is CopyBatchTail for a caller that keeps only part of each
+// record (the UI: the first bytes of a key and value, and a digest of the
+// whole): visit gets the last n records in turn, their keys, values and
+// headers in a pooled buffer that is valid only during the call, so
+// nothing of a record is copied but what visit copies. The Batch returned
+// has the header and no records.
+func VisitBatchTail(b []byte, n int, visit func(DecodedRecord)) (Batch, error) {
+	return decodeBatchTail(b, n, true, visit)
+}
+
+func decodeBatchTail(b []byte, n int, pooled bool, visit func(DecodedRecord)) (Batch, error) {
 	h, err := checkBatch(b)
 	if err != nil {
 		return Batch{}, err
@@ -64,10 +91,10 @@ func decodeBatchTail(b []byte, n int, pooled bool) (Batch, error) {
 	var raw []byte
 	if pooled {
 		buf := getDecodeBuf()
-		raw, err = decompressTo(*buf, codec, rb.Records)
+		raw, err = decompressTo(*buf, codec, rb.Records, maxDecompressedBytes)
 		defer putDecodeBuf(buf, codec, raw)
 	} else {
-		raw, err = decompressTo(nil, codec, rb.Records)
+		raw, err = decompressTo(nil, codec, rb.Records, maxDecompressedBytes)
 	}
 	if err != nil {
 		return Batch{}, fmt.Errorf("%w: %s records: %v", ErrCorruptMessage, h.Compression(), err)
@@ -94,6 +121,10 @@ func decodeBatchTail(b []byte, n int, pooled bool) (Batch, error) {
 		var r kmsg.Record
 		if err := r.ReadFrom(rec); err != nil {
 			return Batch{}, fmt.Errorf("%w: record %d: %v", ErrCorruptMessage, i, err)
+		}
+		if visit != nil {
+			visit(decodedRecord(h, &r, nil))
+			continue
 		}
 		if pooled && arena == nil {
 			arena = arenaFor(rec, raw)
@@ -161,7 +192,7 @@ var decodeBufs = sync.Pool{New: func() any { return new([]byte) }}
 
 // maxPooledDecodeBuffer is the largest buffer kept for reuse: a default
 // 1 MiB producer batch fits; a rare larger one is left to the collector.
-const maxPooledDecodeBuffer = 8 << 20
+const maxPooledDecodeBuffer = MaxDecompressedBatchBytes + 1
 
 func getDecodeBuf() *[]byte { return decodeBufs.Get().(*[]byte) }
 
@@ -182,12 +213,15 @@ var xerialMagic = []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0}
 
 // decompress returns a batch's records section decompressed as codec says:
 // data itself for codec 0, else a new buffer.
-func decompress(codec int16, data []byte) ([]byte, error) { return decompressTo(nil, codec, data) }
+func decompress(codec int16, data []byte) ([]byte, error) {
+	return decompressTo(nil, codec, data, maxDecompressedBytes)
+}
 
 // decompressTo is decompress into dst's spare capacity when it suffices
 // (dst's contents are overwritten; for codec 0 it returns data itself).
-// Output is bounded by maxDecompressedBytes.
-func decompressTo(dst []byte, codec int16, data []byte) ([]byte, error) {
+// Output past limit bytes fails with errInflates, having decoded no more
+// than limit (+ one read) bytes.
+func decompressTo(dst []byte, codec int16, data []byte, limit int) ([]byte, error) {
 	switch codec {
 	case 0:
 		return data, nil
@@ -196,38 +230,55 @@ func decompressTo(dst []byte, codec int16, data []byte) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		return readLimited(dst, zr)
+		return readLimited(dst, zr, limit)
 	case 2:
 		if bytes.HasPrefix(data, xerialMagic) {
-			return unxerial(dst, data[len(xerialMagic):])
+			return unxerial(dst, data[len(xerialMagic):], limit)
 		}
-		return snappyBlock(dst, data)
+		return snappyBlock(dst, data, limit)
 	case 3:
-		return readLimited(dst, lz4.NewReader(bytes.NewReader(data)))
+		return readLimited(dst, lz4.NewReader(bytes.NewReader(data)), limit)
 	case 4:
-		zr, err := zstd.NewReader(bytes.NewReader(data), zstd.WithDecoderMaxMemory(maxDecompressedBytes))
+		// A frame that says it holds more than limit is refused before
+		// any of it is decoded (one that lies is cut off at limit).
+		var zh zstd.Header
+		if zh.Decode(data) == nil && zh.HasFCS && zh.FrameContentSize > uint64(limit) {
+			return nil, fmt.Errorf("%w: %d bytes (the zstd frame says %d)", errInflates, limit, zh.FrameContentSize)
+		}
+		// One goroutine, synchronous: the default decodes blocks ahead on
+		// every core, each with its own buffers.
+		zr, err := zstd.NewReader(bytes.NewReader(data), zstd.WithDecoderMaxMemory(uint64(limit)),
+			zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
 		if err != nil {
 			return nil, err
 		}
 		defer zr.Close()
-		return readLimited(dst, zr)
+		out, err := readLimited(dst, zr, limit)
+		if errors.Is(err, zstd.ErrDecoderSizeExceeded) || errors.Is(err, zstd.ErrWindowSizeExceeded) {
+			err = fmt.Errorf("%w: %d bytes (%v)", errInflates, limit, err)
+		}
+		return out, err
 	}
 	return nil, fmt.Errorf("unknown compression codec %d", codec)
 }
 
 // readLimited reads r to its end into dst[:0], growing it as needed, and
-// fails once more than maxDecompressedBytes have come.
-func readLimited(dst []byte, r io.Reader) ([]byte, error) {
-	r = io.LimitReader(r, maxDecompressedBytes+1)
+// fails once more than limit bytes have come.
+func readLimited(dst []byte, r io.Reader, limit int) ([]byte, error) {
+	r = io.LimitReader(r, int64(limit)+1)
 	dst = dst[:0]
 	for {
 		if len(dst) == cap(dst) {
-			dst = append(dst, 0)[:len(dst)]
+			// Double, but never past limit+1: the read that crosses the
+			// limit needs one byte more, not twice the limit.
+			grown := make([]byte, len(dst), min(max(2*cap(dst), 64<<10), limit+1))
+			copy(grown, dst)
+			dst = grown
 		}
 		n, err := r.Read(dst[len(dst):cap(dst)])
 		dst = dst[:len(dst)+n]
-		if len(dst) > maxDecompressedBytes {
-			return dst, fmt.Errorf("inflates past %d bytes", maxDecompressedBytes)
+		if len(dst) > limit {
+			return dst, fmt.Errorf("%w: %d bytes", errInflates, limit)
 		}
 		if err == io.EOF {
 			return dst, nil
@@ -239,20 +290,20 @@ func readLimited(dst []byte, r io.Reader) ([]byte, error) {
 }
 
 // snappyBlock decodes one snappy block into dst's capacity if it fits.
-func snappyBlock(dst, data []byte) ([]byte, error) {
+func snappyBlock(dst, data []byte, limit int) ([]byte, error) {
 	n, err := s2.DecodedLen(data)
 	if err != nil {
 		return nil, err
 	}
-	if n > maxDecompressedBytes {
-		return nil, fmt.Errorf("inflates past %d bytes", maxDecompressedBytes)
+	if n > limit {
+		return nil, fmt.Errorf("%w: %d bytes", errInflates, limit)
 	}
 	return s2.Decode(dst, data)
 }
 
 // unxerial reads xerial framing: an 8-byte version header, then chunks of
 // int32 length + snappy block.
-func unxerial(dst, data []byte) ([]byte, error) {
+func unxerial(dst, data []byte, limit int) ([]byte, error) {
 	if len(data) < 8 {
 		return nil, fmt.Errorf("xerial header cut short")
 	}
@@ -267,12 +318,9 @@ func unxerial(dst, data []byte) ([]byte, error) {
 		if n < 0 || n > len(data) {
 			return nil, fmt.Errorf("xerial chunk of %d bytes, %d left", n, len(data))
 		}
-		chunk, err := snappyBlock(nil, data[:n])
+		chunk, err := snappyBlock(nil, data[:n], limit-len(out))
 		if err != nil {
 			return nil, err
-		}
-		if len(out)+len(chunk) > maxDecompressedBytes {
-			return nil, fmt.Errorf("inflates past %d bytes", maxDecompressedBytes)
 		}
 		out = append(out, chunk...)
 		data = data[n:]

@@ -111,7 +111,10 @@ func (s *segment) create() error {
 	}
 	s.unopened = false
 	if err := s.openIndexWriters(true); err != nil {
+		// Back to unopened, so a later append tries again (after EMFILE the
+		// dir stays online): the empty .log left is truncated then.
 		s.close()
+		s.unopened = true
 		return err
 	}
 	for _, suffix := range []string{LogFileSuffix, IndexFileSuffix, TimeIndexFileSuffix} {
@@ -356,7 +359,9 @@ func (s *segment) writeIndexFiles(keepOpen bool) error {
 	}
 	s.closeIndexWriters()
 	if err := s.openIndexWriters(true); err != nil {
-		return err
+		// The index writers are closed now: even out of descriptors the
+		// segment is not as it was, so the dir goes offline.
+		return offlineAnyway{err}
 	}
 	var b []byte
 	for _, e := range s.index {

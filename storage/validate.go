@@ -2,6 +2,7 @@ package storage
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kbin"
@@ -26,8 +27,9 @@ const (
 // an idempotent batch (producer id ≥ 0) has a base sequence. Without
 // message.timestamp.* configs in the lab, timestamps only have to parse.
 // It returns the batch's header. The error wraps UNSUPPORTED_COMPRESSION_TYPE
-// for codecs 5–7, CORRUPT_MESSAGE for bytes that do not decode, and
-// INVALID_RECORD for a batch that decodes but breaks a rule. An empty record
+// for codecs 5–7, MESSAGE_TOO_LARGE for records that decompress past
+// MaxDecompressedBatchBytes, CORRUPT_MESSAGE for bytes that do not decode,
+// and INVALID_RECORD for a batch that decodes but breaks a rule. An empty record
 // set is INVALID_RECORD. A batch that passes cannot stop a consumer at its
 // offset: that is the point, since a bad batch once appended is replicated
 // and served to every reader.
@@ -69,8 +71,12 @@ func ValidateProducedBatchTail(records []byte, tail int) (BatchHeader, []Decoded
 		return h, nil, fmt.Errorf("%w: compression codec %d is not one Kafka knows (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd)", kerr.UnsupportedCompressionType, codec)
 	}
 	buf := getDecodeBuf()
-	raw, err := decompressTo(*buf, codec, records[batchHeaderSize:])
+	raw, err := decompressTo(*buf, codec, records[batchHeaderSize:], MaxDecompressedBatchBytes)
 	defer putDecodeBuf(buf, codec, raw)
+	if errors.Is(err, errInflates) {
+		return h, nil, fmt.Errorf("%w: the %s records of a %d-byte batch decompress to more than %d bytes (the lab's bound on a produced batch, MaxDecompressedBatchBytes)",
+			kerr.MessageTooLarge, h.Compression(), len(records), MaxDecompressedBatchBytes)
+	}
 	if err != nil {
 		return h, nil, fmt.Errorf("%w: the records do not decompress as %s: %v", ErrCorruptMessage, h.Compression(), err)
 	}
@@ -130,7 +136,13 @@ func validateRecords(h BatchHeader, raw []byte, tail int) ([]DecodedRecord, erro
 		// scanRecord, without its extra call per record
 		offsetDelta, size, ok := scanPlainRecord(rec)
 		if !ok {
-			offsetDelta, size, ok = scanAnyRecord(rec)
+			if offsetDelta, size, ok = scanAnyRecord(rec); ok {
+				// Off the fast path (headers, long varints, negative
+				// lengths): the lengths kmsg reads leniently.
+				if bad := negativeLength(rec); bad != "" {
+					return nil, fmt.Errorf("%w: record %d has %s", kerr.InvalidRecord, i, bad)
+				}
+			}
 		}
 		if !ok {
 			return nil, fmt.Errorf("%w: record %d does not decode: %v", ErrCorruptMessage, i, kbin.ErrNotEnoughData)
@@ -375,6 +387,52 @@ func scanAnyRecord(rec []byte) (offsetDelta int32, size int, ok bool) {
 		}
 	}
 	return offsetDelta, size, true
+}
+
+// negativeLength returns what breaks Kafka's record reader
+// (DefaultRecord.readFrom) in rec, a record scanAnyRecord passed, or "":
+// a header count or a header key length below 0, which Java's reader
+// refuses (InvalidRecordException), and a key, value or header value length
+// below -1. Java and franz-go read those as null, but librdkafka refuses
+// the batch and a consumer such as kcat then fetches the same offset
+// forever; kmsg writes a null as -1 and its count and key lengths as 0, so
+// a batch that passes here reads back byte for byte.
+func negativeLength(rec []byte) string {
+	varint := func(p int) (int32, int) {
+		u, n := uvarintShort(rec[p:])
+		if n == 0 {
+			u, n = kbin.Uvarint(rec[p:])
+		}
+		return int32(u>>1) ^ -int32(u&1), p + n
+	}
+	_, p := varint(0)             // the length
+	p++                           // the attributes
+	_, n := kbin.Varlong(rec[p:]) // the timestamp delta
+	p += n
+	_, p = varint(p) // the offset delta
+	for _, field := range []string{"key", "value"} {
+		l, q := varint(p)
+		if l < -1 {
+			return fmt.Sprintf("%s length %d (-1 is null; no other length is negative)", field, l)
+		}
+		p = q + int(max(l, 0))
+	}
+	headers, p := varint(p)
+	if headers < 0 {
+		return fmt.Sprintf("header count %d", headers)
+	}
+	for h := range headers {
+		l, q := varint(p)
+		if l < 0 {
+			return fmt.Sprintf("header %d key length %d", h, l)
+		}
+		p = q + int(l)
+		if l, q = varint(p); l < -1 {
+			return fmt.Sprintf("header %d value length %d (-1 is null; no other length is negative)", h, l)
+		}
+		p = q + int(max(l, 0))
+	}
+	return ""
 }
 
 // skipBytes skips the varint-length bytes (negative: null) at rec[p:],

@@ -160,6 +160,9 @@ func FuzzValidateProducedBatch(f *testing.F) {
 	}
 	f.Add(good, batchHeaderSize+3, byte(0x7f)) // a record field
 	f.Add(good, batchAttrOffset+1, byte(3))    // lz4 flag on plain bytes
+	for _, tc := range poisonCases() {         // also in testdata/fuzz
+		f.Add(poisonBatch(tc.rec), -1, byte(0))
+	}
 	f.Fuzz(func(t *testing.T, records []byte, at int, b byte) {
 		if at >= batchAttrOffset && at < len(records) { // a CRC-covered byte: fix the CRC up
 			records = sealed(records, func(r []byte) []byte { r[at] = b; return r })
@@ -184,6 +187,17 @@ func FuzzValidateProducedBatch(f *testing.F) {
 				t.Fatalf("record %d at offset %d", i, r.Offset)
 			}
 		}
+		// The reference: franz-go's kmsg reads every record and writes it
+		// back byte for byte.
+		var rb kmsg.RecordBatch
+		if err := rb.ReadFrom(records); err != nil {
+			t.Fatalf("kmsg.RecordBatch: %v", err)
+		}
+		raw, err := decompress(h.Attributes&compressionMask, rb.Records)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recordsRoundTrip(t, raw, h.NumRecords)
 	})
 }
 

@@ -30,6 +30,7 @@ import (
 
 	"tidemark/events"
 	"tidemark/i18n"
+	"tidemark/internal/fds"
 	"tidemark/replication"
 	"tidemark/server/controller"
 	"tidemark/server/wire"
@@ -289,6 +290,9 @@ func Start(cfg Config) (*Broker, error) {
 		Logger:    b.logger,
 		ConfigFor: b.configFromDisk,
 		FS:        cfg.FS,
+		// The process's one descriptor account: short of files, idle
+		// sealed segments are given back first.
+		ShortOfFiles: func() bool { return fds.AtLeast(fds.CloseIdle) },
 	})
 	if err != nil {
 		return nil, fmt.Errorf("broker %d: %w", cfg.ID, err)

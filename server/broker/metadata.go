@@ -109,10 +109,36 @@ func (b *Broker) refreshMetadata() {
 			b.errLog.log("deleting the logs of deleted topics", "partitions", len(tps), "err", err)
 		}
 	}
+	b.removeStrays(md)
 	if moved || len(gone) > 0 || !slices.EqualFunc(prev.Brokers, md.Brokers, sameListener) {
 		b.updateFetchers(md)
 	}
 	b.reportLogs(md)
+}
+
+// removeStrays deletes the logs in the log dir of partitions md does not
+// assign to this broker: a topic deleted (or a replica moved away) while
+// the broker was down is still on its disk at the next start, where
+// nothing else would remove it, holding descriptors and bytes no budget
+// counts. Kafka's broker does the same on start and on each metadata
+// update (KIP-858, KAFKA-14616: "stray" logs, renamed -stray, then
+// deleted). Called with applyMu held, after the replicas md drops were
+// stopped, so no replica owns a log it deletes.
+func (b *Broker) removeStrays(md controller.Metadata) {
+	var strays []storage.TopicPartition
+	for _, l := range b.dir.Logs() {
+		if tp := l.TopicPartition(); !hostedIn(md, tp, b.cfg.ID) {
+			strays = append(strays, tp)
+		}
+	}
+	if len(strays) == 0 {
+		return
+	}
+	b.logger.Info("removing stray logs: partitions the metadata does not assign to this broker",
+		"partitions", len(strays), "first", strays[0].String())
+	if err := b.dir.DeleteLogs(strays); err != nil {
+		b.errLog.log("deleting stray logs", "partitions", len(strays), "err", err)
+	}
 }
 
 // changedPartitions returns the partitions md assigns to this broker that

@@ -734,13 +734,15 @@ func decodeForUI(records []byte) []events.Record {
 	tail := uiTail(records)
 	var out []events.Record
 	for _, h := range storage.ScanBatchHeaders(tail) {
-		b, err := storage.CopyBatchTail(tail[:h.Size()], events.RecordWindow)
+		// Only what a person sees is copied: ShownBytes of each key and
+		// value (RecordOf), never a whole value.
+		n := len(out)
+		_, err := storage.VisitBatchTail(tail[:h.Size()], events.RecordWindow, func(rec storage.DecodedRecord) {
+			out = append(out, events.RecordOf(rec.Offset, h.PartitionLeaderEpoch, rec.Key, rec.Value))
+		})
 		tail = tail[h.Size():]
 		if err != nil {
-			continue
-		}
-		for _, rec := range b.Records {
-			out = append(out, events.Record{Offset: rec.Offset, LeaderEpoch: h.PartitionLeaderEpoch, Key: string(rec.Key), Value: string(rec.Value)})
+			out = out[:n]
 		}
 	}
 	if len(out) > events.RecordWindow {

@@ -116,7 +116,21 @@ type meta struct {
 	Created time.Time `json:"created"`
 	// Teachers holds the SHA-256 of each valid teacher token.
 	Teachers []string `json:"teachers"`
+	// TeacherCreated is when each of Teachers was minted (by hash); a
+	// token from before it was kept has none.
+	TeacherCreated map[string]time.Time `json:"teacher_created,omitempty"`
 }
+
+// TeacherToken is one valid teacher token as the teacher may see it: an
+// ID (the first 12 hex digits of its hash, which identify it without
+// granting anything) and when it was minted (zero if unknown).
+type TeacherToken struct {
+	ID      string    `json:"id"`
+	Created time.Time `json:"created"`
+}
+
+// TeacherTokenID returns the ID TeacherTokens gives token.
+func TeacherTokenID(token string) string { return hashToken(token)[:12] }
 
 const (
 	keyMeta    = "class"
@@ -174,6 +188,15 @@ func OpenRoster(dir, name string, seats int, now func() time.Time, log *slog.Log
 	}
 	teacher := newToken("tmt_")
 	r.meta.Teachers = keepNewest(append(r.meta.Teachers, hashToken(teacher)))
+	if r.meta.TeacherCreated == nil {
+		r.meta.TeacherCreated = map[string]time.Time{}
+	}
+	r.meta.TeacherCreated[hashToken(teacher)] = now()
+	for h := range r.meta.TeacherCreated {
+		if !slices.Contains(r.meta.Teachers, h) {
+			delete(r.meta.TeacherCreated, h)
+		}
+	}
 	if err := r.putMeta(); err != nil {
 		db.Close()
 		return nil, "", err
@@ -236,6 +259,40 @@ func (r *Roster) Teacher(token string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Contains(r.meta.Teachers, h)
+}
+
+// TeacherTokens returns the valid teacher tokens, oldest first: each start
+// mints one, and the last 8 stay valid until revoked.
+func (r *Roster) TeacherTokens() []TeacherToken {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]TeacherToken, 0, len(r.meta.Teachers))
+	for _, h := range r.meta.Teachers {
+		out = append(out, TeacherToken{ID: h[:12], Created: r.meta.TeacherCreated[h]})
+	}
+	return out
+}
+
+// RevokeTeacher makes the teacher token with the given ID invalid at once
+// (every browser and script holding it is refused from the next request);
+// false if no valid token has that ID.
+func (r *Roster) RevokeTeacher(id string) (bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	i := slices.IndexFunc(r.meta.Teachers, func(h string) bool { return len(id) == 12 && strings.HasPrefix(h, id) })
+	if i < 0 {
+		return false, nil
+	}
+	old := r.meta
+	h := r.meta.Teachers[i]
+	r.meta.Teachers = slices.Delete(slices.Clone(r.meta.Teachers), i, i+1)
+	r.meta.TeacherCreated = maps.Clone(r.meta.TeacherCreated)
+	delete(r.meta.TeacherCreated, h)
+	if err := r.putMeta(); err != nil {
+		r.meta = old
+		return false, err
+	}
+	return true, nil
 }
 
 // SeatOf returns the seat a seat token belongs to; false for any other

@@ -5,6 +5,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // TestConsumeStopsAtMaxBytes: one Consume reads up to ConsumeMaxBytes of
@@ -45,5 +47,47 @@ func TestConsumeStopsAtMaxBytes(t *testing.T) {
 		if !bytes.Equal(r.Value, val) {
 			t.Fatalf("record %d: value of %d bytes, want the whole %d", r.Offset, len(r.Value), len(val))
 		}
+	}
+}
+
+// TestConsumeStopsAtMaxBytesDecompressed: the bound counts the records'
+// bytes after decompression too: one gzip batch of ten 300 KiB values is a
+// few KiB on disk, and one Consume returns the records up to the one that
+// reaches ConsumeMaxBytes decompressed (4), not all ten. Before, it
+// returned the whole batch however large it inflated.
+func TestConsumeStopsAtMaxBytesDecompressed(t *testing.T) {
+	c := openRunning(t, 1)
+	if _, err := c.CreateTopic("zipped", 1, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds(c)...), kgo.DefaultProduceTopic("zipped"),
+		kgo.ProducerBatchCompression(kgo.GzipCompression()), kgo.ProducerBatchMaxBytes(8<<20), kgo.ProducerLinger(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	val := bytes.Repeat([]byte("v"), 300<<10)
+	recs := make([]*kgo.Record, 10)
+	for i := range recs {
+		recs[i] = &kgo.Record{Value: val}
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	got, hw, err := c.Consume("zipped", 0, 0, 100)
+	if err != nil || hw != 10 {
+		t.Fatalf("consume: hw %d, %v", hw, err)
+	}
+	if segs, _ := c.Broker(1).Replica("zipped", 0).Log().Segments(); len(segs) == 0 || segs[0].LogBytes > 64<<10 {
+		t.Fatalf("the batch is not small on disk: %+v", segs)
+	}
+	if len(got) != 4 {
+		t.Fatalf("one consume of 10 × 300 KiB in one gzip batch gave %d records, want 4 (1 MiB reached decompressed)", len(got))
+	}
+	rest, _, err := c.Consume("zipped", 0, 4, 100)
+	if err != nil || len(rest) != 4 || rest[0].Offset != 4 {
+		t.Fatalf("the next consume from 4: %d records, %v", len(rest), err)
 	}
 }

@@ -206,15 +206,17 @@ func (c *Cluster) Consume(topic string, partition int32, offset int64, limit int
 		return nil, hw, nil
 	}
 	var out []ConsumedRecord
-	read := 0 // bytes of the batches read
+	read := 0    // bytes of the batches read, as stored (compressed)
+	decoded := 0 // bytes of the keys and values returned, decompressed
 	err := l.EachBatch(offset, hw, max(limit, 1), func(bt storage.Batch) bool {
 		for _, rec := range bt.Records {
-			if rec.Offset >= offset && len(out) < limit {
+			if rec.Offset >= offset && len(out) < limit && (len(out) == 0 || decoded < ConsumeMaxBytes) {
 				out = append(out, ConsumedRecord{Offset: rec.Offset, LeaderEpoch: bt.Header.PartitionLeaderEpoch, Key: rec.Key, Value: rec.Value, Timestamp: rec.Timestamp})
+				decoded += len(rec.Key) + len(rec.Value)
 			}
 		}
 		read += int(bt.Header.Length)
-		return len(out) < limit && read < ConsumeMaxBytes
+		return len(out) < limit && read < ConsumeMaxBytes && decoded < ConsumeMaxBytes
 	})
 	if err != nil {
 		return nil, hw, err
@@ -225,7 +227,10 @@ func (c *Cluster) Consume(topic string, partition int32, offset int64, limit int
 // ConsumeMaxBytes bounds what one Consume reads, as Kafka's consumer's
 // max.partition.fetch.bytes (1 MiB) does: it stops after the batch that
 // reaches it, always returning the first whole, so a partition of
-// megabyte records is read a few at a time, not limit at once.
+// megabyte records is read a few at a time, not limit at once. It counts
+// the batches as stored and, apart, the keys and values returned after
+// decompression, stopping at the record that reaches it: a small
+// compressed batch may hold many megabytes.
 const ConsumeMaxBytes = 1 << 20
 
 // Crash stops a broker as a killed process would: the page cache keeps

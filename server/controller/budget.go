@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"tidemark/internal/fds"
 )
 
 // FilesPerReplica is about how many file descriptors one partition replica
@@ -160,6 +162,14 @@ func (c *Controller) checkReplicaBudget(name string, partitions int32, replicati
 	for _, t := range c.topics {
 		held += len(t.parts) * t.replicationFactor()
 	}
+	if fds.AtLeast(fds.RefuseTopics) {
+		// The process's descriptor account is short: sealed segments were
+		// closed and connections refused first; topics come last.
+		open, files := fds.InUse()
+		return &BudgetError{Key: "limits.descriptors", Args: itoas(name, open, int(files)),
+			err: fmt.Errorf("%w: topic %q refused: the process has %d of %d file descriptors open; topics are refused until some are given back",
+				kerr.PolicyViolation, name, open, files)}
+	}
 	want := int(partitions) * int(replicationFactor)
 	limit := MaxPartitionReplicas()
 	if held+want <= limit {
@@ -175,7 +185,7 @@ func (c *Controller) checkReplicaBudget(name string, partitions int32, replicati
 // (errors.Is finds it) naming the limit and its flag, with the i18n key
 // and arguments that say the same to a learner in their language.
 type BudgetError struct {
-	Key  string   // limits.partition-replicas or limits.broker-partitions
+	Key  string   // limits.partition-replicas, limits.broker-partitions or limits.descriptors
 	Args []string // the key's arguments, in its English order
 	err  error
 }

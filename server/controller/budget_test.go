@@ -3,9 +3,12 @@ package controller
 import (
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"tidemark/internal/fds"
 )
 
 // TestReplicaBudget: with a budget of 10 partition replicas, topics that
@@ -116,4 +119,23 @@ func TestDefaultBrokerBudget(t *testing.T) {
 	if got := MaxBrokerPartitions(3); got < minBrokerPartitions {
 		t.Fatalf("MaxBrokerPartitions(3) = %d", got)
 	}
+}
+
+// TestShortOfDescriptorsRefusesTopics: with the process's account at 90 %
+// of its limit (fds.RefuseTopics), a topic that fits every partition budget
+// is refused with POLICY_VIOLATION and limits.descriptors; below it, the
+// same topic is created.
+func TestShortOfDescriptorsRefusesTopics(t *testing.T) {
+	var open atomic.Int64
+	open.Store(900)
+	t.Cleanup(fds.SetAccount(1000, func() int { return int(open.Load()) }))
+	l := newLab(t)
+	l.start(1, 2, 3)
+	_, err := l.c.CreateTopic("a", 1, 1, nil)
+	var be *BudgetError
+	if !errors.Is(err, kerr.PolicyViolation) || !errors.As(err, &be) || be.Key != "limits.descriptors" {
+		t.Fatalf("900 of 1000 descriptors open: %v, want POLICY_VIOLATION (limits.descriptors)", err)
+	}
+	open.Store(899) // connections are refused here, topics not yet
+	l.create("a", 1, 1, nil)
 }

@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -272,12 +273,52 @@ func (s *Server) alterConfigs(c echo.Context) error {
 // retriable error before anything was appended (default
 // DefaultDeliveryTimeout, at most MaxDeliveryTimeout; 0: one attempt, the
 // raw answer), as a producer's delivery.timeout.ms.
+//
+// Encoding says how keys and values are written: "text" (the default: the
+// string's UTF-8 bytes) or "base64" (standard base64 of the bytes, for
+// records that are not text), as Kafka's REST proxies take the binary
+// format.
 type ProduceRequest struct {
 	Partition         *int32          `json:"partition"`
 	Acks              ProduceAcks     `json:"acks"`
 	Records           []ProduceRecord `json:"records"`
 	TimeoutMs         *int64          `json:"timeout_ms"`
 	DeliveryTimeoutMs *int64          `json:"delivery_timeout_ms"`
+	Encoding          string          `json:"encoding"`
+}
+
+// Encodings of keys and values in the records routes' JSON.
+const (
+	EncodingText   = "text"
+	EncodingBase64 = "base64"
+)
+
+// recordsEncoding returns enc, "" meaning text, or INVALID_REQUEST.
+func recordsEncoding(enc string) (string, error) {
+	switch enc {
+	case "", EncodingText:
+		return EncodingText, nil
+	case EncodingBase64:
+		return enc, nil
+	}
+	return "", KafkaError(http.StatusBadRequest, kerr.InvalidRequest,
+		`encoding must be "text" or "base64", got `+strconv.Quote(clip.Bytes(enc, 20)))
+}
+
+// decodeField returns a record field's bytes as enc says (nil for nil).
+func decodeField(enc string, v *string, i int, field string) ([]byte, error) {
+	if v == nil {
+		return nil, nil
+	}
+	if enc != EncodingBase64 {
+		return []byte(*v), nil
+	}
+	b, err := base64.StdEncoding.DecodeString(*v)
+	if err != nil {
+		return nil, KafkaError(http.StatusBadRequest, kerr.InvalidRequest,
+			"records["+strconv.Itoa(i)+"]."+field+" is not base64 (encoding is \"base64\"): "+err.Error())
+	}
+	return b, nil
 }
 
 // ProduceAcks is a produce request's acks as a string or a number; -1 is
@@ -375,6 +416,10 @@ func (s *Server) produce(c echo.Context) error {
 	default:
 		return KafkaError(http.StatusBadRequest, kerr.InvalidRequiredAcks, `acks must be "0", "1" or "all" (or -1), got `+strconv.Quote(clip.Bytes(string(req.Acks), 20)))
 	}
+	enc, err := recordsEncoding(req.Encoding)
+	if err != nil {
+		return err
+	}
 	switch n := len(req.Records); {
 	case n == 0:
 		return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "records is empty; send at least one {\"value\": …}")
@@ -400,11 +445,11 @@ func (s *Server) produce(c echo.Context) error {
 	}
 	recs := make([]Record, len(req.Records))
 	for i, r := range req.Records {
-		if r.Key != nil {
-			recs[i].Key = []byte(*r.Key)
+		if recs[i].Key, err = decodeField(enc, r.Key, i, "key"); err != nil {
+			return err
 		}
-		if r.Value != nil {
-			recs[i].Value = []byte(*r.Value)
+		if recs[i].Value, err = decodeField(enc, r.Value, i, "value"); err != nil {
+			return err
 		}
 	}
 	// The request's context ends when the client goes away; the lab's own
@@ -420,14 +465,18 @@ func (s *Server) produce(c echo.Context) error {
 
 // ConsumeResponse is the body of GET …/partitions/{p}/records: records below
 // the high watermark, read from the leader, and where to continue.
+// Encoding is how keys and values are written (?encoding=, "text" by
+// default): bytes that are not UTF-8 are replaced by U+FFFD in text, and
+// kept in base64.
 type ConsumeResponse struct {
 	Records       []ConsumedRecordJSON `json:"records"`
 	HighWatermark int64                `json:"high_watermark"`
 	NextOffset    int64                `json:"next_offset"`
+	Encoding      string               `json:"encoding"`
 }
 
-// ConsumedRecordJSON is one consumed record; key and value are shown as text
-// (null key: none; null value: a tombstone).
+// ConsumedRecordJSON is one consumed record; key and value are written as
+// the response's encoding says (null key: none; null value: a tombstone).
 type ConsumedRecordJSON struct {
 	Offset      int64   `json:"offset"`
 	LeaderEpoch int32   `json:"leader_epoch"`
@@ -441,6 +490,15 @@ func textOrNull(b []byte) *string {
 		return nil
 	}
 	s := string(b)
+	return &s
+}
+
+// base64OrNull is b in standard base64; nil for nil.
+func base64OrNull(b []byte) *string {
+	if b == nil {
+		return nil
+	}
+	s := base64.StdEncoding.EncodeToString(b)
 	return &s
 }
 
@@ -461,6 +519,14 @@ func (s *Server) consume(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	enc, err := recordsEncoding(c.QueryParam("encoding"))
+	if err != nil {
+		return err
+	}
+	field := textOrNull
+	if enc == EncodingBase64 {
+		field = base64OrNull
+	}
 	recs, hw, err := s.cons.Consume(name, p.Partition, offset, limit)
 	if errors.Is(err, kerr.OffsetOutOfRange) {
 		return outOfRange(name, p, offset)
@@ -470,14 +536,14 @@ func (s *Server) consume(c echo.Context) error {
 	}
 	// With nothing returned the reader is at the HW (an offset below the log
 	// start or above the LEO is an error), which is where it continues.
-	r := ConsumeResponse{Records: make([]ConsumedRecordJSON, 0, len(recs)), HighWatermark: hw, NextOffset: hw}
+	r := ConsumeResponse{Records: make([]ConsumedRecordJSON, 0, len(recs)), HighWatermark: hw, NextOffset: hw, Encoding: enc}
 	size := 0
 	for _, x := range recs {
 		if size += len(x.Key) + len(x.Value); size > MaxRecordsBytes && len(r.Records) > 0 {
 			break
 		}
 		r.Records = append(r.Records, ConsumedRecordJSON{Offset: x.Offset, LeaderEpoch: x.LeaderEpoch, Timestamp: x.Timestamp,
-			Key: textOrNull(x.Key), Value: textOrNull(x.Value)})
+			Key: field(x.Key), Value: field(x.Value)})
 		r.NextOffset = x.Offset + 1
 	}
 	return c.JSON(http.StatusOK, r)

@@ -85,6 +85,8 @@ func (s *Server) classRoutes(e *echo.Echo) {
 	route("POST", "/api/v1/class/seats", s.addSeats, sameOrigin)
 	route("POST", "/api/v1/class/seats/:seat/reset", s.resetSeat, sameOrigin)
 	route("GET", "/api/v1/class/export", s.exportClass)
+	route("GET", "/api/v1/class/teacher-tokens", s.listTeacherTokens)
+	route("DELETE", "/api/v1/class/teacher-tokens/:id", s.revokeTeacherToken, sameOrigin)
 	route("GET", "/class", s.classPage)
 	route("POST", "/class/seats", s.addSeatsForm, sameOrigin)
 	route("POST", "/class/seats/:seat/reset", s.resetSeatForm, sameOrigin)
@@ -354,6 +356,55 @@ func (s *Server) classState(r *http.Request) ClassResponse {
 
 func (s *Server) getClass(c echo.Context) error {
 	return c.JSON(http.StatusOK, s.classState(c.Request()))
+}
+
+// TeacherTokensResponse lists the valid teacher tokens (GET
+// /api/v1/class/teacher-tokens), oldest first; Current marks the one the
+// request came with.
+type TeacherTokensResponse struct {
+	Tokens []TeacherTokenJSON `json:"tokens"`
+}
+
+// TeacherTokenJSON is one valid teacher token, by ID (never the token).
+type TeacherTokenJSON struct {
+	ID      string     `json:"id"`
+	Created *time.Time `json:"created"` // null: minted before creation times were kept
+	Current bool       `json:"current"`
+}
+
+// teacherToken returns the teacher token the request came with.
+func teacherToken(r *http.Request) string {
+	if tok := bearer(r); tok != "" {
+		return tok
+	}
+	return cookie(r, teacherCookie)
+}
+
+func (s *Server) listTeacherTokens(c echo.Context) error {
+	current := class.TeacherTokenID(teacherToken(c.Request()))
+	out := TeacherTokensResponse{Tokens: []TeacherTokenJSON{}}
+	for _, t := range s.opts.Class.TeacherTokens() {
+		j := TeacherTokenJSON{ID: t.ID, Current: t.ID == current}
+		if !t.Created.IsZero() {
+			created := t.Created.UTC()
+			j.Created = &created
+		}
+		out.Tokens = append(out.Tokens, j)
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// revokeTeacherToken makes a teacher token invalid: the links printed at
+// earlier starts stay valid (the last 8) until the teacher revokes them.
+func (s *Server) revokeTeacherToken(c echo.Context) error {
+	ok, err := s.opts.Class.RevokeTeacher(c.Param("id"))
+	if err != nil {
+		return LabError(err)
+	}
+	if !ok {
+		return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no valid teacher token has id " + strconv.Quote(clip.Bytes(c.Param("id"), 20))}
+	}
+	return c.NoContent(http.StatusNoContent)
 }
 
 // AddSeatsRequest is the body of POST /api/v1/class/seats.

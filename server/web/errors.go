@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
@@ -219,6 +220,9 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
 	}
+	if mayHaveBody(c.Request()) {
+		defer dropBody(c.Response())()
+	}
 	if c.Request().Method == http.MethodGet && isPage(c.Request()) {
 		err = s.renderErrorPage(c, e)
 	} else if c.Request().Method == http.MethodHead {
@@ -228,6 +232,28 @@ func (s *Server) handleError(err error, c echo.Context) {
 	}
 	if err != nil {
 		s.opts.Logger.Warn("web: writing error response", "err", err)
+	}
+}
+
+// mayHaveBody reports whether r announced a body (a Content-Length other
+// than 0, or chunked).
+func mayHaveBody(r *http.Request) bool {
+	return r.ContentLength != 0 || len(r.TransferEncoding) > 0
+}
+
+// dropBody makes the answer being written the connection's last and
+// abandons what is left of the request's body: the body may be unread (a
+// refusal before the handler: Host, Origin, a read-only lab, /ws), and
+// net/http would otherwise read the rest of it, before answering or after,
+// which a client that announces a Content-Length and never sends the
+// bytes makes last until the read deadline. It sets Connection: close, so
+// call it before the answer is written, and the func it returns after (the
+// read deadline that one sets does not touch writes).
+func dropBody(w http.ResponseWriter) func() {
+	w.Header().Set("Connection", "close")
+	return func() {
+		// An error means a writer without deadlines (a test recorder).
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now())
 	}
 }
 

@@ -2,9 +2,15 @@ package web
 
 import (
 	"context"
+	"log"
+	"log/slog"
 	"net"
 	"net/http"
+	"strings"
+	"sync/atomic"
 	"time"
+
+	"golang.org/x/time/rate"
 
 	"github.com/labstack/echo/v4"
 )
@@ -35,21 +41,53 @@ var timeouts = httpTimeouts{ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTi
 
 // NewHTTPServer returns the lab's HTTP server for h with the timeouts above;
 // requests run under base.
+//
+// The read deadlines are the server's, set from the first byte of each
+// request whatever route answers it (a request refused before any
+// middleware, for its Host, still cannot hold its connection): headers
+// within ReadHeaderTimeout, the whole request within ReadTimeout. /ws keeps
+// them through its handshake; readWS sets its own after the upgrade. The
+// write deadline is set per request by the deadlines middleware instead
+// (http.Server's WriteTimeout would stay on the websocket's connection
+// after the upgrade).
+//
+// net/http's own log lines (an Accept failing for want of descriptors,
+// which it retries, a client's TLS or header garbage) go to slog at Warn,
+// at most one every 10 s with the count of those left out.
 func NewHTTPServer(h http.Handler, base context.Context) *http.Server {
-	return &http.Server{Handler: h, ReadHeaderTimeout: timeouts.readHeader, IdleTimeout: timeouts.idle,
-		BaseContext: func(net.Listener) context.Context { return base }}
+	return &http.Server{Handler: h, ReadHeaderTimeout: timeouts.readHeader, ReadTimeout: timeouts.read,
+		IdleTimeout: timeouts.idle, BaseContext: func(net.Listener) context.Context { return base },
+		ErrorLog: log.New(&limitedLog{every: rate.Sometimes{Interval: 10 * time.Second}}, "", 0)}
 }
 
-// deadlines sets each request's read and write deadlines on its connection
-// (http.Server's own ReadTimeout and WriteTimeout would also cut the
-// websocket, whose connection keeps them after the upgrade), and clears
-// them for /ws.
+// limitedLog is net/http's ErrorLog: a line through to slog per interval.
+type limitedLog struct {
+	every   rate.Sometimes
+	skipped atomic.Int64
+}
+
+func (l *limitedLog) Write(p []byte) (int, error) {
+	logged := false
+	l.every.Do(func() {
+		logged = true
+		slog.Warn("web: "+strings.TrimSpace(string(p)), "left_out", l.skipped.Swap(0))
+	})
+	if !logged {
+		l.skipped.Add(1)
+	}
+	return len(p), nil
+}
+
+// deadlines sets each request's read and write deadlines on its connection;
+// for /ws it leaves the read deadline to the handshake (the server's) and
+// clears the write deadline, which each websocket write sets anew.
 func (s *Server) deadlines(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		rc := http.NewResponseController(c.Response().Writer)
 		read, write := time.Now().Add(s.timeouts.read), time.Now().Add(s.timeouts.write)
 		if c.Request().URL.Path == "/ws" {
-			read, write = time.Time{}, time.Time{}
+			_ = rc.SetWriteDeadline(time.Time{})
+			return next(c)
 		}
 		// Errors mean a writer that cannot set deadlines (a test recorder).
 		_ = rc.SetReadDeadline(read)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/labstack/echo/v4"
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"tidemark/events"
 	"tidemark/lessons"
@@ -20,7 +21,8 @@ import (
 const maxClientFrame = 4 << 10
 
 // checkOrigin accepts requests without an Origin (non-browser clients) and
-// browser requests whose Origin host is the Host they asked for, so another
+// browser requests whose Origin is the scheme they came by and the Host
+// they asked for (host and port), so another
 // site's page cannot open the stream in a visitor's browser. The Host has
 // passed checkHost before any route runs, so an Origin equal to it is one
 // of the lab's own names: "our host" means the same thing in both checks.
@@ -33,17 +35,31 @@ func checkOrigin(r *http.Request) bool {
 	if err != nil {
 		return false
 	}
-	return (u.Scheme == "http" || u.Scheme == "https") && strings.EqualFold(u.Host, r.Host)
+	// The scheme too: an http lab is not https://127.0.0.1:PORT, another
+	// origin to a browser (and the port the same only by chance).
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return u.Scheme == scheme && strings.EqualFold(u.Host, r.Host)
 }
 
+// wsHandshakeTimeout bounds writing the websocket handshake's answer; the
+// request itself is read under the server's header and read deadlines.
+const wsHandshakeTimeout = 10 * time.Second
+
 var upgrader = websocket.Upgrader{
-	ReadBufferSize:  1 << 10,
-	WriteBufferSize: 16 << 10,
-	CheckOrigin:     checkOrigin,
+	ReadBufferSize:   1 << 10,
+	WriteBufferSize:  16 << 10,
+	HandshakeTimeout: wsHandshakeTimeout,
+	CheckOrigin:      checkOrigin,
 	Error: func(w http.ResponseWriter, r *http.Request, status int, reason error) {
 		code := CodeForbiddenOrigin
 		if status != http.StatusForbidden {
 			code = "INVALID_REQUEST"
+		}
+		if mayHaveBody(r) {
+			defer dropBody(w)()
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
@@ -60,6 +76,11 @@ var upgrader = websocket.Upgrader{
 // instead, so a slow client costs neither the brokers nor the other clients
 // anything.
 func (s *Server) serveWS(c echo.Context) error {
+	if mayHaveBody(c.Request()) {
+		// A handshake has no body; this one is refused without reading it
+		// (handleError closes the connection after the answer).
+		return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "a websocket handshake has no body")
+	}
 	lab, err := s.wsLab(c) // ?run=<id>: a lesson run's cluster
 	if err != nil {
 		return err

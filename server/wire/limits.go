@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"tidemark/internal/fds"
 )
 
 // DefaultConnectionsMaxIdle is Kafka's default connections.max.idle.ms.
@@ -83,6 +85,18 @@ func (l *listenerLimits) admit(log *slog.Logger, c net.Conn) (release func(), ok
 	ip := c.RemoteAddr().String()
 	if host, _, err := net.SplitHostPort(ip); err == nil {
 		ip = host
+	}
+	if fds.AtLeast(fds.RefuseConns) {
+		// The process's descriptor account is short: new connections are
+		// refused (idle sealed segments were given back first).
+		l.refused.Add(1)
+		l.refusedUnlogged.Add(1)
+		l.refusedLog.Do(func() {
+			open, limit := fds.InUse()
+			log.Warn("refusing Kafka connections: the process is short of file descriptors", "remote", ip,
+				"open", open, "limit", limit, "refused", l.refusedUnlogged.Swap(0))
+		})
+		return nil, false
 	}
 	l.mu.Lock()
 	if l.maxPerIP > 0 && l.perIP[ip] >= l.maxPerIP {
