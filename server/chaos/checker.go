@@ -83,9 +83,10 @@ type Election struct {
 	// LastKnown: the partition's last known leader was elected (Kafka 4.1).
 	LastKnown bool    `json:"last_known,omitempty"`
 	ISR       []int32 `json:"isr,omitempty"`
-	// LeaderDown: the leader was not running when the action that elected
-	// it ended. The controller elects a stopped broker whose session has
-	// not expired yet, as Kafka's does: it cannot know sooner.
+	// LeaderDown: the leader had crashed or lost power since the controller
+	// last registered or fenced it, so the controller elected an
+	// incarnation that was gone (stopped, or restarted and not yet
+	// registered again), as Kafka's does: it cannot know sooner.
 	LeaderDown bool `json:"leader_down,omitempty"`
 }
 
@@ -399,8 +400,20 @@ func explainLoss(w Write, cs []Copy, elections []Election) Loss {
 			break
 		}
 	}
-	if !l.Unsynced && l.Election != nil && lostToPowerLossThenFollowed(w, cs, *l.Election) {
-		l.Unsynced = true
+	// A later election without it may be the one the others followed
+	// (strict seed 64: a leader elected without the record, then another
+	// that had lost it to power loss and was followed).
+	if !l.Unsynced && l.Election != nil {
+		for i := range elections {
+			e := elections[i]
+			if e.Partition != w.Partition || e.Seq < l.Election.Seq || e.Leader < 0 || held(cs, e.Leader, e.Seq) {
+				continue
+			}
+			if lostToPowerLossThenFollowed(w, cs, e) {
+				l.Unsynced, l.Election = true, &e
+				break
+			}
+		}
 	}
 	l.Cause = lossCause(l)
 	return l
@@ -417,11 +430,11 @@ func explainLoss(w Write, cs []Copy, elections []Election) Loss {
 // recovery elected the longest log instead and these were not lost.)
 //
 // Only the election of a last known leader counts, or a clean one of a
-// leader that was down when elected (a power-cut broker whose session had
-// not expired yet: strict seed 19, three brokers stopped at once, once
-// steps fetched): a clean election of a running replica that had lost
-// records is a rule's fault, and an unclean one is
-// unclean.leader.election.enable's.
+// leader whose incarnation the controller knew was gone (LeaderDown: a
+// power-cut broker whose session had not expired yet, strict seed 19; or
+// one restarted behind a cut link to the controller, strict seed 22):
+// a clean election of a registered replica that had lost records is a
+// rule's fault, and an unclean one is unclean.leader.election.enable's.
 func lostToPowerLossThenFollowed(w Write, cs []Copy, e Election) bool {
 	if !e.LastKnown && (e.Unclean || !e.LeaderDown) {
 		return false

@@ -269,6 +269,9 @@ type runner struct {
 	progress func(Progress)
 	// byProtocol and idleSteps: Options'.
 	byProtocol, idleSteps bool
+	// gone holds the brokers that crashed or lost power since the
+	// controller last registered or fenced them (Election.LeaderDown).
+	gone map[int32]bool
 
 	action     int    // index of the action being played
 	seq        uint64 // the last bus event processed
@@ -334,7 +337,7 @@ type powerCut struct {
 
 func newRunner(ctx context.Context, c *cluster.Cluster, cfg Config, specs []topicSpec, actions []Action, progress func(Progress)) *runner {
 	r := &runner{ctx: ctx, c: c, cfg: cfg, actions: actions, progress: progress, gen: map[int32]int{},
-		clients: map[int32]*wireClient{}, isr: map[string]map[int32][]int32{}}
+		clients: map[int32]*wireClient{}, isr: map[string]map[int32][]int32{}, gone: map[int32]bool{}}
 	for _, sp := range specs {
 		t := &topicRun{r: r, name: sp.name, protocol: sp.protocol, configs: sp.configs,
 			held: map[int32]map[int32]map[string]int64{}, open: map[copyKey]int{}, restarted: map[int32]map[int32]*powerCut{}}
@@ -982,13 +985,26 @@ func (r *runner) observe(a Action) error {
 	r.evs = evs
 	r.rec.add(evs)
 	r.countDelayEffects()
+	// goneAt: the elections (by seq) of a broker that had stopped since the
+	// controller last registered or fenced it, in the events' order.
+	goneAt := map[uint64]bool{}
+	for _, e := range evs {
+		switch {
+		case e.Kind == events.KindFault && e.Fault != nil && (e.Fault.Kind == events.FaultCrash || e.Fault.Kind == events.FaultPowerLoss):
+			r.gone[e.Broker] = true
+		case e.Kind == events.KindBroker && e.BrokerState == events.BrokerFenced:
+			delete(r.gone, e.Broker)
+		case e.Kind == events.KindElection && e.Leader != nil && r.gone[e.Leader.Leader]:
+			goneAt[e.Seq] = true
+		}
+	}
 	for _, t := range r.playing() {
 		for _, e := range evs {
 			if e.Kind == events.KindElection && e.Topic == t.name && e.Leader != nil {
 				t.elections = append(t.elections, Election{Seq: e.Seq, Action: r.action, Partition: e.Partition,
 					Leader: e.Leader.Leader, PreviousLeader: e.Leader.PreviousLeader, LeaderEpoch: e.Leader.LeaderEpoch,
 					Unclean: e.Leader.Unclean, LastKnown: e.Leader.LastKnown, ISR: slices.Clone(e.ISR),
-					LeaderDown: e.Leader.Leader >= 0 && r.c.Broker(e.Leader.Leader) == nil})
+					LeaderDown: goneAt[e.Seq]})
 			}
 		}
 		if err := t.collect(); err != nil {
