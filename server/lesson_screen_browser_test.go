@@ -1,9 +1,12 @@
 package server
 
 import (
+	"os"
 	"strconv"
 	"strings"
 	"testing"
+
+	"tidemark/lessons"
 )
 
 // lessonStep runs the step the run's page asks next, waiting for the
@@ -81,7 +84,15 @@ func TestBrowserLessonOneScreen(t *testing.T) {
 	b.viewport(1366, 768, false)
 	lanesInView := `(() => { const l = document.querySelector('[data-testid="lanes"]').getBoundingClientRect();
 		return l.top >= 0 && l.top < innerHeight - 120 && document.querySelector('.stage-lanes').getBoundingClientRect().bottom <= innerHeight + 0.5; })()`
-	for _, lesson := range []string{"08-hw", "12-min-isr", "14-kip101-hw-truncation"} {
+	all := []string{"08-hw", "12-min-isr", "14-kip101-hw-truncation"}
+	if os.Getenv("TIDEMARK_ALL_LESSONS") != "" {
+		all = nil
+		for _, l := range lessons.All() {
+			all = append(all, l.ID)
+		}
+	}
+	for _, lesson := range all {
+		t.Logf("lesson %s", lesson)
 		b.open("/lessons", false)
 		b.click(`[data-start="` + lesson + `"]`)
 		b.poll(`document.readyState !== "loading" && document.querySelector('#progress[data-cursor="0"]') !== null`, lesson+" to start")
