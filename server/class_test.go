@@ -309,7 +309,16 @@ func TestClassTeacher(t *testing.T) {
 		t.Fatalf("/metrics without a token in class mode: %d, want 401", status)
 	}
 
-	status, body = l.call(t, "POST", "/api/v1/class/seats/1/reset", l.teacher, "")
+	for _, unconfirmed := range []string{"", `{}`, `{"confirm":false}`} {
+		status, body = l.call(t, "POST", "/api/v1/class/seats/1/reset", l.teacher, unconfirmed)
+		if status != http.StatusBadRequest || !strings.Contains(body, `"code":"INVALID_REQUEST"`) || !strings.Contains(body, "class.seat.reset-confirm") {
+			t.Fatalf("reset without confirmation (%q): %d %s", unconfirmed, status, body)
+		}
+	}
+	if status, _ = l.call(t, "GET", "/api/v1/cluster", ada, ""); status != 200 {
+		t.Fatalf("an unconfirmed reset signed the learner out: %d", status)
+	}
+	status, body = l.call(t, "POST", "/api/v1/class/seats/1/reset", l.teacher, `{"confirm":true}`)
 	var seat web.SeatResponse
 	if status != 200 || json.Unmarshal([]byte(body), &seat) != nil || seat.Code == l.codes[0] || seat.Name != "" {
 		t.Fatalf("reset: %d %s", status, body)
@@ -317,7 +326,7 @@ func TestClassTeacher(t *testing.T) {
 	if status, _ = l.call(t, "GET", "/api/v1/cluster", ada, ""); status != http.StatusUnauthorized {
 		t.Fatalf("a reset seat's old token: %d, want 401", status)
 	}
-	if status, _ = l.call(t, "POST", "/api/v1/class/seats/9/reset", l.teacher, ""); status != http.StatusNotFound {
+	if status, _ = l.call(t, "POST", "/api/v1/class/seats/9/reset", l.teacher, `{"confirm":true}`); status != http.StatusNotFound {
 		t.Fatalf("resetting seat 9 of 3: %d, want 404", status)
 	}
 

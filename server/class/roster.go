@@ -50,6 +50,13 @@ const (
 var (
 	// ErrBadCode: no seat has this join code (a reset gives a seat a new one).
 	ErrBadCode = fmt.Errorf("%w: no seat has this join code", kerr.SaslAuthenticationFailed)
+	// ErrSeatTaken: the code's seat was claimed already; only the teacher
+	// can open it to a new claim (Roster.NewCode). It wraps
+	// GROUP_AUTHORIZATION_FAILED: the request is well formed and the code
+	// is real, but it no longer authorizes anyone to take the seat, which
+	// somebody else holds — an authorization refusal about a membership,
+	// as Kafka's is about a group, that retrying does not change.
+	ErrSeatTaken = fmt.Errorf("%w: this seat is taken; ask the teacher for a new code", kerr.GroupAuthorizationFailed)
 	// ErrBadName: the display name is empty, too long or not printable.
 	ErrBadName = fmt.Errorf("%w: the name must be 1 to %d printable characters", kerr.InvalidRequest, MaxNameRunes)
 	// ErrNoSeat: no such seat number.
@@ -73,7 +80,15 @@ type Seat struct {
 	// Tries holds the learner's checks of each exercise they checked: the
 	// teacher wants to see who is trying and failing, not only who passed.
 	Tries map[string]Tries `json:"tries,omitempty"`
+	// Open is set when the teacher gave a claimed seat a new code
+	// (NewCode): that code may claim the seat once more, progress kept.
+	Open bool `json:"open,omitempty"`
 }
+
+// Claimed reports whether the seat's code has been used: somebody joined
+// and the teacher has not opened the seat again since. A claimed seat
+// refuses every join (ErrSeatTaken).
+func (s *Seat) Claimed() bool { return s.Name != "" && !s.Open }
 
 // Tries is a seat's checks of one exercise: how many, how many of them did
 // not pass, and the last one that did not.
@@ -250,10 +265,12 @@ func (r *Roster) SeatOf(token string) (int, bool) {
 	return id, ok
 }
 
-// Join gives whoever holds a seat's join code a new token for that seat and
-// sets its display name. The same code joins again from another device
-// (the seat keeps its cluster and progress) until the teacher resets the
-// seat.
+// Join claims the free seat a join code belongs to: it gives the joiner a
+// new token for that seat and sets its display name. A code claims once: a
+// second join with it is ErrSeatTaken and the seat keeps its name (the
+// join code is on the projected dashboard; it must not let anyone take a
+// seat over). Another device, or a learner who lost their cookie, joins
+// with a new code from the teacher (NewCode), which keeps the progress.
 func (r *Roster) Join(code, name string) (int, string, error) {
 	name = strings.TrimSpace(name)
 	if !validName(name) {
@@ -267,6 +284,9 @@ func (r *Roster) Join(code, name string) (int, string, error) {
 		return 0, "", ErrBadCode
 	}
 	s := *r.seats[id-1]
+	if s.Claimed() {
+		return 0, "", ErrSeatTaken
+	}
 	token := newToken("tms_")
 	h := hashToken(token)
 	s.Tokens = append(slices.Clone(s.Tokens), h)
@@ -274,7 +294,7 @@ func (r *Roster) Join(code, name string) (int, string, error) {
 	if n := len(s.Tokens) - keptTokens; n > 0 {
 		dropped, s.Tokens = s.Tokens[:n], s.Tokens[n:]
 	}
-	s.Name = name
+	s.Name, s.Open = name, false
 	if s.Joined.IsZero() {
 		s.Joined = r.now()
 	}
@@ -353,6 +373,39 @@ func (r *Roster) Reset(id int) (Seat, error) {
 	r.codes[s.Code] = id
 	r.seats[id-1] = &s
 	return s, nil
+}
+
+// NewCode gives seat id a new join code that may claim it once more, the
+// old code ending; the seat keeps its name (until the claim), cluster and
+// progress. With release, the devices signed in to the seat are signed out
+// too (every seat token revoked): the seat is for whoever claims it next.
+// Without, they stay signed in (a learner moving to a second device).
+func (r *Roster) NewCode(id int, release bool) (Seat, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if id < 1 || id > len(r.seats) {
+		return Seat{}, ErrNoSeat
+	}
+	old := r.seats[id-1]
+	s := *old
+	s.Code, s.Open = r.freshCodeLocked(nil), true
+	if release {
+		s.Tokens = nil
+	}
+	if err := r.putSeat(&s); err != nil {
+		return Seat{}, err
+	}
+	delete(r.codes, old.Code)
+	r.codes[s.Code] = id
+	if release {
+		for _, h := range old.Tokens {
+			delete(r.tokens, h)
+		}
+	}
+	*r.seats[id-1] = s
+	out := s
+	out.Tokens = nil
+	return out, nil
 }
 
 // update changes a copy of seat id with change, which reports whether it

@@ -84,10 +84,12 @@ func (s *Server) classRoutes(e *echo.Echo) {
 	route("GET", "/api/v1/class", s.getClass)
 	route("POST", "/api/v1/class/seats", s.addSeats, sameOrigin)
 	route("POST", "/api/v1/class/seats/:seat/reset", s.resetSeat, sameOrigin)
+	route("POST", "/api/v1/class/seats/:seat/code", s.newSeatCode, sameOrigin)
 	route("GET", "/api/v1/class/export", s.exportClass)
 	route("GET", "/class", s.classPage)
 	route("POST", "/class/seats", s.addSeatsForm, sameOrigin)
 	route("POST", "/class/seats/:seat/reset", s.resetSeatForm, sameOrigin)
+	route("POST", "/class/seats/:seat/code", s.newSeatCodeForm, sameOrigin)
 	route("GET", "/class/seats/:seat", s.seatProjection)
 	s.exerciseRoutes(route)
 }
@@ -247,6 +249,12 @@ func (s *Server) join(c echo.Context, code, name string) (JoinResponse, error) {
 	case errors.Is(err, class.ErrBadCode):
 		return JoinResponse{}, &Error{Status: http.StatusUnauthorized, Code: kerr.SaslAuthenticationFailed.Message,
 			Message: "no seat has this join code", Key: "class.join.bad-code"}
+	case errors.Is(err, class.ErrSeatTaken):
+		// 403 GROUP_AUTHORIZATION_FAILED (see class.ErrSeatTaken): the code
+		// is real but spent; the seat keeps its learner, and only the
+		// teacher opens it again. The text names nobody.
+		return JoinResponse{}, &Error{Status: http.StatusForbidden, Code: kerr.GroupAuthorizationFailed.Message,
+			Message: "this seat is taken: its code has been used; ask your teacher for a new code", Key: "class.join.taken"}
 	case errors.Is(err, class.ErrBadName):
 		return JoinResponse{}, &Error{Status: http.StatusBadRequest, Code: kerr.InvalidRequest.Message,
 			Message: kafkaerr.Detail(err.Error()), Key: "class.join.bad-name", Args: []string{strconv.Itoa(class.MaxNameRunes)}}
@@ -298,11 +306,14 @@ type ClassResponse struct {
 // SeatResponse is one seat: its join code and link, learner, presence,
 // whether its cluster runs, and its progress per lesson.
 type SeatResponse struct {
-	Seat    int                    `json:"seat"`
-	Code    string                 `json:"code"`
-	JoinURL string                 `json:"join_url"`
-	Name    string                 `json:"name"`
-	Joined  *time.Time             `json:"joined,omitempty"`
+	Seat    int        `json:"seat"`
+	Code    string     `json:"code"`
+	JoinURL string     `json:"join_url"`
+	Name    string     `json:"name"`
+	Joined  *time.Time `json:"joined,omitempty"`
+	// Claimed: the seat's code has been used; a join with it is refused
+	// until the teacher gives the seat a new code.
+	Claimed bool                   `json:"claimed"`
 	Online  bool                   `json:"online"`
 	Awake   bool                   `json:"awake"`
 	Lessons []class.LessonProgress `json:"lessons"`
@@ -321,7 +332,7 @@ func joinURL(r *http.Request, code string) string {
 }
 
 func (s *Server) seatResponse(r *http.Request, st class.Seat) SeatResponse {
-	out := SeatResponse{Seat: st.ID, Code: st.Code, JoinURL: joinURL(r, st.Code), Name: st.Name,
+	out := SeatResponse{Seat: st.ID, Code: st.Code, JoinURL: joinURL(r, st.Code), Name: st.Name, Claimed: st.Claimed(),
 		Online: s.opts.Class.Online(st.ID), Awake: s.opts.Class.Awake(st.ID), Lessons: []class.LessonProgress{}}
 	if !st.Joined.IsZero() {
 		out.Joined = &st.Joined
@@ -399,10 +410,28 @@ func (s *Server) seatParam(c echo.Context) (int, error) {
 	return n, nil
 }
 
-func (s *Server) resetSeatN(c echo.Context) (SeatResponse, error) {
+// ResetRequest is the body of POST /api/v1/class/seats/{seat}/reset: a
+// reset wipes a learner's work, so it must be confirmed.
+type ResetRequest struct {
+	Confirm bool `json:"confirm"`
+}
+
+// resetUnconfirmed is the refusal of a reset without {"confirm": true}: it
+// says what a reset wipes, and what keeps the progress instead.
+func resetUnconfirmed(seat int) *Error {
+	n := strconv.Itoa(seat)
+	return (&Error{Status: http.StatusBadRequest, Code: kerr.InvalidRequest.Message,
+		Message: i18n.T(i18n.English, "class.seat.reset-confirm", n) + ` (send {"confirm": true} to reset; POST /api/v1/class/seats/` + n + `/code gives a new code and keeps everything)`}).
+		withKey("class.seat.reset-confirm", n)
+}
+
+func (s *Server) resetSeatN(c echo.Context, confirmed bool) (SeatResponse, error) {
 	n, err := s.seatParam(c)
 	if err != nil {
 		return SeatResponse{}, err
+	}
+	if !confirmed {
+		return SeatResponse{}, resetUnconfirmed(n)
 	}
 	st, err := s.opts.Class.ResetSeat(n)
 	if err != nil {
@@ -412,7 +441,11 @@ func (s *Server) resetSeatN(c echo.Context) (SeatResponse, error) {
 }
 
 func (s *Server) resetSeat(c echo.Context) error {
-	out, err := s.resetSeatN(c)
+	var req ResetRequest
+	if err := decodeOptionalJSON(c, &req); err != nil {
+		return err
+	}
+	out, err := s.resetSeatN(c, req.Confirm)
 	if err != nil {
 		return err
 	}
@@ -498,8 +531,11 @@ func exerciseRow(lang i18n.Lang, r class.ExerciseResult) views.ExerciseRow {
 func (s *Server) classView(r *http.Request, lang i18n.Lang) views.ClassView {
 	state := s.classState(r)
 	v := views.ClassView{Name: state.Name, MaxAwake: state.MaxAwake}
+	if n, err := strconv.Atoi(r.URL.Query().Get("reset")); err == nil && n >= 1 && n <= len(state.Seats) {
+		v.ConfirmReset = n
+	}
 	for _, st := range state.Seats {
-		row := views.SeatRow{Seat: st.Seat, Code: st.Code, JoinURL: st.JoinURL, Name: st.Name, Online: st.Online, Awake: st.Awake}
+		row := views.SeatRow{Seat: st.Seat, Code: st.Code, JoinURL: st.JoinURL, Name: st.Name, Online: st.Online, Awake: st.Awake, Claimed: st.Claimed}
 		for _, r := range st.Exercises {
 			if r.Passed || r.Tries.Checks > 0 {
 				row.Exercises = append(row.Exercises, exerciseRow(lang, r))
@@ -544,13 +580,69 @@ func (s *Server) addSeatsForm(c echo.Context) error {
 	return classFlash(c, true, i18n.T(lang, "class.add.done", n))
 }
 
+// resetSeatForm resets a seat from the dashboard's confirmation form
+// (confirm=yes); the row's Reset is a link to that confirmation
+// (/class?reset={seat}), so a reset takes two clicks without a script.
 func (s *Server) resetSeatForm(c echo.Context) error {
 	lang := Lang(c)
-	st, err := s.resetSeatN(c)
+	c.Request().Body = http.MaxBytesReader(c.Response(), c.Request().Body, maxFormBytes)
+	st, err := s.resetSeatN(c, c.FormValue("confirm") == "yes")
+	if err != nil {
+		flash(c, false, errText(lang, toError(err)))
+		if n, perr := s.seatParam(c); perr == nil {
+			return c.Redirect(http.StatusSeeOther, "/class?reset="+strconv.Itoa(n)+"#reset")
+		}
+		return c.Redirect(http.StatusSeeOther, "/class")
+	}
+	return classFlash(c, true, i18n.T(lang, "class.seat.reset-done", st.Seat, st.Code))
+}
+
+// NewCodeRequest is the optional body of POST
+// /api/v1/class/seats/{seat}/code: release also signs out every device
+// signed in to the seat.
+type NewCodeRequest struct {
+	Release bool `json:"release"`
+}
+
+func (s *Server) newSeatCodeN(c echo.Context, release bool) (SeatResponse, error) {
+	n, err := s.seatParam(c)
+	if err != nil {
+		return SeatResponse{}, err
+	}
+	st, err := s.opts.Class.NewCode(n, release)
+	if err != nil {
+		return SeatResponse{}, LabError(err)
+	}
+	return s.seatResponse(c.Request(), st), nil
+}
+
+// newSeatCode gives a seat a new join code that claims it once more,
+// keeping its cluster and progress (POST /api/v1/class/seats/{seat}/code).
+func (s *Server) newSeatCode(c echo.Context) error {
+	var req NewCodeRequest
+	if err := decodeOptionalJSON(c, &req); err != nil {
+		return err
+	}
+	out, err := s.newSeatCodeN(c, req.Release)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func (s *Server) newSeatCodeForm(c echo.Context) error {
+	lang := Lang(c)
+	c.Request().Body = http.MaxBytesReader(c.Response(), c.Request().Body, maxFormBytes)
+	release := c.FormValue("release") == "yes"
+	st, err := s.newSeatCodeN(c, release)
 	if err != nil {
 		return classFlash(c, false, errText(lang, toError(err)))
 	}
-	return classFlash(c, true, i18n.T(lang, "class.seat.reset-done", st.Seat, st.Code))
+	key := "class.seat.code-done"
+	if release {
+		key = "class.seat.release-done"
+	}
+	return classFlash(c, true, i18n.T(lang, key, st.Seat, st.Code))
 }
 
 // seatProjection shows a seat's cluster read-only (the classroom screen).

@@ -1,0 +1,135 @@
+package server
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"tidemark/server/web"
+)
+
+// TestSeatClaimedOnce: a second join with a used code is refused (403
+// GROUP_AUTHORIZATION_FAILED, in the learner's language, telling them to
+// ask the teacher) and the seat keeps its name; the teacher's new code
+// (POST /api/v1/class/seats/{seat}/code) lets the learner in again with
+// their progress, and release signs their devices out.
+func TestSeatClaimedOnce(t *testing.T) {
+	l, _ := startClass(t, t.TempDir(), "--seats", "1")
+	alice := l.join(t, 1, "Alice")
+	if status, body := l.call(t, "POST", "/api/v1/exercises/find-offset/check", alice, ""); status != 200 {
+		t.Fatalf("a try: %d %s", status, body)
+	}
+	status, body := l.call(t, "POST", "/api/v1/join", "", `{"code":"`+l.codes[0]+`","name":"Mallory"}`)
+	if status != http.StatusForbidden || !strings.Contains(body, `"code":"GROUP_AUTHORIZATION_FAILED"`) || !strings.Contains(body, `"key":"class.join.taken"`) {
+		t.Fatalf("a second join with seat 1's code: %d %s", status, body)
+	}
+	var cls web.ClassResponse
+	_, body = l.call(t, "GET", "/api/v1/class", l.teacher, "")
+	if json.Unmarshal([]byte(body), &cls) != nil || cls.Seats[0].Name != "Alice" || !cls.Seats[0].Claimed {
+		t.Fatalf("seat 1 after the refused join: %s", body)
+	}
+	// The join page says it in the learner's language.
+	req, _ := http.NewRequest("POST", l.url+"join", strings.NewReader(url.Values{"code": {l.codes[0]}, "name": {"Mallory"}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept-Language", "zh-TW")
+	resp, err := noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := readAll(t, resp)
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(page, "請向老師要一個新的加入碼") {
+		t.Fatalf("the join page with a used code: %d\n%s", resp.StatusCode, page)
+	}
+	// The dashboard shows no spent code.
+	if _, body = l.call(t, "GET", "/class", l.teacher, ""); strings.Contains(body, l.codes[0]) {
+		t.Fatal("the dashboard shows a claimed seat's spent code")
+	}
+
+	status, body = l.call(t, "POST", "/api/v1/class/seats/1/code", l.teacher, "")
+	var seat web.SeatResponse
+	if status != 200 || json.Unmarshal([]byte(body), &seat) != nil || seat.Code == l.codes[0] || seat.Claimed || seat.Name != "Alice" {
+		t.Fatalf("a new code: %d %s", status, body)
+	}
+	if status, _ = l.call(t, "POST", "/api/v1/join", "", `{"code":"`+l.codes[0]+`","name":"Mallory"}`); status != http.StatusUnauthorized {
+		t.Fatalf("the old code after a new one: %d, want 401", status)
+	}
+	l.codes[0] = seat.Code
+	alice2 := l.join(t, 1, "Alice")
+	if status, body = l.call(t, "GET", "/api/v1/exercises", alice2, ""); status != 200 || !strings.Contains(body, `"checks":1`) {
+		t.Fatalf("the progress after a new code: %d %s", status, body)
+	}
+	if status, _ = l.call(t, "GET", "/api/v1/cluster", alice, ""); status != 200 {
+		t.Fatalf("the first device after a new code: %d, want 200", status)
+	}
+	if status, _ = l.call(t, "POST", "/api/v1/class/seats/1/code", alice, ""); status != http.StatusForbidden {
+		t.Fatalf("a learner asking for a new code: %d, want 403", status)
+	}
+	if status, body = l.call(t, "POST", "/api/v1/class/seats/1/code", l.teacher, `{"release":true}`); status != 200 {
+		t.Fatalf("release: %d %s", status, body)
+	}
+	for _, tok := range []string{alice, alice2} {
+		if status, _ = l.call(t, "GET", "/api/v1/cluster", tok, ""); status != http.StatusUnauthorized {
+			t.Fatalf("a released seat's token: %d, want 401", status)
+		}
+	}
+	if status, _ = l.call(t, "POST", "/api/v1/class/seats/2/code", l.teacher, ""); status != http.StatusNotFound {
+		t.Fatalf("a new code for seat 2 of 1: %d, want 404", status)
+	}
+}
+
+// TestDashboardResetConfirms: on the dashboard a seat's Reset is a link to
+// a confirmation that says what a reset wipes, and only its form (confirm
+// =yes) resets; a post without it resets nothing. No script is needed.
+func TestDashboardResetConfirms(t *testing.T) {
+	l, _ := startClass(t, t.TempDir(), "--seats", "1")
+	alice := l.join(t, 1, "Alice")
+	teacherForm := func(path, form string) *http.Response {
+		req, _ := http.NewRequest("POST", l.url+strings.TrimPrefix(path, "/"), strings.NewReader(form))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.AddCookie(&http.Cookie{Name: "tidemark_teacher", Value: l.teacher})
+		resp, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	_, body := l.call(t, "GET", "/class", l.teacher, "")
+	if !strings.Contains(body, `href="/class?reset=1#reset"`) || strings.Contains(body, `data-testid="confirm-reset"`) {
+		t.Fatal("the dashboard's Reset is not a link to a confirmation")
+	}
+	resp := teacherForm("/class/seats/1/reset", "")
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/class?reset=1#reset" {
+		t.Fatalf("an unconfirmed reset form: %d to %s", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if status, _ := l.call(t, "GET", "/api/v1/cluster", alice, ""); status != 200 {
+		t.Fatalf("an unconfirmed reset form reset the seat: %d", status)
+	}
+	_, body = l.call(t, "GET", "/class?reset=1", l.teacher, "")
+	if !strings.Contains(body, `data-testid="confirm-reset"`) || !strings.Contains(body, "exercise passes and tries") ||
+		!strings.Contains(body, `name="confirm" value="yes"`) {
+		t.Fatalf("the confirmation does not say what a reset wipes:\n%s", body)
+	}
+	if resp = teacherForm("/class/seats/1/reset", "confirm=yes"); resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/class" {
+		t.Fatalf("a confirmed reset form: %d to %s", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if status, _ := l.call(t, "GET", "/api/v1/cluster", alice, ""); status != http.StatusUnauthorized {
+		t.Fatalf("after a confirmed reset the old token: %d, want 401", status)
+	}
+	if resp = teacherForm("/class/seats/1/code", ""); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("the new-code form: %d", resp.StatusCode)
+	}
+}
+
+func readAll(t *testing.T, resp *http.Response) string {
+	t.Helper()
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
