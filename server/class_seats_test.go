@@ -1,12 +1,17 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"tidemark/server/web"
 )
@@ -132,4 +137,59 @@ func readAll(t *testing.T, resp *http.Response) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestExerciseGradesTheLearnersWrites: with a broker the learner crashed,
+// an acks=all write acknowledged to somebody else (a Kafka client on the
+// machine, straight to the seat's listener) does not pass "acks=all with a
+// broker down"; the learner's own acks=all produce through the API does.
+func TestExerciseGradesTheLearnersWrites(t *testing.T) {
+	l, _ := startClass(t, t.TempDir(), "--seats", "1", "--brokers", "3")
+	ada := l.join(t, 1, "Ada")
+	status, body := l.call(t, "GET", "/api/v1/cluster", ada, "")
+	var cr web.ClusterResponse
+	if status != 200 || json.Unmarshal([]byte(body), &cr) != nil || len(cr.Brokers) != 3 {
+		t.Fatalf("GET /api/v1/cluster: %d %s", status, body)
+	}
+	if status, b := l.call(t, "POST", "/api/v1/brokers/3/crash", ada, ""); status != 200 {
+		t.Fatalf("crash: %d %s", status, b)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cr.Brokers[0].Listener, cr.Brokers[1].Listener), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.DisableIdempotentWrite(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "demo", Partition: 0, Value: []byte("not Ada's")}).FirstErr(); err != nil {
+		t.Fatalf("a Kafka client's acks=all write with broker 3 down: %v", err)
+	}
+	passed := func() bool {
+		t.Helper()
+		status, body := l.call(t, "GET", "/api/v1/exercises", ada, "")
+		var list []web.ExerciseResponse
+		if status != 200 || json.Unmarshal([]byte(body), &list) != nil {
+			t.Fatalf("Ada's exercises: %d %s", status, body)
+		}
+		return slices.ContainsFunc(list, func(r web.ExerciseResponse) bool { return r.ID == "acks-all-one-down" && r.Passed })
+	}
+	if passed() {
+		t.Fatal("an acks=all write Ada did not send passed her exercise")
+	}
+	// The ISR has shrunk (the write above went through): Ada's own write is
+	// taken at once; a retriable refusal is retried, bounded.
+	for i := 0; ; i++ {
+		status, b := l.call(t, "POST", "/api/v1/topics/demo/records", ada, `{"partition":0,"acks":"all","records":[{"value":"x"}]}`)
+		if status == 200 {
+			break
+		}
+		if i == 50 || status != http.StatusServiceUnavailable {
+			t.Fatalf("Ada's acks=all produce with broker 3 down: %d %s", status, b)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !passed() {
+		t.Fatal("Ada's own acks=all write with broker 3 down did not pass")
+	}
 }

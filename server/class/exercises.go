@@ -80,41 +80,57 @@ type offsetRange struct{ first, last int64 }
 // partition: a learner's experiment is a handful of produces.
 const maxAcked = 256
 
-// grader follows one awake cluster's events for the live exercises. It
-// starts over when the seat wakes (a new cluster, a new bus); passes are
-// in the roster.
+// grader follows one awake seat for the live exercises: its learner's
+// actions (learner.go) and its cluster's events. Only what the learner
+// did counts: the brokers they stopped, the writes they sent and were
+// acknowledged; the events say what the cluster did with them (an unclean
+// election, a truncation). It starts over when the seat wakes (a new
+// cluster, a new bus, a new Learner); passes are in the roster.
 type grader struct {
 	bus     *events.Bus
+	learner *Learner
 	cursor  uint64
-	down    map[int32]bool
-	acked   map[tp][]offsetRange
-	unclean map[tp]bool
-	passed  map[string]bool
+	// down holds the brokers the learner stopped and has not restarted;
+	// downSince is the learner's count when the first of them went down.
+	down      map[int32]bool
+	downSince uint64
+	acked     map[tp][]offsetRange // the learner's acknowledged produces
+	unclean   map[tp]bool
+	passed    map[string]bool
 }
 
-func newGrader(bus *events.Bus, snap events.Snapshot) *grader {
-	g := &grader{bus: bus, cursor: snap.Seq, down: map[int32]bool{}, acked: map[tp][]offsetRange{},
+func newGrader(bus *events.Bus, snap events.Snapshot, learner *Learner) *grader {
+	return &grader{bus: bus, learner: learner, cursor: snap.Seq, down: map[int32]bool{}, acked: map[tp][]offsetRange{},
 		unclean: map[tp]bool{}, passed: map[string]bool{}}
-	for _, b := range snap.Brokers {
-		if b.State != events.BrokerUp {
-			g.down[b.ID] = true
-		}
-	}
-	return g
 }
 
-// advance reads the events published since the last call and returns the
-// live exercises they passed.
+// pass notes that id passed; it returns whether this is new.
+func (g *grader) pass(id string) bool {
+	if id == "" || g.passed[id] {
+		return false
+	}
+	g.passed[id] = true
+	return true
+}
+
+// advance reads the learner's actions and the events published since the
+// last call and returns the live exercises they passed. Actions come
+// first: an action is logged before its request is answered, so whatever
+// the cluster did with it afterwards is in a later event.
 func (g *grader) advance() []string {
 	var out []string
+	for _, a := range g.learner.take() {
+		if id := g.act(a); g.pass(id) {
+			out = append(out, id)
+		}
+	}
 	for {
 		evs, _ := g.bus.Since(g.cursor, 1024)
 		if len(evs) == 0 {
 			return out
 		}
 		for i := range evs {
-			if id := g.apply(&evs[i]); id != "" && !g.passed[id] {
-				g.passed[id] = true
+			if id := g.apply(&evs[i]); g.pass(id) {
 				out = append(out, id)
 			}
 		}
@@ -122,36 +138,43 @@ func (g *grader) advance() []string {
 	}
 }
 
+// act folds one learner action in; it returns the exercise it passed (""
+// none).
+func (g *grader) act(a Action) string {
+	if a.Err != nil {
+		return ""
+	}
+	switch a.Kind {
+	case ActionDown:
+		// "Down" is a broker the learner stopped; one that halted on its
+		// own, or the controller's fencing, is not the learner's doing.
+		if len(g.down) == 0 {
+			g.downSince = a.ended
+		}
+		g.down[a.Broker] = true
+	case ActionUp:
+		delete(g.down, a.Broker)
+	case ActionProduce:
+		if a.Acks == 0 || a.First < 0 || a.Last < a.First {
+			return "" // not acknowledged with offsets, or nothing appended
+		}
+		p := tp{a.Topic, a.Partition}
+		r := append(g.acked[p], offsetRange{a.First, a.Last})
+		g.acked[p] = r[max(0, len(r)-maxAcked):]
+		// Sent while a broker the learner stopped was down, and
+		// acknowledged before they restarted it: a write sent before the
+		// crash and acknowledged after it does not count.
+		if a.Acks == -1 && len(g.down) > 0 && g.downSince < a.Began {
+			return ExerciseAcksAllOneDown
+		}
+	}
+	return ""
+}
+
 // apply folds one event in; it returns the exercise the event passed ("" none).
 func (g *grader) apply(e *events.Event) string {
 	p := tp{e.Topic, e.Partition}
 	switch e.Kind {
-	case events.KindFault:
-		// "Down" is the broker's process stopped, which the lab's faults
-		// say; the controller's fencing and unfencing do not (a heartbeat
-		// sent just before a crash can unfence the crashed broker).
-		if e.Fault == nil {
-			break
-		}
-		switch e.Fault.Kind {
-		case events.FaultCrash, events.FaultPowerLoss, events.FaultDiskFailure:
-			g.down[e.Broker] = true
-		case events.FaultRestart:
-			delete(g.down, e.Broker)
-		}
-	case events.KindBroker:
-		if e.BrokerState == events.BrokerCrashed { // halted on its own (its log dir or listener failed)
-			g.down[e.Broker] = true
-		}
-	case events.KindAck:
-		if e.Offsets == nil || e.Offsets.Last < e.Offsets.Base {
-			return "" // acks=0, or nothing appended
-		}
-		r := append(g.acked[p], offsetRange{e.Offsets.Base, e.Offsets.Last})
-		g.acked[p] = r[max(0, len(r)-maxAcked):]
-		if e.Acks == events.AcksAll && len(g.down) > 0 {
-			return ExerciseAcksAllOneDown
-		}
 	case events.KindElection:
 		if e.Leader != nil && e.Leader.Unclean {
 			g.unclean[p] = true

@@ -32,6 +32,10 @@ type Env struct {
 	Cluster *cluster.Cluster
 	Lessons *lessons.Service
 	Chaos   *chaos.Service
+	// Learner is where the handler reports each produce and fault the
+	// learner sends (Learner.Begin, Learner.Did): the exercises grade
+	// these, not everything the cluster did.
+	Learner *Learner
 }
 
 // Options configures a Class. Dir, Name (for a new class), Cluster and
@@ -295,12 +299,13 @@ func (c *Class) wakeLocked(st *seatRun) error {
 			return fail(err)
 		}
 	}
-	h, closer, err := c.opts.NewHandler(Env{Seat: st.id, Cluster: lab.Cluster(), Lessons: st.lessons, Chaos: st.chaos})
+	learner := new(Learner)
+	h, closer, err := c.opts.NewHandler(Env{Seat: st.id, Cluster: lab.Cluster(), Lessons: st.lessons, Chaos: st.chaos, Learner: learner})
 	if err != nil {
 		return fail(err)
 	}
 	st.lab, st.handler, st.closer = lab, h, closer
-	st.grader = newGrader(lab.Cluster().Bus(), lab.Cluster().Snapshot()) // before any request of the seat's
+	st.grader = newGrader(lab.Cluster().Bus(), lab.Cluster().Snapshot(), learner) // before any request of the seat's
 	c.opts.Logger.Debug("class: seat woke", "seat", st.id, "took", time.Since(start))
 	return nil
 }
