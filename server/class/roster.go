@@ -80,6 +80,9 @@ type Seat struct {
 	// Tries holds the learner's checks of each exercise they checked: the
 	// teacher wants to see who is trying and failing, not only who passed.
 	Tries map[string]Tries `json:"tries,omitempty"`
+	// Attempts are the learner's answers and checks, oldest first (at most
+	// maxAttempts).
+	Attempts []Attempt `json:"attempts,omitempty"`
 	// Open is set when the teacher gave a claimed seat a new code
 	// (NewCode): that code may claim the seat once more, progress kept.
 	Open bool `json:"open,omitempty"`
@@ -110,20 +113,58 @@ type FailedCheck struct {
 // LessonProgress is how far a seat got in a lesson's latest run and what it
 // predicted there.
 type LessonProgress struct {
-	Lesson      string       `json:"lesson"`
+	Lesson string `json:"lesson"`
+	// Run is the lesson run this progress is of (its latest).
+	Run         string       `json:"run,omitempty"`
 	Executed    int          `json:"executed"` // steps run
 	Total       int          `json:"total"`
 	Done        bool         `json:"done"`
 	Predictions []Prediction `json:"predictions,omitempty"`
 	Updated     time.Time    `json:"updated"`
+	// Waiting is since when step Executed (the next one) has waited for
+	// the learner: the time to answer its prediction counts from it.
+	Waiting time.Time `json:"waiting,omitzero"`
 }
 
-// Prediction is a seat's answer to one step's prediction.
+// Prediction is a seat's answer to one step's prediction: the latest
+// (Chosen, Right, of run Run), and over every run of the lesson the first
+// answer, whether it was right and how often the answer changed.
 type Prediction struct {
 	Step   int    `json:"step"`
 	Chosen string `json:"chosen"`
 	Right  bool   `json:"right"`
+	// Correct are the choices that held when the step ran.
+	Correct []string `json:"correct,omitempty"`
+	Run     string   `json:"run,omitempty"`
+	// First is the seat's first answer to the step (any run), RightFirst
+	// whether it held, Changes how many later answers differed from the
+	// one before.
+	First      string `json:"first,omitempty"`
+	RightFirst bool   `json:"right_first"`
+	Changes    int    `json:"changes,omitempty"`
+	// Took is how long the first answer took, from the step waiting for
+	// the learner to the answer; 0 when not known.
+	Took time.Duration `json:"took,omitempty"`
 }
+
+// Attempt is one answer a learner gave, to a lesson step's prediction or
+// an exercise's check, as the gradebook export lists them.
+type Attempt struct {
+	At       time.Time `json:"at"`
+	Lesson   string    `json:"lesson,omitempty"`
+	Step     int       `json:"step"` // 0-based; lessons only
+	Choice   string    `json:"choice,omitempty"`
+	Exercise string    `json:"exercise,omitempty"`
+	Right    bool      `json:"right"`
+	// Answer is an exercise check's answer or why it failed, as the
+	// dashboard says it (an i18n key and arguments).
+	Key  string   `json:"key,omitempty"`
+	Args []string `json:"args,omitempty"`
+}
+
+// maxAttempts bounds the attempts a seat keeps (the oldest go): a class
+// hour is a few hundred answers.
+const maxAttempts = 2000
 
 // meta is the class record.
 type meta struct {
@@ -427,21 +468,76 @@ func (r *Roster) update(id int, change func(s *Seat) bool) error {
 	return nil
 }
 
-// RecordLesson stores a seat's progress in a lesson (its latest run).
+// RecordLesson stores a seat's progress in a lesson run (p.Run, its
+// latest): p.Predictions hold the run's answers (Step, Chosen, Right,
+// Correct). They are merged with the answers of the seat's earlier runs
+// of the lesson: the first answer to each step, whether it was right, how
+// long it took and how often the answer changed are kept, and each new
+// answer is an Attempt.
 func (r *Roster) RecordLesson(id int, p LessonProgress) error {
 	return r.update(id, func(s *Seat) bool {
-		if old, ok := s.Lessons[p.Lesson]; ok && old.Executed == p.Executed && old.Done == p.Done &&
-			slices.Equal(old.Predictions, p.Predictions) {
+		now := r.now()
+		old, had := s.Lessons[p.Lesson]
+		p.Waiting = old.Waiting
+		if !had || old.Run != p.Run || old.Executed != p.Executed {
+			p.Waiting = now // the next step waits from now
+		}
+		byStep := map[int]Prediction{}
+		for _, q := range old.Predictions {
+			byStep[q.Step] = q
+		}
+		var attempts []Attempt
+		for i, q := range p.Predictions {
+			prev, seen := byStep[q.Step]
+			switch {
+			case !seen:
+				q.First, q.RightFirst = q.Chosen, q.Right
+				if had && old.Run == p.Run && old.Executed == q.Step && !old.Waiting.IsZero() {
+					q.Took = now.Sub(old.Waiting)
+				}
+			case prev.Run == p.Run: // this run's answer, recorded before
+				q.First, q.RightFirst, q.Changes, q.Took = prev.First, prev.RightFirst, prev.Changes, prev.Took
+			default: // an answer in a new run of the lesson
+				q.First, q.RightFirst, q.Took, q.Changes = prev.First, prev.RightFirst, prev.Took, prev.Changes
+				if q.Chosen != prev.Chosen {
+					q.Changes++
+				}
+			}
+			q.Run = p.Run
+			if !seen || prev.Run != p.Run {
+				attempts = append(attempts, Attempt{At: now, Lesson: p.Lesson, Step: q.Step, Choice: q.Chosen, Right: q.Right})
+			}
+			p.Predictions[i] = q
+			delete(byStep, q.Step)
+		}
+		for _, q := range byStep { // answered in an earlier run, not (yet) in this one
+			p.Predictions = append(p.Predictions, q)
+		}
+		slices.SortFunc(p.Predictions, func(a, b Prediction) int { return a.Step - b.Step })
+		if had && old.Executed == p.Executed && old.Done == p.Done && old.Run == p.Run &&
+			slices.EqualFunc(old.Predictions, p.Predictions, func(a, b Prediction) bool {
+				return a.Step == b.Step && a.Chosen == b.Chosen && a.Right == b.Right && a.Run == b.Run && a.Changes == b.Changes
+			}) {
 			return false
 		}
-		p.Updated = r.now()
+		p.Updated = now
 		s.Lessons = maps.Clone(s.Lessons)
 		if s.Lessons == nil {
 			s.Lessons = map[string]LessonProgress{}
 		}
 		s.Lessons[p.Lesson] = p
+		s.Attempts = appendAttempts(s.Attempts, attempts...)
 		return true
 	})
+}
+
+// appendAttempts appends to a copy of log, keeping the newest maxAttempts.
+func appendAttempts(log []Attempt, more ...Attempt) []Attempt {
+	if len(more) == 0 {
+		return log
+	}
+	out := append(slices.Clip(log), more...)
+	return out[max(0, len(out)-maxAttempts):]
 }
 
 // RecordExercise stores that a seat passed an exercise (the first time
@@ -470,6 +566,11 @@ func (r *Roster) RecordTry(id int, exercise string, failed *FailedCheck) error {
 		}
 		t := s.Tries[exercise]
 		t.Checks++
+		a := Attempt{At: r.now(), Exercise: exercise, Right: failed == nil}
+		if failed != nil {
+			a.Key, a.Args = failed.Key, failed.Args
+		}
+		s.Attempts = appendAttempts(s.Attempts, a)
 		if failed != nil {
 			t.Failed++
 			f := *failed
@@ -507,6 +608,7 @@ func (r *Roster) Seats() []Seat {
 		out[i].Tokens = nil
 		out[i].Passed = maps.Clone(s.Passed)
 		out[i].Tries = maps.Clone(s.Tries)
+		out[i].Attempts = slices.Clone(s.Attempts)
 		out[i].Lessons = make(map[string]LessonProgress, len(s.Lessons))
 		for k, v := range s.Lessons {
 			v.Predictions = slices.Clone(v.Predictions)

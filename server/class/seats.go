@@ -457,11 +457,11 @@ func (c *Class) recordRun(st *seatRun, id string) {
 		return
 	}
 	rs := run.State()
-	p := LessonProgress{Lesson: rs.Lesson, Executed: rs.Executed, Total: rs.Total, Done: rs.Done}
+	p := LessonProgress{Lesson: rs.Lesson, Run: rs.ID, Executed: rs.Executed, Total: rs.Total, Done: rs.Done}
 	for _, s := range rs.Steps {
 		if s.Prediction != nil && s.Prediction.Chosen != "" {
 			p.Predictions = append(p.Predictions, Prediction{Step: s.Index, Chosen: s.Prediction.Chosen,
-				Right: s.Prediction.Right != nil && *s.Prediction.Right})
+				Right: s.Prediction.Right != nil && *s.Prediction.Right, Correct: slices.Clone(s.Prediction.Correct)})
 		}
 	}
 	if err := c.RecordLesson(st.id, p); err != nil {
