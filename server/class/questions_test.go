@@ -28,7 +28,9 @@ func TestQuestionsPerStep(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	choice := func(id string) lessons.Choice { return lessons.Choice{ID: id, Text: lessons.T(id+" en", id+" 简", id+" 繁")} }
+	choice := func(id string) lessons.Choice {
+		return lessons.Choice{ID: id, Text: lessons.T(id+" en", id+" 简", id+" 繁")}
+	}
 	lesson := &lessons.Lesson{ID: "01-x", Title: lessons.T("X", "X", "X"), Steps: []lessons.Step{
 		{Predict: &lessons.Prediction{Question: lessons.T("q1", "问1", "問1"), Choices: []lessons.Choice{choice("a"), choice("b"), choice("c")}}},
 		{}, // no prediction
