@@ -86,6 +86,8 @@ func (s *Server) classRoutes(e *echo.Echo) {
 	route("POST", "/api/v1/class/seats/:seat/reset", s.resetSeat, sameOrigin)
 	route("POST", "/api/v1/class/seats/:seat/code", s.newSeatCode, sameOrigin)
 	route("GET", "/api/v1/class/export", s.exportClass)
+	route("GET", "/api/v1/class/questions", s.getQuestions)
+	route("GET", "/class/questions", s.questionsPage)
 	route("GET", "/class", s.classPage)
 	route("POST", "/class/seats", s.addSeatsForm, sameOrigin)
 	route("POST", "/class/seats/:seat/reset", s.resetSeatForm, sameOrigin)
