@@ -193,6 +193,31 @@ type Roster struct {
 	seats  []*Seat        // seats[i].ID == i+1
 	codes  map[string]int // join code → seat
 	tokens map[string]int // token hash → seat
+	// changed is closed (and replaced) at every change: a live view
+	// waits on it (Changes).
+	changed chan struct{}
+}
+
+// Changes returns a channel closed at the roster's next change (a join, a
+// seat added, reset or given a new code, progress, an answer, a check).
+func (r *Roster) Changes() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.changed
+}
+
+// Touch wakes the live views as a change would: something they show
+// besides the roster changed (a seat came online).
+func (r *Roster) Touch() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.notifyLocked()
+}
+
+// notifyLocked wakes whoever waits on Changes. r.mu is held.
+func (r *Roster) notifyLocked() {
+	close(r.changed)
+	r.changed = make(chan struct{})
 }
 
 // OpenRoster opens (or creates) the roster in dir. A new class needs name;
@@ -213,7 +238,7 @@ func OpenRoster(dir, name string, seats int, now func() time.Time, log *slog.Log
 	if err != nil {
 		return nil, "", fmt.Errorf("class: opening the roster in %s: %w", dir, err)
 	}
-	r := &Roster{db: db, now: now, codes: map[string]int{}, tokens: map[string]int{}}
+	r := &Roster{db: db, now: now, codes: map[string]int{}, tokens: map[string]int{}, changed: make(chan struct{})}
 	if err := r.load(); err != nil {
 		db.Close()
 		return nil, "", err
@@ -347,6 +372,7 @@ func (r *Roster) Join(code, name string) (int, string, error) {
 		delete(r.tokens, d)
 	}
 	r.tokens[h] = id
+	r.notifyLocked()
 	return id, token, nil
 }
 
@@ -381,6 +407,7 @@ func (r *Roster) AddSeats(n int) ([]Seat, error) {
 		r.seats = append(r.seats, &s)
 		r.codes[s.Code] = s.ID
 	}
+	r.notifyLocked()
 	return added, nil
 }
 
@@ -413,6 +440,7 @@ func (r *Roster) Reset(id int) (Seat, error) {
 	}
 	r.codes[s.Code] = id
 	r.seats[id-1] = &s
+	r.notifyLocked()
 	return s, nil
 }
 
@@ -444,6 +472,7 @@ func (r *Roster) NewCode(id int, release bool) (Seat, error) {
 		}
 	}
 	*r.seats[id-1] = s
+	r.notifyLocked()
 	out := s
 	out.Tokens = nil
 	return out, nil
@@ -465,6 +494,7 @@ func (r *Roster) update(id int, change func(s *Seat) bool) error {
 		return err
 	}
 	*r.seats[id-1] = s
+	r.notifyLocked()
 	return nil
 }
 

@@ -230,11 +230,15 @@ func (c *Class) Serve(id int, w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	wasOnline := c.Online(id)
 	h, _, err := c.acquire(st)
 	if err != nil {
 		return err
 	}
 	defer c.release(st)
+	if !wasOnline {
+		c.Touch() // the teacher's live dashboard shows the seat online
+	}
 	h.ServeHTTP(w, r)
 	if run := lessonRunID(r.URL.Path); run != "" {
 		c.recordRun(st, run)

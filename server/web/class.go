@@ -18,6 +18,7 @@ import (
 
 	"tidemark/i18n"
 	"tidemark/internal/clip"
+	"tidemark/lessons"
 	"tidemark/server/class"
 	"tidemark/server/kafkaerr"
 	"tidemark/views"
@@ -88,6 +89,7 @@ func (s *Server) classRoutes(e *echo.Echo) {
 	route("GET", "/api/v1/class/export", s.exportClass)
 	route("GET", "/api/v1/class/questions", s.getQuestions)
 	route("GET", "/class/questions", s.questionsPage)
+	route("GET", "/class/live", s.classLive)
 	route("GET", "/class", s.classPage)
 	route("POST", "/class/seats", s.addSeatsForm, sameOrigin)
 	route("POST", "/class/seats/:seat/reset", s.resetSeatForm, sameOrigin)
@@ -543,16 +545,49 @@ func (s *Server) classView(r *http.Request, lang i18n.Lang) views.ClassView {
 				row.Exercises = append(row.Exercises, exerciseRow(lang, r))
 			}
 		}
+		var latest time.Time
 		for _, l := range st.Lessons {
-			lr := views.LessonRow{Lesson: l.Lesson, Executed: l.Executed, Total: l.Total, Done: l.Done}
+			lesson := lessons.ByID(l.Lesson)
+			lr := views.LessonRow{Lesson: l.Lesson, Title: lessonTitle(lesson, l.Lesson, lang), Executed: l.Executed, Total: l.Total, Done: l.Done}
 			for _, p := range l.Predictions {
-				lr.Predictions = append(lr.Predictions, views.PredictionRow{Step: p.Step, Chosen: p.Chosen, Right: p.Right})
+				lr.Predictions = append(lr.Predictions, views.PredictionRow{Step: p.Step, Chosen: choiceText(lesson, p.Step, p.Chosen, lang), Right: p.Right})
 			}
 			row.Lessons = append(row.Lessons, lr)
+			if l.Updated.After(latest) { // the lesson the learner is at: the one they used last
+				latest = l.Updated
+				switch {
+				case l.Done:
+					row.Current = i18n.T(lang, "class.current.done", lr.Title)
+				default:
+					row.Current = i18n.T(lang, "class.current.step", lr.Title, min(l.Executed+1, l.Total), l.Total)
+				}
+			}
 		}
 		v.Seats = append(v.Seats, row)
 	}
 	return v
+}
+
+// lessonTitle is lesson's title in lang; id when the lesson is gone.
+func lessonTitle(l *lessons.Lesson, id string, lang i18n.Lang) string {
+	if l == nil {
+		return id
+	}
+	return l.Title.In(lang)
+}
+
+// choiceText is the text of choice id of a lesson's step in lang; id when
+// the lesson or the choice is gone.
+func choiceText(l *lessons.Lesson, step int, id string, lang i18n.Lang) string {
+	if l == nil || step < 0 || step >= len(l.Steps) || l.Steps[step].Predict == nil {
+		return id
+	}
+	for _, c := range l.Steps[step].Predict.Choices {
+		if c.ID == id {
+			return c.Text.In(lang)
+		}
+	}
+	return id
 }
 
 func (s *Server) classPage(c echo.Context) error {

@@ -48,7 +48,7 @@ func (s *Server) deadlines(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		rc := http.NewResponseController(c.Response().Writer)
 		read, write := time.Now().Add(s.timeouts.read), time.Now().Add(s.timeouts.write)
-		if c.Request().URL.Path == "/ws" {
+		if p := c.Request().URL.Path; p == "/ws" || p == "/class/live" { // websockets
 			read, write = time.Time{}, time.Time{}
 		}
 		// Errors mean a writer that cannot set deadlines (a test recorder).
