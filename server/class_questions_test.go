@@ -1,10 +1,12 @@
 package server
 
 import (
+	"encoding/csv"
 	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"tidemark/server/web"
 )
@@ -105,6 +107,36 @@ func TestClassQuestions(t *testing.T) {
 	if status, _ := l.call(t, "GET", "/api/v1/class/questions", ada, ""); status != http.StatusForbidden {
 		t.Fatalf("a learner's GET /api/v1/class/questions: %d, want 403", status)
 	}
+	// The gradebook: one row per answer, with the choice's text and an
+	// RFC 3339 time, and a summary row per seat.
+	texts := map[string]string{}
+	for _, c := range found.Choices {
+		texts[c.ID] = c.Text
+	}
+	status, body = l.call(t, "GET", "/api/v1/class/export?format=json", l.teacher, "")
+	var book web.ExportResponse
+	if status != 200 || json.Unmarshal([]byte(body), &book) != nil || len(book.Attempts) != 2 || len(book.Seats) != 3 {
+		t.Fatalf("the JSON export: %d %s", status, body)
+	}
+	for i, want := range []struct {
+		name, choice string
+	}{{"Ada", a}, {"Bob", b}} {
+		at := book.Attempts[i]
+		if _, err := time.Parse(time.RFC3339, at.At); err != nil || at.Name != want.name || at.Kind != "prediction" || at.Lesson != "01-partitions" ||
+			at.Step != step || at.Choice != texts[want.choice] || at.Title == "" {
+			t.Errorf("attempt %d: %+v, want %s choosing %q", i, at, want.name, texts[want.choice])
+		}
+	}
+	if book.Seats[0].Predictions != 1 || book.Seats[0].LessonsStarted != 1 || book.Seats[2].Name != "" {
+		t.Errorf("summary rows: %+v", book.Seats)
+	}
+	status, body = l.call(t, "GET", "/api/v1/class/export?format=csv", l.teacher, "")
+	rows, err := csv.NewReader(strings.NewReader(body)).ReadAll()
+	if status != 200 || err != nil || len(rows) != 6 || rows[1][0] != "attempt" || rows[1][4] != "01-partitions" ||
+		rows[1][8] != texts[a] || rows[3][0] != "summary" {
+		t.Errorf("the CSV export (%v):\n%s", err, body)
+	}
+
 	status, page := l.call(t, "GET", "/class/questions", l.teacher, "")
 	if status != 200 || !strings.Contains(page, `data-choice="`+a+`" data-count="1"`) || strings.Contains(page, "Ada") || strings.Contains(page, "Bob") {
 		t.Fatalf("the questions page: %d\n%s", status, page)

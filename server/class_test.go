@@ -286,7 +286,7 @@ func TestClassTeacher(t *testing.T) {
 	}
 
 	status, body = l.call(t, "GET", "/api/v1/class/export?format=csv", l.teacher, "")
-	if status != 200 || !strings.HasPrefix(body, "seat,name,lesson,executed,total,done,step,chosen,right,exercise,passed,checks,failed,last_failed_answer,last_failed_reason\n1,'=cmd|Ada,") ||
+	if status != 200 || !strings.HasPrefix(body, "row,seat,name,kind,lesson,exercise,title,step,choice,right,at,joined,lessons_started,lessons_done,predictions,right_first,exercises_passed,checks,failed_checks\nsummary,1,'=cmd|Ada,") ||
 		strings.Count(body, "\n") != 4 {
 		t.Fatalf("CSV export: %d\n%s", status, body)
 	}

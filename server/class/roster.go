@@ -156,10 +156,12 @@ type Attempt struct {
 	Choice   string    `json:"choice,omitempty"`
 	Exercise string    `json:"exercise,omitempty"`
 	Right    bool      `json:"right"`
-	// Answer is an exercise check's answer or why it failed, as the
-	// dashboard says it (an i18n key and arguments).
-	Key  string   `json:"key,omitempty"`
-	Args []string `json:"args,omitempty"`
+	// Key and Args say an exercise check's outcome (why it failed), as
+	// the dashboard does (an i18n key and arguments); Answer is the answer
+	// checked, for the exercises that ask for one.
+	Key    string   `json:"key,omitempty"`
+	Args   []string `json:"args,omitempty"`
+	Answer *Answer  `json:"answer,omitempty"`
 }
 
 // maxAttempts bounds the attempts a seat keeps (the oldest go): a class
@@ -582,6 +584,7 @@ func (r *Roster) RecordExercise(id int, exercise string) error {
 			s.Passed = map[string]time.Time{}
 		}
 		s.Passed[exercise] = r.now()
+		s.Attempts = appendAttempts(s.Attempts, Attempt{At: r.now(), Exercise: exercise, Right: true, Key: "exercise.passed.text"})
 		return true
 	})
 }
@@ -596,11 +599,13 @@ func (r *Roster) RecordTry(id int, exercise string, failed *FailedCheck) error {
 		}
 		t := s.Tries[exercise]
 		t.Checks++
-		a := Attempt{At: r.now(), Exercise: exercise, Right: failed == nil}
-		if failed != nil {
-			a.Key, a.Args = failed.Key, failed.Args
+		if failed != nil { // a pass is an Attempt when it is recorded (RecordExercise)
+			a := Attempt{At: r.now(), Exercise: exercise, Key: failed.Key, Args: failed.Args}
+			if ans := failed.Answer; ans != nil {
+				a.Answer = ans
+			}
+			s.Attempts = appendAttempts(s.Attempts, a)
 		}
-		s.Attempts = appendAttempts(s.Attempts, a)
 		if failed != nil {
 			t.Failed++
 			f := *failed

@@ -456,51 +456,131 @@ func (s *Server) resetSeat(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
-// exportClass writes every seat's progress and prediction answers as JSON
-// (GET /api/v1/class's seats) or CSV (one row per answered prediction, one
-// per lesson without any, and one per exercise passed or checked).
+// The gradebook export (GET /api/v1/class/export?format=csv|json): one
+// row per attempt — a prediction answered (seat, name, lesson, step, the
+// choice's text, right or not) or an exercise checked (its answer or why it
+// failed, passed or not) — with its time in RFC 3339, and one summary row
+// per seat. Texts are in the request's language.
+
+// ExportAttempt is one attempt row.
+type ExportAttempt struct {
+	Seat     int    `json:"seat"`
+	Name     string `json:"name"`
+	Kind     string `json:"kind"` // prediction or exercise
+	Lesson   string `json:"lesson,omitempty"`
+	Exercise string `json:"exercise,omitempty"`
+	Title    string `json:"title"` // the lesson's or exercise's title
+	Step     int    `json:"step,omitempty"` // 1-based; predictions only
+	Choice   string `json:"choice"`         // the choice's text, or the exercise's answer or outcome
+	Right    bool   `json:"right"`
+	At       string `json:"at"` // RFC 3339
+}
+
+// ExportSeat is one seat's summary row.
+type ExportSeat struct {
+	Seat            int    `json:"seat"`
+	Name            string `json:"name"`
+	Joined          string `json:"joined,omitempty"` // RFC 3339
+	LessonsStarted  int    `json:"lessons_started"`
+	LessonsDone     int    `json:"lessons_done"`
+	Predictions     int    `json:"predictions"` // steps answered
+	RightFirst      int    `json:"right_first"`
+	ExercisesPassed int    `json:"exercises_passed"`
+	Checks          int    `json:"checks"`
+	FailedChecks    int    `json:"failed_checks"`
+}
+
+// ExportResponse is the JSON export.
+type ExportResponse struct {
+	Class    string          `json:"class"`
+	Exported string          `json:"exported"` // RFC 3339
+	Attempts []ExportAttempt `json:"attempts"`
+	Seats    []ExportSeat    `json:"seats"`
+}
+
+func rfc3339(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func (s *Server) gradebook(lang i18n.Lang) ExportResponse {
+	cls := s.opts.Class
+	for _, st := range cls.Seats() {
+		cls.Grade(st.ID)
+	}
+	out := ExportResponse{Class: cls.Name(), Exported: rfc3339(time.Now()), Attempts: []ExportAttempt{}, Seats: []ExportSeat{}}
+	for _, st := range cls.Seats() {
+		sum := ExportSeat{Seat: st.ID, Name: st.Name, Joined: rfc3339(st.Joined), LessonsStarted: len(st.Lessons), ExercisesPassed: len(st.Passed)}
+		for _, l := range st.Lessons {
+			if l.Done {
+				sum.LessonsDone++
+			}
+			for _, p := range l.Predictions {
+				sum.Predictions++
+				if p.RightFirst {
+					sum.RightFirst++
+				}
+			}
+		}
+		for _, t := range st.Tries {
+			sum.Checks += t.Checks
+			sum.FailedChecks += t.Failed
+		}
+		out.Seats = append(out.Seats, sum)
+		for _, a := range st.Attempts {
+			row := ExportAttempt{Seat: st.ID, Name: st.Name, Right: a.Right, At: rfc3339(a.At)}
+			if a.Exercise != "" {
+				row.Kind, row.Exercise, row.Title = "exercise", a.Exercise, i18n.T(lang, "exercise."+a.Exercise+".title")
+				f := &class.FailedCheck{Key: a.Key, Args: a.Args, Answer: a.Answer}
+				row.Choice = failedText(lang, f)
+				if a.Answer != nil && a.Key != "" { // the answer and why it failed
+					row.Choice += " — " + learnerText(lang, &Error{Key: a.Key, Args: a.Args})
+				}
+			} else {
+				lesson := lessons.ByID(a.Lesson)
+				row.Kind, row.Lesson, row.Title = "prediction", a.Lesson, lessonTitle(lesson, a.Lesson, lang)
+				row.Step, row.Choice = a.Step+1, choiceText(lesson, a.Step, a.Choice, lang)
+			}
+			out.Attempts = append(out.Attempts, row)
+		}
+	}
+	return out
+}
+
+// exportClass writes the gradebook as JSON (ExportResponse) or CSV: one
+// table, its first column saying whether a row is an attempt or a seat's
+// summary.
 func (s *Server) exportClass(c echo.Context) error {
-	state := s.classState(c.Request())
-	switch c.QueryParam("format") {
-	case "", "json":
-		c.Response().Header().Set(echo.HeaderContentDisposition, `attachment; filename="class.json"`)
-		return c.JSON(http.StatusOK, state)
-	case "csv":
-	default:
+	format := c.QueryParam("format")
+	if format != "" && format != "json" && format != "csv" {
 		return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "format must be csv or json")
+	}
+	book := s.gradebook(Lang(c))
+	if format != "csv" {
+		c.Response().Header().Set(echo.HeaderContentDisposition, `attachment; filename="class.json"`)
+		return c.JSON(http.StatusOK, book)
 	}
 	h := c.Response().Header()
 	h.Set(echo.HeaderContentType, "text/csv; charset=utf-8")
 	h.Set(echo.HeaderContentDisposition, `attachment; filename="class.csv"`)
 	c.Response().WriteHeader(http.StatusOK)
 	w := csv.NewWriter(c.Response())
-	w.Write([]string{"seat", "name", "lesson", "executed", "total", "done", "step", "chosen", "right",
-		"exercise", "passed", "checks", "failed", "last_failed_answer", "last_failed_reason"})
-	noExercise := []string{"", "", "", "", "", ""}
-	for _, st := range state.Seats {
-		row := []string{strconv.Itoa(st.Seat), csvCell(st.Name)}
-		if len(st.Lessons) == 0 {
-			w.Write(append(append(row, "", "", "", "", "", "", ""), noExercise...))
+	w.Write([]string{"row", "seat", "name", "kind", "lesson", "exercise", "title", "step", "choice", "right", "at",
+		"joined", "lessons_started", "lessons_done", "predictions", "right_first", "exercises_passed", "checks", "failed_checks"})
+	for _, a := range book.Attempts {
+		step := ""
+		if a.Step > 0 {
+			step = strconv.Itoa(a.Step)
 		}
-		for _, l := range st.Lessons {
-			lr := append(slices.Clip(row), l.Lesson, strconv.Itoa(l.Executed), strconv.Itoa(l.Total), strconv.FormatBool(l.Done))
-			if len(l.Predictions) == 0 {
-				w.Write(append(append(lr, "", "", ""), noExercise...))
-			}
-			for _, p := range l.Predictions {
-				w.Write(append(append(slices.Clip(lr), strconv.Itoa(p.Step+1), csvCell(p.Chosen), strconv.FormatBool(p.Right)), noExercise...))
-			}
-		}
-		// One row per exercise the learner passed or checked: who tries
-		// and fails, with the last failed answer and why (in English).
-		for _, r := range st.Exercises {
-			if !r.Passed && r.Tries.Checks == 0 {
-				continue
-			}
-			x := exerciseRow(i18n.English, r)
-			w.Write(append(append(slices.Clip(row), "", "", "", "", "", "", ""), x.ID, strconv.FormatBool(x.Passed),
-				strconv.Itoa(x.Checks), strconv.Itoa(x.Failed), csvCell(x.LastAnswer), x.LastReason))
-		}
+		w.Write([]string{"attempt", strconv.Itoa(a.Seat), csvCell(a.Name), a.Kind, a.Lesson, a.Exercise, csvCell(a.Title), step,
+			csvCell(a.Choice), strconv.FormatBool(a.Right), a.At, "", "", "", "", "", "", "", ""})
+	}
+	for _, st := range book.Seats {
+		w.Write([]string{"summary", strconv.Itoa(st.Seat), csvCell(st.Name), "", "", "", "", "", "", "", "", st.Joined,
+			strconv.Itoa(st.LessonsStarted), strconv.Itoa(st.LessonsDone), strconv.Itoa(st.Predictions), strconv.Itoa(st.RightFirst),
+			strconv.Itoa(st.ExercisesPassed), strconv.Itoa(st.Checks), strconv.Itoa(st.FailedChecks)})
 	}
 	w.Flush()
 	return w.Error()
