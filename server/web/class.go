@@ -469,7 +469,7 @@ type ExportAttempt struct {
 	Kind     string `json:"kind"` // prediction or exercise
 	Lesson   string `json:"lesson,omitempty"`
 	Exercise string `json:"exercise,omitempty"`
-	Title    string `json:"title"` // the lesson's or exercise's title
+	Title    string `json:"title"`          // the lesson's or exercise's title
 	Step     int    `json:"step,omitempty"` // 1-based; predictions only
 	Choice   string `json:"choice"`         // the choice's text, or the exercise's answer or outcome
 	Right    bool   `json:"right"`
