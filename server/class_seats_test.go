@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -191,5 +192,85 @@ func TestExerciseGradesTheLearnersWrites(t *testing.T) {
 	}
 	if !passed() {
 		t.Fatal("Ada's own acks=all write with broker 3 down did not pass")
+	}
+}
+
+// TestExerciseISRRejoin, on the real cluster: the learner crashes broker 3,
+// restarts it and waits until it is back in every ISR; a wrong reason
+// fails, the one the event list gives passes, and the dashboard shows the
+// failed answer in words.
+func TestExerciseISRRejoin(t *testing.T) {
+	l, _ := startClass(t, t.TempDir(), "--seats", "1", "--brokers", "3")
+	ada := l.join(t, 1, "Ada")
+	inEveryISR := func(id int32) (bool, bool) { // in every ISR, in none
+		t.Helper()
+		status, body := l.call(t, "GET", "/api/v1/topics", ada, "")
+		var tr struct {
+			Topics []struct {
+				Partitions []struct{ ISR []int32 }
+			}
+		}
+		if status != 200 || json.Unmarshal([]byte(body), &tr) != nil {
+			t.Fatalf("GET /api/v1/topics: %d %s", status, body)
+		}
+		all, none := true, true
+		for _, tp := range tr.Topics {
+			for _, p := range tp.Partitions {
+				in := slices.Contains(p.ISR, id)
+				all, none = all && in, none && !in
+			}
+		}
+		return all, none
+	}
+	wait := func(what string, cond func() bool) {
+		t.Helper()
+		for i := 0; !cond(); i++ {
+			if i == 300 {
+				t.Fatalf("waiting for %s", what)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	check := func(cause string) web.ExerciseResponse {
+		t.Helper()
+		status, body := l.call(t, "POST", "/api/v1/exercises/isr-rejoin/check", ada, `{"cause":"`+cause+`"}`)
+		var r web.ExerciseResponse
+		if status != 200 || json.Unmarshal([]byte(body), &r) != nil {
+			t.Fatalf("check: %d %s", status, body)
+		}
+		return r
+	}
+	if r := check("fenced"); r.Passed || r.Key != "exercise.isr-rejoin.none" {
+		t.Fatalf("before any fault: %+v", r)
+	}
+	if status, b := l.call(t, "POST", "/api/v1/brokers/3/crash", ada, ""); status != 200 {
+		t.Fatalf("crash: %d %s", status, b)
+	}
+	wait("broker 3 out of every ISR", func() bool { _, none := inEveryISR(3); return none })
+	if status, b := l.call(t, "POST", "/api/v1/brokers/3/restart", ada, ""); status != 200 {
+		t.Fatalf("restart: %d %s", status, b)
+	}
+	wait("broker 3 back in every ISR", func() bool { all, _ := inEveryISR(3); return all })
+	// Why it left, as the learner reads it in the event list.
+	_, evs := l.call(t, "GET", "/api/v1/events?limit=500", ada, "")
+	m := regexp.MustCompile(`"isr_changes":\[\{"cause":"([a-z-]+)","broker":3\}`).FindStringSubmatch(evs)
+	if m == nil {
+		t.Fatalf("no event says why broker 3 left:\n%s", evs)
+	}
+	wrong := "lagged"
+	if m[1] == wrong {
+		wrong = "restarted"
+	}
+	if r := check(wrong); r.Passed || r.Key != "exercise.isr-rejoin.wrong" {
+		t.Fatalf("a wrong reason: %+v", r)
+	}
+	if r := check(m[1]); !r.Passed {
+		t.Fatalf("the reason the events give, %s: %+v", m[1], r)
+	}
+	if _, page := l.call(t, "GET", "/class", l.teacher, ""); !strings.Contains(page, map[string]string{"lagged": "it lagged: it had not caught up", "restarted": "registered again as a new incarnation"}[wrong]) {
+		t.Error("the dashboard does not show the failed answer in words")
+	}
+	if _, page := l.call(t, "GET", "/exercises", ada, ""); !strings.Contains(page, `<option value="session-expired">`) {
+		t.Error("the exercises page offers no reasons")
 	}
 }

@@ -56,6 +56,14 @@ func (l seatLab) FailDisk(id int32) error {
 	return l.down(id, began, l.lab.FailDisk(id))
 }
 
+// Cut cuts a link and reports it.
+func (l seatLab) Cut(from, to int32, oneWay bool) error {
+	began := l.learner.Begin()
+	err := l.lab.Cut(from, to, oneWay)
+	l.learner.Did(class.Action{Kind: class.ActionCut, Began: began, Broker: from, Err: err})
+	return err
+}
+
 // Restart restarts broker id and reports it.
 func (l seatLab) Restart(id int32) error {
 	began := l.learner.Begin()

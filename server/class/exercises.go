@@ -18,7 +18,7 @@ import (
 // the events its cluster publishes, graded live after each of the seat's
 // requests, and one from its broker's log files, graded when the learner
 // answers. A pass is kept in the roster.
-var Exercises = []string{ExerciseLostAck, ExerciseAcksAllOneDown, ExerciseFindOffset}
+var Exercises = []string{ExerciseLostAck, ExerciseAcksAllOneDown, ExerciseFindOffset, ExerciseISRRejoin}
 
 // The exercises.
 const (
@@ -36,7 +36,16 @@ const (
 	// names the segment (its file or base offset) and the position of the
 	// batch holding the offset, as the broker's own lookup finds them.
 	ExerciseFindOffset = "find-offset"
+	// ExerciseISRRejoin: make a follower leave the ISR and rejoin it, and
+	// say why it left. Passed by an answer naming the cause (Answer.Cause)
+	// of a follower's leaving that came after a fault the learner caused
+	// (a broker stopped, a link cut), the follower having joined again.
+	ExerciseISRRejoin = "isr-rejoin"
 )
+
+// LeaveCauses are the answers ExerciseISRRejoin offers: why a follower
+// leaves an ISR.
+var LeaveCauses = []events.ISRCause{events.ISRLagged, events.ISRSessionExpired, events.ISRFenced, events.ISRRestarted, events.ISRUncleanRestart}
 
 // FindOffset is the offset ExerciseFindOffset asks about: past the first
 // batch, so that the answer takes a look at the index or the scan.
@@ -44,8 +53,11 @@ const FindOffset = 5
 
 // Answer is a learner's answer to an exercise that asks for one.
 type Answer struct {
-	Segment  string `json:"segment"`  // "00000000000000000000.log" or its base offset
-	Position *int64 `json:"position"` // byte position of the batch in the .log
+	Segment  string `json:"segment,omitempty"`  // "00000000000000000000.log" or its base offset
+	Position *int64 `json:"position,omitempty"` // byte position of the batch in the .log
+	// Cause is why a follower left the ISR (ExerciseISRRejoin): one of
+	// LeaveCauses.
+	Cause events.ISRCause `json:"cause,omitempty"`
 }
 
 // ExerciseResult is a seat's standing in an exercise: passed (and when),
@@ -97,11 +109,35 @@ type grader struct {
 	acked     map[tp][]offsetRange // the learner's acknowledged produces
 	unclean   map[tp]bool
 	passed    map[string]bool
+	// faulted: the learner stopped a broker or cut a link; left holds why
+	// each follower left an ISR since, rejoins the followers that joined
+	// again (at most maxRejoins, the newest).
+	faulted bool
+	left    map[replicaOf]events.ISRCause
+	rejoins []rejoin
 }
+
+// replicaOf is one broker's replica of a partition.
+type replicaOf struct {
+	tp
+	broker int32
+}
+
+// rejoin is a follower that left an ISR, after a fault of the learner's,
+// and joined it again.
+type rejoin struct {
+	replicaOf
+	cause events.ISRCause
+}
+
+const maxRejoins = 64
+
+// rejoined returns the rejoins seen so far.
+func (g *grader) rejoined() []rejoin { return slices.Clone(g.rejoins) }
 
 func newGrader(bus *events.Bus, snap events.Snapshot, learner *Learner) *grader {
 	return &grader{bus: bus, learner: learner, cursor: snap.Seq, down: map[int32]bool{}, acked: map[tp][]offsetRange{},
-		unclean: map[tp]bool{}, passed: map[string]bool{}}
+		unclean: map[tp]bool{}, passed: map[string]bool{}, left: map[replicaOf]events.ISRCause{}}
 }
 
 // pass notes that id passed; it returns whether this is new.
@@ -145,7 +181,10 @@ func (g *grader) act(a Action) string {
 		return ""
 	}
 	switch a.Kind {
+	case ActionCut:
+		g.faulted = true
 	case ActionDown:
+		g.faulted = true
 		// "Down" is a broker the learner stopped; one that halted on its
 		// own, or the controller's fencing, is not the learner's doing.
 		if len(g.down) == 0 {
@@ -175,9 +214,25 @@ func (g *grader) act(a Action) string {
 func (g *grader) apply(e *events.Event) string {
 	p := tp{e.Topic, e.Partition}
 	switch e.Kind {
-	case events.KindElection:
-		if e.Leader != nil && e.Leader.Unclean {
+	case events.KindElection, events.KindISR:
+		if e.Kind == events.KindElection && e.Leader != nil && e.Leader.Unclean {
 			g.unclean[p] = true
+		}
+		for _, c := range e.ISRChanges {
+			r := replicaOf{p, c.Broker}
+			switch {
+			case c.Joined:
+				if cause, ok := g.left[r]; ok {
+					delete(g.left, r)
+					g.rejoins = append(g.rejoins, rejoin{r, cause})
+					g.rejoins = g.rejoins[max(0, len(g.rejoins)-maxRejoins):]
+				}
+			case c.ToELR || c.Cause == events.ISRELRCleared:
+			case g.faulted:
+				if _, ok := g.left[r]; !ok { // the first reason it left
+					g.left[r] = c.Cause
+				}
+			}
 		}
 	case events.KindTruncation:
 		if !g.unclean[p] {
@@ -242,6 +297,19 @@ func (c *Class) Check(seat int, id string, answer Answer) (ExerciseResult, error
 	st.mu.Unlock()
 	var key string
 	var args []string
+	if id == ExerciseISRRejoin {
+		st.mu.Lock()
+		var rejoins []rejoin
+		if st.grader != nil {
+			rejoins = st.grader.rejoined()
+		}
+		st.mu.Unlock()
+		if key = checkISRRejoin(rejoins, answer); key == "" {
+			if err := c.RecordExercise(seat, id); err != nil {
+				return ExerciseResult{}, err
+			}
+		}
+	}
 	if id == ExerciseFindOffset {
 		if key, args = checkFindOffset(cl, answer); key == "" {
 			if err := c.RecordExercise(seat, id); err != nil {
@@ -268,10 +336,13 @@ func (c *Class) Try(seat int, id string, answer Answer) (ExerciseResult, error) 
 	var failed *FailedCheck
 	if r.Key != "exercise.passed.text" { // this check's own outcome was not a pass
 		failed = &FailedCheck{Key: r.Key, Args: r.Args}
-		if id == ExerciseFindOffset {
+		if id == ExerciseFindOffset || id == ExerciseISRRejoin {
 			a := answer
 			if rs := []rune(a.Segment); len(rs) > maxAnswerRunes {
 				a.Segment = string(rs[:maxAnswerRunes]) + "…"
+			}
+			if rs := []rune(string(a.Cause)); len(rs) > maxAnswerRunes {
+				a.Cause = events.ISRCause(string(rs[:maxAnswerRunes]) + "…")
 			}
 			failed.Answer = &a
 		}
@@ -282,6 +353,22 @@ func (c *Class) Try(seat int, id string, answer Answer) (ExerciseResult, error) 
 	standing, _ := c.Result(seat, id)
 	r.Tries = standing.Tries
 	return r, nil
+}
+
+// checkISRRejoin checks an answer to ExerciseISRRejoin against the
+// followers that left an ISR after the learner's fault and joined again:
+// "" when one of them left for the cause answered, else the i18n key of
+// why not.
+func checkISRRejoin(rejoins []rejoin, a Answer) string {
+	switch {
+	case len(rejoins) == 0:
+		return "exercise.isr-rejoin.none"
+	case !slices.Contains(LeaveCauses, a.Cause):
+		return "exercise.isr-rejoin.answer"
+	case slices.ContainsFunc(rejoins, func(r rejoin) bool { return r.cause == a.Cause }):
+		return ""
+	}
+	return "exercise.isr-rejoin.wrong"
 }
 
 // checkFindOffset compares answer with broker 1's own lookup of FindOffset

@@ -195,3 +195,37 @@ func TestTryKeepsFailedChecks(t *testing.T) {
 		t.Fatalf("a reset seat kept its tries: %+v", r.Tries)
 	}
 }
+
+// TestGraderISRRejoin: a follower that leaves an ISR after a fault of the
+// learner's and joins again is a rejoin with the cause it left for; one
+// that leaves before any fault of theirs is not; an answer passes only
+// with that cause.
+func TestGraderISRRejoin(t *testing.T) {
+	bus := events.NewBus(events.BusOptions{History: 64})
+	l := new(Learner)
+	g := newGrader(bus, events.Snapshot{}, l)
+	isr := func(broker int32, joined bool, cause events.ISRCause) {
+		bus.Publish(events.Event{Kind: events.KindISR, Topic: "demo", ISRChanges: []events.ISRChange{{Broker: broker, Joined: joined, Cause: cause}}})
+	}
+	isr(2, false, events.ISRLagged) // before any fault of the learner's
+	isr(2, true, events.ISRCaughtUp)
+	g.advance()
+	if got := checkISRRejoin(g.rejoined(), Answer{Cause: events.ISRLagged}); got != "exercise.isr-rejoin.none" {
+		t.Fatalf("a rejoin the learner did not cause: %q", got)
+	}
+	l.Did(Action{Kind: ActionDown, Began: l.Begin(), Broker: 3})
+	isr(3, false, events.ISRFenced)
+	isr(3, false, events.ISRSessionExpired) // the first reason counts
+	g.advance()
+	if got := checkISRRejoin(g.rejoined(), Answer{Cause: events.ISRFenced}); got != "exercise.isr-rejoin.none" {
+		t.Fatalf("before the follower joined again: %q", got)
+	}
+	isr(3, true, events.ISRCaughtUp)
+	g.advance()
+	for cause, want := range map[events.ISRCause]string{events.ISRFenced: "", events.ISRSessionExpired: "exercise.isr-rejoin.wrong",
+		events.ISRLagged: "exercise.isr-rejoin.wrong", "": "exercise.isr-rejoin.answer", "banana": "exercise.isr-rejoin.answer"} {
+		if got := checkISRRejoin(g.rejoined(), Answer{Cause: cause}); got != want {
+			t.Errorf("answer %q: %q, want %q", cause, got, want)
+		}
+	}
+}

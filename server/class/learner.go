@@ -24,6 +24,8 @@ const (
 	ActionDown ActionKind = "down"
 	// ActionUp: the learner restarted Broker.
 	ActionUp ActionKind = "up"
+	// ActionCut: the learner cut a network link.
+	ActionCut ActionKind = "cut"
 )
 
 // Action is one thing a learner did to their seat's cluster through a page

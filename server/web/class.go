@@ -601,7 +601,11 @@ func exerciseRow(lang i18n.Lang, r class.ExerciseResult) views.ExerciseRow {
 	x := views.ExerciseRow{ID: r.Exercise, Passed: r.Passed, Checks: r.Tries.Checks, Failed: r.Tries.Failed}
 	if f := r.Tries.LastFailed; f != nil {
 		x.LastReason = learnerText(lang, &Error{Key: f.Key, Args: f.Args})
-		if a := f.Answer; a != nil {
+		if a := f.Answer; a != nil && slices.Contains(class.LeaveCauses, a.Cause) {
+			x.LastAnswer = i18n.T(lang, "exercise.isr-rejoin.cause."+string(a.Cause))
+		} else if a != nil && a.Cause != "" {
+			x.LastAnswer = string(a.Cause)
+		} else if a != nil {
 			pos := "—"
 			if a.Position != nil {
 				pos = strconv.FormatInt(*a.Position, 10)
