@@ -137,6 +137,20 @@ func TestClassQuestions(t *testing.T) {
 		t.Errorf("the CSV export (%v):\n%s", err, body)
 	}
 
+	// One lesson, for the projector.
+	status, body = l.call(t, "GET", "/api/v1/class/questions?lesson=01-partitions", l.teacher, "")
+	var one web.QuestionsResponse
+	if status != 200 || json.Unmarshal([]byte(body), &one) != nil || len(one.Lessons) != 1 || one.Lessons[0].Lesson != "01-partitions" {
+		t.Fatalf("one lesson's questions: %d %s", status, body)
+	}
+	if status, _ = l.call(t, "GET", "/api/v1/class/questions?lesson=nope", l.teacher, ""); status != http.StatusNotFound {
+		t.Fatalf("an unknown lesson's questions: %d, want 404", status)
+	}
+	if status, body = l.call(t, "GET", "/class/questions?lesson=01-partitions", l.teacher, ""); status != 200 ||
+		strings.Count(body, "<h2 data-lesson=") != 1 {
+		t.Fatalf("one lesson's page: %d", status)
+	}
+
 	status, page := l.call(t, "GET", "/class/questions", l.teacher, "")
 	if status != 200 || !strings.Contains(page, `data-choice="`+a+`" data-count="1"`) || strings.Contains(page, "Ada") || strings.Contains(page, "Bob") {
 		t.Fatalf("the questions page: %d\n%s", status, page)

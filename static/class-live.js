@@ -10,7 +10,9 @@
   var delay = 500;
   function connect() {
     var scheme = location.protocol === "https:" ? "wss://" : "ws://";
-    var ws = new WebSocket(scheme + location.host + "/class/live?view=" + encodeURIComponent(view));
+    var lesson = new URLSearchParams(location.search).get("lesson");
+    var ws = new WebSocket(scheme + location.host + "/class/live?view=" + encodeURIComponent(view) +
+      (lesson ? "&lesson=" + encodeURIComponent(lesson) : ""));
     ws.onopen = function () { delay = 500; document.body.setAttribute("data-live-state", "open"); };
     ws.onmessage = function (ev) {
       var m;

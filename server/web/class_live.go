@@ -44,6 +44,10 @@ func (s *Server) classLive(c echo.Context) error {
 	if view != "" && view != "seats" && view != "questions" {
 		return &Error{Status: http.StatusBadRequest, Code: "INVALID_REQUEST", Message: "view must be seats or questions"}
 	}
+	lesson, ls, err := questionsLessons(c) // view=questions: every lesson, or ?lesson=
+	if err != nil {
+		return err
+	}
 	if !s.addConn() {
 		return &Error{Status: http.StatusServiceUnavailable, Code: "BROKER_NOT_AVAILABLE", Message: "the server is shutting down"}
 	}
@@ -63,7 +67,7 @@ func (s *Server) classLive(c echo.Context) error {
 		var comp templ.Component
 		target := "seat-rows"
 		if view == "questions" {
-			target, comp = "questions", views.QuestionsBody(p, questionsView(s.opts.Class.Name(), s.questions(lang)))
+			target, comp = "questions", views.QuestionsBody(p, questionsView(s.opts.Class.Name(), lesson, s.questions(lang, ls)))
 		} else {
 			comp = views.SeatRows(p, s.classView(r, lang))
 		}

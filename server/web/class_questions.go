@@ -7,6 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"tidemark/i18n"
+	"tidemark/internal/clip"
 	"tidemark/lessons"
 	"tidemark/server/class"
 	"tidemark/views"
@@ -77,13 +78,28 @@ func failedText(lang i18n.Lang, f *class.FailedCheck) string {
 	return x.LastReason
 }
 
-func (s *Server) questions(lang i18n.Lang) QuestionsResponse {
+// questionsLessons are the lessons ?lesson= asks for: every lesson
+// without it, else that one (404 NOT_FOUND when there is none).
+func questionsLessons(c echo.Context) (string, []*lessons.Lesson, error) {
+	id := c.QueryParam("lesson")
+	if id == "" {
+		return "", lessons.All(), nil
+	}
+	l := lessons.ByID(id)
+	if l == nil {
+		return "", nil, &Error{Status: http.StatusNotFound, Code: CodeNotFound,
+			Message: "no lesson " + strconv.Quote(clip.Bytes(id, 40)) + "; GET /api/v1/lessons lists them"}
+	}
+	return id, []*lessons.Lesson{l}, nil
+}
+
+func (s *Server) questions(lang i18n.Lang, ls []*lessons.Lesson) QuestionsResponse {
 	for _, st := range s.opts.Class.Seats() {
 		s.opts.Class.Grade(st.ID)
 	}
-	ls, xs := class.Questions(s.opts.Class.Seats(), lessons.All())
+	stats, xs := class.Questions(s.opts.Class.Seats(), ls)
 	out := QuestionsResponse{Lessons: []LessonQuestions{}, Exercises: []ExerciseQuestions{}}
-	for _, l := range ls {
+	for _, l := range stats {
 		lq := LessonQuestions{Lesson: l.Lesson, Title: l.Title.In(lang), Steps: []StepQuestions{}}
 		for _, q := range l.Questions {
 			sq := StepQuestions{Step: q.Step + 1, Question: q.Question.In(lang), Answered: q.Answered, RightFirst: q.RightFirst,
@@ -107,13 +123,17 @@ func (s *Server) questions(lang i18n.Lang) QuestionsResponse {
 }
 
 func (s *Server) getQuestions(c echo.Context) error {
-	return c.JSON(http.StatusOK, s.questions(Lang(c)))
+	_, ls, err := questionsLessons(c)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, s.questions(Lang(c), ls))
 }
 
 // questionsView is the page's view of q: bars as a share of the seats
 // that answered (a choice) or of the class (an exercise).
-func questionsView(name string, q QuestionsResponse) views.QuestionsView {
-	v := views.QuestionsView{Name: name}
+func questionsView(name, lesson string, q QuestionsResponse) views.QuestionsView {
+	v := views.QuestionsView{Name: name, Lesson: lesson}
 	for _, l := range q.Lessons {
 		lv := views.LessonQuestionsView{Lesson: l.Lesson, Title: l.Title}
 		for _, st := range l.Steps {
@@ -150,6 +170,10 @@ func percent(n, all int) int {
 func (s *Server) questionsPage(c echo.Context) error {
 	lang := Lang(c)
 	name := s.opts.Class.Name()
-	v := questionsView(name, s.questions(lang))
+	id, ls, err := questionsLessons(c)
+	if err != nil {
+		return err
+	}
+	v := questionsView(name, id, s.questions(lang, ls))
 	return Render(c, http.StatusOK, views.ClassQuestions(s.page(c, i18n.T(lang, "class.questions.title", name)), v))
 }
