@@ -101,7 +101,7 @@ func TestClassQuestions(t *testing.T) {
 	if found.RightFirst != right {
 		t.Errorf("right first time %d, want %d", found.RightFirst, right)
 	}
-	if len(q.Exercises) != 4 || q.Exercises[0].NotStarted != 2 {
+	if len(q.Exercises) != 5 || q.Exercises[0].NotStarted != 2 {
 		t.Fatalf("exercises: %+v", q.Exercises)
 	}
 	if status, _ := l.call(t, "GET", "/api/v1/class/questions", ada, ""); status != http.StatusForbidden {

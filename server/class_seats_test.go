@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -272,5 +273,61 @@ func TestExerciseISRRejoin(t *testing.T) {
 	}
 	if _, page := l.call(t, "GET", "/exercises", ada, ""); !strings.Contains(page, `<option value="session-expired">`) {
 		t.Error("the exercises page offers no reasons")
+	}
+}
+
+// TestExerciseFindTimestamp, on the real cluster: two records produced a
+// moment apart; the second's timestamp and offset pass, the first's
+// timestamp is refused (no index to read), a wrong offset fails.
+func TestExerciseFindTimestamp(t *testing.T) {
+	l, _ := startClass(t, t.TempDir(), "--seats", "1")
+	ada := l.join(t, 1, "Ada")
+	check := func(answer string) web.ExerciseResponse {
+		t.Helper()
+		status, body := l.call(t, "POST", "/api/v1/exercises/find-timestamp/check", ada, answer)
+		var r web.ExerciseResponse
+		if status != 200 || json.Unmarshal([]byte(body), &r) != nil {
+			t.Fatalf("check: %d %s", status, body)
+		}
+		return r
+	}
+	if r := check(`{"timestamp":1,"offset":1}`); r.Passed || r.Key != "exercise.find-timestamp.no-records" {
+		t.Fatalf("before any record: %+v", r)
+	}
+	for i := range 2 {
+		if status, b := l.call(t, "POST", "/api/v1/topics/demo/records", ada, `{"partition":0,"acks":"1","records":[{"value":"v`+strconv.Itoa(i)+`"}]}`); status != 200 {
+			t.Fatalf("produce: %d %s", status, b)
+		}
+		time.Sleep(20 * time.Millisecond) // the next record's timestamp is later
+	}
+	var cr web.ConsumeResponse
+	for i := 0; ; i++ { // the records are readable once the HW has passed them
+		status, body := l.call(t, "GET", "/api/v1/topics/demo/partitions/0/records?offset=0", ada, "")
+		if status != 200 || json.Unmarshal([]byte(body), &cr) != nil {
+			t.Fatalf("consume: %d %s", status, body)
+		}
+		if len(cr.Records) == 2 || i == 100 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if len(cr.Records) != 2 || cr.Records[1].Timestamp <= cr.Records[0].Timestamp {
+		t.Fatalf("records: %+v", cr.Records)
+	}
+	ts := func(i int) string { return strconv.FormatInt(cr.Records[i].Timestamp, 10) }
+	if r := check(`{"timestamp":` + ts(0) + `,"offset":0}`); r.Passed || r.Key != "exercise.find-timestamp.first" {
+		t.Fatalf("the first record's timestamp: %+v", r)
+	}
+	if r := check(`{"timestamp":` + ts(1) + `,"offset":0}`); r.Passed || r.Key != "exercise.find-timestamp.wrong" {
+		t.Fatalf("a wrong offset: %+v", r)
+	}
+	if r := check(`{"timestamp":` + ts(1) + `}`); r.Passed || r.Key != "exercise.find-timestamp.answer" {
+		t.Fatalf("no offset: %+v", r)
+	}
+	if r := check(`{"timestamp":` + ts(1) + `,"offset":1}`); !r.Passed {
+		t.Fatalf("the right answer: %+v", r)
+	}
+	if _, page := l.call(t, "GET", "/class", l.teacher, ""); !strings.Contains(page, "timestamp "+ts(1)+", offset —") {
+		t.Error("the dashboard does not show the last failed answer")
 	}
 }

@@ -18,7 +18,7 @@ import (
 // the events its cluster publishes, graded live after each of the seat's
 // requests, and one from its broker's log files, graded when the learner
 // answers. A pass is kept in the roster.
-var Exercises = []string{ExerciseLostAck, ExerciseAcksAllOneDown, ExerciseFindOffset, ExerciseISRRejoin}
+var Exercises = []string{ExerciseLostAck, ExerciseAcksAllOneDown, ExerciseFindOffset, ExerciseISRRejoin, ExerciseFindTimestamp}
 
 // The exercises.
 const (
@@ -41,6 +41,11 @@ const (
 	// of a follower's leaving that came after a fault the learner caused
 	// (a broker stopped, a link cut), the follower having joined again.
 	ExerciseISRRejoin = "isr-rejoin"
+	// ExerciseFindTimestamp: find a record by timestamp through the time
+	// index. Passed by an answer naming a timestamp past demo-0's first
+	// record on broker 1 and the offset broker 1's own lookup by that
+	// timestamp (Kafka's ListOffsets) finds.
+	ExerciseFindTimestamp = "find-timestamp"
 )
 
 // LeaveCauses are the answers ExerciseISRRejoin offers: why a follower
@@ -58,6 +63,10 @@ type Answer struct {
 	// Cause is why a follower left the ISR (ExerciseISRRejoin): one of
 	// LeaveCauses.
 	Cause events.ISRCause `json:"cause,omitempty"`
+	// Timestamp (milliseconds since the Unix epoch) and Offset answer
+	// ExerciseFindTimestamp: the first offset at or after Timestamp.
+	Timestamp *int64 `json:"timestamp,omitempty"`
+	Offset    *int64 `json:"offset,omitempty"`
 }
 
 // ExerciseResult is a seat's standing in an exercise: passed (and when),
@@ -310,6 +319,13 @@ func (c *Class) Check(seat int, id string, answer Answer) (ExerciseResult, error
 			}
 		}
 	}
+	if id == ExerciseFindTimestamp {
+		if key = checkFindTimestamp(cl, answer); key == "" {
+			if err := c.RecordExercise(seat, id); err != nil {
+				return ExerciseResult{}, err
+			}
+		}
+	}
 	if id == ExerciseFindOffset {
 		if key, args = checkFindOffset(cl, answer); key == "" {
 			if err := c.RecordExercise(seat, id); err != nil {
@@ -336,7 +352,7 @@ func (c *Class) Try(seat int, id string, answer Answer) (ExerciseResult, error) 
 	var failed *FailedCheck
 	if r.Key != "exercise.passed.text" { // this check's own outcome was not a pass
 		failed = &FailedCheck{Key: r.Key, Args: r.Args}
-		if id == ExerciseFindOffset || id == ExerciseISRRejoin {
+		if id == ExerciseFindOffset || id == ExerciseISRRejoin || id == ExerciseFindTimestamp {
 			a := answer
 			if rs := []rune(a.Segment); len(rs) > maxAnswerRunes {
 				a.Segment = string(rs[:maxAnswerRunes]) + "…"
@@ -369,6 +385,33 @@ func checkISRRejoin(rejoins []rejoin, a Answer) string {
 		return ""
 	}
 	return "exercise.isr-rejoin.wrong"
+}
+
+// checkFindTimestamp compares answer with broker 1's own lookup of the
+// answer's timestamp in demo-0 of cl; "" when it matches, else the i18n
+// key of why not.
+func checkFindTimestamp(cl *cluster.Cluster, a Answer) string {
+	b := cl.Broker(1)
+	if b == nil {
+		return "exercise.find-offset.broker-down"
+	}
+	r := b.Replica("demo", 0)
+	if r == nil || r.Log().LogEndOffset() < 2 {
+		return "exercise.find-timestamp.no-records"
+	}
+	if a.Timestamp == nil || a.Offset == nil {
+		return "exercise.find-timestamp.answer"
+	}
+	off, ok, err := r.Log().OffsetForTimestamp(*a.Timestamp)
+	switch {
+	case err != nil || !ok:
+		return "exercise.find-timestamp.too-late"
+	case off == 0:
+		return "exercise.find-timestamp.first"
+	case off != *a.Offset:
+		return "exercise.find-timestamp.wrong"
+	}
+	return ""
 }
 
 // checkFindOffset compares answer with broker 1's own lookup of FindOffset

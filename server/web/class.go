@@ -601,7 +601,13 @@ func exerciseRow(lang i18n.Lang, r class.ExerciseResult) views.ExerciseRow {
 	x := views.ExerciseRow{ID: r.Exercise, Passed: r.Passed, Checks: r.Tries.Checks, Failed: r.Tries.Failed}
 	if f := r.Tries.LastFailed; f != nil {
 		x.LastReason = learnerText(lang, &Error{Key: f.Key, Args: f.Args})
-		if a := f.Answer; a != nil && slices.Contains(class.LeaveCauses, a.Cause) {
+		if a := f.Answer; a != nil && a.Timestamp != nil {
+			off := "—"
+			if a.Offset != nil {
+				off = strconv.FormatInt(*a.Offset, 10)
+			}
+			x.LastAnswer = i18n.T(lang, "class.exercise.answer-timestamp", strconv.FormatInt(*a.Timestamp, 10), off)
+		} else if a != nil && slices.Contains(class.LeaveCauses, a.Cause) {
 			x.LastAnswer = i18n.T(lang, "exercise.isr-rejoin.cause."+string(a.Cause))
 		} else if a != nil && a.Cause != "" {
 			x.LastAnswer = string(a.Cause)
