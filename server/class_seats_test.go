@@ -18,12 +18,12 @@ import (
 	"tidemark/server/web"
 )
 
-// TestSeatClaimedOnce: a second join with a used code is refused (403
+// TestClassSeatClaimedOnce: a second join with a used code is refused (403
 // GROUP_AUTHORIZATION_FAILED, in the learner's language, telling them to
 // ask the teacher) and the seat keeps its name; the teacher's new code
 // (POST /api/v1/class/seats/{seat}/code) lets the learner in again with
 // their progress, and release signs their devices out.
-func TestSeatClaimedOnce(t *testing.T) {
+func TestClassSeatClaimedOnce(t *testing.T) {
 	l, _ := startClass(t, t.TempDir(), "--seats", "1")
 	alice := l.join(t, 1, "Alice")
 	if status, body := l.call(t, "POST", "/api/v1/exercises/find-offset/check", alice, ""); status != 200 {
@@ -87,10 +87,10 @@ func TestSeatClaimedOnce(t *testing.T) {
 	}
 }
 
-// TestDashboardResetConfirms: on the dashboard a seat's Reset is a link to
+// TestClassDashboardResetConfirms: on the dashboard a seat's Reset is a link to
 // a confirmation that says what a reset wipes, and only its form (confirm
 // =yes) resets; a post without it resets nothing. No script is needed.
-func TestDashboardResetConfirms(t *testing.T) {
+func TestClassDashboardResetConfirms(t *testing.T) {
 	l, _ := startClass(t, t.TempDir(), "--seats", "1")
 	alice := l.join(t, 1, "Alice")
 	teacherForm := func(path, form string) *http.Response {
@@ -141,11 +141,11 @@ func readAll(t *testing.T, resp *http.Response) string {
 	return string(b)
 }
 
-// TestExerciseGradesTheLearnersWrites: with a broker the learner crashed,
+// TestClassExerciseGradesTheLearnersWrites: with a broker the learner crashed,
 // an acks=all write acknowledged to somebody else (a Kafka client on the
 // machine, straight to the seat's listener) does not pass "acks=all with a
 // broker down"; the learner's own acks=all produce through the API does.
-func TestExerciseGradesTheLearnersWrites(t *testing.T) {
+func TestClassExerciseGradesTheLearnersWrites(t *testing.T) {
 	l, _ := startClass(t, t.TempDir(), "--seats", "1", "--brokers", "3")
 	ada := l.join(t, 1, "Ada")
 	status, body := l.call(t, "GET", "/api/v1/cluster", ada, "")
@@ -196,11 +196,11 @@ func TestExerciseGradesTheLearnersWrites(t *testing.T) {
 	}
 }
 
-// TestExerciseISRRejoin, on the real cluster: the learner crashes broker 3,
+// TestClassExerciseISRRejoin, on the real cluster: the learner crashes broker 3,
 // restarts it and waits until it is back in every ISR; a wrong reason
 // fails, the one the event list gives passes, and the dashboard shows the
 // failed answer in words.
-func TestExerciseISRRejoin(t *testing.T) {
+func TestClassExerciseISRRejoin(t *testing.T) {
 	l, _ := startClass(t, t.TempDir(), "--seats", "1", "--brokers", "3")
 	ada := l.join(t, 1, "Ada")
 	inEveryISR := func(id int32) (bool, bool) { // in every ISR, in none
@@ -276,10 +276,10 @@ func TestExerciseISRRejoin(t *testing.T) {
 	}
 }
 
-// TestExerciseFindTimestamp, on the real cluster: two records produced a
+// TestClassExerciseFindTimestamp, on the real cluster: two records produced a
 // moment apart; the second's timestamp and offset pass, the first's
 // timestamp is refused (no index to read), a wrong offset fails.
-func TestExerciseFindTimestamp(t *testing.T) {
+func TestClassExerciseFindTimestamp(t *testing.T) {
 	l, _ := startClass(t, t.TempDir(), "--seats", "1")
 	ada := l.join(t, 1, "Ada")
 	check := func(answer string) web.ExerciseResponse {
