@@ -166,7 +166,7 @@ type Attempt struct {
 
 // maxAttempts bounds the attempts a seat keeps (the oldest go): a class
 // hour is a few hundred answers.
-const maxAttempts = 2000
+const maxAttempts = 1000
 
 // meta is the class record.
 type meta struct {
