@@ -49,7 +49,15 @@ func BenchmarkClassPanelLatency(b *testing.B) {
 	bctx, cancelBrowser := chromedp.NewContext(allocCtx)
 	defer cancelBrowser()
 	panel := &browserLab{t: b, url: l.url, ctx: bctx}
-	panel.joinClass(l.codes[0], "seat1") // a second token for seat 1: the page's cookie
+	// A second token for seat 1, the page's cookie: the used code claims
+	// no more, so the teacher gives the seat a new one.
+	if status, body := l.call(b, "POST", "/api/v1/class/seats/1/code", l.teacher, ""); status != 200 {
+		b.Fatalf("a new code for seat 1: %d %s", status, body)
+	} else {
+		var seat web.SeatResponse
+		json.Unmarshal([]byte(body), &seat)
+		panel.joinClass(seat.Code, "seat1")
+	}
 	var renders []renderEntry
 	readRenders := func() {
 		got, err := chromedp.Run(bctx, chromedp.Evaluate[[]renderEntry](`window.tidemarkRenders()`))

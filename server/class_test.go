@@ -286,7 +286,7 @@ func TestClassTeacher(t *testing.T) {
 	}
 
 	status, body = l.call(t, "GET", "/api/v1/class/export?format=csv", l.teacher, "")
-	if status != 200 || !strings.HasPrefix(body, "seat,name,lesson,executed,total,done,step,chosen,right,exercise,passed,checks,failed,last_failed_answer,last_failed_reason\n1,'=cmd|Ada,") ||
+	if status != 200 || !strings.HasPrefix(body, "row,seat,name,kind,lesson,exercise,title,step,choice,right,at,joined,lessons_started,lessons_done,predictions,right_first,exercises_passed,checks,failed_checks\nsummary,1,'=cmd|Ada,") ||
 		strings.Count(body, "\n") != 4 {
 		t.Fatalf("CSV export: %d\n%s", status, body)
 	}
@@ -309,7 +309,16 @@ func TestClassTeacher(t *testing.T) {
 		t.Fatalf("/metrics without a token in class mode: %d, want 401", status)
 	}
 
-	status, body = l.call(t, "POST", "/api/v1/class/seats/1/reset", l.teacher, "")
+	for _, unconfirmed := range []string{"", `{}`, `{"confirm":false}`} {
+		status, body = l.call(t, "POST", "/api/v1/class/seats/1/reset", l.teacher, unconfirmed)
+		if status != http.StatusBadRequest || !strings.Contains(body, `"code":"INVALID_REQUEST"`) || !strings.Contains(body, "class.seat.reset-confirm") {
+			t.Fatalf("reset without confirmation (%q): %d %s", unconfirmed, status, body)
+		}
+	}
+	if status, _ = l.call(t, "GET", "/api/v1/cluster", ada, ""); status != 200 {
+		t.Fatalf("an unconfirmed reset signed the learner out: %d", status)
+	}
+	status, body = l.call(t, "POST", "/api/v1/class/seats/1/reset", l.teacher, `{"confirm":true}`)
 	var seat web.SeatResponse
 	if status != 200 || json.Unmarshal([]byte(body), &seat) != nil || seat.Code == l.codes[0] || seat.Name != "" {
 		t.Fatalf("reset: %d %s", status, body)
@@ -317,7 +326,7 @@ func TestClassTeacher(t *testing.T) {
 	if status, _ = l.call(t, "GET", "/api/v1/cluster", ada, ""); status != http.StatusUnauthorized {
 		t.Fatalf("a reset seat's old token: %d, want 401", status)
 	}
-	if status, _ = l.call(t, "POST", "/api/v1/class/seats/9/reset", l.teacher, ""); status != http.StatusNotFound {
+	if status, _ = l.call(t, "POST", "/api/v1/class/seats/9/reset", l.teacher, `{"confirm":true}`); status != http.StatusNotFound {
 		t.Fatalf("resetting seat 9 of 3: %d, want 404", status)
 	}
 
@@ -480,7 +489,7 @@ func TestClassExercises(t *testing.T) {
 	for i := 0; ; i++ {
 		status, body = l.call(t, "GET", "/api/v1/exercises", bob, "")
 		list = nil
-		if status != 200 || json.Unmarshal([]byte(body), &list) != nil || len(list) != 3 {
+		if status != 200 || json.Unmarshal([]byte(body), &list) != nil || len(list) != 5 {
 			t.Fatalf("Bob's exercises: %d %s", status, body)
 		}
 		if slices.ContainsFunc(list, func(r web.ExerciseResponse) bool { return r.ID == "acks-all-one-down" && r.Passed }) || i == 500 {

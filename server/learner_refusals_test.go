@@ -6,6 +6,7 @@ import (
 	"html"
 	"io"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -115,10 +116,12 @@ func TestClassDashboardShowsFailedTries(t *testing.T) {
 			t.Errorf("the %s dashboard shows an English reason", lang)
 		}
 	}
-	// The CSV export has a row per exercise checked, with the tries.
+	// The CSV export has a row per check (the answer and why it failed,
+	// with its time), and the tries in seat 1's summary row.
 	_, csv := l.call(t, "GET", "/api/v1/class/export?format=csv", l.teacher, "")
-	if !strings.Contains(csv, ",find-offset,false,2,2,\"segment 00000000000000000003.log, byte 77\",") ||
-		!strings.Contains(csv, ",lost-ack,false,1,1,,\"Not yet") {
+	if strings.Count(csv, "attempt,1,Ada,exercise,,find-offset,Find an offset on disk,,\"segment 00000000000000000003.log, byte 77 — Partition demo-0 on broker 1 does not hold offset 5 yet") != 2 ||
+		!strings.Contains(csv, "attempt,1,Ada,exercise,,lost-ack,Lose an acknowledged write,,\"Not yet") ||
+		!regexp.MustCompile(`\nsummary,1,Ada,,,,,,,,,\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ,0,0,0,0,0,3,3\n`).MatchString(csv) {
 		t.Errorf("the CSV export lacks seat 1's failed tries:\n%s", csv)
 	}
 }

@@ -302,7 +302,7 @@ func run(ctx context.Context, cfg config, out io.Writer, started func(url string
 				Broker: broker.Config{ConnectionsMaxIdle: offIfZero(cfg.connectionsMaxIdle), MaxConnectionsPerIP: offIfZero(cfg.maxConnectionsPerIP)}},
 			Setup: func(c *cluster.Cluster) error { return ensureDemo(c, cfg.brokers) },
 			NewHandler: func(env class.Env) (http.Handler, io.Closer, error) {
-				sw, err := web.New(web.Options{Lab: lab{env.Cluster}, Logger: logger, Lessons: env.Lessons, Chaos: env.Chaos,
+				sw, err := web.New(web.Options{Lab: seatLab{lab{env.Cluster}, env.Learner}, Logger: logger, Lessons: env.Lessons, Chaos: env.Chaos,
 					AllowedHosts: wopts.AllowedHosts, StaticFrom: ws, Owner: "seat-" + strconv.Itoa(env.Seat)})
 				if err != nil {
 					return nil, nil, err

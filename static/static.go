@@ -8,7 +8,8 @@ package static
 
 import "embed"
 
-// FS is the embedded file tree: app.css, panel.js and wasm/.
+// FS is the embedded file tree: app.css, panel.js, class-live.js (the
+// teacher's live class) and wasm/.
 //
-//go:embed app.css panel.js wasm
+//go:embed app.css panel.js class-live.js wasm
 var FS embed.FS

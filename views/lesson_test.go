@@ -88,15 +88,23 @@ func TestChineseLabelsUseFullWidthColons(t *testing.T) {
 	}
 }
 
-// TestClassDashboardActionsApart: a seat's "Show on screen" link and its
-// Reset button are apart (they read "Show on screenReset").
+// TestClassDashboardActionsApart: a seat's actions — the "Show on screen"
+// link, the New code and Release forms and the Reset link — are apart
+// (they read "Show on screenReset").
 func TestClassDashboardActionsApart(t *testing.T) {
 	var buf bytes.Buffer
-	if err := ClassDashboard(Page{}, ClassView{Name: "QA", Seats: []SeatRow{{Seat: 1, Code: "AAAAA-AAAAA"}}}).Render(context.Background(), &buf); err != nil {
+	if err := ClassDashboard(Page{}, ClassView{Name: "QA", Seats: []SeatRow{{Seat: 1, Code: "AAAAA-AAAAA", Name: "Ada"}}}).Render(context.Background(), &buf); err != nil {
 		t.Fatal(err)
 	}
-	if !regexp.MustCompile(`</a>\s+<form method="post" action="/class/seats/1/reset"`).MatchString(buf.String()) {
-		t.Error("the seat's link and Reset form touch")
+	page := buf.String()
+	for what, re := range map[string]string{
+		"the link and New code":  `</a>\s+<form method="post" action="/class/seats/1/code"`,
+		"New code and Release":   `</form>\s+<form method="post" action="/class/seats/1/code" class="inline"><input type="hidden" name="release"`,
+		"Release and Reset link": `</form>\s+<a href="/class\?reset=1#reset"`,
+	} {
+		if !regexp.MustCompile(re).MatchString(page) {
+			t.Errorf("%s touch", what)
+		}
 	}
 }
 

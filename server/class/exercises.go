@@ -18,7 +18,7 @@ import (
 // the events its cluster publishes, graded live after each of the seat's
 // requests, and one from its broker's log files, graded when the learner
 // answers. A pass is kept in the roster.
-var Exercises = []string{ExerciseLostAck, ExerciseAcksAllOneDown, ExerciseFindOffset}
+var Exercises = []string{ExerciseLostAck, ExerciseAcksAllOneDown, ExerciseFindOffset, ExerciseISRRejoin, ExerciseFindTimestamp}
 
 // The exercises.
 const (
@@ -36,7 +36,21 @@ const (
 	// names the segment (its file or base offset) and the position of the
 	// batch holding the offset, as the broker's own lookup finds them.
 	ExerciseFindOffset = "find-offset"
+	// ExerciseISRRejoin: make a follower leave the ISR and rejoin it, and
+	// say why it left. Passed by an answer naming the cause (Answer.Cause)
+	// of a follower's leaving that came after a fault the learner caused
+	// (a broker stopped, a link cut), the follower having joined again.
+	ExerciseISRRejoin = "isr-rejoin"
+	// ExerciseFindTimestamp: find a record by timestamp through the time
+	// index. Passed by an answer naming a timestamp past demo-0's first
+	// record on broker 1 and the offset broker 1's own lookup by that
+	// timestamp (Kafka's ListOffsets) finds.
+	ExerciseFindTimestamp = "find-timestamp"
 )
+
+// LeaveCauses are the answers ExerciseISRRejoin offers: why a follower
+// leaves an ISR.
+var LeaveCauses = []events.ISRCause{events.ISRLagged, events.ISRSessionExpired, events.ISRFenced, events.ISRRestarted, events.ISRUncleanRestart}
 
 // FindOffset is the offset ExerciseFindOffset asks about: past the first
 // batch, so that the answer takes a look at the index or the scan.
@@ -44,8 +58,15 @@ const FindOffset = 5
 
 // Answer is a learner's answer to an exercise that asks for one.
 type Answer struct {
-	Segment  string `json:"segment"`  // "00000000000000000000.log" or its base offset
-	Position *int64 `json:"position"` // byte position of the batch in the .log
+	Segment  string `json:"segment,omitempty"`  // "00000000000000000000.log" or its base offset
+	Position *int64 `json:"position,omitempty"` // byte position of the batch in the .log
+	// Cause is why a follower left the ISR (ExerciseISRRejoin): one of
+	// LeaveCauses.
+	Cause events.ISRCause `json:"cause,omitempty"`
+	// Timestamp (milliseconds since the Unix epoch) and Offset answer
+	// ExerciseFindTimestamp: the first offset at or after Timestamp.
+	Timestamp *int64 `json:"timestamp,omitempty"`
+	Offset    *int64 `json:"offset,omitempty"`
 }
 
 // ExerciseResult is a seat's standing in an exercise: passed (and when),
@@ -80,41 +101,81 @@ type offsetRange struct{ first, last int64 }
 // partition: a learner's experiment is a handful of produces.
 const maxAcked = 256
 
-// grader follows one awake cluster's events for the live exercises. It
-// starts over when the seat wakes (a new cluster, a new bus); passes are
-// in the roster.
+// grader follows one awake seat for the live exercises: its learner's
+// actions (learner.go) and its cluster's events. Only what the learner
+// did counts: the brokers they stopped, the writes they sent and were
+// acknowledged; the events say what the cluster did with them (an unclean
+// election, a truncation). It starts over when the seat wakes (a new
+// cluster, a new bus, a new Learner); passes are in the roster.
 type grader struct {
 	bus     *events.Bus
+	learner *Learner
 	cursor  uint64
-	down    map[int32]bool
-	acked   map[tp][]offsetRange
-	unclean map[tp]bool
-	passed  map[string]bool
+	// down holds the brokers the learner stopped and has not restarted;
+	// downSince is the learner's count when the first of them went down.
+	down      map[int32]bool
+	downSince uint64
+	acked     map[tp][]offsetRange // the learner's acknowledged produces
+	unclean   map[tp]bool
+	passed    map[string]bool
+	// faulted: the learner stopped a broker or cut a link; left holds why
+	// each follower left an ISR since, rejoins the followers that joined
+	// again (at most maxRejoins, the newest).
+	faulted bool
+	left    map[replicaOf]events.ISRCause
+	rejoins []rejoin
 }
 
-func newGrader(bus *events.Bus, snap events.Snapshot) *grader {
-	g := &grader{bus: bus, cursor: snap.Seq, down: map[int32]bool{}, acked: map[tp][]offsetRange{},
-		unclean: map[tp]bool{}, passed: map[string]bool{}}
-	for _, b := range snap.Brokers {
-		if b.State != events.BrokerUp {
-			g.down[b.ID] = true
-		}
+// replicaOf is one broker's replica of a partition.
+type replicaOf struct {
+	tp
+	broker int32
+}
+
+// rejoin is a follower that left an ISR, after a fault of the learner's,
+// and joined it again.
+type rejoin struct {
+	replicaOf
+	cause events.ISRCause
+}
+
+const maxRejoins = 64
+
+// rejoined returns the rejoins seen so far.
+func (g *grader) rejoined() []rejoin { return slices.Clone(g.rejoins) }
+
+func newGrader(bus *events.Bus, snap events.Snapshot, learner *Learner) *grader {
+	return &grader{bus: bus, learner: learner, cursor: snap.Seq, down: map[int32]bool{}, acked: map[tp][]offsetRange{},
+		unclean: map[tp]bool{}, passed: map[string]bool{}, left: map[replicaOf]events.ISRCause{}}
+}
+
+// pass notes that id passed; it returns whether this is new.
+func (g *grader) pass(id string) bool {
+	if id == "" || g.passed[id] {
+		return false
 	}
-	return g
+	g.passed[id] = true
+	return true
 }
 
-// advance reads the events published since the last call and returns the
-// live exercises they passed.
+// advance reads the learner's actions and the events published since the
+// last call and returns the live exercises they passed. Actions come
+// first: an action is logged before its request is answered, so whatever
+// the cluster did with it afterwards is in a later event.
 func (g *grader) advance() []string {
 	var out []string
+	for _, a := range g.learner.take() {
+		if id := g.act(a); g.pass(id) {
+			out = append(out, id)
+		}
+	}
 	for {
 		evs, _ := g.bus.Since(g.cursor, 1024)
 		if len(evs) == 0 {
 			return out
 		}
 		for i := range evs {
-			if id := g.apply(&evs[i]); id != "" && !g.passed[id] {
-				g.passed[id] = true
+			if id := g.apply(&evs[i]); g.pass(id) {
 				out = append(out, id)
 			}
 		}
@@ -122,39 +183,65 @@ func (g *grader) advance() []string {
 	}
 }
 
+// act folds one learner action in; it returns the exercise it passed (""
+// none).
+func (g *grader) act(a Action) string {
+	if a.Err != nil {
+		return ""
+	}
+	switch a.Kind {
+	case ActionCut:
+		g.faulted = true
+	case ActionDown:
+		g.faulted = true
+		// "Down" is a broker the learner stopped; one that halted on its
+		// own, or the controller's fencing, is not the learner's doing.
+		if len(g.down) == 0 {
+			g.downSince = a.ended
+		}
+		g.down[a.Broker] = true
+	case ActionUp:
+		delete(g.down, a.Broker)
+	case ActionProduce:
+		if a.Acks == 0 || a.First < 0 || a.Last < a.First {
+			return "" // not acknowledged with offsets, or nothing appended
+		}
+		p := tp{a.Topic, a.Partition}
+		r := append(g.acked[p], offsetRange{a.First, a.Last})
+		g.acked[p] = r[max(0, len(r)-maxAcked):]
+		// Sent while a broker the learner stopped was down, and
+		// acknowledged before they restarted it: a write sent before the
+		// crash and acknowledged after it does not count.
+		if a.Acks == -1 && len(g.down) > 0 && g.downSince < a.Began {
+			return ExerciseAcksAllOneDown
+		}
+	}
+	return ""
+}
+
 // apply folds one event in; it returns the exercise the event passed ("" none).
 func (g *grader) apply(e *events.Event) string {
 	p := tp{e.Topic, e.Partition}
 	switch e.Kind {
-	case events.KindFault:
-		// "Down" is the broker's process stopped, which the lab's faults
-		// say; the controller's fencing and unfencing do not (a heartbeat
-		// sent just before a crash can unfence the crashed broker).
-		if e.Fault == nil {
-			break
-		}
-		switch e.Fault.Kind {
-		case events.FaultCrash, events.FaultPowerLoss, events.FaultDiskFailure:
-			g.down[e.Broker] = true
-		case events.FaultRestart:
-			delete(g.down, e.Broker)
-		}
-	case events.KindBroker:
-		if e.BrokerState == events.BrokerCrashed { // halted on its own (its log dir or listener failed)
-			g.down[e.Broker] = true
-		}
-	case events.KindAck:
-		if e.Offsets == nil || e.Offsets.Last < e.Offsets.Base {
-			return "" // acks=0, or nothing appended
-		}
-		r := append(g.acked[p], offsetRange{e.Offsets.Base, e.Offsets.Last})
-		g.acked[p] = r[max(0, len(r)-maxAcked):]
-		if e.Acks == events.AcksAll && len(g.down) > 0 {
-			return ExerciseAcksAllOneDown
-		}
-	case events.KindElection:
-		if e.Leader != nil && e.Leader.Unclean {
+	case events.KindElection, events.KindISR:
+		if e.Kind == events.KindElection && e.Leader != nil && e.Leader.Unclean {
 			g.unclean[p] = true
+		}
+		for _, c := range e.ISRChanges {
+			r := replicaOf{p, c.Broker}
+			switch {
+			case c.Joined:
+				if cause, ok := g.left[r]; ok {
+					delete(g.left, r)
+					g.rejoins = append(g.rejoins, rejoin{r, cause})
+					g.rejoins = g.rejoins[max(0, len(g.rejoins)-maxRejoins):]
+				}
+			case c.ToELR || c.Cause == events.ISRELRCleared:
+			case g.faulted:
+				if _, ok := g.left[r]; !ok { // the first reason it left
+					g.left[r] = c.Cause
+				}
+			}
 		}
 	case events.KindTruncation:
 		if !g.unclean[p] {
@@ -219,6 +306,26 @@ func (c *Class) Check(seat int, id string, answer Answer) (ExerciseResult, error
 	st.mu.Unlock()
 	var key string
 	var args []string
+	if id == ExerciseISRRejoin {
+		st.mu.Lock()
+		var rejoins []rejoin
+		if st.grader != nil {
+			rejoins = st.grader.rejoined()
+		}
+		st.mu.Unlock()
+		if key = checkISRRejoin(rejoins, answer); key == "" {
+			if err := c.RecordExercise(seat, id); err != nil {
+				return ExerciseResult{}, err
+			}
+		}
+	}
+	if id == ExerciseFindTimestamp {
+		if key = checkFindTimestamp(cl, answer); key == "" {
+			if err := c.RecordExercise(seat, id); err != nil {
+				return ExerciseResult{}, err
+			}
+		}
+	}
 	if id == ExerciseFindOffset {
 		if key, args = checkFindOffset(cl, answer); key == "" {
 			if err := c.RecordExercise(seat, id); err != nil {
@@ -245,10 +352,13 @@ func (c *Class) Try(seat int, id string, answer Answer) (ExerciseResult, error) 
 	var failed *FailedCheck
 	if r.Key != "exercise.passed.text" { // this check's own outcome was not a pass
 		failed = &FailedCheck{Key: r.Key, Args: r.Args}
-		if id == ExerciseFindOffset {
+		if id == ExerciseFindOffset || id == ExerciseISRRejoin || id == ExerciseFindTimestamp {
 			a := answer
 			if rs := []rune(a.Segment); len(rs) > maxAnswerRunes {
 				a.Segment = string(rs[:maxAnswerRunes]) + "…"
+			}
+			if rs := []rune(string(a.Cause)); len(rs) > maxAnswerRunes {
+				a.Cause = events.ISRCause(string(rs[:maxAnswerRunes]) + "…")
 			}
 			failed.Answer = &a
 		}
@@ -259,6 +369,49 @@ func (c *Class) Try(seat int, id string, answer Answer) (ExerciseResult, error) 
 	standing, _ := c.Result(seat, id)
 	r.Tries = standing.Tries
 	return r, nil
+}
+
+// checkISRRejoin checks an answer to ExerciseISRRejoin against the
+// followers that left an ISR after the learner's fault and joined again:
+// "" when one of them left for the cause answered, else the i18n key of
+// why not.
+func checkISRRejoin(rejoins []rejoin, a Answer) string {
+	switch {
+	case len(rejoins) == 0:
+		return "exercise.isr-rejoin.none"
+	case !slices.Contains(LeaveCauses, a.Cause):
+		return "exercise.isr-rejoin.answer"
+	case slices.ContainsFunc(rejoins, func(r rejoin) bool { return r.cause == a.Cause }):
+		return ""
+	}
+	return "exercise.isr-rejoin.wrong"
+}
+
+// checkFindTimestamp compares answer with broker 1's own lookup of the
+// answer's timestamp in demo-0 of cl; "" when it matches, else the i18n
+// key of why not.
+func checkFindTimestamp(cl *cluster.Cluster, a Answer) string {
+	b := cl.Broker(1)
+	if b == nil {
+		return "exercise.find-offset.broker-down"
+	}
+	r := b.Replica("demo", 0)
+	if r == nil || r.Log().LogEndOffset() < 2 {
+		return "exercise.find-timestamp.no-records"
+	}
+	if a.Timestamp == nil || a.Offset == nil {
+		return "exercise.find-timestamp.answer"
+	}
+	off, ok, err := r.Log().OffsetForTimestamp(*a.Timestamp)
+	switch {
+	case err != nil || !ok:
+		return "exercise.find-timestamp.too-late"
+	case off == 0:
+		return "exercise.find-timestamp.first"
+	case off != *a.Offset:
+		return "exercise.find-timestamp.wrong"
+	}
+	return ""
 }
 
 // checkFindOffset compares answer with broker 1's own lookup of FindOffset

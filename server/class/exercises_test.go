@@ -2,6 +2,7 @@ package class
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -11,40 +12,58 @@ import (
 	"tidemark/server/cluster"
 )
 
-// TestGraderLiveExercises feeds the grader the events of both live
-// exercises' stories and of near misses.
+// TestGraderLiveExercises feeds the grader the learner's actions and the
+// cluster's events of both live exercises' stories and of near misses:
+// only what the learner did counts.
 func TestGraderLiveExercises(t *testing.T) {
 	bus := events.NewBus(events.BusOptions{History: 64})
-	g := newGrader(bus, events.Snapshot{Brokers: []events.Broker{{ID: 1, State: events.BrokerUp}, {ID: 2, State: events.BrokerUp}}})
-	ack := func(acks events.Acks, first, last int64) events.Event {
-		return events.Event{Kind: events.KindAck, Topic: "demo", Acks: acks, Offsets: &events.Offsets{Base: first, Last: last}}
+	l := new(Learner)
+	g := newGrader(bus, events.Snapshot{Brokers: []events.Broker{{ID: 1, State: events.BrokerUp}, {ID: 2, State: events.BrokerUp}}}, l)
+	produce := func(acks int16, first, last int64) {
+		l.Did(Action{Kind: ActionProduce, Began: l.Begin(), Topic: "demo", Acks: acks, First: first, Last: last})
 	}
 	// acks=all with every broker up, acks=1 with one down: no pass.
-	bus.Publish(ack(events.AcksAll, 0, 0))
-	bus.Publish(events.Event{Kind: events.KindBroker, Broker: 2, BrokerState: events.BrokerCrashed})
-	bus.Publish(ack(events.AcksLeader, 1, 3))
+	produce(-1, 0, 0)
+	l.Did(Action{Kind: ActionDown, Began: l.Begin(), Broker: 2})
+	produce(1, 1, 3)
 	// A truncation of acknowledged offsets without an unclean election: no pass.
 	bus.Publish(events.Event{Kind: events.KindTruncation, Topic: "demo", Truncated: []events.TruncatedRecord{{Offset: 2}}})
 	if got := g.advance(); len(got) != 0 {
 		t.Fatalf("near misses passed %v", got)
 	}
-	// Broker 2 restarts; broker 1 is crashed by the lab and then unfenced
-	// by a heartbeat it sent before: still down.
-	bus.Publish(events.Event{Kind: events.KindFault, Broker: 2, Fault: &events.Fault{Kind: events.FaultRestart}})
-	bus.Publish(ack(events.AcksAll, 4, 4))
+	// Broker 2 restarts; broker 1 halts on its own (not the learner's
+	// doing), and an acks=all write nobody sent through a page or the API
+	// is acknowledged: the event alone passes nothing.
+	l.Did(Action{Kind: ActionUp, Began: l.Begin(), Broker: 2})
+	bus.Publish(events.Event{Kind: events.KindBroker, Broker: 1, BrokerState: events.BrokerCrashed})
+	bus.Publish(events.Event{Kind: events.KindAck, Topic: "demo", Acks: events.AcksAll, Offsets: &events.Offsets{Base: 4, Last: 4}})
+	produce(-1, 5, 5)
 	if got := g.advance(); len(got) != 0 {
-		t.Fatalf("acks=all with every broker up again passed %v", got)
+		t.Fatalf("acks=all with no broker the learner stopped passed %v", got)
 	}
-	bus.Publish(events.Event{Kind: events.KindFault, Broker: 1, Fault: &events.Fault{Kind: events.FaultCrash}})
-	bus.Publish(events.Event{Kind: events.KindBroker, Broker: 1, BrokerState: events.BrokerUp})
-	bus.Publish(ack(events.AcksAll, 5, 5))
+	// An acks=all write sent before the learner's crash and acknowledged
+	// after it does not count; a refused one neither.
+	began := l.Begin()
+	l.Did(Action{Kind: ActionDown, Began: l.Begin(), Broker: 1})
+	l.Did(Action{Kind: ActionProduce, Began: began, Topic: "demo", Acks: -1, First: 6, Last: 6})
+	l.Did(Action{Kind: ActionProduce, Began: l.Begin(), Topic: "demo", Acks: -1, First: -1, Last: -1, Err: errors.New("NOT_ENOUGH_REPLICAS")})
+	if got := g.advance(); len(got) != 0 {
+		t.Fatalf("a write sent before the crash passed %v", got)
+	}
+	produce(-1, 7, 7)
 	if got := g.advance(); len(got) != 1 || got[0] != ExerciseAcksAllOneDown {
-		t.Fatalf("acks=all with broker 1 crashed: %v", got)
+		t.Fatalf("acks=all sent with broker 1 crashed by the learner: %v", got)
 	}
 	bus.Publish(events.Event{Kind: events.KindElection, Topic: "demo", Leader: &events.Leadership{Leader: 2, Unclean: true}})
 	bus.Publish(events.Event{Kind: events.KindTruncation, Topic: "demo", Partition: 1, Truncated: []events.TruncatedRecord{{Offset: 3}}})
 	if got := g.advance(); len(got) != 0 {
 		t.Fatalf("a truncation on another partition passed %v", got)
+	}
+	// Offset 4 was acknowledged to somebody else: its truncation is not
+	// the learner's lost write.
+	bus.Publish(events.Event{Kind: events.KindTruncation, Topic: "demo", Truncated: []events.TruncatedRecord{{Offset: 4}}})
+	if got := g.advance(); len(got) != 0 {
+		t.Fatalf("a write the learner did not send, truncated, passed %v", got)
 	}
 	bus.Publish(events.Event{Kind: events.KindTruncation, Topic: "demo", Truncated: []events.TruncatedRecord{{Offset: 3}, {Offset: 9}}})
 	if got := g.advance(); len(got) != 1 || got[0] != ExerciseLostAck {
@@ -102,30 +121,37 @@ func TestCheckFindOffset(t *testing.T) {
 	}
 }
 
-// TestGradeAfterTheRequest: an acknowledgement the leader publishes after
-// the request that caused it has been graded is graded by Grade (the
-// exercise list and the dashboard call it before reading), not only at the
-// learner's next request.
+// TestGradeAfterTheRequest: what the learner did since the seat was last
+// graded is graded by Grade (the exercise list and the dashboard call it
+// before reading), not only at the learner's next request; and a produce
+// the seat's handler did not report (somebody else's write on the seat's
+// cluster) passes nothing.
 func TestGradeAfterTheRequest(t *testing.T) {
-	c := openClass(t, t.TempDir(), 1, &clock{now: time.Unix(1000, 0)}, nil)
+	var learner *Learner
+	c := openClassWith(t, t.TempDir(), 1, &clock{now: time.Unix(1000, 0)}, nil, func(env Env) { learner = env.Learner })
 	if _, err := serve(t, c, 1, "/"); err != nil { // wakes seat 1 and grades it
 		t.Fatal(err)
 	}
-	st, err := c.run(1)
+	cl, done, err := c.Cluster(1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st.mu.Lock()
-	bus := st.lab.Cluster().Bus()
-	st.mu.Unlock()
-	bus.Publish(events.Event{Kind: events.KindFault, Broker: 1, Fault: &events.Fault{Kind: events.FaultCrash}})
-	bus.Publish(events.Event{Kind: events.KindAck, Topic: "demo", Acks: events.AcksAll, Offsets: &events.Offsets{Base: 0, Last: 0}})
+	defer done()
+	learner.Did(Action{Kind: ActionDown, Began: learner.Begin(), Broker: 2})
+	if _, err := cl.Produce(context.Background(), "demo", 0, -1, []cluster.Record{{Value: []byte("x")}}, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	c.Grade(1)
 	if r, _ := c.Result(1, ExerciseAcksAllOneDown); r.Passed {
-		t.Fatal("passed before any grading saw the acknowledgement")
+		t.Fatal("an acks=all write the learner did not send passed")
+	}
+	learner.Did(Action{Kind: ActionProduce, Began: learner.Begin(), Topic: "demo", Acks: -1, First: 1, Last: 1})
+	if r, _ := c.Result(1, ExerciseAcksAllOneDown); r.Passed {
+		t.Fatal("passed before any grading saw the learner's produce")
 	}
 	c.Grade(1)
 	if r, _ := c.Result(1, ExerciseAcksAllOneDown); !r.Passed {
-		t.Fatalf("Grade did not see the acknowledgement published after the request: %+v", r)
+		t.Fatalf("Grade did not see the learner's produce: %+v", r)
 	}
 	c.Grade(2) // a seat never woken: nothing to grade, nothing woken
 	if c.Awake(2) {
@@ -167,5 +193,39 @@ func TestTryKeepsFailedChecks(t *testing.T) {
 	}
 	if r, _ := c.Result(1, ExerciseFindOffset); r.Tries.Checks != 0 {
 		t.Fatalf("a reset seat kept its tries: %+v", r.Tries)
+	}
+}
+
+// TestGraderISRRejoin: a follower that leaves an ISR after a fault of the
+// learner's and joins again is a rejoin with the cause it left for; one
+// that leaves before any fault of theirs is not; an answer passes only
+// with that cause.
+func TestGraderISRRejoin(t *testing.T) {
+	bus := events.NewBus(events.BusOptions{History: 64})
+	l := new(Learner)
+	g := newGrader(bus, events.Snapshot{}, l)
+	isr := func(broker int32, joined bool, cause events.ISRCause) {
+		bus.Publish(events.Event{Kind: events.KindISR, Topic: "demo", ISRChanges: []events.ISRChange{{Broker: broker, Joined: joined, Cause: cause}}})
+	}
+	isr(2, false, events.ISRLagged) // before any fault of the learner's
+	isr(2, true, events.ISRCaughtUp)
+	g.advance()
+	if got := checkISRRejoin(g.rejoined(), Answer{Cause: events.ISRLagged}); got != "exercise.isr-rejoin.none" {
+		t.Fatalf("a rejoin the learner did not cause: %q", got)
+	}
+	l.Did(Action{Kind: ActionDown, Began: l.Begin(), Broker: 3})
+	isr(3, false, events.ISRFenced)
+	isr(3, false, events.ISRSessionExpired) // the first reason counts
+	g.advance()
+	if got := checkISRRejoin(g.rejoined(), Answer{Cause: events.ISRFenced}); got != "exercise.isr-rejoin.none" {
+		t.Fatalf("before the follower joined again: %q", got)
+	}
+	isr(3, true, events.ISRCaughtUp)
+	g.advance()
+	for cause, want := range map[events.ISRCause]string{events.ISRFenced: "", events.ISRSessionExpired: "exercise.isr-rejoin.wrong",
+		events.ISRLagged: "exercise.isr-rejoin.wrong", "": "exercise.isr-rejoin.answer", "banana": "exercise.isr-rejoin.answer"} {
+		if got := checkISRRejoin(g.rejoined(), Answer{Cause: cause}); got != want {
+			t.Errorf("answer %q: %q, want %q", cause, got, want)
+		}
 	}
 }

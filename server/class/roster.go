@@ -50,6 +50,13 @@ const (
 var (
 	// ErrBadCode: no seat has this join code (a reset gives a seat a new one).
 	ErrBadCode = fmt.Errorf("%w: no seat has this join code", kerr.SaslAuthenticationFailed)
+	// ErrSeatTaken: the code's seat was claimed already; only the teacher
+	// can open it to a new claim (Roster.NewCode). It wraps
+	// GROUP_AUTHORIZATION_FAILED: the request is well formed and the code
+	// is real, but it no longer authorizes anyone to take the seat, which
+	// somebody else holds — an authorization refusal about a membership,
+	// as Kafka's is about a group, that retrying does not change.
+	ErrSeatTaken = fmt.Errorf("%w: this seat is taken; ask the teacher for a new code", kerr.GroupAuthorizationFailed)
 	// ErrBadName: the display name is empty, too long or not printable.
 	ErrBadName = fmt.Errorf("%w: the name must be 1 to %d printable characters", kerr.InvalidRequest, MaxNameRunes)
 	// ErrNoSeat: no such seat number.
@@ -73,7 +80,18 @@ type Seat struct {
 	// Tries holds the learner's checks of each exercise they checked: the
 	// teacher wants to see who is trying and failing, not only who passed.
 	Tries map[string]Tries `json:"tries,omitempty"`
+	// Attempts are the learner's answers and checks, oldest first (at most
+	// maxAttempts).
+	Attempts []Attempt `json:"attempts,omitempty"`
+	// Open is set when the teacher gave a claimed seat a new code
+	// (NewCode): that code may claim the seat once more, progress kept.
+	Open bool `json:"open,omitempty"`
 }
+
+// Claimed reports whether the seat's code has been used: somebody joined
+// and the teacher has not opened the seat again since. A claimed seat
+// refuses every join (ErrSeatTaken).
+func (s *Seat) Claimed() bool { return s.Name != "" && !s.Open }
 
 // Tries is a seat's checks of one exercise: how many, how many of them did
 // not pass, and the last one that did not.
@@ -95,20 +113,60 @@ type FailedCheck struct {
 // LessonProgress is how far a seat got in a lesson's latest run and what it
 // predicted there.
 type LessonProgress struct {
-	Lesson      string       `json:"lesson"`
+	Lesson string `json:"lesson"`
+	// Run is the lesson run this progress is of (its latest).
+	Run         string       `json:"run,omitempty"`
 	Executed    int          `json:"executed"` // steps run
 	Total       int          `json:"total"`
 	Done        bool         `json:"done"`
 	Predictions []Prediction `json:"predictions,omitempty"`
 	Updated     time.Time    `json:"updated"`
+	// Waiting is since when step Executed (the next one) has waited for
+	// the learner: the time to answer its prediction counts from it.
+	Waiting time.Time `json:"waiting,omitzero"`
 }
 
-// Prediction is a seat's answer to one step's prediction.
+// Prediction is a seat's answer to one step's prediction: the latest
+// (Chosen, Right, of run Run), and over every run of the lesson the first
+// answer, whether it was right and how often the answer changed.
 type Prediction struct {
 	Step   int    `json:"step"`
 	Chosen string `json:"chosen"`
 	Right  bool   `json:"right"`
+	// Correct are the choices that held when the step ran.
+	Correct []string `json:"correct,omitempty"`
+	Run     string   `json:"run,omitempty"`
+	// First is the seat's first answer to the step (any run), RightFirst
+	// whether it held, Changes how many later answers differed from the
+	// one before.
+	First      string `json:"first,omitempty"`
+	RightFirst bool   `json:"right_first"`
+	Changes    int    `json:"changes,omitempty"`
+	// Took is how long the first answer took, from the step waiting for
+	// the learner to the answer; 0 when not known.
+	Took time.Duration `json:"took,omitempty"`
 }
+
+// Attempt is one answer a learner gave, to a lesson step's prediction or
+// an exercise's check, as the gradebook export lists them.
+type Attempt struct {
+	At       time.Time `json:"at"`
+	Lesson   string    `json:"lesson,omitempty"`
+	Step     int       `json:"step"` // 0-based; lessons only
+	Choice   string    `json:"choice,omitempty"`
+	Exercise string    `json:"exercise,omitempty"`
+	Right    bool      `json:"right"`
+	// Key and Args say an exercise check's outcome (why it failed), as
+	// the dashboard does (an i18n key and arguments); Answer is the answer
+	// checked, for the exercises that ask for one.
+	Key    string   `json:"key,omitempty"`
+	Args   []string `json:"args,omitempty"`
+	Answer *Answer  `json:"answer,omitempty"`
+}
+
+// maxAttempts bounds the attempts a seat keeps (the oldest go): a class
+// hour is a few hundred answers.
+const maxAttempts = 1000
 
 // meta is the class record.
 type meta struct {
@@ -151,6 +209,31 @@ type Roster struct {
 	seats  []*Seat        // seats[i].ID == i+1
 	codes  map[string]int // join code → seat
 	tokens map[string]int // token hash → seat
+	// changed is closed (and replaced) at every change: a live view
+	// waits on it (Changes).
+	changed chan struct{}
+}
+
+// Changes returns a channel closed at the roster's next change (a join, a
+// seat added, reset or given a new code, progress, an answer, a check).
+func (r *Roster) Changes() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.changed
+}
+
+// Touch wakes the live views as a change would: something they show
+// besides the roster changed (a seat came online).
+func (r *Roster) Touch() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.notifyLocked()
+}
+
+// notifyLocked wakes whoever waits on Changes. r.mu is held.
+func (r *Roster) notifyLocked() {
+	close(r.changed)
+	r.changed = make(chan struct{})
 }
 
 // OpenRoster opens (or creates) the roster in dir. A new class needs name;
@@ -171,7 +254,7 @@ func OpenRoster(dir, name string, seats int, now func() time.Time, log *slog.Log
 	if err != nil {
 		return nil, "", fmt.Errorf("class: opening the roster in %s: %w", dir, err)
 	}
-	r := &Roster{db: db, now: now, codes: map[string]int{}, tokens: map[string]int{}}
+	r := &Roster{db: db, now: now, codes: map[string]int{}, tokens: map[string]int{}, changed: make(chan struct{})}
 	if err := r.load(); err != nil {
 		db.Close()
 		return nil, "", err
@@ -307,10 +390,12 @@ func (r *Roster) SeatOf(token string) (int, bool) {
 	return id, ok
 }
 
-// Join gives whoever holds a seat's join code a new token for that seat and
-// sets its display name. The same code joins again from another device
-// (the seat keeps its cluster and progress) until the teacher resets the
-// seat.
+// Join claims the free seat a join code belongs to: it gives the joiner a
+// new token for that seat and sets its display name. A code claims once: a
+// second join with it is ErrSeatTaken and the seat keeps its name (the
+// join code is on the projected dashboard; it must not let anyone take a
+// seat over). Another device, or a learner who lost their cookie, joins
+// with a new code from the teacher (NewCode), which keeps the progress.
 func (r *Roster) Join(code, name string) (int, string, error) {
 	name = strings.TrimSpace(name)
 	if !validName(name) {
@@ -324,6 +409,9 @@ func (r *Roster) Join(code, name string) (int, string, error) {
 		return 0, "", ErrBadCode
 	}
 	s := *r.seats[id-1]
+	if s.Claimed() {
+		return 0, "", ErrSeatTaken
+	}
 	token := newToken("tms_")
 	h := hashToken(token)
 	s.Tokens = append(slices.Clone(s.Tokens), h)
@@ -331,7 +419,7 @@ func (r *Roster) Join(code, name string) (int, string, error) {
 	if n := len(s.Tokens) - keptTokens; n > 0 {
 		dropped, s.Tokens = s.Tokens[:n], s.Tokens[n:]
 	}
-	s.Name = name
+	s.Name, s.Open = name, false
 	if s.Joined.IsZero() {
 		s.Joined = r.now()
 	}
@@ -343,6 +431,7 @@ func (r *Roster) Join(code, name string) (int, string, error) {
 		delete(r.tokens, d)
 	}
 	r.tokens[h] = id
+	r.notifyLocked()
 	return id, token, nil
 }
 
@@ -377,6 +466,7 @@ func (r *Roster) AddSeats(n int) ([]Seat, error) {
 		r.seats = append(r.seats, &s)
 		r.codes[s.Code] = s.ID
 	}
+	r.notifyLocked()
 	return added, nil
 }
 
@@ -409,7 +499,42 @@ func (r *Roster) Reset(id int) (Seat, error) {
 	}
 	r.codes[s.Code] = id
 	r.seats[id-1] = &s
+	r.notifyLocked()
 	return s, nil
+}
+
+// NewCode gives seat id a new join code that may claim it once more, the
+// old code ending; the seat keeps its name (until the claim), cluster and
+// progress. With release, the devices signed in to the seat are signed out
+// too (every seat token revoked): the seat is for whoever claims it next.
+// Without, they stay signed in (a learner moving to a second device).
+func (r *Roster) NewCode(id int, release bool) (Seat, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if id < 1 || id > len(r.seats) {
+		return Seat{}, ErrNoSeat
+	}
+	old := r.seats[id-1]
+	s := *old
+	s.Code, s.Open = r.freshCodeLocked(nil), true
+	if release {
+		s.Tokens = nil
+	}
+	if err := r.putSeat(&s); err != nil {
+		return Seat{}, err
+	}
+	delete(r.codes, old.Code)
+	r.codes[s.Code] = id
+	if release {
+		for _, h := range old.Tokens {
+			delete(r.tokens, h)
+		}
+	}
+	*r.seats[id-1] = s
+	r.notifyLocked()
+	out := s
+	out.Tokens = nil
+	return out, nil
 }
 
 // update changes a copy of seat id with change, which reports whether it
@@ -428,24 +553,80 @@ func (r *Roster) update(id int, change func(s *Seat) bool) error {
 		return err
 	}
 	*r.seats[id-1] = s
+	r.notifyLocked()
 	return nil
 }
 
-// RecordLesson stores a seat's progress in a lesson (its latest run).
+// RecordLesson stores a seat's progress in a lesson run (p.Run, its
+// latest): p.Predictions hold the run's answers (Step, Chosen, Right,
+// Correct). They are merged with the answers of the seat's earlier runs
+// of the lesson: the first answer to each step, whether it was right, how
+// long it took and how often the answer changed are kept, and each new
+// answer is an Attempt.
 func (r *Roster) RecordLesson(id int, p LessonProgress) error {
 	return r.update(id, func(s *Seat) bool {
-		if old, ok := s.Lessons[p.Lesson]; ok && old.Executed == p.Executed && old.Done == p.Done &&
-			slices.Equal(old.Predictions, p.Predictions) {
+		now := r.now()
+		old, had := s.Lessons[p.Lesson]
+		p.Waiting = old.Waiting
+		if !had || old.Run != p.Run || old.Executed != p.Executed {
+			p.Waiting = now // the next step waits from now
+		}
+		byStep := map[int]Prediction{}
+		for _, q := range old.Predictions {
+			byStep[q.Step] = q
+		}
+		var attempts []Attempt
+		for i, q := range p.Predictions {
+			prev, seen := byStep[q.Step]
+			switch {
+			case !seen:
+				q.First, q.RightFirst = q.Chosen, q.Right
+				if had && old.Run == p.Run && old.Executed == q.Step && !old.Waiting.IsZero() {
+					q.Took = now.Sub(old.Waiting)
+				}
+			case prev.Run == p.Run: // this run's answer, recorded before
+				q.First, q.RightFirst, q.Changes, q.Took = prev.First, prev.RightFirst, prev.Changes, prev.Took
+			default: // an answer in a new run of the lesson
+				q.First, q.RightFirst, q.Took, q.Changes = prev.First, prev.RightFirst, prev.Took, prev.Changes
+				if q.Chosen != prev.Chosen {
+					q.Changes++
+				}
+			}
+			q.Run = p.Run
+			if !seen || prev.Run != p.Run {
+				attempts = append(attempts, Attempt{At: now, Lesson: p.Lesson, Step: q.Step, Choice: q.Chosen, Right: q.Right})
+			}
+			p.Predictions[i] = q
+			delete(byStep, q.Step)
+		}
+		for _, q := range byStep { // answered in an earlier run, not (yet) in this one
+			p.Predictions = append(p.Predictions, q)
+		}
+		slices.SortFunc(p.Predictions, func(a, b Prediction) int { return a.Step - b.Step })
+		if had && old.Executed == p.Executed && old.Done == p.Done && old.Run == p.Run &&
+			slices.EqualFunc(old.Predictions, p.Predictions, func(a, b Prediction) bool {
+				return a.Step == b.Step && a.Chosen == b.Chosen && a.Right == b.Right && a.Run == b.Run && a.Changes == b.Changes
+			}) {
 			return false
 		}
-		p.Updated = r.now()
+		p.Updated = now
 		s.Lessons = maps.Clone(s.Lessons)
 		if s.Lessons == nil {
 			s.Lessons = map[string]LessonProgress{}
 		}
 		s.Lessons[p.Lesson] = p
+		s.Attempts = appendAttempts(s.Attempts, attempts...)
 		return true
 	})
+}
+
+// appendAttempts appends to a copy of log, keeping the newest maxAttempts.
+func appendAttempts(log []Attempt, more ...Attempt) []Attempt {
+	if len(more) == 0 {
+		return log
+	}
+	out := append(slices.Clip(log), more...)
+	return out[max(0, len(out)-maxAttempts):]
 }
 
 // RecordExercise stores that a seat passed an exercise (the first time
@@ -460,6 +641,7 @@ func (r *Roster) RecordExercise(id int, exercise string) error {
 			s.Passed = map[string]time.Time{}
 		}
 		s.Passed[exercise] = r.now()
+		s.Attempts = appendAttempts(s.Attempts, Attempt{At: r.now(), Exercise: exercise, Right: true, Key: "exercise.passed.text"})
 		return true
 	})
 }
@@ -474,6 +656,13 @@ func (r *Roster) RecordTry(id int, exercise string, failed *FailedCheck) error {
 		}
 		t := s.Tries[exercise]
 		t.Checks++
+		if failed != nil { // a pass is an Attempt when it is recorded (RecordExercise)
+			a := Attempt{At: r.now(), Exercise: exercise, Key: failed.Key, Args: failed.Args}
+			if ans := failed.Answer; ans != nil {
+				a.Answer = ans
+			}
+			s.Attempts = appendAttempts(s.Attempts, a)
+		}
 		if failed != nil {
 			t.Failed++
 			f := *failed
@@ -511,6 +700,7 @@ func (r *Roster) Seats() []Seat {
 		out[i].Tokens = nil
 		out[i].Passed = maps.Clone(s.Passed)
 		out[i].Tries = maps.Clone(s.Tries)
+		out[i].Attempts = slices.Clone(s.Attempts)
 		out[i].Lessons = make(map[string]LessonProgress, len(s.Lessons))
 		for k, v := range s.Lessons {
 			v.Predictions = slices.Clone(v.Predictions)

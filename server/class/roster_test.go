@@ -94,3 +94,70 @@ func TestRosterSurvivesRestart(t *testing.T) {
 		t.Fatalf("the old code after a reset: %v, want ErrBadCode", err)
 	}
 }
+
+// TestJoinClaimsOnce: a join code claims its seat once; a second join with
+// it is ErrSeatTaken (GROUP_AUTHORIZATION_FAILED) and the seat keeps its
+// name. A new code (NewCode) claims it once more with the progress kept,
+// the old code ends, and the first learner's token stays valid unless the
+// seat is released.
+func TestJoinClaimsOnce(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "roster")
+	r, _ := openRoster(t, dir, "c", 2)
+	code := r.Seats()[0].Code
+	_, alice, err := r.Join(code, "Alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.RecordExercise(1, ExerciseFindOffset); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := r.Join(code, "Mallory"); !errors.Is(err, ErrSeatTaken) || !errors.Is(err, kerr.GroupAuthorizationFailed) {
+		t.Fatalf("a second join with a used code: %v, want ErrSeatTaken", err)
+	}
+	if s := r.Seats()[0]; s.Name != "Alice" || !s.Claimed() {
+		t.Fatalf("after the refused join: %+v", s)
+	}
+	fresh, err := r.NewCode(1, false)
+	if err != nil || fresh.Code == code || fresh.Claimed() || fresh.Name != "Alice" || fresh.Tokens != nil {
+		t.Fatalf("NewCode: %+v, %v", fresh, err)
+	}
+	if _, _, err := r.Join(code, "Mallory"); !errors.Is(err, ErrBadCode) {
+		t.Fatalf("the old code after NewCode: %v, want ErrBadCode", err)
+	}
+	_, alice2, err := r.Join(fresh.Code, "Alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := r.SeatOf(alice); !ok {
+		t.Fatal("NewCode without release signed out the first device")
+	}
+	if s := r.Seats()[0]; !s.Claimed() || s.Passed[ExerciseFindOffset].IsZero() {
+		t.Fatalf("after the new claim: %+v", s)
+	}
+	if _, _, err := r.Join(fresh.Code, "Mallory"); !errors.Is(err, ErrSeatTaken) {
+		t.Fatalf("the new code used twice: %v", err)
+	}
+	released, err := r.NewCode(1, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tok := range []string{alice, alice2} {
+		if _, ok := r.SeatOf(tok); ok {
+			t.Fatal("a released seat's token still works")
+		}
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, _ = openRoster(t, dir, "", 0)
+	defer r.Close()
+	if s := r.Seats()[0]; s.Claimed() || s.Code != released.Code || s.Passed[ExerciseFindOffset].IsZero() {
+		t.Fatalf("a released seat after restart: %+v", s)
+	}
+	if _, _, err := r.Join(released.Code, "Bob"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.NewCode(3, false); !errors.Is(err, ErrNoSeat) {
+		t.Fatalf("NewCode(3) of 2 seats: %v", err)
+	}
+}

@@ -32,6 +32,10 @@ type Env struct {
 	Cluster *cluster.Cluster
 	Lessons *lessons.Service
 	Chaos   *chaos.Service
+	// Learner is where the handler reports each produce and fault the
+	// learner sends (Learner.Begin, Learner.Did): the exercises grade
+	// these, not everything the cluster did.
+	Learner *Learner
 }
 
 // Options configures a Class. Dir, Name (for a new class), Cluster and
@@ -226,11 +230,15 @@ func (c *Class) Serve(id int, w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	wasOnline := c.Online(id)
 	h, _, err := c.acquire(st)
 	if err != nil {
 		return err
 	}
 	defer c.release(st)
+	if !wasOnline {
+		c.Touch() // the teacher's live dashboard shows the seat online
+	}
 	h.ServeHTTP(w, r)
 	if run := lessonRunID(r.URL.Path); run != "" {
 		c.recordRun(st, run)
@@ -295,12 +303,13 @@ func (c *Class) wakeLocked(st *seatRun) error {
 			return fail(err)
 		}
 	}
-	h, closer, err := c.opts.NewHandler(Env{Seat: st.id, Cluster: lab.Cluster(), Lessons: st.lessons, Chaos: st.chaos})
+	learner := new(Learner)
+	h, closer, err := c.opts.NewHandler(Env{Seat: st.id, Cluster: lab.Cluster(), Lessons: st.lessons, Chaos: st.chaos, Learner: learner})
 	if err != nil {
 		return fail(err)
 	}
 	st.lab, st.handler, st.closer = lab, h, closer
-	st.grader = newGrader(lab.Cluster().Bus(), lab.Cluster().Snapshot()) // before any request of the seat's
+	st.grader = newGrader(lab.Cluster().Bus(), lab.Cluster().Snapshot(), learner) // before any request of the seat's
 	c.opts.Logger.Debug("class: seat woke", "seat", st.id, "took", time.Since(start))
 	return nil
 }
@@ -452,11 +461,11 @@ func (c *Class) recordRun(st *seatRun, id string) {
 		return
 	}
 	rs := run.State()
-	p := LessonProgress{Lesson: rs.Lesson, Executed: rs.Executed, Total: rs.Total, Done: rs.Done}
+	p := LessonProgress{Lesson: rs.Lesson, Run: rs.ID, Executed: rs.Executed, Total: rs.Total, Done: rs.Done}
 	for _, s := range rs.Steps {
 		if s.Prediction != nil && s.Prediction.Chosen != "" {
 			p.Predictions = append(p.Predictions, Prediction{Step: s.Index, Chosen: s.Prediction.Chosen,
-				Right: s.Prediction.Right != nil && *s.Prediction.Right})
+				Right: s.Prediction.Right != nil && *s.Prediction.Right, Correct: slices.Clone(s.Prediction.Correct)})
 		}
 	}
 	if err := c.RecordLesson(st.id, p); err != nil {

@@ -55,6 +55,13 @@ func (nopCloser) Close() error { return nil }
 
 func openClass(t *testing.T, dir string, maxAwake int, clk *clock, hold chan struct{}) *Class {
 	t.Helper()
+	return openClassWith(t, dir, maxAwake, clk, hold, nil)
+}
+
+// openClassWith is openClass with woke called with each seat's Env as it
+// wakes.
+func openClassWith(t *testing.T, dir string, maxAwake int, clk *clock, hold chan struct{}, woke func(Env)) *Class {
+	t.Helper()
 	runs, err := labs.New(labs.Options{Root: filepath.Join(dir, "lessons"), SweepInterval: -1, Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
@@ -69,8 +76,13 @@ func openClass(t *testing.T, dir string, maxAwake int, clk *clock, hold chan str
 			_, err := cl.CreateTopic("demo", 1, 1, nil)
 			return err
 		},
-		NewHandler: func(env Env) (http.Handler, io.Closer, error) { return seatHandler{env, hold}, nopCloser{}, nil },
-		Runs:       runs, MaxAwake: maxAwake, IdleAfter: time.Minute, SweepInterval: -1, Now: clk.Now, Logger: quiet()})
+		NewHandler: func(env Env) (http.Handler, io.Closer, error) {
+			if woke != nil {
+				woke(env)
+			}
+			return seatHandler{env, hold}, nopCloser{}, nil
+		},
+		Runs: runs, MaxAwake: maxAwake, IdleAfter: time.Minute, SweepInterval: -1, Now: clk.Now, Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}

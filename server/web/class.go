@@ -18,6 +18,7 @@ import (
 
 	"tidemark/i18n"
 	"tidemark/internal/clip"
+	"tidemark/lessons"
 	"tidemark/server/class"
 	"tidemark/server/kafkaerr"
 	"tidemark/views"
@@ -84,12 +85,17 @@ func (s *Server) classRoutes(e *echo.Echo) {
 	route("GET", "/api/v1/class", s.getClass)
 	route("POST", "/api/v1/class/seats", s.addSeats, sameOrigin)
 	route("POST", "/api/v1/class/seats/:seat/reset", s.resetSeat, sameOrigin)
+	route("POST", "/api/v1/class/seats/:seat/code", s.newSeatCode, sameOrigin)
 	route("GET", "/api/v1/class/export", s.exportClass)
 	route("GET", "/api/v1/class/teacher-tokens", s.listTeacherTokens)
 	route("DELETE", "/api/v1/class/teacher-tokens/:id", s.revokeTeacherToken, sameOrigin)
+	route("GET", "/api/v1/class/questions", s.getQuestions)
+	route("GET", "/class/questions", s.questionsPage)
+	route("GET", "/class/live", s.classLive)
 	route("GET", "/class", s.classPage)
 	route("POST", "/class/seats", s.addSeatsForm, sameOrigin)
 	route("POST", "/class/seats/:seat/reset", s.resetSeatForm, sameOrigin)
+	route("POST", "/class/seats/:seat/code", s.newSeatCodeForm, sameOrigin)
 	route("GET", "/class/seats/:seat", s.seatProjection)
 	s.exerciseRoutes(route)
 }
@@ -249,6 +255,12 @@ func (s *Server) join(c echo.Context, code, name string) (JoinResponse, error) {
 	case errors.Is(err, class.ErrBadCode):
 		return JoinResponse{}, &Error{Status: http.StatusUnauthorized, Code: kerr.SaslAuthenticationFailed.Message,
 			Message: "no seat has this join code", Key: "class.join.bad-code"}
+	case errors.Is(err, class.ErrSeatTaken):
+		// 403 GROUP_AUTHORIZATION_FAILED (see class.ErrSeatTaken): the code
+		// is real but spent; the seat keeps its learner, and only the
+		// teacher opens it again. The text names nobody.
+		return JoinResponse{}, &Error{Status: http.StatusForbidden, Code: kerr.GroupAuthorizationFailed.Message,
+			Message: "this seat is taken: its code has been used; ask your teacher for a new code", Key: "class.join.taken"}
 	case errors.Is(err, class.ErrBadName):
 		return JoinResponse{}, &Error{Status: http.StatusBadRequest, Code: kerr.InvalidRequest.Message,
 			Message: kafkaerr.Detail(err.Error()), Key: "class.join.bad-name", Args: []string{strconv.Itoa(class.MaxNameRunes)}}
@@ -300,11 +312,14 @@ type ClassResponse struct {
 // SeatResponse is one seat: its join code and link, learner, presence,
 // whether its cluster runs, and its progress per lesson.
 type SeatResponse struct {
-	Seat    int                    `json:"seat"`
-	Code    string                 `json:"code"`
-	JoinURL string                 `json:"join_url"`
-	Name    string                 `json:"name"`
-	Joined  *time.Time             `json:"joined,omitempty"`
+	Seat    int        `json:"seat"`
+	Code    string     `json:"code"`
+	JoinURL string     `json:"join_url"`
+	Name    string     `json:"name"`
+	Joined  *time.Time `json:"joined,omitempty"`
+	// Claimed: the seat's code has been used; a join with it is refused
+	// until the teacher gives the seat a new code.
+	Claimed bool                   `json:"claimed"`
 	Online  bool                   `json:"online"`
 	Awake   bool                   `json:"awake"`
 	Lessons []class.LessonProgress `json:"lessons"`
@@ -323,7 +338,7 @@ func joinURL(r *http.Request, code string) string {
 }
 
 func (s *Server) seatResponse(r *http.Request, st class.Seat) SeatResponse {
-	out := SeatResponse{Seat: st.ID, Code: st.Code, JoinURL: joinURL(r, st.Code), Name: st.Name,
+	out := SeatResponse{Seat: st.ID, Code: st.Code, JoinURL: joinURL(r, st.Code), Name: st.Name, Claimed: st.Claimed(),
 		Online: s.opts.Class.Online(st.ID), Awake: s.opts.Class.Awake(st.ID), Lessons: []class.LessonProgress{}}
 	if !st.Joined.IsZero() {
 		out.Joined = &st.Joined
@@ -450,10 +465,28 @@ func (s *Server) seatParam(c echo.Context) (int, error) {
 	return n, nil
 }
 
-func (s *Server) resetSeatN(c echo.Context) (SeatResponse, error) {
+// ResetRequest is the body of POST /api/v1/class/seats/{seat}/reset: a
+// reset wipes a learner's work, so it must be confirmed.
+type ResetRequest struct {
+	Confirm bool `json:"confirm"`
+}
+
+// resetUnconfirmed is the refusal of a reset without {"confirm": true}: it
+// says what a reset wipes, and what keeps the progress instead.
+func resetUnconfirmed(seat int) *Error {
+	n := strconv.Itoa(seat)
+	return (&Error{Status: http.StatusBadRequest, Code: kerr.InvalidRequest.Message,
+		Message: i18n.T(i18n.English, "class.seat.reset-confirm", n) + ` (send {"confirm": true} to reset; POST /api/v1/class/seats/` + n + `/code gives a new code and keeps everything)`}).
+		withKey("class.seat.reset-confirm", n)
+}
+
+func (s *Server) resetSeatN(c echo.Context, confirmed bool) (SeatResponse, error) {
 	n, err := s.seatParam(c)
 	if err != nil {
 		return SeatResponse{}, err
+	}
+	if !confirmed {
+		return SeatResponse{}, resetUnconfirmed(n)
 	}
 	st, err := s.opts.Class.ResetSeat(n)
 	if err != nil {
@@ -463,58 +496,142 @@ func (s *Server) resetSeatN(c echo.Context) (SeatResponse, error) {
 }
 
 func (s *Server) resetSeat(c echo.Context) error {
-	out, err := s.resetSeatN(c)
+	var req ResetRequest
+	if err := decodeOptionalJSON(c, &req); err != nil {
+		return err
+	}
+	out, err := s.resetSeatN(c, req.Confirm)
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, out)
 }
 
-// exportClass writes every seat's progress and prediction answers as JSON
-// (GET /api/v1/class's seats) or CSV (one row per answered prediction, one
-// per lesson without any, and one per exercise passed or checked).
+// The gradebook export (GET /api/v1/class/export?format=csv|json): one
+// row per attempt — a prediction answered (seat, name, lesson, step, the
+// choice's text, right or not) or an exercise checked (its answer or why it
+// failed, passed or not) — with its time in RFC 3339, and one summary row
+// per seat. Texts are in the request's language.
+
+// ExportAttempt is one attempt row.
+type ExportAttempt struct {
+	Seat     int    `json:"seat"`
+	Name     string `json:"name"`
+	Kind     string `json:"kind"` // prediction or exercise
+	Lesson   string `json:"lesson,omitempty"`
+	Exercise string `json:"exercise,omitempty"`
+	Title    string `json:"title"`          // the lesson's or exercise's title
+	Step     int    `json:"step,omitempty"` // 1-based; predictions only
+	Choice   string `json:"choice"`         // the choice's text, or the exercise's answer or outcome
+	Right    bool   `json:"right"`
+	At       string `json:"at"` // RFC 3339
+}
+
+// ExportSeat is one seat's summary row.
+type ExportSeat struct {
+	Seat            int    `json:"seat"`
+	Name            string `json:"name"`
+	Joined          string `json:"joined,omitempty"` // RFC 3339
+	LessonsStarted  int    `json:"lessons_started"`
+	LessonsDone     int    `json:"lessons_done"`
+	Predictions     int    `json:"predictions"` // steps answered
+	RightFirst      int    `json:"right_first"`
+	ExercisesPassed int    `json:"exercises_passed"`
+	Checks          int    `json:"checks"`
+	FailedChecks    int    `json:"failed_checks"`
+}
+
+// ExportResponse is the JSON export.
+type ExportResponse struct {
+	Class    string          `json:"class"`
+	Exported string          `json:"exported"` // RFC 3339
+	Attempts []ExportAttempt `json:"attempts"`
+	Seats    []ExportSeat    `json:"seats"`
+}
+
+func rfc3339(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func (s *Server) gradebook(lang i18n.Lang) ExportResponse {
+	cls := s.opts.Class
+	for _, st := range cls.Seats() {
+		cls.Grade(st.ID)
+	}
+	out := ExportResponse{Class: cls.Name(), Exported: rfc3339(time.Now()), Attempts: []ExportAttempt{}, Seats: []ExportSeat{}}
+	for _, st := range cls.Seats() {
+		sum := ExportSeat{Seat: st.ID, Name: st.Name, Joined: rfc3339(st.Joined), LessonsStarted: len(st.Lessons), ExercisesPassed: len(st.Passed)}
+		for _, l := range st.Lessons {
+			if l.Done {
+				sum.LessonsDone++
+			}
+			for _, p := range l.Predictions {
+				sum.Predictions++
+				if p.RightFirst {
+					sum.RightFirst++
+				}
+			}
+		}
+		for _, t := range st.Tries {
+			sum.Checks += t.Checks
+			sum.FailedChecks += t.Failed
+		}
+		out.Seats = append(out.Seats, sum)
+		for _, a := range st.Attempts {
+			row := ExportAttempt{Seat: st.ID, Name: st.Name, Right: a.Right, At: rfc3339(a.At)}
+			if a.Exercise != "" {
+				row.Kind, row.Exercise, row.Title = "exercise", a.Exercise, i18n.T(lang, "exercise."+a.Exercise+".title")
+				f := &class.FailedCheck{Key: a.Key, Args: a.Args, Answer: a.Answer}
+				row.Choice = failedText(lang, f)
+				if a.Answer != nil && a.Key != "" { // the answer and why it failed
+					row.Choice += " — " + learnerText(lang, &Error{Key: a.Key, Args: a.Args})
+				}
+			} else {
+				lesson := lessons.ByID(a.Lesson)
+				row.Kind, row.Lesson, row.Title = "prediction", a.Lesson, lessonTitle(lesson, a.Lesson, lang)
+				row.Step, row.Choice = a.Step+1, choiceText(lesson, a.Step, a.Choice, lang)
+			}
+			out.Attempts = append(out.Attempts, row)
+		}
+	}
+	return out
+}
+
+// exportClass writes the gradebook as JSON (ExportResponse) or CSV: one
+// table, its first column saying whether a row is an attempt or a seat's
+// summary.
 func (s *Server) exportClass(c echo.Context) error {
-	state := s.classState(c.Request())
-	switch c.QueryParam("format") {
-	case "", "json":
-		c.Response().Header().Set(echo.HeaderContentDisposition, `attachment; filename="class.json"`)
-		return c.JSON(http.StatusOK, state)
-	case "csv":
-	default:
+	format := c.QueryParam("format")
+	if format != "" && format != "json" && format != "csv" {
 		return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "format must be csv or json")
+	}
+	book := s.gradebook(Lang(c))
+	if format != "csv" {
+		c.Response().Header().Set(echo.HeaderContentDisposition, `attachment; filename="class.json"`)
+		return c.JSON(http.StatusOK, book)
 	}
 	h := c.Response().Header()
 	h.Set(echo.HeaderContentType, "text/csv; charset=utf-8")
 	h.Set(echo.HeaderContentDisposition, `attachment; filename="class.csv"`)
 	c.Response().WriteHeader(http.StatusOK)
 	w := csv.NewWriter(c.Response())
-	w.Write([]string{"seat", "name", "lesson", "executed", "total", "done", "step", "chosen", "right",
-		"exercise", "passed", "checks", "failed", "last_failed_answer", "last_failed_reason"})
-	noExercise := []string{"", "", "", "", "", ""}
-	for _, st := range state.Seats {
-		row := []string{strconv.Itoa(st.Seat), csvCell(st.Name)}
-		if len(st.Lessons) == 0 {
-			w.Write(append(append(row, "", "", "", "", "", "", ""), noExercise...))
+	w.Write([]string{"row", "seat", "name", "kind", "lesson", "exercise", "title", "step", "choice", "right", "at",
+		"joined", "lessons_started", "lessons_done", "predictions", "right_first", "exercises_passed", "checks", "failed_checks"})
+	for _, a := range book.Attempts {
+		step := ""
+		if a.Step > 0 {
+			step = strconv.Itoa(a.Step)
 		}
-		for _, l := range st.Lessons {
-			lr := append(slices.Clip(row), l.Lesson, strconv.Itoa(l.Executed), strconv.Itoa(l.Total), strconv.FormatBool(l.Done))
-			if len(l.Predictions) == 0 {
-				w.Write(append(append(lr, "", "", ""), noExercise...))
-			}
-			for _, p := range l.Predictions {
-				w.Write(append(append(slices.Clip(lr), strconv.Itoa(p.Step+1), csvCell(p.Chosen), strconv.FormatBool(p.Right)), noExercise...))
-			}
-		}
-		// One row per exercise the learner passed or checked: who tries
-		// and fails, with the last failed answer and why (in English).
-		for _, r := range st.Exercises {
-			if !r.Passed && r.Tries.Checks == 0 {
-				continue
-			}
-			x := exerciseRow(i18n.English, r)
-			w.Write(append(append(slices.Clip(row), "", "", "", "", "", "", ""), x.ID, strconv.FormatBool(x.Passed),
-				strconv.Itoa(x.Checks), strconv.Itoa(x.Failed), csvCell(x.LastAnswer), x.LastReason))
-		}
+		w.Write([]string{"attempt", strconv.Itoa(a.Seat), csvCell(a.Name), a.Kind, a.Lesson, a.Exercise, csvCell(a.Title), step,
+			csvCell(a.Choice), strconv.FormatBool(a.Right), a.At, "", "", "", "", "", "", "", ""})
+	}
+	for _, st := range book.Seats {
+		w.Write([]string{"summary", strconv.Itoa(st.Seat), csvCell(st.Name), "", "", "", "", "", "", "", "", st.Joined,
+			strconv.Itoa(st.LessonsStarted), strconv.Itoa(st.LessonsDone), strconv.Itoa(st.Predictions), strconv.Itoa(st.RightFirst),
+			strconv.Itoa(st.ExercisesPassed), strconv.Itoa(st.Checks), strconv.Itoa(st.FailedChecks)})
 	}
 	w.Flush()
 	return w.Error()
@@ -535,7 +652,17 @@ func exerciseRow(lang i18n.Lang, r class.ExerciseResult) views.ExerciseRow {
 	x := views.ExerciseRow{ID: r.Exercise, Passed: r.Passed, Checks: r.Tries.Checks, Failed: r.Tries.Failed}
 	if f := r.Tries.LastFailed; f != nil {
 		x.LastReason = learnerText(lang, &Error{Key: f.Key, Args: f.Args})
-		if a := f.Answer; a != nil {
+		if a := f.Answer; a != nil && a.Timestamp != nil {
+			off := "—"
+			if a.Offset != nil {
+				off = strconv.FormatInt(*a.Offset, 10)
+			}
+			x.LastAnswer = i18n.T(lang, "class.exercise.answer-timestamp", strconv.FormatInt(*a.Timestamp, 10), off)
+		} else if a != nil && slices.Contains(class.LeaveCauses, a.Cause) {
+			x.LastAnswer = i18n.T(lang, "exercise.isr-rejoin.cause."+string(a.Cause))
+		} else if a != nil && a.Cause != "" {
+			x.LastAnswer = string(a.Cause)
+		} else if a != nil {
 			pos := "—"
 			if a.Position != nil {
 				pos = strconv.FormatInt(*a.Position, 10)
@@ -549,23 +676,59 @@ func exerciseRow(lang i18n.Lang, r class.ExerciseResult) views.ExerciseRow {
 func (s *Server) classView(r *http.Request, lang i18n.Lang) views.ClassView {
 	state := s.classState(r)
 	v := views.ClassView{Name: state.Name, MaxAwake: state.MaxAwake}
+	if n, err := strconv.Atoi(r.URL.Query().Get("reset")); err == nil && n >= 1 && n <= len(state.Seats) {
+		v.ConfirmReset = n
+	}
 	for _, st := range state.Seats {
-		row := views.SeatRow{Seat: st.Seat, Code: st.Code, JoinURL: st.JoinURL, Name: st.Name, Online: st.Online, Awake: st.Awake}
+		row := views.SeatRow{Seat: st.Seat, Code: st.Code, JoinURL: st.JoinURL, Name: st.Name, Online: st.Online, Awake: st.Awake, Claimed: st.Claimed}
 		for _, r := range st.Exercises {
 			if r.Passed || r.Tries.Checks > 0 {
 				row.Exercises = append(row.Exercises, exerciseRow(lang, r))
 			}
 		}
+		var latest time.Time
 		for _, l := range st.Lessons {
-			lr := views.LessonRow{Lesson: l.Lesson, Executed: l.Executed, Total: l.Total, Done: l.Done}
+			lesson := lessons.ByID(l.Lesson)
+			lr := views.LessonRow{Lesson: l.Lesson, Title: lessonTitle(lesson, l.Lesson, lang), Executed: l.Executed, Total: l.Total, Done: l.Done}
 			for _, p := range l.Predictions {
-				lr.Predictions = append(lr.Predictions, views.PredictionRow{Step: p.Step, Chosen: p.Chosen, Right: p.Right})
+				lr.Predictions = append(lr.Predictions, views.PredictionRow{Step: p.Step, Chosen: choiceText(lesson, p.Step, p.Chosen, lang), Right: p.Right})
 			}
 			row.Lessons = append(row.Lessons, lr)
+			if l.Updated.After(latest) { // the lesson the learner is at: the one they used last
+				latest = l.Updated
+				switch {
+				case l.Done:
+					row.Current = i18n.T(lang, "class.current.done", lr.Title)
+				default:
+					row.Current = i18n.T(lang, "class.current.step", lr.Title, min(l.Executed+1, l.Total), l.Total)
+				}
+			}
 		}
 		v.Seats = append(v.Seats, row)
 	}
 	return v
+}
+
+// lessonTitle is lesson's title in lang; id when the lesson is gone.
+func lessonTitle(l *lessons.Lesson, id string, lang i18n.Lang) string {
+	if l == nil {
+		return id
+	}
+	return l.Title.In(lang)
+}
+
+// choiceText is the text of choice id of a lesson's step in lang; id when
+// the lesson or the choice is gone.
+func choiceText(l *lessons.Lesson, step int, id string, lang i18n.Lang) string {
+	if l == nil || step < 0 || step >= len(l.Steps) || l.Steps[step].Predict == nil {
+		return id
+	}
+	for _, c := range l.Steps[step].Predict.Choices {
+		if c.ID == id {
+			return c.Text.In(lang)
+		}
+	}
+	return id
 }
 
 func (s *Server) classPage(c echo.Context) error {
@@ -595,13 +758,69 @@ func (s *Server) addSeatsForm(c echo.Context) error {
 	return classFlash(c, true, i18n.T(lang, "class.add.done", n))
 }
 
+// resetSeatForm resets a seat from the dashboard's confirmation form
+// (confirm=yes); the row's Reset is a link to that confirmation
+// (/class?reset={seat}), so a reset takes two clicks without a script.
 func (s *Server) resetSeatForm(c echo.Context) error {
 	lang := Lang(c)
-	st, err := s.resetSeatN(c)
+	c.Request().Body = http.MaxBytesReader(c.Response(), c.Request().Body, maxFormBytes)
+	st, err := s.resetSeatN(c, c.FormValue("confirm") == "yes")
+	if err != nil {
+		flash(c, false, errText(lang, toError(err)))
+		if n, perr := s.seatParam(c); perr == nil {
+			return c.Redirect(http.StatusSeeOther, "/class?reset="+strconv.Itoa(n)+"#reset")
+		}
+		return c.Redirect(http.StatusSeeOther, "/class")
+	}
+	return classFlash(c, true, i18n.T(lang, "class.seat.reset-done", st.Seat, st.Code))
+}
+
+// NewCodeRequest is the optional body of POST
+// /api/v1/class/seats/{seat}/code: release also signs out every device
+// signed in to the seat.
+type NewCodeRequest struct {
+	Release bool `json:"release"`
+}
+
+func (s *Server) newSeatCodeN(c echo.Context, release bool) (SeatResponse, error) {
+	n, err := s.seatParam(c)
+	if err != nil {
+		return SeatResponse{}, err
+	}
+	st, err := s.opts.Class.NewCode(n, release)
+	if err != nil {
+		return SeatResponse{}, LabError(err)
+	}
+	return s.seatResponse(c.Request(), st), nil
+}
+
+// newSeatCode gives a seat a new join code that claims it once more,
+// keeping its cluster and progress (POST /api/v1/class/seats/{seat}/code).
+func (s *Server) newSeatCode(c echo.Context) error {
+	var req NewCodeRequest
+	if err := decodeOptionalJSON(c, &req); err != nil {
+		return err
+	}
+	out, err := s.newSeatCodeN(c, req.Release)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func (s *Server) newSeatCodeForm(c echo.Context) error {
+	lang := Lang(c)
+	c.Request().Body = http.MaxBytesReader(c.Response(), c.Request().Body, maxFormBytes)
+	release := c.FormValue("release") == "yes"
+	st, err := s.newSeatCodeN(c, release)
 	if err != nil {
 		return classFlash(c, false, errText(lang, toError(err)))
 	}
-	return classFlash(c, true, i18n.T(lang, "class.seat.reset-done", st.Seat, st.Code))
+	key := "class.seat.code-done"
+	if release {
+		key = "class.seat.release-done"
+	}
+	return classFlash(c, true, i18n.T(lang, key, st.Seat, st.Code))
 }
 
 // seatProjection shows a seat's cluster read-only (the classroom screen).

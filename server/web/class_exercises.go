@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"tidemark/events"
 	"tidemark/i18n"
 	"tidemark/internal/clip"
 	"tidemark/server/class"
@@ -147,7 +148,13 @@ func (s *Server) exercisesPage(c echo.Context) error {
 	var list []views.ExerciseView
 	for _, id := range class.Exercises {
 		r, _ := s.opts.Class.Result(seat, id)
-		list = append(list, views.ExerciseView{ID: id, Passed: r.Passed, AsksAnswer: id == class.ExerciseFindOffset})
+		v := views.ExerciseView{ID: id, Passed: r.Passed, AsksAnswer: id == class.ExerciseFindOffset, AsksTimestamp: id == class.ExerciseFindTimestamp}
+		if id == class.ExerciseISRRejoin {
+			for _, cause := range class.LeaveCauses {
+				v.Causes = append(v.Causes, [2]string{string(cause), i18n.T(lang, "exercise.isr-rejoin.cause."+string(cause))})
+			}
+		}
+		list = append(list, v)
 	}
 	return Render(c, http.StatusOK, views.Exercises(s.page(c, i18n.T(lang, "exercise.title")), list))
 }
@@ -159,7 +166,12 @@ func (s *Server) checkExerciseForm(c echo.Context) error {
 	}
 	lang := Lang(c)
 	c.Request().Body = http.MaxBytesReader(c.Response(), c.Request().Body, maxFormBytes)
-	a := class.Answer{Segment: clip.Bytes(c.FormValue("segment"), 40)}
+	a := class.Answer{Segment: clip.Bytes(c.FormValue("segment"), 40), Cause: events.ISRCause(clip.Bytes(c.FormValue("cause"), 40))}
+	for name, to := range map[string]**int64{"timestamp": &a.Timestamp, "offset": &a.Offset} {
+		if v, err := strconv.ParseInt(c.FormValue(name), 10, 64); err == nil {
+			*to = &v
+		}
+	}
 	if v := c.FormValue("position"); v != "" {
 		if p, err := strconv.ParseInt(v, 10, 64); err == nil {
 			a.Position = &p

@@ -79,13 +79,14 @@ func (l *limitedLog) Write(p []byte) (int, error) {
 }
 
 // deadlines sets each request's read and write deadlines on its connection;
-// for /ws it leaves the read deadline to the handshake (the server's) and
+// for the websockets (/ws, /class/live) it leaves the read deadline to the
+// handshake (the server's), which the reader then sets anew, and
 // clears the write deadline, which each websocket write sets anew.
 func (s *Server) deadlines(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		rc := http.NewResponseController(c.Response().Writer)
 		read, write := time.Now().Add(s.timeouts.read), time.Now().Add(s.timeouts.write)
-		if c.Request().URL.Path == "/ws" {
+		if p := c.Request().URL.Path; p == "/ws" || p == "/class/live" { // websockets
 			_ = rc.SetWriteDeadline(time.Time{})
 			return next(c)
 		}

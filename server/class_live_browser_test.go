@@ -1,0 +1,131 @@
+package server
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+)
+
+// answerJS starts 01-partitions in the page's seat, runs it to its first
+// prediction, answers with the first choice the run shows and runs the
+// step; it sets window.__answered to the choice id and window.__answeredAt
+// to the time the step's request came back.
+const answerJS = `(async () => {
+	const post = (u, body) => fetch(u, {method: 'POST', headers: {'Content-Type': 'application/json'}, body: body || ''});
+	const run = await (await post('/api/v1/lessons/01-partitions/runs', '{"speed":"instant"}')).json();
+	for (let i = 0; i < 20; i++) {
+		const st = await (await fetch('/api/v1/lessons/runs/' + run.id)).json();
+		const cur = st.steps.find(s => s.current);
+		if (cur && cur.prediction) {
+			const id = cur.prediction.choices[0].id;
+			await post('/api/v1/lessons/runs/' + run.id + '/predict', JSON.stringify({choice: id}));
+			await post('/api/v1/lessons/runs/' + run.id + '/next');
+			window.__answeredAt = Date.now();
+			window.__answered = id;
+			return;
+		}
+		await post('/api/v1/lessons/runs/' + run.id + '/next');
+	}
+	window.__answered = 'none';
+})(); true`
+
+// TestBrowserClassLive: a teacher and three learners in separate browser
+// contexts. A learner's answer appears on the teacher's dashboard and in
+// the per-question bars within 1 s, without a reload (the pages keep a
+// marker set before); a second join with a used code is refused in the
+// learner's browser and the seat keeps its name; the dashboard's Reset asks
+// for confirmation and, not confirmed, resets nothing.
+func TestBrowserClassLive(t *testing.T) {
+	chromium := chromiumPath(t)
+	static := buildStatic(t)
+	l, _ := startClassWith(t, t.TempDir(), func(c *config) { c.static = os.DirFS(static) }, "--seats", "3", "--brokers", "3")
+
+	ctx, cancel := context.WithTimeout(context.Background(), browserTimeout)
+	t.Cleanup(cancel)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, chromeOptions(t, chromium, 1366, 900)...)
+	t.Cleanup(cancelAlloc)
+	first, cancelFirst := chromedp.NewContext(allocCtx)
+	t.Cleanup(cancelFirst)
+	if err := chromedp.Do(first, chromedp.Navigate("about:blank")); err != nil { // starts the browser
+		t.Fatal(err)
+	}
+	browser := func() *browserLab {
+		bctx, cancel := chromedp.NewContext(first, chromedp.WithNewBrowserContext())
+		t.Cleanup(cancel)
+		return &browserLab{t: t, url: l.url, ctx: bctx}
+	}
+	teacher, questions := browser(), browser()
+	teacher.open("/class?token="+l.teacher, false)
+	questions.open("/class?token="+l.teacher, false)
+	questions.open("/class/questions", false)
+	for _, b := range []*browserLab{teacher, questions} {
+		b.poll(`document.body.getAttribute('data-live-state') === 'open'`, "the live class connected")
+		eval[bool](b, `window.__noReload = true; window.__changedAt = 0; true`)
+	}
+	// The moment the teacher's pages show Ada's answer, seen in the page.
+	eval[bool](teacher, `new MutationObserver(() => {
+		if (!window.__changedAt && document.querySelector('[data-testid="seat-1"] [data-lesson="01-partitions"] .badge')) window.__changedAt = Date.now();
+	}).observe(document.getElementById('seat-rows'), {childList: true, subtree: true}); true`)
+
+	eval[bool](questions, `new MutationObserver(() => {
+		if (!window.__changedAt && document.querySelector('[data-testid^="question-01-partitions-"] [data-count="1"]')) window.__changedAt = Date.now();
+	}).observe(document.getElementById('questions'), {childList: true, subtree: true}); true`)
+
+	ada, bob, cy := browser(), browser(), browser()
+	ada.joinClass(l.codes[0], "Ada")
+	bob.joinClass(l.codes[1], "Bob")
+	cy.joinClass(l.codes[2], "Cy")
+	teacher.poll(`document.querySelector('[data-testid="seat-3"] .name').textContent.includes('Cy')`, "Cy's row, live")
+
+	eval[bool](ada, answerJS)
+	ada.poll(`!!window.__answered`, "Ada's answer")
+	choice := eval[string](ada, `window.__answered`)
+	answeredAt := eval[float64](ada, `window.__answeredAt`)
+	if choice == "none" {
+		t.Fatal("no prediction in 01-partitions")
+	}
+	teacher.poll(`window.__changedAt > 0`, "Ada's answer on the dashboard")
+	questions.poll(`window.__changedAt > 0`, "Ada's answer in the bars")
+	if !eval[bool](questions, `document.querySelector('[data-choice="`+choice+`"][data-count="1"]') !== null`) {
+		t.Fatalf("the bars do not count Ada's choice %s", choice)
+	}
+	for name, b := range map[string]*browserLab{"dashboard": teacher, "per-question page": questions} {
+		at := eval[float64](b, `window.__changedAt`)
+		t.Logf("the %s showed Ada's answer %.0f ms after it", name, at-answeredAt)
+		if d := at - answeredAt; d > 1000 {
+			t.Errorf("the %s showed Ada's answer %.0f ms after it, want ≤ 1,000", name, d)
+		}
+		if !eval[bool](b, `window.__noReload === true`) {
+			t.Errorf("the %s reloaded", name)
+		}
+	}
+	teacher.shot("class-live-teacher")
+	questions.shot("class-live-questions")
+
+	// Mallory tries Ada's code.
+	mallory := browser()
+	mallory.open("/join?code="+l.codes[0], false)
+	if err := chromedp.Do(mallory.ctx, chromedp.SendKeys(chromedp.CSS("#join-name"), "Mallory")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.RunResponse(mallory.ctx, chromedp.Click(chromedp.CSS(`form[data-testid="join"] button`))); err != nil {
+		t.Fatal(err)
+	}
+	mallory.poll(`(document.getElementById('join-error') || {}).textContent?.includes('Ask your teacher for a new code')`, "the refusal on the join page")
+	teacher.poll(`document.querySelector('[data-testid="seat-1"] .name').textContent.includes('Ada')`, "seat 1 still Ada's")
+	if strings.Contains(eval[string](teacher, `document.getElementById('seats').textContent`), "Mallory") {
+		t.Fatal("Mallory on the dashboard")
+	}
+
+	// Reset: a link to a confirmation; leaving it resets nothing.
+	teacher.click(`[data-testid="reset-2"]`)
+	teacher.poll(`document.querySelector('[data-testid="confirm-reset"]') !== null`, "the reset's confirmation")
+	teacher.shot("class-live-reset-confirm")
+	teacher.click(`[data-testid="confirm-reset"] a`)
+	teacher.poll(`location.search === '' && document.querySelector('[data-testid="confirm-reset"]') === null`, "the confirmation left")
+	bob.poll(`(async () => (await fetch('/api/v1/cluster')).ok)()`, "Bob still signed in")
+	teacher.poll(`document.querySelector('[data-testid="seat-2"] .name').textContent.includes('Bob')`, "seat 2 still Bob's")
+}
