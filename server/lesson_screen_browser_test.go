@@ -85,11 +85,15 @@ func TestBrowserLessonOneScreen(t *testing.T) {
 	lanesInView := `(() => { const l = document.querySelector('[data-testid="lanes"]').getBoundingClientRect();
 		return l.top >= 0 && l.top < innerHeight - 120 && document.querySelector('.stage-lanes').getBoundingClientRect().bottom <= innerHeight + 0.5; })()`
 	all := []string{"08-hw", "12-min-isr", "14-kip101-hw-truncation"}
-	if os.Getenv("TIDEMARK_ALL_LESSONS") != "" {
+	switch v := os.Getenv("TIDEMARK_ALL_LESSONS"); v {
+	case "":
+	case "1":
 		all = nil
 		for _, l := range lessons.All() {
 			all = append(all, l.ID)
 		}
+	default: // a comma-separated list
+		all = strings.Split(v, ",")
 	}
 	for _, lesson := range all {
 		t.Logf("lesson %s", lesson)
