@@ -18,7 +18,7 @@ import (
 // disk, interleaved round by round so that load from other processes hits
 // both alike, and report the ratio the README's targets are stated in. Each
 // operation does enough work that -benchtime 1x (what `go tool task bench`
-// uses) gives a usable figure; see the README for the commands and figures.
+// uses) gives a usable figure; see docs/benchmarks.md for the commands and figures.
 
 // benchTP is the partition every benchmark log holds.
 var benchTP = TopicPartition{Topic: "bench", Partition: 0}

@@ -15,7 +15,7 @@ import (
 // BenchmarkAppend times the history's append path against a baseline in
 // the same run, interleaved round by round so that load from other
 // processes hits both alike (as the storage benchmarks do; see the
-// README's Benchmarks). One side publishes a round of events on a Bus
+// docs/benchmarks.md). One side publishes a round of events on a Bus
 // that a Store follows and waits (Close) until the writer has written
 // them: the handoff, the framing and CRC, the snapshot it applies them
 // to and its checkpoints included. The other encodes the same events with

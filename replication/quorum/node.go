@@ -22,7 +22,7 @@
 // its own passes, drawn between ElectionTicks and twice that from a PCG
 // seeded by its id, term and campaign count. Given the same messages and
 // ticks, a node then elects the same way in every run (TestElectionsRepeat);
-// a whole lab's quorum runs still do not always replay exactly (README).
+// a whole lab's quorum runs still do not always replay exactly (docs/scripting.md).
 //
 // The voters are the partition's replicas, fixed when the topic is created:
 // every replica starts from the same initial state (a log whose first index

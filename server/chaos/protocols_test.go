@@ -42,7 +42,7 @@ func TestStrictPerProtocol(t *testing.T) {
 // leader's own view naming it outside the ISR (2 of 200 runs, 8 of 30 plays
 // of these six seeds): its status paired Raft's new term with the ISR of
 // metadata applied before the controller took that leadership. Quorum runs
-// do not always replay exactly (README, "Per protocol"), so each seed plays
+// do not always replay exactly (docs/scripting.md, "Per protocol"), so each seed plays
 // twice; now no play may show it. The seeds
 // play the schedules they gave then, before delays were drawn.
 func TestQuorumLeaderInISR(t *testing.T) {
