@@ -42,6 +42,11 @@ func TestBrowserCompare(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	// The stage plays the run back, and says so: not "live".
+	b.poll(`document.querySelector('#panel[data-status="live"]') !== null`, "the playback's stream")
+	if got := eval[string](b, `document.getElementById("panel-status").textContent`); got != "playback" {
+		t.Errorf("a recorded run's stage says %q, want playback", got)
+	}
 	protocols := eval[[]string](b, `[...document.querySelectorAll('[data-testid="compare-table"] th[data-protocol]')].map(th => th.dataset.protocol)`)
 	if !slices.Equal(protocols, []string{"isr", "quorum", "pipeline"}) {
 		t.Fatalf("table columns %v", protocols)

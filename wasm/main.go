@@ -468,7 +468,12 @@ func (a *app) handle(data string) {
 	if a.state.Handle(m) {
 		if m.Type == events.MessageSnapshot {
 			a.backoffMs = 1000
-			a.setStatus("live", a.cat.T("panel.live"))
+			// A recorded run's stream is a playback, not the lab live.
+			label := "panel.live"
+			if a.root.Call("hasAttribute", "data-recorded").Bool() {
+				label = "panel.recorded"
+			}
+			a.setStatus("live", a.cat.T(label))
 			// The server-rendered tables would go stale: the panel shows
 			// the same facts live.
 			statics := a.doc.Call("querySelectorAll", ".static-view")
