@@ -40,6 +40,9 @@ type LiveMessage struct {
 }
 
 func (s *Server) classLive(c echo.Context) error {
+	if err := refuseHandshakeBody(c.Request()); err != nil {
+		return err
+	}
 	view := c.QueryParam("view")
 	if view != "" && view != "seats" && view != "questions" {
 		return &Error{Status: http.StatusBadRequest, Code: "INVALID_REQUEST", Message: "view must be seats or questions"}
@@ -48,15 +51,11 @@ func (s *Server) classLive(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if !s.addConn() {
-		return &Error{Status: http.StatusServiceUnavailable, Code: "BROKER_NOT_AVAILABLE", Message: "the server is shutting down"}
+	conn, release, err := s.upgradeWS(c)
+	if conn == nil {
+		return err
 	}
-	defer s.conns.Done()
-	conn, err := upgrader.Upgrade(c.Response(), c.Request(), nil)
-	if err != nil {
-		return nil // the upgrader has answered already
-	}
-	defer conn.Close()
+	defer release()
 	readerDone := make(chan struct{})
 	go s.readWS(conn, readerDone)
 

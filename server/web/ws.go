@@ -75,25 +75,43 @@ var upgrader = websocket.Upgrader{
 // the client falls behind, its queue is dropped and it gets a fresh snapshot
 // instead, so a slow client costs neither the brokers nor the other clients
 // anything.
-func (s *Server) serveWS(c echo.Context) error {
-	if mayHaveBody(c.Request()) {
-		// A handshake has no body; this one is refused without reading it
-		// (handleError closes the connection after the answer).
+// refuseHandshakeBody refuses a websocket handshake that announces a body,
+// without reading it (handleError closes the connection after the answer).
+func refuseHandshakeBody(r *http.Request) error {
+	if mayHaveBody(r) {
 		return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "a websocket handshake has no body")
+	}
+	return nil
+}
+
+// upgradeWS counts a websocket connection in the server's (refused while
+// it shuts down) and upgrades the request; release closes the connection
+// and uncounts it. A nil conn with a nil error: the upgrader has answered.
+func (s *Server) upgradeWS(c echo.Context) (conn *websocket.Conn, release func(), err error) {
+	if !s.addConn() {
+		return nil, nil, &Error{Status: http.StatusServiceUnavailable, Code: "BROKER_NOT_AVAILABLE", Message: "the server is shutting down"}
+	}
+	conn, err = upgrader.Upgrade(c.Response(), c.Request(), nil)
+	if err != nil {
+		s.conns.Done()
+		return nil, nil, nil
+	}
+	return conn, func() { conn.Close(); s.conns.Done() }, nil
+}
+
+func (s *Server) serveWS(c echo.Context) error {
+	if err := refuseHandshakeBody(c.Request()); err != nil {
+		return err
 	}
 	lab, err := s.wsLab(c) // ?run=<id>: a lesson run's cluster
 	if err != nil {
 		return err
 	}
-	if !s.addConn() {
-		return &Error{Status: http.StatusServiceUnavailable, Code: "BROKER_NOT_AVAILABLE", Message: "the server is shutting down"}
+	conn, release, err := s.upgradeWS(c)
+	if conn == nil {
+		return err
 	}
-	defer s.conns.Done()
-	conn, err := upgrader.Upgrade(c.Response(), c.Request(), nil)
-	if err != nil {
-		return nil // the upgrader has answered already
-	}
-	defer conn.Close()
+	defer release()
 	if run, ok := lab.(*lessons.Run); ok {
 		// A page shows the run: in use, so no one's start ends it (labs.Open).
 		defer run.Hold()()
