@@ -98,12 +98,8 @@ func (s *Server) produceRetrying(ctx context.Context, topic string, partition in
 
 // errorName is err's Kafka error name, or its text when it has none.
 func errorName(err error) string {
-	var ke *kerr.Error
-	if errors.As(err, &ke) {
+	if ke := kafkaErrorOf(err); ke != nil {
 		return kafkaname.Of(ke)
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return kafkaname.Of(kerr.RequestTimedOut)
 	}
 	return err.Error()
 }

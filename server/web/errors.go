@@ -90,6 +90,19 @@ var kafkaStatus = map[*kerr.Error]int{
 	kerr.KafkaStorageError:            http.StatusServiceUnavailable,
 }
 
+// kafkaErrorOf is the Kafka error err carries (a context deadline is
+// REQUEST_TIMED_OUT), or nil.
+func kafkaErrorOf(err error) *kerr.Error {
+	var ke *kerr.Error
+	switch {
+	case errors.As(err, &ke):
+		return ke
+	case errors.Is(err, context.DeadlineExceeded):
+		return kerr.RequestTimedOut
+	}
+	return nil
+}
+
 // LabError turns an error from a lab control into an *Error: a Kafka error
 // (found with errors.As, so wrapped ones count) keeps its name, with
 // NOT_LEADER_OR_FOLLOWER for code 6, and gets the status kafkaStatus gives
@@ -103,12 +116,8 @@ func LabError(err error) error {
 	if err == nil || errors.As(err, &e) {
 		return err
 	}
-	var ke *kerr.Error
-	switch {
-	case errors.As(err, &ke):
-	case errors.Is(err, context.DeadlineExceeded):
-		ke = kerr.RequestTimedOut
-	default:
+	ke := kafkaErrorOf(err)
+	if ke == nil {
 		return err
 	}
 	status, ok := kafkaStatus[ke]
