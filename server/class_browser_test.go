@@ -15,24 +15,7 @@ import (
 // The teacher, in a third context opened from the printed link, sees both
 // rows online, with Ada's lesson progress.
 func TestBrowserClass(t *testing.T) {
-	chromium := chromiumPath(t)
-	static := buildStatic(t)
-	l, _ := startClassWith(t, t.TempDir(), func(c *config) { c.static = os.DirFS(static) }, "--seats", "2", "--brokers", "3")
-
-	ctx, cancel := context.WithTimeout(context.Background(), browserTimeout)
-	t.Cleanup(cancel)
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, chromeOptions(t, chromium, 1366, 900)...)
-	t.Cleanup(cancelAlloc)
-	first, cancelFirst := chromedp.NewContext(allocCtx)
-	t.Cleanup(cancelFirst)
-	if err := chromedp.Do(first, chromedp.Navigate("about:blank")); err != nil { // starts the browser
-		t.Fatal(err)
-	}
-	browser := func() *browserLab {
-		bctx, cancel := chromedp.NewContext(first, chromedp.WithNewBrowserContext())
-		t.Cleanup(cancel)
-		return &browserLab{t: t, url: l.url, ctx: bctx}
-	}
+	l, browser := startClassBrowsers(t, 2)
 	ada, bob := browser(), browser()
 	ada.joinClass(l.codes[0], "Ada")
 	bob.joinClass(l.codes[1], "Bob")
@@ -85,4 +68,29 @@ func (b *browserLab) joinClass(code, name string) {
 		b.t.Fatalf("joining as %s: %v", name, err)
 	}
 	b.poll(`location.pathname === "/" && document.querySelector('#panel[data-status="live"]') !== null`, name+"'s overview, live")
+}
+
+// startClassBrowsers starts a class lab of seats seats and 3 brokers with
+// the real panel, and one Chromium; browser opens a context of its own in
+// it (a learner or a teacher, cookies apart).
+func startClassBrowsers(t *testing.T, seats int) (l classLab, browser func() *browserLab) {
+	t.Helper()
+	chromium := chromiumPath(t)
+	static := buildStatic(t)
+	l, _ = startClassWith(t, t.TempDir(), func(c *config) { c.static = os.DirFS(static) }, "--seats", strconv.Itoa(seats), "--brokers", "3")
+
+	ctx, cancel := context.WithTimeout(context.Background(), browserTimeout)
+	t.Cleanup(cancel)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, chromeOptions(t, chromium, 1366, 900)...)
+	t.Cleanup(cancelAlloc)
+	first, cancelFirst := chromedp.NewContext(allocCtx)
+	t.Cleanup(cancelFirst)
+	if err := chromedp.Do(first, chromedp.Navigate("about:blank")); err != nil { // starts the browser
+		t.Fatal(err)
+	}
+	return l, func() *browserLab {
+		bctx, cancel := chromedp.NewContext(first, chromedp.WithNewBrowserContext())
+		t.Cleanup(cancel)
+		return &browserLab{t: t, url: l.url, ctx: bctx}
+	}
 }

@@ -1,8 +1,6 @@
 package server
 
 import (
-	"context"
-	"os"
 	"strings"
 	"testing"
 
@@ -39,24 +37,7 @@ const answerJS = `(async () => {
 // learner's browser and the seat keeps its name; the dashboard's Reset asks
 // for confirmation and, not confirmed, resets nothing.
 func TestBrowserClassLive(t *testing.T) {
-	chromium := chromiumPath(t)
-	static := buildStatic(t)
-	l, _ := startClassWith(t, t.TempDir(), func(c *config) { c.static = os.DirFS(static) }, "--seats", "3", "--brokers", "3")
-
-	ctx, cancel := context.WithTimeout(context.Background(), browserTimeout)
-	t.Cleanup(cancel)
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, chromeOptions(t, chromium, 1366, 900)...)
-	t.Cleanup(cancelAlloc)
-	first, cancelFirst := chromedp.NewContext(allocCtx)
-	t.Cleanup(cancelFirst)
-	if err := chromedp.Do(first, chromedp.Navigate("about:blank")); err != nil { // starts the browser
-		t.Fatal(err)
-	}
-	browser := func() *browserLab {
-		bctx, cancel := chromedp.NewContext(first, chromedp.WithNewBrowserContext())
-		t.Cleanup(cancel)
-		return &browserLab{t: t, url: l.url, ctx: bctx}
-	}
+	l, browser := startClassBrowsers(t, 3)
 	teacher, questions := browser(), browser()
 	teacher.open("/class?token="+l.teacher, false)
 	questions.open("/class?token="+l.teacher, false)
