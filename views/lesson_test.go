@@ -11,7 +11,6 @@ import (
 
 	"tidemark/events"
 	"tidemark/i18n"
-	"tidemark/lessons"
 	"tidemark/server/web/apiv1"
 )
 
@@ -34,10 +33,6 @@ func TestLessonLanesShowTruncatedValue(t *testing.T) {
 		if want := "1:m2-a-long-…/e0 (" + why + ")"; !strings.Contains(buf.String(), want) {
 			t.Errorf("%s: lanes lack %q", lang, want)
 		}
-	}
-	got := pointerText(i18n.English, lessons.Pointer{Kind: "truncated", Broker: 2, Topic: "hw", Offset: 1, Value: "m2", Note: "e0"})
-	if want := "broker 2 · hw-0 · offset 1 · m2 · (e0)"; got != want {
-		t.Errorf("pointer %q, want %q", got, want)
 	}
 }
 

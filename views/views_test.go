@@ -202,8 +202,8 @@ func TestLongValuesStayShort(t *testing.T) {
 		{"abc", "abc"},
 		{"0123456789x", "0123456789…"},
 	} {
-		if got := shortValue(c.v); got != c.want || !utf8.ValidString(got) {
-			t.Errorf("shortValue(%q) = %q, want %q", c.v, got, c.want)
+		if got := ShortValue(c.v); got != c.want || !utf8.ValidString(got) {
+			t.Errorf("ShortValue(%q) = %q, want %q", c.v, got, c.want)
 		}
 	}
 }

@@ -386,7 +386,7 @@ func (s *Server) runPage(c echo.Context) error {
 	// page's copies of them go once the panel is live.
 	base, _ := r.StepReplay()
 	p.ReplayAfter = base.Seq
-	v := views.NewLessonRunView(lang, st)
+	v := newLessonRunView(lang, st)
 	v.Ask = c.QueryParam("ask") != "" // Next from an answer: the next step's text and question
 	return Render(c, http.StatusOK, views.LessonRun(p, v))
 }
@@ -398,7 +398,7 @@ func (s *Server) runPointers(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := views.NewLessonRunView(Lang(c), r.State())
+	v := newLessonRunView(Lang(c), r.State())
 	css := ""
 	if v.Last != nil {
 		css = views.PointerCSS(v.Last.Pointers)
