@@ -16,21 +16,15 @@ import (
 // at another offset (wrong-offset), one acknowledged but unreadable
 // without being lost (the partition offline, or the leader's HW below it).
 
-// durable is one topic's state for the checker: partition 0 only.
-type durable struct {
-	writes   []chaos.Write
-	replicas []chaos.ReplicaLog // running replicas, the leader marked
-	leader   int32              // -1: no running leader (offline)
-}
 
 // findings runs the checker and names its findings: "lost m2",
 // "duplicated m1", "wrong-offset m1", "unreadable m1", "diverged 1".
-func (d durable) findings() []string {
-	final := chaos.Final{Consumed: map[int32][]chaos.Rec{}, Replicas: map[int32][]chaos.ReplicaLog{0: d.replicas}}
-	if d.leader < 0 {
+func (d Durable) findings() []string {
+	final := chaos.Final{Consumed: map[int32][]chaos.Rec{}, Replicas: map[int32][]chaos.ReplicaLog{0: d.Replicas}}
+	if d.Leader < 0 {
 		final.Offline = []int32{0}
 	}
-	for _, r := range d.replicas {
+	for _, r := range d.Replicas {
 		if r.Leader {
 			for _, x := range r.Records {
 				if x.Offset < r.HW {
@@ -39,7 +33,7 @@ func (d durable) findings() []string {
 			}
 		}
 	}
-	rep := chaos.Check(chaos.Input{Writes: d.writes, Final: final})
+	rep := chaos.Check(chaos.Input{Writes: d.Writes, Final: final})
 	var out []string
 	for _, l := range append(rep.Lost, rep.UnsyncedLost...) {
 		out = append(out, "lost "+l.Write.Value)
@@ -61,8 +55,8 @@ func (d durable) findings() []string {
 }
 
 // durableOf is a topic's state on the lab cluster.
-func (e *Env) durableOf(topic string) durable {
-	d := durable{leader: -1}
+func (e *Env) durableOf(topic string) Durable {
+	d := Durable{Leader: -1}
 	for key := range e.results {
 		v, ok := strings.CutPrefix(key, topic+"/")
 		if !ok {
@@ -74,7 +68,7 @@ func (e *Env) durableOf(topic string) durable {
 		if acked {
 			w.Offset = r.offset
 		}
-		d.writes = append(d.writes, w)
+		d.Writes = append(d.Writes, w)
 	}
 	m := e.Meta(topic)
 	for _, id := range e.c.BrokerIDs() {
@@ -88,43 +82,10 @@ func (e *Env) durableOf(topic string) durable {
 			rl.Records = append(rl.Records, chaos.Rec{Offset: x.Offset, LeaderEpoch: x.Epoch, Value: x.Value})
 		}
 		if rl.Leader {
-			d.leader = id
+			d.Leader = id
 		}
-		d.replicas = append(d.replicas, rl)
+		d.Replicas = append(d.Replicas, rl)
 	}
 	return d
 }
 
-// durableOf is a topic's state on the rules.
-func (r *rulesEnv) durableOf(topic string) durable {
-	d := durable{leader: -1}
-	c := r.topics[topic]
-	for v := range r.sent {
-		res := c.Result(v)
-		if res == nil {
-			continue
-		}
-		acked := res.Answered && res.Err == nil
-		w := chaos.Write{Value: v, Acked: acked, Offset: -1}
-		if acked {
-			w.Offset = res.Offset
-		}
-		d.writes = append(d.writes, w)
-	}
-	m := c.Meta()
-	for _, b := range m.Replicas {
-		st, ok := c.Status(b)
-		if !ok {
-			continue
-		}
-		rl := chaos.ReplicaLog{Broker: b, Leader: b == m.Leader, HW: st.HighWatermark}
-		for _, x := range c.Log(b) {
-			rl.Records = append(rl.Records, chaos.Rec{Offset: x.Offset, LeaderEpoch: x.Epoch, Value: x.Value})
-		}
-		if rl.Leader {
-			d.leader = b
-		}
-		d.replicas = append(d.replicas, rl)
-	}
-	return d
-}

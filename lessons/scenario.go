@@ -37,7 +37,7 @@ func (s *Script) Runs() []ScenarioRun {
 			continue
 		}
 		for _, f := range fencings {
-			if b == BackendRules && f != controller.FencingZooKeeperPre22.String() {
+			if be := backends[b]; be != nil && be.Fencing != "" && f != be.Fencing {
 				continue
 			}
 			out = append(out, ScenarioRun{b, f})
@@ -80,35 +80,38 @@ func RunScenario(ctx context.Context, s *Script, run ScenarioRun, dir string) er
 		last = items[len(items)-1].Line
 	}
 	switch run.Backend {
-	case BackendRules:
-		r := newRulesEnv(s.Brokers)
-		v := newVerdicts(items, func() []string { return r.order }, r.violations, r.durableOf)
-		query := func(q Query) (Value, error) { return rulesQueries[q.Name](r, q.Args) }
+	default:
+		be, err := backend(run.Backend)
+		if err != nil {
+			return err
+		}
+		r := be.Start(s.Brokers)
+		v := newVerdicts(items, r.Topics, r.Violations, r.Durable)
 		for _, it := range items {
 			switch {
 			case it.Expect != nil:
 				if err := v.expect(*it.Expect); err != nil {
-					return fail(it.Line, r.lanes(), "%v", err)
+					return fail(it.Line, r.Lanes(), "%v", err)
 				}
 			case it.Action != nil:
-				r.setMarks()
+				r.Mark()
 				args, opt := splitArgs(*it.Action)
-				if err := rulesActions[it.Action.Name](r, args, opt); err != nil {
-					return fail(it.Line, r.lanes(), "do %s: %v", it.Action.Name, err)
+				if err := r.Act(it.Action.Name, args, opt); err != nil {
+					return fail(it.Line, r.Lanes(), "do %s: %v", it.Action.Name, err)
 				}
-				if err := r.check(); err != nil {
-					return fail(it.Line, r.lanes(), "%v", err)
+				if err := r.Check(); err != nil {
+					return fail(it.Line, r.Lanes(), "%v", err)
 				}
 				v.seen(it.Line)
 			case it.Check != nil:
-				ok, got, err := evalWith(*it.Check, query)
+				ok, got, err := evalWith(*it.Check, func(q Query) (Value, error) { return r.Query(q.Name, q.Args) })
 				if err != nil || !ok {
-					return fail(it.Line, r.lanes(), "check %s: got %s %v", it.Name.En, got.En, errOrEmpty(err))
+					return fail(it.Line, r.Lanes(), "check %s: got %s %v", it.Name.En, got.En, errOrEmpty(err))
 				}
 			}
 		}
 		if err := v.end(); err != nil {
-			return fail(last, r.lanes(), "%v", err)
+			return fail(last, r.Lanes(), "%v", err)
 		}
 		return nil
 	case BackendCluster:
@@ -160,7 +163,6 @@ func RunScenario(ctx context.Context, s *Script, run ScenarioRun, dir string) er
 		}
 		return nil
 	}
-	return fmt.Errorf("unknown back-end %q", run.Backend)
 }
 
 func errOrEmpty(err error) string {
@@ -206,17 +208,17 @@ func clusterLanes(e *Env, s *Script) string {
 
 // verdicts are a run's named violations (see Expect): what the back-end's
 // watcher saw after every action, what the chaos checker finds at each
-// expect line and at the end (see durable), and what the file expects.
+// expect line and at the end (see Durable), and what the file expects.
 type verdicts struct {
 	expected map[string]bool // "topic: lost m2"
 	since    map[string]int  // the line after which each was first seen
 	topics   func() []string
 	watched  func(topic string) []string
-	state    func(topic string) durable
+	state    func(topic string) Durable
 	judged   map[string][]string // the checker's findings, as of its last look
 }
 
-func newVerdicts(items []Item, topics func() []string, watched func(string) []string, state func(string) durable) *verdicts {
+func newVerdicts(items []Item, topics func() []string, watched func(string) []string, state func(string) Durable) *verdicts {
 	v := &verdicts{expected: map[string]bool{}, since: map[string]int{}, topics: topics, watched: watched, state: state, judged: map[string][]string{}}
 	for _, it := range items {
 		if x := it.Expect; x != nil {

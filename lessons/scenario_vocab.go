@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"tidemark/replication"
-	"tidemark/replication/rulestest"
 	"tidemark/server/cluster"
 	"tidemark/storage"
 )
@@ -43,119 +42,6 @@ var statusQueries = map[string]func(s replication.Status) Value{
 	},
 }
 
-// lastQueries read what happened in the rules' last action, for broker
-// a[0] (or the topic's controller), from the records rulestest keeps.
-var lastQueries = map[string]struct {
-	args string
-	get  func(r *rulesEnv, c *rulestest.Cluster, a []string) Value
-}{
-	"fetch-offset": {"broker topic", lastFetch(func(f rulestest.Fetch) Value { return num(f.Offset) })},
-	"fetch-epoch":  {"broker topic", lastFetch(func(f rulestest.Fetch) Value { return num(int64(f.LastEpoch)) })},
-	"fetch-from":   {"broker topic", lastFetch(func(f rulestest.Fetch) Value { return num(int64(f.Leader)) })},
-	"fetched":      {"broker topic", lastFetch(func(f rulestest.Fetch) Value { return list(f.Records) })},
-	"fetch-hw":     {"broker topic", lastFetch(func(f rulestest.Fetch) Value { return num(f.HW) })},
-	"fetch-error":  {"broker topic", lastFetch(func(f rulestest.Fetch) Value { return errValue(f.Err) })},
-	"fetch-log": {"broker topic", lastFetch(func(f rulestest.Fetch) Value {
-		return str(fmt.Sprintf("[%d,%d)", f.LogStart, f.LogEnd))
-	})},
-	"fetch-diverging": {"broker topic", lastFetch(func(f rulestest.Fetch) Value {
-		if f.Diverging == "" {
-			return str("none")
-		}
-		return str(f.Diverging)
-	})},
-	"truncated-to":      {"broker topic", lastTruncation(func(t rulestest.Truncation) Value { return num(t.To) })},
-	"truncation-rule":   {"broker topic", lastTruncation(func(t rulestest.Truncation) Value { return str(t.Rule) })},
-	"truncation-cause":  {"broker topic", lastTruncation(func(t rulestest.Truncation) Value { return str(t.Cause) })},
-	"truncation-reason": {"broker topic", lastTruncation(func(t rulestest.Truncation) Value { return str(t.Reason) })},
-	"proposed":          {"broker topic", lastProposal(func(p rulestest.Proposal) Value { return ints32(p.ISR) })},
-	"proposed-epoch":    {"broker topic", lastProposal(func(p rulestest.Proposal) Value { return num(int64(p.PartitionEpoch)) })},
-	"proposal-queued":   {"broker topic", lastProposal(func(p rulestest.Proposal) Value { return truth(p.Queued) })},
-	"happened": {"topic", func(r *rulesEnv, c *rulestest.Cluster, a []string) Value {
-		return list(c.Happened[r.mark(a[0]).happened:])
-	}},
-	"alter-error": {"topic", lastAlter(func(x rulestest.AlterAnswer) Value { return errValue(x.Err) })},
-	"alter-isr":   {"topic", lastAlter(func(x rulestest.AlterAnswer) Value { return ints32(x.Request.NewISR) })},
-	"alter-leader-epoch": {"topic", lastAlter(func(x rulestest.AlterAnswer) Value {
-		return num(int64(x.Request.LeaderEpoch))
-	})},
-	"alter-partition-epoch": {"topic", lastAlter(func(x rulestest.AlterAnswer) Value {
-		return num(int64(x.Request.PartitionEpoch))
-	})},
-	"election": {"topic", func(r *rulesEnv, c *rulestest.Cluster, a []string) Value {
-		es := c.Elections[r.mark(a[0]).elections:]
-		switch {
-		case len(es) == 0:
-			return str("none")
-		case es[len(es)-1].Leader < 0:
-			return str("offline")
-		case es[len(es)-1].Unclean:
-			return str("unclean")
-		}
-		return str("clean")
-	}},
-}
-
-// marks are the lengths of a topic's rulestest records when the current
-// action began: the queries above read what came after.
-type marks struct{ fetches, proposals, alters, truncations, elections, happened int }
-
-func (r *rulesEnv) mark(topic string) marks { return r.marks[topic] }
-
-// setMarks starts a new action.
-func (r *rulesEnv) setMarks() {
-	for t, c := range r.topics {
-		r.marks[t] = marks{len(c.Fetches), len(c.Proposals), len(c.Alters), len(c.Truncations), len(c.Elections), len(c.Happened)}
-	}
-}
-
-func lastFetch(f func(rulestest.Fetch) Value) func(r *rulesEnv, c *rulestest.Cluster, a []string) Value {
-	return func(r *rulesEnv, c *rulestest.Cluster, a []string) Value {
-		fs := c.Fetches[r.mark(a[1]).fetches:]
-		for i := len(fs) - 1; i >= 0; i-- {
-			if fs[i].Broker == id(a[0]) {
-				return f(fs[i])
-			}
-		}
-		return str("no fetch")
-	}
-}
-
-// lastAlter reads the controller's last answer to an ISR proposal.
-func lastAlter(f func(rulestest.AlterAnswer) Value) func(r *rulesEnv, c *rulestest.Cluster, a []string) Value {
-	return func(r *rulesEnv, c *rulestest.Cluster, a []string) Value {
-		as := c.Alters[r.mark(a[0]).alters:]
-		if len(as) == 0 {
-			return str("no answer")
-		}
-		return f(as[len(as)-1])
-	}
-}
-
-func lastTruncation(f func(rulestest.Truncation) Value) func(r *rulesEnv, c *rulestest.Cluster, a []string) Value {
-	return func(r *rulesEnv, c *rulestest.Cluster, a []string) Value {
-		ts := c.Truncations[r.mark(a[1]).truncations:]
-		for i := len(ts) - 1; i >= 0; i-- {
-			if ts[i].Broker == id(a[0]) {
-				return f(ts[i])
-			}
-		}
-		return str("no truncation")
-	}
-}
-
-func lastProposal(f func(rulestest.Proposal) Value) func(r *rulesEnv, c *rulestest.Cluster, a []string) Value {
-	return func(r *rulesEnv, c *rulestest.Cluster, a []string) Value {
-		ps := c.Proposals[r.mark(a[1]).proposals:]
-		for i := len(ps) - 1; i >= 0; i-- {
-			if ps[i].Broker == id(a[0]) {
-				return f(ps[i])
-			}
-		}
-		return str("no proposal")
-	}
-}
-
 // recText is a record as the scenario queries write it: OFFSET:value/eEPOCH.
 func recText(offset int64, value string, epoch int32) string {
 	return fmt.Sprintf("%d:%s/e%d", offset, value, epoch)
@@ -182,29 +68,11 @@ func addScenarioVocab() {
 			}
 			return f(st), nil
 		}}
-		rulesQueries[name] = func(r *rulesEnv, a []string) (Value, error) {
-			c, err := r.topic(a[1])
-			if err != nil {
-				return Value{}, err
-			}
-			st, ok := c.Status(id(a[0]))
-			if !ok {
-				return str("down"), nil
-			}
-			return f(st), nil
-		}
 	}
 	notOnCluster := func(*Env, []string) (Value, error) { return Value{}, fmt.Errorf("only on the rules back-end") }
-	for name, q := range lastQueries {
-		queries[name] = querySpec{q.args, notOnCluster}
+	for name, args := range RulesLastQueries {
+		queries[name] = querySpec{args, notOnCluster}
 		rulesOnlyQueries[name] = true
-		rulesQueries[name] = func(r *rulesEnv, a []string) (Value, error) {
-			c, err := r.topic(a[topicArg(q.args)])
-			if err != nil {
-				return Value{}, err
-			}
-			return q.get(r, c, a), nil
-		}
 	}
 	// Queries of the rules' disk and clock, which the lab shows otherwise.
 	for name, args := range map[string]string{"clock": "", "config": "topic word", "flushed": "broker topic",

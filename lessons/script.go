@@ -640,8 +640,14 @@ func (p *parser) action(n int, rest string) (Action, error) {
 	if p.s.RunsOn(BackendCluster) && rulesOnlyActions[a.Name] {
 		return a, p.errf(n, "action %s runs only on the rules (backends rules)", a.Name)
 	}
-	if p.s.RunsOn(BackendRules) && rulesActions[a.Name] == nil {
-		return a, p.errf(n, "action %s does not run on the rules (known there: %s); drop %s from backends", a.Name, strings.Join(sortedKeys(rulesActions), ", "), BackendRules)
+	if p.s.RunsOn(BackendRules) {
+		be, err := backend(BackendRules)
+		if err != nil {
+			return a, p.errf(n, "%v", err)
+		}
+		if !be.Actions[a.Name] {
+			return a, p.errf(n, "action %s does not run on the rules (known there: %s); drop %s from backends", a.Name, strings.Join(sortedKeys(be.Actions), ", "), BackendRules)
+		}
 	}
 	if err := p.checkArgs(spec.args, spec.keys, a.Args); err != nil {
 		return a, p.errf(n, "%s: %v (usage: do %s %s)", a.Name, err, a.Name, spec.args)
@@ -724,8 +730,14 @@ func (p *parser) checkQuery(q Query) error {
 	if p.s.RunsOn(BackendCluster) && rulesOnlyQueries[q.Name] {
 		return fmt.Errorf("query %s runs only on the rules (backends rules)", q.Name)
 	}
-	if p.s.RunsOn(BackendRules) && rulesQueries[q.Name] == nil {
-		return fmt.Errorf("query %s does not run on the rules (known there: %s); drop %s from backends", q.Name, strings.Join(sortedKeys(rulesQueries), ", "), BackendRules)
+	if p.s.RunsOn(BackendRules) {
+		be, err := backend(BackendRules)
+		if err != nil {
+			return err
+		}
+		if !be.Queries[q.Name] {
+			return fmt.Errorf("query %s does not run on the rules (known there: %s); drop %s from backends", q.Name, strings.Join(sortedKeys(be.Queries), ", "), BackendRules)
+		}
 	}
 	if err := p.checkArgs(spec.args, nil, q.Args); err != nil {
 		return fmt.Errorf("%s: %v (usage: %s %s)", q.Name, err, q.Name, spec.args)

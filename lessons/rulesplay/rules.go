@@ -1,10 +1,12 @@
-package lessons
+package rulesplay
 
 import (
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
+	"tidemark/lessons"
+	"tidemark/server/chaos"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -21,12 +23,6 @@ import (
 // Only the vocabulary below exists here; a script that runs on the rules
 // says so (backends rules cluster) and the parser refuses an action or a
 // query this back-end lacks.
-
-// Back-ends a scenario runs on.
-const (
-	BackendCluster = "cluster"
-	BackendRules   = "rules"
-)
 
 // rulesSession is broker.session.timeout.ms in the lab (its default):
 // the rules' controller notices a stopped broker once it passed.
@@ -123,7 +119,7 @@ func (r *rulesEnv) check() error {
 
 type rulesAction func(r *rulesEnv, a []string, opt map[string]string) error
 
-type rulesQuery func(r *rulesEnv, a []string) (Value, error)
+type rulesQuery func(r *rulesEnv, a []string) (lessons.Value, error)
 
 var rulesActions map[string]rulesAction
 
@@ -150,24 +146,24 @@ func rulesResult(r *rulesEnv, a []string) (*rulestest.ProduceResult, error) {
 }
 
 func rulesStatus(f func(s replication.Status) int64) rulesQuery {
-	return func(r *rulesEnv, a []string) (Value, error) {
+	return func(r *rulesEnv, a []string) (lessons.Value, error) {
 		c, err := r.topic(a[1])
 		if err != nil {
-			return Value{}, err
+			return lessons.Value{}, err
 		}
-		st, ok := c.Status(id(a[0]))
+		st, ok := c.Status(lessons.BrokerID(a[0]))
 		if !ok {
-			return str("down"), nil
+			return lessons.Str("down"), nil
 		}
-		return num(f(st)), nil
+		return lessons.Num(f(st)), nil
 	}
 }
 
-func rulesMeta(f func(m replication.PartitionState) Value) rulesQuery {
-	return func(r *rulesEnv, a []string) (Value, error) {
+func rulesMeta(f func(m replication.PartitionState) lessons.Value) rulesQuery {
+	return func(r *rulesEnv, a []string) (lessons.Value, error) {
 		c, err := r.topic(a[0])
 		if err != nil {
-			return Value{}, err
+			return lessons.Value{}, err
 		}
 		return f(c.Meta()), nil
 	}
@@ -211,7 +207,7 @@ func init() {
 					kv["rule"] = v
 				case "replica.lag.time.max.ms":
 					kv["lag"] = v
-				case rulesCheckpointKey:
+				case lessons.RulesCheckpointKey:
 					if v != "0" {
 						return fmt.Errorf("%s: want 0 (every HW change) or no option (do checkpoint)", k)
 					}
@@ -220,7 +216,7 @@ func init() {
 				}
 			}
 			c := rulestest.New(r.brokers, replication.DefaultConfig(), false)
-			c.ExplicitCheckpoints = opt[rulesCheckpointKey] == ""
+			c.ExplicitCheckpoints = opt[lessons.RulesCheckpointKey] == ""
 			r.log[a[0]] = &strings.Builder{}
 			c.SetOutput(r.log[a[0]])
 			if err := c.SetConfig(kv); err != nil {
@@ -254,7 +250,7 @@ func init() {
 		"fetch": func(r *rulesEnv, a []string, _ map[string]string) error {
 			for _, b := range a {
 				if err := r.each(func(c *rulestest.Cluster) error {
-					if st, ok := c.Status(id(b)); ok && st.Role == replication.RoleFollower {
+					if st, ok := c.Status(lessons.BrokerID(b)); ok && st.Role == replication.RoleFollower {
 						return c.Run("fetch", []string{b}, nil)
 					}
 					return nil
@@ -267,14 +263,14 @@ func init() {
 		"settle": func(r *rulesEnv, _ []string, _ map[string]string) error { return r.run("sync") },
 		"notice": func(r *rulesEnv, a []string, _ map[string]string) error {
 			// The controller notices now what a session timeout would tell it.
-			for _, b := range ids(a) {
+			for _, b := range lessons.BrokerIDs(a) {
 				delete(r.downSince, b)
 				_ = r.each(func(c *rulestest.Cluster) error { c.Lost(b); return nil })
 			}
 			return nil
 		},
 		"isolate": func(r *rulesEnv, a []string, _ map[string]string) error {
-			b := id(a[0])
+			b := lessons.BrokerID(a[0])
 			r.downSince[b], r.isolated[b] = r.now, true
 			return r.each(func(c *rulestest.Cluster) error { return c.Isolate(b) })
 		},
@@ -286,7 +282,7 @@ func init() {
 			return r.each(func(c *rulestest.Cluster) error { c.HealAll(); return nil })
 		},
 		"elect": func(r *rulesEnv, a []string, _ map[string]string) error {
-			return r.each(func(c *rulestest.Cluster) error { return c.Elect(id(a[0])) })
+			return r.each(func(c *rulestest.Cluster) error { return c.Elect(lessons.BrokerID(a[0])) })
 		},
 		"send-to": func(r *rulesEnv, a []string, opt map[string]string) error {
 			return rulesActions["produce-to"](r, a, map[string]string{"acks": "all", "timeout": opt["timeout"]})
@@ -353,7 +349,7 @@ func init() {
 		},
 		"checkpoint": func(r *rulesEnv, a []string, _ map[string]string) error {
 			return r.each(func(c *rulestest.Cluster) error {
-				for _, b := range ids(a) {
+				for _, b := range lessons.BrokerIDs(a) {
 					c.Checkpoint(b)
 				}
 				return nil
@@ -388,124 +384,124 @@ func init() {
 	rulesQueries = map[string]rulesQuery{
 		"leo": rulesStatus(func(s replication.Status) int64 { return s.LogEndOffset }),
 		"hw":  rulesStatus(func(s replication.Status) int64 { return s.HighWatermark }),
-		"values": func(r *rulesEnv, a []string) (Value, error) {
-			v, err := rulesValues(r, id(a[0]), a[1])
-			return list(v), err
+		"values": func(r *rulesEnv, a []string) (lessons.Value, error) {
+			v, err := rulesValues(r, lessons.BrokerID(a[0]), a[1])
+			return lessons.List(v), err
 		},
-		"value-at": func(r *rulesEnv, a []string) (Value, error) {
-			v, err := rulesValues(r, id(a[0]), a[1])
+		"value-at": func(r *rulesEnv, a []string) (lessons.Value, error) {
+			v, err := rulesValues(r, lessons.BrokerID(a[0]), a[1])
 			off, _ := strconv.Atoi(a[2])
 			if err != nil || off < 0 || off >= len(v) {
-				return str("none"), err
+				return lessons.Str("none"), err
 			}
-			return str(v[off]), nil
+			return lessons.Str(v[off]), nil
 		},
-		"leader-values": func(r *rulesEnv, a []string) (Value, error) {
+		"leader-values": func(r *rulesEnv, a []string) (lessons.Value, error) {
 			c, err := r.topic(a[0])
 			if err != nil {
-				return Value{}, err
+				return lessons.Value{}, err
 			}
 			v, err := rulesValues(r, c.Meta().Leader, a[0])
-			return list(v), err
+			return lessons.List(v), err
 		},
-		"isr":          rulesMeta(func(m replication.PartitionState) Value { return ints32(m.ISR) }),
-		"replicas":     rulesMeta(func(m replication.PartitionState) Value { return ints32(m.Replicas) }),
-		"leader":       rulesMeta(func(m replication.PartitionState) Value { return num(int64(m.Leader)) }),
-		"leader-epoch": rulesMeta(func(m replication.PartitionState) Value { return num(int64(m.LeaderEpoch)) }),
-		"answered": func(r *rulesEnv, a []string) (Value, error) {
+		"isr":          rulesMeta(func(m replication.PartitionState) lessons.Value { return lessons.Ints32(m.ISR) }),
+		"replicas":     rulesMeta(func(m replication.PartitionState) lessons.Value { return lessons.Ints32(m.Replicas) }),
+		"leader":       rulesMeta(func(m replication.PartitionState) lessons.Value { return lessons.Num(int64(m.Leader)) }),
+		"leader-epoch": rulesMeta(func(m replication.PartitionState) lessons.Value { return lessons.Num(int64(m.LeaderEpoch)) }),
+		"answered": func(r *rulesEnv, a []string) (lessons.Value, error) {
 			res, err := rulesResult(r, a)
 			if err != nil {
-				return Value{}, err
+				return lessons.Value{}, err
 			}
-			return truth(res.Answered), nil
+			return lessons.Truth(res.Answered), nil
 		},
-		"acked": func(r *rulesEnv, a []string) (Value, error) {
+		"acked": func(r *rulesEnv, a []string) (lessons.Value, error) {
 			res, err := rulesResult(r, a)
 			if err != nil {
-				return Value{}, err
+				return lessons.Value{}, err
 			}
-			return truth(res.Answered && res.Err == nil), nil
+			return lessons.Truth(res.Answered && res.Err == nil), nil
 		},
-		"error": func(r *rulesEnv, a []string) (Value, error) {
+		"error": func(r *rulesEnv, a []string) (lessons.Value, error) {
 			res, err := rulesResult(r, a)
 			if err != nil {
-				return Value{}, err
+				return lessons.Value{}, err
 			}
-			return errValue(res.Err), nil
+			return lessons.ErrValue(res.Err), nil
 		},
-		"offset": func(r *rulesEnv, a []string) (Value, error) {
+		"offset": func(r *rulesEnv, a []string) (lessons.Value, error) {
 			res, err := rulesResult(r, a)
 			if err != nil {
-				return Value{}, err
+				return lessons.Value{}, err
 			}
 			if !res.Answered || res.Err != nil {
-				return num(-1), nil
+				return lessons.Num(-1), nil
 			}
-			return num(res.Offset), nil
+			return lessons.Num(res.Offset), nil
 		},
-		"clock": func(r *rulesEnv, a []string) (Value, error) {
+		"clock": func(r *rulesEnv, a []string) (lessons.Value, error) {
 			if len(r.order) == 0 {
-				return num(0), nil
+				return lessons.Num(0), nil
 			}
-			return num(r.topics[r.order[0]].Now()), nil
+			return lessons.Num(r.topics[r.order[0]].Now()), nil
 		},
-		"config": func(r *rulesEnv, a []string) (Value, error) {
+		"config": func(r *rulesEnv, a []string) (lessons.Value, error) {
 			c, err := r.topic(a[0])
 			if err != nil {
-				return Value{}, err
+				return lessons.Value{}, err
 			}
 			cfg, unclean := c.Config()
 			switch a[1] {
 			case "min.insync.replicas":
-				return num(int64(cfg.MinInsyncReplicas)), nil
+				return lessons.Num(int64(cfg.MinInsyncReplicas)), nil
 			case "replica.lag.time.max.ms":
-				return num(cfg.ReplicaLagTimeMaxMs), nil
+				return lessons.Num(cfg.ReplicaLagTimeMaxMs), nil
 			case "truncation.rule":
-				return str(cfg.TruncationRule.String()), nil
+				return lessons.Str(cfg.TruncationRule.String()), nil
 			case "unclean.leader.election.enable":
-				return str(strconv.FormatBool(unclean)), nil
+				return lessons.Str(strconv.FormatBool(unclean)), nil
 			}
-			return Value{}, fmt.Errorf("the rules back-end has no topic config %s", a[1])
+			return lessons.Value{}, fmt.Errorf("the rules back-end has no topic config %s", a[1])
 		},
-		"partition-epoch": rulesMeta(func(m replication.PartitionState) Value { return num(int64(m.PartitionEpoch)) }),
-		"records":         rulesBroker(func(c *rulestest.Cluster, b int32) Value { return list(c.Records(b)) }, true),
-		"leader-records": func(r *rulesEnv, a []string) (Value, error) {
+		"partition-epoch": rulesMeta(func(m replication.PartitionState) lessons.Value { return lessons.Num(int64(m.PartitionEpoch)) }),
+		"records":         rulesBroker(func(c *rulestest.Cluster, b int32) lessons.Value { return lessons.List(c.Records(b)) }, true),
+		"leader-records": func(r *rulesEnv, a []string) (lessons.Value, error) {
 			c, err := r.topic(a[0])
 			if err != nil {
-				return Value{}, err
+				return lessons.Value{}, err
 			}
 			return rulesQueries["records"](r, []string{strconv.Itoa(int(c.Meta().Leader)), a[0]})
 		},
-		"disk-records":    rulesBroker(func(c *rulestest.Cluster, b int32) Value { return list(c.Records(b)) }, false),
-		"flushed":         rulesBroker(func(c *rulestest.Cluster, b int32) Value { return num(int64(c.Flushed(b))) }, false),
-		"checkpointed-hw": rulesBroker(func(c *rulestest.Cluster, b int32) Value { return num(c.CheckpointedHW(b)) }, false),
-		"fenced":          rulesBroker(func(c *rulestest.Cluster, b int32) Value { return truth(c.Fenced(b)) }, false),
-		"isolated":        rulesBroker(func(c *rulestest.Cluster, b int32) Value { return truth(c.Isolated(b)) }, false),
-		"truncated-records": rulesBroker(func(c *rulestest.Cluster, b int32) Value {
+		"disk-records":    rulesBroker(func(c *rulestest.Cluster, b int32) lessons.Value { return lessons.List(c.Records(b)) }, false),
+		"flushed":         rulesBroker(func(c *rulestest.Cluster, b int32) lessons.Value { return lessons.Num(int64(c.Flushed(b))) }, false),
+		"checkpointed-hw": rulesBroker(func(c *rulestest.Cluster, b int32) lessons.Value { return lessons.Num(c.CheckpointedHW(b)) }, false),
+		"fenced":          rulesBroker(func(c *rulestest.Cluster, b int32) lessons.Value { return lessons.Truth(c.Fenced(b)) }, false),
+		"isolated":        rulesBroker(func(c *rulestest.Cluster, b int32) lessons.Value { return lessons.Truth(c.Isolated(b)) }, false),
+		"truncated-records": rulesBroker(func(c *rulestest.Cluster, b int32) lessons.Value {
 			var out []string
 			for _, t := range c.Truncations {
 				if t.Broker == b {
 					out = append(out, t.Removed...)
 				}
 			}
-			return list(out)
+			return lessons.List(out)
 		}, false),
-		"record-at": func(r *rulesEnv, a []string) (Value, error) {
+		"record-at": func(r *rulesEnv, a []string) (lessons.Value, error) {
 			c, err := r.topic(a[1])
-			if err != nil || !c.Up(id(a[0])) {
-				return str("none"), err
+			if err != nil || !c.Up(lessons.BrokerID(a[0])) {
+				return lessons.Str("none"), err
 			}
-			recs := c.Log(id(a[0]))
+			recs := c.Log(lessons.BrokerID(a[0]))
 			off, _ := strconv.Atoi(a[2])
 			if off < 0 || off >= len(recs) {
-				return str("none"), nil
+				return lessons.Str("none"), nil
 			}
-			return str(fmt.Sprintf("%s/e%d", recs[off].Value, recs[off].Epoch)), nil
+			return lessons.Str(fmt.Sprintf("%s/e%d", recs[off].Value, recs[off].Epoch)), nil
 		},
-		"same-logs": func(r *rulesEnv, a []string) (Value, error) {
+		"same-logs": func(r *rulesEnv, a []string) (lessons.Value, error) {
 			c, err := r.topic(a[0])
 			if err != nil {
-				return Value{}, err
+				return lessons.Value{}, err
 			}
 			var first []string
 			seen := false
@@ -514,45 +510,46 @@ func init() {
 					continue
 				}
 				if recs := c.Records(b); seen && !slices.Equal(first, recs) {
-					return truth(false), nil
+					return lessons.Truth(false), nil
 				} else if !seen {
 					first, seen = recs, true
 				}
 			}
-			return truth(true), nil
+			return lessons.Truth(true), nil
 		},
-		"consumed": func(r *rulesEnv, a []string) (Value, error) {
-			return list(mapS(r.consumed[a[0]], func(x rulestest.Record) string { return x.Value })), nil
+		"consumed": func(r *rulesEnv, a []string) (lessons.Value, error) {
+			return lessons.List(lessons.MapStrings(r.consumed[a[0]], func(x rulestest.Record) string { return x.Value })), nil
 		},
-		"consume-error": func(r *rulesEnv, a []string) (Value, error) { return errValue(r.consumeErr[a[0]]), nil },
-		"consumed-hw":   func(r *rulesEnv, a []string) (Value, error) { return num(r.consumedHW[a[0]]), nil },
-		"visible-hw": rulesBroker(func(c *rulestest.Cluster, b int32) Value {
+		"consume-error": func(r *rulesEnv, a []string) (lessons.Value, error) { return lessons.ErrValue(r.consumeErr[a[0]]), nil },
+		"consumed-hw":   func(r *rulesEnv, a []string) (lessons.Value, error) { return lessons.Num(r.consumedHW[a[0]]), nil },
+		"visible-hw": rulesBroker(func(c *rulestest.Cluster, b int32) lessons.Value {
 			// What ListOffsets latest answers: the leader's HW, none below its
 			// epoch's start (KIP-207).
 			st, ok := c.Status(b)
 			if !ok || st.Role != replication.RoleLeader || st.HighWatermark < st.EpochStartOffset {
-				return str("none")
+				return lessons.Str("none")
 			}
-			return num(st.HighWatermark)
+			return lessons.Num(st.HighWatermark)
 		}, false),
-		"leader-knows": func(r *rulesEnv, a []string) (Value, error) {
+		"leader-knows": func(r *rulesEnv, a []string) (lessons.Value, error) {
 			c, err := r.topic(a[0])
 			if err != nil {
-				return Value{}, err
+				return lessons.Value{}, err
 			}
 			m := c.Meta()
 			st, ok := c.Status(m.Leader)
-			return truth(ok && st.Role == replication.RoleLeader && st.LeaderEpoch == m.LeaderEpoch), nil
+			return lessons.Truth(ok && st.Role == replication.RoleLeader && st.LeaderEpoch == m.LeaderEpoch), nil
 		},
-		"consumed-records": func(r *rulesEnv, a []string) (Value, error) {
-			return list(mapS(r.consumed[a[0]], rulestest.Record.String)), nil
+		"consumed-records": func(r *rulesEnv, a []string) (lessons.Value, error) {
+			return lessons.List(lessons.MapStrings(r.consumed[a[0]], rulestest.Record.String)), nil
 		},
-		"running": func(r *rulesEnv, a []string) (Value, error) {
+		"running": func(r *rulesEnv, a []string) (lessons.Value, error) {
 			up := true
-			_ = r.each(func(c *rulestest.Cluster) error { up = up && c.Up(id(a[0])); return nil })
-			return truth(up), nil
+			_ = r.each(func(c *rulestest.Cluster) error { up = up && c.Up(lessons.BrokerID(a[0])); return nil })
+			return lessons.Truth(up), nil
 		},
 	}
+	register()
 }
 
 // rulesConfigKeys are the topic configs the rules have, by their names there.
@@ -561,23 +558,23 @@ var rulesConfigKeys = map[string]string{"min.insync.replicas": "min-isr", "uncle
 
 // rulesBroker reads one broker's replica of a topic; up: none while it is
 // down, as on the lab.
-func rulesBroker(f func(c *rulestest.Cluster, b int32) Value, up bool) rulesQuery {
-	return func(r *rulesEnv, a []string) (Value, error) {
+func rulesBroker(f func(c *rulestest.Cluster, b int32) lessons.Value, up bool) rulesQuery {
+	return func(r *rulesEnv, a []string) (lessons.Value, error) {
 		c, err := r.topic(a[1])
 		if err != nil {
-			return Value{}, err
+			return lessons.Value{}, err
 		}
-		if up && !c.Up(id(a[0])) {
-			return list(nil), nil
+		if up && !c.Up(lessons.BrokerID(a[0])) {
+			return lessons.List(nil), nil
 		}
-		return f(c, id(a[0])), nil
+		return f(c, lessons.BrokerID(a[0])), nil
 	}
 }
 
 // kill stops brokers at once; the controller notices after the session
 // timeout (step), as on the lab.
 func (r *rulesEnv) kill(a []string, powerLoss bool) error {
-	for _, b := range ids(a) {
+	for _, b := range lessons.BrokerIDs(a) {
 		if err := r.each(func(c *rulestest.Cluster) error { return c.Kill(b, powerLoss) }); err != nil {
 			return err
 		}
@@ -589,11 +586,156 @@ func (r *rulesEnv) kill(a []string, powerLoss bool) error {
 // start boots stopped brokers; one back within its session keeps its ISR
 // place (the ZooKeeper-era rule).
 func (r *rulesEnv) start(a []string) error {
-	for _, b := range ids(a) {
+	for _, b := range lessons.BrokerIDs(a) {
 		delete(r.downSince, b)
 		if err := r.each(func(c *rulestest.Cluster) error { return c.Start(b) }); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// lastQueries read what happened in the rules' last action, for broker
+// a[0] (or the topic's controller), from the records rulestest keeps;
+// their arguments are lessons.RulesLastQueries.
+var lastQueries = map[string]func(r *rulesEnv, c *rulestest.Cluster, a []string) lessons.Value{
+	"fetch-offset": lastFetch(func(f rulestest.Fetch) lessons.Value { return lessons.Num(f.Offset) }),
+	"fetch-epoch":  lastFetch(func(f rulestest.Fetch) lessons.Value { return lessons.Num(int64(f.LastEpoch)) }),
+	"fetch-from":   lastFetch(func(f rulestest.Fetch) lessons.Value { return lessons.Num(int64(f.Leader)) }),
+	"fetched":      lastFetch(func(f rulestest.Fetch) lessons.Value { return lessons.List(f.Records) }),
+	"fetch-hw":     lastFetch(func(f rulestest.Fetch) lessons.Value { return lessons.Num(f.HW) }),
+	"fetch-error":  lastFetch(func(f rulestest.Fetch) lessons.Value { return lessons.ErrValue(f.Err) }),
+	"fetch-log": lastFetch(func(f rulestest.Fetch) lessons.Value {
+		return lessons.Str(fmt.Sprintf("[%d,%d)", f.LogStart, f.LogEnd))
+	}),
+	"fetch-diverging": lastFetch(func(f rulestest.Fetch) lessons.Value {
+		if f.Diverging == "" {
+			return lessons.Str("none")
+		}
+		return lessons.Str(f.Diverging)
+	}),
+	"truncated-to":      lastTruncation(func(t rulestest.Truncation) lessons.Value { return lessons.Num(t.To) }),
+	"truncation-rule":   lastTruncation(func(t rulestest.Truncation) lessons.Value { return lessons.Str(t.Rule) }),
+	"truncation-cause":  lastTruncation(func(t rulestest.Truncation) lessons.Value { return lessons.Str(t.Cause) }),
+	"truncation-reason": lastTruncation(func(t rulestest.Truncation) lessons.Value { return lessons.Str(t.Reason) }),
+	"proposed":          lastProposal(func(p rulestest.Proposal) lessons.Value { return lessons.Ints32(p.ISR) }),
+	"proposed-epoch":    lastProposal(func(p rulestest.Proposal) lessons.Value { return lessons.Num(int64(p.PartitionEpoch)) }),
+	"proposal-queued":   lastProposal(func(p rulestest.Proposal) lessons.Value { return lessons.Truth(p.Queued) }),
+	"happened": func(r *rulesEnv, c *rulestest.Cluster, a []string) lessons.Value {
+		return lessons.List(c.Happened[r.mark(a[0]).happened:])
+	},
+	"alter-error": lastAlter(func(x rulestest.AlterAnswer) lessons.Value { return lessons.ErrValue(x.Err) }),
+	"alter-isr":   lastAlter(func(x rulestest.AlterAnswer) lessons.Value { return lessons.Ints32(x.Request.NewISR) }),
+	"alter-leader-epoch": lastAlter(func(x rulestest.AlterAnswer) lessons.Value {
+		return lessons.Num(int64(x.Request.LeaderEpoch))
+	}),
+	"alter-partition-epoch": lastAlter(func(x rulestest.AlterAnswer) lessons.Value {
+		return lessons.Num(int64(x.Request.PartitionEpoch))
+	}),
+	"election": func(r *rulesEnv, c *rulestest.Cluster, a []string) lessons.Value {
+		es := c.Elections[r.mark(a[0]).elections:]
+		switch {
+		case len(es) == 0:
+			return lessons.Str("none")
+		case es[len(es)-1].Leader < 0:
+			return lessons.Str("offline")
+		case es[len(es)-1].Unclean:
+			return lessons.Str("unclean")
+		}
+		return lessons.Str("clean")
+	},
+}
+
+// marks are the lengths of a topic's rulestest records when the current
+// action began: the queries above read what came after.
+type marks struct{ fetches, proposals, alters, truncations, elections, happened int }
+
+func (r *rulesEnv) mark(topic string) marks { return r.marks[topic] }
+
+// setMarks starts a new action.
+func (r *rulesEnv) setMarks() {
+	for t, c := range r.topics {
+		r.marks[t] = marks{len(c.Fetches), len(c.Proposals), len(c.Alters), len(c.Truncations), len(c.Elections), len(c.Happened)}
+	}
+}
+
+func lastFetch(f func(rulestest.Fetch) lessons.Value) func(r *rulesEnv, c *rulestest.Cluster, a []string) lessons.Value {
+	return func(r *rulesEnv, c *rulestest.Cluster, a []string) lessons.Value {
+		fs := c.Fetches[r.mark(a[1]).fetches:]
+		for i := len(fs) - 1; i >= 0; i-- {
+			if fs[i].Broker == lessons.BrokerID(a[0]) {
+				return f(fs[i])
+			}
+		}
+		return lessons.Str("no fetch")
+	}
+}
+
+// lastAlter reads the controller's last answer to an ISR proposal.
+func lastAlter(f func(rulestest.AlterAnswer) lessons.Value) func(r *rulesEnv, c *rulestest.Cluster, a []string) lessons.Value {
+	return func(r *rulesEnv, c *rulestest.Cluster, a []string) lessons.Value {
+		as := c.Alters[r.mark(a[0]).alters:]
+		if len(as) == 0 {
+			return lessons.Str("no answer")
+		}
+		return f(as[len(as)-1])
+	}
+}
+
+func lastTruncation(f func(rulestest.Truncation) lessons.Value) func(r *rulesEnv, c *rulestest.Cluster, a []string) lessons.Value {
+	return func(r *rulesEnv, c *rulestest.Cluster, a []string) lessons.Value {
+		ts := c.Truncations[r.mark(a[1]).truncations:]
+		for i := len(ts) - 1; i >= 0; i-- {
+			if ts[i].Broker == lessons.BrokerID(a[0]) {
+				return f(ts[i])
+			}
+		}
+		return lessons.Str("no truncation")
+	}
+}
+
+func lastProposal(f func(rulestest.Proposal) lessons.Value) func(r *rulesEnv, c *rulestest.Cluster, a []string) lessons.Value {
+	return func(r *rulesEnv, c *rulestest.Cluster, a []string) lessons.Value {
+		ps := c.Proposals[r.mark(a[1]).proposals:]
+		for i := len(ps) - 1; i >= 0; i-- {
+			if ps[i].Broker == lessons.BrokerID(a[0]) {
+				return f(ps[i])
+			}
+		}
+		return lessons.Str("no proposal")
+	}
+}
+
+// durableOf is a topic's state on the rules.
+func (r *rulesEnv) durableOf(topic string) lessons.Durable {
+	d := lessons.Durable{Leader: -1}
+	c := r.topics[topic]
+	for v := range r.sent {
+		res := c.Result(v)
+		if res == nil {
+			continue
+		}
+		acked := res.Answered && res.Err == nil
+		w := chaos.Write{Value: v, Acked: acked, Offset: -1}
+		if acked {
+			w.Offset = res.Offset
+		}
+		d.Writes = append(d.Writes, w)
+	}
+	m := c.Meta()
+	for _, b := range m.Replicas {
+		st, ok := c.Status(b)
+		if !ok {
+			continue
+		}
+		rl := chaos.ReplicaLog{Broker: b, Leader: b == m.Leader, HW: st.HighWatermark}
+		for _, x := range c.Log(b) {
+			rl.Records = append(rl.Records, chaos.Rec{Offset: x.Offset, LeaderEpoch: x.Epoch, Value: x.Value})
+		}
+		if rl.Leader {
+			d.Leader = b
+		}
+		d.Replicas = append(d.Replicas, rl)
+	}
+	return d
 }
