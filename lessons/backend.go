@@ -109,7 +109,6 @@ func TopicArg(args string) int { return topicArg(args) }
 // Timeout is a produce's timeout=MS option; 30 s without it.
 var Timeout = timeoutOf
 
-
 // BrokerID and BrokerIDs read a script's broker arguments (checked by the
 // parser).
 func BrokerID(s string) int32      { return id(s) }

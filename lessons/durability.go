@@ -16,7 +16,6 @@ import (
 // at another offset (wrong-offset), one acknowledged but unreadable
 // without being lost (the partition offline, or the leader's HW below it).
 
-
 // findings runs the checker and names its findings: "lost m2",
 // "duplicated m1", "wrong-offset m1", "unreadable m1", "diverged 1".
 func (d Durable) findings() []string {
@@ -88,4 +87,3 @@ func (e *Env) durableOf(topic string) Durable {
 	}
 	return d
 }
-
