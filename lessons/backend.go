@@ -74,6 +74,11 @@ type Durable struct {
 	Writes   []chaos.Write
 	Replicas []chaos.ReplicaLog // running replicas, the leader marked
 	Leader   int32              // -1: no running leader (offline)
+	// The controller's view, for a show line: the leader epoch, the ISR
+	// and the assigned replicas.
+	LeaderEpoch int32
+	ISR         []int32
+	Assigned    []int32
 }
 
 // RulesLastQueries are the rules-only queries of what happened in the

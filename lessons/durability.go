@@ -70,6 +70,7 @@ func (e *Env) durableOf(topic string) Durable {
 		d.Writes = append(d.Writes, w)
 	}
 	m := e.Meta(topic)
+	d.LeaderEpoch, d.ISR, d.Assigned = m.LeaderEpoch, m.ISR, m.Replicas
 	for _, id := range e.c.BrokerIDs() {
 		st, ok := e.Status(id, topic)
 		recs, readable := e.readRecords(id, topic, 0)

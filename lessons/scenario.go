@@ -65,6 +65,20 @@ func (e *ScenarioError) Error() string {
 // predictions are not asked). dir holds the lab cluster's data (the
 // cluster back-end only). The first failure is a *ScenarioError.
 func RunScenario(ctx context.Context, s *Script, run ScenarioRun, dir string) error {
+	return playScenario(ctx, s, run, dir, nil)
+}
+
+// TranscribeScenario plays a script as RunScenario does but keeps what
+// each show line printed instead of comparing it with the file, for
+// RewriteShows.
+func TranscribeScenario(ctx context.Context, s *Script, run ScenarioRun, dir string) (Shown, error) {
+	shown := Shown{}
+	err := playScenario(ctx, s, run, dir, shown)
+	return shown, err
+}
+
+// playScenario is RunScenario; a non-nil shown records the show lines.
+func playScenario(ctx context.Context, s *Script, run ScenarioRun, dir string, shown Shown) error {
 	var items []Item
 	for _, a := range s.Setup {
 		items = append(items, Item{Line: a.Line, Action: &a})
@@ -74,6 +88,23 @@ func RunScenario(ctx context.Context, s *Script, run ScenarioRun, dir string) er
 	}
 	fail := func(line int, lanes string, format string, a ...any) error {
 		return &ScenarioError{File: s.File, Line: line, Run: run, Msg: fmt.Sprintf(format, a...), Lanes: lanes}
+	}
+	// show prints the topic; the file's block must say the same, unless
+	// the play is transcribed.
+	show := func(it Item, d Durable) error {
+		got := d.Transcript()
+		if shown != nil {
+			shown[it.Line] = got
+			return nil
+		}
+		want, ok := it.Show.want(run)
+		if !ok {
+			return fmt.Errorf("show %s has no block for %s\n%s", it.Show.Topic, run, showMismatch("", got))
+		}
+		if want != got {
+			return fmt.Errorf("%s", showMismatch(want, got))
+		}
+		return nil
 	}
 	last := 0
 	if len(items) > 0 {
@@ -103,6 +134,10 @@ func RunScenario(ctx context.Context, s *Script, run ScenarioRun, dir string) er
 					return fail(it.Line, r.Lanes(), "%v", err)
 				}
 				v.seen(it.Line)
+			case it.Show != nil:
+				if err := show(it, r.Durable(it.Show.Topic)); err != nil {
+					return fail(it.Line, r.Lanes(), "%v", err)
+				}
 			case it.Check != nil:
 				ok, got, err := evalWith(*it.Check, func(q Query) (Value, error) { return r.Query(q.Name, q.Args) })
 				if err != nil || !ok {
@@ -141,6 +176,12 @@ func RunScenario(ctx context.Context, s *Script, run ScenarioRun, dir string) er
 		for _, it := range items {
 			if x := it.Expect; x != nil {
 				if err := v.expect(*x); err != nil {
+					return fail(it.Line, clusterLanes(e, s), "%v", err)
+				}
+				continue
+			}
+			if it.Show != nil {
+				if err := show(it, e.durableOf(it.Show.Topic)); err != nil {
 					return fail(it.Line, clusterLanes(e, s), "%v", err)
 				}
 				continue

@@ -3,14 +3,20 @@ package lessons
 import (
 	"context"
 	"errors"
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 )
 
+// rewrite makes TestScenarios write what each show line printed into the
+// scenario files instead of comparing (see transcript.go).
+var rewrite = flag.Bool("rewrite", false, "write the scenarios' show blocks from what they printed")
+
 // TestScenarios plays every file of scenarios/ on each back-end it names
-// and under each of its fencing rules; a failure prints the lanes.
+// and under each of its fencing rules; a failure prints the lanes. With
+// -rewrite it transcribes the plays into the files' show blocks.
 func TestScenarios(t *testing.T) {
 	files, err := filepath.Glob("scenarios/*.scenario")
 	if err != nil || len(files) == 0 {
@@ -28,12 +34,29 @@ func TestScenarios(t *testing.T) {
 		if !s.Scenario {
 			t.Fatalf("%s: want a scenario line, not a lesson", file)
 		}
+		shown := map[string]Shown{}
 		for _, run := range s.Runs() {
 			t.Run(strings.TrimSuffix(filepath.Base(file), ".scenario")+"/"+run.String(), func(t *testing.T) {
+				if *rewrite {
+					out, err := TranscribeScenario(context.Background(), s, run, t.TempDir())
+					if err != nil {
+						t.Fatal(err)
+					}
+					shown[run.String()] = out
+					return
+				}
 				if err := RunScenario(context.Background(), s, run, t.TempDir()); err != nil {
 					t.Fatal(err)
 				}
 			})
+		}
+		if *rewrite && len(shown) == len(s.Runs()) {
+			if out := RewriteShows(src, s, s.Runs(), shown); string(out) != string(src) {
+				if err := os.WriteFile(file, out, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("%s: show blocks rewritten", file)
+			}
 		}
 	}
 }

@@ -35,6 +35,8 @@ import (
 //	do ACTION ARGS            one operation on the cluster (see actions)
 //	say                       a sentence of the outcome
 //	check COND                an assertion about the real outcome
+//	show TOPIC                (scenarios) the topic as it is now, kept in
+//	                          a ---- block after the line (transcript.go)
 //
 // A text (title, summary, explain, question, choice, why, say, check) is
 // followed by its three languages, one line each:
@@ -148,6 +150,7 @@ type Item struct {
 	Check  *Cond   // check, named by Name
 	Name   Text
 	Expect *Expect // expect
+	Show   *Show   // show, with the block it keeps (transcript.go)
 }
 
 // Expect is a named violation a scenario expects: Kind (see violations),
@@ -222,6 +225,10 @@ type parser struct {
 	topics    map[string]bool
 	topicRefs []topicRef
 	lineNo    int
+	// A show line's block: after may open one on the next line; block is
+	// being read until its closing "----".
+	after, block *Show
+	blockLines   []string
 }
 
 type topicRef struct {
@@ -312,6 +319,26 @@ func (p *parser) line(n int, raw string) error {
 		return p.errf(n, "control character in the line")
 	}
 	line := strings.TrimSpace(raw)
+	if sh := p.block; sh != nil {
+		if line != "----" {
+			p.blockLines = append(p.blockLines, line)
+			return nil
+		}
+		p.block, sh.End = nil, n
+		want, err := parseShowBlock(p.blockLines)
+		if err != nil {
+			return p.errf(n, "show block: %v", err)
+		}
+		sh.Want = want
+		return nil
+	}
+	if sh := p.after; sh != nil {
+		p.after = nil
+		if line == "----" {
+			p.block, sh.Start, p.blockLines = sh, n, nil
+			return nil
+		}
+	}
 	if line == "" || strings.HasPrefix(line, "#") {
 		return nil
 	}
@@ -454,6 +481,18 @@ func (p *parser) line(n int, raw string) error {
 		}
 		st.Items = append(st.Items, Item{Line: n, Expect: x})
 		return nil
+	case "show":
+		if !p.s.Scenario {
+			return p.errf(n, "show belongs to scenarios; a lesson shows the stage")
+		}
+		f := strings.Fields(rest)
+		if err := p.checkArgs("topic", nil, f); err != nil {
+			return p.errf(n, "show: %v", err)
+		}
+		sh := &Show{Topic: f[0]}
+		st.Items = append(st.Items, Item{Line: n, Show: sh})
+		p.after = sh
+		return nil
 	case "say":
 		st.Items = append(st.Items, Item{Line: n, Say: &Text{}})
 		return p.open(n, "say", st.Items[len(st.Items)-1].Say)
@@ -592,6 +631,9 @@ func (p *parser) endStep() error {
 }
 
 func (p *parser) finish(n int) error {
+	if p.block != nil {
+		return p.errf(p.block.Start, "show block never closed (end it with a line ----)")
+	}
 	if err := p.closeSlot(); err != nil {
 		return err
 	}

@@ -723,6 +723,7 @@ func (r *rulesEnv) durableOf(topic string) lessons.Durable {
 		d.Writes = append(d.Writes, w)
 	}
 	m := c.Meta()
+	d.LeaderEpoch, d.ISR, d.Assigned = m.LeaderEpoch, m.ISR, m.Replicas
 	for _, b := range m.Replicas {
 		st, ok := c.Status(b)
 		if !ok {
