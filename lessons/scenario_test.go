@@ -166,3 +166,50 @@ func TestScenarioUnexpectedViolation(t *testing.T) {
 		}
 	}
 }
+
+// TestShowBlocks: a show line keeps its block; a lesson may not show; an
+// unclosed block names the line that opened it; and RewriteShows writes
+// one block when the plays agree and a section per play when they do not.
+func TestShowBlocks(t *testing.T) {
+	const src = "scenario s\nbrokers 2\nbackends cluster\nsetup\n  do create-topic t rf=2\nstep\n  show t\n  ----\n  old\n  ----\n  show t\n"
+	s, err := ParseScript("s.scenario", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, second := s.Steps[0].Items[0].Show, s.Steps[0].Items[1].Show
+	if first == nil || first.Want[""] != "old" || first.Start != 8 || first.End != 10 || second == nil || second.Start != 0 {
+		t.Fatalf("shows %+v %+v", first, second)
+	}
+	a := ScenarioRun{Backend: BackendCluster, Fencing: "kraft"}
+	b := ScenarioRun{Backend: BackendCluster, Fencing: "zookeeper"}
+	same := RewriteShows([]byte(src), s, []ScenarioRun{a, b}, map[string]Shown{a.String(): {7: "x\ny", 11: "z"}, b.String(): {7: "x\ny", 11: "z"}})
+	if want := "step\n  show t\n  ----\n  x\n  y\n  ----\n  show t\n  ----\n  z\n  ----\n"; !strings.HasSuffix(string(same), want) {
+		t.Errorf("rewritten:\n%s\nwant it to end\n%s", same, want)
+	}
+	differ := RewriteShows([]byte(src), s, []ScenarioRun{a, b}, map[string]Shown{a.String(): {7: "x", 11: "z"}, b.String(): {7: "w", 11: "z"}})
+	if want := "  show t\n  ----\n  [cluster/kraft]\n  x\n  [cluster/zookeeper]\n  w\n  ----\n"; !strings.Contains(string(differ), want) {
+		t.Errorf("rewritten:\n%s\nwant\n%s", differ, want)
+	}
+	re, err := ParseScript("s.scenario", differ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w, _ := re.Steps[0].Items[0].Show.want(b); w != "w" {
+		t.Errorf("play %s wants %q, want w", b, w)
+	}
+	for name, c := range map[string]struct {
+		src  string
+		line int
+		msg  string
+	}{
+		"unclosed":    {"scenario s\nbrokers 2\nsetup\n  do create-topic t rf=2\nstep\n  show t\n  ----\n  x\n", 7, "never closed"},
+		"in a lesson": {"lesson 01-x\nbrokers 2\nsetup\n  do create-topic t rf=2\nstep\n  show t\n", 6, "scenarios"},
+		"no topic":    {"scenario s\nbrokers 2\nsetup\n  do create-topic t rf=2\nstep\n  show\n", 6, "show"},
+	} {
+		_, err := ParseScript("x", []byte(c.src))
+		var pe *ParseError
+		if !errors.As(err, &pe) || pe.Line != c.line || !strings.Contains(pe.Msg, c.msg) {
+			t.Errorf("%s: %v, want line %d saying %q", name, err, c.line, c.msg)
+		}
+	}
+}

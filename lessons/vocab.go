@@ -270,6 +270,16 @@ func init() {
 			e.wait()
 			return err
 		}},
+		// delay A B D: messages between nodes A and B take D each way;
+		// delay-one-way: from A to B only (A's requests, not the answers).
+		"delay": {"node node duration", nil, func(e *Env, a []string, _ map[string]string) error {
+			d, _ := time.ParseDuration(a[2])
+			return e.c.DelayLink(id(a[0]), id(a[1]), d, false)
+		}},
+		"delay-one-way": {"node node duration", nil, func(e *Env, a []string, _ map[string]string) error {
+			d, _ := time.ParseDuration(a[2])
+			return e.c.DelayLink(id(a[0]), id(a[1]), d, true)
+		}},
 		"heal":  {"", nil, func(e *Env, _ []string, _ map[string]string) error { e.Heal(); return nil }},
 		"alter": {"topic word word", nil, func(e *Env, a []string, _ map[string]string) error { return e.Alter(a[0], a[1], a[2]) }},
 		"fencing-rule": {"rule", nil, func(e *Env, a []string, _ map[string]string) error {
@@ -636,6 +646,8 @@ func init() {
 		"copy-syscalls":    {"", regionQuery(func(f *fetchRegions) Value { return num(f.stats.CopySyscalls) })},
 		// fetch-time varies from run to run: for say lines, not checks.
 		"fetch-time": {"", regionQuery(func(f *fetchRegions) Value { return str(f.took.Round(10 * time.Microsecond).String()) })},
+		// in-flight: messages on their way over delayed links.
+		"in-flight": {"", func(e *Env, _ []string) (Value, error) { return num(int64(e.c.MessagesInFlight())), nil }},
 		"running-brokers": {"", func(e *Env, a []string) (Value, error) {
 			n := 0
 			for _, b := range e.c.BrokerIDs() {

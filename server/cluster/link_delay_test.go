@@ -47,47 +47,8 @@ func leoOf(c *Cluster, id int32) int64 {
 	return c.Broker(id).Replica("t", 0).Status().LogEndOffset
 }
 
-// TestDelayedFetchLeavesAndRejoinsISR: on a paused lab, a follower whose
-// link to its leader is delayed 3.5 s (past replica.lag.time.max.ms, 3 s)
-// sends its Fetch at once but gets the records only 3.5 s of lab time
-// later, sends no other meanwhile, and leaves the ISR at 3.2 s while the
-// other follower stays; once the delay is healed it catches up and
-// rejoins.
-func TestDelayedFetchLeavesAndRejoinsISR(t *testing.T) {
-	c := openPaused(t)
-	leader, follower, other := delayedPair(t, c)
-	if err := c.DelayLink(follower, leader, 3500*time.Millisecond, true); err != nil {
-		t.Fatal(err)
-	}
-	produceAcks1(t, c, "a")
-	stepFetchAll(t, c, follower, follower) // the second sends nothing: one Fetch in flight
-	if n := c.MessagesInFlight(); n != 1 {
-		t.Fatalf("%d messages in flight, want the one Fetch", n)
-	}
-	for _, step := range []time.Duration{time.Second, time.Second, time.Second, 200 * time.Millisecond} {
-		stepFetchAll(t, c, other)
-		if err := c.Step(step); err != nil {
-			t.Fatal(err)
-		}
-		if leo := leoOf(c, follower); leo != 0 {
-			t.Fatalf("the follower has LEO %d before its Fetch arrived", leo)
-		}
-	}
-	if isr, want := isrOf(c), slices.Sorted(slices.Values([]int32{leader, other})); !slices.Equal(isr, want) {
-		t.Fatalf("ISR %v after 3.2 s without a fetch from broker %d; want %v", isr, follower, want)
-	}
-	if err := c.Step(300 * time.Millisecond); err != nil { // 3.5 s: the Fetch arrives, the answer comes back at once
-		t.Fatal(err)
-	}
-	if leo := leoOf(c, follower); leo != 1 {
-		t.Fatalf("the follower has LEO %d once its Fetch was answered; want 1", leo)
-	}
-	c.Heal()
-	stepFetchAll(t, c, follower)
-	if isr := isrOf(c); len(isr) != 3 {
-		t.Fatalf("ISR %v after the delay healed and the follower caught up; want all three", isr)
-	}
-}
+// TestDelayedFetchLeavesAndRejoinsISR is the scenario
+// lessons/scenarios/delayed-fetch-leaves-isr.scenario.
 
 // TestDelayUnderLagKeepsISR: a follower whose link is delayed 400 ms each
 // way fetches one round at a time while records keep coming and stays in

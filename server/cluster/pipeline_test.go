@@ -219,39 +219,8 @@ func TestPipelineTopicCrashedMiddle(t *testing.T) {
 	}
 }
 
-// TestPipelineTopicPowerLoss: the tail loses its page cache. It comes back
-// with what it fsynced and an older stamp: its replica is discarded and
-// copied from the pipeline, and every acknowledged write is on every
-// member again.
-func TestPipelineTopicPowerLoss(t *testing.T) {
-	c := openPausedN(t, 3)
-	if _, err := c.CreateTopic("p", 1, 3, map[string]string{"replication.protocol": "pipeline", "min.insync.replicas": "2"}); err != nil {
-		t.Fatal(err)
-	}
-	pipelineSettled(t, c, "p")
-	acked := []string{"a", "b", "c"}
-	for _, v := range acked {
-		if err := produceOne(t, c, "p", v); err != nil {
-			t.Fatal(err)
-		}
-	}
-	lost, err := c.PowerLoss(3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("power loss on broker 3 cut %v", lost)
-	if err := produceRetry(t, c, "p", "d"); err != nil {
-		t.Fatal(err)
-	}
-	acked = append(acked, "d")
-	if err := c.Restart(3); err != nil {
-		t.Fatal(err)
-	}
-	if members, _ := pipelineSettled(t, c, "p"); len(members) != 3 {
-		t.Fatalf("broker 3 back: pipeline %v", members)
-	}
-	checkPipelineLogs(t, c, "p", acked)
-}
+// TestPipelineTopicPowerLoss is the scenario
+// lessons/scenarios/pipeline-power-loss-tail.scenario.
 
 // TestPipelineTopicKgo: franz-go produces (idempotent, acks=all) to a
 // pipeline topic and reads every record back, on a running lab; every

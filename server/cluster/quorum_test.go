@@ -11,7 +11,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"tidemark/events"
 	"tidemark/replication"
 )
 
@@ -184,61 +183,8 @@ func TestQuorumTopicFailures(t *testing.T) {
 	}
 }
 
-// TestQuorumTopicKillLeader: the leader crashes; Raft elects another in a
-// higher term, which the controller's metadata then names; acknowledged
-// writes survive, new batches carry the new term as their leader epoch, and
-// the old leader catches up when it returns.
-func TestQuorumTopicKillLeader(t *testing.T) {
-	c := openPausedN(t, 3)
-	if _, err := c.CreateTopic("q", 1, 3, map[string]string{"replication.protocol": "quorum"}); err != nil {
-		t.Fatal(err)
-	}
-	old, term := quorumLeader(t, c, "q")
-	acked := []string{"a", "b"}
-	for _, v := range acked {
-		if err := produceOne(t, c, "q", v); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := c.Crash(old); err != nil {
-		t.Fatal(err)
-	}
-	leader, newTerm := quorumLeader(t, c, "q")
-	t.Logf("leader %d term %d, then %d term %d", old, term, leader, newTerm)
-	if leader == old || newTerm <= term {
-		t.Fatalf("after the crash: leader %d term %d; want another broker in a term above %d", leader, newTerm, term)
-	}
-	if err := produceOne(t, c, "q", "c"); err != nil {
-		t.Fatal(err)
-	}
-	acked = append(acked, "c")
-	if err := c.Restart(old); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Step(time.Second); err != nil {
-		t.Fatal(err)
-	}
-	checkQuorumLogs(t, c, "q", acked)
-	vs, epochs := values(t, c, leader, "q")
-	if got := epochs[slices.Index(vs, "c")]; got != newTerm {
-		t.Fatalf("batch of the new leader has leader epoch %d, want the term %d", got, newTerm)
-	}
-	if st := c.Broker(old).Replica("q", 0).Status(); st.Role != replication.RoleFollower || st.Leader != leader {
-		t.Fatalf("old leader after restart: %+v", st)
-	}
-	// The lanes' snapshot shows Raft's leader and term and every replica's
-	// LEO and HW, from the same events as an ISR partition's.
-	snap := c.Snapshot()
-	sp := snap.Partition("q", 0)
-	if sp == nil || sp.Leader != leader || sp.LeaderEpoch != newTerm {
-		t.Fatalf("snapshot partition %+v; want leader %d epoch %d", sp, leader, newTerm)
-	}
-	for _, id := range c.BrokerIDs() {
-		if r := sp.Replica(id); r == nil || r.LEO != 3 || r.HW != 3 || !slices.Contains(r.EpochCache, events.EpochEntry{Epoch: newTerm, StartOffset: 2}) {
-			t.Fatalf("snapshot replica %d: %+v; want LEO = HW = 3 and epoch %d from offset 2", id, r, newTerm)
-		}
-	}
-}
+// TestQuorumTopicKillLeader is the scenario
+// lessons/scenarios/quorum-leader-crash.scenario.
 
 // TestQuorumTopicKgo: franz-go produces (idempotent, acks=all) to a quorum
 // topic and reads every record back, on a running lab.
@@ -287,36 +233,5 @@ func kgoRoundTrip(t *testing.T, c *Cluster, topic string, n int64) {
 	}
 }
 
-// TestQuorumTopicPowerLoss: a follower loses its page cache. Its segment
-// files are cut back to what was fsynced, but Raft's state file was synced
-// before the follower acknowledged anything, so after the restart the
-// follower appends every committed entry again and holds the same log.
-func TestQuorumTopicPowerLoss(t *testing.T) {
-	c := openPausedN(t, 3)
-	if _, err := c.CreateTopic("q", 1, 3, map[string]string{"replication.protocol": "quorum"}); err != nil {
-		t.Fatal(err)
-	}
-	leader, _ := quorumLeader(t, c, "q")
-	acked := []string{"a", "b", "c"}
-	for _, v := range acked {
-		if err := produceOne(t, c, "q", v); err != nil {
-			t.Fatal(err)
-		}
-	}
-	follower := int32(1)
-	if follower == leader {
-		follower = 2
-	}
-	lost, err := c.PowerLoss(follower)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("power loss on broker %d cut %v", follower, lost)
-	if err := c.Restart(follower); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Step(time.Second); err != nil {
-		t.Fatal(err)
-	}
-	checkQuorumLogs(t, c, "q", acked)
-}
+// TestQuorumTopicPowerLoss is the scenario
+// lessons/scenarios/quorum-power-loss-follower.scenario.
