@@ -14,17 +14,7 @@ import (
 // the last action to the rules' vocabulary, and registers the back-end.
 func register() {
 	for name, f := range lessons.StatusQueries {
-		rulesQueries[name] = func(r *rulesEnv, a []string) (lessons.Value, error) {
-			c, err := r.topic(a[1])
-			if err != nil {
-				return lessons.Value{}, err
-			}
-			st, ok := c.Status(lessons.BrokerID(a[0]))
-			if !ok {
-				return lessons.Str("down"), nil
-			}
-			return f(st), nil
-		}
+		rulesQueries[name] = rulesStatusValue(f)
 	}
 	for name, q := range lastQueries {
 		rulesQueries[name] = func(r *rulesEnv, a []string) (lessons.Value, error) {

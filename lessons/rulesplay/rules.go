@@ -146,6 +146,12 @@ func rulesResult(r *rulesEnv, a []string) (*rulestest.ProduceResult, error) {
 }
 
 func rulesStatus(f func(s replication.Status) int64) rulesQuery {
+	return rulesStatusValue(func(s replication.Status) lessons.Value { return lessons.Num(f(s)) })
+}
+
+// rulesStatusValue reads broker a[0]'s replica of topic a[1]: "down" when
+// it is not running.
+func rulesStatusValue(f func(s replication.Status) lessons.Value) rulesQuery {
 	return func(r *rulesEnv, a []string) (lessons.Value, error) {
 		c, err := r.topic(a[1])
 		if err != nil {
@@ -155,7 +161,7 @@ func rulesStatus(f func(s replication.Status) int64) rulesQuery {
 		if !ok {
 			return lessons.Str("down"), nil
 		}
-		return lessons.Num(f(st)), nil
+		return f(st), nil
 	}
 }
 
