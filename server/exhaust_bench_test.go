@@ -245,6 +245,8 @@ func exhaust(b *testing.B) {
 	misses := 0
 	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 3)}}
 	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true, DialContext: dialer.DialContext}}
+	var slow []string // when (since the flood began) the misses and answers over 500 ms came
+	began := time.Now()
 	tick := time.NewTicker(50 * time.Millisecond)
 	for ctx.Err() == nil {
 		<-tick.C
@@ -252,11 +254,16 @@ func exhaust(b *testing.B) {
 		resp, err := client.Get("http://" + addr + "/api/v1/cluster/fencing-rule")
 		if err != nil {
 			misses++
+			slow = append(slow, fmt.Sprintf("%.1fs: %v", t0.Sub(began).Seconds(), err))
 			continue
 		}
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
-		answers = append(answers, time.Since(t0))
+		d := time.Since(t0)
+		answers = append(answers, d)
+		if d > 500*time.Millisecond {
+			slow = append(slow, fmt.Sprintf("%.1fs: %d ms", t0.Sub(began).Seconds(), d.Milliseconds()))
+		}
 	}
 	tick.Stop()
 	wg.Wait()
@@ -306,6 +313,9 @@ func exhaust(b *testing.B) {
 	st := limited.Stats()
 	b.Logf("limit %d descriptors (open %d at the end, peak %d); attackers: %s half-open HTTP connections with a bad Host opened, %s idle Kafka connections opened; web: %d closed over the per-address rate, %d evicted, %d refused; %d records acknowledged, %d read back, %d produce errors; prober %d answers, %d misses",
 		limit, open, peakFDs.Load(), httpOpened, kafkaOpened, st.RateLimited, st.Evicted, st.Refused, want, read, produceErrs.Load(), len(answers), misses)
+	if len(slow) > 0 {
+		b.Logf("prober's misses and answers over 500 ms: %s", strings.Join(slow, "; "))
+	}
 	if halted > 0 {
 		b.Errorf("%d brokers halted", halted)
 	}
