@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -402,4 +403,46 @@ func TestPeerStatesPruned(t *testing.T) {
 	if n := len(l.byPeer); n > minPruneAt {
 		t.Fatalf("%d addresses tracked after %d came and went, want at most %d", n, 10*minPruneAt, minPruneAt)
 	}
+}
+
+// TestRateLimitedConnReset: over its address's rate, a new connection is
+// reset at once by the accept loop (no answer, nothing read), while
+// another address is served.
+func TestRateLimitedConnReset(t *testing.T) {
+	srv, l := serveLimited(t, newTestLab(events.BusOptions{}), ConnLimits{PerPeerRate: 0.001, PerPeerBurst: 1})
+	host := strings.TrimPrefix(srv.URL, "http://")
+	first, err := net.Dial("tcp", host) // the burst of one
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	// The reset may come before the dial returns (on loopback the accept
+	// loop can answer the handshake's last packet at once) or after.
+	if second, err := net.Dial("tcp", host); err == nil {
+		defer second.Close()
+		io.WriteString(second, "GET /api/v1/cluster HTTP/1.1\r\nHost: "+host+"\r\n\r\n")
+		second.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if n, err := second.Read(make([]byte, 1)); n > 0 || err == nil || isTimeout(err) {
+			t.Fatalf("over the rate: read %d bytes, %v; want the connection reset", n, err)
+		}
+	}
+	waitRateLimited := time.Now().Add(10 * time.Second)
+	for l.Stats().RateLimited == 0 && time.Now().Before(waitRateLimited) {
+		time.Sleep(time.Millisecond) // a dial that failed returns before the count
+	}
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 3)}}
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true, DialContext: d.DialContext}}
+	resp, err := client.Get(srv.URL + "/api/v1/cluster")
+	if err != nil {
+		t.Fatalf("another address: %v", err)
+	}
+	resp.Body.Close()
+	if st := l.Stats(); st.RateLimited != 1 {
+		t.Fatalf("stats %+v: want 1 rate-limited", st)
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
