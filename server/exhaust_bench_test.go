@@ -116,7 +116,7 @@ func TestExhaustAttacker(t *testing.T) {
 	// The Kafka attacker is another client: from 127.0.0.2, so that the
 	// listeners' max.connections.per.ip, which it fills, is not the
 	// producer's too (all of 127.0.0.0/8 is loopback). The HTTP attacker
-	// dials from 127.0.0.1, as the prober does.
+	// dials from 127.0.0.1; the prober, another machine, from 127.0.0.3.
 	dialer := net.Dialer{Timeout: time.Second}
 	if kind == "kafka" {
 		dialer.LocalAddr = &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}
@@ -193,11 +193,16 @@ func exhaust(b *testing.B) {
 	defer cancel()
 	var wg sync.WaitGroup
 	var peakFDs atomic.Int64
-	sample := func() {
-		if n, _ := fds.InUse(); int64(n) > peakFDs.Load() {
-			peakFDs.Store(int64(n))
+	wg.Go(func() { // the descriptors open, every 50 ms
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for ctx.Err() == nil {
+			if n, _ := fds.InUse(); int64(n) > peakFDs.Load() {
+				peakFDs.Store(int64(n))
+			}
+			<-tick.C
 		}
-	}
+	})
 
 	// The attackers run in processes of their own, with their own
 	// descriptors: in this one, the client ends of their connections would
@@ -234,23 +239,31 @@ func exhaust(b *testing.B) {
 		kc.Flush(flushCtx)
 	}()
 
-	// The prober.
+	// The prober: another machine, so from another address than the HTTP
+	// attacker's (127.0.0.1), a new connection each time.
 	var answers []time.Duration
 	misses := 0
-	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 3)}}
+	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true, DialContext: dialer.DialContext}}
+	var slow []string // when (since the flood began) the misses and answers over 500 ms came
+	began := time.Now()
 	tick := time.NewTicker(50 * time.Millisecond)
 	for ctx.Err() == nil {
 		<-tick.C
-		sample()
 		t0 := time.Now()
 		resp, err := client.Get("http://" + addr + "/api/v1/cluster/fencing-rule")
 		if err != nil {
 			misses++
+			slow = append(slow, fmt.Sprintf("%.1fs: %v", t0.Sub(began).Seconds(), err))
 			continue
 		}
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
-		answers = append(answers, time.Since(t0))
+		d := time.Since(t0)
+		answers = append(answers, d)
+		if d > 500*time.Millisecond {
+			slow = append(slow, fmt.Sprintf("%.1fs: %d ms", t0.Sub(began).Seconds(), d.Milliseconds()))
+		}
 	}
 	tick.Stop()
 	wg.Wait()
@@ -290,14 +303,19 @@ func exhaust(b *testing.B) {
 	}
 	open, limit := fds.InUse()
 	b.ReportMetric(float64(halted), "halted-brokers")
+	b.ReportMetric(q(0.5), "http-p50-ms")
 	b.ReportMetric(q(0.99), "http-p99-ms")
 	b.ReportMetric(q(1), "http-max-ms")
 	b.ReportMetric(float64(misses), "http-misses")
 	b.ReportMetric(float64(peakFDs.Load()), "peak-fds")
 	b.ReportMetric(float64(want), "acked")
 	b.ReportMetric(float64(read), "read")
-	b.Logf("limit %d descriptors (open %d at the end, peak %d); attackers: %s half-open HTTP connections with a bad Host opened, %s idle Kafka connections opened; %d records acknowledged, %d read back, %d produce errors; prober %d answers, %d misses",
-		limit, open, peakFDs.Load(), httpOpened, kafkaOpened, want, read, produceErrs.Load(), len(answers), misses)
+	st := limited.Stats()
+	b.Logf("limit %d descriptors (open %d at the end, peak %d); attackers: %s half-open HTTP connections with a bad Host opened, %s idle Kafka connections opened; web: %d closed over the per-address rate, %d evicted, %d refused; %d records acknowledged, %d read back, %d produce errors; prober %d answers, %d misses",
+		limit, open, peakFDs.Load(), httpOpened, kafkaOpened, st.RateLimited, st.Evicted, st.Refused, want, read, produceErrs.Load(), len(answers), misses)
+	if len(slow) > 0 {
+		b.Logf("prober's misses and answers over 500 ms: %s", strings.Join(slow, "; "))
+	}
 	if halted > 0 {
 		b.Errorf("%d brokers halted", halted)
 	}

@@ -61,6 +61,13 @@ func (l lab) Consume(topic string, partition int32, offset int64, limit int) ([]
 	return out, hw, err
 }
 
+// ConsumeEach consumes through the cluster one record at a time.
+func (l lab) ConsumeEach(topic string, partition int32, offset int64, limit int, fn func(web.ConsumedRecord) bool) (int64, error) {
+	return l.Cluster.ConsumeEach(topic, partition, offset, limit, func(r cluster.ConsumedRecord) bool {
+		return fn(web.ConsumedRecord{Offset: r.Offset, LeaderEpoch: r.LeaderEpoch, Timestamp: r.Timestamp, Key: r.Key, Value: r.Value})
+	})
+}
+
 // ReplicaLog returns a running broker's log of a partition and its HW.
 func (l lab) ReplicaLog(broker int32, topic string, partition int32) (*storage.Log, int64, error) {
 	b := l.Broker(broker)

@@ -110,7 +110,7 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 		"most partition replicas one broker may host (Kafka's max.broker.partitions); 0: the brokers' even share of the descriptor limit")
 	fs.DurationVar(&c.connectionsMaxIdle, "connections-max-idle", wire.DefaultConnectionsMaxIdle,
 		"Kafka listeners' connections.max.idle.ms: a connection with no request for this long is closed (0: never)")
-	fs.IntVar(&c.maxConnectionsPerIP, "max-connections-per-ip", wire.DefaultMaxConnectionsPerIP,
+	fs.IntVar(&c.maxConnectionsPerIP, "max-connections-per-ip", wire.DefaultMaxConnectionsPerIP(fds.Limit()),
 		"Kafka listeners' max.connections.per.ip: more connections from one address are closed at once (0: no limit)")
 	fs.StringVar(&c.className, "class", "", "run a class of this name: each learner joins a private seat (own cluster, lessons, progress) with a code; prints the teacher's link and the codes")
 	fs.IntVar(&c.seats, "seats", 0, "class mode: how many seats the class has (at least; the dashboard adds more)")

@@ -52,16 +52,24 @@ func (l Level) String() string {
 }
 
 // account is the process's: its limit and a counter of open descriptors,
-// read at most every refresh.
+// read at most every refresh, and less often when reading it is slow.
 type account struct {
 	limit   uint64
 	inUse   func() int
 	refresh time.Duration
 
-	mu   sync.Mutex
-	at   time.Time
-	open atomic.Int64
+	mu       sync.Mutex
+	at       time.Time     // when the last count began; zero: never counted
+	interval time.Duration // till the next count
+	counting bool
+	open     atomic.Int64
 }
+
+// countCostShare bounds what counting costs: the next count waits at
+// least this many times as long as the last one took. Counting reads
+// /proc/self/fd, a few milliseconds with 10,000 descriptors open (longer
+// on a busy machine), so the account takes at most a twentieth of a core.
+const countCostShare = 20
 
 var current atomic.Pointer[account]
 
@@ -81,8 +89,10 @@ func SetAccount(limit uint64, inUse func() int) (restore func()) {
 	return func() { current.Store(prev) }
 }
 
-// InUse returns the descriptors open now (at most 200 ms old) and the
-// limit; a limit of 0 is unknown, and then InUse is 0 too.
+// InUse returns the descriptors open and the limit; a limit of 0 is
+// unknown, and then InUse is 0 too. The figure is read at most every
+// 200 ms (or twenty times as long as the last reading took, if longer), in
+// the background: only the first caller waits for a reading.
 func InUse() (open int, limit uint64) {
 	a := current.Load()
 	if a.limit == 0 {
@@ -92,12 +102,32 @@ func InUse() (open int, limit uint64) {
 		return a.inUse(), a.limit
 	}
 	a.mu.Lock()
-	if now := time.Now(); now.Sub(a.at) >= a.refresh {
-		a.at = now
-		a.open.Store(int64(a.inUse()))
+	now := time.Now()
+	first := a.at.IsZero()
+	due := !a.counting && (first || now.Sub(a.at) >= a.interval)
+	if due {
+		a.counting, a.at = true, now
 	}
 	a.mu.Unlock()
+	switch {
+	case first && due:
+		a.count(now) // no figure yet: the first caller waits for one
+	case due:
+		// The others read the last figure meanwhile: an accept loop asking
+		// the level never waits for /proc.
+		go a.count(now)
+	}
 	return int(a.open.Load()), a.limit
+}
+
+// count reads the descriptors open and sets when to read them next.
+func (a *account) count(began time.Time) {
+	a.open.Store(int64(a.inUse()))
+	took := time.Since(began)
+	a.mu.Lock()
+	a.counting = false
+	a.interval = max(a.refresh, countCostShare*took)
+	a.mu.Unlock()
 }
 
 // Now returns the process's Level; Plenty when the limit is unknown.

@@ -1,6 +1,11 @@
 package fds
 
-import "testing"
+import (
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+)
 
 // TestLevels: the levels follow the share of the limit open, and an
 // unknown limit is Plenty.
@@ -30,5 +35,78 @@ func TestCountOpen(t *testing.T) {
 	}
 	if n, _ := InUse(); n < 3 {
 		t.Fatalf("%d descriptors open", n)
+	}
+}
+
+// TestCountOpenExact: the count follows descriptors opened and closed,
+// and agrees with reading /proc/self/fd's names.
+func TestCountOpenExact(t *testing.T) {
+	if Limit() == 0 {
+		t.Skip("no limit here")
+	}
+	names := func() int {
+		f, err := os.Open("/proc/self/fd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		n, _ := f.Readdirnames(-1)
+		return len(n) - 1
+	}
+	before := countOpen()
+	if want := names(); before != want {
+		t.Fatalf("countOpen %d, /proc/self/fd's names %d", before, want)
+	}
+	var files []*os.File
+	for range 3000 { // several ReadDirent buffers' worth
+		f, err := os.Open(os.DevNull)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	if got, want := countOpen(), names(); got != want || got < before+3000 {
+		t.Fatalf("3,000 opened: countOpen %d, names %d, before %d", got, want, before)
+	}
+	for _, f := range files {
+		f.Close()
+	}
+	if got := countOpen(); got != before {
+		t.Fatalf("all closed again: %d, want %d", got, before)
+	}
+}
+
+// TestInUseDoesNotWait: past the first reading, InUse answers from the
+// last figure while a slow reading runs in the background.
+func TestInUseDoesNotWait(t *testing.T) {
+	release := make(chan struct{})
+	var readings atomic.Int32
+	a := &account{limit: 1000, refresh: time.Hour, inUse: func() int {
+		if readings.Add(1) > 1 {
+			<-release // the second reading is slow
+		}
+		return 42
+	}}
+	prev := current.Swap(a)
+	defer current.Store(prev)
+	defer close(release)
+	if n, _ := InUse(); n != 42 {
+		t.Fatalf("first reading %d", n)
+	}
+	a.mu.Lock()
+	a.interval = 0 // the next reading is due
+	a.mu.Unlock()
+	done := make(chan int)
+	go func() { n, _ := InUse(); done <- n }()
+	select {
+	case n := <-done:
+		if n != 42 {
+			t.Fatalf("%d", n)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("InUse waited for a slow reading")
+	}
+	for readings.Load() < 2 { // the slow reading did begin (bounded by the test's timeout)
+		time.Sleep(time.Millisecond)
 	}
 }

@@ -160,7 +160,8 @@ type Config struct {
 	// (wire.Options.ConnectionsMaxIdle: 0 means 10 minutes, negative never).
 	ConnectionsMaxIdle time.Duration
 	// MaxConnectionsPerIP is the Kafka listener's max.connections.per.ip
-	// (wire.Options.MaxConnectionsPerIP: 0 means 500, negative no limit).
+	// (wire.Options.MaxConnectionsPerIP: 0 means a fortieth of the
+	// descriptor limit, negative no limit).
 	MaxConnectionsPerIP int
 	// CopyFileRegions serves fetched record data by copying it through user
 	// space instead of with sendfile; it exists to measure what zero copy saves.

@@ -173,23 +173,46 @@ type ConsumedRecord struct {
 
 // Consume reads up to limit records from offset on, as a consumer does: from
 // the partition's leader and only below its high watermark. It returns the
-// records and the HW.
+// records and the HW. It stops at ConsumeMaxBytes, of batches as stored and,
+// apart, of keys and values decompressed.
 func (c *Cluster) Consume(topic string, partition int32, offset int64, limit int) ([]ConsumedRecord, int64, error) {
+	var out []ConsumedRecord
+	decoded := 0 // bytes of the keys and values returned, decompressed
+	hw, err := c.ConsumeEach(topic, partition, offset, limit, func(r ConsumedRecord) bool {
+		if len(out) > 0 && decoded >= ConsumeMaxBytes {
+			return false
+		}
+		out = append(out, r)
+		decoded += len(r.Key) + len(r.Value)
+		return true
+	})
+	if err != nil {
+		return nil, hw, err
+	}
+	return out, hw, nil
+}
+
+// ConsumeEach is Consume handing the records to fn one at a time, as it
+// decodes each batch, until fn returns false: a caller streaming them
+// holds one batch at a time. It stops at limit records and after the batch
+// that reaches ConsumeMaxBytes as stored; the bound after decompression is
+// fn's. It returns the HW.
+func (c *Cluster) ConsumeEach(topic string, partition int32, offset int64, limit int, fn func(ConsumedRecord) bool) (int64, error) {
 	t, ok := c.controller.Topic(topic)
 	if !ok || partition < 0 || int(partition) >= len(t.Partitions) {
-		return nil, 0, kerr.UnknownTopicOrPartition
+		return 0, kerr.UnknownTopicOrPartition
 	}
 	leader := t.Partitions[partition].Leader
 	if leader < 0 {
-		return nil, 0, kerr.LeaderNotAvailable
+		return 0, kerr.LeaderNotAvailable
 	}
 	b := c.Broker(leader)
 	if b == nil {
-		return nil, 0, kerr.NotLeaderForPartition
+		return 0, kerr.NotLeaderForPartition
 	}
 	r := b.Replica(topic, partition)
 	if r == nil {
-		return nil, 0, kerr.NotLeaderForPartition
+		return 0, kerr.NotLeaderForPartition
 	}
 	hw := r.Status().HighWatermark
 	l := r.Log()
@@ -200,28 +223,25 @@ func (c *Cluster) Consume(topic string, partition int32, offset int64, limit int
 	// and the LEO (a new leader whose HW has not caught up yet) there is
 	// nothing to read yet, which is not an error.
 	if offset < l.LogStartOffset() || offset > l.LogEndOffset() {
-		return nil, hw, kerr.OffsetOutOfRange
+		return hw, kerr.OffsetOutOfRange
 	}
 	if offset >= hw {
-		return nil, hw, nil
+		return hw, nil
 	}
-	var out []ConsumedRecord
-	read := 0    // bytes of the batches read, as stored (compressed)
-	decoded := 0 // bytes of the keys and values returned, decompressed
+	n := 0
+	read := 0 // bytes of the batches read, as stored (compressed)
+	more := true
 	err := l.EachBatch(offset, hw, max(limit, 1), func(bt storage.Batch) bool {
 		for _, rec := range bt.Records {
-			if rec.Offset >= offset && len(out) < limit && (len(out) == 0 || decoded < ConsumeMaxBytes) {
-				out = append(out, ConsumedRecord{Offset: rec.Offset, LeaderEpoch: bt.Header.PartitionLeaderEpoch, Key: rec.Key, Value: rec.Value, Timestamp: rec.Timestamp})
-				decoded += len(rec.Key) + len(rec.Value)
+			if rec.Offset >= offset && n < limit && more {
+				more = fn(ConsumedRecord{Offset: rec.Offset, LeaderEpoch: bt.Header.PartitionLeaderEpoch, Key: rec.Key, Value: rec.Value, Timestamp: rec.Timestamp})
+				n++
 			}
 		}
 		read += int(bt.Header.Length)
-		return len(out) < limit && read < ConsumeMaxBytes && decoded < ConsumeMaxBytes
+		return more && n < limit && read < ConsumeMaxBytes
 	})
-	if err != nil {
-		return nil, hw, err
-	}
-	return out, hw, nil
+	return hw, err
 }
 
 // ConsumeMaxBytes bounds what one Consume reads, as Kafka's consumer's

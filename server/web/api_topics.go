@@ -6,12 +6,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"golang.org/x/time/rate"
 
 	"tidemark/events"
 	"tidemark/internal/clip"
@@ -502,6 +505,26 @@ func base64OrNull(b []byte) *string {
 	return &s
 }
 
+// consumeEach reads as s's Consumer does, one record at a time when it
+// can (RecordStreamer).
+func (s *Server) consumeEach(topic string, partition int32, offset int64, limit int, fn func(ConsumedRecord) bool) (int64, error) {
+	if st, ok := s.cons.(RecordStreamer); ok {
+		return st.ConsumeEach(topic, partition, offset, limit, fn)
+	}
+	recs, hw, err := s.cons.Consume(topic, partition, offset, limit)
+	for _, r := range recs {
+		if !fn(r) {
+			break
+		}
+	}
+	return hw, err
+}
+
+// consume answers GET …/records as a ConsumeResponse, streamed: each
+// record is written as it is read, its key and value in pieces, so the
+// answer never sits whole in memory; it stops at limit records and at
+// MaxRecordsBytes of keys and values after decompression (the Consumer
+// stops at its bound of batches as stored).
 func (s *Server) consume(c echo.Context) error {
 	if s.cons == nil {
 		return notImplemented("consume")
@@ -523,31 +546,125 @@ func (s *Server) consume(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	field := textOrNull
-	if enc == EncodingBase64 {
-		field = base64OrNull
-	}
-	recs, hw, err := s.cons.Consume(name, p.Partition, offset, limit)
-	if errors.Is(err, kerr.OffsetOutOfRange) {
-		return outOfRange(name, p, offset)
+	w := &recordsWriter{w: c.Response(), base64: enc == EncodingBase64}
+	size, next := 0, int64(-1)
+	hw, err := s.consumeEach(name, p.Partition, offset, limit, func(x ConsumedRecord) bool {
+		if size += len(x.Key) + len(x.Value); next >= 0 && size > MaxRecordsBytes {
+			return false // the first record always goes, whole
+		}
+		if next < 0 {
+			c.Response().Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+			c.Response().WriteHeader(http.StatusOK)
+			w.str(`{"records":[`)
+		} else {
+			w.str(",")
+		}
+		w.record(x)
+		next = x.Offset + 1
+		return w.err == nil // the client went away
+	})
+	if next < 0 { // nothing written yet: the answer may still be an error
+		if errors.Is(err, kerr.OffsetOutOfRange) {
+			return outOfRange(name, p, offset)
+		}
+		if err != nil {
+			return LabError(err)
+		}
+		// With nothing returned the reader is at the HW (an offset below
+		// the log start or above the LEO is an error), which is where it
+		// continues.
+		return c.JSON(http.StatusOK, ConsumeResponse{Records: []ConsumedRecordJSON{}, HighWatermark: hw, NextOffset: hw, Encoding: enc})
 	}
 	if err != nil {
-		return LabError(err)
+		// Records are on their way: the answer ends with them, valid, and
+		// next_offset says where to read on.
+		readStoppedLog.Do(func() {
+			s.opts.Logger.Warn("records route: reading stopped early; the answer ends with the records sent",
+				"topic", name, "partition", p.Partition, "next_offset", next, "err", err)
+		})
 	}
-	// With nothing returned the reader is at the HW (an offset below the log
-	// start or above the LEO is an error), which is where it continues.
-	r := ConsumeResponse{Records: make([]ConsumedRecordJSON, 0, len(recs)), HighWatermark: hw, NextOffset: hw, Encoding: enc}
-	size := 0
-	for _, x := range recs {
-		if size += len(x.Key) + len(x.Value); size > MaxRecordsBytes && len(r.Records) > 0 {
-			break
-		}
-		r.Records = append(r.Records, ConsumedRecordJSON{Offset: x.Offset, LeaderEpoch: x.LeaderEpoch, Timestamp: x.Timestamp,
-			Key: field(x.Key), Value: field(x.Value)})
-		r.NextOffset = x.Offset + 1
-	}
-	return c.JSON(http.StatusOK, r)
+	w.str(`],"high_watermark":` + strconv.FormatInt(hw, 10) + `,"next_offset":` + strconv.FormatInt(next, 10) +
+		`,"encoding":"` + enc + `"}` + "\n")
+	return nil
 }
+
+// readStoppedLog limits the records route's log of reads that failed
+// midway to a line per 10 s.
+var readStoppedLog = rate.Sometimes{Interval: 10 * time.Second}
+
+// recordsWriter writes a ConsumeResponse's records as encoding/json would
+// (ConsumedRecordJSON's fields, HTML-escaped strings, bytes that are not
+// UTF-8 as U+FFFD in text), a key or value in pieces of at most
+// recordChunk bytes; err is the first write error, after which it writes
+// nothing.
+type recordsWriter struct {
+	w      io.Writer
+	base64 bool
+	err    error
+}
+
+// recordChunk is the most of a key or value encoded at once.
+const recordChunk = 16 << 10
+
+func (rw *recordsWriter) write(b []byte) {
+	if rw.err == nil {
+		_, rw.err = rw.w.Write(b)
+	}
+}
+
+func (rw *recordsWriter) str(s string) { rw.write([]byte(s)) }
+
+func (rw *recordsWriter) record(x ConsumedRecord) {
+	rw.str(`{"offset":` + strconv.FormatInt(x.Offset, 10) + `,"leader_epoch":` + strconv.FormatInt(int64(x.LeaderEpoch), 10) +
+		`,"timestamp":` + strconv.FormatInt(x.Timestamp, 10) + `,"key":`)
+	rw.field(x.Key)
+	rw.str(`,"value":`)
+	rw.field(x.Value)
+	rw.str("}")
+}
+
+// field writes b as a JSON string in the writer's encoding, null for nil.
+func (rw *recordsWriter) field(b []byte) {
+	if b == nil {
+		rw.str("null")
+		return
+	}
+	rw.str(`"`)
+	if rw.base64 {
+		e := base64.NewEncoder(base64.StdEncoding, writerOf(rw.write))
+		for len(b) > 0 && rw.err == nil {
+			n := min(len(b), recordChunk)
+			e.Write(b[:n])
+			b = b[n:]
+		}
+		e.Close()
+	} else {
+		for len(b) > 0 && rw.err == nil {
+			n := len(b)
+			if n > recordChunk {
+				// Cut before a rune's first byte: each piece then
+				// decodes to what the whole would (a sequence cut
+				// short is invalid either way).
+				n = recordChunk
+				for i := n; i > n-utf8.UTFMax && i > 0; i-- {
+					if utf8.RuneStart(b[i]) {
+						n = i
+						break
+					}
+				}
+			}
+			q, _ := json.Marshal(string(b[:n])) // a string always encodes
+			rw.write(q[1 : len(q)-1])
+			b = b[n:]
+		}
+	}
+	rw.str(`"`)
+}
+
+// writerOf makes an io.Writer of a write func that keeps its own error.
+type writerOf func([]byte)
+
+func (f writerOf) Write(b []byte) (int, error) { f(b); return len(b), nil }
 
 // outOfRange is the OFFSET_OUT_OF_RANGE answer to a read at offset, naming
 // the leader's log range so a script can tell which end it missed.

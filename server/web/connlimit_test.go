@@ -2,6 +2,8 @@ package web
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -142,16 +144,17 @@ func TestConnCaps(t *testing.T) {
 	}
 }
 
-// TestDefaultConnLimits: a sixteenth of the descriptors, within bounds.
+// TestDefaultConnLimits: a sixteenth of the descriptors, within bounds;
+// 100 new connections a second per address after a burst of its cap.
 func TestDefaultConnLimits(t *testing.T) {
 	for _, tc := range []struct {
 		files uint64
 		want  ConnLimits
 	}{
-		{20000, ConnLimits{PerPeer: 256, Total: 1250}},
-		{1024, ConnLimits{PerPeer: 64, Total: 64}},
-		{0, ConnLimits{PerPeer: 256, Total: 512}},
-		{1 << 20, ConnLimits{PerPeer: 256, Total: 4096}},
+		{20000, ConnLimits{PerPeer: 256, Total: 1250, PerPeerRate: 100, PerPeerBurst: 256}},
+		{1024, ConnLimits{PerPeer: 64, Total: 64, PerPeerRate: 100, PerPeerBurst: 64}},
+		{0, ConnLimits{PerPeer: 256, Total: 512, PerPeerRate: 100, PerPeerBurst: 256}},
+		{1 << 20, ConnLimits{PerPeer: 256, Total: 4096, PerPeerRate: 100, PerPeerBurst: 256}},
 	} {
 		if got := DefaultConnLimits(tc.files); got != tc.want {
 			t.Errorf("DefaultConnLimits(%d) = %+v, want %+v", tc.files, got, tc.want)
@@ -291,3 +294,155 @@ func TestHTTPErrorLogLimited(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// fakeConn is a connection from addr that only records its Close.
+type fakeConn struct {
+	net.Conn
+	addr   net.Addr
+	closed bool
+}
+
+func (c *fakeConn) RemoteAddr() net.Addr { return c.addr }
+func (c *fakeConn) Close() error         { c.closed = true; return nil }
+
+func connFrom(ip string, port int) *fakeConn {
+	return &fakeConn{addr: &net.TCPAddr{IP: net.ParseIP(ip), Port: port}}
+}
+
+// TestPerPeerRate: each address has its own token bucket of new
+// connections (10 a second, bursts of 5), stepped by an injected clock: a
+// sixth connection at once is closed at once and counted, another address
+// is not affected, and the bucket refills with time, never past its burst.
+// Before, one address reconnecting as fast as it could churned the
+// connections of others sharing its cap out.
+func TestPerPeerRate(t *testing.T) {
+	defer fds.SetAccount(1000, func() int { return 0 })()
+	now := time.Unix(1000, 0)
+	l := newConnLimiter(nil, ConnLimits{PerPeerRate: 10, PerPeerBurst: 5}, slog.New(slog.DiscardHandler), func() time.Time { return now })
+	admit := func(ip string) bool {
+		lc := l.admit(connFrom(ip, 40000))
+		if lc != nil {
+			lc.Close() // closing gives no token back: the rate counts opens
+		}
+		return lc != nil
+	}
+	for i := range 5 {
+		if !admit("127.0.0.1") {
+			t.Fatalf("connection %d of a burst of 5 refused", i+1)
+		}
+	}
+	if admit("127.0.0.1") {
+		t.Fatal("a sixth connection at once admitted")
+	}
+	if !admit("127.0.0.3") {
+		t.Fatal("another address refused")
+	}
+	now = now.Add(100 * time.Millisecond) // one token back
+	if !admit("127.0.0.1") || admit("127.0.0.1") {
+		t.Fatal("after 100 ms: want exactly one more connection")
+	}
+	now = now.Add(time.Hour) // full again, and no more than full
+	for i := range 5 {
+		if !admit("127.0.0.1") {
+			t.Fatalf("after an hour, connection %d of 5 refused", i+1)
+		}
+	}
+	if admit("127.0.0.1") {
+		t.Fatal("the bucket filled past its burst")
+	}
+	if st := l.Stats(); st.RateLimited != 3 || st.Open != 0 || st.Refused != 0 || st.Evicted != 0 {
+		t.Fatalf("stats %+v: want 3 rate-limited, none open, refused or evicted", st)
+	}
+}
+
+// TestTotalCapEvictsHeaviest: at the total cap the connection closed for
+// a new one is the oldest idle one of the address holding the most, not
+// the oldest of anyone: a flood from one address makes room out of its
+// own connections.
+func TestTotalCapEvictsHeaviest(t *testing.T) {
+	defer fds.SetAccount(1000, func() int { return 0 })()
+	l := newConnLimiter(nil, ConnLimits{Total: 4}, slog.New(slog.DiscardHandler), time.Now)
+	light := connFrom("127.0.0.3", 1)
+	if l.admit(light) == nil {
+		t.Fatal("first connection refused")
+	}
+	var heavy []*fakeConn
+	for i := range 5 {
+		c := connFrom("127.0.0.1", 100+i)
+		if l.admit(c) == nil {
+			t.Fatalf("flood connection %d refused with idle ones to close", i)
+		}
+		heavy = append(heavy, c)
+	}
+	if light.closed {
+		t.Fatal("the other address's older connection was closed for the flood")
+	}
+	if !heavy[0].closed || !heavy[1].closed || heavy[2].closed {
+		t.Fatal("want the flood's two oldest connections closed")
+	}
+	if c := connFrom("127.0.0.4", 1); l.admit(c) == nil || light.closed || !heavy[2].closed {
+		t.Fatal("a third address: want it admitted in place of the flood's oldest")
+	}
+	if st := l.Stats(); st.Open != 4 || st.Evicted != 3 {
+		t.Fatalf("stats %+v: want 4 open, 3 evicted", st)
+	}
+}
+
+// TestPeerStatesPruned: the states of addresses gone quiet (nothing held,
+// bucket full again) are dropped once there are many: a scan of the
+// address space does not grow the limiter without bound.
+func TestPeerStatesPruned(t *testing.T) {
+	defer fds.SetAccount(1000, func() int { return 0 })()
+	now := time.Unix(1000, 0)
+	l := newConnLimiter(nil, ConnLimits{PerPeerRate: 10, PerPeerBurst: 5}, slog.New(slog.DiscardHandler), func() time.Time { return now })
+	for i := range 10 * minPruneAt {
+		lc := l.admit(connFrom(fmt.Sprintf("127.%d.%d.1", i>>8&255, i&255), 1))
+		lc.Close()
+		now = now.Add(10 * time.Millisecond)
+	}
+	if n := len(l.byPeer); n > minPruneAt {
+		t.Fatalf("%d addresses tracked after %d came and went, want at most %d", n, 10*minPruneAt, minPruneAt)
+	}
+}
+
+// TestRateLimitedConnReset: over its address's rate, a new connection is
+// reset at once by the accept loop (no answer, nothing read), while
+// another address is served.
+func TestRateLimitedConnReset(t *testing.T) {
+	srv, l := serveLimited(t, newTestLab(events.BusOptions{}), ConnLimits{PerPeerRate: 0.001, PerPeerBurst: 1})
+	host := strings.TrimPrefix(srv.URL, "http://")
+	first, err := net.Dial("tcp", host) // the burst of one
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	// The reset may come before the dial returns (on loopback the accept
+	// loop can answer the handshake's last packet at once) or after.
+	if second, err := net.Dial("tcp", host); err == nil {
+		defer second.Close()
+		io.WriteString(second, "GET /api/v1/cluster HTTP/1.1\r\nHost: "+host+"\r\n\r\n")
+		second.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if n, err := second.Read(make([]byte, 1)); n > 0 || err == nil || isTimeout(err) {
+			t.Fatalf("over the rate: read %d bytes, %v; want the connection reset", n, err)
+		}
+	}
+	waitRateLimited := time.Now().Add(10 * time.Second)
+	for l.Stats().RateLimited == 0 && time.Now().Before(waitRateLimited) {
+		time.Sleep(time.Millisecond) // a dial that failed returns before the count
+	}
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 3)}}
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true, DialContext: d.DialContext}}
+	resp, err := client.Get(srv.URL + "/api/v1/cluster")
+	if err != nil {
+		t.Fatalf("another address: %v", err)
+	}
+	resp.Body.Close()
+	if st := l.Stats(); st.RateLimited != 1 {
+		t.Fatalf("stats %+v: want 1 rate-limited", st)
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}

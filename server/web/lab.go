@@ -75,6 +75,16 @@ type Consumer interface {
 	Consume(topic string, partition int32, offset int64, limit int) ([]ConsumedRecord, int64, error)
 }
 
+// RecordStreamer is a Consumer that hands records over one at a time as
+// it decodes them, so the records route holds one batch, not a whole
+// answer (a Consumer without it is read through Consume).
+type RecordStreamer interface {
+	// ConsumeEach calls fn with the records Consume would return, in
+	// order, until fn returns false, and returns the HW. fn must not keep
+	// a record's key or value.
+	ConsumeEach(topic string, partition int32, offset int64, limit int, fn func(ConsumedRecord) bool) (int64, error)
+}
+
 // Faults injects and repairs faults. Broker ids are 1..N; in links, node 0 is
 // the controller.
 type Faults interface {

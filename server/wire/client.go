@@ -28,7 +28,9 @@ const DefaultMaxResponseBytes = DefaultMaxRequestBytes
 // ClientOptions configures a Client. The zero value dials with net.Dialer
 // and accepts responses up to DefaultMaxResponseBytes.
 type ClientOptions struct {
-	// Dialer opens the connection; nil means (&net.Dialer{}).DialContext.
+	// Dialer opens the connection; nil means net.Dialer's, the connection
+	// marked as the process's own (own.go): this process's listeners admit
+	// it past their connection limits.
 	Dialer Dialer
 	// MaxResponseBytes bounds one response frame; 0 means
 	// DefaultMaxResponseBytes. A larger size prefix breaks the connection.
@@ -82,7 +84,7 @@ func Dial(ctx context.Context, addr, clientID string) (*Client, error) {
 func DialOptions(ctx context.Context, addr, clientID string, opts ClientOptions) (*Client, error) {
 	dial := opts.Dialer
 	if dial == nil {
-		dial = (&net.Dialer{}).DialContext
+		dial = dialOwn
 	}
 	if opts.MaxResponseBytes == 0 {
 		opts.MaxResponseBytes = DefaultMaxResponseBytes

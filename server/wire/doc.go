@@ -66,7 +66,11 @@
 // A listener closes a connection that has had no request and no response
 // for connections.max.idle.ms (Options.ConnectionsMaxIdle, 10 minutes), and
 // closes at once any connection from an address that already holds
-// max.connections.per.ip (Options.MaxConnectionsPerIP, 500). When Accept
+// max.connections.per.ip (Options.MaxConnectionsPerIP, a fortieth of the
+// descriptor limit: 500 at 20,000), or any at all while the process is
+// short of descriptors (internal/fds). The lab's own connections, which a
+// Client dials with its default dialer (followers' fetches), pass both:
+// they are the brokers' reserve (own.go). When Accept
 // fails because the process is out of file descriptors (EMFILE, ENFILE) it
 // waits, 5 ms doubling up to 1 s as net/http does, and accepts again; those
 // failures and refusals are counted (Server.Stats) and logged at most once

@@ -17,12 +17,25 @@ import (
 // DefaultConnectionsMaxIdle is Kafka's default connections.max.idle.ms.
 const DefaultConnectionsMaxIdle = 10 * time.Minute
 
-// DefaultMaxConnectionsPerIP is the lab's max.connections.per.ip (Kafka's
-// default is unlimited). Every client of the lab connects from loopback, so
-// this bounds one listener's connections: a Kafka client holds a few per
-// broker, a follower one, and 500 listeners' worth of descriptors cannot run
-// the process out of them.
-const DefaultMaxConnectionsPerIP = 500
+// DefaultMaxConnectionsPerIP returns the lab's max.connections.per.ip
+// (Kafka's default is unlimited) for the process's descriptor limit files
+// (0: unknown, 8,192 assumed): a fortieth of it, between 32 and 1,000 (500
+// at 20,000). A Kafka client holds a few connections per broker; one
+// address filling every listener of a 3-broker lab takes 7.5 % of the
+// descriptors, and the process's account (internal/fds) bounds them all.
+// The lab's own connections (a follower's, own.go) are not counted.
+func DefaultMaxConnectionsPerIP(files uint64) int {
+	if files == 0 {
+		files = 8192
+	}
+	return int(min(max(files/40, minConnectionsPerIP), maxConnectionsPerIP))
+}
+
+// DefaultMaxConnectionsPerIP's bounds.
+const (
+	minConnectionsPerIP = 32
+	maxConnectionsPerIP = 1000
+)
 
 // Backoff after a temporary Accept error, as net/http's Server does.
 const (
@@ -36,8 +49,12 @@ type Stats struct {
 	// (out of descriptors) and were retried after a backoff.
 	AcceptErrors int64
 	// RefusedPerIP is how many connections were closed on accept because
-	// their address already held MaxConnectionsPerIP.
+	// their address already held MaxConnectionsPerIP or the process was
+	// short of descriptors.
 	RefusedPerIP int64
+	// Own is how many of the lab's own connections (a follower's, own.go)
+	// were admitted past those limits: the brokers' reserve.
+	Own int64
 	// IdleClosed is how many connections were closed after
 	// ConnectionsMaxIdle without a request.
 	IdleClosed int64
@@ -54,7 +71,8 @@ func (s *Server) Stats() Stats {
 		open += n
 	}
 	l.mu.Unlock()
-	return Stats{AcceptErrors: l.acceptErrors.Load(), RefusedPerIP: l.refused.Load(), IdleClosed: l.idleClosed.Load(), Open: open}
+	return Stats{AcceptErrors: l.acceptErrors.Load(), RefusedPerIP: l.refused.Load(), IdleClosed: l.idleClosed.Load(),
+		Own: l.ownAdmitted.Load(), Open: open + int(l.ownOpen.Load())}
 }
 
 // listenerLimits is a Server's connection accounting (per client address)
@@ -67,6 +85,7 @@ type listenerLimits struct {
 	perIP map[string]int // open connections by client IP
 
 	acceptErrors, refused, idleClosed atomic.Int64
+	ownAdmitted, ownOpen              atomic.Int64
 	acceptLog, refusedLog             rate.Sometimes
 	acceptUnlogged, refusedUnlogged   atomic.Int64
 }
@@ -79,9 +98,18 @@ func (l *listenerLimits) init(o Options) {
 }
 
 // admit counts c against its address's limit. It returns false (and logs,
-// rate-limited) when the address is at MaxConnectionsPerIP; otherwise the
-// returned func releases the count when the connection ends.
+// rate-limited) when the address is at MaxConnectionsPerIP or the process
+// is short of descriptors; otherwise the returned func releases the count
+// when the connection ends. The lab's own connections (own.go) are
+// admitted whatever the limits: they are few (a follower holds one per
+// leader broker), and a broker refused its leader's data would fall out
+// of the ISR for a client's flood.
 func (l *listenerLimits) admit(log *slog.Logger, c net.Conn) (release func(), ok bool) {
+	if isOwn(c.RemoteAddr()) {
+		l.ownAdmitted.Add(1)
+		l.ownOpen.Add(1)
+		return func() { l.ownOpen.Add(-1) }, true
+	}
 	ip := c.RemoteAddr().String()
 	if host, _, err := net.SplitHostPort(ip); err == nil {
 		ip = host

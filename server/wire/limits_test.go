@@ -13,15 +13,24 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"tidemark/internal/fds"
 )
 
-// roundTrip negotiates versions on a fresh connection to addr and asks for
-// metadata once: the listener is serving.
+// roundTrip negotiates versions on a fresh connection to addr, dialed as
+// another process's client (not the lab's own), and asks for metadata
+// once: the listener is serving.
 func roundTrip(t *testing.T, addr string) *Client {
+	t.Helper()
+	return roundTripWith(t, addr, (&net.Dialer{}).DialContext)
+}
+
+// roundTripWith is roundTrip dialing with dial (nil: the Client's own).
+func roundTripWith(t *testing.T, addr string, dial Dialer) *Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := Dial(ctx, addr, "limits-test")
+	c, err := DialOptions(ctx, addr, "limits-test", ClientOptions{Dialer: dial})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,6 +99,71 @@ func TestMaxConnectionsPerIP(t *testing.T) {
 	a.Close()
 	waitFor(t, "the closed connection to be released", func() bool { return s.Stats().Open == 1 })
 	roundTrip(t, addr).Close()
+}
+
+// TestOwnConnectionsReserved: the lab's own connections (a follower's
+// fetches dial with the Client's default dialer) are admitted past
+// max.connections.per.ip and while the process is short of descriptors,
+// where another client's are closed at once; the port an own connection
+// holds cannot be bound by anyone else while it is open, and is forgotten
+// once closed. Before, a follower's new connection to its leader was
+// refused like any client's, and the follower fell out of the ISR.
+func TestOwnConnectionsReserved(t *testing.T) {
+	var open atomic.Int64
+	defer fds.SetAccount(1000, func() int { return int(open.Load()) })()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := serveListener(t, labHandler(new(atomic.Int64)), Options{MaxConnectionsPerIP: 1}, ln)
+	addr := ln.Addr().String()
+	client := roundTrip(t, addr) // another process's: fills 127.0.0.1's one place
+	defer client.Close()
+	foreign, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer foreign.Close()
+	waitClosed(t, foreign, "a second client connection over max.connections.per.ip 1")
+
+	own := roundTripWith(t, addr, nil) // past the per-address limit
+	defer own.Close()
+	open.Store(900) // short of descriptors: refuse-connections and past
+	foreign2, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer foreign2.Close()
+	waitClosed(t, foreign2, "a client connection while short of descriptors")
+	own2 := roundTripWith(t, addr, nil)
+	if st := s.Stats(); st.Own != 2 || st.RefusedPerIP != 2 || st.Open != 3 {
+		t.Fatalf("stats %+v: want 2 own admitted, 2 refused, 3 open", st)
+	}
+
+	// Nobody else may take the port an own connection holds.
+	port := own2.conn.LocalAddr().(*net.TCPAddr).Port
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port}}
+	if c, err := d.Dial("tcp", addr); err == nil {
+		c.Close()
+		t.Fatalf("dialed from port %d, which an own connection holds", port)
+	}
+	if !isOwn(own2.conn.LocalAddr()) {
+		t.Fatal("an open own connection is not marked")
+	}
+	own2.Close()
+	if isOwn(&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port}) {
+		t.Fatal("a closed own connection's port is still marked")
+	}
+}
+
+// TestDefaultMaxConnectionsPerIP: a fortieth of the descriptor limit,
+// within bounds.
+func TestDefaultMaxConnectionsPerIP(t *testing.T) {
+	for files, want := range map[uint64]int{20000: 500, 4096: 102, 1024: 32, 0: 204, 1 << 20: 1000} {
+		if got := DefaultMaxConnectionsPerIP(files); got != want {
+			t.Errorf("DefaultMaxConnectionsPerIP(%d) = %d, want %d", files, got, want)
+		}
+	}
 }
 
 // flakyListener fails its first fails Accept calls as a process out of
@@ -194,7 +268,7 @@ func TestConnectionLimitDefaults(t *testing.T) {
 	if err := o.validate(); err != nil {
 		t.Fatal(err)
 	}
-	if o.ConnectionsMaxIdle != DefaultConnectionsMaxIdle || o.MaxConnectionsPerIP != DefaultMaxConnectionsPerIP {
+	if o.ConnectionsMaxIdle != DefaultConnectionsMaxIdle || o.MaxConnectionsPerIP != DefaultMaxConnectionsPerIP(fds.Limit()) {
 		t.Fatalf("defaults %v, %d", o.ConnectionsMaxIdle, o.MaxConnectionsPerIP)
 	}
 }

@@ -16,6 +16,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"tidemark/internal/fds"
 )
 
 // Handler serves the requests a listener decodes. The listener answers
@@ -91,7 +93,7 @@ type Options struct {
 
 	// MaxConnectionsPerIP is Kafka's max.connections.per.ip: a connection
 	// from an address that already holds this many is closed as soon as it
-	// is accepted, and counted (Stats). 0 means DefaultMaxConnectionsPerIP;
+	// is accepted, and counted (Stats). 0 means DefaultMaxConnectionsPerIP of the process's descriptor limit;
 	// negative means no limit.
 	MaxConnectionsPerIP int
 
@@ -133,7 +135,7 @@ func (o *Options) validate() error {
 		o.ConnectionsMaxIdle = DefaultConnectionsMaxIdle
 	}
 	if o.MaxConnectionsPerIP == 0 {
-		o.MaxConnectionsPerIP = DefaultMaxConnectionsPerIP
+		o.MaxConnectionsPerIP = DefaultMaxConnectionsPerIP(fds.Limit())
 	}
 	if o.LogInterval <= 0 {
 		o.LogInterval = 10 * time.Second
