@@ -238,6 +238,10 @@ type Controller struct {
 	topicIDs       map[string][16]byte
 	topicNamesByID map[[16]byte]string
 	rule           FencingRule
+	// ruleRead is rule for FencingRule's callers, who must not wait on mu
+	// (the web's requests did, behind AlterPartition floods): setRule
+	// writes both under mu.
+	ruleRead atomic.Int32
 	// logs is what each broker last reported of its logs (ReportLogs),
 	// for KIP-966's unclean recovery.
 	logs map[int32]map[topicPartition]LogInfo
@@ -330,7 +334,7 @@ func Open(dir string, opts Options) (*Controller, error) {
 			db.Close()
 			return nil, err
 		}
-		c.rule = *opts.FencingRule
+		c.setRule(*opts.FencingRule)
 		if err := db.Update(func(txn *badger.Txn) error { return txn.Set([]byte(keyFencingRule), []byte(c.rule.String())) }); err != nil {
 			db.Close()
 			return nil, fmt.Errorf("controller: storing the fencing rule: %w", err)

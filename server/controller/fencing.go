@@ -149,10 +149,12 @@ type Registration struct {
 }
 
 // FencingRule returns the rule in force.
-func (c *Controller) FencingRule() FencingRule {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.rule
+func (c *Controller) FencingRule() FencingRule { return FencingRule(c.ruleRead.Load()) }
+
+// setRule changes the rule, with c.mu held.
+func (c *Controller) setRule(r FencingRule) {
+	c.rule = r
+	c.ruleRead.Store(int32(r))
 }
 
 // SetFencingRule changes the rule from the next registration or election
@@ -172,7 +174,7 @@ func (c *Controller) SetFencingRule(r FencingRule) error {
 	}
 	ch := newChange()
 	prev := c.rule
-	c.rule = r
+	c.setRule(r)
 	ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindConfig, Broker: events.NoBroker,
 		Config: &events.ConfigChange{Key: ConfigFencingRule, Value: r.String(), Previous: prev.String()}},
 		"event.config.fencing-rule", r, prev))

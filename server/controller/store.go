@@ -275,6 +275,7 @@ func (c *Controller) load() error {
 			b.LastHeartbeat = old.LastHeartbeat
 		}
 	}
-	c.version, c.brokers, c.topics, c.names, c.rule = version, brokers, topics, nil, rule
+	c.version, c.brokers, c.topics, c.names = version, brokers, topics, nil
+	c.setRule(rule)
 	return nil
 }
