@@ -5,8 +5,8 @@ import (
 	"strconv"
 	"strings"
 
+	"tidemark/apiv1"
 	"tidemark/events"
-	"tidemark/server/web/apiv1"
 )
 
 // maxLabelValue is how many bytes of a record's value a cell's label shows.

@@ -9,9 +9,9 @@ import (
 
 	"github.com/a-h/templ"
 
+	"tidemark/apiv1"
 	"tidemark/events"
 	"tidemark/i18n"
-	"tidemark/server/web/apiv1"
 )
 
 // TestLessonLanesShowTruncatedValue: a truncated record in a lesson's

@@ -1,9 +1,9 @@
 package views
 
 import (
+	"tidemark/apiv1"
 	"tidemark/events"
 	"tidemark/internal/clip"
-	"tidemark/server/web/apiv1"
 )
 
 // LaneWidth is how many offsets the server-rendered lanes show: the newest

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"tidemark/apiv1"
 	"tidemark/events"
 	"tidemark/i18n"
-	"tidemark/server/web/apiv1"
 )
 
 func TestOverviewRendersSnapshot(t *testing.T) {

@@ -11,8 +11,8 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"tidemark/apiv1"
 	"tidemark/events"
-	"tidemark/server/web/apiv1"
 	"tidemark/storage"
 )
 

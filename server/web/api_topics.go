@@ -16,10 +16,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"golang.org/x/time/rate"
 
+	"tidemark/apiv1"
 	"tidemark/events"
 	"tidemark/internal/clip"
 	"tidemark/server/controller"
-	"tidemark/server/web/apiv1"
 )
 
 // Bounds of the topic and record routes.
