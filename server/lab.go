@@ -10,7 +10,6 @@ import (
 
 	"tidemark/server/cluster"
 	"tidemark/server/web"
-	"tidemark/storage"
 )
 
 // lab adapts the cluster to the web's interfaces where their types differ;
@@ -69,7 +68,7 @@ func (l lab) ConsumeEach(topic string, partition int32, offset int64, limit int,
 }
 
 // ReplicaLog returns a running broker's log of a partition and its HW.
-func (l lab) ReplicaLog(broker int32, topic string, partition int32) (*storage.Log, int64, error) {
+func (l lab) ReplicaLog(broker int32, topic string, partition int32) (web.ReplicaLog, int64, error) {
 	b := l.Broker(broker)
 	if b == nil {
 		return nil, 0, fmt.Errorf("%w: broker %d is not running", kerr.BrokerNotAvailable, broker)

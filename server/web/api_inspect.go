@@ -124,7 +124,7 @@ func (s *Server) replicaView(snap *events.Snapshot, topic string, p *events.Part
 // readWindow reads up to limit records of l from offset on, or its newest
 // limit records when offset < 0. An offset outside the log gives an empty
 // window; ok is false only when the log cannot be read (closed under us).
-func readWindow(l *storage.Log, offset int64, limit int) ([]RecordView, bool) {
+func readWindow(l ReplicaLog, offset int64, limit int) ([]RecordView, bool) {
 	start, end := l.LogStartOffset(), l.LogEndOffset()
 	if offset < 0 {
 		offset = max(start, end-int64(limit))
@@ -172,7 +172,7 @@ func (s *Server) truncations(topic string, partition int32) []TruncationView {
 // routes to a running broker's log: 400 for malformed ids and names, 404
 // for an unknown broker, topic or partition, or a broker with no replica of
 // it, 503 BROKER_NOT_AVAILABLE for a broker that is not running.
-func (s *Server) replicaLog(c echo.Context) (int32, string, int32, *storage.Log, error) {
+func (s *Server) replicaLog(c echo.Context) (int32, string, int32, ReplicaLog, error) {
 	if s.insp == nil {
 		return 0, "", 0, nil, notImplemented("read replica logs")
 	}
@@ -258,7 +258,7 @@ func labRelative(dir string) string {
 }
 
 // segmentsView lists the files of broker id's log l of the partition.
-func segmentsView(id int32, name string, partition int32, l *storage.Log) (SegmentsResponse, error) {
+func segmentsView(id int32, name string, partition int32, l ReplicaLog) (SegmentsResponse, error) {
 	segs, err := l.Segments()
 	if err != nil {
 		return SegmentsResponse{}, closedOr(err, id)
@@ -332,7 +332,7 @@ func (s *Server) lookup(c echo.Context) error {
 }
 
 // lookupView walks the lookup of offset in broker id's log l.
-func lookupView(id int32, l *storage.Log, offset int64) (LookupView, error) {
+func lookupView(id int32, l ReplicaLog, offset int64) (LookupView, error) {
 	tr, err := l.Lookup(offset)
 	if err != nil {
 		return LookupView{}, closedOr(err, id)

@@ -128,5 +128,20 @@ type Inspector interface {
 	// ReplicaLog returns broker's log of the partition and the replica's high
 	// watermark (BROKER_NOT_AVAILABLE when the broker is not running,
 	// UNKNOWN_TOPIC_OR_PARTITION when it hosts no such replica).
-	ReplicaLog(broker int32, topic string, partition int32) (*storage.Log, int64, error)
+	ReplicaLog(broker int32, topic string, partition int32) (ReplicaLog, int64, error)
+}
+
+// ReplicaLog is what the partition view and the segment explorer read of a
+// replica's log: offsets, the leader-epoch cache, batches, segments and a
+// traced lookup. It is read-only, so a page cannot write to a broker's log
+// (*storage.Log implements it).
+type ReplicaLog interface {
+	Dir() string
+	LogStartOffset() int64
+	LogEndOffset() int64
+	RecoveryPoint() int64
+	Epochs() []storage.EpochEntry
+	EachBatch(offset, maxOffset int64, maxBatches int, fn func(storage.Batch) bool) error
+	Segments() ([]storage.SegmentInfo, error)
+	Lookup(offset int64) (storage.LookupTrace, error)
 }
