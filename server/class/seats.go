@@ -130,6 +130,9 @@ type seatRun struct {
 	id int
 
 	inflight atomic.Int32 // requests being served, open websockets included
+	// watching counts the teacher's projections of the seat (Watch): they
+	// keep its cluster awake but are not its learner's presence.
+	watching atomic.Int32
 	lastUsed atomic.Int64 // unix nanoseconds of the last request's start or end
 
 	mu      sync.Mutex
@@ -329,10 +332,10 @@ func (c *Class) evictIdlest(except *seatRun) bool {
 	c.mu.Unlock()
 	slices.SortFunc(all, func(a, b *seatRun) int { return cmp.Compare(a.lastUsed.Load(), b.lastUsed.Load()) })
 	for _, st := range all {
-		if st.inflight.Load() != 0 || !st.mu.TryLock() {
+		if st.busy() || !st.mu.TryLock() {
 			continue
 		}
-		ok := st.lab != nil && st.inflight.Load() == 0
+		ok := st.lab != nil && !st.busy()
 		if ok {
 			c.hibernateLocked(st)
 		}
@@ -372,11 +375,11 @@ func (c *Class) Sweep() []int {
 	cutoff := c.opts.Now().Add(-c.opts.IdleAfter).UnixNano()
 	var out []int
 	for _, st := range all {
-		if st.inflight.Load() != 0 || st.lastUsed.Load() > cutoff {
+		if st.busy() || st.lastUsed.Load() > cutoff {
 			continue
 		}
 		st.mu.Lock()
-		if st.lab != nil && st.inflight.Load() == 0 && st.lastUsed.Load() <= cutoff {
+		if st.lab != nil && !st.busy() && st.lastUsed.Load() <= cutoff {
 			c.hibernateLocked(st)
 			out = append(out, st.id)
 		}
@@ -409,6 +412,30 @@ func (c *Class) Cluster(id int) (cl *cluster.Cluster, done func(), err error) {
 		return nil, nil, err
 	}
 	return cl, func() { c.release(st) }, nil
+}
+
+// busy reports whether st is in use: a request of its learner's, or a
+// projection of the teacher's.
+func (st *seatRun) busy() bool { return st.inflight.Load() != 0 || st.watching.Load() != 0 }
+
+// Watch returns seat id's cluster, waking it, for the teacher's projection
+// of the seat (/class/seats/{seat}): it stays awake until done is called,
+// but the seat does not count as online for it, nor as used.
+func (c *Class) Watch(id int) (cl *cluster.Cluster, done func(), err error) {
+	st, err := c.run(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.lab == nil {
+		if err := c.wakeLocked(st); err != nil {
+			return nil, nil, err
+		}
+	}
+	st.watching.Add(1)
+	var once sync.Once
+	return st.lab.Cluster(), func() { once.Do(func() { st.watching.Add(-1) }) }, nil
 }
 
 // Online reports whether seat id is in use: a request or websocket open
