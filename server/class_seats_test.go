@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -329,5 +330,110 @@ func TestClassExerciseFindTimestamp(t *testing.T) {
 	}
 	if _, page := l.call(t, "GET", "/class", l.teacher, ""); !strings.Contains(page, "timestamp "+ts(1)+", offset —") {
 		t.Error("the dashboard does not show the last failed answer")
+	}
+}
+
+// exercisePassed reports whether tok's seat passed exercise id.
+func exercisePassed(t *testing.T, l classLab, tok, id string) bool {
+	t.Helper()
+	status, body := l.call(t, "GET", "/api/v1/exercises", tok, "")
+	var list []web.ExerciseResponse
+	if status != 200 || json.Unmarshal([]byte(body), &list) != nil {
+		t.Fatalf("the exercises: %d %s", status, body)
+	}
+	return slices.ContainsFunc(list, func(r web.ExerciseResponse) bool { return r.ID == id && r.Passed })
+}
+
+// TestClassExercisePredictHW: the seat's question comes with its LEOs; no
+// answer and the leader's LEO fail (the latter with its own reason), the
+// HW passes, and the dashboard shows the failed answer.
+func TestClassExercisePredictHW(t *testing.T) {
+	l, _ := startClass(t, t.TempDir(), "--seats", "2")
+	ada := l.join(t, 1, "Ada")
+	status, body := l.call(t, "GET", "/api/v1/exercises", ada, "")
+	var list []web.ExerciseResponse
+	if status != 200 || json.Unmarshal([]byte(body), &list) != nil {
+		t.Fatalf("the exercises: %d %s", status, body)
+	}
+	i := slices.IndexFunc(list, func(r web.ExerciseResponse) bool { return r.ID == "predict-hw" })
+	if i < 0 || list[i].Question == nil || list[i].Passed {
+		t.Fatalf("predict-hw: %+v", list)
+	}
+	q := list[i].Question
+	check := func(body string) web.ExerciseResponse {
+		t.Helper()
+		status, b := l.call(t, "POST", "/api/v1/exercises/predict-hw/check", ada, body)
+		var r web.ExerciseResponse
+		if status != 200 || json.Unmarshal([]byte(b), &r) != nil {
+			t.Fatalf("check %s: %d %s", body, status, b)
+		}
+		return r
+	}
+	if r := check(""); r.Passed || r.Key != "exercise.predict-hw.answer" {
+		t.Fatalf("no answer: %+v", r)
+	}
+	if r := check(fmt.Sprintf(`{"hw":%d}`, q.LEO[1])); r.Passed || r.Key != "exercise.predict-hw.leader-leo" {
+		t.Fatalf("the leader's LEO: %+v", r)
+	}
+	if _, page := l.call(t, "GET", "/class", l.teacher, ""); !strings.Contains(page, fmt.Sprintf("HW %d", q.LEO[1])) {
+		t.Error("the dashboard does not show the failed answer")
+	}
+	if _, page := l.call(t, "GET", "/exercises", ada, ""); !strings.Contains(page, fmt.Sprintf("LEO of leader broker 1: %d.", q.LEO[1])) {
+		t.Error("the exercises page does not ask the question")
+	}
+	if r := check(fmt.Sprintf(`{"hw":%d}`, q.LEO[2])); !r.Passed {
+		t.Fatalf("follower 2's LEO, the smallest in the ISR: %+v", r)
+	}
+}
+
+// TestClassExerciseFPlusOne, on the real cluster: RF-3 topics, one under
+// the quorum protocol. With one broker down both take writes (no pass);
+// with two down the ISR topic still does and the quorum topic refuses:
+// passed.
+func TestClassExerciseFPlusOne(t *testing.T) {
+	l, _ := startClass(t, t.TempDir(), "--seats", "1", "--brokers", "3")
+	ada := l.join(t, 1, "Ada")
+	for _, body := range []string{`{"name":"isr3","partitions":1,"replication_factor":3}`,
+		`{"name":"raft3","partitions":1,"replication_factor":3,"configs":{"replication.protocol":"quorum"}}`} {
+		if status, b := l.call(t, "POST", "/api/v1/topics", ada, body); status != 201 && status != 200 {
+			t.Fatalf("create %s: %d %s", body, status, b)
+		}
+	}
+	produce := func(topic string, timeoutMs int) int {
+		t.Helper()
+		status, _ := l.call(t, "POST", "/api/v1/topics/"+topic+"/records", ada,
+			fmt.Sprintf(`{"partition":0,"acks":"all","records":[{"value":"x"}],"timeout_ms":%d}`, timeoutMs))
+		return status
+	}
+	for _, topic := range []string{"isr3", "raft3"} {
+		if s := produce(topic, 10000); s != 200 {
+			t.Fatalf("%s with every broker up: %d", topic, s)
+		}
+	}
+	crash := func(id string) {
+		t.Helper()
+		if status, b := l.call(t, "POST", "/api/v1/brokers/"+id+"/crash", ada, ""); status != 200 {
+			t.Fatalf("crash %s: %d %s", id, status, b)
+		}
+	}
+	crash("3")
+	if s := produce("isr3", 10000); s != 200 {
+		t.Fatalf("isr3 with broker 3 down: %d", s)
+	}
+	if exercisePassed(t, l, ada, "f-plus-one") {
+		t.Fatal("passed with one broker down")
+	}
+	crash("2")
+	if s := produce("raft3", 1500); s == 200 {
+		t.Fatal("the quorum topic took a write with 2 of 3 down")
+	}
+	if exercisePassed(t, l, ada, "f-plus-one") {
+		t.Fatal("passed before the ISR topic's write")
+	}
+	if s := produce("isr3", 10000); s != 200 {
+		t.Fatalf("isr3 with brokers 2 and 3 down: %d", s)
+	}
+	if !exercisePassed(t, l, ada, "f-plus-one") {
+		t.Fatal("the ISR topic kept writing and the quorum's did not, with the same two down: not passed")
 	}
 }

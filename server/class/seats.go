@@ -112,15 +112,17 @@ func (e *FullError) MessageKey() (string, []string) {
 // Class is a running classroom: the roster and the seats' clusters.
 type Class struct {
 	*Roster
-	opts     Options
-	labs     *labs.Labs // the seats' kept clusters, MaxAwake at most
-	teacher  string     // this start's teacher token
-	stop     chan struct{}
-	janitor  sync.WaitGroup
-	mu       sync.Mutex // guards runs and closed
-	runs     map[int]*seatRun
-	closed   bool
-	closeErr error
+	opts    Options
+	labs    *labs.Labs // the seats' kept clusters, MaxAwake at most
+	teacher string     // this start's teacher token
+	stop    chan struct{}
+	janitor sync.WaitGroup
+	mu      sync.Mutex // guards runs and closed
+	// lessonsMu serializes the teacher's lesson uploads (lessons.go).
+	lessonsMu sync.Mutex
+	runs      map[int]*seatRun
+	closed    bool
+	closeErr  error
 }
 
 // seatRun is a seat's running side. mu serializes waking, hibernating and
@@ -182,6 +184,7 @@ func Open(opts Options) (*Class, string, error) {
 		return nil, "", err
 	}
 	c := &Class{Roster: roster, opts: opts, labs: seatLabs, teacher: teacher, stop: make(chan struct{}), runs: map[int]*seatRun{}}
+	c.loadLessons()
 	if opts.SweepInterval > 0 {
 		c.janitor.Add(1)
 		go c.sweepEvery(opts.SweepInterval)
@@ -537,6 +540,7 @@ func (c *Class) Close() error {
 		}
 		st.mu.Unlock()
 	}
+	lessons.RemoveDir(c.lessonsDir())
 	err := errors.Join(c.labs.Close(), c.Roster.Close())
 	c.mu.Lock()
 	c.closeErr = err

@@ -100,6 +100,7 @@ func (s *Server) classRoutes(e *echo.Echo) {
 	route("GET", "/class/seats/:seat/ws", s.seatStream)
 	route("GET", "/class/projector", s.projector)
 	s.exerciseRoutes(route)
+	s.classLessonRoutes(route)
 }
 
 // publicPath reports whether path is served without a token in class mode.
@@ -135,7 +136,7 @@ func seatRefusal(path string, seat int) *Error {
 // machinePath reports whether path is read by programs (the API, the
 // websocket, /metrics), which get the JSON error rather than a page.
 func machinePath(path string) bool {
-	return strings.HasPrefix(path, "/api/") || wsPath(path) || path == "/metrics"
+	return strings.HasPrefix(path, "/api/") || path == "/ws" || path == "/metrics"
 }
 
 // bearer returns the request's Authorization: Bearer token, "" without one.
@@ -654,7 +655,9 @@ func exerciseRow(lang i18n.Lang, r class.ExerciseResult) views.ExerciseRow {
 	x := views.ExerciseRow{ID: r.Exercise, Passed: r.Passed, Checks: r.Tries.Checks, Failed: r.Tries.Failed}
 	if f := r.Tries.LastFailed; f != nil {
 		x.LastReason = learnerText(lang, &Error{Key: f.Key, Args: f.Args})
-		if a := f.Answer; a != nil && a.Timestamp != nil {
+		if a := f.Answer; a != nil && a.HW != nil {
+			x.LastAnswer = "HW " + strconv.FormatInt(*a.HW, 10)
+		} else if a != nil && a.Timestamp != nil {
 			off := "—"
 			if a.Offset != nil {
 				off = strconv.FormatInt(*a.Offset, 10)
