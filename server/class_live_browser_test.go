@@ -129,6 +129,19 @@ func TestBrowserClassLive(t *testing.T) {
 		t.Error("the teacher's own projected lab has no fault menus")
 	}
 	projector.shot("class-projector-own")
+	// On a phone the stage stacks; nothing runs off the screen's side.
+	if err := chromedp.Do(projector.ctx, chromedp.EmulateViewport(360, 740)); err != nil {
+		t.Fatal(err)
+	}
+	projector.open("/class/seats/1", true)
+	projector.poll(`document.querySelector('[data-testid="node-2"][data-state="crashed"]') !== null`, "broker 2 crashed on the phone's projection")
+	if w := eval[int](projector, `document.documentElement.scrollWidth`); w > 360 {
+		t.Errorf("the projection is %d px wide on a 360 px phone", w)
+	}
+	if topo := box(`#topo`); topo[2] < 300 || topo[0] < 0 || topo[0]+topo[2] > 360 {
+		t.Errorf("the phone's projected topology is %v: want the screen's width", topo)
+	}
+	projector.shot("class-projector-seat-phone")
 
 	// Mallory tries Ada's code.
 	mallory := browser()
@@ -145,7 +158,13 @@ func TestBrowserClassLive(t *testing.T) {
 		t.Fatal("Mallory on the dashboard")
 	}
 
-	// Reset: a link to a confirmation; leaving it resets nothing.
+	// Reset: the API refuses it unconfirmed; the dashboard's is a link to
+	// a confirmation, and leaving it resets nothing.
+	eval[bool](teacher, `(async () => { const r = await fetch('/api/v1/class/seats/2/reset', {method: 'POST'}); window.__reset = r.status + ' ' + (await r.json()).error.code; })().catch(e => { window.__reset = String(e); }); true`)
+	teacher.poll(`window.__reset !== undefined`, "the API's answer to an unconfirmed reset")
+	if got := eval[string](teacher, `window.__reset`); got != "400 INVALID_REQUEST" {
+		t.Errorf("an unconfirmed reset through the API: %s, want 400 INVALID_REQUEST", got)
+	}
 	teacher.click(`[data-testid="reset-2"]`)
 	teacher.poll(`document.querySelector('[data-testid="confirm-reset"]') !== null`, "the reset's confirmation")
 	teacher.shot("class-live-reset-confirm")
