@@ -135,6 +135,7 @@ type grader struct {
 	// ExerciseHWTruncation's two halves (exercises_more.go).
 	hwLost, epochKept bool
 	epochs            map[tp]epochStory
+	missing           map[replicaOf]map[int64]bool // the learner's acks=all writes truncated from a replica
 	// ExerciseFPlusOne: by the stopped brokers and the replication factor,
 	// an ISR topic kept taking acks=all writes, a quorum topic did not.
 	fsKept, fsStopped map[string]bool
@@ -161,7 +162,7 @@ func (g *grader) rejoined() []rejoin { return slices.Clone(g.rejoins) }
 func newGrader(bus *events.Bus, snap events.Snapshot, learner *Learner) *grader {
 	g := &grader{bus: bus, learner: learner, cursor: snap.Seq, down: map[int32]bool{}, acked: map[tp][]offsetRange{},
 		unclean: map[tp]bool{}, passed: map[string]bool{}, left: map[replicaOf]events.ISRCause{}, topics: map[string]topicFacts{},
-		epochs: map[tp]epochStory{}, fsKept: map[string]bool{}, fsStopped: map[string]bool{}}
+		epochs: map[tp]epochStory{}, missing: map[replicaOf]map[int64]bool{}, fsKept: map[string]bool{}, fsStopped: map[string]bool{}}
 	for i := range snap.Topics {
 		g.topics[snap.Topics[i].Name] = factsOf(&snap.Topics[i])
 	}
@@ -274,10 +275,10 @@ func (g *grader) apply(e *events.Event) string {
 				}
 			}
 		}
+	case events.KindAppend:
+		g.appendStory(p, e)
 	case events.KindTruncation:
-		if id := g.truncationStory(p, e); id != "" {
-			return id
-		}
+		g.truncationStory(p, e)
 		if !g.unclean[p] {
 			return ""
 		}

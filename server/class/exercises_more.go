@@ -17,12 +17,12 @@ import (
 const (
 	// ExerciseHWTruncation: lose a committed record under the old HW
 	// truncation rule and keep it under leader epochs. Passed when both
-	// happened on the seat's cluster: a record the learner got acknowledged
-	// with acks=all, on a partition of a truncation.rule=high-watermark
-	// topic, truncated from a replica without an unclean election; and, on
-	// a leader-epoch topic, a partition that held records the learner got
-	// acknowledged with acks=all, then had a broker the learner restarted,
-	// then a new leader, elected cleanly, and none of those records lost.
+	// happened on the seat's cluster: on a truncation.rule=high-watermark
+	// topic, a record the learner got acknowledged with acks=all truncated
+	// from a replica, which was then elected leader cleanly before it had
+	// fetched the record again (the record is gone); and, on a leader-epoch
+	// topic, after acks=all writes of the learner's there and a broker they
+	// restarted, a leader elected cleanly holding every one of them.
 	ExerciseHWTruncation = "hw-truncation"
 	// ExercisePredictHW: the leader's HW from given LEOs and ISR (the seat's
 	// HWQuestion). Passed by an answer (Answer.HW) equal to the HW the
@@ -71,12 +71,13 @@ func (f topicFacts) rf(p int32) (int, []int32) {
 	return len(r), r
 }
 
-// epochStory follows a leader-epoch partition for ExerciseHWTruncation.
-type epochStory struct {
-	restarted bool // a broker the learner restarted after an acks=all write acknowledged here
-	lost      bool // a truncation removed such a write
-}
+// epochStory follows a leader-epoch partition for ExerciseHWTruncation:
+// restarted, a broker the learner restarted after an acks=all write of
+// theirs was acknowledged here.
+type epochStory struct{ restarted bool }
 
+// maxMissing bounds the truncated offsets the grader follows per replica.
+const maxMissing = 1024
 // noteTopic folds a topic event or config change into the grader's facts.
 func (g *grader) noteTopic(e *events.Event) {
 	switch {
@@ -111,32 +112,52 @@ func (g *grader) restartedBroker() {
 	}
 }
 
-// truncationStory folds a truncation into ExerciseHWTruncation; it returns
-// the exercise when both halves have happened.
-func (g *grader) truncationStory(p tp, e *events.Event) string {
-	lost := slices.ContainsFunc(e.Truncated, func(t events.TruncatedRecord) bool { return g.ackedAll(p, t.Offset) })
-	if !lost {
-		return ""
-	}
-	if g.topics[p.topic].rule == ruleHighWatermark {
-		if !g.unclean[p] {
-			g.hwLost = true
+// truncationStory notes the learner's acks=all writes a truncation took
+// from a replica: missing there until the replica appends them again.
+func (g *grader) truncationStory(p tp, e *events.Event) {
+	r := replicaOf{p, e.Broker}
+	for _, t := range e.Truncated {
+		if !g.ackedAll(p, t.Offset) {
+			continue
 		}
-	} else {
-		st := g.epochs[p]
-		st.lost = true
-		g.epochs[p] = st
+		if g.missing[r] == nil {
+			g.missing[r] = map[int64]bool{}
+		}
+		if len(g.missing[r]) < maxMissing {
+			g.missing[r][t.Offset] = true
+		}
 	}
-	return g.truncationPassed()
 }
 
-// electionStory folds a clean election of p into ExerciseHWTruncation.
+// appendStory: a replica that appends an offset again holds it again.
+func (g *grader) appendStory(p tp, e *events.Event) {
+	r := replicaOf{p, e.Broker}
+	if len(g.missing[r]) == 0 || e.Offsets == nil {
+		return
+	}
+	for off := range g.missing[r] {
+		if e.Offsets.Base <= off && off <= e.Offsets.Last {
+			delete(g.missing[r], off)
+		}
+	}
+}
+
+// electionStory folds an election of p into ExerciseHWTruncation: a
+// leader elected cleanly without some of the learner's acknowledged
+// writes loses them (the high-watermark half); one elected after a
+// restart of the learner's, with all of them, keeps them (the leader-epoch
+// half).
 func (g *grader) electionStory(p tp, e *events.Event) string {
-	st, ok := g.epochs[p]
-	if !ok || !st.restarted || st.lost || e.Leader == nil || e.Leader.Unclean || e.Leader.Leader == events.NoBroker {
+	if e.Leader == nil || e.Leader.Unclean || e.Leader.Leader == events.NoBroker {
 		return ""
 	}
-	g.epochKept = true
+	lacks := len(g.missing[replicaOf{p, e.Leader.Leader}]) > 0
+	switch {
+	case g.topics[p.topic].rule == ruleHighWatermark:
+		g.hwLost = g.hwLost || lacks
+	case g.epochs[p].restarted && !lacks:
+		g.epochKept = true
+	}
 	return g.truncationPassed()
 }
 
