@@ -78,6 +78,7 @@ type epochStory struct{ restarted bool }
 
 // maxMissing bounds the truncated offsets the grader follows per replica.
 const maxMissing = 1024
+
 // noteTopic folds a topic event or config change into the grader's facts.
 func (g *grader) noteTopic(e *events.Event) {
 	switch {
