@@ -437,3 +437,110 @@ func TestClassExerciseFPlusOne(t *testing.T) {
 		t.Fatal("the ISR topic kept writing and the quorum's did not, with the same two down: not passed")
 	}
 }
+
+// TestClassExerciseHWTruncation, on the real cluster, as lesson 14 tells
+// it: under the ZooKeeper-era fencing rule before 2.2, the clock paused,
+// an acks=all write to each of an old-rule topic and a leader-epoch topic
+// (RF 2); the follower restarts, and the leader crashes before the
+// follower fetches again. Not passed after the restart alone; passed once
+// the follower leads.
+func TestClassExerciseHWTruncation(t *testing.T) {
+	l, _ := startClass(t, t.TempDir(), "--seats", "1", "--brokers", "2")
+	ada := l.join(t, 1, "Ada")
+	must := func(method, path, body string) string {
+		t.Helper()
+		status, b := l.call(t, method, path, ada, body)
+		if status/100 != 2 {
+			t.Fatalf("%s %s %s: %d %s", method, path, body, status, b)
+		}
+		return b
+	}
+	must("PUT", "/api/v1/cluster/fencing-rule", `{"rule":"zookeeper-pre-2.2"}`)
+	for _, rule := range []string{"high-watermark", "leader-epoch"} {
+		must("POST", "/api/v1/topics", `{"name":"`+rule+`","partitions":1,"replication_factor":2,"configs":{"truncation.rule":"`+rule+`"}}`)
+	}
+	var tr struct {
+		Partitions []struct {
+			Leader int32
+			ISR    []int32
+		}
+	}
+	for i := 0; ; i++ { // both partitions led and in sync
+		ok := true
+		for _, topic := range []string{"high-watermark", "leader-epoch"} {
+			if json.Unmarshal([]byte(must("GET", "/api/v1/topics/"+topic, "")), &tr) != nil || len(tr.Partitions) != 1 || tr.Partitions[0].Leader < 1 || len(tr.Partitions[0].ISR) != 2 {
+				ok = false
+			}
+		}
+		if ok {
+			break
+		}
+		if i == 100 {
+			t.Fatal("the topics have no leader with both replicas in sync")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	leaders := map[string]int32{}
+	for _, topic := range []string{"high-watermark", "leader-epoch"} {
+		json.Unmarshal([]byte(must("GET", "/api/v1/topics/"+topic, "")), &tr)
+		leaders[topic] = tr.Partitions[0].Leader
+	}
+	if leaders["high-watermark"] != leaders["leader-epoch"] {
+		t.Skipf("the two partitions have different leaders (%v): the story needs one leader", leaders)
+	}
+	leader := strconv.Itoa(int(leaders["leader-epoch"]))
+	follower := strconv.Itoa(3 - int(leaders["leader-epoch"]))
+	must("POST", "/api/v1/clock/pause", "")
+	// acks=all writes wait for the follower's fetches, which the paused
+	// clock leaves to the learner.
+	send := func(value string) {
+		t.Helper()
+		done := make(chan string, 2)
+		for _, topic := range []string{"high-watermark", "leader-epoch"} {
+			go func() {
+				status, b := l.call(t, "POST", "/api/v1/topics/"+topic+"/records", ada, `{"partition":0,"acks":"all","records":[{"value":"`+value+`"}],"timeout_ms":20000}`)
+				done <- fmt.Sprint(status, " ", b)
+			}()
+		}
+		for range 2 {
+			select {
+			case r := <-done:
+				if !strings.HasPrefix(r, "200 ") {
+					t.Fatalf("acks=all %s: %s", value, r)
+				}
+			case <-time.After(100 * time.Millisecond):
+				must("POST", "/api/v1/brokers/"+follower+"/fetch", "")
+			}
+		}
+	}
+	send("m1")
+	must("POST", "/api/v1/brokers/"+follower+"/fetch", "")
+	send("m2")
+	must("POST", "/api/v1/brokers/"+follower+"/crash", "")
+	must("POST", "/api/v1/brokers/"+follower+"/restart", "")
+	if exercisePassed(t, l, ada, "hw-truncation") {
+		t.Fatal("passed with the follower's restart alone")
+	}
+	must("POST", "/api/v1/brokers/"+leader+"/crash", "")
+	must("POST", "/api/v1/clock/step", `{"ms":2100}`)
+	for i := 0; !exercisePassed(t, l, ada, "hw-truncation"); i++ {
+		if i == 100 {
+			_, evs := l.call(t, "GET", "/api/v1/events?limit=200", ada, "")
+			t.Fatalf("the follower leads both topics and the exercise has not passed; events:\n%s", evs)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// What the learner sees: the old rule's topic lost m2, the other kept it.
+	values := func(topic string) string {
+		var rr struct{ Records []struct{ Value string } }
+		json.Unmarshal([]byte(must("GET", "/api/v1/topics/"+topic+"/partitions/0/records", "")), &rr)
+		var vs []string
+		for _, r := range rr.Records {
+			vs = append(vs, r.Value)
+		}
+		return strings.Join(vs, " ")
+	}
+	if hw, le := values("high-watermark"), values("leader-epoch"); strings.Contains(hw, "m2") || le != "m1 m2" {
+		t.Errorf("after the follower took over: high-watermark %q, leader-epoch %q; want m2 gone from the first only", hw, le)
+	}
+}
