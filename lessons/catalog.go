@@ -152,3 +152,40 @@ func ByID(id string) *Lesson {
 	}
 	return nil
 }
+
+// Validate parses and compiles src, a lesson file shown as file, and checks it
+// against the catalog as AddDir(dir) would add it: its id and number free
+// (a lesson of dir with the same id is the one it would replace), its
+// builds-on naming lessons earlier on the path. It changes nothing; a
+// refusal is a *ParseError with the line and what is wrong.
+func Validate(dir, file string, src []byte) (*Lesson, error) {
+	loadBuiltin()
+	s, err := ParseScript(file, src)
+	if err != nil {
+		return nil, err
+	}
+	if s.Scenario {
+		return nil, &ParseError{file, 1, "a scenario, not a lesson: the file must start with lesson NN-name"}
+	}
+	l, err := compile(s)
+	if err != nil {
+		return nil, err
+	}
+	dir = filepath.Clean(dir)
+	catalogMu.RLock()
+	others := slices.DeleteFunc(slices.Clone(catalog), func(o *Lesson) bool { return filepath.Dir(o.File) == dir && o.ID == l.ID })
+	catalogMu.RUnlock()
+	if err := checkPath(append(others, l)); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// RemoveDir takes the lessons AddDir(dir) added out of the catalog (a
+// class closing takes its teacher's lessons with it).
+func RemoveDir(dir string) {
+	catalogMu.Lock()
+	defer catalogMu.Unlock()
+	dir = filepath.Clean(dir)
+	catalog = slices.DeleteFunc(catalog, func(l *Lesson) bool { return filepath.Dir(l.File) == dir })
+}

@@ -489,3 +489,38 @@ func TestLessonsFollowGlossary(t *testing.T) {
 		}
 	}
 }
+
+// TestValidate: a lesson file is checked as AddDir(dir) would add it,
+// changing nothing: a good one passes, one of dir with the same id would be
+// replaced (not refused), a built-in id or a bad line is refused with its
+// line; RemoveDir takes dir's lessons off the path.
+func TestValidate(t *testing.T) {
+	before := len(All())
+	dir := t.TempDir()
+	l, err := Validate(dir, "mine.lesson", []byte(minimal))
+	if err != nil || l.ID != "90-teacher" || len(All()) != before {
+		t.Fatalf("Validate: %v, %d lessons (%d before)", err, len(All()), before)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "90-teacher.lesson"), []byte(minimal), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := AddDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { RemoveDir(dir) })
+	if _, err := Validate(dir, "again.lesson", []byte(minimal)); err != nil {
+		t.Fatalf("replacing dir's own lesson: %v", err)
+	}
+	if _, err := Validate(t.TempDir(), "other.lesson", []byte(minimal)); err == nil || !strings.Contains(err.Error(), "taken") {
+		t.Fatalf("the same id from another directory: %v", err)
+	}
+	var pe *ParseError
+	bad := strings.Replace(minimal, "do produce t m1", "do produce t", 1)
+	if _, err := Validate(dir, "bad.lesson", []byte(bad)); !errors.As(err, &pe) || pe.File != "bad.lesson" || pe.Line != 43 {
+		t.Fatalf("a bad line: %v", err)
+	}
+	RemoveDir(dir)
+	if ByID("90-teacher") != nil || len(All()) != before {
+		t.Fatal("RemoveDir left the lesson on the path")
+	}
+}

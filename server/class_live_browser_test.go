@@ -34,7 +34,9 @@ const answerJS = `(async () => {
 // contexts. A learner's answer appears on the teacher's dashboard and in
 // the per-question bars within 1 s, without a reload (the pages keep a
 // marker set before); a second join with a used code is refused in the
-// learner's browser and the seat keeps its name; the dashboard's Reset asks
+// learner's browser and the seat keeps its name; the projected seat view
+// (/class/seats/1) follows a broker the learner crashes, live and
+// read-only; the dashboard's Reset asks
 // for confirmation and, not confirmed, resets nothing.
 func TestBrowserClassLive(t *testing.T) {
 	l, browser := startClassBrowsers(t, 3)
@@ -86,6 +88,61 @@ func TestBrowserClassLive(t *testing.T) {
 	teacher.shot("class-live-teacher")
 	questions.shot("class-live-questions")
 
+	// The classroom screen of Ada's seat follows her cluster live: a broker
+	// she crashes shows crashed there, without a reload. It is read-only.
+	projector := browser()
+	if err := chromedp.Do(projector.ctx, chromedp.EmulateViewport(1366, 768)); err != nil {
+		t.Fatal(err)
+	}
+	projector.open("/class?token="+l.teacher, false)
+	projector.open("/class/seats/1", true)
+	eval[bool](projector, `window.__noReload = true; true`)
+	// Only the timeline's own buttons, which change what the screen shows,
+	// not the cluster.
+	if n := eval[int](projector, `document.querySelectorAll('#panel form, #panel details, #panel select, #panel input:not(#timeline *)').length`); n != 0 {
+		t.Errorf("the projected seat has %d controls, want none", n)
+	}
+	projector.poll(`document.querySelector('[data-testid="node-2"][data-state="up"]') !== null`, "broker 2 up on the projected stage")
+	box := func(sel string) [4]float64 {
+		return eval[[4]float64](projector, `(() => { const r = document.querySelector('`+sel+`').getBoundingClientRect(); return [r.x, r.y, r.width, r.height]; })()`)
+	}
+	topo, name := box(`#topo`), box(`[data-testid="node-2"] .node-name`)
+	if topo[2] < 700 || topo[1]+topo[3] > 768 {
+		t.Errorf("the projected topology is %v at 1366×768: want at least 700 px wide, on the screen", topo)
+	}
+	if fs := eval[float64](projector, `parseFloat(getComputedStyle(document.querySelector('[data-testid="node-2"]')).fontSize)`); fs < 20 {
+		t.Errorf("a broker's name on the projection is %.0f px, want large type (≥ 20 px)", fs)
+	}
+	projector.shot("class-projector-seat-before")
+	eval[bool](ada, `(async () => { const r = await fetch('/api/v1/brokers/2/crash', {method: 'POST'}); window.__crashed = r.status; })(); true`)
+	ada.poll(`window.__crashed === 200`, "Ada's crash of broker 2")
+	projector.poll(`document.querySelector('[data-testid="node-2"][data-state="crashed"]') !== null`, "broker 2 crashed on the projected stage")
+	if after := box(`[data-testid="node-2"] .node-name`); after[2] == 0 || after[3] == 0 {
+		t.Errorf("broker 2's name is gone from the projection after the crash: %v (before %v)", after, name)
+	}
+	if !eval[bool](projector, `window.__noReload === true`) {
+		t.Error("the projection reloaded")
+	}
+	projector.shot("class-projector-seat-crashed")
+	projector.open("/class/projector", true)
+	if eval[int](projector, `document.querySelectorAll('#panel form[data-action="crash"]').length`) == 0 {
+		t.Error("the teacher's own projected lab has no fault menus")
+	}
+	projector.shot("class-projector-own")
+	// On a phone the stage stacks; nothing runs off the screen's side.
+	if err := chromedp.Do(projector.ctx, chromedp.EmulateViewport(360, 740)); err != nil {
+		t.Fatal(err)
+	}
+	projector.open("/class/seats/1", true)
+	projector.poll(`document.querySelector('[data-testid="node-2"][data-state="crashed"]') !== null`, "broker 2 crashed on the phone's projection")
+	if w := eval[int](projector, `document.documentElement.scrollWidth`); w > 360 {
+		t.Errorf("the projection is %d px wide on a 360 px phone", w)
+	}
+	if topo := box(`#topo`); topo[2] < 300 || topo[0] < 0 || topo[0]+topo[2] > 360 {
+		t.Errorf("the phone's projected topology is %v: want the screen's width", topo)
+	}
+	projector.shot("class-projector-seat-phone")
+
 	// Mallory tries Ada's code.
 	mallory := browser()
 	mallory.open("/join?code="+l.codes[0], false)
@@ -101,7 +158,13 @@ func TestBrowserClassLive(t *testing.T) {
 		t.Fatal("Mallory on the dashboard")
 	}
 
-	// Reset: a link to a confirmation; leaving it resets nothing.
+	// Reset: the API refuses it unconfirmed; the dashboard's is a link to
+	// a confirmation, and leaving it resets nothing.
+	eval[bool](teacher, `(async () => { const r = await fetch('/api/v1/class/seats/2/reset', {method: 'POST'}); window.__reset = r.status + ' ' + (await r.json()).error.code; })().catch(e => { window.__reset = String(e); }); true`)
+	teacher.poll(`window.__reset !== undefined`, "the API's answer to an unconfirmed reset")
+	if got := eval[string](teacher, `window.__reset`); got != "400 INVALID_REQUEST" {
+		t.Errorf("an unconfirmed reset through the API: %s, want 400 INVALID_REQUEST", got)
+	}
 	teacher.click(`[data-testid="reset-2"]`)
 	teacher.poll(`document.querySelector('[data-testid="confirm-reset"]') !== null`, "the reset's confirmation")
 	teacher.shot("class-live-reset-confirm")

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"tidemark/server/class"
 	"tidemark/server/web"
 )
 
@@ -101,7 +102,7 @@ func TestClassQuestions(t *testing.T) {
 	if found.RightFirst != right {
 		t.Errorf("right first time %d, want %d", found.RightFirst, right)
 	}
-	if len(q.Exercises) != 5 || q.Exercises[0].NotStarted != 2 {
+	if len(q.Exercises) != len(class.Exercises) || q.Exercises[0].NotStarted != 2 {
 		t.Fatalf("exercises: %+v", q.Exercises)
 	}
 	if status, _ := l.call(t, "GET", "/api/v1/class/questions", ada, ""); status != http.StatusForbidden {

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -329,5 +330,217 @@ func TestClassExerciseFindTimestamp(t *testing.T) {
 	}
 	if _, page := l.call(t, "GET", "/class", l.teacher, ""); !strings.Contains(page, "timestamp "+ts(1)+", offset —") {
 		t.Error("the dashboard does not show the last failed answer")
+	}
+}
+
+// exercisePassed reports whether tok's seat passed exercise id.
+func exercisePassed(t *testing.T, l classLab, tok, id string) bool {
+	t.Helper()
+	status, body := l.call(t, "GET", "/api/v1/exercises", tok, "")
+	var list []web.ExerciseResponse
+	if status != 200 || json.Unmarshal([]byte(body), &list) != nil {
+		t.Fatalf("the exercises: %d %s", status, body)
+	}
+	return slices.ContainsFunc(list, func(r web.ExerciseResponse) bool { return r.ID == id && r.Passed })
+}
+
+// TestClassExercisePredictHW: the seat's question comes with its LEOs; no
+// answer and the leader's LEO fail (the latter with its own reason), the
+// HW passes, and the dashboard shows the failed answer.
+func TestClassExercisePredictHW(t *testing.T) {
+	l, _ := startClass(t, t.TempDir(), "--seats", "2")
+	ada := l.join(t, 1, "Ada")
+	status, body := l.call(t, "GET", "/api/v1/exercises", ada, "")
+	var list []web.ExerciseResponse
+	if status != 200 || json.Unmarshal([]byte(body), &list) != nil {
+		t.Fatalf("the exercises: %d %s", status, body)
+	}
+	i := slices.IndexFunc(list, func(r web.ExerciseResponse) bool { return r.ID == "predict-hw" })
+	if i < 0 || list[i].Question == nil || list[i].Passed {
+		t.Fatalf("predict-hw: %+v", list)
+	}
+	q := list[i].Question
+	check := func(body string) web.ExerciseResponse {
+		t.Helper()
+		status, b := l.call(t, "POST", "/api/v1/exercises/predict-hw/check", ada, body)
+		var r web.ExerciseResponse
+		if status != 200 || json.Unmarshal([]byte(b), &r) != nil {
+			t.Fatalf("check %s: %d %s", body, status, b)
+		}
+		return r
+	}
+	if r := check(""); r.Passed || r.Key != "exercise.predict-hw.answer" {
+		t.Fatalf("no answer: %+v", r)
+	}
+	if r := check(fmt.Sprintf(`{"hw":%d}`, q.LEO[1])); r.Passed || r.Key != "exercise.predict-hw.leader-leo" {
+		t.Fatalf("the leader's LEO: %+v", r)
+	}
+	if _, page := l.call(t, "GET", "/class", l.teacher, ""); !strings.Contains(page, fmt.Sprintf("HW %d", q.LEO[1])) {
+		t.Error("the dashboard does not show the failed answer")
+	}
+	if _, page := l.call(t, "GET", "/exercises", ada, ""); !strings.Contains(page, fmt.Sprintf("LEO of leader broker 1: %d.", q.LEO[1])) {
+		t.Error("the exercises page does not ask the question")
+	}
+	if r := check(fmt.Sprintf(`{"hw":%d}`, q.LEO[2])); !r.Passed {
+		t.Fatalf("follower 2's LEO, the smallest in the ISR: %+v", r)
+	}
+}
+
+// TestClassExerciseFPlusOne, on the real cluster: RF-3 topics, one under
+// the quorum protocol. With one broker down both take writes (no pass);
+// with two down the ISR topic still does and the quorum topic refuses:
+// passed.
+func TestClassExerciseFPlusOne(t *testing.T) {
+	l, _ := startClass(t, t.TempDir(), "--seats", "1", "--brokers", "3")
+	ada := l.join(t, 1, "Ada")
+	for _, body := range []string{`{"name":"isr3","partitions":1,"replication_factor":3}`,
+		`{"name":"raft3","partitions":1,"replication_factor":3,"configs":{"replication.protocol":"quorum"}}`} {
+		if status, b := l.call(t, "POST", "/api/v1/topics", ada, body); status != 201 && status != 200 {
+			t.Fatalf("create %s: %d %s", body, status, b)
+		}
+	}
+	produce := func(topic string, timeoutMs int) int {
+		t.Helper()
+		status, _ := l.call(t, "POST", "/api/v1/topics/"+topic+"/records", ada,
+			fmt.Sprintf(`{"partition":0,"acks":"all","records":[{"value":"x"}],"timeout_ms":%d}`, timeoutMs))
+		return status
+	}
+	for _, topic := range []string{"isr3", "raft3"} {
+		if s := produce(topic, 10000); s != 200 {
+			t.Fatalf("%s with every broker up: %d", topic, s)
+		}
+	}
+	crash := func(id string) {
+		t.Helper()
+		if status, b := l.call(t, "POST", "/api/v1/brokers/"+id+"/crash", ada, ""); status != 200 {
+			t.Fatalf("crash %s: %d %s", id, status, b)
+		}
+	}
+	crash("3")
+	if s := produce("isr3", 10000); s != 200 {
+		t.Fatalf("isr3 with broker 3 down: %d", s)
+	}
+	if exercisePassed(t, l, ada, "f-plus-one") {
+		t.Fatal("passed with one broker down")
+	}
+	crash("2")
+	if s := produce("raft3", 1500); s == 200 {
+		t.Fatal("the quorum topic took a write with 2 of 3 down")
+	}
+	if exercisePassed(t, l, ada, "f-plus-one") {
+		t.Fatal("passed before the ISR topic's write")
+	}
+	if s := produce("isr3", 10000); s != 200 {
+		t.Fatalf("isr3 with brokers 2 and 3 down: %d", s)
+	}
+	if !exercisePassed(t, l, ada, "f-plus-one") {
+		t.Fatal("the ISR topic kept writing and the quorum's did not, with the same two down: not passed")
+	}
+}
+
+// TestClassExerciseHWTruncation, on the real cluster, as lesson 14 tells
+// it: under the ZooKeeper-era fencing rule before 2.2, the clock paused,
+// an acks=all write to each of an old-rule topic and a leader-epoch topic
+// (RF 2); the follower restarts, and the leader crashes before the
+// follower fetches again. Not passed after the restart alone; passed once
+// the follower leads.
+func TestClassExerciseHWTruncation(t *testing.T) {
+	l, _ := startClass(t, t.TempDir(), "--seats", "1", "--brokers", "2")
+	ada := l.join(t, 1, "Ada")
+	must := func(method, path, body string) string {
+		t.Helper()
+		status, b := l.call(t, method, path, ada, body)
+		if status/100 != 2 {
+			t.Fatalf("%s %s %s: %d %s", method, path, body, status, b)
+		}
+		return b
+	}
+	must("PUT", "/api/v1/cluster/fencing-rule", `{"rule":"zookeeper-pre-2.2"}`)
+	for _, rule := range []string{"high-watermark", "leader-epoch"} {
+		must("POST", "/api/v1/topics", `{"name":"`+rule+`","partitions":1,"replication_factor":2,"configs":{"truncation.rule":"`+rule+`"}}`)
+	}
+	var tr struct {
+		Partitions []struct {
+			Leader int32
+			ISR    []int32
+		}
+	}
+	for i := 0; ; i++ { // both partitions led and in sync
+		ok := true
+		for _, topic := range []string{"high-watermark", "leader-epoch"} {
+			if json.Unmarshal([]byte(must("GET", "/api/v1/topics/"+topic, "")), &tr) != nil || len(tr.Partitions) != 1 || tr.Partitions[0].Leader < 1 || len(tr.Partitions[0].ISR) != 2 {
+				ok = false
+			}
+		}
+		if ok {
+			break
+		}
+		if i == 100 {
+			t.Fatal("the topics have no leader with both replicas in sync")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	leaders := map[string]int32{}
+	for _, topic := range []string{"high-watermark", "leader-epoch"} {
+		json.Unmarshal([]byte(must("GET", "/api/v1/topics/"+topic, "")), &tr)
+		leaders[topic] = tr.Partitions[0].Leader
+	}
+	if leaders["high-watermark"] != leaders["leader-epoch"] {
+		t.Skipf("the two partitions have different leaders (%v): the story needs one leader", leaders)
+	}
+	leader := strconv.Itoa(int(leaders["leader-epoch"]))
+	follower := strconv.Itoa(3 - int(leaders["leader-epoch"]))
+	must("POST", "/api/v1/clock/pause", "")
+	// acks=all writes wait for the follower's fetches, which the paused
+	// clock leaves to the learner.
+	send := func(value string) {
+		t.Helper()
+		done := make(chan string, 2)
+		for _, topic := range []string{"high-watermark", "leader-epoch"} {
+			go func() {
+				status, b := l.call(t, "POST", "/api/v1/topics/"+topic+"/records", ada, `{"partition":0,"acks":"all","records":[{"value":"`+value+`"}],"timeout_ms":20000}`)
+				done <- fmt.Sprint(status, " ", b)
+			}()
+		}
+		for range 2 {
+			select {
+			case r := <-done:
+				if !strings.HasPrefix(r, "200 ") {
+					t.Fatalf("acks=all %s: %s", value, r)
+				}
+			case <-time.After(100 * time.Millisecond):
+				must("POST", "/api/v1/brokers/"+follower+"/fetch", "")
+			}
+		}
+	}
+	send("m1")
+	must("POST", "/api/v1/brokers/"+follower+"/fetch", "")
+	send("m2")
+	must("POST", "/api/v1/brokers/"+follower+"/crash", "")
+	must("POST", "/api/v1/brokers/"+follower+"/restart", "")
+	if exercisePassed(t, l, ada, "hw-truncation") {
+		t.Fatal("passed with the follower's restart alone")
+	}
+	must("POST", "/api/v1/brokers/"+leader+"/crash", "")
+	must("POST", "/api/v1/clock/step", `{"ms":2100}`)
+	for i := 0; !exercisePassed(t, l, ada, "hw-truncation"); i++ {
+		if i == 100 {
+			_, evs := l.call(t, "GET", "/api/v1/events?limit=200", ada, "")
+			t.Fatalf("the follower leads both topics and the exercise has not passed; events:\n%s", evs)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// What the learner sees: the old rule's topic lost m2, the other kept it.
+	values := func(topic string) string {
+		var rr struct{ Records []struct{ Value string } }
+		json.Unmarshal([]byte(must("GET", "/api/v1/topics/"+topic+"/partitions/0/records", "")), &rr)
+		var vs []string
+		for _, r := range rr.Records {
+			vs = append(vs, r.Value)
+		}
+		return strings.Join(vs, " ")
+	}
+	if hw, le := values("high-watermark"), values("leader-epoch"); strings.Contains(hw, "m2") || le != "m1 m2" {
+		t.Errorf("after the follower took over: high-watermark %q, leader-epoch %q; want m2 gone from the first only", hw, le)
 	}
 }

@@ -18,7 +18,8 @@ import (
 // the events its cluster publishes, graded live after each of the seat's
 // requests, and one from its broker's log files, graded when the learner
 // answers. A pass is kept in the roster.
-var Exercises = []string{ExerciseLostAck, ExerciseAcksAllOneDown, ExerciseFindOffset, ExerciseISRRejoin, ExerciseFindTimestamp}
+var Exercises = []string{ExerciseLostAck, ExerciseAcksAllOneDown, ExerciseFindOffset, ExerciseISRRejoin, ExerciseFindTimestamp,
+	ExerciseHWTruncation, ExercisePredictHW, ExerciseFPlusOne}
 
 // The exercises.
 const (
@@ -67,6 +68,8 @@ type Answer struct {
 	// ExerciseFindTimestamp: the first offset at or after Timestamp.
 	Timestamp *int64 `json:"timestamp,omitempty"`
 	Offset    *int64 `json:"offset,omitempty"`
+	// HW answers ExercisePredictHW.
+	HW *int64 `json:"hw,omitempty"`
 }
 
 // ExerciseResult is a seat's standing in an exercise: passed (and when),
@@ -94,8 +97,11 @@ type tp struct {
 	partition int32
 }
 
-// offsetRange is an acknowledged produce's offsets.
-type offsetRange struct{ first, last int64 }
+// offsetRange is an acknowledged produce's offsets; all: with acks=all.
+type offsetRange struct {
+	first, last int64
+	all         bool
+}
 
 // maxAcked bounds the acknowledged ranges the grader remembers per
 // partition: a learner's experiment is a handful of produces.
@@ -124,6 +130,15 @@ type grader struct {
 	faulted bool
 	left    map[replicaOf]events.ISRCause
 	rejoins []rejoin
+	// topics: each topic's truncation rule, protocol and replicas.
+	topics map[string]topicFacts
+	// ExerciseHWTruncation's two halves (exercises_more.go).
+	hwLost, epochKept bool
+	epochs            map[tp]epochStory
+	missing           map[replicaOf]map[int64]bool // the learner's acks=all writes truncated from a replica
+	// ExerciseFPlusOne: by the stopped brokers and the replication factor,
+	// an ISR topic kept taking acks=all writes, a quorum topic did not.
+	fsKept, fsStopped map[string]bool
 }
 
 // replicaOf is one broker's replica of a partition.
@@ -145,8 +160,13 @@ const maxRejoins = 64
 func (g *grader) rejoined() []rejoin { return slices.Clone(g.rejoins) }
 
 func newGrader(bus *events.Bus, snap events.Snapshot, learner *Learner) *grader {
-	return &grader{bus: bus, learner: learner, cursor: snap.Seq, down: map[int32]bool{}, acked: map[tp][]offsetRange{},
-		unclean: map[tp]bool{}, passed: map[string]bool{}, left: map[replicaOf]events.ISRCause{}}
+	g := &grader{bus: bus, learner: learner, cursor: snap.Seq, down: map[int32]bool{}, acked: map[tp][]offsetRange{},
+		unclean: map[tp]bool{}, passed: map[string]bool{}, left: map[replicaOf]events.ISRCause{}, topics: map[string]topicFacts{},
+		epochs: map[tp]epochStory{}, missing: map[replicaOf]map[int64]bool{}, fsKept: map[string]bool{}, fsStopped: map[string]bool{}}
+	for i := range snap.Topics {
+		g.topics[snap.Topics[i].Name] = factsOf(&snap.Topics[i])
+	}
+	return g
 }
 
 // pass notes that id passed; it returns whether this is new.
@@ -165,6 +185,11 @@ func (g *grader) pass(id string) bool {
 func (g *grader) advance() []string {
 	var out []string
 	for _, a := range g.learner.take() {
+		if a.Kind == ActionProduce {
+			if id := g.tolerance(a); g.pass(id) {
+				out = append(out, id)
+			}
+		}
 		if id := g.act(a); g.pass(id) {
 			out = append(out, id)
 		}
@@ -202,12 +227,13 @@ func (g *grader) act(a Action) string {
 		g.down[a.Broker] = true
 	case ActionUp:
 		delete(g.down, a.Broker)
+		g.restartedBroker()
 	case ActionProduce:
 		if a.Acks == 0 || a.First < 0 || a.Last < a.First {
 			return "" // not acknowledged with offsets, or nothing appended
 		}
 		p := tp{a.Topic, a.Partition}
-		r := append(g.acked[p], offsetRange{a.First, a.Last})
+		r := append(g.acked[p], offsetRange{a.First, a.Last, a.Acks == -1})
 		g.acked[p] = r[max(0, len(r)-maxAcked):]
 		// Sent while a broker the learner stopped was down, and
 		// acknowledged before they restarted it: a write sent before the
@@ -222,10 +248,16 @@ func (g *grader) act(a Action) string {
 // apply folds one event in; it returns the exercise the event passed ("" none).
 func (g *grader) apply(e *events.Event) string {
 	p := tp{e.Topic, e.Partition}
+	var story string
 	switch e.Kind {
+	case events.KindTopic, events.KindConfig:
+		g.noteTopic(e)
 	case events.KindElection, events.KindISR:
 		if e.Kind == events.KindElection && e.Leader != nil && e.Leader.Unclean {
 			g.unclean[p] = true
+		}
+		if e.Kind == events.KindElection {
+			story = g.electionStory(p, e)
 		}
 		for _, c := range e.ISRChanges {
 			r := replicaOf{p, c.Broker}
@@ -243,7 +275,10 @@ func (g *grader) apply(e *events.Event) string {
 				}
 			}
 		}
+	case events.KindAppend:
+		g.appendStory(p, e)
 	case events.KindTruncation:
+		g.truncationStory(p, e)
 		if !g.unclean[p] {
 			return ""
 		}
@@ -253,7 +288,7 @@ func (g *grader) apply(e *events.Event) string {
 			}
 		}
 	}
-	return ""
+	return story
 }
 
 // gradeLocked runs the live exercises on st's new events and records their
@@ -319,6 +354,13 @@ func (c *Class) Check(seat int, id string, answer Answer) (ExerciseResult, error
 			}
 		}
 	}
+	if id == ExercisePredictHW {
+		if key = checkPredictHW(seat, answer); key == "" {
+			if err := c.RecordExercise(seat, id); err != nil {
+				return ExerciseResult{}, err
+			}
+		}
+	}
 	if id == ExerciseFindTimestamp {
 		if key = checkFindTimestamp(cl, answer); key == "" {
 			if err := c.RecordExercise(seat, id); err != nil {
@@ -352,7 +394,7 @@ func (c *Class) Try(seat int, id string, answer Answer) (ExerciseResult, error) 
 	var failed *FailedCheck
 	if r.Key != "exercise.passed.text" { // this check's own outcome was not a pass
 		failed = &FailedCheck{Key: r.Key, Args: r.Args}
-		if id == ExerciseFindOffset || id == ExerciseISRRejoin || id == ExerciseFindTimestamp {
+		if id == ExerciseFindOffset || id == ExerciseISRRejoin || id == ExerciseFindTimestamp || id == ExercisePredictHW {
 			a := answer
 			if rs := []rune(a.Segment); len(rs) > maxAnswerRunes {
 				a.Segment = string(rs[:maxAnswerRunes]) + "…"

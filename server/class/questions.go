@@ -152,14 +152,18 @@ func Questions(seats []Seat, ls []*lessons.Lesson) ([]LessonStats, []ExerciseSta
 }
 
 // wrongKey is what makes two failed checks the same wrong answer: the
-// answer given, else the reason.
+// answer given, else the reason. A predicted HW counts by its reason: each
+// seat has its own numbers, and the reason names the mistake.
 func wrongKey(f *FailedCheck) string {
-	if a := f.Answer; a != nil {
-		pos := ""
-		if a.Position != nil {
-			pos = strconv.FormatInt(*a.Position, 10)
+	if a := f.Answer; a != nil && a.HW == nil {
+		k := "answer\x00" + a.Segment + "\x00" + string(a.Cause)
+		for _, n := range []*int64{a.Position, a.Timestamp, a.Offset} {
+			k += "\x00"
+			if n != nil {
+				k += strconv.FormatInt(*n, 10)
+			}
 		}
-		return "answer\x00" + a.Segment + "\x00" + pos
+		return k
 	}
 	k := "reason\x00" + f.Key
 	for _, a := range f.Args {

@@ -112,15 +112,17 @@ func (e *FullError) MessageKey() (string, []string) {
 // Class is a running classroom: the roster and the seats' clusters.
 type Class struct {
 	*Roster
-	opts     Options
-	labs     *labs.Labs // the seats' kept clusters, MaxAwake at most
-	teacher  string     // this start's teacher token
-	stop     chan struct{}
-	janitor  sync.WaitGroup
-	mu       sync.Mutex // guards runs and closed
-	runs     map[int]*seatRun
-	closed   bool
-	closeErr error
+	opts    Options
+	labs    *labs.Labs // the seats' kept clusters, MaxAwake at most
+	teacher string     // this start's teacher token
+	stop    chan struct{}
+	janitor sync.WaitGroup
+	mu      sync.Mutex // guards runs and closed
+	// lessonsMu serializes the teacher's lesson uploads (lessons.go).
+	lessonsMu sync.Mutex
+	runs      map[int]*seatRun
+	closed    bool
+	closeErr  error
 }
 
 // seatRun is a seat's running side. mu serializes waking, hibernating and
@@ -130,6 +132,9 @@ type seatRun struct {
 	id int
 
 	inflight atomic.Int32 // requests being served, open websockets included
+	// watching counts the teacher's projections of the seat (Watch): they
+	// keep its cluster awake but are not its learner's presence.
+	watching atomic.Int32
 	lastUsed atomic.Int64 // unix nanoseconds of the last request's start or end
 
 	mu      sync.Mutex
@@ -179,6 +184,7 @@ func Open(opts Options) (*Class, string, error) {
 		return nil, "", err
 	}
 	c := &Class{Roster: roster, opts: opts, labs: seatLabs, teacher: teacher, stop: make(chan struct{}), runs: map[int]*seatRun{}}
+	c.loadLessons()
 	if opts.SweepInterval > 0 {
 		c.janitor.Add(1)
 		go c.sweepEvery(opts.SweepInterval)
@@ -329,10 +335,10 @@ func (c *Class) evictIdlest(except *seatRun) bool {
 	c.mu.Unlock()
 	slices.SortFunc(all, func(a, b *seatRun) int { return cmp.Compare(a.lastUsed.Load(), b.lastUsed.Load()) })
 	for _, st := range all {
-		if st.inflight.Load() != 0 || !st.mu.TryLock() {
+		if st.busy() || !st.mu.TryLock() {
 			continue
 		}
-		ok := st.lab != nil && st.inflight.Load() == 0
+		ok := st.lab != nil && !st.busy()
 		if ok {
 			c.hibernateLocked(st)
 		}
@@ -372,11 +378,11 @@ func (c *Class) Sweep() []int {
 	cutoff := c.opts.Now().Add(-c.opts.IdleAfter).UnixNano()
 	var out []int
 	for _, st := range all {
-		if st.inflight.Load() != 0 || st.lastUsed.Load() > cutoff {
+		if st.busy() || st.lastUsed.Load() > cutoff {
 			continue
 		}
 		st.mu.Lock()
-		if st.lab != nil && st.inflight.Load() == 0 && st.lastUsed.Load() <= cutoff {
+		if st.lab != nil && !st.busy() && st.lastUsed.Load() <= cutoff {
 			c.hibernateLocked(st)
 			out = append(out, st.id)
 		}
@@ -409,6 +415,30 @@ func (c *Class) Cluster(id int) (cl *cluster.Cluster, done func(), err error) {
 		return nil, nil, err
 	}
 	return cl, func() { c.release(st) }, nil
+}
+
+// busy reports whether st is in use: a request of its learner's, or a
+// projection of the teacher's.
+func (st *seatRun) busy() bool { return st.inflight.Load() != 0 || st.watching.Load() != 0 }
+
+// Watch returns seat id's cluster, waking it, for the teacher's projection
+// of the seat (/class/seats/{seat}): it stays awake until done is called,
+// but the seat does not count as online for it, nor as used.
+func (c *Class) Watch(id int) (cl *cluster.Cluster, done func(), err error) {
+	st, err := c.run(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.lab == nil {
+		if err := c.wakeLocked(st); err != nil {
+			return nil, nil, err
+		}
+	}
+	st.watching.Add(1)
+	var once sync.Once
+	return st.lab.Cluster(), func() { once.Do(func() { st.watching.Add(-1) }) }, nil
 }
 
 // Online reports whether seat id is in use: a request or websocket open
@@ -510,6 +540,7 @@ func (c *Class) Close() error {
 		}
 		st.mu.Unlock()
 	}
+	lessons.RemoveDir(c.lessonsDir())
 	err := errors.Join(c.labs.Close(), c.Roster.Close())
 	c.mu.Lock()
 	c.closeErr = err

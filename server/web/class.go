@@ -97,7 +97,10 @@ func (s *Server) classRoutes(e *echo.Echo) {
 	route("POST", "/class/seats/:seat/reset", s.resetSeatForm, sameOrigin)
 	route("POST", "/class/seats/:seat/code", s.newSeatCodeForm, sameOrigin)
 	route("GET", "/class/seats/:seat", s.seatProjection)
+	route("GET", "/class/seats/:seat/ws", s.seatStream)
+	route("GET", "/class/projector", s.projector)
 	s.exerciseRoutes(route)
+	s.classLessonRoutes(route)
 }
 
 // publicPath reports whether path is served without a token in class mode.
@@ -652,7 +655,9 @@ func exerciseRow(lang i18n.Lang, r class.ExerciseResult) views.ExerciseRow {
 	x := views.ExerciseRow{ID: r.Exercise, Passed: r.Passed, Checks: r.Tries.Checks, Failed: r.Tries.Failed}
 	if f := r.Tries.LastFailed; f != nil {
 		x.LastReason = learnerText(lang, &Error{Key: f.Key, Args: f.Args})
-		if a := f.Answer; a != nil && a.Timestamp != nil {
+		if a := f.Answer; a != nil && a.HW != nil {
+			x.LastAnswer = "HW " + strconv.FormatInt(*a.HW, 10)
+		} else if a != nil && a.Timestamp != nil {
 			off := "—"
 			if a.Offset != nil {
 				off = strconv.FormatInt(*a.Offset, 10)
@@ -823,20 +828,51 @@ func (s *Server) newSeatCodeForm(c echo.Context) error {
 	return classFlash(c, true, i18n.T(lang, key, st.Seat, st.Code))
 }
 
-// seatProjection shows a seat's cluster read-only (the classroom screen).
-// It wakes a hibernating seat, as the learner's own next request would.
+// seatProjection is the classroom screen of a seat: its cluster's live
+// stage (the panel over /class/seats/{seat}/ws), read-only and in large
+// type. It wakes a hibernating seat, as the learner's own next request
+// would, without making the seat online.
 func (s *Server) seatProjection(c echo.Context) error {
 	n, err := s.seatParam(c)
 	if err != nil {
 		return err
 	}
-	cl, done, err := s.opts.Class.Cluster(n)
+	cl, done, err := s.opts.Class.Watch(n)
 	if err != nil {
 		return s.classError(c, err)
 	}
-	snap := cl.Snapshot()
+	snap, recent := cl.Snapshot(), recentOn(cl.Bus())
 	done()
 	name := s.opts.Class.Seats()[n-1].Name
 	p := s.page(c, i18n.T(Lang(c), "class.projection.title", n))
-	return Render(c, http.StatusOK, views.SeatProjection(p, n, name, snap))
+	p.Recent = recent
+	return Render(c, http.StatusOK, views.Projector(p, views.ProjectorView{Seat: n, Name: name,
+		WS: "/class/seats/" + strconv.Itoa(n) + "/ws"}, snap))
+}
+
+// seatStream streams a seat's cluster to its projection; the seat stays
+// awake while it is projected.
+func (s *Server) seatStream(c echo.Context) error {
+	if err := refuseHandshakeBody(c.Request()); err != nil {
+		return err
+	}
+	n, err := s.seatParam(c)
+	if err != nil {
+		return err
+	}
+	cl, done, err := s.opts.Class.Watch(n)
+	if err != nil {
+		return classLabError(err)
+	}
+	defer done()
+	return s.streamWS(c, cl)
+}
+
+// projector is the classroom screen of the teacher's own lab: the live
+// stage in large type, with the teacher's controls (the clock, the fault
+// menus) and nothing else.
+func (s *Server) projector(c echo.Context) error {
+	p := s.page(c, i18n.T(Lang(c), "class.projector.title"))
+	p.Recent = s.recent()
+	return Render(c, http.StatusOK, views.Projector(p, views.ProjectorView{}, s.opts.Lab.Snapshot()))
 }

@@ -47,6 +47,9 @@ type ExerciseResponse struct {
 	Task  map[string]string `json:"task"`
 	class.ExerciseResult
 	Text string `json:"text"`
+	// Question is the seat's own question, for the exercises that ask one
+	// (predict-hw: LEOs by broker and the ISR; the answer is {"hw": n}).
+	Question *class.HWQuestion `json:"question,omitempty"`
 }
 
 // CheckRequest is the optional body of an exercise check: the answer for
@@ -74,9 +77,24 @@ func resultText(lang i18n.Lang, r class.ExerciseResult) string {
 	return learnerText(lang, &Error{Key: r.Key, Args: r.Args})
 }
 
-func (s *Server) exerciseResponse(lang i18n.Lang, r class.ExerciseResult) ExerciseResponse {
-	return ExerciseResponse{ID: r.Exercise, Title: inLanguages("exercise." + r.Exercise + ".title"),
+func (s *Server) exerciseResponse(lang i18n.Lang, seat int, r class.ExerciseResult) ExerciseResponse {
+	out := ExerciseResponse{ID: r.Exercise, Title: inLanguages("exercise." + r.Exercise + ".title"),
 		Task: inLanguages("exercise." + r.Exercise + ".task"), ExerciseResult: r, Text: resultText(lang, r)}
+	if r.Exercise == class.ExercisePredictHW {
+		if q, err := class.QuestionHW(seat); err == nil {
+			out.Question = &q
+		}
+	}
+	return out
+}
+
+// hwQuestionText is seat's predict-hw question in lang.
+func hwQuestionText(lang i18n.Lang, seat int) string {
+	q, err := class.QuestionHW(seat)
+	if err != nil {
+		return ""
+	}
+	return i18n.T(lang, "exercise.predict-hw.question", q.LEO[1], q.LEO[2], q.LEO[3])
 }
 
 func (s *Server) listExercises(c echo.Context) error {
@@ -88,7 +106,7 @@ func (s *Server) listExercises(c echo.Context) error {
 	out := []ExerciseResponse{}
 	for _, id := range class.Exercises {
 		r, _ := s.opts.Class.Result(seat, id)
-		out = append(out, s.exerciseResponse(Lang(c), r))
+		out = append(out, s.exerciseResponse(Lang(c), seat, r))
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -125,7 +143,7 @@ func (s *Server) answerCheck(c echo.Context, seat int, by grade, err error) erro
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, s.exerciseResponse(Lang(c), r))
+	return c.JSON(http.StatusOK, s.exerciseResponse(Lang(c), seat, r))
 }
 
 func (s *Server) checkExercise(c echo.Context) error {
@@ -149,6 +167,9 @@ func (s *Server) exercisesPage(c echo.Context) error {
 	for _, id := range class.Exercises {
 		r, _ := s.opts.Class.Result(seat, id)
 		v := views.ExerciseView{ID: id, Passed: r.Passed, AsksAnswer: id == class.ExerciseFindOffset, AsksTimestamp: id == class.ExerciseFindTimestamp}
+		if id == class.ExercisePredictHW {
+			v.Question = hwQuestionText(lang, seat)
+		}
 		if id == class.ExerciseISRRejoin {
 			for _, cause := range class.LeaveCauses {
 				v.Causes = append(v.Causes, [2]string{string(cause), i18n.T(lang, "exercise.isr-rejoin.cause."+string(cause))})
@@ -167,7 +188,7 @@ func (s *Server) checkExerciseForm(c echo.Context) error {
 	lang := Lang(c)
 	c.Request().Body = http.MaxBytesReader(c.Response(), c.Request().Body, maxFormBytes)
 	a := class.Answer{Segment: clip.Bytes(c.FormValue("segment"), 40), Cause: events.ISRCause(clip.Bytes(c.FormValue("cause"), 40))}
-	for name, to := range map[string]**int64{"timestamp": &a.Timestamp, "offset": &a.Offset} {
+	for name, to := range map[string]**int64{"timestamp": &a.Timestamp, "offset": &a.Offset, "hw": &a.HW} {
 		if v, err := strconv.ParseInt(c.FormValue(name), 10, 64); err == nil {
 			*to = &v
 		}

@@ -72,7 +72,7 @@ type ExerciseQuestions struct {
 // the exercise asks for one, else why it failed.
 func failedText(lang i18n.Lang, f *class.FailedCheck) string {
 	x := exerciseRow(lang, class.ExerciseResult{Tries: class.Tries{LastFailed: f}})
-	if x.LastAnswer != "" {
+	if x.LastAnswer != "" && (f.Answer == nil || f.Answer.HW == nil) { // a predicted HW: its reason (wrongKey)
 		return x.LastAnswer
 	}
 	return x.LastReason

@@ -38,7 +38,7 @@ func (l fuzzLab) CreateTopic(name string, partitions int32, rf int16, _ map[stri
 }
 func (fuzzLab) DeleteTopic(string) error                      { return nil }
 func (fuzzLab) AlterConfigs(string, map[string]*string) error { return nil }
-func (l fuzzLab) ReplicaLog(broker int32, topic string, partition int32) (*storage.Log, int64, error) {
+func (l fuzzLab) ReplicaLog(broker int32, topic string, partition int32) (ReplicaLog, int64, error) {
 	if lg, ok := l.dir.Log(storage.TopicPartition{Topic: topic, Partition: partition}); ok && broker == 1 {
 		return lg, 0, nil
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"tidemark/events"
-	"tidemark/storage"
 )
 
 // brokenReplicaLab creates topics (all replicas on brokers 1–3) but broker
@@ -31,7 +30,7 @@ func (l brokenReplicaLab) CreateTopic(name string, partitions int32, rf int16, _
 }
 func (l brokenReplicaLab) DeleteTopic(string) error                      { return nil }
 func (l brokenReplicaLab) AlterConfigs(string, map[string]*string) error { return nil }
-func (l brokenReplicaLab) ReplicaLog(broker int32, topic string, partition int32) (*storage.Log, int64, error) {
+func (l brokenReplicaLab) ReplicaLog(broker int32, topic string, partition int32) (ReplicaLog, int64, error) {
 	if broker == 2 {
 		return nil, 0, fmt.Errorf("%w: broker 2 has no replica of %s-%d", kerr.UnknownTopicOrPartition, topic, partition)
 	}
@@ -66,3 +65,10 @@ func TestCreateTopicReplicasMustOpen(t *testing.T) {
 		t.Fatalf("POLICY_VIOLATION maps to %d", e.Status)
 	}
 }
+
+// The server finds a lab's Inspector by a type assertion: a test lab whose
+// ReplicaLog drifted from the interface would skip its checks silently.
+var (
+	_ Inspector = brokenReplicaLab{}
+	_ Inspector = fuzzLab{}
+)

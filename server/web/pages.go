@@ -83,8 +83,10 @@ const recentEvents = 4 * panel.MaxRecent
 // window at a time: a running lab's message events (fetches, heartbeats),
 // which the list leaves out, fill a window of the newest in seconds, and
 // the list opened empty.
-func (s *Server) recent() []events.Event {
-	bus := s.opts.Lab.Bus()
+func (s *Server) recent() []events.Event { return recentOn(s.opts.Lab.Bus()) }
+
+// recentOn is recent on bus.
+func recentOn(bus *events.Bus) []events.Event {
 	var listed []events.Event
 	for end := bus.LastSeq(); end > 0 && len(listed) < panel.MaxRecent; {
 		from := end - min(end, recentEvents)

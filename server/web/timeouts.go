@@ -79,14 +79,14 @@ func (l *limitedLog) Write(p []byte) (int, error) {
 }
 
 // deadlines sets each request's read and write deadlines on its connection;
-// for the websockets (/ws, /class/live) it leaves the read deadline to the
+// for the websockets (wsPath) it leaves the read deadline to the
 // handshake (the server's), which the reader then sets anew, and
 // clears the write deadline, which each websocket write sets anew.
 func (s *Server) deadlines(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		rc := http.NewResponseController(c.Response().Writer)
 		read, write := time.Now().Add(s.timeouts.read), time.Now().Add(s.timeouts.write)
-		if p := c.Request().URL.Path; p == "/ws" || p == "/class/live" { // websockets
+		if wsPath(c.Request().URL.Path) {
 			_ = rc.SetWriteDeadline(time.Time{})
 			return next(c)
 		}
@@ -95,4 +95,15 @@ func (s *Server) deadlines(next echo.HandlerFunc) echo.HandlerFunc {
 		_ = rc.SetWriteDeadline(write)
 		return next(c)
 	}
+}
+
+// wsPath reports whether path is one of the websockets: the lab's (/ws),
+// the live class (/class/live) and a projected seat's
+// (/class/seats/{seat}/ws).
+func wsPath(path string) bool {
+	if path == "/ws" || path == "/class/live" {
+		return true
+	}
+	rest, ok := strings.CutPrefix(path, "/class/seats/")
+	return ok && strings.HasSuffix(rest, "/ws") && strings.Count(rest, "/") == 1
 }

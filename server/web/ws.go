@@ -107,6 +107,12 @@ func (s *Server) serveWS(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	return s.streamWS(c, lab)
+}
+
+// streamWS upgrades the request and streams lab on it until either side
+// ends (serveWS above; the classroom's projected seat too).
+func (s *Server) streamWS(c echo.Context, lab Lab) error {
 	conn, release, err := s.upgradeWS(c)
 	if conn == nil {
 		return err
