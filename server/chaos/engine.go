@@ -114,27 +114,31 @@ func Run(ctx context.Context, seed uint64, cfg Config, actions []Action, o Optio
 	}
 	res := &Result{Seed: seed, Config: cfg, Actions: actions}
 	specs := []topicSpec{{name: Topic, protocol: cfg.Protocol(), configs: cfg.TopicConfigs()}}
-	err := play(ctx, cfg, specs, actions, o, func(r *runner) error {
+	err := play(ctx, cfg, cfg.spec(), specs, actions, o, func(r *runner) error {
 		if err := r.topics[0].created; err != nil {
 			return fmt.Errorf("%w: creating the topic: %v", ErrRun, err)
 		}
 		return nil
-	}, func(r *runner) {
-		t := r.topics[0]
-		res.Outcomes, res.SettleRounds = r.outcomes, r.settleDone
-		res.Elections = t.elections
-		res.Writes = t.results()
-		res.Report = t.check(res.Writes)
-		res.Counts = res.Report.Counts()
-		res.Final = t.final
-		res.DelayEffects = r.delayEffects
-		res.Recording = r.recording()
-		r.progress(Progress{Phase: PhaseDone, Action: len(actions), Total: len(actions), Counts: res.Counts})
-	})
+	}, func(r *runner) { r.finish(res) })
 	if err != nil {
 		return res, err
 	}
 	return res, nil
+}
+
+// finish fills res from a run of one topic and reports PhaseDone.
+func (r *runner) finish(res *Result) {
+	t := r.topics[0]
+	res.Outcomes, res.SettleRounds = r.outcomes, r.settleDone
+	res.Elections = t.elections
+	res.Writes = t.results()
+	res.Report = t.check(res.Writes)
+	res.Counts = res.Report.Counts()
+	res.Final = t.final
+	res.DelayEffects = r.delayEffects
+	res.ISRShrinks = r.isrShrinks[t.name]
+	res.Recording = r.recording()
+	r.progress(Progress{Phase: PhaseDone, Action: len(r.actions), Total: len(r.actions), Counts: res.Counts})
 }
 
 // validActions bounds a schedule and checks each action.
@@ -161,7 +165,7 @@ type topicSpec struct {
 // the run goes on: a topic the controller refused is skipped or fatal),
 // plays actions, settles, reads back, and hands the runner to done, which
 // reports PhaseDone.
-func play(ctx context.Context, cfg Config, specs []topicSpec, actions []Action, o Options, started func(*runner) error, done func(*runner)) error {
+func play(ctx context.Context, cfg Config, spec Spec, specs []topicSpec, actions []Action, o Options, started func(*runner) error, done func(*runner)) error {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -179,7 +183,7 @@ func play(ctx context.Context, cfg Config, specs []topicSpec, actions []Action, 
 	if err != nil {
 		return err
 	}
-	r := newRunner(ctx, c, cfg, specs, actions, report)
+	r := newRunner(ctx, c, cfg, spec, specs, actions, report)
 	r.byProtocol, r.idleSteps = o.byProtocol, o.IdleSteps
 	err = r.start()
 	if err == nil {
@@ -265,6 +269,7 @@ type runner struct {
 	ctx      context.Context
 	c        *cluster.Cluster
 	cfg      Config
+	spec     Spec // what the producers do: cfg's unless a Spec run
 	actions  []Action
 	progress func(Progress)
 	// byProtocol and idleSteps: Options'.
@@ -292,6 +297,8 @@ type runner struct {
 	// (by topic, then partition), and delayEffects what delays did.
 	isr          map[string]map[int32][]int32
 	delayEffects DelayEffects
+	// isrShrinks counts ISR changes that left a replica out, by topic.
+	isrShrinks map[string]int
 	// rec is what the stage plays back: from the schedule's start, every
 	// event the run published (observe records each action's).
 	rec Recording
@@ -335,14 +342,14 @@ type powerCut struct {
 	recoveryPoint int64 // -1 after a crash
 }
 
-func newRunner(ctx context.Context, c *cluster.Cluster, cfg Config, specs []topicSpec, actions []Action, progress func(Progress)) *runner {
-	r := &runner{ctx: ctx, c: c, cfg: cfg, actions: actions, progress: progress, gen: map[int32]int{},
-		clients: map[int32]*wireClient{}, isr: map[string]map[int32][]int32{}, gone: map[int32]bool{}}
+func newRunner(ctx context.Context, c *cluster.Cluster, cfg Config, spec Spec, specs []topicSpec, actions []Action, progress func(Progress)) *runner {
+	r := &runner{ctx: ctx, c: c, cfg: cfg, spec: spec, actions: actions, progress: progress, gen: map[int32]int{},
+		clients: map[int32]*wireClient{}, isr: map[string]map[int32][]int32{}, gone: map[int32]bool{}, isrShrinks: map[string]int{}}
 	for _, sp := range specs {
 		t := &topicRun{r: r, name: sp.name, protocol: sp.protocol, configs: sp.configs,
 			held: map[int32]map[int32]map[string]int64{}, open: map[copyKey]int{}, restarted: map[int32]map[int32]*powerCut{}}
 		for id := 1; id <= Producers; id++ {
-			p := &producer{id: id, idempotent: idempotent(id), pid: -1, epoch: -1}
+			p := &producer{id: id, idempotent: spec.idempotent(id), pid: -1, epoch: -1}
 			for i := range p.leader {
 				p.leader[i] = -1
 			}
@@ -554,6 +561,11 @@ func (t *topicRun) missingAtLeader(w *Write) bool {
 // name; a produce's on each topic, space-separated).
 func (r *runner) play(a Action) (string, error) {
 	var err error
+	if a.Leader && (a.Kind == ActCrash || a.Kind == ActPowerLoss) {
+		if a.Broker = r.leaderOf(a.Partition); a.Broker < 0 {
+			return kafkaName(kerr.LeaderNotAvailable), nil
+		}
+	}
 	switch a.Kind {
 	case ActProduce:
 		var outs []string
@@ -592,6 +604,20 @@ func (r *runner) play(a Action) (string, error) {
 		r.c.Heal()
 	}
 	return outcome(err), nil
+}
+
+// leaderOf is the running broker the controller names as partition p's
+// leader (of the first topic played), or -1.
+func (r *runner) leaderOf(p int32) int32 {
+	for _, t := range r.playing() {
+		if md, ok := r.c.Controller().Topic(t.name); ok && int(p) < len(md.Partitions) {
+			if l := md.Partitions[p].Leader; l > 0 && r.c.Broker(l) != nil {
+				return l
+			}
+		}
+		break
+	}
+	return -1
 }
 
 // step moves the lab's clock d, as time passes in a running lab: every
@@ -712,11 +738,11 @@ func (t *topicRun) produce(pr *producer, p int32) (string, error) {
 	b := pr.retry[p]
 	if b == nil {
 		pr.n++
-		acks := r.cfg.Acks()
+		acks := r.spec.Acks
 		if pr.idempotent {
 			acks = "all"
 		}
-		w := &Write{Value: fmt.Sprintf("p%d-%d", pr.id, pr.n), Producer: pr.id, Idempotent: pr.idempotent,
+		w := &Write{Value: r.spec.value(pr.id, pr.n), Producer: pr.id, Idempotent: pr.idempotent,
 			Acks: acks, Partition: p, Offset: -1, SentAction: r.action, SentMs: r.labMs()}
 		t.writes = append(t.writes, w)
 		b = &batch{w: w, seq: pr.seq[p], epoch: pr.epoch}
@@ -757,8 +783,11 @@ func (t *topicRun) produce(pr *producer, p int32) (string, error) {
 		records = storage.NewIdempotentBatch(rec, pr.pid, b.epoch, b.seq)
 	}
 	acks := int16(-1)
-	if b.w.Acks == "1" {
+	switch b.w.Acks {
+	case "1":
 		acks = 1
+	case "0":
+		acks = 0
 	}
 	b.w.Attempts++
 	pd := &pending{pr: pr, b: b, broker: leader, gen: r.gen[leader], offset: -1, done: make(chan broker.ProduceResult, 1)}
@@ -802,6 +831,14 @@ wait:
 					return "", fmt.Errorf("%w: the acknowledgement of %s by broker %d was never published", ErrRun, b.w.Value, leader)
 				}
 			}
+			if b.w.Acks == "0" {
+				off := int64(-1)
+				if res.Err == nil {
+					off = res.BaseOffset
+				}
+				t.sent(pd, off)
+				return "sent", nil
+			}
 			t.answered(pd, res, seq)
 			return "answered", nil
 		default:
@@ -831,6 +868,10 @@ wait:
 	}
 	if off, ok := findValue(rep.Log(), b.w.Value); ok {
 		pd.offset = off
+	}
+	if b.w.Acks == "0" {
+		t.sent(pd, pd.offset)
+		return "sent", nil
 	}
 	pr.inflight[p] = pd
 	t.pending = append(t.pending, pd)
@@ -904,6 +945,17 @@ func (t *topicRun) awaitAnswer(broker, p int32, base int64, deadline time.Time) 
 		}
 		time.Sleep(100 * time.Microsecond)
 	}
+}
+
+// sent takes an acks=0 produce as done once it left the producer, as
+// Kafka's producer does: acknowledged whatever the broker did with it (it
+// never says), at offset off if the leader appended it (-1 otherwise), so
+// the checker counts what did not arrive as acknowledged and lost.
+func (t *topicRun) sent(pd *pending, off int64) {
+	pr, b, p := pd.pr, pd.b, pd.b.w.Partition
+	pr.inflight[p], pr.retry[p] = nil, nil
+	b.w.Acked, b.w.Offset, b.w.Error, b.w.AckedSeq = true, off, "", t.r.c.Bus().LastSeq()
+	b.w.AckedAction, b.w.AckedMs = t.r.action, t.r.labMs()
 }
 
 // answered applies a produce's answer to its producer; seq is the bus
@@ -1037,8 +1089,11 @@ func (r *runner) countDelayEffects() {
 			if r.isr[e.Topic] == nil {
 				r.isr[e.Topic] = map[int32][]int32{}
 			}
-			prev := r.isr[e.Topic][e.Partition]
+			prev, seen := r.isr[e.Topic][e.Partition]
 			r.isr[e.Topic][e.Partition] = slices.Clone(e.ISR)
+			if seen && slices.ContainsFunc(prev, func(id int32) bool { return !slices.Contains(e.ISR, id) }) {
+				r.isrShrinks[e.Topic]++
+			}
 			if e.Kind != events.KindISR || e.MessageKey != "event.isr.alter" {
 				continue // not a leader's proposal
 			}
