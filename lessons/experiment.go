@@ -305,7 +305,9 @@ func ParseExperiment(file string, src []byte) (*Experiment, error) {
 
 // finish fills defaults and checks the whole file.
 func (x *Experiment) finish(n int, names map[string]map[string]bool) error {
-	errf := func(line int, format string, a ...any) error { return &ParseError{x.File, line, fmt.Sprintf(format, a...)} }
+	errf := func(line int, format string, a ...any) error {
+		return &ParseError{x.File, line, fmt.Sprintf(format, a...)}
+	}
 	switch {
 	case x.ID == "":
 		return errf(n, "no experiment line")
@@ -374,7 +376,9 @@ func (x *Experiment) finish(n int, names map[string]map[string]bool) error {
 }
 
 // Runs is how many runs the matrix has.
-func (x *Experiment) Runs() int { return len(x.Topics) * len(x.Faults) * len(x.Workloads) * len(x.Seeds) }
+func (x *Experiment) Runs() int {
+	return len(x.Topics) * len(x.Faults) * len(x.Workloads) * len(x.Seeds)
+}
 
 func keySet[T any](xs []T, name func(T) string) map[string]bool {
 	m := map[string]bool{}
