@@ -327,6 +327,8 @@ type topicRun struct {
 	hws       []HWSample
 	leaders   []LeaderSample
 	final     Final
+	// sampledAt is what sample last read of each replica (Spec runs).
+	sampledAt map[replicaKey]sampled
 }
 
 type copyKey struct {
@@ -866,7 +868,11 @@ wait:
 		}
 		time.Sleep(100 * time.Microsecond)
 	}
-	if off, ok := findValue(rep.Log(), b.w.Value); ok {
+	from := int64(0)
+	if r.spec.incremental() {
+		from = before // a Spec run's logs are long: look where it went
+	}
+	if off, ok := findValueFrom(rep.Log(), b.w.Value, from); ok {
 		pd.offset = off
 	}
 	if b.w.Acks == "0" {
@@ -1002,6 +1008,22 @@ func findValue(l *storage.Log, value string) (int64, bool) {
 	for _, x := range readLog(l) {
 		if x.Value == value {
 			return x.Offset, true
+		}
+	}
+	return 0, false
+}
+
+// findValueFrom returns the offset of value in a log at or above from.
+func findValueFrom(l *storage.Log, value string, from int64) (int64, bool) {
+	bs, err := l.ReadBatches(max(from, l.LogStartOffset()), l.LogEndOffset(), 1<<20)
+	if err != nil {
+		return 0, false
+	}
+	for _, b := range bs {
+		for _, x := range b.Records {
+			if string(x.Value) == value {
+				return x.Offset, true
+			}
 		}
 	}
 	return 0, false
@@ -1223,7 +1245,11 @@ func (t *topicRun) sample() {
 			if rep == nil {
 				continue
 			}
+			if t.sampleNew(id, p, rep.Log(), now) {
+				continue
+			}
 			recs := readLog(rep.Log())
+			t.noteSampled(id, p, rep.Log(), recs)
 			have := make(map[string]int64, len(recs))
 			for _, x := range recs {
 				have[x.Value] = x.Offset
@@ -1247,6 +1273,89 @@ func (t *topicRun) sample() {
 			t.held[id][p] = have
 		}
 	}
+}
+
+// sampled is what sample last read of a replica's log: the log, its LEO
+// then and the value just below it.
+type sampled struct {
+	log  *storage.Log
+	leo  int64
+	last string
+}
+
+// noteSampled remembers a whole read of a replica's log (a Spec run's).
+func (t *topicRun) noteSampled(id, p int32, l *storage.Log, recs []Rec) {
+	if !t.r.spec.incremental() {
+		return
+	}
+	s := sampled{log: l}
+	if n := len(recs); n > 0 {
+		s.leo, s.last = recs[n-1].Offset+1, recs[n-1].Value
+	}
+	if t.sampledAt == nil {
+		t.sampledAt = map[replicaKey]sampled{}
+	}
+	t.sampledAt[replicaKey{id, p}] = s
+}
+
+// sampleNew reads only what a replica appended since the last sample, when
+// nothing below can have changed: the same log, not stopped since, no
+// truncation among the action's events, not shorter, and the value below
+// the old LEO the same one (values are unique, so the logs below it match,
+// as a leader epoch's truncation keeps them). A Spec run's experiments
+// sample thousands of actions, and reading every log whole after each one
+// made a run of 1,600 actions take over a minute; a Config run keeps the
+// whole read, so its seeds play as they always have. False: read it all.
+func (t *topicRun) sampleNew(id, p int32, l *storage.Log, now uint64) bool {
+	r := t.r
+	if !r.spec.incremental() {
+		return false
+	}
+	s, ok := t.sampledAt[replicaKey{id, p}]
+	if !ok || s.log != l || t.restarted[id][p] != nil || t.held[id][p] == nil {
+		return false
+	}
+	for _, e := range r.evs {
+		if e.Kind == events.KindTruncation && e.Broker == id && e.Topic == t.name && e.Partition == p {
+			return false
+		}
+	}
+	leo := l.LogEndOffset()
+	if leo < s.leo {
+		return false
+	}
+	if s.leo > 0 {
+		bs, err := l.ReadBatches(s.leo-1, s.leo, 1)
+		if err != nil || len(bs) == 0 || len(bs[0].Records) == 0 {
+			return false
+		}
+		last := bs[0].Records[len(bs[0].Records)-1]
+		if last.Offset != s.leo-1 || string(last.Value) != s.last {
+			return false
+		}
+	}
+	if leo == s.leo {
+		return true
+	}
+	bs, err := l.ReadBatches(s.leo, leo, 1<<20)
+	if err != nil {
+		return false
+	}
+	have := t.held[id][p]
+	for _, b := range bs {
+		for _, x := range b.Records {
+			v := string(x.Value)
+			have[v] = x.Offset
+			k := copyKey{v, id}
+			if _, ok := t.open[k]; !ok {
+				t.open[k] = len(t.copies)
+				t.copies = append(t.copies, Copy{Value: v, Partition: p, Broker: id, Offset: x.Offset, From: now, FromAction: r.action, Action: -1})
+			}
+			s.leo, s.last = x.Offset+1, v
+		}
+	}
+	t.sampledAt[replicaKey{id, p}] = s
+	return true
 }
 
 // closeCopy records why broker id no longer holds value: lost to a power

@@ -53,6 +53,14 @@ func (s Spec) idempotent(id int) bool {
 	return s.Idempotent
 }
 
+// incremental reports whether a run samples only what replicas appended
+// since the last action (sampleNew): Spec runs but those truncating by the
+// HW (before KIP-101), whose followers may keep a record below one they
+// refetch.
+func (s Spec) incremental() bool {
+	return !s.mixed && s.TopicConfigs[controller.ConfigTruncationRule] != "high-watermark"
+}
+
 // value is producer id's n-th value, padded to RecordBytes.
 func (s Spec) value(id, n int) string {
 	v := "p" + strconv.Itoa(id) + "-" + strconv.Itoa(n)
