@@ -46,7 +46,9 @@ func main() {
 // claimsFailed is the error for an experiment whose claims did not all hold.
 type claimsFailed int
 
-func (n claimsFailed) Error() string { return fmt.Sprintf("%d claims do not hold (report.md says which)", int(n)) }
+func (n claimsFailed) Error() string {
+	return fmt.Sprintf("%d claims do not hold (report.md says which)", int(n))
+}
 
 func run(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("experiment", flag.ContinueOnError)

@@ -361,4 +361,6 @@ func faultActions(a lessons.Action) ([]chaos.Action, error) {
 }
 
 // joinArgs writes a query back as the file has it.
-func joinArgs(q lessons.Query) string { return strings.TrimSpace(q.Name + " " + strings.Join(q.Args, " ")) }
+func joinArgs(q lessons.Query) string {
+	return strings.TrimSpace(q.Name + " " + strings.Join(q.Args, " "))
+}

@@ -21,8 +21,8 @@ import (
 	"tidemark/events"
 	"tidemark/lessons"
 	"tidemark/server/chaos"
-	"tidemark/server/experiment"
 	"tidemark/server/class"
+	"tidemark/server/experiment"
 	"tidemark/static"
 )
 
