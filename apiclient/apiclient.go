@@ -92,11 +92,14 @@ func (c *Client) raw(ctx context.Context, method, path string, body any) ([]byte
 		return nil, err
 	}
 	if resp.StatusCode >= 300 {
-		e := &Error{Status: resp.StatusCode}
-		if json.Unmarshal(b, e) != nil || e.Code == "" {
-			e.Code, e.Message = http.StatusText(resp.StatusCode), strings.TrimSpace(string(b))
+		var body struct {
+			Error *Error `json:"error"`
 		}
-		return nil, e
+		if json.Unmarshal(b, &body) != nil || body.Error == nil || body.Error.Code == "" {
+			body.Error = &Error{Code: http.StatusText(resp.StatusCode), Message: strings.TrimSpace(string(b))}
+		}
+		body.Error.Status = resp.StatusCode
+		return nil, body.Error
 	}
 	return b, nil
 }
