@@ -1,0 +1,116 @@
+package experiment
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"tidemark/lessons"
+	"tidemark/server/chaos"
+)
+
+const small = `experiment small
+title Small
+duration 2s
+seeds 3 4
+topic isr min.insync.replicas=2
+workload acks-1 rate=30 acks=1 producers=2
+faults crash
+  at 500ms do crash leader
+  at 1500ms do restart all
+faults random random 1 down=500ms
+plot throughput by faults per seed
+check lost faults=crash >= 0
+`
+
+func parse(t *testing.T, src string) *lessons.Experiment {
+	t.Helper()
+	x, err := lessons.ParseExperiment("small.experiment", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
+
+// TestSchedule: a tick is the workload's produces (rate × tick, producers
+// in turn), the faults due, a fetch round of every broker and a step;
+// "restart all" restarts every broker; the same seed gives the same
+// schedule and random faults depend on the seed alone.
+func TestSchedule(t *testing.T) {
+	x := parse(t, small)
+	acts, ms, err := Schedule(x, x.Faults[0], x.Workloads[0], 3)
+	if err != nil || ms != 2000 {
+		t.Fatal(err, ms)
+	}
+	var produces, steps, restarts int
+	crash := -1
+	for i, a := range acts {
+		switch a.Kind {
+		case chaos.ActProduce:
+			produces++
+		case chaos.ActStep:
+			steps++
+		case chaos.ActRestart:
+			restarts++
+		case chaos.ActCrash:
+			crash = i
+			if !a.Leader || acts[i+1].Kind != chaos.ActFetch || acts[i-1].Kind != chaos.ActProduce {
+				t.Fatalf("the crash %+v at %d is not the leader's after the tick's produces", a, i)
+			}
+		}
+	}
+	if produces < 55 || produces > 65 || steps != 20 || restarts != 3 || crash < 0 {
+		t.Fatalf("%d produces, %d steps, %d restarts, crash at %d", produces, steps, restarts, crash)
+	}
+	again, _, _ := Schedule(x, x.Faults[0], x.Workloads[0], 3)
+	if fmt.Sprint(again) != fmt.Sprint(acts) {
+		t.Fatal("the same seed gave another schedule")
+	}
+	r3, _ := faultTimes(x, x.Faults[1], 3)
+	r4, _ := faultTimes(x, x.Faults[1], 4)
+	r3b, _ := faultTimes(x, x.Faults[1], 3)
+	if len(r3) != 2 || fmt.Sprint(r3) != fmt.Sprint(r3b) || fmt.Sprint(r3) == fmt.Sprint(r4) {
+		t.Fatalf("random faults: %v %v %v", r3, r3b, r4)
+	}
+}
+
+// TestExecuteReproducible: the same experiment twice gives the same
+// measurements run for run, and writes every file.
+func TestExecuteReproducible(t *testing.T) {
+	x := parse(t, small)
+	var got [2]string
+	var res *Results
+	for i := range got {
+		var err error
+		if res, err = Execute(context.Background(), x, Options{}); err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		for _, rr := range res.Runs {
+			if rr.Error != "" {
+				t.Fatalf("%s: %s", rr.Label(), rr.Error)
+			}
+			fmt.Fprintf(&b, "%s %v\n", rr.Label(), rr.Values)
+		}
+		got[i] = b.String()
+	}
+	if got[0] != got[1] {
+		t.Fatalf("two plays differ:\n%s\n%s", got[0], got[1])
+	}
+	if len(res.Runs) != 4 || len(res.Summary) != 2 || !res.Passed() || len(res.Findings) != 2 {
+		t.Fatalf("%+v", res)
+	}
+	dir := t.TempDir()
+	if err := res.WriteDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"results.csv", "summary.csv", "report.md", "plot-1-throughput-by-faults-per-seed.svg"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Log(got[0])
+}
