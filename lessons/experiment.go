@@ -30,7 +30,8 @@ import (
 //	topic NAME KEY=VALUE…          one topic configuration (replication.protocol,
 //	                               min.insync.replicas, unclean.leader.election.enable, …)
 //	workload NAME KEY=VALUE…       rate (records/s), size (bytes), acks (0, 1, all),
-//	                               idempotence (yes/no), producers (1-4)
+//	                               idempotence (yes, no, or mixed: the chaos checker's
+//	                               producers 1-2 plain, 3-4 idempotent), producers (1-4)
 //	faults NAME                    a fault schedule: the "at" lines after it, or
 //	faults NAME random N [down=D]  N crashes of random brokers at random times,
 //	                               each back after D (default 3s), drawn from the seed
@@ -115,7 +116,10 @@ type ExpWorkload struct {
 	Size       int // bytes per record
 	Acks       string
 	Idempotent bool
-	Producers  int
+	// Mixed: the chaos checker's producers, 1 and 2 plain (Acks), 3 and 4
+	// idempotent (idempotence=mixed).
+	Mixed     bool
+	Producers int
 }
 
 // ExpPlot is one chart: Measure's mean by By, one bar per value of Per
@@ -474,10 +478,10 @@ func parseWorkload(n int, f []string) (ExpWorkload, error) {
 			}
 			w.Acks = v
 		case "idempotence":
-			if v != "yes" && v != "no" {
-				err = fmt.Errorf("idempotence=%s: want yes or no", v)
+			if v != "yes" && v != "no" && v != "mixed" {
+				err = fmt.Errorf("idempotence=%s: want yes, no or mixed", v)
 			}
-			w.Idempotent = v == "yes"
+			w.Idempotent, w.Mixed = v == "yes", v == "mixed"
 		default:
 			err = fmt.Errorf("unknown key %q (rate, size, acks, idempotence, producers)", k)
 		}

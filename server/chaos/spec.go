@@ -29,8 +29,12 @@ type Spec struct {
 	// RecordBytes pads each value to this many bytes (0: as short as it
 	// is, "p1-7").
 	RecordBytes int
-	// mixed is a Config's producers: 1 and 2 plain, 3 and 4 idempotent.
-	mixed bool
+	// Mixed gives a Config's producers: 1 and 2 plain (Acks), 3 and 4
+	// idempotent; Idempotent is then ignored.
+	Mixed bool
+	// whole keeps reading every replica's log whole after each action, as
+	// Config runs do (noteSampled).
+	whole bool
 }
 
 // MaxSpecActions bounds a Spec run's schedule (an experiment's workload
@@ -42,12 +46,12 @@ const (
 
 // spec is c's Spec.
 func (c Config) spec() Spec {
-	return Spec{TopicConfigs: c.TopicConfigs(), Acks: c.Acks(), mixed: true}
+	return Spec{TopicConfigs: c.TopicConfigs(), Acks: c.Acks(), Mixed: true, whole: true}
 }
 
 // idempotent reports whether producer id is idempotent under s.
 func (s Spec) idempotent(id int) bool {
-	if s.mixed {
+	if s.Mixed {
 		return idempotent(id)
 	}
 	return s.Idempotent
@@ -58,7 +62,7 @@ func (s Spec) idempotent(id int) bool {
 // HW (before KIP-101), whose followers may keep a record below one they
 // refetch.
 func (s Spec) incremental() bool {
-	return !s.mixed && s.TopicConfigs[controller.ConfigTruncationRule] != "high-watermark"
+	return !s.whole && s.TopicConfigs[controller.ConfigTruncationRule] != "high-watermark"
 }
 
 // value is producer id's n-th value, padded to RecordBytes.
@@ -68,6 +72,15 @@ func (s Spec) value(id, n int) string {
 		v += "." + strings.Repeat("x", pad)
 	}
 	return v
+}
+
+// Spec is the Spec a run under c plays: RunSpec(ctx, seed, c.Spec(), …)
+// is Run(ctx, seed, c, …) but for the sampling (only what replicas
+// appended) and the Result's Config ("spec").
+func (c Config) Spec() Spec {
+	s := c.spec()
+	s.whole = false
+	return s
 }
 
 // Protocol is the replication protocol of the Spec's topic.

@@ -158,7 +158,7 @@ func executeRun(ctx context.Context, x *lessons.Experiment, run Run, o Options, 
 		return rr
 	}
 	rr.Actions = len(actions)
-	spec := chaos.Spec{TopicConfigs: t.Configs, Acks: w.Acks, Idempotent: w.Idempotent, RecordBytes: w.Size}
+	spec := chaos.Spec{TopicConfigs: t.Configs, Acks: w.Acks, Idempotent: w.Idempotent, Mixed: w.Mixed, RecordBytes: w.Size}
 	co := o.Chaos
 	co.Progress = func(p chaos.Progress) { progress(p.Action, p.Total) }
 	res, err := chaos.RunSpec(ctx, run.Seed, spec, actions, co)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"tidemark/lessons"
 	"tidemark/server/chaos"
@@ -113,4 +114,42 @@ func TestExecuteReproducible(t *testing.T) {
 		}
 	}
 	t.Log(got[0])
+}
+
+// TestChaosRunIsAnExperiment: a chaos run is an experiment — its
+// configuration's topic configs, the checker's mixed producers and its
+// schedule ("faults NAME chaos") — and both find the same: the same
+// writes acknowledged and lost, the same elections, whether the engine
+// reads each replica's log whole after every action (a chaos run) or only
+// what it appended (an experiment's run).
+func TestChaosRunIsAnExperiment(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  chaos.Config
+		seed uint64
+	}{{chaos.Acks1, 7}, {chaos.Unclean, 12}, {chaos.StrictOn("quorum"), 3}} {
+		var topic strings.Builder
+		for _, k := range []string{"min.insync.replicas", "unclean.leader.election.enable", "truncation.rule", "replication.protocol"} {
+			if v, ok := tc.cfg.TopicConfigs()[k]; ok {
+				fmt.Fprintf(&topic, " %s=%s", k, v)
+			}
+		}
+		src := fmt.Sprintf("experiment as-chaos\nduration 1s\nseeds %d\ntopic %s%s\nworkload checker acks=%s idempotence=mixed\nfaults schedule chaos actions=60\n",
+			tc.seed, tc.cfg, topic.String(), tc.cfg.Acks())
+		res, err := Execute(context.Background(), parse(t, src), Options{})
+		if err != nil || res.Runs[0].Error != "" {
+			t.Fatal(err, res.Runs[0].Error)
+		}
+		cr, err := chaos.Run(context.Background(), tc.seed, tc.cfg, chaos.Generate(tc.seed, 60), chaos.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := Measure(cr, 1000, 100*time.Millisecond)
+		got := res.Runs[0].Values
+		for _, m := range []string{"attempted", "acked", "lost", "duplicates", "elections", "isr-shrinks", "latency-p50", "latency-p99"} {
+			if got[m] != want[m] {
+				t.Errorf("%s seed %d: %s %v as an experiment, %v as a chaos run", tc.cfg, tc.seed, m, got[m], want[m])
+			}
+		}
+		t.Logf("%s seed %d: %v", tc.cfg, tc.seed, got)
+	}
 }
