@@ -17,6 +17,10 @@ import (
 	"tidemark/server/chaos"
 )
 
+// ErrQueueFull is returned by Start when MaxQueued experiments are waiting
+// or running already.
+var ErrQueueFull = errors.New("experiment: too many experiments waiting")
+
 // ErrUnknown is returned for an experiment id, run or file the Service does
 // not have (never started, or forgotten to keep the newest MaxKept).
 var ErrUnknown = errors.New("experiment: not found")
@@ -58,6 +62,8 @@ type ServiceOptions struct {
 	// MaxKept is how many experiments are remembered (default 16), the
 	// oldest finished forgotten first.
 	MaxKept int
+	// MaxQueued bounds the experiments running or waiting (default 8).
+	MaxQueued int
 	// MaxRecordings is how many runs' recordings are kept for the stage
 	// (default 24), the oldest forgotten first.
 	MaxRecordings int
@@ -100,6 +106,9 @@ func NewService(o ServiceOptions) *Service {
 	if o.MaxKept <= 0 {
 		o.MaxKept = 16
 	}
+	if o.MaxQueued <= 0 {
+		o.MaxQueued = 8
+	}
 	if o.MaxRecordings <= 0 {
 		o.MaxRecordings = 24
 	}
@@ -132,6 +141,16 @@ func (s *Service) Start(file string, src []byte, seeds int) (State, error) {
 	if s.closed {
 		s.mu.Unlock()
 		return State{}, errors.New("experiment: service closed")
+	}
+	waiting := 0
+	for _, e := range s.byID {
+		if !e.st.Done() {
+			waiting++
+		}
+	}
+	if waiting >= s.opts.MaxQueued {
+		s.mu.Unlock()
+		return State{}, fmt.Errorf("%w: %d running or queued, at most %d", ErrQueueFull, waiting, s.opts.MaxQueued)
 	}
 	s.byID[e.st.ID] = e
 	s.order = append(s.order, e.st.ID)

@@ -78,6 +78,8 @@ func experimentError(err error) error {
 		return nil
 	case errors.Is(err, experiment.ErrUnknown):
 		return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: err.Error()}
+	case errors.Is(err, experiment.ErrQueueFull):
+		return KafkaError(http.StatusTooManyRequests, kerr.ThrottlingQuotaExceeded, err.Error())
 	case errors.As(err, &pe):
 		return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, err.Error())
 	}
