@@ -3,7 +3,9 @@ package server
 import (
 	"context"
 	"encoding/csv"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"tidemark/apiclient"
+	"tidemark/server/chaos"
 	"tidemark/server/cluster"
 	"tidemark/server/experiment"
 	"tidemark/server/web"
@@ -126,4 +129,50 @@ func TestExperimentsThroughTheAPI(t *testing.T) {
 		}
 	}
 	t.Logf("%d polls; %d ms", seen, st.ElapsedMs)
+}
+
+// TestLabChaosRunsThroughTheExperimentEngine: the lab's chaos runs (POST
+// /api/v1/chaos) play through the experiment engine (experiment.RunChaos)
+// and still export a run that chaos.Replay plays to the same counts.
+func TestLabChaosRunsThroughTheExperimentEngine(t *testing.T) {
+	u, _, _, _ := startRun(t, t.TempDir())
+	post := func(path, body string) *http.Response {
+		req, _ := http.NewRequest("POST", u+strings.TrimPrefix(path, "/"), strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	resp := post("/api/v1/chaos", `{"seed":4,"config":"acks1","actions":40}`)
+	var st chaos.RunState
+	if err := json.NewDecoder(resp.Body).Decode(&st); resp.StatusCode != 201 || err != nil {
+		t.Fatalf("%d %v", resp.StatusCode, err)
+	}
+	resp.Body.Close()
+	for deadline := time.Now().Add(time.Minute); !st.Done(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("not done: %+v", st.Progress)
+		}
+		r, err := http.Get(u + "api/v1/chaos/" + st.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		json.NewDecoder(r.Body).Decode(&st)
+		r.Body.Close()
+	}
+	r, err := http.Get(u + "api/v1/chaos/" + st.ID + "/export")
+	if err != nil || r.StatusCode != 200 {
+		t.Fatal(err, r.StatusCode)
+	}
+	exported, _ := io.ReadAll(r.Body)
+	r.Body.Close()
+	again, err := chaos.Replay(context.Background(), exported, chaos.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(again.Counts) != fmt.Sprint(st.Progress.Counts) {
+		t.Fatalf("the lab's run %+v, replayed %+v", st.Progress.Counts, again.Counts)
+	}
 }

@@ -158,10 +158,9 @@ func executeRun(ctx context.Context, x *lessons.Experiment, run Run, o Options, 
 		return rr
 	}
 	rr.Actions = len(actions)
-	spec := chaos.Spec{TopicConfigs: t.Configs, Acks: w.Acks, Idempotent: w.Idempotent, Mixed: w.Mixed, RecordBytes: w.Size}
 	co := o.Chaos
 	co.Progress = func(p chaos.Progress) { progress(p.Action, p.Total) }
-	res, err := chaos.RunSpec(ctx, run.Seed, spec, actions, co)
+	res, err := chaos.RunSpec(ctx, run.Seed, specOf(t, w), actions, co)
 	if err != nil {
 		rr.Error = err.Error()
 		return rr
@@ -169,6 +168,30 @@ func executeRun(ctx context.Context, x *lessons.Experiment, run Run, o Options, 
 	rr.Values = Measure(res, labMs, x.Tick)
 	rr.Recording = res.Recording
 	return rr
+}
+
+// specOf is what the engine plays for a topic configuration and a workload.
+func specOf(t lessons.ExpTopic, w lessons.ExpWorkload) chaos.Spec {
+	return chaos.Spec{TopicConfigs: t.Configs, Acks: w.Acks, Idempotent: w.Idempotent, Mixed: w.Mixed, RecordBytes: w.Size}
+}
+
+// RunChaos plays a chaos run as a one-run experiment: cfg's topic configs,
+// the checker's mixed producers asking for cfg's acks, and the run's own
+// schedule (a "faults NAME chaos" schedule). It is chaos.Run's equal
+// (TestChaosRunIsAnExperiment) and the lab's chaos service plays its runs
+// with it (chaos.ServiceOptions.Run), so /chaos and /api/v1/chaos are a
+// view of the experiment engine with a fixed matrix.
+func RunChaos(ctx context.Context, seed uint64, cfg chaos.Config, actions []chaos.Action, o chaos.Options) (*chaos.Result, error) {
+	if _, err := chaos.ParseConfig(string(cfg)); err != nil {
+		return nil, err
+	}
+	t := lessons.ExpTopic{Name: string(cfg), Configs: cfg.TopicConfigs()}
+	w := lessons.ExpWorkload{Name: "checker", Acks: cfg.Acks(), Mixed: true, Producers: chaos.Producers}
+	res, err := chaos.RunSpec(ctx, seed, specOf(t, w), actions, o)
+	if res != nil {
+		res.Config = cfg // what a replay plays it under
+	}
+	return res, err
 }
 
 func find[T any](xs []T, name string, nameOf func(T) string) T {

@@ -153,3 +153,25 @@ func TestChaosRunIsAnExperiment(t *testing.T) {
 		t.Logf("%s seed %d: %v", tc.cfg, tc.seed, got)
 	}
 }
+
+// TestRunChaosReplays: a chaos run played through the experiment engine
+// exports as a chaos run of its configuration, and replaying the export
+// with chaos.Replay (the engine reading every log whole) finds the same.
+func TestRunChaosReplays(t *testing.T) {
+	const seed = 5
+	res, err := RunChaos(context.Background(), seed, chaos.Strict, chaos.Generate(seed, 60), chaos.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := res.Export()
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := chaos.Replay(context.Background(), b, chaos.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Config != chaos.Strict || fmt.Sprint(res.Counts) != fmt.Sprint(again.Counts) || fmt.Sprint(res.Outcomes) != fmt.Sprint(again.Outcomes) {
+		t.Fatalf("through the experiment engine %s %+v, replayed %+v", res.Config, res.Counts, again.Counts)
+	}
+}
