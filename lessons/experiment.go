@@ -31,7 +31,8 @@ import (
 //	                               min.insync.replicas, unclean.leader.election.enable, …)
 //	workload NAME KEY=VALUE…       rate (records/s), size (bytes), acks (0, 1, all),
 //	                               idempotence (yes, no, or mixed: the chaos checker's
-//	                               producers 1-2 plain, 3-4 idempotent), producers (1-4)
+//	                               producers 1-2 plain, 3-4 idempotent), retries (yes: plain
+//	                               producers resend what failed; default no), producers (1-4)
 //	faults NAME                    a fault schedule: the "at" lines after it, or
 //	faults NAME random N [down=D]  N crashes of random brokers at random times,
 //	                               each back after D (default 3s), drawn from the seed
@@ -118,7 +119,9 @@ type ExpWorkload struct {
 	Idempotent bool
 	// Mixed: the chaos checker's producers, 1 and 2 plain (Acks), 3 and 4
 	// idempotent (idempotence=mixed).
-	Mixed     bool
+	Mixed bool
+	// Retries: plain producers resend what failed (retries=yes).
+	Retries   bool
 	Producers int
 }
 
@@ -477,13 +480,18 @@ func parseWorkload(n int, f []string) (ExpWorkload, error) {
 				err = fmt.Errorf("acks=%s: want 0, 1 or all", v)
 			}
 			w.Acks = v
+		case "retries":
+			if v != "yes" && v != "no" {
+				err = fmt.Errorf("retries=%s: want yes or no", v)
+			}
+			w.Retries = v == "yes"
 		case "idempotence":
 			if v != "yes" && v != "no" && v != "mixed" {
 				err = fmt.Errorf("idempotence=%s: want yes, no or mixed", v)
 			}
 			w.Idempotent, w.Mixed = v == "yes", v == "mixed"
 		default:
-			err = fmt.Errorf("unknown key %q (rate, size, acks, idempotence, producers)", k)
+			err = fmt.Errorf("unknown key %q (rate, size, acks, idempotence, retries, producers)", k)
 		}
 		if err != nil {
 			return w, err

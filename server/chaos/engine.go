@@ -982,6 +982,9 @@ func (t *topicRun) answered(pd *pending, res broker.ProduceResult, seq uint64) {
 		pr.leader[p] = -1 // refresh the metadata before the next send
 	}
 	switch {
+	case !pr.idempotent && t.r.spec.Retries && (retriable || !errors.As(res.Err, &ke)):
+		// kept in retry: a plain producer with retries sends the same
+		// records again, twice in the log if the first send got in
 	case !pr.idempotent:
 		pr.retry[p] = nil // a plain producer does not resend: no duplicates by design
 	case retriable && b.epoch == pr.epoch:

@@ -26,6 +26,11 @@ type Spec struct {
 	// Idempotent makes every producer idempotent (a producer id, epoch and
 	// sequence on every batch; retried batches resent as they are).
 	Idempotent bool
+	// Retries makes plain producers resend a batch that failed with a
+	// retriable error (or lost its connection), as Kafka's producer does
+	// with retries > 0 and idempotence off: a duplicate when the first
+	// send was appended.
+	Retries bool
 	// RecordBytes pads each value to this many bytes (0: as short as it
 	// is, "p1-7").
 	RecordBytes int

@@ -172,7 +172,7 @@ func executeRun(ctx context.Context, x *lessons.Experiment, run Run, o Options, 
 
 // specOf is what the engine plays for a topic configuration and a workload.
 func specOf(t lessons.ExpTopic, w lessons.ExpWorkload) chaos.Spec {
-	return chaos.Spec{TopicConfigs: t.Configs, Acks: w.Acks, Idempotent: w.Idempotent, Mixed: w.Mixed, RecordBytes: w.Size}
+	return chaos.Spec{TopicConfigs: t.Configs, Acks: w.Acks, Idempotent: w.Idempotent, Mixed: w.Mixed, Retries: w.Retries, RecordBytes: w.Size}
 }
 
 // RunChaos plays a chaos run as a one-run experiment: cfg's topic configs,

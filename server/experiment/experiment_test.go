@@ -175,3 +175,32 @@ func TestRunChaosReplays(t *testing.T) {
 		t.Fatalf("through the experiment engine %s %+v, replayed %+v", res.Config, res.Counts, again.Counts)
 	}
 }
+
+// TestRetriesDuplicate: under leader crashes and a power loss, plain
+// producers that resend what failed (retries=yes) write some records twice;
+// idempotent producers, resending the same batch with its sequence, none.
+func TestRetriesDuplicate(t *testing.T) {
+	x := parse(t, `experiment dup
+duration 8s
+seeds 1
+topic isr min.insync.replicas=2
+workload plain-retries rate=60 acks=all retries=yes producers=2
+workload idempotent rate=60 acks=all idempotence=yes producers=2
+faults crashes
+  at 2s do crash leader
+  at 4s do restart all
+  at 5s do power-loss leader
+  at 7s do restart all
+check duplicates workload=plain-retries > 0
+check duplicates workload=idempotent == 0
+`)
+	res, err := Execute(context.Background(), x, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range res.Checks {
+		if !c.Holds {
+			t.Errorf("%s: %v %s", c.Check, c.Got, c.Error)
+		}
+	}
+}
