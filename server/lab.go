@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"tidemark/replication"
 	"tidemark/server/cluster"
 	"tidemark/server/web"
 )
@@ -26,6 +27,7 @@ var (
 	_ web.LabClock         = lab{}
 	_ web.Inspector        = lab{}
 	_ web.PartitionCounter = lab{}
+	_ web.LeaderState      = lab{}
 )
 
 // CreateTopic creates a topic; the web reads the result from the snapshot.
@@ -78,4 +80,19 @@ func (l lab) ReplicaLog(broker int32, topic string, partition int32) (web.Replic
 		return nil, 0, fmt.Errorf("%w: broker %d has no replica of %s-%s", kerr.UnknownTopicOrPartition, broker, topic, strconv.Itoa(int(partition)))
 	}
 	return r.Log(), r.Status().HighWatermark, nil
+}
+
+// Leading reports whether broker leads the partition by its own account
+// (it applied the controller's metadata) and at which leader epoch.
+func (l lab) Leading(broker int32, topic string, partition int32) (int32, bool) {
+	b := l.Broker(broker)
+	if b == nil {
+		return 0, false
+	}
+	r := b.Replica(topic, partition)
+	if r == nil {
+		return 0, false
+	}
+	st := r.Status()
+	return st.LeaderEpoch, st.Role == replication.RoleLeader
 }

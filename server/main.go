@@ -28,6 +28,7 @@ import (
 	"tidemark/server/class"
 	"tidemark/server/cluster"
 	"tidemark/server/controller"
+	"tidemark/server/experiment"
 	"tidemark/server/labs"
 	"tidemark/server/metrics"
 	"tidemark/server/web"
@@ -281,14 +282,17 @@ func run(ctx context.Context, cfg config, out io.Writer, started func(url string
 	}
 	defer lessonRuns.Close()
 
-	chaosRuns, err := chaos.NewService(chaos.ServiceOptions{Labs: hosted, Logger: logger})
+	chaosRuns, err := chaos.NewService(chaos.ServiceOptions{Labs: hosted, Logger: logger, Run: experiment.RunChaos})
 	if err != nil {
 		return err
 	}
 	defer chaosRuns.Close()
 	mets.SetChaos(chaosRuns)
 
-	wopts := web.Options{Lab: lab{cl}, Static: cfg.static, Logger: logger, Lessons: lessonRuns, Chaos: chaosRuns,
+	experiments := experiment.NewService(experiment.ServiceOptions{Logger: logger})
+	defer experiments.Close()
+
+	wopts := web.Options{Lab: lab{cl}, Static: cfg.static, Logger: logger, Lessons: lessonRuns, Chaos: chaosRuns, Experiments: experiments,
 		AllowedHosts: cfg.allowedHosts, Metrics: mets.Handler()}
 	var (
 		ws      *web.Server // the teacher's in class mode: the seats share its static files

@@ -175,7 +175,7 @@ func Compare(ctx context.Context, seed uint64, actions []Action, protocols []con
 			user(p)
 		}
 	}
-	err := play(ctx, Strict, specs, actions, o, func(r *runner) error {
+	err := play(ctx, Strict, Strict.spec(), specs, actions, o, func(r *runner) error {
 		if len(r.playing()) == 0 {
 			return fmt.Errorf("%w: the controller accepted none of the protocols %v: %v", kerr.InvalidConfig, protocols, r.topics[0].created)
 		}

@@ -114,27 +114,31 @@ func Run(ctx context.Context, seed uint64, cfg Config, actions []Action, o Optio
 	}
 	res := &Result{Seed: seed, Config: cfg, Actions: actions}
 	specs := []topicSpec{{name: Topic, protocol: cfg.Protocol(), configs: cfg.TopicConfigs()}}
-	err := play(ctx, cfg, specs, actions, o, func(r *runner) error {
+	err := play(ctx, cfg, cfg.spec(), specs, actions, o, func(r *runner) error {
 		if err := r.topics[0].created; err != nil {
 			return fmt.Errorf("%w: creating the topic: %v", ErrRun, err)
 		}
 		return nil
-	}, func(r *runner) {
-		t := r.topics[0]
-		res.Outcomes, res.SettleRounds = r.outcomes, r.settleDone
-		res.Elections = t.elections
-		res.Writes = t.results()
-		res.Report = t.check(res.Writes)
-		res.Counts = res.Report.Counts()
-		res.Final = t.final
-		res.DelayEffects = r.delayEffects
-		res.Recording = r.recording()
-		r.progress(Progress{Phase: PhaseDone, Action: len(actions), Total: len(actions), Counts: res.Counts})
-	})
+	}, func(r *runner) { r.finish(res) })
 	if err != nil {
 		return res, err
 	}
 	return res, nil
+}
+
+// finish fills res from a run of one topic and reports PhaseDone.
+func (r *runner) finish(res *Result) {
+	t := r.topics[0]
+	res.Outcomes, res.SettleRounds = r.outcomes, r.settleDone
+	res.Elections = t.elections
+	res.Writes = t.results()
+	res.Report = t.check(res.Writes)
+	res.Counts = res.Report.Counts()
+	res.Final = t.final
+	res.DelayEffects = r.delayEffects
+	res.ISRShrinks = r.isrShrinks[t.name]
+	res.Recording = r.recording()
+	r.progress(Progress{Phase: PhaseDone, Action: len(r.actions), Total: len(r.actions), Counts: res.Counts})
 }
 
 // validActions bounds a schedule and checks each action.
@@ -161,7 +165,7 @@ type topicSpec struct {
 // the run goes on: a topic the controller refused is skipped or fatal),
 // plays actions, settles, reads back, and hands the runner to done, which
 // reports PhaseDone.
-func play(ctx context.Context, cfg Config, specs []topicSpec, actions []Action, o Options, started func(*runner) error, done func(*runner)) error {
+func play(ctx context.Context, cfg Config, spec Spec, specs []topicSpec, actions []Action, o Options, started func(*runner) error, done func(*runner)) error {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -179,7 +183,7 @@ func play(ctx context.Context, cfg Config, specs []topicSpec, actions []Action, 
 	if err != nil {
 		return err
 	}
-	r := newRunner(ctx, c, cfg, specs, actions, report)
+	r := newRunner(ctx, c, cfg, spec, specs, actions, report)
 	r.byProtocol, r.idleSteps = o.byProtocol, o.IdleSteps
 	err = r.start()
 	if err == nil {
@@ -265,6 +269,7 @@ type runner struct {
 	ctx      context.Context
 	c        *cluster.Cluster
 	cfg      Config
+	spec     Spec // what the producers do: cfg's unless a Spec run
 	actions  []Action
 	progress func(Progress)
 	// byProtocol and idleSteps: Options'.
@@ -292,6 +297,8 @@ type runner struct {
 	// (by topic, then partition), and delayEffects what delays did.
 	isr          map[string]map[int32][]int32
 	delayEffects DelayEffects
+	// isrShrinks counts ISR changes that left a replica out, by topic.
+	isrShrinks map[string]int
 	// rec is what the stage plays back: from the schedule's start, every
 	// event the run published (observe records each action's).
 	rec Recording
@@ -320,6 +327,8 @@ type topicRun struct {
 	hws       []HWSample
 	leaders   []LeaderSample
 	final     Final
+	// sampledAt is what sample last read of each replica (Spec runs).
+	sampledAt map[replicaKey]sampled
 }
 
 type copyKey struct {
@@ -335,14 +344,14 @@ type powerCut struct {
 	recoveryPoint int64 // -1 after a crash
 }
 
-func newRunner(ctx context.Context, c *cluster.Cluster, cfg Config, specs []topicSpec, actions []Action, progress func(Progress)) *runner {
-	r := &runner{ctx: ctx, c: c, cfg: cfg, actions: actions, progress: progress, gen: map[int32]int{},
-		clients: map[int32]*wireClient{}, isr: map[string]map[int32][]int32{}, gone: map[int32]bool{}}
+func newRunner(ctx context.Context, c *cluster.Cluster, cfg Config, spec Spec, specs []topicSpec, actions []Action, progress func(Progress)) *runner {
+	r := &runner{ctx: ctx, c: c, cfg: cfg, spec: spec, actions: actions, progress: progress, gen: map[int32]int{},
+		clients: map[int32]*wireClient{}, isr: map[string]map[int32][]int32{}, gone: map[int32]bool{}, isrShrinks: map[string]int{}}
 	for _, sp := range specs {
 		t := &topicRun{r: r, name: sp.name, protocol: sp.protocol, configs: sp.configs,
 			held: map[int32]map[int32]map[string]int64{}, open: map[copyKey]int{}, restarted: map[int32]map[int32]*powerCut{}}
 		for id := 1; id <= Producers; id++ {
-			p := &producer{id: id, idempotent: idempotent(id), pid: -1, epoch: -1}
+			p := &producer{id: id, idempotent: spec.idempotent(id), pid: -1, epoch: -1}
 			for i := range p.leader {
 				p.leader[i] = -1
 			}
@@ -554,6 +563,11 @@ func (t *topicRun) missingAtLeader(w *Write) bool {
 // name; a produce's on each topic, space-separated).
 func (r *runner) play(a Action) (string, error) {
 	var err error
+	if a.Leader && (a.Kind == ActCrash || a.Kind == ActPowerLoss) {
+		if a.Broker = r.leaderOf(a.Partition); a.Broker < 0 {
+			return kafkaName(kerr.LeaderNotAvailable), nil
+		}
+	}
 	switch a.Kind {
 	case ActProduce:
 		var outs []string
@@ -592,6 +606,20 @@ func (r *runner) play(a Action) (string, error) {
 		r.c.Heal()
 	}
 	return outcome(err), nil
+}
+
+// leaderOf is the running broker the controller names as partition p's
+// leader (of the first topic played), or -1.
+func (r *runner) leaderOf(p int32) int32 {
+	for _, t := range r.playing() {
+		if md, ok := r.c.Controller().Topic(t.name); ok && int(p) < len(md.Partitions) {
+			if l := md.Partitions[p].Leader; l > 0 && r.c.Broker(l) != nil {
+				return l
+			}
+		}
+		break
+	}
+	return -1
 }
 
 // step moves the lab's clock d, as time passes in a running lab: every
@@ -712,11 +740,11 @@ func (t *topicRun) produce(pr *producer, p int32) (string, error) {
 	b := pr.retry[p]
 	if b == nil {
 		pr.n++
-		acks := r.cfg.Acks()
+		acks := r.spec.Acks
 		if pr.idempotent {
 			acks = "all"
 		}
-		w := &Write{Value: fmt.Sprintf("p%d-%d", pr.id, pr.n), Producer: pr.id, Idempotent: pr.idempotent,
+		w := &Write{Value: r.spec.value(pr.id, pr.n), Producer: pr.id, Idempotent: pr.idempotent,
 			Acks: acks, Partition: p, Offset: -1, SentAction: r.action, SentMs: r.labMs()}
 		t.writes = append(t.writes, w)
 		b = &batch{w: w, seq: pr.seq[p], epoch: pr.epoch}
@@ -757,8 +785,11 @@ func (t *topicRun) produce(pr *producer, p int32) (string, error) {
 		records = storage.NewIdempotentBatch(rec, pr.pid, b.epoch, b.seq)
 	}
 	acks := int16(-1)
-	if b.w.Acks == "1" {
+	switch b.w.Acks {
+	case "1":
 		acks = 1
+	case "0":
+		acks = 0
 	}
 	b.w.Attempts++
 	pd := &pending{pr: pr, b: b, broker: leader, gen: r.gen[leader], offset: -1, done: make(chan broker.ProduceResult, 1)}
@@ -802,6 +833,14 @@ wait:
 					return "", fmt.Errorf("%w: the acknowledgement of %s by broker %d was never published", ErrRun, b.w.Value, leader)
 				}
 			}
+			if b.w.Acks == "0" {
+				off := int64(-1)
+				if res.Err == nil {
+					off = res.BaseOffset
+				}
+				t.sent(pd, off)
+				return "sent", nil
+			}
 			t.answered(pd, res, seq)
 			return "answered", nil
 		default:
@@ -829,8 +868,16 @@ wait:
 		}
 		time.Sleep(100 * time.Microsecond)
 	}
-	if off, ok := findValue(rep.Log(), b.w.Value); ok {
+	from := int64(0)
+	if r.spec.incremental() {
+		from = before // a Spec run's logs are long: look where it went
+	}
+	if off, ok := findValueFrom(rep.Log(), b.w.Value, from); ok {
 		pd.offset = off
+	}
+	if b.w.Acks == "0" {
+		t.sent(pd, pd.offset)
+		return "sent", nil
 	}
 	pr.inflight[p] = pd
 	t.pending = append(t.pending, pd)
@@ -906,6 +953,17 @@ func (t *topicRun) awaitAnswer(broker, p int32, base int64, deadline time.Time) 
 	}
 }
 
+// sent takes an acks=0 produce as done once it left the producer, as
+// Kafka's producer does: acknowledged whatever the broker did with it (it
+// never says), at offset off if the leader appended it (-1 otherwise), so
+// the checker counts what did not arrive as acknowledged and lost.
+func (t *topicRun) sent(pd *pending, off int64) {
+	pr, b, p := pd.pr, pd.b, pd.b.w.Partition
+	pr.inflight[p], pr.retry[p] = nil, nil
+	b.w.Acked, b.w.Offset, b.w.Error, b.w.AckedSeq = true, off, "", t.r.c.Bus().LastSeq()
+	b.w.AckedAction, b.w.AckedMs = t.r.action, t.r.labMs()
+}
+
 // answered applies a produce's answer to its producer; seq is the bus
 // sequence it was decided at.
 func (t *topicRun) answered(pd *pending, res broker.ProduceResult, seq uint64) {
@@ -924,6 +982,9 @@ func (t *topicRun) answered(pd *pending, res broker.ProduceResult, seq uint64) {
 		pr.leader[p] = -1 // refresh the metadata before the next send
 	}
 	switch {
+	case !pr.idempotent && t.r.spec.Retries && (retriable || !errors.As(res.Err, &ke)):
+		// kept in retry: a plain producer with retries sends the same
+		// records again, twice in the log if the first send got in
 	case !pr.idempotent:
 		pr.retry[p] = nil // a plain producer does not resend: no duplicates by design
 	case retriable && b.epoch == pr.epoch:
@@ -950,6 +1011,22 @@ func findValue(l *storage.Log, value string) (int64, bool) {
 	for _, x := range readLog(l) {
 		if x.Value == value {
 			return x.Offset, true
+		}
+	}
+	return 0, false
+}
+
+// findValueFrom returns the offset of value in a log at or above from.
+func findValueFrom(l *storage.Log, value string, from int64) (int64, bool) {
+	bs, err := l.ReadBatches(max(from, l.LogStartOffset()), l.LogEndOffset(), 1<<20)
+	if err != nil {
+		return 0, false
+	}
+	for _, b := range bs {
+		for _, x := range b.Records {
+			if string(x.Value) == value {
+				return x.Offset, true
+			}
 		}
 	}
 	return 0, false
@@ -1037,8 +1114,11 @@ func (r *runner) countDelayEffects() {
 			if r.isr[e.Topic] == nil {
 				r.isr[e.Topic] = map[int32][]int32{}
 			}
-			prev := r.isr[e.Topic][e.Partition]
+			prev, seen := r.isr[e.Topic][e.Partition]
 			r.isr[e.Topic][e.Partition] = slices.Clone(e.ISR)
+			if seen && slices.ContainsFunc(prev, func(id int32) bool { return !slices.Contains(e.ISR, id) }) {
+				r.isrShrinks[e.Topic]++
+			}
 			if e.Kind != events.KindISR || e.MessageKey != "event.isr.alter" {
 				continue // not a leader's proposal
 			}
@@ -1168,7 +1248,11 @@ func (t *topicRun) sample() {
 			if rep == nil {
 				continue
 			}
+			if t.sampleNew(id, p, rep.Log(), now) {
+				continue
+			}
 			recs := readLog(rep.Log())
+			t.noteSampled(id, p, rep.Log(), recs)
 			have := make(map[string]int64, len(recs))
 			for _, x := range recs {
 				have[x.Value] = x.Offset
@@ -1192,6 +1276,89 @@ func (t *topicRun) sample() {
 			t.held[id][p] = have
 		}
 	}
+}
+
+// sampled is what sample last read of a replica's log: the log, its LEO
+// then and the value just below it.
+type sampled struct {
+	log  *storage.Log
+	leo  int64
+	last string
+}
+
+// noteSampled remembers a whole read of a replica's log (a Spec run's).
+func (t *topicRun) noteSampled(id, p int32, l *storage.Log, recs []Rec) {
+	if !t.r.spec.incremental() {
+		return
+	}
+	s := sampled{log: l}
+	if n := len(recs); n > 0 {
+		s.leo, s.last = recs[n-1].Offset+1, recs[n-1].Value
+	}
+	if t.sampledAt == nil {
+		t.sampledAt = map[replicaKey]sampled{}
+	}
+	t.sampledAt[replicaKey{id, p}] = s
+}
+
+// sampleNew reads only what a replica appended since the last sample, when
+// nothing below can have changed: the same log, not stopped since, no
+// truncation among the action's events, not shorter, and the value below
+// the old LEO the same one (values are unique, so the logs below it match,
+// as a leader epoch's truncation keeps them). A Spec run's experiments
+// sample thousands of actions, and reading every log whole after each one
+// made a run of 1,600 actions take over a minute; a Config run keeps the
+// whole read, so its seeds play as they always have. False: read it all.
+func (t *topicRun) sampleNew(id, p int32, l *storage.Log, now uint64) bool {
+	r := t.r
+	if !r.spec.incremental() {
+		return false
+	}
+	s, ok := t.sampledAt[replicaKey{id, p}]
+	if !ok || s.log != l || t.restarted[id][p] != nil || t.held[id][p] == nil {
+		return false
+	}
+	for _, e := range r.evs {
+		if e.Kind == events.KindTruncation && e.Broker == id && e.Topic == t.name && e.Partition == p {
+			return false
+		}
+	}
+	leo := l.LogEndOffset()
+	if leo < s.leo {
+		return false
+	}
+	if s.leo > 0 {
+		bs, err := l.ReadBatches(s.leo-1, s.leo, 1)
+		if err != nil || len(bs) == 0 || len(bs[0].Records) == 0 {
+			return false
+		}
+		last := bs[0].Records[len(bs[0].Records)-1]
+		if last.Offset != s.leo-1 || string(last.Value) != s.last {
+			return false
+		}
+	}
+	if leo == s.leo {
+		return true
+	}
+	bs, err := l.ReadBatches(s.leo, leo, 1<<20)
+	if err != nil {
+		return false
+	}
+	have := t.held[id][p]
+	for _, b := range bs {
+		for _, x := range b.Records {
+			v := string(x.Value)
+			have[v] = x.Offset
+			k := copyKey{v, id}
+			if _, ok := t.open[k]; !ok {
+				t.open[k] = len(t.copies)
+				t.copies = append(t.copies, Copy{Value: v, Partition: p, Broker: id, Offset: x.Offset, From: now, FromAction: r.action, Action: -1})
+			}
+			s.leo, s.last = x.Offset+1, v
+		}
+	}
+	t.sampledAt[replicaKey{id, p}] = s
+	return true
 }
 
 // closeCopy records why broker id no longer holds value: lost to a power

@@ -28,6 +28,8 @@ type Result struct {
 	Final Final `json:"final"`
 	// DelayEffects counts what link delays did in the run.
 	DelayEffects DelayEffects `json:"delay_effects"`
+	// ISRShrinks counts the ISR changes that left a replica out.
+	ISRShrinks int `json:"isr_shrinks"`
 	// Recording is the run's events for the stage to play back (not
 	// exported: the seed and actions replay the run itself).
 	Recording *Recording `json:"-"`

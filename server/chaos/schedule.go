@@ -163,6 +163,10 @@ type Action struct {
 	OneWay    bool  `json:"oneway,omitempty"`
 	StepMs    int64 `json:"step_ms,omitempty"`
 	DelayMs   int64 `json:"delay_ms,omitempty"`
+	// Leader: a crash or power loss of whichever broker leads Partition
+	// when the action is played (Broker is then 0), as an experiment's
+	// fault schedule names it.
+	Leader bool `json:"leader,omitempty"`
 }
 
 func (a Action) String() string {
@@ -186,6 +190,9 @@ func (a Action) String() string {
 	case ActHeal:
 		return "heal"
 	}
+	if a.Leader {
+		return fmt.Sprintf("%s leader of p%d", a.Kind, a.Partition)
+	}
 	return fmt.Sprintf("%s b%d", a.Kind, a.Broker)
 }
 
@@ -208,7 +215,14 @@ func (a Action) validate() error {
 	case ActProduce:
 		field("producer", int64(a.Producer), 1, Producers)
 		field("partition", int64(a.Partition), 0, Partitions-1)
-	case ActFetch, ActCrash, ActPowerLoss, ActRestart:
+	case ActCrash, ActPowerLoss:
+		if a.Leader {
+			field("broker", int64(a.Broker), 0, 0)
+			field("partition", int64(a.Partition), 0, Partitions-1)
+		} else {
+			field("broker", int64(a.Broker), 1, Brokers)
+		}
+	case ActFetch, ActRestart:
 		field("broker", int64(a.Broker), 1, Brokers)
 	case ActStep:
 		field("step_ms", a.StepMs, 1, maxMs)

@@ -34,6 +34,10 @@ type ServiceOptions struct {
 	// oldest finished forgotten first. Default 32.
 	MaxKept int
 	Logger  *slog.Logger
+	// Run plays a run (default Run): the lab routes its chaos runs through
+	// the experiment engine (experiment.RunChaos), which plays the same
+	// schedule under the same settings as a one-run experiment.
+	Run func(ctx context.Context, seed uint64, cfg Config, actions []Action, o Options) (*Result, error)
 }
 
 // Service runs chaos runs in the background, each on its own lab cluster,
@@ -125,6 +129,9 @@ func NewService(opts ServiceOptions) (*Service, error) {
 	if opts.MaxKept <= 0 {
 		opts.MaxKept = 32
 	}
+	if opts.Run == nil {
+		opts.Run = Run
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
@@ -157,7 +164,7 @@ func (s *Service) Start(owner string, seed uint64, cfg Config, n int, actions []
 			st.Progress = p
 			s.mu.Unlock()
 		}
-		res, err := Run(ctx, seed, cfg, actions, o)
+		res, err := s.opts.Run(ctx, seed, cfg, actions, o)
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if err != nil {

@@ -287,6 +287,9 @@ func (s *Server) setSpeed(c echo.Context) error {
 // run's cluster (its lanes at the run's cursor), or with ?chaos=<id> or
 // ?compare=<id> a finished run's recording.
 func (s *Server) wsLab(c echo.Context) (Lab, error) {
+	if id := c.QueryParam("experiment"); id != "" { // a finished experiment run's recording
+		return s.experimentRecording(id, c.QueryParam("exp_run"))
+	}
 	for _, q := range []string{"chaos", "compare"} { // a finished run's recording
 		if id := c.QueryParam(q); id != "" {
 			return s.recordedRun(id)

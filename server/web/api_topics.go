@@ -140,6 +140,19 @@ type CreateTopicRequest struct {
 	Partitions        *int32                 `json:"partitions"`
 	ReplicationFactor *int16                 `json:"replication_factor"`
 	Configs           map[string]configValue `json:"configs"`
+	// ReadyTimeoutMs bounds the wait for every partition to have a leader
+	// that applied it and a full ISR (default DefaultTopicReadyTimeout, at
+	// most MaxTopicReadyTimeout; 0: answer at once).
+	ReadyTimeoutMs *int64 `json:"ready_timeout_ms"`
+}
+
+// CreateTopicResponse is the answer to POST /api/v1/topics: the topic as
+// it was when the wait ended, whether it is ready, and the partitions that
+// are not (empty when Ready).
+type CreateTopicResponse struct {
+	TopicInfo
+	Ready    bool                `json:"ready"`
+	NotReady []PartitionNotReady `json:"not_ready"`
 }
 
 func (s *Server) createTopic(c echo.Context) error {
@@ -149,6 +162,14 @@ func (s *Server) createTopic(c echo.Context) error {
 	var req CreateTopicRequest
 	if err := decodeJSON(c, &req); err != nil {
 		return err
+	}
+	wait := DefaultTopicReadyTimeout
+	if req.ReadyTimeoutMs != nil {
+		ms := *req.ReadyTimeoutMs
+		if ms < 0 || ms > MaxTopicReadyTimeout.Milliseconds() {
+			return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "ready_timeout_ms must be between 0 and "+strconv.FormatInt(MaxTopicReadyTimeout.Milliseconds(), 10))
+		}
+		wait = time.Duration(ms) * time.Millisecond
 	}
 	partitions := int32(1)
 	if req.Partitions != nil {
@@ -177,7 +198,11 @@ func (s *Server) createTopic(c echo.Context) error {
 	if err := s.checkReplicasOpen(&snap, t); err != nil {
 		return err
 	}
-	return c.JSON(http.StatusCreated, topicInfo(t))
+	if ready, nr, ok := s.awaitTopicReady(c.Request().Context(), req.Name, wait); ok {
+		t = ready
+		return c.JSON(http.StatusCreated, CreateTopicResponse{TopicInfo: topicInfo(t), Ready: len(nr) == 0, NotReady: nr})
+	}
+	return c.JSON(http.StatusCreated, CreateTopicResponse{TopicInfo: topicInfo(t), Ready: false, NotReady: s.notReady(&snap, t)})
 }
 
 // checkReplicasOpen makes a created topic whose replicas did not open on a

@@ -22,6 +22,7 @@ import (
 	"tidemark/lessons"
 	"tidemark/server/chaos"
 	"tidemark/server/class"
+	"tidemark/server/experiment"
 	"tidemark/static"
 )
 
@@ -70,6 +71,9 @@ type Options struct {
 	// Chaos runs the durability checker's chaos runs (api_chaos.go); nil:
 	// the chaos routes answer 501.
 	Chaos *chaos.Service
+	// Experiments runs experiment files (api_experiments.go); nil: the
+	// experiment routes answer 501.
+	Experiments *experiment.Service
 	// AllowedHosts are Host names besides loopback ones (localhost,
 	// 127.0.0.1, [::1] at the served port) that the lab answers to: "name"
 	// for any port, "name:port" for one. Every other Host gets 421 (see
@@ -203,6 +207,7 @@ func New(opts Options) (*Server, error) {
 	s.fencingRoutes(e)
 	s.chaosRoutes(e)
 	s.compareRoutes(e)
+	s.experimentRoutes(e)
 	s.classRoutes(e)
 	s.exportRoutes(e)
 	e.GET("/metrics", s.serveMetrics)

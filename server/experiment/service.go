@@ -1,0 +1,310 @@
+package experiment
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"tidemark/lessons"
+	"tidemark/server/chaos"
+)
+
+// ErrQueueFull is returned by Start when MaxQueued experiments are waiting
+// or running already.
+var ErrQueueFull = errors.New("experiment: too many experiments waiting")
+
+// ErrUnknown is returned for an experiment id, run or file the Service does
+// not have (never started, or forgotten to keep the newest MaxKept).
+var ErrUnknown = errors.New("experiment: not found")
+
+// The phases of an experiment the API shows.
+const (
+	PhaseQueued  = "queued" // waiting for the one before it to finish
+	PhaseRunning = "running"
+	PhaseDone    = "done"
+	PhaseFailed  = "failed"
+)
+
+// State is an experiment as the API shows it: progress while it runs,
+// every finished run as it comes, and once done its summary, checks,
+// findings and the files to download.
+type State struct {
+	ID       string        `json:"id"`
+	Name     string        `json:"name"` // the file's experiment name
+	File     string        `json:"file"`
+	Title    string        `json:"title"`
+	Phase    string        `json:"phase"`
+	Progress Progress      `json:"progress"`
+	Runs     []RunResult   `json:"runs"`
+	Summary  []SummaryRow  `json:"summary,omitempty"`
+	Checks   []CheckResult `json:"checks,omitempty"`
+	Findings []string      `json:"findings,omitempty"`
+	Files    []string      `json:"files,omitempty"`
+	Error    string        `json:"error,omitempty"`
+	Started  time.Time     `json:"started"`
+	// ElapsedMs is the wall time it took once done.
+	ElapsedMs int64 `json:"elapsed_ms,omitempty"`
+}
+
+// Done reports whether the experiment finished, well or not.
+func (st *State) Done() bool { return st.Phase == PhaseDone || st.Phase == PhaseFailed }
+
+// ServiceOptions configure a Service; the zero value is usable.
+type ServiceOptions struct {
+	// MaxKept is how many experiments are remembered (default 16), the
+	// oldest finished forgotten first.
+	MaxKept int
+	// MaxQueued bounds the experiments running or waiting (default 8).
+	MaxQueued int
+	// MaxRecordings is how many runs' recordings are kept for the stage
+	// (default 24), the oldest forgotten first.
+	MaxRecordings int
+	// Chaos are the engine's options for every run (Open: where clusters
+	// live; default a temporary directory per run).
+	Chaos  chaos.Options
+	Logger *slog.Logger
+}
+
+// Service runs experiments in the background, one at a time (a run is a
+// whole cluster; the machine is shared), and keeps their states, files
+// and the newest runs' recordings. Its methods are safe for concurrent use.
+type Service struct {
+	opts ServiceOptions
+	turn chan struct{} // held by the experiment running
+
+	mu         sync.Mutex
+	byID       map[string]*entry
+	order      []string
+	recordings []runRecording
+	closed     bool
+	ctx        context.Context
+	cancel     context.CancelFunc
+	wg         sync.WaitGroup
+}
+
+type entry struct {
+	st    State
+	files map[string][]byte
+}
+
+type runRecording struct {
+	id  string
+	run int
+	rec *chaos.Recording
+}
+
+// NewService returns a Service.
+func NewService(o ServiceOptions) *Service {
+	if o.MaxKept <= 0 {
+		o.MaxKept = 16
+	}
+	if o.MaxQueued <= 0 {
+		o.MaxQueued = 8
+	}
+	if o.MaxRecordings <= 0 {
+		o.MaxRecordings = 24
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	s := &Service{opts: o, turn: make(chan struct{}, 1), byID: map[string]*entry{}}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	return s
+}
+
+// Start parses src (file names it in errors) and runs it in the
+// background; seeds > 0 keeps only its first seeds. A bad file is a
+// *lessons.ParseError.
+func (s *Service) Start(file string, src []byte, seeds int) (State, error) {
+	x, err := lessons.ParseExperiment(file, src)
+	if err != nil {
+		return State{}, err
+	}
+	if seeds < 0 {
+		return State{}, fmt.Errorf("seeds %d: want 0 (all) or more", seeds)
+	}
+	total := x.Runs()
+	if seeds > 0 && seeds < len(x.Seeds) {
+		total = total / len(x.Seeds) * seeds
+	}
+	e := &entry{st: State{ID: newID(), Name: x.ID, File: file, Title: x.Title.En, Phase: PhaseQueued,
+		Progress: Progress{Total: total}, Runs: []RunResult{}, Started: time.Now()}}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return State{}, errors.New("experiment: service closed")
+	}
+	waiting := 0
+	for _, e := range s.byID {
+		if !e.st.Done() {
+			waiting++
+		}
+	}
+	if waiting >= s.opts.MaxQueued {
+		s.mu.Unlock()
+		return State{}, fmt.Errorf("%w: %d running or queued, at most %d", ErrQueueFull, waiting, s.opts.MaxQueued)
+	}
+	s.byID[e.st.ID] = e
+	s.order = append(s.order, e.st.ID)
+	s.forget()
+	s.wg.Add(1)
+	st := e.st
+	s.mu.Unlock()
+	go s.run(e, x, seeds)
+	return st, nil
+}
+
+// forget drops the oldest finished experiments beyond MaxKept. Callers
+// hold s.mu.
+func (s *Service) forget() {
+	for i := 0; len(s.order) > s.opts.MaxKept && i < len(s.order); {
+		id := s.order[i]
+		if s.byID[id].st.Done() {
+			delete(s.byID, id)
+			s.order = slices.Delete(s.order, i, i+1)
+			continue
+		}
+		i++
+	}
+}
+
+func (s *Service) run(e *entry, x *lessons.Experiment, seeds int) {
+	defer s.wg.Done()
+	select {
+	case s.turn <- struct{}{}:
+	case <-s.ctx.Done():
+		s.fail(e, s.ctx.Err())
+		return
+	}
+	defer func() { <-s.turn }()
+	s.update(e, func(st *State) { st.Phase = PhaseRunning })
+	o := Options{Seeds: seeds, Chaos: s.opts.Chaos}
+	if o.Chaos.Logger == nil {
+		o.Chaos.Logger = s.opts.Logger
+	}
+	o.Progress = func(p Progress) { s.update(e, func(st *State) { st.Progress = p }) }
+	o.Finished = func(rr RunResult) {
+		rec := rr.Recording
+		rr.Recording = nil
+		s.update(e, func(st *State) { st.Runs = append(slices.Clip(st.Runs), rr) })
+		s.keepRecording(e.st.ID, rr.Index, rec)
+	}
+	began := time.Now()
+	res, err := Execute(s.ctx, x, o)
+	if err != nil {
+		s.fail(e, err)
+		return
+	}
+	files, err := res.Files()
+	if err != nil {
+		s.fail(e, err)
+		return
+	}
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e.files = files
+	st := &e.st
+	st.Summary, st.Checks, st.Findings, st.Files = res.Summary, res.Checks, res.Findings, names
+	st.Phase, st.ElapsedMs = PhaseDone, time.Since(began).Milliseconds()
+}
+
+func (s *Service) update(e *entry, f func(*State)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f(&e.st)
+}
+
+func (s *Service) fail(e *entry, err error) {
+	s.update(e, func(st *State) { st.Phase, st.Error = PhaseFailed, err.Error() })
+}
+
+func (s *Service) keepRecording(id string, run int, rec *chaos.Recording) {
+	if rec == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.recordings = append(s.recordings, runRecording{id, run, rec})
+	if n := len(s.recordings) - s.opts.MaxRecordings; n > 0 {
+		s.recordings = slices.Delete(s.recordings, 0, n)
+	}
+}
+
+// Recording returns run's events of experiment id for the stage; false
+// when it has none (unknown, not finished, or among the older ones).
+func (s *Service) Recording(id string, run int) (*chaos.Recording, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range s.recordings {
+		if r.id == id && r.run == run {
+			return r.rec, true
+		}
+	}
+	return nil, false
+}
+
+// Get returns an experiment's state (a copy; its slices are never changed
+// once handed out).
+func (s *Service) Get(id string) (State, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.byID[id]
+	if !ok {
+		return State{}, fmt.Errorf("%w: experiment %s", ErrUnknown, strconv.Quote(id))
+	}
+	return e.st, nil
+}
+
+// List returns every remembered experiment, newest first.
+func (s *Service) List() []State {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]State, 0, len(s.order))
+	for i := len(s.order) - 1; i >= 0; i-- {
+		out = append(out, s.byID[s.order[i]].st)
+	}
+	return out
+}
+
+// File returns one of a finished experiment's files.
+func (s *Service) File(id, name string) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.byID[id]
+	if !ok {
+		return nil, fmt.Errorf("%w: experiment %s", ErrUnknown, strconv.Quote(id))
+	}
+	b, ok := e.files[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: experiment %s has no file %s", ErrUnknown, id, strconv.Quote(name))
+	}
+	return b, nil
+}
+
+// Close stops every experiment and waits for them.
+func (s *Service) Close() {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.cancel()
+	s.wg.Wait()
+}
+
+func newID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
