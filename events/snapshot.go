@@ -329,6 +329,9 @@ func (s *Snapshot) Apply(e Event) {
 			c := Snapshot{Topics: []Topic{*e.TopicCreated}}
 			t := c.Clone().Topics[0]
 			if old := s.Topic(t.Name); old != nil {
+				// Partitions added (CreatePartitions): the ones it had
+				// keep their replicas' logs.
+				copy(t.Partitions, old.Partitions)
 				*old = t
 			} else {
 				s.Topics = append(s.Topics, t)

@@ -19,6 +19,15 @@ var clientAPIVersions = wire.VersionTable{
 	32: {Min: 0, Max: 4}, // DescribeConfigs
 	33: {Min: 0, Max: 2}, // AlterConfigs
 	44: {Min: 0, Max: 1}, // IncrementalAlterConfigs
+	37: {Min: 0, Max: 3}, // CreatePartitions
+	21: {Min: 0, Max: 2}, // DeleteRecords
+	42: {Min: 0, Max: 2}, // DeleteGroups
+	// The ACL APIs answer SECURITY_DISABLED, as Kafka without an
+	// authorizer does: a client says why instead of seeing the
+	// connection close.
+	29: {Min: 0, Max: 3}, // DescribeAcls
+	30: {Min: 0, Max: 3}, // CreateAcls
+	31: {Min: 0, Max: 3}, // DeleteAcls
 
 	8:  {Min: 0, Max: 8}, // OffsetCommit
 	9:  {Min: 0, Max: 8}, // OffsetFetch: v8 batches groups
@@ -45,6 +54,18 @@ func (b *Broker) handleClientAPI(ctx context.Context, rc *wire.RequestContext, r
 		return b.handleAlterConfigs(req), nil
 	case *kmsg.IncrementalAlterConfigsRequest:
 		return b.handleIncrementalAlterConfigs(req), nil
+	case *kmsg.CreatePartitionsRequest:
+		return b.handleCreatePartitions(req), nil
+	case *kmsg.DeleteRecordsRequest:
+		return b.handleDeleteRecords(req), nil
+	case *kmsg.DeleteGroupsRequest:
+		return b.handleDeleteGroups(req), nil
+	case *kmsg.DescribeACLsRequest:
+		return b.handleDescribeACLs(req), nil
+	case *kmsg.CreateACLsRequest:
+		return b.handleCreateACLs(req), nil
+	case *kmsg.DeleteACLsRequest:
+		return b.handleDeleteACLs(req), nil
 	case *kmsg.FindCoordinatorRequest:
 		return b.handleFindCoordinator(req), nil
 	case *kmsg.JoinGroupRequest:
