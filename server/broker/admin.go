@@ -236,8 +236,12 @@ func configType(name string) kmsg.ConfigType {
 	switch name {
 	case controller.ConfigUncleanLeaderElection:
 		return kmsg.ConfigTypeBoolean
-	case controller.ConfigTruncationRule:
+	case controller.ConfigTruncationRule, controller.ConfigCompressionType, controller.ConfigMessageTimestampType:
 		return kmsg.ConfigTypeString
+	case controller.ConfigCleanupPolicy:
+		return kmsg.ConfigTypeList
+	case controller.ConfigMinCleanableDirtyRatio:
+		return kmsg.ConfigTypeDouble
 	case controller.ConfigMinInsyncReplicas, controller.ConfigMaxMessageBytes, controller.ConfigSegmentBytes,
 		controller.ConfigSegmentIndexBytes, controller.ConfigIndexIntervalBytes:
 		return kmsg.ConfigTypeInt

@@ -111,6 +111,9 @@ func (b *Broker) deleteRecords(topic string, partition int32, offset int64) (int
 	if r == nil {
 		return -1, kerr.UnknownTopicOrPartition
 	}
+	if !r.log.Config().Cleanup.Deletes() {
+		return -1, fmt.Errorf("%w: records of %s cannot be deleted: cleanup.policy=compact", kerr.PolicyViolation, r.tp)
+	}
 	r.mu.Lock()
 	if r.stopped {
 		r.mu.Unlock()
