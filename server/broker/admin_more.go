@@ -244,7 +244,8 @@ type brokerConfig struct {
 }
 
 // brokerConfigs lists the broker configs the lab has, read-only (the lab
-// sets them at start; Kafka's dynamic broker configs are not served).
+// sets them at start; Kafka's dynamic broker configs are not served),
+// sorted by name.
 func (b *Broker) brokerConfigs() []brokerConfig {
 	def := controller.DefaultTopicConfig()
 	topic := map[string]string{}
@@ -253,12 +254,18 @@ func (b *Broker) brokerConfigs() []brokerConfig {
 	}
 	ms := func(d interface{ Milliseconds() int64 }) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 	return []brokerConfig{
+		{"auto.create.topics.enable", strconv.FormatBool(b.autoCreateTopics()), kmsg.ConfigTypeBoolean, !b.autoCreateTopics()},
 		{"broker.heartbeat.interval.ms", ms(b.cfg.HeartbeatInterval), kmsg.ConfigTypeInt, true},
 		{"broker.id", strconv.Itoa(int(b.cfg.ID)), kmsg.ConfigTypeInt, true},
+		{"compression.type", topic[controller.ConfigCompressionType], kmsg.ConfigTypeString, false},
 		{"connections.max.idle.ms", ms(b.cfg.ConnectionsMaxIdle), kmsg.ConfigTypeLong, b.cfg.ConnectionsMaxIdle != 0},
 		{"default.replication.factor", strconv.Itoa(DefaultReplicationFactor), kmsg.ConfigTypeInt, true},
+		{"log.cleaner.delete.retention.ms", topic[controller.ConfigDeleteRetentionMs], kmsg.ConfigTypeLong, false},
+		{"log.cleaner.min.cleanable.ratio", topic[controller.ConfigMinCleanableDirtyRatio], kmsg.ConfigTypeDouble, false},
+		{"log.cleanup.policy", topic[controller.ConfigCleanupPolicy], kmsg.ConfigTypeList, false},
 		{"log.dirs", b.cfg.LogDir, kmsg.ConfigTypeString, true},
 		{"log.index.interval.bytes", topic[controller.ConfigIndexIntervalBytes], kmsg.ConfigTypeInt, false},
+		{"log.message.timestamp.type", topic[controller.ConfigMessageTimestampType], kmsg.ConfigTypeString, false},
 		{"log.retention.bytes", topic[controller.ConfigRetentionBytes], kmsg.ConfigTypeLong, false},
 		{"log.retention.ms", topic[controller.ConfigRetentionMs], kmsg.ConfigTypeLong, false},
 		{"log.segment.bytes", topic[controller.ConfigSegmentBytes], kmsg.ConfigTypeInt, false},

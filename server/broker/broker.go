@@ -162,6 +162,10 @@ type Config struct {
 	// MaxConnectionsPerIP is the Kafka listener's max.connections.per.ip
 	// (wire.Options.MaxConnectionsPerIP: 0 means 500, negative no limit).
 	MaxConnectionsPerIP int
+	// NoAutoCreateTopics turns Kafka's auto.create.topics.enable off: a
+	// Metadata request for a topic that does not exist no longer creates
+	// it (on by default, as in Kafka).
+	NoAutoCreateTopics bool
 	// CopyFileRegions serves fetched record data by copying it through user
 	// space instead of with sendfile; it exists to measure what zero copy saves.
 	CopyFileRegions bool
