@@ -262,11 +262,14 @@ type Broker struct {
 	// sessions are the fetch sessions (KIP-227) this broker serves.
 	sessions fetchSessions
 
-	mu               sync.Mutex
-	brokerEpoch      int64
-	registeredOnce   bool
-	metadataVersion  uint64
-	metadata         controller.Metadata
+	mu              sync.Mutex
+	brokerEpoch     int64
+	registeredOnce  bool
+	metadataVersion uint64
+	metadata        controller.Metadata
+	// txnIndexes holds each replica's transaction index (txn.go), made
+	// on its first read_committed fetch.
+	txnIndexes       sync.Map
 	topicIDsByName   map[string][16]byte // of metadata (the controller's, shared): read-only
 	topicNamesByID   map[[16]byte]string // of metadata, likewise
 	replicas         map[storage.TopicPartition]*replica

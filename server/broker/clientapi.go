@@ -38,7 +38,13 @@ var clientAPIVersions = wire.VersionTable{
 	14: {Min: 0, Max: 5}, // SyncGroup
 	15: {Min: 0, Max: 5}, // DescribeGroups
 	16: {Min: 0, Max: 4}, // ListGroups
-	22: {Min: 0, Max: 4}, // InitProducerId: idempotent producers only
+	22: {Min: 0, Max: 4}, // InitProducerId: idempotent and transactional producers
+}
+
+func init() {
+	for k, r := range txnAPIVersions { // txn.go
+		clientAPIVersions[k] = wire.VersionRange{Min: r[0], Max: r[1]}
+	}
 }
 
 // handleClientAPI serves the requests of clientAPIVersions.
@@ -85,7 +91,20 @@ func (b *Broker) handleClientAPI(ctx context.Context, rc *wire.RequestContext, r
 	case *kmsg.ListGroupsRequest:
 		return b.handleListGroups(req), nil
 	case *kmsg.InitProducerIDRequest:
+		if req.TransactionalID != nil {
+			return b.handleTxnInitProducerID(ctx, req), nil
+		}
 		return b.handleInitProducerID(req), nil
+	case *kmsg.AddPartitionsToTxnRequest:
+		return b.handleAddPartitionsToTxn(req), nil
+	case *kmsg.AddOffsetsToTxnRequest:
+		return b.handleAddOffsetsToTxn(req), nil
+	case *kmsg.EndTxnRequest:
+		return b.handleEndTxn(ctx, req), nil
+	case *kmsg.TxnOffsetCommitRequest:
+		return b.handleTxnOffsetCommit(req), nil
+	case *kmsg.WriteTxnMarkersRequest:
+		return b.handleWriteTxnMarkers(ctx, req), nil
 	case *kmsg.DescribeLogDirsRequest:
 		return b.handleDescribeLogDirs(req), nil
 	case *kmsg.DescribeClusterRequest:

@@ -174,10 +174,6 @@ func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest, pr
 	for i, t := range req.Topics {
 		for j := range t.Partitions {
 			out := &resp.Topics[i].Partitions[j]
-			if req.TransactionID != nil {
-				out.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
-				continue
-			}
 			if single {
 				one(out, i, j)
 				continue
@@ -285,6 +281,11 @@ func (b *Broker) handleFetch(ctx context.Context, rc *wire.RequestContext, req *
 		}
 	}
 	b.waitForData(ctx, parts, time.Duration(req.MaxWaitMillis)*time.Millisecond, replicaID >= 0)
+	if replicaID < 0 && req.IsolationLevel == 1 {
+		for i := range parts {
+			b.readCommitted(&parts[i]) // txn.go: up to the last stable offset
+		}
+	}
 	sp := wire.NewSpliced(resp)
 	budget := int64(FetchMaxBytes)
 	if req.MaxBytes > 0 {

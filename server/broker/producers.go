@@ -89,6 +89,9 @@ func producerBatches(records []byte) (out []producerBatch, ok bool) {
 			records:     int32(be.Uint32(records[hdrRecords:])),
 			firstOffset: int64(be.Uint64(records)),
 		}
+		if be.Uint16(records[21:])&attrControl != 0 {
+			b.producerID = -1 // a transaction marker (txn.go) has no sequence to check or keep
+		}
 		b.lastSeq = seqAdd(b.firstSeq, b.records-1)
 		b.lastOffset = b.firstOffset + int64(int32(be.Uint32(records[23:])))
 		out = append(out, b)

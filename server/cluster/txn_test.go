@@ -1,0 +1,133 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// readValues consumes topic from the start at isolation until it has n
+// records, then polls half a second more for any it should not have, and
+// returns the values.
+func readValues(t *testing.T, c *Cluster, topic string, isolation kgo.IsolationLevel, n int) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cons, err := kgo.NewClient(kgo.SeedBrokers(seeds(c)...), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(isolation),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	var got []string
+	for len(got) < n {
+		fs := cons.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("reading %s: %v; got %q", topic, ctx.Err(), got)
+		}
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	}
+	more, cancelMore := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancelMore()
+	cons.PollFetches(more).EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	return got
+}
+
+// TestTransactionsReadCommitted: franz-go's transactional producer aborts
+// one transaction and commits another on a 3-broker lab. A read_committed
+// consumer reads only the committed records (the aborted ones and the
+// markers skipped), a read_uncommitted one reads both; and an older
+// instance of the same transactional id is fenced.
+func TestTransactionsReadCommitted(t *testing.T) {
+	c := openRunning(t, 3)
+	adm := adminClient(t, c)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := adm.CreateTopic(ctx, 2, 3, nil, "txn"); err != nil {
+		t.Fatal(err)
+	}
+	newProducer := func() *kgo.Client {
+		p, err := kgo.NewClient(kgo.SeedBrokers(seeds(c)...), kgo.TransactionalID("lab-tx"), kgo.DefaultProduceTopic("txn"),
+			kgo.RecordPartitioner(kgo.ManualPartitioner()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	prod := newProducer()
+	defer prod.Close()
+	txn := func(commit kgo.TransactionEndTry, values ...string) {
+		t.Helper()
+		if err := prod.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range values {
+			if err := prod.ProduceSync(ctx, &kgo.Record{Value: []byte(v), Partition: int32(i % 2)}).FirstErr(); err != nil {
+				t.Fatalf("produce %s: %v", v, err)
+			}
+		}
+		if err := prod.EndTransaction(ctx, commit); err != nil {
+			t.Fatalf("end transaction: %v", err)
+		}
+	}
+	txn(kgo.TryAbort, "aborted-1", "aborted-2", "aborted-3")
+	txn(kgo.TryCommit, "committed-1", "committed-2", "committed-3")
+
+	txn(kgo.TryCommit, "after")
+
+	committed := readValues(t, c, "txn", kgo.ReadCommitted(), 4)
+	uncommitted := readValues(t, c, "txn", kgo.ReadUncommitted(), 7)
+	slices.Sort(committed)
+	slices.Sort(uncommitted)
+	if want := []string{"after", "committed-1", "committed-2", "committed-3"}; !slices.Equal(committed, want) {
+		t.Fatalf("read_committed read %q, want %q", committed, want)
+	}
+	t.Logf("read_committed %q; read_uncommitted %q", committed, uncommitted)
+	if len(uncommitted) != 7 {
+		t.Fatalf("read_uncommitted read %q, want all 7 records", uncommitted)
+	}
+
+	// A second instance with the same transactional id fences the first.
+	zombie := prod
+	fresh := newProducer()
+	defer fresh.Close()
+	if err := fresh.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := fresh.ProduceSync(ctx, &kgo.Record{Value: []byte("fresh"), Partition: 1}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := fresh.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	if err := zombie.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	err := zombie.ProduceSync(ctx, &kgo.Record{Value: []byte("zombie"), Partition: 0}).FirstErr()
+	if !errors.Is(err, kerr.ProducerFenced) && !errors.Is(err, kerr.InvalidProducerEpoch) {
+		t.Fatalf("the fenced instance produced: %v", err)
+	}
+
+	// An open transaction holds the last stable offset back: its records
+	// appear to read_committed only once it commits.
+	if err := fresh.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := fresh.ProduceSync(ctx, &kgo.Record{Value: []byte("pending"), Partition: 1}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if got := readValues(t, c, "txn", kgo.ReadCommitted(), 5); slices.Contains(got, "pending") || !slices.Contains(got, "fresh") {
+		t.Fatalf("read_committed with a transaction open: %q", got)
+	}
+	if err := fresh.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	if got := readValues(t, c, "txn", kgo.ReadCommitted(), 6); !slices.Contains(got, "pending") {
+		t.Fatalf("read_committed after the commit: %q", got)
+	}
+}
