@@ -92,7 +92,9 @@ func producerBatches(records []byte) (out []producerBatch, ok bool) {
 		if be.Uint16(records[21:])&attrControl != 0 {
 			b.producerID = -1 // a transaction marker (txn.go) has no sequence to check or keep
 		}
-		b.lastSeq = seqAdd(b.firstSeq, b.records-1)
+		// Kafka's lastSequence: base sequence + last offset delta, which
+		// a batch the log cleaner emptied keeps (its record count is 0).
+		b.lastSeq = seqAdd(b.firstSeq, int32(be.Uint32(records[23:])))
 		b.lastOffset = b.firstOffset + int64(int32(be.Uint32(records[23:])))
 		out = append(out, b)
 		records = records[size:]
