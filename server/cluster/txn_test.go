@@ -131,3 +131,65 @@ func TestTransactionsReadCommitted(t *testing.T) {
 		t.Fatalf("read_committed after the commit: %q", got)
 	}
 }
+
+// TestTransactionAcrossLeaderCrash: a transaction whose partition's leader
+// crashes mid-way (its records go on at the new leader, and the
+// transaction coordinator may move too) is aborted, the next one
+// committed; read_committed at the new leader reads exactly the committed
+// records: the new leader learned the aborted transaction from its log.
+func TestTransactionAcrossLeaderCrash(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crashes a broker and waits for the failover")
+	}
+	c := openRunning(t, 3)
+	if _, err := c.CreateTopic("txcrash", 1, 3, map[string]string{"min.insync.replicas": "2"}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	prod, err := kgo.NewClient(kgo.SeedBrokers(seeds(c)...), kgo.TransactionalID("crash-tx"), kgo.DefaultProduceTopic("txcrash"),
+		kgo.RecordDeliveryTimeout(60*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	produce := func(v string) {
+		t.Helper()
+		if err := prod.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
+			t.Fatalf("produce %s: %v", v, err)
+		}
+	}
+	if err := prod.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	produce("aborted-1")
+	tp, _ := c.Controller().Topic("txcrash")
+	old := tp.Partitions[0].Leader
+	if err := c.Crash(old); err != nil {
+		t.Fatal(err)
+	}
+	produce("aborted-2") // at the new leader, once the client finds it
+	if err := prod.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		t.Fatalf("abort: %v", err)
+	}
+	if err := prod.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	produce("committed-1")
+	produce("committed-2")
+	if err := prod.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	tp, _ = c.Controller().Topic("txcrash")
+	if tp.Partitions[0].Leader == old {
+		t.Fatalf("broker %d still leads", old)
+	}
+	got := readValues(t, c, "txcrash", kgo.ReadCommitted(), 2)
+	slices.Sort(got)
+	if want := []string{"committed-1", "committed-2"}; !slices.Equal(got, want) {
+		t.Fatalf("read_committed after the crash read %q, want %q", got, want)
+	}
+	if all := readValues(t, c, "txcrash", kgo.ReadUncommitted(), 4); len(all) != 4 {
+		t.Fatalf("read_uncommitted read %q, want 4 records", all)
+	}
+}
