@@ -893,6 +893,7 @@ func (l *Log) truncateLocked(offset int64) (int64, error) {
 	if offset >= l.leo() {
 		return l.leo(), nil
 	}
+	l.cleanedTo = min(l.cleanedTo, offset) // what comes back above it is dirty
 	if offset <= l.logStartOffset.Load() {
 		return offset, l.truncateFullyLocked(offset)
 	}
@@ -950,6 +951,7 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 
 // truncateFullyLocked deletes every segment and starts an empty one at offset.
 func (l *Log) truncateFullyLocked(offset int64) error {
+	l.cleanedTo = 0
 	for _, s := range l.segments {
 		if err := s.remove(); err != nil {
 			return err

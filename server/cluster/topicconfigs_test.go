@@ -101,6 +101,31 @@ func TestCompactedTopicLatestWins(t *testing.T) {
 		}
 	}
 
+	// Every replica cleans its own log, to the same records at the same
+	// offsets.
+	for _, id := range tp.Partitions[0].Replicas {
+		r := c.Broker(id).Replica("latest", 0)
+		waitFor(t, fmt.Sprintf("broker %d's cleaner", id), func() bool { _, d := r.CleanerSections(); return d > 0 })
+		bs, err := r.Log().ReadBatches(0, end, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := map[string]string{}
+		for _, b := range bs {
+			for _, rec := range b.Records {
+				if want := int64(round(string(rec.Value)))*keys + int64(keyIndex(string(rec.Key))); rec.Offset != want {
+					t.Fatalf("broker %d: %s=%s at offset %d, produced at %d", id, rec.Key, rec.Value, rec.Offset, want)
+				}
+				last[string(rec.Key)] = string(rec.Value)
+			}
+		}
+		for k, v := range latest {
+			if last[k] != v {
+				t.Fatalf("broker %d: key %s ends with %q, want %q", id, k, last[k], v)
+			}
+		}
+	}
+
 	offs := kadm.Offsets{}
 	offs.Add(kadm.Offset{Topic: "latest", Partition: 0, At: 1})
 	res, err := adm.DeleteRecords(ctx, offs)
