@@ -152,18 +152,17 @@ func (b *Broker) handleAddOffsetsToTxn(req *kmsg.AddOffsetsToTxnRequest) kmsg.Re
 // aborts).
 func (b *Broker) handleTxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
-	_, groupErr := b.groupError(req.Group)
+	// It comes to the group's coordinator, which in the lab shares the
+	// transaction coordinator's state (Kafka's group coordinator keeps
+	// the offsets pending until the transaction's marker reaches
+	// __consumer_offsets).
+	c, groupErr := b.groupError(req.Group)
 	var txn *coordinator.Txn
 	if groupErr == nil {
-		ts, _, kerrr := b.txnState(req.TransactionalID)
-		if kerrr != nil {
-			groupErr = kerrr
-		} else {
-			var unlock func()
-			txn, _, unlock = ts.Lock(req.TransactionalID)
-			defer unlock()
-			groupErr = txn.Check(req.ProducerID, req.ProducerEpoch)
-		}
+		var unlock func()
+		txn, _, unlock = c.Transactions().Lock(req.TransactionalID)
+		defer unlock()
+		groupErr = txn.Check(req.ProducerID, req.ProducerEpoch)
 	}
 	for _, t := range req.Topics {
 		rt := kmsg.NewTxnOffsetCommitResponseTopic()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // readValues consumes topic from the start at isolation until it has n
@@ -191,5 +192,78 @@ func TestTransactionAcrossLeaderCrash(t *testing.T) {
 	}
 	if all := readValues(t, c, "txcrash", kgo.ReadUncommitted(), 4); len(all) != 4 {
 		t.Fatalf("read_uncommitted read %q, want 4 records", all)
+	}
+}
+
+// TestTxnOffsetCommit: a transaction's offsets (AddOffsetsToTxn,
+// TxnOffsetCommit) are invisible to OffsetFetch until it commits, and
+// dropped when it aborts; an EndTxn from a fenced epoch is
+// PRODUCER_FENCED.
+func TestTxnOffsetCommit(t *testing.T) {
+	c := openRunning(t, 3)
+	adm := adminClient(t, c)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := adm.CreateTopic(ctx, 1, 3, nil, "consumed"); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds(c)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ip := kmsg.NewPtrInitProducerIDRequest()
+	ip.TransactionalID, ip.TransactionTimeoutMillis = kmsg.StringPtr("offsets-tx"), 60000
+	ipr, err := ip.RequestWith(ctx, cl)
+	if err != nil || ipr.ErrorCode != 0 {
+		t.Fatalf("InitProducerId: %v %v", err, kerr.ErrorForCode(ipr.ErrorCode))
+	}
+	committedAt := func() int64 {
+		offs, err := adm.FetchOffsets(ctx, "txn-group")
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, ok := offs.Lookup("consumed", 0)
+		if !ok {
+			return -1
+		}
+		return o.At
+	}
+	for _, commit := range []bool{false, true} {
+		ao := kmsg.NewPtrAddOffsetsToTxnRequest()
+		ao.TransactionalID, ao.ProducerID, ao.ProducerEpoch, ao.Group = "offsets-tx", ipr.ProducerID, ipr.ProducerEpoch, "txn-group"
+		if r, err := ao.RequestWith(ctx, cl); err != nil || r.ErrorCode != 0 {
+			t.Fatalf("AddOffsetsToTxn: %v %+v", err, r)
+		}
+		toc := kmsg.NewPtrTxnOffsetCommitRequest()
+		toc.TransactionalID, toc.Group, toc.ProducerID, toc.ProducerEpoch, toc.Generation = "offsets-tx", "txn-group", ipr.ProducerID, ipr.ProducerEpoch, -1
+		tt := kmsg.NewTxnOffsetCommitRequestTopic()
+		tt.Topic = "consumed"
+		tp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+		tp.Partition, tp.Offset, tp.LeaderEpoch = 0, 5, -1
+		if commit {
+			tp.Offset = 7
+		}
+		tt.Partitions = append(tt.Partitions, tp)
+		toc.Topics = append(toc.Topics, tt)
+		if r, err := toc.RequestWith(ctx, cl); err != nil || r.Topics[0].Partitions[0].ErrorCode != 0 {
+			t.Fatalf("TxnOffsetCommit: %v %+v", err, r)
+		}
+		if got := committedAt(); got != -1 {
+			t.Fatalf("an open transaction's offset is visible: %d", got)
+		}
+		et := kmsg.NewPtrEndTxnRequest()
+		et.TransactionalID, et.ProducerID, et.ProducerEpoch, et.Commit = "offsets-tx", ipr.ProducerID, ipr.ProducerEpoch, commit
+		if r, err := et.RequestWith(ctx, cl); err != nil || r.ErrorCode != 0 {
+			t.Fatalf("EndTxn: %v %+v", err, r)
+		}
+	}
+	if got := committedAt(); got != 7 {
+		t.Fatalf("committed offset %d, want 7 (the committed transaction's, not the aborted one's 5)", got)
+	}
+	et := kmsg.NewPtrEndTxnRequest()
+	et.TransactionalID, et.ProducerID, et.ProducerEpoch, et.Commit = "offsets-tx", ipr.ProducerID, ipr.ProducerEpoch-1, true
+	if r, err := et.RequestWith(ctx, cl); err != nil || r.ErrorCode != kerr.ProducerFenced.Code {
+		t.Fatalf("EndTxn from an older epoch: %v %v", err, kerr.ErrorForCode(r.ErrorCode))
 	}
 }
