@@ -472,6 +472,9 @@ func (b *Broker) handleListOffsets(req *kmsg.ListOffsetsRequest) kmsg.Response {
 			rp.Partition = p.Partition
 			rp.Timestamp, rp.Offset = -1, -1
 			offset, ts, epoch, err := b.listOffset(t.Topic, p.Partition, p.CurrentLeaderEpoch, p.Timestamp, req.ReplicaID >= 0)
+			if err == nil && req.IsolationLevel == 1 && p.Timestamp == listLatest && req.ReplicaID < 0 {
+				offset, err = b.lastStableOffset(t.Topic, p.Partition, offset) // txn.go: read_committed's end
+			}
 			if err != nil {
 				rp.ErrorCode = errorCode(err)
 			} else {

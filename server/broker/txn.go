@@ -464,3 +464,22 @@ func (b *Broker) readCommitted(fp *fetchPart) {
 		}
 	}
 }
+
+// lastStableOffset is the partition's last stable offset given its HW: the
+// first offset of its oldest open transaction, if below.
+func (b *Broker) lastStableOffset(topic string, partition int32, hw int64) (int64, error) {
+	r := b.replicaFor(topic, partition)
+	if r == nil {
+		return 0, kerr.UnknownTopicOrPartition
+	}
+	x := b.txnIndexOf(r)
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if err := x.update(r.log); err != nil {
+		return 0, err
+	}
+	for _, first := range x.open {
+		hw = min(hw, first)
+	}
+	return hw, nil
+}

@@ -125,6 +125,21 @@ func TestTransactionsReadCommitted(t *testing.T) {
 	if got := readValues(t, c, "txn", kgo.ReadCommitted(), 5); slices.Contains(got, "pending") || !slices.Contains(got, "fresh") {
 		t.Fatalf("read_committed with a transaction open: %q", got)
 	}
+	// ListOffsets latest under read_committed is the last stable offset:
+	// the open transaction's first record, below the HW.
+	ends, err := adm.ListEndOffsets(ctx, "txn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stable, err := adm.ListCommittedOffsets(ctx, "txn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e1, _ := ends.Lookup("txn", 1)
+	s1, _ := stable.Lookup("txn", 1)
+	if s1.Err != nil || s1.Offset != e1.Offset-1 {
+		t.Fatalf("last stable offset %d (%v), want the HW %d less the open record", s1.Offset, s1.Err, e1.Offset)
+	}
 	if err := fresh.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		t.Fatal(err)
 	}
