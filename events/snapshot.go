@@ -329,6 +329,13 @@ func (s *Snapshot) Apply(e Event) {
 			c := Snapshot{Topics: []Topic{*e.TopicCreated}}
 			t := c.Clone().Topics[0]
 			if old := s.Topic(t.Name); old != nil {
+				// Partitions added (CreatePartitions): the ones it had
+				// keep their replicas' logs; the metadata is the new one.
+				for i := range t.Partitions {
+					if i < len(old.Partitions) && old.Partitions[i].Partition == t.Partitions[i].Partition {
+						t.Partitions[i].ReplicaLogs = old.Partitions[i].ReplicaLogs
+					}
+				}
 				*old = t
 			} else {
 				s.Topics = append(s.Topics, t)

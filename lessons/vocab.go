@@ -51,7 +51,8 @@ func rulesOnly(*Env, []string, map[string]string) error {
 
 var topicKeys = []string{"partitions", "rf", "segment.bytes", "segment.ms", "segment.index.bytes", "index.interval.bytes", "min.insync.replicas",
 	"unclean.leader.election.enable", "truncation.rule", "retention.ms", "retention.bytes", "replica.lag.time.max.ms",
-	"flush.messages", "replication.protocol", rulesCheckpointKey}
+	"flush.messages", "replication.protocol", "cleanup.policy", "delete.retention.ms", "min.cleanable.dirty.ratio",
+	"compression.type", "message.timestamp.type", rulesCheckpointKey}
 
 var actions map[string]actionSpec
 

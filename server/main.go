@@ -56,6 +56,7 @@ type config struct {
 	maxBrokerPartitions  int      // each broker's partition-replica budget; 0: computed from the descriptor limit
 	connectionsMaxIdle   time.Duration
 	maxConnectionsPerIP  int
+	autoCreateTopics     bool
 
 	// className turns on class mode: one seat per learner (server/class).
 	className         string
@@ -113,6 +114,8 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 		"Kafka listeners' connections.max.idle.ms: a connection with no request for this long is closed (0: never)")
 	fs.IntVar(&c.maxConnectionsPerIP, "max-connections-per-ip", wire.DefaultMaxConnectionsPerIP(fds.Limit()),
 		"Kafka listeners' max.connections.per.ip: more connections from one address are closed at once (0: no limit)")
+	fs.BoolVar(&c.autoCreateTopics, "auto-create-topics", true,
+		"Kafka's auto.create.topics.enable: a client's Metadata request for a topic that does not exist creates it (1 partition, replication factor up to 3)")
 	fs.StringVar(&c.className, "class", "", "run a class of this name: each learner joins a private seat (own cluster, lessons, progress) with a code; prints the teacher's link and the codes")
 	fs.IntVar(&c.seats, "seats", 0, "class mode: how many seats the class has (at least; the dashboard adds more)")
 	fs.IntVar(&c.maxAwakeSeats, "max-awake-seats", 0, fmt.Sprintf(
@@ -241,7 +244,7 @@ func run(ctx context.Context, cfg config, out io.Writer, started func(url string
 	cl, err := cluster.Open(cluster.Options{MessageEvents: true, DataDir: cfg.dataDir, Brokers: cfg.brokers, KafkaPort: cfg.kafkaPort,
 		Paused: cfg.paused, HistoryBytes: cfg.historyBytes, Logger: logger, FencingRule: rule, Broker: broker.Config{
 			ConnectionsMaxIdle: offIfZero(cfg.connectionsMaxIdle), MaxConnectionsPerIP: offIfZero(cfg.maxConnectionsPerIP),
-			OnRequest: mets.RequestObserver(mainLab)}})
+			NoAutoCreateTopics: !cfg.autoCreateTopics, OnRequest: mets.RequestObserver(mainLab)}})
 	if err != nil {
 		if errors.Is(err, syscall.EADDRINUSE) {
 			err = fmt.Errorf("%w (another lab running? --kafka-port picks other ports)", err)
@@ -303,7 +306,8 @@ func run(ctx context.Context, cfg config, out io.Writer, started func(url string
 		wopts.AllowedHosts = append(wopts.AllowedHosts, classHosts(cfg.addr)...)
 		cls, teacher, err = class.Open(class.Options{Dir: filepath.Join(cfg.dataDir, "class"), Name: cfg.className, Seats: cfg.seats,
 			Cluster: cluster.Options{MessageEvents: true, Brokers: cfg.brokers, Paused: cfg.paused, HistoryBytes: cfg.historyBytes, Logger: logger, FencingRule: rule,
-				Broker: broker.Config{ConnectionsMaxIdle: offIfZero(cfg.connectionsMaxIdle), MaxConnectionsPerIP: offIfZero(cfg.maxConnectionsPerIP)}},
+				Broker: broker.Config{ConnectionsMaxIdle: offIfZero(cfg.connectionsMaxIdle), MaxConnectionsPerIP: offIfZero(cfg.maxConnectionsPerIP),
+					NoAutoCreateTopics: !cfg.autoCreateTopics}},
 			Setup: func(c *cluster.Cluster) error { return ensureDemo(c, cfg.brokers) },
 			NewHandler: func(env class.Env) (http.Handler, io.Closer, error) {
 				sw, err := web.New(web.Options{Lab: seatLab{lab{env.Cluster}, env.Learner}, Logger: logger, Lessons: env.Lessons, Chaos: env.Chaos,

@@ -400,3 +400,57 @@ func median(ds []time.Duration) time.Duration {
 	slices.Sort(s)
 	return s[len(s)/2]
 }
+
+// BenchmarkClean compares the log cleaner with plain appends on the same
+// log: each operation appends 16 MiB of 1 KiB records (16 per batch,
+// cycling over 1,000 keys, so 1 in 16 survives) to a fresh compacted log
+// of 1 MiB segments, timing the appends, then runs one cleaner pass over
+// every sealed segment, timing it. ratio is cleaner throughput (bytes of
+// log read per second) / append throughput; clean-MB/s and append-MB/s are
+// the two sides, kept the share of bytes the pass left.
+func BenchmarkClean(b *testing.B) {
+	const keys, batches = 1000, 1024
+	var all [][]byte
+	for i := range batches {
+		recs := make([]Record, appendRecordsPerBatch)
+		for r := range recs {
+			n := i*appendRecordsPerBatch + r
+			recs[r] = Record{Key: fmt.Appendf(nil, "key-%d", n%keys), Value: value(n, appendRecordBytes), Timestamp: 1_700_000_000_000 + int64(i)}
+		}
+		all = append(all, NewBatch(recs))
+	}
+	cfg := DefaultConfig()
+	cfg.SegmentBytes = 1 << 20
+	cfg.Cleanup = CleanupCompact
+	cfg.MinCleanableDirtyRatio = 0
+	root := b.TempDir()
+	var appendTime, cleanTime time.Duration
+	var appended, cleaned, left int64
+	ops := 0
+	for b.Loop() {
+		_, l := openBenchLog(b, filepath.Join(root, fmt.Sprint(ops)), cfg)
+		ops++
+		start := time.Now()
+		for _, batch := range all {
+			if _, err := l.AppendAsLeader(batch, 1); err != nil {
+				b.Fatal(err)
+			}
+		}
+		appendTime += time.Since(start)
+		appended += l.Size()
+		start = time.Now()
+		res, err := l.Clean(l.LogEndOffset())
+		if err != nil || !res.Ran {
+			b.Fatalf("clean: %+v %v", res, err)
+		}
+		cleanTime += time.Since(start)
+		cleaned += res.BytesBefore
+		left += res.BytesAfter
+	}
+	appendMBs := float64(appended) / appendTime.Seconds() / (1 << 20)
+	cleanMBs := float64(cleaned) / cleanTime.Seconds() / (1 << 20)
+	b.ReportMetric(appendMBs, "append-MB/s")
+	b.ReportMetric(cleanMBs, "clean-MB/s")
+	b.ReportMetric(cleanMBs/appendMBs, "ratio")
+	b.ReportMetric(float64(left)/float64(cleaned), "kept")
+}

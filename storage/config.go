@@ -41,20 +41,56 @@ type Config struct {
 	// MaxMessageBytes (max.message.bytes) is the largest batch accepted.
 	// Default 1 MiB + 12 bytes, Kafka's default.
 	MaxMessageBytes int32
+	// Cleanup is cleanup.policy: which of retention's deletion and the
+	// log cleaner's compaction apply. The zero value is delete.
+	Cleanup CleanupPolicy
+	// DeleteRetention (delete.retention.ms) is how long the cleaner keeps
+	// a tombstone once it has cleaned past it. Default 1 day.
+	DeleteRetention time.Duration
+	// MinCleanableDirtyRatio (min.cleanable.dirty.ratio): the cleaner
+	// runs once the dirty part of the cleanable log is at least this
+	// share of it. Default 0.5.
+	MinCleanableDirtyRatio float64
+	// CompressionType (compression.type): "" or "producer" keeps the
+	// producer's codec; a codec name (CodecOf) makes the leader recompress
+	// every batch to it.
+	CompressionType string
+	// LogAppendTime (message.timestamp.type=LogAppendTime): the leader
+	// stamps each batch with its append time.
+	LogAppendTime bool
 }
+
+// CleanupPolicy is cleanup.policy.
+type CleanupPolicy uint8
+
+// The cleanup policies: delete (retention removes old segments), compact
+// (the cleaner keeps each key's latest record), or both.
+const (
+	CleanupDelete CleanupPolicy = iota
+	CleanupCompact
+	CleanupCompactDelete
+)
+
+// Compacts reports whether the log cleaner compacts the log.
+func (p CleanupPolicy) Compacts() bool { return p != CleanupDelete }
+
+// Deletes reports whether retention.ms and retention.bytes delete segments.
+func (p CleanupPolicy) Deletes() bool { return p != CleanupCompact }
 
 // DefaultConfig returns Kafka's defaults.
 func DefaultConfig() Config {
 	return Config{
-		SegmentBytes:       1 << 30,
-		SegmentMs:          7 * 24 * time.Hour,
-		SegmentIndexBytes:  10 << 20,
-		IndexIntervalBytes: 4096,
-		FlushMessages:      math.MaxInt64,
-		FlushMs:            0,
-		RetentionMs:        7 * 24 * time.Hour,
-		RetentionBytes:     -1,
-		MaxMessageBytes:    1048588,
+		SegmentBytes:           1 << 30,
+		SegmentMs:              7 * 24 * time.Hour,
+		SegmentIndexBytes:      10 << 20,
+		IndexIntervalBytes:     4096,
+		FlushMessages:          math.MaxInt64,
+		FlushMs:                0,
+		RetentionMs:            7 * 24 * time.Hour,
+		RetentionBytes:         -1,
+		MaxMessageBytes:        1048588,
+		DeleteRetention:        24 * time.Hour,
+		MinCleanableDirtyRatio: 0.5,
 	}
 }
 
@@ -82,6 +118,12 @@ func (c Config) Validate() error {
 	}
 	if c.MaxMessageBytes < batchHeaderSize {
 		errs = append(errs, fmt.Errorf("max.message.bytes %d: must be at least %d", c.MaxMessageBytes, batchHeaderSize))
+	}
+	if c.MinCleanableDirtyRatio < 0 || c.MinCleanableDirtyRatio > 1 {
+		errs = append(errs, fmt.Errorf("min.cleanable.dirty.ratio %v: must be in [0, 1]", c.MinCleanableDirtyRatio))
+	}
+	if _, ok := CodecOf(c.CompressionType); !ok && c.CompressionType != "" && c.CompressionType != "producer" {
+		errs = append(errs, fmt.Errorf("compression.type %q: must be producer, uncompressed, gzip, snappy, lz4 or zstd", c.CompressionType))
 	}
 	return errors.Join(errs...)
 }

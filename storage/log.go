@@ -74,6 +74,9 @@ type Log struct {
 	firstUnflushed time.Time
 	recovery       RecoveryReport
 	closed         bool
+	// cleanedTo is where the log cleaner's last pass ended: below it the
+	// log is clean (cleaner.go). 0 until a pass runs.
+	cleanedTo int64
 }
 
 // AppendInfo describes one append.
@@ -315,6 +318,10 @@ func (l *Log) appendLocked(records []byte, leaderEpoch int32, asLeader, crcCheck
 // unless crcChecked.
 func (l *Log) appendBatch(h BatchHeader, batch []byte, leaderEpoch int32, asLeader, crcChecked bool, now time.Time, info *AppendInfo) error {
 	if asLeader {
+		var err error
+		if batch, h, err = brokerRewrite(l.env.cfg, h, batch, now.UnixMilli()); err != nil {
+			return err
+		}
 		h.BaseOffset, h.PartitionLeaderEpoch = l.leo(), leaderEpoch
 		stampBatch(batch, h.BaseOffset, h.PartitionLeaderEpoch)
 	}
@@ -886,6 +893,7 @@ func (l *Log) truncateLocked(offset int64) (int64, error) {
 	if offset >= l.leo() {
 		return l.leo(), nil
 	}
+	l.cleanedTo = min(l.cleanedTo, offset) // what comes back above it is dirty
 	if offset <= l.logStartOffset.Load() {
 		return offset, l.truncateFullyLocked(offset)
 	}
@@ -943,6 +951,7 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 
 // truncateFullyLocked deletes every segment and starts an empty one at offset.
 func (l *Log) truncateFullyLocked(offset int64) error {
+	l.cleanedTo = 0
 	for _, s := range l.segments {
 		if err := s.remove(); err != nil {
 			return err
@@ -1049,6 +1058,9 @@ func (l *Log) retentionLocked(upperBound int64) ([]SegmentInfo, error) {
 		byTime := cfg.RetentionMs >= 0 && s.maxTimestamp >= 0 && now.UnixMilli()-s.maxTimestamp > cfg.RetentionMs.Milliseconds()
 		bySize := cfg.RetentionBytes >= 0 && total-s.size >= cfg.RetentionBytes
 		belowStart := next.baseOffset <= l.logStartOffset.Load()
+		if !cfg.Cleanup.Deletes() { // cleanup.policy=compact: only DeleteRecords deletes
+			byTime, bySize = false, false
+		}
 		if !byTime && !bySize && !belowStart {
 			break
 		}

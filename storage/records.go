@@ -154,6 +154,9 @@ func shortLength(b []byte) (length int64, n int) {
 func decodedRecord(h BatchHeader, r *kmsg.Record, arena *[]byte) DecodedRecord {
 	d := DecodedRecord{Offset: h.BaseOffset + int64(r.OffsetDelta), Timestamp: h.FirstTimestamp + r.TimestampDelta64,
 		Key: r.Key, Value: r.Value, Headers: r.Headers}
+	if h.Attributes&timestampTypeBit != 0 {
+		d.Timestamp = h.MaxTimestamp // LogAppendTime: every record has the batch's append time, as clients read it
+	}
 	if arena != nil {
 		d.Key, d.Value = detach(arena, r.Key), detach(arena, r.Value)
 		d.Headers = nil // as a fresh kmsg.Record has none

@@ -266,9 +266,10 @@ func (s *segment) rebuild(active bool) ([]BatchHeader, error) {
 		if err == nil && h.Size() > fileSize-pos {
 			err = io.ErrUnexpectedEOF
 		}
-		// The base offset and the epoch are outside the CRC; Tidemark never
-		// compacts, so a batch that does not continue the offsets exactly, or
-		// goes back an epoch, is damage.
+		// The base offset and the epoch are outside the CRC; the log
+		// cleaner keeps offsets contiguous (an emptied run of batches
+		// stays as one empty batch), so a batch that does not continue
+		// the offsets exactly, or goes back an epoch, is damage.
 		if err == nil && (h.BaseOffset != s.nextOffset || h.LastOffset()-s.baseOffset > 1<<31-1) {
 			err = fmt.Errorf("%w: batch at offset %d does not follow offset %d", ErrCorruptMessage, h.BaseOffset, s.nextOffset-1)
 		}

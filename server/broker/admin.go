@@ -236,8 +236,12 @@ func configType(name string) kmsg.ConfigType {
 	switch name {
 	case controller.ConfigUncleanLeaderElection:
 		return kmsg.ConfigTypeBoolean
-	case controller.ConfigTruncationRule:
+	case controller.ConfigTruncationRule, controller.ConfigCompressionType, controller.ConfigMessageTimestampType:
 		return kmsg.ConfigTypeString
+	case controller.ConfigCleanupPolicy:
+		return kmsg.ConfigTypeList
+	case controller.ConfigMinCleanableDirtyRatio:
+		return kmsg.ConfigTypeDouble
 	case controller.ConfigMinInsyncReplicas, controller.ConfigMaxMessageBytes, controller.ConfigSegmentBytes,
 		controller.ConfigSegmentIndexBytes, controller.ConfigIndexIntervalBytes:
 		return kmsg.ConfigTypeInt
@@ -277,9 +281,18 @@ func (b *Broker) handleDescribeConfigs(req *kmsg.DescribeConfigsRequest) kmsg.Re
 				rr.Configs = append(rr.Configs, c)
 			}
 		case res.ResourceType == kmsg.ConfigResourceTypeBroker:
-			// The lab's brokers have no dynamic broker configs to describe.
-			if id, perr := strconv.Atoi(res.ResourceName); res.ResourceName != "" && (perr != nil || md.Broker(int32(id)) == nil) {
+			// An empty name is the cluster-wide default, which the lab's
+			// brokers do not have (Kafka answers it with no entries
+			// either); another broker's configs are its own to answer.
+			id, perr := strconv.Atoi(res.ResourceName)
+			switch {
+			case res.ResourceName == "":
+			case perr != nil || md.Broker(int32(id)) == nil:
 				err = fmt.Errorf("%w: no broker %q", kerr.InvalidRequest, res.ResourceName)
+			case int32(id) != b.cfg.ID:
+				err = fmt.Errorf("%w: broker %d describes its own configs; ask it", kerr.InvalidRequest, id)
+			default:
+				b.describeBrokerConfigs(&rr, res.ConfigNames, req.IncludeSynonyms)
 			}
 		default:
 			err = fmt.Errorf("%w: resource type %v has no configs in the lab", kerr.InvalidRequest, res.ResourceType)

@@ -163,6 +163,10 @@ type Config struct {
 	// (wire.Options.MaxConnectionsPerIP: 0 means a fortieth of the
 	// descriptor limit, negative no limit).
 	MaxConnectionsPerIP int
+	// NoAutoCreateTopics turns Kafka's auto.create.topics.enable off: a
+	// Metadata request for a topic that does not exist no longer creates
+	// it (on by default, as in Kafka).
+	NoAutoCreateTopics bool
 	// CopyFileRegions serves fetched record data by copying it through user
 	// space instead of with sendfile; it exists to measure what zero copy saves.
 	CopyFileRegions bool
@@ -259,11 +263,14 @@ type Broker struct {
 	// sessions are the fetch sessions (KIP-227) this broker serves.
 	sessions fetchSessions
 
-	mu               sync.Mutex
-	brokerEpoch      int64
-	registeredOnce   bool
-	metadataVersion  uint64
-	metadata         controller.Metadata
+	mu              sync.Mutex
+	brokerEpoch     int64
+	registeredOnce  bool
+	metadataVersion uint64
+	metadata        controller.Metadata
+	// txnIndexes holds each replica's transaction index (txn.go), made
+	// on its first read_committed fetch.
+	txnIndexes       sync.Map
 	topicIDsByName   map[string][16]byte // of metadata (the controller's, shared): read-only
 	topicNamesByID   map[[16]byte]string // of metadata, likewise
 	replicas         map[storage.TopicPartition]*replica

@@ -637,6 +637,7 @@ func (r *replica) handleFetchResponse(leader int32, sent replication.FetchReques
 		b.logger.Error("fetch response not accepted by the replication rules", "partition", r.tp, "err", err)
 	}
 	after = append(after, r.processReady()...)
+	after = append(after, r.followLeaderLogStart(p.LogStartOffset)...) // admin_more.go
 	// Report a fetch when it changed something or was stepped by hand; a
 	// repeated error is reported once, not at every retry.
 	errName := ""

@@ -84,8 +84,8 @@ func (b *Broker) handleFindCoordinator(req *kmsg.FindCoordinatorRequest) kmsg.Re
 		c.Key, c.NodeID, c.Port = key, -1, -1
 		var err error
 		switch {
-		case req.CoordinatorType != 0:
-			err = fmt.Errorf("%w: the lab has group coordinators only (no transactions)", kerr.InvalidRequest)
+		case req.CoordinatorType != 0 && req.CoordinatorType != 1:
+			err = fmt.Errorf("%w: coordinator type %d: 0 (group) or 1 (transaction)", kerr.InvalidRequest, req.CoordinatorType)
 		case b.coordinator() == nil:
 			err = kerr.CoordinatorNotAvailable
 		default:

@@ -31,7 +31,7 @@ func (h *handler) Versions() wire.VersionTable {
 		0:  {Min: 3, Max: 11}, // Produce: RecordBatch v2 only
 		1:  {Min: 4, Max: 15}, // Fetch: v12 has the leader-epoch fields, v13 topic ids, v15 the follower's broker epoch
 		2:  {Min: 1, Max: 7},  // ListOffsets
-		3:  {Min: 1, Max: 12}, // Metadata
+		3:  {Min: 0, Max: 12}, // Metadata: v0 for kafka-python 2.0.2's version probe
 		23: {Min: 2, Max: 4},  // OffsetForLeaderEpoch
 	}
 	for k, r := range clientAPIVersions { // admin, groups, producer ids: clientapi.go
@@ -174,10 +174,6 @@ func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest, pr
 	for i, t := range req.Topics {
 		for j := range t.Partitions {
 			out := &resp.Topics[i].Partitions[j]
-			if req.TransactionID != nil {
-				out.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
-				continue
-			}
 			if single {
 				one(out, i, j)
 				continue
@@ -285,6 +281,11 @@ func (b *Broker) handleFetch(ctx context.Context, rc *wire.RequestContext, req *
 		}
 	}
 	b.waitForData(ctx, parts, time.Duration(req.MaxWaitMillis)*time.Millisecond, replicaID >= 0)
+	if replicaID < 0 && req.IsolationLevel == 1 {
+		for i := range parts {
+			b.readCommitted(&parts[i]) // txn.go: up to the last stable offset
+		}
+	}
 	sp := wire.NewSpliced(resp)
 	budget := int64(FetchMaxBytes)
 	if req.MaxBytes > 0 {
@@ -471,6 +472,9 @@ func (b *Broker) handleListOffsets(req *kmsg.ListOffsetsRequest) kmsg.Response {
 			rp.Partition = p.Partition
 			rp.Timestamp, rp.Offset = -1, -1
 			offset, ts, epoch, err := b.listOffset(t.Topic, p.Partition, p.CurrentLeaderEpoch, p.Timestamp, req.ReplicaID >= 0)
+			if err == nil && req.IsolationLevel == 1 && p.Timestamp == listLatest && req.ReplicaID < 0 {
+				offset, err = b.lastStableOffset(t.Topic, p.Partition, offset) // txn.go: read_committed's end
+			}
 			if err != nil {
 				rp.ErrorCode = errorCode(err)
 			} else {
@@ -562,10 +566,28 @@ func (b *Broker) handleMetadata(req *kmsg.MetadataRequest) kmsg.Response {
 		}
 	}
 	want := map[string]bool{}
-	all := req.Topics == nil
+	// v0 has no null list: an empty one asks for every topic.
+	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 	for _, t := range req.Topics {
 		if t.Topic != nil {
 			want[*t.Topic] = true
+		}
+	}
+	// auto.create.topics.enable (autocreate.go); v0–v3 always allow it.
+	var createErrs map[string]error
+	if (req.AllowAutoTopicCreation || req.Version < 4) && b.autoCreateTopics() && !all {
+		var missing []string
+		for name := range want {
+			if md.Topic(name) == nil {
+				missing = append(missing, name)
+			}
+		}
+		if len(missing) > 0 {
+			slices.Sort(missing)
+			createErrs = b.autoCreate(missing)
+			b.mu.Lock()
+			md = b.metadata // every broker has the new topics now
+			b.mu.Unlock()
 		}
 	}
 	found := map[string]bool{}
@@ -600,6 +622,9 @@ func (b *Broker) handleMetadata(req *kmsg.MetadataRequest) kmsg.Response {
 			n := name
 			mt.Topic = &n
 			mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			if err := createErrs[name]; err != nil {
+				mt.ErrorCode = errorCode(err) // a bad name, a budget: INVALID_TOPIC_EXCEPTION, POLICY_VIOLATION
+			}
 			resp.Topics = append(resp.Topics, mt)
 		}
 	}

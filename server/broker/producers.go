@@ -89,7 +89,12 @@ func producerBatches(records []byte) (out []producerBatch, ok bool) {
 			records:     int32(be.Uint32(records[hdrRecords:])),
 			firstOffset: int64(be.Uint64(records)),
 		}
-		b.lastSeq = seqAdd(b.firstSeq, b.records-1)
+		if be.Uint16(records[21:])&attrControl != 0 {
+			b.producerID = -1 // a transaction marker (txn.go) has no sequence to check or keep
+		}
+		// Kafka's lastSequence: base sequence + last offset delta, which
+		// a batch the log cleaner emptied keeps (its record count is 0).
+		b.lastSeq = seqAdd(b.firstSeq, int32(be.Uint32(records[23:])))
 		b.lastOffset = b.firstOffset + int64(int32(be.Uint32(records[23:])))
 		out = append(out, b)
 		records = records[size:]

@@ -318,6 +318,7 @@ func (r *replica) tick(nowMs int64) {
 		r.emit(i18n.EventMessage(ev, "event.retention", i18n.Count("event.word.whole-segments", len(deleted)), r.log.LogStartOffset()))
 		after = append(after, r.processReady()...)
 	}
+	after = append(after, r.maybeClean()...) // cleaner.go
 	r.unlock(after)
 	r.flushIfDue()
 }

@@ -25,6 +25,10 @@ func (l controllerLink) AlterConfigs(topic string, changes map[string]*string) (
 	return roundTrip(l, func() (controller.Topic, error) { return l.c.AlterConfigs(topic, changes) })
 }
 
+func (l controllerLink) CreatePartitions(topic string, count int32) (controller.Topic, error) {
+	return roundTrip(l, func() (controller.Topic, error) { return l.c.CreatePartitions(topic, count) })
+}
+
 // Coordinator gives the broker the lab's group coordinator and producer-id
 // manager (broker.Coordinators).
 func (l controllerLink) Coordinator() *coordinator.Coordinator { return l.c.groups }

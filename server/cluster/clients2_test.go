@@ -262,17 +262,26 @@ func TestBadInputClosesOnlyThatConnection(t *testing.T) {
 		t.Fatalf("the other connection broke: %v", err)
 	}
 
-	// DescribeACLs is not implemented: UNSUPPORTED_VERSION, not a hang.
+	// ListPartitionReassignments is not implemented: UNSUPPORTED_VERSION,
+	// not a hang. (DescribeACLs, once this probe, is served now:
+	// SECURITY_DISABLED, as Kafka without an authorizer answers.)
 	wc, err := wire.Dial(ctx, addr, "probe")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer wc.Close()
-	resp, err := wc.Request(ctx, kmsg.NewPtrDescribeACLsRequest())
+	resp, err := wc.Request(ctx, kmsg.NewPtrListPartitionReassignmentsRequest())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if code := resp.(*kmsg.DescribeACLsResponse).ErrorCode; code != kerr.UnsupportedVersion.Code {
+	if code := resp.(*kmsg.ListPartitionReassignmentsResponse).ErrorCode; code != kerr.UnsupportedVersion.Code {
+		t.Fatalf("ListPartitionReassignments: %v", kerr.ErrorForCode(code))
+	}
+	acls, err := wc.Request(ctx, kmsg.NewPtrDescribeACLsRequest())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := acls.(*kmsg.DescribeACLsResponse).ErrorCode; code != kerr.SecurityDisabled.Code {
 		t.Fatalf("DescribeACLs: %v", kerr.ErrorForCode(code))
 	}
 }

@@ -48,6 +48,16 @@ func (c *Cluster) AlterConfigs(topic string, changes map[string]*string) (contro
 	return t, nil
 }
 
+// CreatePartitions grows a topic to count partitions.
+func (c *Cluster) CreatePartitions(topic string, count int32) (controller.Topic, error) {
+	t, err := c.controller.CreatePartitions(topic, count)
+	if err != nil {
+		return t, err
+	}
+	c.propagate()
+	return t, nil
+}
+
 // propagate makes every running broker fetch the metadata now instead of
 // at its next heartbeat, so a change is visible when the call returns. The
 // brokers apply it one after another, in broker order: applying is not

@@ -30,6 +30,13 @@ const (
 	ConfigFlushMessages         = "flush.messages"
 	ConfigFlushMs               = "flush.ms"
 	ConfigMaxMessageBytes       = "max.message.bytes"
+	// The log cleaner's and the leader's rewrites (storage/cleaner.go,
+	// storage/compress.go).
+	ConfigCleanupPolicy          = "cleanup.policy"
+	ConfigDeleteRetentionMs      = "delete.retention.ms"
+	ConfigMinCleanableDirtyRatio = "min.cleanable.dirty.ratio"
+	ConfigCompressionType        = "compression.type"
+	ConfigMessageTimestampType   = "message.timestamp.type"
 	// ConfigReplicationProtocol is the lab's own: how a topic's partitions
 	// replicate (ReplicationProtocol). It is fixed when the topic is created.
 	ConfigReplicationProtocol = "replication.protocol"
@@ -159,6 +166,7 @@ const (
 	kindBool
 	kindRule
 	kindProtocol
+	kindString // parseStr parses it
 )
 
 // configKey describes one topic config: its type, range and where it goes.
@@ -168,7 +176,8 @@ type configKey struct {
 	min, max int64 // kindInt only
 	setInt   func(tc *TopicConfig, n int64)
 	setBool  func(tc *TopicConfig, b bool)
-	get      func(tc *TopicConfig) string // the current value, spelled as Kafka would
+	get      func(tc *TopicConfig) string                        // the current value, spelled as Kafka would
+	parseStr func(k *configKey, tc *TopicConfig, v string) error // kindString only
 }
 
 // refuse is INVALID_CONFIG for value v of k, which must be want; the
@@ -179,10 +188,67 @@ func (k *configKey) refuse(v, want, key string, args ...string) error {
 		key, append([]string{k.name, kafkaerr.Quote(v)}, args...)...)
 }
 
-// unknownConfig is INVALID_CONFIG for a topic config that does not exist.
+// unknownConfig is INVALID_CONFIG for a topic config that does not exist,
+// listing the ones that do.
 func unknownConfig(name string) error {
-	return kafkaerr.WithKey(fmt.Errorf("%w: unknown topic config %s", kerr.InvalidConfig, kafkaerr.Quote(name)),
-		"config.unknown", kafkaerr.Quote(name))
+	known := make([]string, len(configKeys))
+	for i, k := range configKeys {
+		known[i] = k.name
+	}
+	list := strings.Join(known, ", ")
+	return kafkaerr.WithKey(fmt.Errorf("%w: unknown topic config %s; the lab knows %s", kerr.InvalidConfig, kafkaerr.Quote(name), list),
+		"config.unknown", kafkaerr.Quote(name), list)
+}
+
+// KnownConfigs lists every topic config key the lab knows, sorted.
+func KnownConfigs() []string {
+	out := make([]string, len(configKeys))
+	for i, k := range configKeys {
+		out[i] = k.name
+	}
+	return out
+}
+
+// Compact reports whether cleanup.policy includes compact: the log
+// cleaner keeps each key's latest record.
+func (tc TopicConfig) Compact() bool { return tc.log.Cleanup.Compacts() }
+
+// Delete reports whether cleanup.policy includes delete: retention.ms
+// and retention.bytes remove old segments.
+func (tc TopicConfig) Delete() bool { return tc.log.Cleanup.Deletes() }
+
+// choice parses v as one of choices (compared without case, as Kafka
+// compares these), returning the spelling in choices.
+func (k *configKey) choice(v string, choices ...string) (string, error) {
+	for _, c := range choices {
+		if strings.EqualFold(strings.TrimSpace(v), c) {
+			return c, nil
+		}
+	}
+	return "", k.refuse(v, strings.Join(choices, ", "), "config.bad-choice", strings.Join(choices, ", "))
+}
+
+// parseCleanupPolicy parses cleanup.policy: delete, compact, or the list of
+// both in either order.
+func parseCleanupPolicy(v string) (storage.CleanupPolicy, bool) {
+	var del, compact bool
+	for p := range strings.SplitSeq(v, ",") {
+		switch strings.ToLower(strings.TrimSpace(p)) {
+		case "delete":
+			del = true
+		case "compact":
+			compact = true
+		default:
+			return 0, false
+		}
+	}
+	switch {
+	case del && compact:
+		return storage.CleanupCompactDelete, true
+	case compact:
+		return storage.CleanupCompact, true
+	}
+	return storage.CleanupDelete, true
 }
 
 func (k *configKey) parse(tc *TopicConfig, v string) error {
@@ -203,6 +269,8 @@ func (k *configKey) parse(tc *TopicConfig, v string) error {
 				"config.bad-choice", fmt.Sprintf("%s, %s", replication.RuleHighWatermark, replication.RuleLeaderEpoch))
 		}
 		tc.repl.TruncationRule = r
+	case kindString:
+		return k.parseStr(k, tc, v)
 	case kindProtocol:
 		switch p := ReplicationProtocol(strings.TrimSpace(v)); p {
 		case ProtocolISR, ProtocolQuorum, ProtocolPipeline:
@@ -249,6 +317,37 @@ func fmtInt(n int64) string { return strconv.FormatInt(n, 10) }
 // where the storage layer can honour them and are tighter where it cannot
 // (segment.bytes must hold a batch; max.message.bytes a batch header).
 var configKeys = []configKey{
+	{name: ConfigCleanupPolicy, kind: kindString,
+		parseStr: func(k *configKey, tc *TopicConfig, v string) error {
+			p, ok := parseCleanupPolicy(v)
+			if !ok {
+				return k.refuse(v, "delete, compact or compact,delete", "config.bad-choice", "delete, compact, compact,delete")
+			}
+			tc.log.Cleanup = p
+			return nil
+		},
+		get: func(tc *TopicConfig) string {
+			return map[storage.CleanupPolicy]string{storage.CleanupDelete: "delete", storage.CleanupCompact: "compact",
+				storage.CleanupCompactDelete: "compact,delete"}[tc.log.Cleanup]
+		}},
+	{name: ConfigCompressionType, kind: kindString,
+		parseStr: func(k *configKey, tc *TopicConfig, v string) error {
+			c, err := k.choice(v, "producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")
+			if c == "producer" {
+				c = "" // storage's spelling of "keep the producer's"
+			}
+			tc.log.CompressionType = c
+			return err
+		},
+		get: func(tc *TopicConfig) string {
+			if tc.log.CompressionType == "" {
+				return "producer"
+			}
+			return tc.log.CompressionType
+		}},
+	{name: ConfigDeleteRetentionMs, min: 0, max: math.MaxInt64,
+		setInt: func(tc *TopicConfig, n int64) { tc.log.DeleteRetention = msDuration(n) },
+		get:    func(tc *TopicConfig) string { return fmtInt(tc.log.DeleteRetention.Milliseconds()) }},
 	{name: ConfigFlushMessages, min: 1, max: math.MaxInt64,
 		setInt: func(tc *TopicConfig, n int64) { tc.log.FlushMessages = n },
 		get:    func(tc *TopicConfig) string { return fmtInt(tc.log.FlushMessages) }},
@@ -281,6 +380,28 @@ var configKeys = []configKey{
 	{name: ConfigMaxMessageBytes, min: 61, max: math.MaxInt32, // 61: a record batch header
 		setInt: func(tc *TopicConfig, n int64) { tc.log.MaxMessageBytes = int32(n) },
 		get:    func(tc *TopicConfig) string { return fmtInt(int64(tc.log.MaxMessageBytes)) }},
+	{name: ConfigMessageTimestampType, kind: kindString,
+		parseStr: func(k *configKey, tc *TopicConfig, v string) error {
+			c, err := k.choice(v, "CreateTime", "LogAppendTime")
+			tc.log.LogAppendTime = c == "LogAppendTime"
+			return err
+		},
+		get: func(tc *TopicConfig) string {
+			if tc.log.LogAppendTime {
+				return "LogAppendTime"
+			}
+			return "CreateTime"
+		}},
+	{name: ConfigMinCleanableDirtyRatio, kind: kindString,
+		parseStr: func(k *configKey, tc *TopicConfig, v string) error {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil || f < 0 || f > 1 || f != f {
+				return k.refuse(v, "a number in [0, 1]", "config.bad-ratio")
+			}
+			tc.log.MinCleanableDirtyRatio = f
+			return nil
+		},
+		get: func(tc *TopicConfig) string { return strconv.FormatFloat(tc.log.MinCleanableDirtyRatio, 'g', -1, 64) }},
 	{name: ConfigMinInsyncReplicas, min: 1, max: math.MaxInt32,
 		setInt: func(tc *TopicConfig, n int64) { tc.repl.MinInsyncReplicas = int(n) },
 		get:    func(tc *TopicConfig) string { return fmtInt(int64(tc.repl.MinInsyncReplicas)) }},

@@ -130,7 +130,7 @@ func TestTopicConfigDefaultsAndEntries(t *testing.T) {
 		t.Fatalf("defaults %+v", d)
 	}
 	entries := d.Entries()
-	if len(entries) != 14 || !slices.IsSortedFunc(entries, func(a, b ConfigEntry) int { return strings.Compare(a.Name, b.Name) }) {
+	if len(entries) != 19 || !slices.IsSortedFunc(entries, func(a, b ConfigEntry) int { return strings.Compare(a.Name, b.Name) }) {
 		t.Fatalf("entries %+v", entries)
 	}
 	want := map[string]string{
@@ -138,7 +138,8 @@ func TestTopicConfigDefaultsAndEntries(t *testing.T) {
 		"max.message.bytes": "1048588", "min.insync.replicas": "1", "replica.lag.time.max.ms": "3000",
 		"replication.protocol": "isr", "retention.bytes": "-1", "retention.ms": "604800000", "segment.bytes": "1073741824",
 		"segment.index.bytes": "10485760", "segment.ms": "604800000", "truncation.rule": "leader-epoch",
-		"unclean.leader.election.enable": "false",
+		"unclean.leader.election.enable": "false", "cleanup.policy": "delete", "compression.type": "producer",
+		"delete.retention.ms": "86400000", "message.timestamp.type": "CreateTime", "min.cleanable.dirty.ratio": "0.5",
 	}
 	for _, e := range entries {
 		if !e.Default || want[e.Name] != e.Value {
@@ -162,12 +163,15 @@ func TestParseTopicConfig(t *testing.T) {
 		"truncation.rule": "high-watermark", "segment.bytes": "4096", "segment.ms": "60000", "segment.index.bytes": "1024",
 		"index.interval.bytes": "0", "retention.ms": "-1", "retention.bytes": "100000", "flush.messages": "1",
 		"flush.ms": "0", "max.message.bytes": "2048", "replication.protocol": "quorum",
+		"cleanup.policy": "delete, compact", "compression.type": "ZSTD", "delete.retention.ms": "1000",
+		"message.timestamp.type": "LogAppendTime", "min.cleanable.dirty.ratio": "0.25",
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantLog := storage.Config{SegmentBytes: 4096, SegmentMs: time.Minute, SegmentIndexBytes: 1024, IndexIntervalBytes: 0,
-		FlushMessages: 1, FlushMs: time.Nanosecond, RetentionMs: -time.Millisecond, RetentionBytes: 100000, MaxMessageBytes: 2048}
+		FlushMessages: 1, FlushMs: time.Nanosecond, RetentionMs: -time.Millisecond, RetentionBytes: 100000, MaxMessageBytes: 2048,
+		Cleanup: storage.CleanupCompactDelete, CompressionType: "zstd", DeleteRetention: time.Second, LogAppendTime: true, MinCleanableDirtyRatio: 0.25}
 	if tc.Storage() != wantLog {
 		t.Fatalf("storage %+v\nwant    %+v", tc.Storage(), wantLog)
 	}
@@ -212,6 +216,11 @@ func TestParseTopicConfig(t *testing.T) {
 		{"max.message.bytes", "60", "[61, "},
 		{"max.message.bytes", "", "[61, "},
 		{"retention.minutes", "1", "unknown topic config"},
+		{"retention.minutes", "1", "cleanup.policy, compression.type"}, // the known ones are listed
+		{"cleanup.policy", "compacted", "delete, compact or compact,delete"},
+		{"compression.type", "brotli", "producer, uncompressed, gzip"},
+		{"message.timestamp.type", "AppendTime", "CreateTime, LogAppendTime"},
+		{"min.cleanable.dirty.ratio", "1.5", "[0, 1]"},
 		{"replication.protocol", "raft", "isr, quorum or pipeline"},
 	}
 	for _, b := range bad {

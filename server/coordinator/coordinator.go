@@ -112,6 +112,7 @@ type Coordinator struct {
 	pidEnd  int64
 	seq     uint64 // bumps with every change to persist
 	closed  bool
+	txns    *Txns // the transaction coordinator's state (txn.go); made on first use
 
 	storeMu sync.Mutex
 	written uint64 // the newest seq on disk
@@ -246,13 +247,15 @@ func (c *Coordinator) persist() error {
 
 // InitProducerID answers InitProducerId for an idempotent producer: a new
 // producer id with epoch 0, from a block reserved on disk first so no id is
-// handed out twice, even across restarts. Transactional producers get
-// TRANSACTIONAL_ID_AUTHORIZATION_FAILED: the lab has no transactions.
+// handed out twice, even across restarts. A transactional producer's
+// request is the transaction coordinator's (broker/txn.go).
 func (c *Coordinator) InitProducerID(req *kmsg.InitProducerIDRequest) *kmsg.InitProducerIDResponse {
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if req.TransactionalID != nil {
-		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		// Transactional producers are the transaction coordinator's
+		// (broker/txn.go), which comes here for a new id without one.
+		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp
 	}
 	c.mu.Lock()

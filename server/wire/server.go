@@ -147,13 +147,14 @@ func (o *Options) validate() error {
 // answers ApiVersions, and hands the rest to a Handler. One Server may serve
 // several listeners at once.
 type Server struct {
-	h       Handler
-	opts    Options
-	table   VersionTable // handler's table plus ApiVersions
-	handled VersionTable // handler's table
-	connIDs atomic.Uint64
-	limits  listenerLimits // limits.go
-	regions regionCounters // stats.go
+	h        Handler
+	opts     Options
+	table    VersionTable // handler's table plus ApiVersions
+	handled  VersionTable // handler's table
+	connIDs  atomic.Uint64
+	limits   listenerLimits // limits.go
+	regions  regionCounters // stats.go
+	closeLog closeLog       // closelog.go
 }
 
 // NewServer returns a Server for h, or an error if opts or h's version table
@@ -168,6 +169,7 @@ func NewServer(h Handler, opts Options) (*Server, error) {
 	}
 	s := &Server{h: h, opts: opts, table: advertised(handled), handled: handled}
 	s.limits.init(opts)
+	s.closeLog.every = opts
 	return s, nil
 }
 
@@ -280,7 +282,11 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn, id uint64) {
 	case errors.Is(err, errClosed):
 		log.Debug("connection closed by client")
 	default:
-		log.Warn("closing connection", "reason", reason, "err", err)
+		ip := c.RemoteAddr().String()
+		if host, _, err := net.SplitHostPort(ip); err == nil {
+			ip = host
+		}
+		s.closeLog.warn(log, ip, reason, err) // closelog.go: at most a few per LogInterval per address
 	}
 }
 
