@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -75,7 +76,18 @@ type replica struct {
 	// releasing it, so no lock of the event bus or the lab is ever taken
 	// under a replica's.
 	outbox []outboxEvent
+	// published is closed when the publication of the last outbox taken
+	// (under mu) is done: the next one waits for it, so the replica's
+	// events reach the bus in the order it made them, whichever goroutine
+	// gets there first. Nil before the first.
+	published chan struct{}
+	// awaitingTurn, when set (tests), is called when a publication waits
+	// for the one before it.
+	awaitingTurn func()
 }
+
+// reportOrder numbers the events every replica makes (events.Event.Order).
+var reportOrder atomic.Uint64
 
 // outboxEvent is an event waiting for mu to be released. raw, when set, is
 // a just-appended record set whose newest records are decoded into the
@@ -119,8 +131,28 @@ func (r *replica) unlock(after []func()) {
 	if next := r.rp.NextTickMs(); next != math.MaxInt64 {
 		r.b.tickBy(next) // an acks=all deadline, or when a follower's lag would shrink the ISR
 	}
+	// Take a turn to publish, in the order of the changes.
+	var before, done chan struct{}
+	awaiting := r.awaitingTurn
+	if len(out) > 0 {
+		before, done = r.published, make(chan struct{})
+		r.published = done
+		for i := range out {
+			out[i].ev.Order = reportOrder.Add(1)
+		}
+	}
 	r.mu.Unlock()
 	if len(out) > 0 {
+		if before != nil {
+			select {
+			case <-before:
+			default:
+				if awaiting != nil {
+					awaiting()
+				}
+				<-before
+			}
+		}
 		evs := make([]events.Event, len(out))
 		late := false
 		running := !r.b.cfg.Clock.Paused() // a paused lab decodes in line, so its steps replay exactly
@@ -135,6 +167,7 @@ func (r *replica) unlock(after []func()) {
 			}
 		}
 		r.b.publish(evs...)
+		close(done)
 		if late {
 			r.b.decodeLater(r)
 		}
