@@ -41,9 +41,9 @@ type Options struct {
 // DefaultSessionTimeout is the lab's broker.session.timeout.ms.
 const DefaultSessionTimeout = 2 * time.Second
 
-// Publisher takes events; *events.Bus satisfies it. Publish must not block
-// for long: the controller calls it with its mutex held, so that events come
-// out in the order the changes were made.
+// Publisher takes events; *events.Bus satisfies it. The controller calls
+// it after releasing its mutex, one change's events at a time in the order
+// the changes were made (reportingMutex).
 type Publisher interface {
 	Publish(evs ...events.Event) events.Event
 }
@@ -212,10 +212,11 @@ func (m *Metadata) Broker(id int32) *Broker {
 // All methods are safe for concurrent use. It starts no goroutines: time
 // moves only when Tick is called, as the injected clock says.
 //
-// One mutex guards all state, and it is held while events are published
-// (lock order: Controller.mu, then the Publisher's own lock).
+// One mutex guards all state. Events are not published under it: a
+// change's events wait in its outbox and its Unlock publishes them
+// (reportingMutex), so the Publisher's locks are never taken under it.
 type Controller struct {
-	mu      sync.Mutex
+	mu      reportingMutex
 	db      *badger.DB
 	opts    Options
 	log     *slog.Logger
@@ -318,7 +319,7 @@ func Open(dir string, opts Options) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("controller: opening metadata store %s: %w", dir, err)
 	}
-	c := &Controller{db: db, opts: opts, log: opts.Logger, brokers: map[int32]*Broker{}, registered: map[int32]bool{}, pipelinesRepaired: map[int32]time.Time{},
+	c := &Controller{mu: reportingMutex{pub: opts.Events}, db: db, opts: opts, log: opts.Logger, brokers: map[int32]*Broker{}, registered: map[int32]bool{}, pipelinesRepaired: map[int32]time.Time{},
 		topics: map[string]*topicState{}, logs: map[int32]map[topicPartition]LogInfo{}}
 	if err := c.load(); err != nil {
 		db.Close()
@@ -432,9 +433,44 @@ func (c *Controller) commit(ch *change) error {
 		for i := range ch.evs {
 			ch.evs[i].Time = now
 		}
-		c.opts.Events.Publish(ch.evs...)
+		c.mu.out = append(c.mu.out, ch.evs...)
 	}
 	return nil
+}
+
+// reportingMutex is the Controller's mutex with an outbox: commit queues a
+// durable change's events in out, and Unlock publishes them after releasing
+// the mutex, each critical section's in its turn (the one before it done
+// first), so the events still come out in the order the changes were made
+// and a caller finds its own published once its call returns.
+type reportingMutex struct {
+	sync.Mutex
+	pub Publisher
+	out []events.Event
+	// published is closed once the last taken outbox is published; nil
+	// before the first.
+	published chan struct{}
+}
+
+// Unlock releases the mutex, then publishes what the critical section
+// committed.
+func (m *reportingMutex) Unlock() {
+	out := m.out
+	var before, done chan struct{}
+	if len(out) > 0 {
+		m.out = nil
+		before, done = m.published, make(chan struct{})
+		m.published = done
+	}
+	m.Mutex.Unlock()
+	if len(out) == 0 {
+		return
+	}
+	if before != nil {
+		<-before
+	}
+	m.pub.Publish(out...)
+	close(done)
 }
 
 // RegisterBroker registers broker id after a clean shutdown, with no logs
