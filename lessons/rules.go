@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"tidemark/i18n"
 	"tidemark/replication"
 	"tidemark/replication/rulestest"
 )
@@ -221,6 +222,7 @@ func init() {
 			}
 			c := rulestest.New(r.brokers, replication.DefaultConfig(), false)
 			c.ExplicitCheckpoints = opt[rulesCheckpointKey] == ""
+			c.Render = englishReason
 			r.log[a[0]] = &strings.Builder{}
 			c.SetOutput(r.log[a[0]])
 			if err := c.SetConfig(kv); err != nil {
@@ -596,4 +598,10 @@ func (r *rulesEnv) start(a []string) error {
 		}
 	}
 	return nil
+}
+
+// englishReason renders a truncation's reason as the transcripts show it.
+func englishReason(key string, args ...any) string {
+	english, _ := i18n.Text(key, args...)
+	return english
 }

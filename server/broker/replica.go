@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"tidemark/events"
-	"tidemark/i18n"
+	"tidemark/internal/fact"
 	"tidemark/internal/kafkaname"
 	"tidemark/replication"
 	"tidemark/server/controller"
@@ -348,7 +348,7 @@ func (r *replica) tick(nowMs int64) {
 		r.rp.LogStartOffsetAdvanced(r.log.LogStartOffset())
 		ev := r.event(events.KindLEO)
 		ev.Offsets = &events.Offsets{Base: r.log.LogStartOffset(), LEO: r.log.LogEndOffset(), HW: r.hw}
-		r.emit(i18n.EventMessage(ev, "event.retention", i18n.Count("event.word.whole-segments", len(deleted)), r.log.LogStartOffset()))
+		r.emit(fact.Say(ev, "event.retention", fact.Count("event.word.whole-segments", len(deleted)), r.log.LogStartOffset()))
 		after = append(after, r.processReady()...)
 	}
 	r.unlock(after)
@@ -440,7 +440,7 @@ func (r *replica) produceEvent(c replication.ProduceResult) events.Event {
 	if c.Err != nil {
 		ev.Kind = events.KindProduceError
 		ev.Error = errorName(c.Err)
-		ev = i18n.EventMessage(ev, "event.produce-error", ev.Error, i18n.KafkaError(ev.Error))
+		ev = fact.Say(ev, "event.produce-error", ev.Error, fact.KafkaError(ev.Error))
 	}
 	return ev
 }
@@ -499,7 +499,7 @@ func (r *replica) truncate(t replication.Truncation) events.Event {
 	ev.Offsets = &events.Offsets{Base: t.ToOffset, Last: t.FromOffset - 1, LEO: r.log.LogEndOffset(), HW: r.hw}
 	// The cause as a word, translated: its name (high-watermark) read as
 	// an English word beside the Chinese rule text.
-	return i18n.EventMessage(ev, "event.truncation", i18n.Word("event.word.cause."+t.Cause.String()), t.Rule, i18n.Word(t.ReasonKey, t.ReasonArgs...))
+	return fact.Say(ev, "event.truncation", fact.Word("event.word.cause."+t.Cause.String()), t.Rule, fact.Word(t.ReasonKey, t.ReasonArgs...))
 }
 
 // syncEpochCache writes the rules' leader-epoch cache to the log (the rules
@@ -698,7 +698,7 @@ func (r *replica) produce(ctx context.Context, acks int16, records []byte, ui []
 func (r *replica) refuseProduceLocked(acks int16, err error) ProduceResult {
 	ev := r.event(events.KindProduceError)
 	ev.Acks, ev.Error = acksName(acks), errorName(err)
-	r.emit(i18n.EventMessage(ev, "event.produce-error", ev.Error, i18n.KafkaError(ev.Error)))
+	r.emit(fact.Say(ev, "event.produce-error", ev.Error, fact.KafkaError(ev.Error)))
 	r.unlock(nil)
 	return refused(err)
 }

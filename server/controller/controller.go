@@ -15,7 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"tidemark/events"
-	"tidemark/i18n"
+	"tidemark/internal/fact"
 	"tidemark/replication"
 )
 
@@ -507,7 +507,7 @@ func (c *Controller) Register(reg Registration) (brokerEpoch int64, err error) {
 		// cut), so it rejoins at the tail, where its replica, of an older
 		// generation stamp, is discarded. Only the first registration
 		// after a clean stop of the whole lab keeps its places.
-		c.leavePipelines(ch, id, i18n.Word("event.word.reason.restarted", id))
+		c.leavePipelines(ch, id, fact.Word("event.word.reason.restarted", id))
 		if !reg.CleanShutdown && c.rule.ELR() {
 			c.forgetUncleanPipelines(ch, id)
 		}
@@ -524,7 +524,7 @@ func (c *Controller) Register(reg Registration) (brokerEpoch int64, err error) {
 	delete(c.logs, id)
 	c.reRegister(ch, b, reg, withinSession)
 	if !b.Fenced {
-		c.repairAllPipelines(ch, i18n.Word("event.word.reason.restarted", id), id) // back within its session (zookeeper)
+		c.repairAllPipelines(ch, fact.Word("event.word.reason.restarted", id), id) // back within its session (zookeeper)
 	}
 	if err := c.commit(ch); err != nil {
 		return 0, err
@@ -557,10 +557,10 @@ func (c *Controller) Heartbeat(id int32, brokerEpoch int64) (metadataVersion uin
 		ch := newChange()
 		b.Fenced = false
 		ch.brokers[id] = true
-		ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindBroker, Broker: id, BrokerState: events.BrokerUp,
+		ch.evs = append(ch.evs, fact.Say(events.Event{Kind: events.KindBroker, Broker: id, BrokerState: events.BrokerUp,
 			Listener: b.Listener}, "event.broker.unfenced", id))
-		c.electOffline(ch, i18n.Word("event.word.reason.unfenced", id))
-		c.repairAllPipelines(ch, i18n.Word("event.word.reason.unfenced", id), id)
+		c.electOffline(ch, fact.Word("event.word.reason.unfenced", id))
+		c.repairAllPipelines(ch, fact.Word("event.word.reason.unfenced", id), id)
 		if err := c.commit(ch); err != nil {
 			return 0, err
 		}
@@ -598,16 +598,16 @@ func (c *Controller) Tick() {
 		// The silence in whole milliseconds: a running clock's nanoseconds
 		// ("2.001381455s") say nothing to a learner, and a Go duration's
 		// unit ("2s") is English on a Chinese page.
-		ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindBroker, Broker: id, BrokerState: events.BrokerFenced,
+		ch.evs = append(ch.evs, fact.Say(events.Event{Kind: events.KindBroker, Broker: id, BrokerState: events.BrokerFenced,
 			Listener: b.Listener}, "event.broker.fenced.timeout", id, now.Sub(b.LastHeartbeat).Milliseconds(), c.opts.SessionTimeout.Milliseconds()))
 	}
 	for _, id := range expired {
-		c.leaveReplicaSets(ch, id, i18n.Word("event.word.reason.fenced", id), events.ISRSessionExpired)
+		c.leaveReplicaSets(ch, id, fact.Word("event.word.reason.fenced", id), events.ISRSessionExpired)
 	}
 	// Partitions go offline only when brokers are fenced (leaveReplicaSets
 	// elects what it can at once); unfencing and config changes elect too.
 	// So an idle tick walks no partition.
-	c.electOffline(ch, i18n.Word("event.word.reason.offline"))
+	c.electOffline(ch, fact.Word("event.word.reason.offline"))
 	if err := c.commit(ch); err != nil {
 		c.log.Error("tick", "err", err)
 	}
@@ -644,9 +644,9 @@ func (c *Controller) FenceBroker(id int32) {
 	ch := newChange()
 	b.Fenced = true
 	ch.brokers[id] = true
-	ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindBroker, Broker: id, BrokerState: events.BrokerFenced,
+	ch.evs = append(ch.evs, fact.Say(events.Event{Kind: events.KindBroker, Broker: id, BrokerState: events.BrokerFenced,
 		Listener: b.Listener}, "event.broker.fenced.request", id))
-	c.leaveReplicaSets(ch, id, i18n.Word("event.word.reason.fenced", id), events.ISRFenced)
+	c.leaveReplicaSets(ch, id, fact.Word("event.word.reason.fenced", id), events.ISRFenced)
 	if err := c.commit(ch); err != nil {
 		c.log.Error("fence broker", "broker", id, "err", err)
 	}
