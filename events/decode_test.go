@@ -41,7 +41,7 @@ func fullMessages() []Message {
 }
 
 // zeroFields lists the fields of v (a struct, followed through pointers,
-// slices' first elements and maps) that are zero.
+// slices' first elements and maps) that are zero, but those JSON leaves out.
 func zeroFields(v reflect.Value, path string, out *[]string) {
 	switch v.Kind() {
 	case reflect.Pointer:
@@ -59,7 +59,8 @@ func zeroFields(v reflect.Value, path string, out *[]string) {
 		for i := range v.NumField() {
 			f := v.Field(i)
 			p := path + "." + v.Type().Field(i).Name
-			if f.IsZero() && p != ".Snapshot.Controller" && p != ".Events" {
+			inJSON := v.Type().Field(i).Tag.Get("json") != "-" // Event.Order stays in the process
+			if f.IsZero() && inJSON && p != ".Snapshot.Controller" && p != ".Events" {
 				*out = append(*out, p)
 			}
 			zeroFields(f, p, out)

@@ -215,6 +215,12 @@ type Event struct {
 	TopicCreated *Topic            `json:"topic_created,omitempty"`
 	Wire         *Wire             `json:"wire,omitempty"`
 	ISRChanges   []ISRChange       `json:"isr_changes,omitempty"`
+	// Order is the sequence the reporting replica gave the event under its
+	// lock, from one counter per process: one replica's events carry
+	// increasing Orders in the order it made them, and are published in
+	// that order (checkers verify it). 0 for events not made by a replica.
+	// Not part of the JSON contract: only checkers in the same process read it.
+	Order uint64 `json:"-"`
 	// Segments, set on a replica's event when its log's segments changed
 	// since its last event (a roll, a truncation or retention deleting
 	// some, a restart), is every segment's base offset, oldest first.

@@ -13,11 +13,13 @@ import (
 	"embed"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
 	"tidemark/events"
+	"tidemark/internal/fact"
 )
 
 // Lang is a language tag as used in HTML lang attributes.
@@ -200,42 +202,47 @@ func EventMessage(e events.Event, key string, args ...any) events.Event {
 	return e
 }
 
-// Word returns a message argument that is itself a catalog key (a reason,
-// a direction, a count: "event.word.…") with arguments of its own, for
-// events.Render to translate. Its arguments must hold no ':' (ids, numbers
-// and lists do not).
-func Word(key string, args ...any) string {
-	var b strings.Builder
-	b.WriteString(key)
-	for _, a := range args {
-		b.WriteString(events.WordArgSep)
-		fmt.Fprint(&b, a)
+// Word, Nested, Plural and Count are fact's (the data path builds its
+// facts without this package).
+var (
+	Word   = fact.Word
+	Nested = fact.Nested
+	Plural = fact.Plural
+	Count  = fact.Count
+	// ISRCause and ISRToELR say why an ISR changed (fact.ISRCause).
+	ISRCause = fact.ISRCause
+	ISRToELR = fact.ISRToELR
+)
+
+// Fill renders what a fact (package fact) leaves to the reporter: an
+// argument naming a Kafka error the catalog has no description of becomes
+// errors.other, and Message gets the English text of MessageKey with
+// MessageArgs. An event with no key, or with its Message, is left as it is.
+func Fill(e *events.Event) {
+	if e.MessageKey == "" || e.Message != "" {
+		return
 	}
-	return b.String()
+	for i, a := range e.MessageArgs {
+		if code, ok := strings.CutPrefix(a, fact.KafkaErrorPrefix); ok && kafkaCode(code) {
+			if _, known := catalogs[English][a]; !known {
+				e.MessageArgs = slices.Clone(e.MessageArgs)
+				e.MessageArgs[i] = "errors.other"
+			}
+		}
+	}
+	e.Message = Message(English, "", e.MessageKey, e.MessageArgs)
 }
 
-// Nested returns e's message as a word, to say it inside another message
-// ("%s (the broker is not running)"). Its arguments must be plain text, not
-// words themselves.
-func Nested(e events.Event) string {
-	if len(e.MessageArgs) == 0 {
-		return e.MessageKey
+// kafkaCode reports whether s is spelt as Kafka's error names are
+// (NOT_ENOUGH_REPLICAS), not as a topic that happens to start with errors.
+func kafkaCode(s string) bool {
+	for _, c := range s {
+		if (c < 'A' || c > 'Z') && c != '_' {
+			return false
+		}
 	}
-	return e.MessageKey + events.WordArgSep + strings.Join(e.MessageArgs, events.WordArgSep)
+	return s != ""
 }
-
-// Plural returns key.one for n = 1 and key.other otherwise: the catalog
-// holds both, so English says "1 segment" and "2 segments" (Chinese texts
-// are the same in both).
-func Plural(key string, n int) string {
-	if n == 1 {
-		return key + ".one"
-	}
-	return key + ".other"
-}
-
-// Count is Word for a counted noun, "event.word.segments" with n.
-func Count(key string, n int) string { return Word(Plural(key, n), n) }
 
 // KafkaError returns the message argument for Kafka's error named code
 // (NOT_ENOUGH_REPLICAS): the key of its description, errors.<CODE>, which

@@ -9,7 +9,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"tidemark/events"
-	"tidemark/i18n"
 )
 
 // Role is what a replica currently is for its partition; the zero value
@@ -241,10 +240,8 @@ type Truncation struct {
 	ToOffset   int64
 	Rule       Rule
 	Cause      TruncationCause
-	// Reason is one sentence for logs and the UI, in English; ReasonKey
-	// and ReasonArgs are the same as an i18n catalog key and its
-	// arguments (as i18n.Text takes them), for pages in other languages.
-	Reason     string
+	// ReasonKey and ReasonArgs say why, as a catalog key and its
+	// arguments: the reporter renders them (the rules know no language).
 	ReasonKey  string
 	ReasonArgs []any
 }
@@ -793,11 +790,9 @@ func (p *Partition) truncate(to int64, cause TruncationCause, reason string, arg
 }
 
 // truncation is the Truncation from from to to, its reason the catalog
-// key with args (Reason its English text).
+// key with args.
 func truncation(from, to int64, rule Rule, cause TruncationCause, key string, args ...any) Truncation {
-	t := Truncation{FromOffset: from, ToOffset: to, Rule: rule, Cause: cause, ReasonKey: key, ReasonArgs: args}
-	t.Reason, _ = i18n.Text(key, args...)
-	return t
+	return Truncation{FromOffset: from, ToOffset: to, Rule: rule, Cause: cause, ReasonKey: key, ReasonArgs: args}
 }
 
 // cutTo moves the rules' log end down to to (if it is below the LEO): the

@@ -145,12 +145,12 @@ feed:
 	wg.Wait()
 
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "config\truns\tacked writes\tlost\tlost to unsynced power loss\tduplicated\twrong offset\treplicas differing\tHW backwards\t(unsynced)\tleader outside ISR\tunreadable\tunsettled partitions\t")
+	fmt.Fprintln(tw, "config\truns\tacked writes\tlost\tlost to unsynced power loss\tduplicated\twrong offset\treplicas differing\tHW backwards\t(unsynced)\tleader outside ISR\tevents out of order\tunreadable\tunsettled partitions\t")
 	for _, c := range cfgs {
 		t := tallies[c]
 		n := t.counts
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", c, t.runs, n.Acked, n.Lost, n.UnsyncedLost,
-			n.Duplicated, n.WrongOffset, n.ReplicasDiffer, n.HWBackwards, n.UnsyncedHWBackwards, n.LeaderOutsideISR, n.Unreadable, n.Unsettled)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", c, t.runs, n.Acked, n.Lost, n.UnsyncedLost,
+			n.Duplicated, n.WrongOffset, n.ReplicasDiffer, n.HWBackwards, n.UnsyncedHWBackwards, n.LeaderOutsideISR, n.EventsOutOfOrder, n.Unreadable, n.Unsettled)
 	}
 	tw.Flush()
 	fmt.Fprintln(out)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"tidemark/i18n"
 	"tidemark/replication"
 	"tidemark/replication/rulestest"
 )
@@ -223,6 +224,7 @@ func init() {
 			}
 			c := rulestest.New(r.brokers, replication.DefaultConfig(), false)
 			c.ExplicitCheckpoints = opt[lessons.RulesCheckpointKey] == ""
+			c.Render = englishReason
 			r.log[a[0]] = &strings.Builder{}
 			c.SetOutput(r.log[a[0]])
 			if err := c.SetConfig(kv); err != nil {
@@ -745,4 +747,10 @@ func (r *rulesEnv) durableOf(topic string) lessons.Durable {
 		d.Replicas = append(d.Replicas, rl)
 	}
 	return d
+}
+
+// englishReason renders a truncation's reason as the transcripts show it.
+func englishReason(key string, args ...any) string {
+	english, _ := i18n.Text(key, args...)
+	return english
 }

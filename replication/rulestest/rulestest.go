@@ -73,6 +73,11 @@ type acked struct {
 // replication.Partition for one partition; the controller's metadata is
 // Meta. It is not safe for concurrent use.
 type Cluster struct {
+	// Render turns a reason's catalog key and arguments into the text the
+	// transcript and Truncation.Reason show (the rules say no text; lessons
+	// set i18n's English). Nil: the key with its arguments.
+	Render func(key string, args ...any) string
+
 	now     int64
 	cfg     replication.Config
 	unclean bool
@@ -559,8 +564,8 @@ func (c *Cluster) drainOne(b *broker) bool {
 		for off := t.ToOffset; off < t.FromOffset && off < int64(len(b.log)); off++ {
 			gone = append(gone, fmt.Sprintf("%d:%s/e%d", off, b.log[off].value, b.log[off].epoch))
 		}
-		c.happen(fmt.Sprintf("b%d-truncate", b.id), "b%d truncates to %d, removing %s (rule %s, cause %s): %s", b.id, t.ToOffset, strings.Join(gone, " "), t.Rule, t.Cause, t.Reason)
-		c.Truncations = append(c.Truncations, Truncation{Broker: b.id, To: t.ToOffset, Removed: gone, Rule: t.Rule.String(), Cause: t.Cause.String(), Reason: t.Reason})
+		c.happen(fmt.Sprintf("b%d-truncate", b.id), "b%d truncates to %d, removing %s (rule %s, cause %s): %s", b.id, t.ToOffset, strings.Join(gone, " "), t.Rule, t.Cause, c.reason(t))
+		c.Truncations = append(c.Truncations, Truncation{Broker: b.id, To: t.ToOffset, Removed: gone, Rule: t.Rule.String(), Cause: t.Cause.String(), Reason: c.reason(t)})
 		if t.Cause == replication.TruncateFullyAndStartAt {
 			c.errs = append(c.errs, "the harness has no log start offsets; unexpected full truncation")
 		}
@@ -1061,4 +1066,12 @@ func (c *Cluster) Run(cmd string, pos []string, kv map[string]string) error {
 		return fmt.Errorf("unknown command %q", cmd)
 	}
 	return nil
+}
+
+// reason is t's reason as text (Render).
+func (c *Cluster) reason(t replication.Truncation) string {
+	if c.Render != nil {
+		return c.Render(t.ReasonKey, t.ReasonArgs...)
+	}
+	return strings.TrimSpace(fmt.Sprintln(append([]any{t.ReasonKey}, t.ReasonArgs...)...))
 }

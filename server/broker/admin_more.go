@@ -9,7 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"tidemark/events"
-	"tidemark/i18n"
+	"tidemark/internal/fact"
 	"tidemark/replication"
 	"tidemark/server/controller"
 	"tidemark/storage"
@@ -160,7 +160,7 @@ func (r *replica) logStartMoved(key string, start int64) []func() {
 	r.rp.LogStartOffsetAdvanced(start)
 	ev := r.event(events.KindLEO)
 	ev.Offsets = &events.Offsets{Base: start, LEO: r.log.LogEndOffset(), HW: r.hw}
-	r.emit(i18n.EventMessage(ev, key, start))
+	r.emit(fact.Say(ev, key, start))
 	return r.processReady()
 }
 

@@ -29,7 +29,7 @@ import (
 	"time"
 
 	"tidemark/events"
-	"tidemark/i18n"
+	"tidemark/internal/fact"
 	"tidemark/internal/fds"
 	"tidemark/replication"
 	"tidemark/server/controller"
@@ -224,7 +224,9 @@ func (c *Config) setDefaults() {
 // lab's steps (Broker.mu takes it only to stop a fetcher, after cancelling
 // its round, which ends a wait). No lock at all is held while publishing
 // events: each replica gathers its events in an outbox and publishes them
-// after releasing replica.mu.
+// after releasing replica.mu, in the order it made them (a turn taken
+// under replica.mu: unlock). Events carry facts (catalog keys and
+// arguments, package fact), never text: the lab's reporter renders them.
 type Broker struct {
 	cfg    Config
 	logger *slog.Logger
@@ -332,7 +334,7 @@ func Start(cfg Config) (*Broker, error) {
 		// descriptors, so this is rare): a broker nobody can reach must
 		// not look up, so it halts and shows as down.
 		b.logger.Error("Kafka listener stopped: the broker halts", "addr", b.Addr(), "err", err)
-		b.publish(i18n.EventMessage(events.Event{Kind: events.KindBroker, Broker: b.cfg.ID, BrokerState: events.BrokerCrashed, Listener: b.Addr()},
+		b.publish(fact.Say(events.Event{Kind: events.KindBroker, Broker: b.cfg.ID, BrokerState: events.BrokerCrashed, Listener: b.Addr()},
 			"event.broker.listener-stopped", b.cfg.ID)) // why is in the log above
 		if b.cfg.OnHalt != nil {
 			go b.cfg.OnHalt(b.cfg.ID, fmt.Errorf("Kafka listener stopped: %w", err))
@@ -365,7 +367,7 @@ func (b *Broker) watchLogDir() {
 	}
 	cause := b.dir.Offline()
 	b.logger.Error("log dir offline: the broker halts", "dir", b.cfg.LogDir, "err", cause)
-	b.publish(i18n.EventMessage(events.Event{Kind: events.KindBroker, Broker: b.cfg.ID, BrokerState: events.BrokerCrashed, Listener: b.Addr(),
+	b.publish(fact.Say(events.Event{Kind: events.KindBroker, Broker: b.cfg.ID, BrokerState: events.BrokerCrashed, Listener: b.Addr(),
 		Error: "KAFKA_STORAGE_ERROR"}, "event.broker.log-dir-offline", b.cfg.ID)) // the cause is in the log above
 	if b.cfg.OnHalt != nil {
 		go b.cfg.OnHalt(b.cfg.ID, fmt.Errorf("its log dir went offline: %w", cause)) // it stops b, which waits for this goroutine
@@ -391,11 +393,11 @@ func (b *Broker) configFromDisk(tp storage.TopicPartition) storage.Config {
 // cleanly, empty, or recovered after an unclean shutdown.
 func (b *Broker) withRecoveryMessage(ev events.Event) events.Event {
 	if b.dir.WasCleanShutdown() {
-		return i18n.EventMessage(ev, "event.broker.started.clean")
+		return fact.Say(ev, "event.broker.started.clean")
 	}
 	// A new log dir has no marker either, but nothing stopped uncleanly.
 	if len(b.dir.Logs()) == 0 {
-		return i18n.EventMessage(ev, "event.broker.started.empty")
+		return fact.Say(ev, "event.broker.started.empty")
 	}
 	var recovered, truncated int
 	for _, l := range b.dir.Logs() {
@@ -403,8 +405,8 @@ func (b *Broker) withRecoveryMessage(ev events.Event) events.Event {
 		recovered += len(r.SegmentsRecovered)
 		truncated += int(r.BytesTruncated)
 	}
-	return i18n.EventMessage(ev, "event.broker.started.recovered",
-		i18n.Count("event.word.segments", recovered), i18n.Count("event.word.torn-bytes", truncated))
+	return fact.Say(ev, "event.broker.started.recovered",
+		fact.Count("event.word.segments", recovered), fact.Count("event.word.torn-bytes", truncated))
 }
 
 // ID returns the broker id.

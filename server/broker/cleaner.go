@@ -5,7 +5,7 @@ import (
 	"strconv"
 
 	"tidemark/events"
-	"tidemark/i18n"
+	"tidemark/internal/fact"
 	"tidemark/storage"
 )
 
@@ -32,7 +32,7 @@ func (r *replica) maybeClean() []func() {
 	dropped := res.Superseded + res.TombstonesRemoved + res.KeylessRemoved
 	ev := r.event(events.KindLEO)
 	ev.Offsets = &events.Offsets{Base: r.log.LogStartOffset(), LEO: r.log.LogEndOffset(), HW: r.hw}
-	r.emit(i18n.EventMessage(ev, "event.cleaner", strconv.FormatFloat(res.DirtyRatio, 'f', 2, 64),
+	r.emit(fact.Say(ev, "event.cleaner", strconv.FormatFloat(res.DirtyRatio, 'f', 2, 64),
 		res.FirstDirty, res.CleanableEnd, dropped, res.TombstonesRemoved, res.BytesBefore, res.BytesAfter))
 	return nil
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"tidemark/events"
-	"tidemark/i18n"
+	"tidemark/internal/fact"
 	"tidemark/replication"
 	"tidemark/server/controller"
 	"tidemark/server/wire"
@@ -654,7 +654,7 @@ func (r *replica) handleFetchResponse(leader int32, sent replication.FetchReques
 			ev.Error = errorName(res.Err)
 		}
 		if res.DivergingEpoch != nil {
-			ev = i18n.EventMessage(ev, "event.fetch.diverging", res.DivergingEpoch.Epoch, res.DivergingEpoch.EndOffset)
+			ev = fact.Say(ev, "event.fetch.diverging", res.DivergingEpoch.Epoch, res.DivergingEpoch.EndOffset)
 		}
 		r.outbox = slices.Insert(r.outbox, fetchAt, outboxEvent{ev: ev})
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"tidemark/events"
-	"tidemark/i18n"
+	"tidemark/internal/fact"
 	"tidemark/replication"
 	"tidemark/replication/pipeline"
 	"tidemark/server/controller"
@@ -198,16 +198,16 @@ func (r *replica) pipelineReady() []func() {
 // were never acknowledged; the producer sends them again).
 func (r *replica) pipelineTruncate(t pipeline.Truncation) {
 	rt := replication.Truncation{FromOffset: r.log.LogEndOffset(), ToOffset: t.ToOffset, Cause: replication.TruncateLeaderEndOffset}
-	word := i18n.Word("event.word.pipeline.recovery", t.Stamp, t.ToOffset)
+	word := fact.Word("event.word.pipeline.recovery", t.Stamp, t.ToOffset)
 	if t.Discard {
 		rt.Cause = replication.TruncateFullyAndStartAt
-		word = i18n.Word("event.word.pipeline.stale", t.StaleStamp, t.Stamp, t.ToOffset)
+		word = fact.Word("event.word.pipeline.stale", t.StaleStamp, t.Stamp, t.ToOffset)
 		if t.BelowHW >= 0 {
-			word = i18n.Word("event.word.pipeline.short", t.BelowHW, t.ToOffset)
+			word = fact.Word("event.word.pipeline.short", t.BelowHW, t.ToOffset)
 		}
 	}
 	ev := r.truncate(rt)
-	r.emit(i18n.EventMessage(ev, "event.pipeline.truncation", rt.Cause, word))
+	r.emit(fact.Say(ev, "event.pipeline.truncation", rt.Cause, word))
 	if !t.Discard { // a discard comes with the copy's first records, which the member counts already
 		r.pl.m.LogChanged(r.log.LogStartOffset(), r.log.LogEndOffset())
 	}

@@ -12,7 +12,7 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 
 	"tidemark/events"
-	"tidemark/i18n"
+	"tidemark/internal/fact"
 	"tidemark/replication"
 	"tidemark/replication/quorum"
 	"tidemark/server/controller"
@@ -544,32 +544,32 @@ func (r *replica) raftMessageEvent(m raftpb.Message, lost bool) events.Event {
 	ev.Wire = &events.Wire{From: int32(m.From), To: int32(m.To), Lost: lost}
 	switch m.Type {
 	case raftpb.MsgApp:
-		return i18n.EventMessage(ev, "stage.msg.raft.app", m.Term, m.Index+1, len(m.Entries), m.Commit)
+		return fact.Say(ev, "stage.msg.raft.app", m.Term, m.Index+1, len(m.Entries), m.Commit)
 	case raftpb.MsgAppResp:
 		if m.Reject {
-			return i18n.EventMessage(ev, "stage.msg.raft.app-reject", m.Term, m.Index)
+			return fact.Say(ev, "stage.msg.raft.app-reject", m.Term, m.Index)
 		}
-		return i18n.EventMessage(ev, "stage.msg.raft.app-ok", m.Term, m.Index)
+		return fact.Say(ev, "stage.msg.raft.app-ok", m.Term, m.Index)
 	case raftpb.MsgVote, raftpb.MsgPreVote:
 		key := "stage.msg.raft.vote"
 		if m.Type == raftpb.MsgPreVote {
 			key = "stage.msg.raft.prevote"
 		}
-		return i18n.EventMessage(ev, key, m.Term, m.Index, m.LogTerm)
+		return fact.Say(ev, key, m.Term, m.Index, m.LogTerm)
 	case raftpb.MsgVoteResp, raftpb.MsgPreVoteResp:
 		key := "stage.msg.raft.vote-yes"
 		if m.Reject {
 			key = "stage.msg.raft.vote-no"
 		}
-		return i18n.EventMessage(ev, key, m.Term)
+		return fact.Say(ev, key, m.Term)
 	case raftpb.MsgHeartbeat:
-		return i18n.EventMessage(ev, "stage.msg.raft.heartbeat", m.Term, m.Commit)
+		return fact.Say(ev, "stage.msg.raft.heartbeat", m.Term, m.Commit)
 	case raftpb.MsgHeartbeatResp:
-		return i18n.EventMessage(ev, "stage.msg.raft.heartbeat-ok", m.Term)
+		return fact.Say(ev, "stage.msg.raft.heartbeat-ok", m.Term)
 	case raftpb.MsgSnap:
-		return i18n.EventMessage(ev, "stage.msg.raft.snap", m.Term, m.Snapshot.Metadata.Index)
+		return fact.Say(ev, "stage.msg.raft.snap", m.Term, m.Snapshot.Metadata.Index)
 	}
-	return i18n.EventMessage(ev, "stage.msg.raft.other", m.Type.String(), m.Term)
+	return fact.Say(ev, "stage.msg.raft.other", m.Type.String(), m.Term)
 }
 
 // maxSnapshotBytes bounds the records one Raft snapshot carries.

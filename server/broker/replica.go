@@ -7,12 +7,13 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"tidemark/events"
-	"tidemark/i18n"
+	"tidemark/internal/fact"
 	"tidemark/internal/kafkaname"
 	"tidemark/replication"
 	"tidemark/server/controller"
@@ -75,7 +76,18 @@ type replica struct {
 	// releasing it, so no lock of the event bus or the lab is ever taken
 	// under a replica's.
 	outbox []outboxEvent
+	// published is closed when the publication of the last outbox taken
+	// (under mu) is done: the next one waits for it, so the replica's
+	// events reach the bus in the order it made them, whichever goroutine
+	// gets there first. Nil before the first.
+	published chan struct{}
+	// awaitingTurn, when set (tests), is called when a publication waits
+	// for the one before it.
+	awaitingTurn func()
 }
+
+// reportOrder numbers the events every replica makes (events.Event.Order).
+var reportOrder atomic.Uint64
 
 // outboxEvent is an event waiting for mu to be released. raw, when set, is
 // a just-appended record set whose newest records are decoded into the
@@ -119,8 +131,28 @@ func (r *replica) unlock(after []func()) {
 	if next := r.rp.NextTickMs(); next != math.MaxInt64 {
 		r.b.tickBy(next) // an acks=all deadline, or when a follower's lag would shrink the ISR
 	}
+	// Take a turn to publish, in the order of the changes.
+	var before, done chan struct{}
+	awaiting := r.awaitingTurn
+	if len(out) > 0 {
+		before, done = r.published, make(chan struct{})
+		r.published = done
+		for i := range out {
+			out[i].ev.Order = reportOrder.Add(1)
+		}
+	}
 	r.mu.Unlock()
 	if len(out) > 0 {
+		if before != nil {
+			select {
+			case <-before:
+			default:
+				if awaiting != nil {
+					awaiting()
+				}
+				<-before
+			}
+		}
 		evs := make([]events.Event, len(out))
 		late := false
 		running := !r.b.cfg.Clock.Paused() // a paused lab decodes in line, so its steps replay exactly
@@ -135,6 +167,7 @@ func (r *replica) unlock(after []func()) {
 			}
 		}
 		r.b.publish(evs...)
+		close(done)
 		if late {
 			r.b.decodeLater(r)
 		}
@@ -315,7 +348,7 @@ func (r *replica) tick(nowMs int64) {
 		r.rp.LogStartOffsetAdvanced(r.log.LogStartOffset())
 		ev := r.event(events.KindLEO)
 		ev.Offsets = &events.Offsets{Base: r.log.LogStartOffset(), LEO: r.log.LogEndOffset(), HW: r.hw}
-		r.emit(i18n.EventMessage(ev, "event.retention", i18n.Count("event.word.whole-segments", len(deleted)), r.log.LogStartOffset()))
+		r.emit(fact.Say(ev, "event.retention", fact.Count("event.word.whole-segments", len(deleted)), r.log.LogStartOffset()))
 		after = append(after, r.processReady()...)
 	}
 	after = append(after, r.maybeClean()...) // cleaner.go
@@ -408,7 +441,7 @@ func (r *replica) produceEvent(c replication.ProduceResult) events.Event {
 	if c.Err != nil {
 		ev.Kind = events.KindProduceError
 		ev.Error = errorName(c.Err)
-		ev = i18n.EventMessage(ev, "event.produce-error", ev.Error, i18n.KafkaError(ev.Error))
+		ev = fact.Say(ev, "event.produce-error", ev.Error, fact.KafkaError(ev.Error))
 	}
 	return ev
 }
@@ -467,7 +500,7 @@ func (r *replica) truncate(t replication.Truncation) events.Event {
 	ev.Offsets = &events.Offsets{Base: t.ToOffset, Last: t.FromOffset - 1, LEO: r.log.LogEndOffset(), HW: r.hw}
 	// The cause as a word, translated: its name (high-watermark) read as
 	// an English word beside the Chinese rule text.
-	return i18n.EventMessage(ev, "event.truncation", i18n.Word("event.word.cause."+t.Cause.String()), t.Rule, i18n.Word(t.ReasonKey, t.ReasonArgs...))
+	return fact.Say(ev, "event.truncation", fact.Word("event.word.cause."+t.Cause.String()), t.Rule, fact.Word(t.ReasonKey, t.ReasonArgs...))
 }
 
 // syncEpochCache writes the rules' leader-epoch cache to the log (the rules
@@ -666,7 +699,7 @@ func (r *replica) produce(ctx context.Context, acks int16, records []byte, ui []
 func (r *replica) refuseProduceLocked(acks int16, err error) ProduceResult {
 	ev := r.event(events.KindProduceError)
 	ev.Acks, ev.Error = acksName(acks), errorName(err)
-	r.emit(i18n.EventMessage(ev, "event.produce-error", ev.Error, i18n.KafkaError(ev.Error)))
+	r.emit(fact.Say(ev, "event.produce-error", ev.Error, fact.KafkaError(ev.Error)))
 	r.unlock(nil)
 	return refused(err)
 }

@@ -158,6 +158,8 @@ type Input struct {
 	HWs       []HWSample
 	Leaders   []LeaderSample
 	Final     Final
+	// Disorders is what EventOrder found in the run's event stream.
+	Disorders []Disorder
 }
 
 // Loss is an acknowledged write a consumer cannot read.
@@ -233,6 +235,10 @@ type Report struct {
 	// settled, have no leader or an ISR short of their replicas: a wedge,
 	// unless the rules keep the partition offline on purpose (KIP-966).
 	Unsettled []PartitionState `json:"unsettled"`
+	// EventsOutOfOrder are the events published out of the order their
+	// replica made them in, or a leader's HW going back within its
+	// leadership (EventOrder).
+	EventsOutOfOrder []Disorder `json:"events_out_of_order"`
 }
 
 // Counts is a Report's numbers, the table's row.
@@ -250,6 +256,7 @@ type Counts struct {
 	UnsyncedHWBackwards int `json:"unsynced_hw_backwards"`
 	LeaderOutsideISR    int `json:"leader_outside_isr"`
 	Unsettled           int `json:"unsettled"`
+	EventsOutOfOrder    int `json:"events_out_of_order"`
 }
 
 // Counts returns the report's numbers.
@@ -257,7 +264,7 @@ func (r Report) Counts() Counts {
 	return Counts{Writes: r.Writes, Acked: r.Acked, Lost: len(r.Lost), UnsyncedLost: len(r.UnsyncedLost),
 		Unreadable: len(r.Unreadable), Duplicated: len(r.Duplicated), WrongOffset: len(r.WrongOffset),
 		ReplicasDiffer: len(r.ReplicasDiffer), HWBackwards: len(r.HWBackwards), UnsyncedHWBackwards: len(r.UnsyncedHWBackwards),
-		LeaderOutsideISR: len(r.LeaderOutsideISR), Unsettled: len(r.Unsettled)}
+		LeaderOutsideISR: len(r.LeaderOutsideISR), Unsettled: len(r.Unsettled), EventsOutOfOrder: len(r.EventsOutOfOrder)}
 }
 
 // Add adds another run's counts.
@@ -274,6 +281,7 @@ func (c *Counts) Add(o Counts) {
 	c.UnsyncedHWBackwards += o.UnsyncedHWBackwards
 	c.LeaderOutsideISR += o.LeaderOutsideISR
 	c.Unsettled += o.Unsettled
+	c.EventsOutOfOrder += o.EventsOutOfOrder
 }
 
 // Violations is the number of durability findings: what the strict
@@ -282,14 +290,14 @@ func (c *Counts) Add(o Counts) {
 // left offline is unavailable, not known to have lost anything, and is
 // counted on its own, as are writes stuck above a HW that never reached them.
 func (c Counts) Violations() int {
-	return c.Lost + c.Duplicated + c.WrongOffset + c.ReplicasDiffer + c.HWBackwards + c.LeaderOutsideISR
+	return c.Lost + c.Duplicated + c.WrongOffset + c.ReplicasDiffer + c.HWBackwards + c.LeaderOutsideISR + c.EventsOutOfOrder
 }
 
 // Check compares what the producers were told with what is there.
 func Check(in Input) Report {
 	r := Report{Lost: []Loss{}, UnsyncedLost: []Loss{}, Unreadable: []Write{}, Duplicated: []Duplicate{},
 		WrongOffset: []Misplaced{}, ReplicasDiffer: []Divergence{}, HWBackwards: []Regression{}, UnsyncedHWBackwards: []Regression{},
-		LeaderOutsideISR: []LeaderSample{}, Unsettled: []PartitionState{}}
+		LeaderOutsideISR: []LeaderSample{}, Unsettled: []PartitionState{}, EventsOutOfOrder: append([]Disorder{}, in.Disorders...)}
 	// Where each value is in what a consumer reads.
 	found := map[int32]map[string][]int64{}
 	for p, recs := range in.Final.Consumed {

@@ -329,6 +329,8 @@ type topicRun struct {
 	final     Final
 	// sampledAt is what sample last read of each replica (Spec runs).
 	sampledAt map[replicaKey]sampled
+	// order checks the topic's event stream as the run reads it.
+	order EventOrder
 }
 
 type copyKey struct {
@@ -348,7 +350,7 @@ func newRunner(ctx context.Context, c *cluster.Cluster, cfg Config, spec Spec, s
 	r := &runner{ctx: ctx, c: c, cfg: cfg, spec: spec, actions: actions, progress: progress, gen: map[int32]int{},
 		clients: map[int32]*wireClient{}, isr: map[string]map[int32][]int32{}, gone: map[int32]bool{}, isrShrinks: map[string]int{}}
 	for _, sp := range specs {
-		t := &topicRun{r: r, name: sp.name, protocol: sp.protocol, configs: sp.configs,
+		t := &topicRun{r: r, name: sp.name, protocol: sp.protocol, configs: sp.configs, order: EventOrder{Topic: sp.name},
 			held: map[int32]map[int32]map[string]int64{}, open: map[copyKey]int{}, restarted: map[int32]map[int32]*powerCut{}}
 		for id := 1; id <= Producers; id++ {
 			p := &producer{id: id, idempotent: spec.idempotent(id), pid: -1, epoch: -1}
@@ -458,7 +460,7 @@ func (r *runner) run() error {
 	r.seq = r.rec.Start.Seq
 	if evs, _ := r.c.Bus().Since(r.seq, 0); len(evs) > 0 { // published since the snapshot
 		r.seq = evs[len(evs)-1].Seq
-		r.rec.add(evs)
+		r.take(evs)
 	}
 	for i, a := range r.actions {
 		if err := r.ctx.Err(); err != nil {
@@ -487,9 +489,18 @@ func (r *runner) run() error {
 	if evs, oldest := r.c.Bus().Since(r.seq, 0); oldest > r.seq+1 {
 		r.rec.Truncated = true
 	} else {
-		r.rec.add(evs)
+		r.take(evs)
 	}
 	return nil
+}
+
+// take records events read from the bus, in its order, and has each
+// topic's EventOrder check them.
+func (r *runner) take(evs []events.Event) {
+	r.rec.add(evs)
+	for _, t := range r.topics {
+		t.order.Add(evs...)
+	}
 }
 
 // recording returns what the run recorded for the stage.
@@ -509,7 +520,7 @@ func (t *topicRun) results() []Write {
 
 // check runs the checker on the topic.
 func (t *topicRun) check(writes []Write) Report {
-	return Check(Input{Writes: writes, Copies: t.copies, Elections: t.elections, HWs: t.hws, Leaders: t.leaders, Final: t.final})
+	return Check(Input{Writes: writes, Copies: t.copies, Elections: t.elections, HWs: t.hws, Leaders: t.leaders, Final: t.final, Disorders: t.order.Found})
 }
 
 // report sends the live counts.
@@ -540,6 +551,7 @@ func (t *topicRun) liveCounts() Counts {
 	}
 	live := Check(Input{HWs: t.hws, Leaders: t.leaders})
 	cs.HWBackwards, cs.LeaderOutsideISR = len(live.HWBackwards), len(live.LeaderOutsideISR)
+	cs.EventsOutOfOrder = len(t.order.Found)
 	return cs
 }
 
@@ -1060,7 +1072,7 @@ func (r *runner) observe(a Action) error {
 		r.seq = evs[n-1].Seq
 	}
 	r.evs = evs
-	r.rec.add(evs)
+	r.take(evs)
 	r.countDelayEffects()
 	// goneAt: the elections (by seq) of a broker that had stopped since the
 	// controller last registered or fenced it, in the events' order.

@@ -72,6 +72,21 @@ type Options struct {
 const MaxBrokers = 7
 
 // Cluster is a running lab cluster. Its methods are safe for concurrent use.
+//
+// Lock order (a lock is only taken while holding those before it):
+//
+//	stepMu → snapMu → mu → Bus.mu → Subscription.mu (package events)
+//
+// stepMu is held across a StepToEvent, whose steps run the brokers, which
+// publish (snapMu). The publisher (the lab's reporter: publisher.Publish)
+// takes snapMu to enrich events (enrich reads mu), apply them to snap and
+// hand them to the Bus. The controller and the brokers publish after
+// releasing their own locks (their outboxes), so none of theirs is held
+// under these, nor these under theirs; mu guards only the cluster's maps
+// (brokers start and stop outside it). The small
+// locks of the clock, the network, the message gate, the delay line and
+// the link counts guard their own fields and call out under none of the
+// above.
 type Cluster struct {
 	opts       Options
 	logger     *slog.Logger
@@ -99,7 +114,7 @@ type Cluster struct {
 	copyRegions map[int32]bool
 	closed      bool
 
-	snapMu sync.Mutex // guards snap; held while publishing so Seq matches contents
+	snapMu sync.Mutex // guards snap; held while publishing so Seq matches contents (lock order above)
 	snap   events.Snapshot
 
 	messages messageGate
@@ -439,9 +454,11 @@ func (p publisher) Publish(evs ...events.Event) events.Event {
 		return events.Event{}
 	}
 	// Records are cut to what a person reads before anyone sees them
-	// (digests of large values are taken outside the lock).
+	// (digests of large values are taken outside the lock), and the facts'
+	// messages rendered: the brokers and the controller say keys, not text.
 	for i := range evs {
 		evs[i].Records = events.ShownRecords(evs[i].Records)
+		i18n.Fill(&evs[i])
 	}
 	c.snapMu.Lock()
 	defer c.snapMu.Unlock()

@@ -15,7 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"tidemark/events"
-	"tidemark/i18n"
+	"tidemark/internal/fact"
 	"tidemark/replication"
 )
 
@@ -41,9 +41,9 @@ type Options struct {
 // DefaultSessionTimeout is the lab's broker.session.timeout.ms.
 const DefaultSessionTimeout = 2 * time.Second
 
-// Publisher takes events; *events.Bus satisfies it. Publish must not block
-// for long: the controller calls it with its mutex held, so that events come
-// out in the order the changes were made.
+// Publisher takes events; *events.Bus satisfies it. The controller calls
+// it after releasing its mutex, one change's events at a time in the order
+// the changes were made (reportingMutex).
 type Publisher interface {
 	Publish(evs ...events.Event) events.Event
 }
@@ -212,10 +212,11 @@ func (m *Metadata) Broker(id int32) *Broker {
 // All methods are safe for concurrent use. It starts no goroutines: time
 // moves only when Tick is called, as the injected clock says.
 //
-// One mutex guards all state, and it is held while events are published
-// (lock order: Controller.mu, then the Publisher's own lock).
+// One mutex guards all state. Events are not published under it: a
+// change's events wait in its outbox and its Unlock publishes them
+// (reportingMutex), so the Publisher's locks are never taken under it.
 type Controller struct {
-	mu      sync.Mutex
+	mu      reportingMutex
 	db      *badger.DB
 	opts    Options
 	log     *slog.Logger
@@ -322,7 +323,7 @@ func Open(dir string, opts Options) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("controller: opening metadata store %s: %w", dir, err)
 	}
-	c := &Controller{db: db, opts: opts, log: opts.Logger, brokers: map[int32]*Broker{}, registered: map[int32]bool{}, pipelinesRepaired: map[int32]time.Time{},
+	c := &Controller{mu: reportingMutex{pub: opts.Events}, db: db, opts: opts, log: opts.Logger, brokers: map[int32]*Broker{}, registered: map[int32]bool{}, pipelinesRepaired: map[int32]time.Time{},
 		topics: map[string]*topicState{}, logs: map[int32]map[topicPartition]LogInfo{}}
 	if err := c.load(); err != nil {
 		db.Close()
@@ -436,9 +437,44 @@ func (c *Controller) commit(ch *change) error {
 		for i := range ch.evs {
 			ch.evs[i].Time = now
 		}
-		c.opts.Events.Publish(ch.evs...)
+		c.mu.out = append(c.mu.out, ch.evs...)
 	}
 	return nil
+}
+
+// reportingMutex is the Controller's mutex with an outbox: commit queues a
+// durable change's events in out, and Unlock publishes them after releasing
+// the mutex, each critical section's in its turn (the one before it done
+// first), so the events still come out in the order the changes were made
+// and a caller finds its own published once its call returns.
+type reportingMutex struct {
+	sync.Mutex
+	pub Publisher
+	out []events.Event
+	// published is closed once the last taken outbox is published; nil
+	// before the first.
+	published chan struct{}
+}
+
+// Unlock releases the mutex, then publishes what the critical section
+// committed.
+func (m *reportingMutex) Unlock() {
+	out := m.out
+	var before, done chan struct{}
+	if len(out) > 0 {
+		m.out = nil
+		before, done = m.published, make(chan struct{})
+		m.published = done
+	}
+	m.Mutex.Unlock()
+	if len(out) == 0 {
+		return
+	}
+	if before != nil {
+		<-before
+	}
+	m.pub.Publish(out...)
+	close(done)
 }
 
 // RegisterBroker registers broker id after a clean shutdown, with no logs
@@ -475,7 +511,7 @@ func (c *Controller) Register(reg Registration) (brokerEpoch int64, err error) {
 		// cut), so it rejoins at the tail, where its replica, of an older
 		// generation stamp, is discarded. Only the first registration
 		// after a clean stop of the whole lab keeps its places.
-		c.leavePipelines(ch, id, i18n.Word("event.word.reason.restarted", id))
+		c.leavePipelines(ch, id, fact.Word("event.word.reason.restarted", id))
 		if !reg.CleanShutdown && c.rule.ELR() {
 			c.forgetUncleanPipelines(ch, id)
 		}
@@ -492,7 +528,7 @@ func (c *Controller) Register(reg Registration) (brokerEpoch int64, err error) {
 	delete(c.logs, id)
 	c.reRegister(ch, b, reg, withinSession)
 	if !b.Fenced {
-		c.repairAllPipelines(ch, i18n.Word("event.word.reason.restarted", id), id) // back within its session (zookeeper)
+		c.repairAllPipelines(ch, fact.Word("event.word.reason.restarted", id), id) // back within its session (zookeeper)
 	}
 	if err := c.commit(ch); err != nil {
 		return 0, err
@@ -525,10 +561,10 @@ func (c *Controller) Heartbeat(id int32, brokerEpoch int64) (metadataVersion uin
 		ch := newChange()
 		b.Fenced = false
 		ch.brokers[id] = true
-		ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindBroker, Broker: id, BrokerState: events.BrokerUp,
+		ch.evs = append(ch.evs, fact.Say(events.Event{Kind: events.KindBroker, Broker: id, BrokerState: events.BrokerUp,
 			Listener: b.Listener}, "event.broker.unfenced", id))
-		c.electOffline(ch, i18n.Word("event.word.reason.unfenced", id))
-		c.repairAllPipelines(ch, i18n.Word("event.word.reason.unfenced", id), id)
+		c.electOffline(ch, fact.Word("event.word.reason.unfenced", id))
+		c.repairAllPipelines(ch, fact.Word("event.word.reason.unfenced", id), id)
 		if err := c.commit(ch); err != nil {
 			return 0, err
 		}
@@ -566,16 +602,16 @@ func (c *Controller) Tick() {
 		// The silence in whole milliseconds: a running clock's nanoseconds
 		// ("2.001381455s") say nothing to a learner, and a Go duration's
 		// unit ("2s") is English on a Chinese page.
-		ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindBroker, Broker: id, BrokerState: events.BrokerFenced,
+		ch.evs = append(ch.evs, fact.Say(events.Event{Kind: events.KindBroker, Broker: id, BrokerState: events.BrokerFenced,
 			Listener: b.Listener}, "event.broker.fenced.timeout", id, now.Sub(b.LastHeartbeat).Milliseconds(), c.opts.SessionTimeout.Milliseconds()))
 	}
 	for _, id := range expired {
-		c.leaveReplicaSets(ch, id, i18n.Word("event.word.reason.fenced", id), events.ISRSessionExpired)
+		c.leaveReplicaSets(ch, id, fact.Word("event.word.reason.fenced", id), events.ISRSessionExpired)
 	}
 	// Partitions go offline only when brokers are fenced (leaveReplicaSets
 	// elects what it can at once); unfencing and config changes elect too.
 	// So an idle tick walks no partition.
-	c.electOffline(ch, i18n.Word("event.word.reason.offline"))
+	c.electOffline(ch, fact.Word("event.word.reason.offline"))
 	if err := c.commit(ch); err != nil {
 		c.log.Error("tick", "err", err)
 	}
@@ -612,9 +648,9 @@ func (c *Controller) FenceBroker(id int32) {
 	ch := newChange()
 	b.Fenced = true
 	ch.brokers[id] = true
-	ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindBroker, Broker: id, BrokerState: events.BrokerFenced,
+	ch.evs = append(ch.evs, fact.Say(events.Event{Kind: events.KindBroker, Broker: id, BrokerState: events.BrokerFenced,
 		Listener: b.Listener}, "event.broker.fenced.request", id))
-	c.leaveReplicaSets(ch, id, i18n.Word("event.word.reason.fenced", id), events.ISRFenced)
+	c.leaveReplicaSets(ch, id, fact.Word("event.word.reason.fenced", id), events.ISRFenced)
 	if err := c.commit(ch); err != nil {
 		c.log.Error("fence broker", "broker", id, "err", err)
 	}

@@ -7,7 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"tidemark/events"
-	"tidemark/i18n"
+	"tidemark/internal/fact"
 	"tidemark/replication"
 	"tidemark/replication/pipeline"
 )
@@ -81,10 +81,10 @@ func (c *Controller) handOverLeaderships(ch *change, id int32, reason string) {
 			p.LeaderEpoch++
 			p.PartitionEpoch++
 			ch.partition(p)
-			ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindElection, Broker: next, Topic: p.Topic, Partition: p.Partition,
+			ch.evs = append(ch.evs, fact.Say(events.Event{Kind: events.KindElection, Broker: next, Topic: p.Topic, Partition: p.Partition,
 				Leader: &events.Leadership{Leader: next, PreviousLeader: prev, LeaderEpoch: p.LeaderEpoch},
 				ISR:    slices.Clone(p.ISR)},
-				"event.election", reason, p.tp(), prev, next, p.LeaderEpoch, i18n.Word("event.word.how.clean")))
+				"event.election", reason, p.tp(), prev, next, p.LeaderEpoch, fact.Word("event.word.how.clean")))
 		}
 	}
 }
@@ -182,21 +182,21 @@ func (c *Controller) elect(ch *change, t *topicState, p *Partition, isr []int32,
 	}
 	c.updateELR(t, p, prev, old)
 	ch.partition(p)
-	key, how := "event.election", i18n.Word("event.word.how.clean")
+	key, how := "event.election", fact.Word("event.word.how.clean")
 	switch {
 	case lastKnown:
-		how = i18n.Word("event.word.how.last-known", leader)
+		how = fact.Word("event.word.how.last-known", leader)
 	case unclean:
-		how = i18n.Word("event.word.how.unclean")
+		how = fact.Word("event.word.how.unclean")
 	case fromELR:
-		how = i18n.Word("event.word.how.elr", leader)
+		how = fact.Word("event.word.how.elr", leader)
 	case leader == replication.NoLeader:
 		how = c.offlineWhy(t, p)
 		if !t.cfg.UncleanLeaderElection && !c.rule.ELR() {
 			key = "event.election.unclean-off"
 		}
 	}
-	ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindElection, Broker: leader, Topic: p.Topic, Partition: p.Partition,
+	ch.evs = append(ch.evs, fact.Say(events.Event{Kind: events.KindElection, Broker: leader, Topic: p.Topic, Partition: p.Partition,
 		Leader: &events.Leadership{Leader: leader, PreviousLeader: prev, LeaderEpoch: p.LeaderEpoch, Unclean: unclean, LastKnown: lastKnown},
 		ISR:    slices.Clone(p.ISR), ELR: slices.Clone(p.ELR), ISRChanges: toELR(changes, p.ELR)},
 		key, reason, p.tp(), prev, leader, p.LeaderEpoch, how))
@@ -219,11 +219,11 @@ func (c *Controller) setISR(ch *change, t *topicState, p *Partition, isr []int32
 	changes = toELR(changes, p.ELR)
 	elr := ""
 	if len(p.ELR) > 0 {
-		elr = i18n.Word("event.word.elr", p.ELR)
+		elr = fact.Word("event.word.elr", p.ELR)
 	}
-	ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindISR, Broker: broker, Topic: p.Topic, Partition: p.Partition,
+	ch.evs = append(ch.evs, fact.Say(events.Event{Kind: events.KindISR, Broker: broker, Topic: p.Topic, Partition: p.Partition,
 		ISR: slices.Clone(p.ISR), ELR: slices.Clone(p.ELR), ISRChanges: changes},
-		key, append(args, i18n.ISRCause(changes), i18n.ISRToELR(changes), p.ISR, elr, p.PartitionEpoch)...))
+		key, append(args, fact.ISRCause(changes), fact.ISRToELR(changes), p.ISR, elr, p.PartitionEpoch)...))
 }
 
 // toELR returns a copy of changes with ToELR set on each leaver now in
@@ -368,8 +368,8 @@ func (c *Controller) QuorumLeader(topic string, partition, brokerID int32, broke
 	p.PartitionEpoch++
 	ch := newChange()
 	ch.partition(p)
-	ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindElection, Broker: brokerID, Topic: p.Topic, Partition: p.Partition,
+	ch.evs = append(ch.evs, fact.Say(events.Event{Kind: events.KindElection, Broker: brokerID, Topic: p.Topic, Partition: p.Partition,
 		Leader: &events.Leadership{Leader: brokerID, PreviousLeader: prev, LeaderEpoch: term}, ISR: slices.Clone(p.ISR)},
-		"event.election", i18n.Word("event.word.reason.raft"), p.tp(), prev, brokerID, term, i18n.Word("event.word.how.raft")))
+		"event.election", fact.Word("event.word.reason.raft"), p.tp(), prev, brokerID, term, fact.Word("event.word.how.raft")))
 	return c.commit(ch)
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"tidemark/events"
-	"tidemark/i18n"
+	"tidemark/internal/fact"
 	"tidemark/replication"
 	"tidemark/server/kafkaerr"
 )
@@ -175,7 +175,7 @@ func (c *Controller) SetFencingRule(r FencingRule) error {
 	ch := newChange()
 	prev := c.rule
 	c.setRule(r)
-	ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindConfig, Broker: events.NoBroker,
+	ch.evs = append(ch.evs, fact.Say(events.Event{Kind: events.KindConfig, Broker: events.NoBroker,
 		Config: &events.ConfigChange{Key: ConfigFencingRule, Value: r.String(), Previous: prev.String()}},
 		"event.config.fencing-rule", r, prev))
 	ch.settings = true
@@ -278,9 +278,9 @@ func (c *Controller) reRegister(ch *change, b *Broker, reg Registration, withinS
 		// places (which is what lets KIP-101's restarted follower be
 		// elected cleanly). It lost its in-memory state, so it gives up the
 		// leaderships it held.
-		ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindBroker, Broker: id, BrokerState: events.BrokerUp,
+		ch.evs = append(ch.evs, fact.Say(events.Event{Kind: events.KindBroker, Broker: id, BrokerState: events.BrokerUp,
 			Listener: b.Listener}, "event.broker.rereg.zookeeper-pre-2.2", id, b.Epoch))
-		c.handOverLeaderships(ch, id, i18n.Word("event.word.reason.restarted", id))
+		c.handOverLeaderships(ch, id, fact.Word("event.word.reason.restarted", id))
 		return
 	case c.rule == FencingZooKeeper && withinSession:
 		// KIP-380 (Kafka 2.2+): the new registration carries a new broker
@@ -290,21 +290,21 @@ func (c *Controller) reRegister(ch *change, b *Broker, reg Registration, withinS
 		// member, which ZooKeeper-era Kafka never empties) and start
 		// (onBrokerStartup: where it is that last member it leads again,
 		// under a new leader epoch).
-		ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindBroker, Broker: id, BrokerState: events.BrokerUp,
+		ch.evs = append(ch.evs, fact.Say(events.Event{Kind: events.KindBroker, Broker: id, BrokerState: events.BrokerUp,
 			Listener: b.Listener}, "event.broker.rereg.zookeeper", id, b.Epoch))
-		c.leaveReplicaSets(ch, id, i18n.Word("event.word.reason.restarted", id), events.ISRRestarted)
-		c.handOverLeaderships(ch, id, i18n.Word("event.word.reason.restarted", id))
+		c.leaveReplicaSets(ch, id, fact.Word("event.word.reason.restarted", id), events.ISRRestarted)
+		c.handOverLeaderships(ch, id, fact.Word("event.word.reason.restarted", id))
 		return
 	case withinSession:
 		// KRaft: a new incarnation. The old one is fenced first, so the new
 		// one earns its ISR places back by catching up; KIP-903's broker
 		// epochs in Fetch and AlterPartition keep an ISR expansion built on
 		// the old incarnation's fetches from being accepted.
-		ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindBroker, Broker: id, BrokerState: events.BrokerFenced,
+		ch.evs = append(ch.evs, fact.Say(events.Event{Kind: events.KindBroker, Broker: id, BrokerState: events.BrokerFenced,
 			Listener: b.Listener}, "event.broker.rereg.kraft", id, b.Epoch, c.rule))
-		c.leaveReplicaSets(ch, id, i18n.Word("event.word.reason.restarted", id), events.ISRRestarted)
+		c.leaveReplicaSets(ch, id, fact.Word("event.word.reason.restarted", id), events.ISRRestarted)
 	default:
-		ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindBroker, Broker: id, BrokerState: events.BrokerFenced,
+		ch.evs = append(ch.evs, fact.Say(events.Event{Kind: events.KindBroker, Broker: id, BrokerState: events.BrokerFenced,
 			Listener: b.Listener}, "event.broker.registered", id, b.Epoch))
 	}
 	if c.rule.ELR() && !reg.CleanShutdown {
@@ -332,7 +332,7 @@ func (c *Controller) forgetUnclean(ch *change, id int32) {
 			if p.Leader == id {
 				// Its ISR place is already gone, so the election cannot put
 				// it in the ELR either.
-				c.elect(ch, t, p, p.ISR, i18n.Word("event.word.reason.unclean-restart", id),
+				c.elect(ch, t, p, p.ISR, fact.Word("event.word.reason.unclean-restart", id),
 					events.ISRChange{Cause: events.ISRUncleanRestart, Broker: id})
 				c.updateLastKnownELR(p, id, oldISR, oldELR)
 				continue
@@ -344,9 +344,9 @@ func (c *Controller) forgetUnclean(ch *change, id int32) {
 			ev := events.Event{Kind: events.KindISR, Broker: id, Topic: p.Topic, Partition: p.Partition,
 				ISR: slices.Clone(p.ISR), ELR: slices.Clone(p.ELR), ISRChanges: []events.ISRChange{{Cause: events.ISRUncleanRestart, Broker: id}}}
 			if p.Leader == replication.NoLeader {
-				ev = i18n.EventMessage(ev, "event.isr.unclean-restart.offline", id, p.tp(), p.ISR, p.ELR, c.offlineWhy(t, p))
+				ev = fact.Say(ev, "event.isr.unclean-restart.offline", id, p.tp(), p.ISR, p.ELR, c.offlineWhy(t, p))
 			} else {
-				ev = i18n.EventMessage(ev, "event.isr.unclean-restart", id, p.tp(), p.ISR, p.ELR)
+				ev = fact.Say(ev, "event.isr.unclean-restart", id, p.tp(), p.ISR, p.ELR)
 			}
 			ch.evs = append(ch.evs, ev)
 		}
@@ -354,23 +354,23 @@ func (c *Controller) forgetUnclean(ch *change, id int32) {
 }
 
 // offlineWhy says why a partition has no leader and what would bring one
-// back, as a message word (i18n.Word).
+// back, as a message word (fact.Word).
 func (c *Controller) offlineWhy(t *topicState, p *Partition) string {
 	switch {
 	case len(p.ISR) > 0 && len(p.ELR) > 0:
-		return i18n.Word("event.word.offline.isr-elr", p.ISR, p.ELR)
+		return fact.Word("event.word.offline.isr-elr", p.ISR, p.ELR)
 	case len(p.ISR) > 0:
-		return i18n.Word("event.word.offline.isr", p.ISR)
+		return fact.Word("event.word.offline.isr", p.ISR)
 	case len(p.ELR) > 0:
-		return i18n.Word("event.word.offline.elr", p.ELR)
+		return fact.Word("event.word.offline.elr", p.ELR)
 	case c.rule == FencingKRaftELR && len(p.LastKnownELR) == 1:
-		return i18n.Word("event.word.offline.last-known", p.LastKnownELR[0])
+		return fact.Word("event.word.offline.last-known", p.LastKnownELR[0])
 	case c.rule == FencingKRaftELRRecovery && !t.cfg.UncleanLeaderElection:
-		return i18n.Word("event.word.offline.unknown-or-unclean")
+		return fact.Word("event.word.offline.unknown-or-unclean")
 	case c.rule == FencingKRaftELRRecovery:
-		return i18n.Word("event.word.offline.unknown")
+		return fact.Word("event.word.offline.unknown")
 	}
-	return i18n.Word("event.word.offline")
+	return fact.Word("event.word.offline")
 }
 
 // recoverUnclean is KIP-966's "balanced" unclean recovery, lab-only for
@@ -408,7 +408,7 @@ func (c *Controller) recoverUnclean(ch *change, t *topicState, p *Partition, rea
 	p.LeaderEpoch++
 	p.PartitionEpoch++
 	ch.partition(p)
-	ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindElection, Broker: best, Topic: p.Topic, Partition: p.Partition,
+	ch.evs = append(ch.evs, fact.Say(events.Event{Kind: events.KindElection, Broker: best, Topic: p.Topic, Partition: p.Partition,
 		Leader: &events.Leadership{Leader: best, PreviousLeader: prev, LeaderEpoch: p.LeaderEpoch},
 		ISR:    slices.Clone(p.ISR)},
 		"event.election.recovered", reason, p.tp(), best, bestInfo.LastEpoch, bestInfo.LogEndOffset, p.LeaderEpoch))
@@ -428,7 +428,7 @@ func (c *Controller) minISRChanged(ch *change, t *topicState) {
 			p.ELR = nil
 			p.PartitionEpoch++
 			ch.partition(p)
-			ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindISR, Broker: events.NoBroker, Topic: p.Topic, Partition: p.Partition,
+			ch.evs = append(ch.evs, fact.Say(events.Event{Kind: events.KindISR, Broker: events.NoBroker, Topic: p.Topic, Partition: p.Partition,
 				ISR: slices.Clone(p.ISR), ISRChanges: left}, "event.isr.elr-cleared", p.tp(), p.ISR, t.minISR()))
 		}
 	}
@@ -456,7 +456,7 @@ func (c *Controller) ReportLogs(id int32, brokerEpoch int64, logs []LogInfo) err
 		tp := topicPartition{l.Topic, l.Partition}
 		c.logs[id][tp] = l
 		if t := c.topics[l.Topic]; t != nil && l.Partition >= 0 && int(l.Partition) < len(t.parts) {
-			c.recoverUnclean(ch, t, t.parts[l.Partition], i18n.Word("event.word.reason.reported", id))
+			c.recoverUnclean(ch, t, t.parts[l.Partition], fact.Word("event.word.reason.reported", id))
 		}
 	}
 	return c.commit(ch)

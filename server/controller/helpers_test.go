@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"tidemark/events"
+	"tidemark/i18n"
 	"tidemark/replication"
 )
 
@@ -56,9 +57,19 @@ func newRuleLab(t *testing.T, rule FencingRule) *lab {
 	return l
 }
 
+// reporter renders the facts' messages before the bus, as the lab's does.
+type reporter struct{ bus *events.Bus }
+
+func (r reporter) Publish(evs ...events.Event) events.Event {
+	for i := range evs {
+		i18n.Fill(&evs[i])
+	}
+	return r.bus.Publish(evs...)
+}
+
 func (l *lab) open() {
 	l.t.Helper()
-	c, err := Open(l.dir, Options{Now: l.clk.Now, Events: l.bus, FencingRule: &l.rule})
+	c, err := Open(l.dir, Options{Now: l.clk.Now, Events: reporter{l.bus}, FencingRule: &l.rule})
 	if err != nil {
 		l.t.Fatalf("Open: %v", err)
 	}

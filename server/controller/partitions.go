@@ -7,7 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"tidemark/events"
-	"tidemark/i18n"
+	"tidemark/internal/fact"
 )
 
 // CreatePartitions grows a topic to count partitions (Kafka's
@@ -70,7 +70,7 @@ func (c *Controller) CreatePartitions(topic string, count int32) (Topic, error) 
 	}
 	// The UI's snapshot takes the whole topic again (it keeps the replica
 	// logs of the partitions it already had).
-	ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindTopic, Broker: events.NoBroker, Topic: topic, TopicCreated: eventTopic(t)},
+	ch.evs = append(ch.evs, fact.Say(events.Event{Kind: events.KindTopic, Broker: events.NoBroker, Topic: topic, TopicCreated: eventTopic(t)},
 		"event.topic.partitions-added", topic, have, count))
 	if err := c.commit(ch); err != nil {
 		t.parts = t.parts[:have]

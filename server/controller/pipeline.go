@@ -8,7 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"tidemark/events"
-	"tidemark/i18n"
+	"tidemark/internal/fact"
 	"tidemark/replication"
 	"tidemark/replication/pipeline"
 )
@@ -40,16 +40,16 @@ func (c *Controller) setPipeline(ch *change, p *Partition, isr, joining []int32,
 	ch.partition(p)
 	members := pipelineOf(p).Members
 	if leader != prev {
-		how := i18n.Word("event.word.how.pipeline", members)
+		how := fact.Word("event.word.how.pipeline", members)
 		if leader == replication.NoLeader {
-			how = i18n.Word("event.word.offline.isr", p.ISR)
+			how = fact.Word("event.word.offline.isr", p.ISR)
 		}
-		ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindElection, Broker: leader, Topic: p.Topic, Partition: p.Partition,
+		ch.evs = append(ch.evs, fact.Say(events.Event{Kind: events.KindElection, Broker: leader, Topic: p.Topic, Partition: p.Partition,
 			Leader: &events.Leadership{Leader: leader, PreviousLeader: prev, LeaderEpoch: p.LeaderEpoch}, ISR: slices.Clone(p.ISR)},
 			"event.election", reason, p.tp(), prev, leader, p.LeaderEpoch, how))
 		return
 	}
-	ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindISR, Broker: events.NoBroker, Topic: p.Topic, Partition: p.Partition,
+	ch.evs = append(ch.evs, fact.Say(events.Event{Kind: events.KindISR, Broker: events.NoBroker, Topic: p.Topic, Partition: p.Partition,
 		Leader: &events.Leadership{Leader: leader, PreviousLeader: prev, LeaderEpoch: p.LeaderEpoch}, ISR: slices.Clone(p.ISR)},
 		key, append(args, p.tp(), members, p.LeaderEpoch)...))
 }
@@ -122,7 +122,7 @@ func (c *Controller) forgetUncleanPipelines(ch *change, id int32) {
 			p.ISR, p.Joining = nil, nil
 			p.PartitionEpoch++
 			ch.partition(p)
-			ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindISR, Broker: id, Topic: p.Topic, Partition: p.Partition},
+			ch.evs = append(ch.evs, fact.Say(events.Event{Kind: events.KindISR, Broker: id, Topic: p.Topic, Partition: p.Partition},
 				"event.isr.unclean-restart.offline", id, p.tp(), p.ISR, p.ELR, c.offlineWhy(t, p)))
 		}
 	}
@@ -244,7 +244,7 @@ func (c *Controller) maybeRepairPipelines(id int32) error {
 	}
 	c.pipelinesRepaired[id] = now
 	ch := newChange()
-	c.repairAllPipelinesBackoff(ch, i18n.Word("event.word.reason.pipeline-repair"), id, true)
+	c.repairAllPipelinesBackoff(ch, fact.Word("event.word.reason.pipeline-repair"), id, true)
 	return c.commit(ch)
 }
 
@@ -298,7 +298,7 @@ func (c *Controller) PipelineFailed(topic string, partition, brokerID int32, bro
 		c.rejoinFailed(p, failed)
 	}
 	ch := newChange()
-	c.leavePipeline(ch, p, failed, i18n.Word("event.word.reason.pipeline-failed", brokerID, failed))
+	c.leavePipeline(ch, p, failed, fact.Word("event.word.reason.pipeline-failed", brokerID, failed))
 	return c.commit(ch)
 }
 

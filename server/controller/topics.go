@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"tidemark/events"
-	"tidemark/i18n"
+	"tidemark/internal/fact"
 	"tidemark/storage"
 )
 
@@ -88,8 +88,8 @@ func (c *Controller) CreateTopic(name string, partitions int32, replicationFacto
 	for _, p := range t.parts {
 		ch.partition(p)
 	}
-	ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindTopic, Broker: events.NoBroker, Topic: name, TopicCreated: eventTopic(t)},
-		i18n.Plural("event.topic.created", int(partitions)), name, partitions, replicationFactor))
+	ch.evs = append(ch.evs, fact.Say(events.Event{Kind: events.KindTopic, Broker: events.NoBroker, Topic: name, TopicCreated: eventTopic(t)},
+		fact.Plural("event.topic.created", int(partitions)), name, partitions, replicationFactor))
 	if err := c.commit(ch); err != nil {
 		return Topic{}, err
 	}
@@ -141,7 +141,7 @@ func (c *Controller) DeleteTopic(name string) error {
 	c.names = nil
 	ch := newChange()
 	ch.deleted = append(ch.deleted, deletedTopic{name: name, partitions: int32(len(t.parts))})
-	ch.evs = append(ch.evs, i18n.EventMessage(events.Event{Kind: events.KindTopic, Broker: events.NoBroker, Topic: name},
+	ch.evs = append(ch.evs, fact.Say(events.Event{Kind: events.KindTopic, Broker: events.NoBroker, Topic: name},
 		"event.topic.deleted", name))
 	return c.commit(ch)
 }
@@ -201,9 +201,9 @@ func (c *Controller) AlterConfigs(topic string, changes map[string]*string) (Top
 		ev := events.Event{Kind: events.KindConfig, Broker: events.NoBroker, Topic: topic,
 			Config: &events.ConfigChange{Key: k, Value: now, Previous: prev}}
 		if has {
-			ev = i18n.EventMessage(ev, "event.config.topic", topic, k, now)
+			ev = fact.Say(ev, "event.config.topic", topic, k, now)
 		} else {
-			ev = i18n.EventMessage(ev, "event.config.topic.default", topic, k)
+			ev = fact.Say(ev, "event.config.topic.default", topic, k)
 		}
 		ch.evs = append(ch.evs, ev)
 	}
@@ -214,7 +214,7 @@ func (c *Controller) AlterConfigs(topic string, changes map[string]*string) (Top
 	ch.topics[topic] = true
 	c.minISRChanged(ch, t)
 	if cfg.UncleanLeaderElection {
-		c.electOfflineIn(ch, t, i18n.Word("event.word.reason.unclean-enabled"))
+		c.electOfflineIn(ch, t, fact.Word("event.word.reason.unclean-enabled"))
 	}
 	if err := c.commit(ch); err != nil {
 		return Topic{}, err

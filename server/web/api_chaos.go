@@ -277,7 +277,8 @@ func chaosRunView(st chaos.RunState) views.ChaosRunView {
 			{Key: "unreadable", N: n.Unreadable, Bad: true}, {Key: "duplicated", N: n.Duplicated, Bad: true},
 			{Key: "wrong_offset", N: n.WrongOffset, Bad: true}, {Key: "replicas_differ", N: n.ReplicasDiffer, Bad: true},
 			{Key: "hw_backwards", N: n.HWBackwards, Bad: true}, {Key: "unsynced_hw_backwards", N: n.UnsyncedHWBackwards},
-			{Key: "leader_outside_isr", N: n.LeaderOutsideISR, Bad: true}, {Key: "unsettled", N: n.Unsettled, Bad: true},
+			{Key: "leader_outside_isr", N: n.LeaderOutsideISR, Bad: true}, {Key: "events_out_of_order", N: n.EventsOutOfOrder, Bad: true},
+			{Key: "unsettled", N: n.Unsettled, Bad: true},
 		}}
 	for _, l := range append(append([]chaos.Loss(nil), st.Lost...), st.UnsyncedLost...) {
 		lv := views.ChaosLossView{Value: l.Write.Value, Partition: l.Write.Partition, Offset: l.Write.Offset, Unsynced: l.Unsynced, Elected: -1}

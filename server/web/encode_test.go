@@ -31,6 +31,7 @@ func fullEvent(s string) events.Event {
 		Wire:         &events.Wire{From: -1, To: 3, Client: s, FetchOffset: 10, LastFetchedEpoch: 2, HW: 9, Records: 5, Version: 1 << 33, Lost: true},
 		ISRChanges:   []events.ISRChange{{Cause: events.ISRLagged, Broker: 3, LagMs: 10050, MaxLagMs: 10000}, {Cause: events.ISRCaughtUp, Broker: 2, Joined: true, Offset: 7}},
 		Segments:     []int64{0, 4, 9},
+		Order:        3, // in-process only: neither encoder writes it
 	}
 }
 
