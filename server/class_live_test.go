@@ -75,3 +75,56 @@ func TestClassLive(t *testing.T) {
 		t.Fatalf("a seat's token on /class/live: %v %v", resp, err)
 	}
 }
+
+// TestProjectionFollowsReset: a seat reset while it is projected ends the
+// projection's stream (a close frame, not silence on the stopped cluster),
+// so the page's panel reconnects, and the new stream shows the fresh
+// cluster: the topic the learner made before the reset is gone.
+func TestProjectionFollowsReset(t *testing.T) {
+	l, _ := startClass(t, t.TempDir(), "--seats", "1")
+	ada := l.join(t, 1, "Ada")
+	if status, body := l.call(t, "POST", "/api/v1/topics", ada, `{"name":"before","partitions":1,"replication_factor":1}`); status != http.StatusCreated {
+		t.Fatalf("create topic: %d %s", status, body)
+	}
+	dial := func() *websocket.Conn {
+		h := http.Header{}
+		h.Set("Authorization", "Bearer "+l.teacher)
+		conn, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(l.url, "http")+"class/seats/1/ws", h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return conn
+	}
+	first := func(conn *websocket.Conn) string {
+		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		_, b, err := conn.ReadMessage()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	old := dial()
+	defer old.Close()
+	if snap := first(old); !strings.Contains(snap, `"before"`) {
+		t.Fatalf("the projection's first snapshot lacks topic before: %.300s", snap)
+	}
+	if status, body := l.call(t, "POST", "/api/v1/class/seats/1/reset", l.teacher, `{"confirm":true}`); status != http.StatusOK {
+		t.Fatalf("reset: %d %s", status, body)
+	}
+	old.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for {
+		_, _, err := old.ReadMessage()
+		if err == nil {
+			continue // events already on their way
+		}
+		if !websocket.IsCloseError(err, websocket.CloseGoingAway) {
+			t.Fatalf("after the reset the stream ended with %v, want a going-away close", err)
+		}
+		break
+	}
+	fresh := dial()
+	defer fresh.Close()
+	if snap := first(fresh); strings.Contains(snap, `"before"`) {
+		t.Fatalf("the new stream still shows the reset seat's topic: %.300s", snap)
+	}
+}

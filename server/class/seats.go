@@ -144,6 +144,9 @@ type seatRun struct {
 	lessons *lessons.Service // kept while hibernating: runs have their own clusters
 	chaos   *chaos.Service
 	grader  *grader // the live exercises on the awake cluster's events
+	// gone is closed when the awake cluster stops (hibernation, reset), so
+	// a projection streaming it ends and its page reconnects to the next.
+	gone chan struct{}
 }
 
 // Open opens the class in opts.Dir: the roster (creating it when new) and
@@ -315,6 +318,7 @@ func (c *Class) wakeLocked(st *seatRun) error {
 		return fail(err)
 	}
 	st.lab, st.handler, st.closer = lab, h, closer
+	st.gone = make(chan struct{})
 	st.grader = newGrader(lab.Cluster().Bus(), lab.Cluster().Snapshot(), learner) // before any request of the seat's
 	c.opts.Logger.Debug("class: seat woke", "seat", st.id, "took", time.Since(start))
 	return nil
@@ -363,6 +367,8 @@ func (c *Class) hibernateLocked(st *seatRun) {
 		c.opts.Logger.Warn("class: hibernating a seat", "seat", st.id, "err", err)
 	}
 	st.lab, st.handler, st.closer, st.grader = nil, nil, nil, nil
+	close(st.gone)
+	st.gone = nil
 	c.opts.Logger.Debug("class: seat hibernates", "seat", st.id)
 }
 
@@ -423,22 +429,23 @@ func (st *seatRun) busy() bool { return st.inflight.Load() != 0 || st.watching.L
 
 // Watch returns seat id's cluster, waking it, for the teacher's projection
 // of the seat (/class/seats/{seat}): it stays awake until done is called,
-// but the seat does not count as online for it, nor as used.
-func (c *Class) Watch(id int) (cl *cluster.Cluster, done func(), err error) {
+// but the seat does not count as online for it, nor as used. gone is
+// closed when that cluster stops (the seat reset or hibernated).
+func (c *Class) Watch(id int) (cl *cluster.Cluster, gone <-chan struct{}, done func(), err error) {
 	st, err := c.run(id)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.lab == nil {
 		if err := c.wakeLocked(st); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 	st.watching.Add(1)
 	var once sync.Once
-	return st.lab.Cluster(), func() { once.Do(func() { st.watching.Add(-1) }) }, nil
+	return st.lab.Cluster(), st.gone, func() { once.Do(func() { st.watching.Add(-1) }) }, nil
 }
 
 // Online reports whether seat id is in use: a request or websocket open

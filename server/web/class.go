@@ -837,7 +837,7 @@ func (s *Server) seatProjection(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	cl, done, err := s.opts.Class.Watch(n)
+	cl, _, done, err := s.opts.Class.Watch(n)
 	if err != nil {
 		return s.classError(c, err)
 	}
@@ -860,12 +860,12 @@ func (s *Server) seatStream(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	cl, done, err := s.opts.Class.Watch(n)
+	cl, gone, done, err := s.opts.Class.Watch(n)
 	if err != nil {
 		return classLabError(err)
 	}
 	defer done()
-	return s.streamWS(c, cl)
+	return s.streamWSUntil(c, cl, gone)
 }
 
 // projector is the classroom screen of the teacher's own lab: the live

@@ -112,7 +112,11 @@ func (s *Server) serveWS(c echo.Context) error {
 
 // streamWS upgrades the request and streams lab on it until either side
 // ends (serveWS above; the classroom's projected seat too).
-func (s *Server) streamWS(c echo.Context, lab Lab) error {
+func (s *Server) streamWS(c echo.Context, lab Lab) error { return s.streamWSUntil(c, lab, nil) }
+
+// streamWSUntil is streamWS that also ends when gone is closed (the lab
+// stopped: a projected seat reset), so the page reconnects to the next.
+func (s *Server) streamWSUntil(c echo.Context, lab Lab, gone <-chan struct{}) error {
 	conn, release, err := s.upgradeWS(c)
 	if conn == nil {
 		return err
@@ -158,6 +162,10 @@ func (s *Server) streamWS(c echo.Context, lab Lab) error {
 			}
 			continue
 		case <-readerDone:
+			return nil
+		case <-gone: // nil (never) unless streamWSUntil was given one
+			msg := websocket.FormatCloseMessage(websocket.CloseGoingAway, "the lab stopped")
+			conn.WriteControl(websocket.CloseMessage, msg, time.Now().Add(s.opts.WriteWait))
 			return nil
 		case <-s.ctx.Done():
 			msg := websocket.FormatCloseMessage(websocket.CloseGoingAway, "server shutting down")
