@@ -87,21 +87,26 @@ func (c *Client) raw(ctx context.Context, method, path string, body any) ([]byte
 		return nil, err
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return nil, err
-	}
 	if resp.StatusCode >= 300 {
-		var body struct {
-			Error *Error `json:"error"`
-		}
-		if json.Unmarshal(b, &body) != nil || body.Error == nil || body.Error.Code == "" {
-			body.Error = &Error{Code: http.StatusText(resp.StatusCode), Message: strings.TrimSpace(string(b))}
-		}
-		body.Error.Status = resp.StatusCode
-		return nil, body.Error
+		return nil, decodeError(resp)
 	}
-	return b, nil
+	return io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+}
+
+// decodeError is an answer's *Error: its body's error, or the status.
+func decodeError(resp *http.Response) error {
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return err
+	}
+	var body struct {
+		Error *Error `json:"error"`
+	}
+	if json.Unmarshal(b, &body) != nil || body.Error == nil || body.Error.Code == "" {
+		body.Error = &Error{Code: http.StatusText(resp.StatusCode), Message: strings.TrimSpace(string(b))}
+	}
+	body.Error.Status = resp.StatusCode
+	return body.Error
 }
 
 // --- topics ---

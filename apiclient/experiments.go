@@ -2,9 +2,13 @@ package apiclient
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
+
+	"github.com/gorilla/websocket"
 )
 
 // ExperimentRequest is the body of POST /api/v1/experiments: a built-in
@@ -135,6 +139,40 @@ func (c *Client) WaitExperiment(ctx context.Context, id string, interval time.Du
 		case <-ctx.Done():
 			return st, ctx.Err()
 		case <-t.C:
+		}
+	}
+}
+
+// FollowExperiment follows an experiment's progress over its websocket
+// (GET /api/v1/experiments/{id}/ws): progress gets its state at once and at
+// each change, until it is done; the last state is returned.
+func (c *Client) FollowExperiment(ctx context.Context, id string, progress func(ExperimentState)) (ExperimentState, error) {
+	var last ExperimentState
+	u := "ws" + strings.TrimPrefix(c.base, "http") + "/api/v1/experiments/" + url.PathEscape(id) + "/ws"
+	conn, resp, err := websocket.DefaultDialer.DialContext(ctx, u, nil)
+	if err != nil {
+		if resp != nil {
+			return last, decodeError(resp)
+		}
+		return last, err
+	}
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	for {
+		var st ExperimentState
+		if err := conn.ReadJSON(&st); err != nil {
+			if websocket.IsCloseError(err, websocket.CloseNormalClosure) && last.Done() {
+				return last, nil
+			}
+			if ctx.Err() != nil {
+				return last, ctx.Err()
+			}
+			return last, errors.Join(errors.New("apiclient: the experiment's stream ended before it was done"), err)
+		}
+		last = st
+		if progress != nil {
+			progress(st)
 		}
 	}
 }

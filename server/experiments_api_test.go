@@ -38,7 +38,8 @@ check lost workload=acks-all == 0
 
 // TestExperimentsThroughTheAPI: an experiment file posted to
 // /api/v1/experiments runs in the background; the typed client follows
-// its progress by polling, gets each run's measurements, the checks and
+// its progress by polling (and, for a second one, over its websocket),
+// gets each run's measurements, the checks and
 // the files (results.csv one row per run, summary.csv, the plot, report.md),
 // and a run opens on the stage. A file the parser refuses is 400
 // INVALID_REQUEST naming the line.
@@ -129,6 +130,30 @@ func TestExperimentsThroughTheAPI(t *testing.T) {
 		}
 	}
 	t.Logf("%d polls; %d ms", seen, st.ElapsedMs)
+
+	// The same progress over the experiment's websocket: its state at once,
+	// then at each change (never going back), until done and a normal close.
+	followed, err := api.StartExperiment(ctx, apiclient.ExperimentRequest{Name: "tiny.experiment", Source: tinyExperiment})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var states []apiclient.ExperimentState
+	last, err := api.FollowExperiment(ctx, followed.ID, func(st apiclient.ExperimentState) { states = append(states, st) })
+	if err != nil || last.Phase != "done" || len(last.Runs) != 2 {
+		t.Fatalf("followed: %v: %+v", err, last)
+	}
+	if len(states) < 3 {
+		t.Fatalf("%d states over the websocket, want the start, progress and the end", len(states))
+	}
+	for i := 1; i < len(states); i++ {
+		if states[i].Progress.Done < states[i-1].Progress.Done || len(states[i].Runs) < len(states[i-1].Runs) {
+			t.Fatalf("state %d went back: %+v after %+v", i, states[i].Progress, states[i-1].Progress)
+		}
+	}
+	if _, err := api.FollowExperiment(ctx, "nope", nil); !errors.As(err, &ae) || ae.Status != 404 {
+		t.Fatalf("following an unknown experiment: %v", err)
+	}
+	t.Logf("%d states over the websocket", len(states))
 }
 
 // TestLabChaosRunsThroughTheExperimentEngine: the lab's chaos runs (POST

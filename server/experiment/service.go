@@ -93,6 +93,15 @@ type Service struct {
 type entry struct {
 	st    State
 	files map[string][]byte
+	// changed is closed at the state's next change (and replaced), for
+	// Watch; guarded by Service.mu.
+	changed chan struct{}
+}
+
+// touch tells the watchers e changed; callers hold s.mu.
+func (e *entry) touch() {
+	close(e.changed)
+	e.changed = make(chan struct{})
 }
 
 type runRecording struct {
@@ -136,7 +145,7 @@ func (s *Service) Start(file string, src []byte, seeds int) (State, error) {
 		total = total / len(x.Seeds) * seeds
 	}
 	e := &entry{st: State{ID: newID(), Name: x.ID, File: file, Title: x.Title.En, Phase: PhaseQueued,
-		Progress: Progress{Total: total}, Runs: []RunResult{}, Started: time.Now()}}
+		Progress: Progress{Total: total}, Runs: []RunResult{}, Started: time.Now()}, changed: make(chan struct{})}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -219,12 +228,14 @@ func (s *Service) run(e *entry, x *lessons.Experiment, seeds int) {
 	st := &e.st
 	st.Summary, st.Checks, st.Findings, st.Files = res.Summary, res.Checks, res.Findings, names
 	st.Phase, st.ElapsedMs = PhaseDone, time.Since(began).Milliseconds()
+	e.touch()
 }
 
 func (s *Service) update(e *entry, f func(*State)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f(&e.st)
+	e.touch()
 }
 
 func (s *Service) fail(e *entry, err error) {
@@ -266,6 +277,18 @@ func (s *Service) Get(id string) (State, error) {
 		return State{}, fmt.Errorf("%w: experiment %s", ErrUnknown, strconv.Quote(id))
 	}
 	return e.st, nil
+}
+
+// Watch returns an experiment's state as Get does and a channel closed at
+// its next change, for a client that follows its progress.
+func (s *Service) Watch(id string) (State, <-chan struct{}, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.byID[id]
+	if !ok {
+		return State{}, nil, fmt.Errorf("%w: experiment %s", ErrUnknown, strconv.Quote(id))
+	}
+	return e.st, e.changed, nil
 }
 
 // List returns every remembered experiment, newest first.

@@ -9,7 +9,9 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/gorilla/websocket"
 	"github.com/labstack/echo/v4"
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -35,6 +37,7 @@ func (s *Server) experimentRoutes(e *echo.Echo) {
 	e.GET("/api/v1/experiments", s.listExperiments)
 	e.GET("/api/v1/experiments/:id", s.getExperiment)
 	e.GET("/api/v1/experiments/:id/files/:name", s.experimentFile)
+	e.GET("/api/v1/experiments/:id/ws", s.experimentStream)
 	e.GET("/api/v1/studies", s.listStudies)
 	e.GET("/experiments", s.experimentsPage)
 	e.POST("/experiments/start", s.startExperimentForm, sameOrigin)
@@ -145,6 +148,76 @@ func (s *Server) getExperiment(c echo.Context) error {
 		return experimentError(err)
 	}
 	return c.JSON(http.StatusOK, st)
+}
+
+// experimentProgressEvery is the least time between two messages of an
+// experiment's stream: a run's actions change its progress hundreds of
+// times a second.
+const experimentProgressEvery = 100 * time.Millisecond
+
+// experimentStream is an experiment's progress over a websocket: its state
+// (as GET /api/v1/experiments/{id} answers it) at once and at each change,
+// at most every experimentProgressEvery, until it is done; then a normal
+// close.
+func (s *Server) experimentStream(c echo.Context) error {
+	if err := refuseHandshakeBody(c.Request()); err != nil {
+		return err
+	}
+	svc, err := s.experimentService()
+	if err != nil {
+		return err
+	}
+	id := c.Param("id")
+	if _, _, err := svc.Watch(id); err != nil {
+		return experimentError(err)
+	}
+	conn, release, err := s.upgradeWS(c)
+	if conn == nil {
+		return err
+	}
+	defer release()
+	readerDone := make(chan struct{})
+	go s.readWS(conn, readerDone)
+	ping := time.NewTicker(s.opts.PingInterval)
+	defer ping.Stop()
+	pace := time.NewTimer(0)
+	defer pace.Stop()
+	closeWith := func(code int, text string) {
+		conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, text), time.Now().Add(s.opts.WriteWait))
+	}
+	for {
+		st, changed, err := svc.Watch(id)
+		if err != nil { // forgotten meanwhile
+			closeWith(websocket.CloseNormalClosure, "experiment forgotten")
+			return nil
+		}
+		conn.SetWriteDeadline(time.Now().Add(s.opts.WriteWait))
+		if err := conn.WriteJSON(st); err != nil {
+			return nil
+		}
+		if st.Done() {
+			closeWith(websocket.CloseNormalClosure, st.Phase)
+			return nil
+		}
+		pace.Reset(experimentProgressEvery)
+		for paced, moved := false, false; !paced || !moved; {
+			select {
+			case <-pace.C:
+				paced = true
+			case <-changed:
+				moved, changed = true, nil
+			case <-ping.C:
+				if err := conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(s.opts.WriteWait)); err != nil {
+					return nil
+				}
+			case <-readerDone:
+				return nil
+			case <-s.ctx.Done():
+				closeWith(websocket.CloseGoingAway, "server shutting down")
+				return nil
+			}
+		}
+	}
 }
 
 func (s *Server) experimentFile(c echo.Context) error {
