@@ -106,6 +106,8 @@ var AllowedLatin = map[string]string{
 	"ListOffsets":           "Kafka protocol request name",
 	"OffsetsForLeaderEpoch": "Kafka protocol request name (KIP-101, KIP-279)",
 	"InitProducerId":        "Kafka protocol request name",
+	"DeleteRecords":         "Kafka protocol request name (the log start offset moves)",
+	"tombstone":             "Kafka's name for a null-value record that deletes its key under compaction",
 	"TLS":                   "a protocol's name",
 	"badger":                "the metadata store's name (the Go key-value store the controller keeps)",
 	"Fetch":                 "Kafka protocol request name",
