@@ -157,3 +157,37 @@ func plainArgs(args []any) []string {
 	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })
 	return out
 }
+
+// TestExperimentErrorsInChinese: an experiment file's refusals read in
+// Chinese too, their nested parts included.
+func TestExperimentErrorsInChinese(t *testing.T) {
+	const head = "experiment bad\nduration 10s\n"
+	for _, c := range []struct{ src, key string }{
+		{head + "workload w acks=2\n", "lesson.error.faults-bad"},
+		{head + "workload w idempotence=yes acks=1\n", "lesson.error.faults-bad"},
+		{head + "faults f\nat 3s do explode 1\n", "lesson.error.at"},
+		{head + "faults f\nat 3s\n", "lesson.error.at"},
+		{head + "faults f random 99\n", "lesson.error.faults-bad"},
+		{head + "seeds x\n", "lesson.error.seeds"},
+		{head + "plot lost by colour\n", "lesson.error.plot"},
+		{head + "check lost\n", "lesson.error.check"},
+		{head + "colour red\n", "lesson.error.unknown-keyword-experiment"},
+		{"duration 10s\n", "lesson.error.file-must-start-experiment"},
+	} {
+		_, err := ParseExperiment("x.experiment", []byte(c.src))
+		var pe *ParseError
+		if !errors.As(err, &pe) || pe.Key != c.key {
+			t.Errorf("%q: %v, want a refusal keyed %s", c.src, err, c.key)
+			continue
+		}
+		for _, l := range []i18n.Lang{i18n.SimplifiedChinese, i18n.TraditionalChinese} {
+			zh := pe.Text(l)
+			for _, a := range plainArgs(pe.args) {
+				zh = strings.ReplaceAll(zh, a, "")
+			}
+			if !strings.ContainsFunc(zh, func(r rune) bool { return unicode.Is(unicode.Han, r) }) || englishWords.MatchString(zh) {
+				t.Errorf("%s in %s: %q (English %q)", c.key, l, pe.Text(l), pe.Msg)
+			}
+		}
+	}
+}
