@@ -1,10 +1,6 @@
 package lessons
 
-import (
-	"fmt"
-
-	"tidemark/server/chaos"
-)
+import "tidemark/server/chaos"
 
 // Back-ends a scenario runs on.
 const (
@@ -65,7 +61,7 @@ func backend(name string) (*Backend, error) {
 	if b := backends[name]; b != nil {
 		return b, nil
 	}
-	return nil, fmt.Errorf("back-end %s is not part of this program (a test imports tidemark/lessons/rulesplay)", name)
+	return nil, errk("lesson.error.no-backend", name)
 }
 
 // Durable is a topic's state as the durability checker reads it:

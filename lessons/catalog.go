@@ -79,10 +79,10 @@ func checkPath(all []*Lesson) error {
 	byNum := map[int]string{}
 	for _, l := range all {
 		if o := byID[l.ID]; o != nil {
-			return &ParseError{l.File, 1, fmt.Sprintf("lesson id %s is taken by %s", l.ID, o.File)}
+			return parseErr(l.File, 1, "lesson.error.id-taken", l.ID, o.File)
 		}
 		if o, ok := byNum[l.Number]; ok {
-			return &ParseError{l.File, 1, fmt.Sprintf("lesson number %02d is taken by %s", l.Number, o)}
+			return parseErr(l.File, 1, "lesson.error.number-taken", l.Number, o)
 		}
 		byID[l.ID], byNum[l.Number] = l, l.ID
 	}
@@ -91,9 +91,9 @@ func checkPath(all []*Lesson) error {
 			d := byID[b]
 			switch {
 			case d == nil:
-				return &ParseError{l.File, 1, fmt.Sprintf("builds-on %s: no such lesson", b)}
+				return parseErr(l.File, 1, "lesson.error.builds-on-missing", b)
 			case d.Number >= l.Number:
-				return &ParseError{l.File, 1, fmt.Sprintf("builds-on %s: it comes later on the path", b)}
+				return parseErr(l.File, 1, "lesson.error.builds-on-later", b)
 			}
 		}
 	}
@@ -165,7 +165,7 @@ func Validate(dir, file string, src []byte) (*Lesson, error) {
 		return nil, err
 	}
 	if s.Scenario {
-		return nil, &ParseError{file, 1, "a scenario, not a lesson: the file must start with lesson NN-name"}
+		return nil, parseErr(file, 1, "lesson.error.scenario")
 	}
 	l, err := compile(s)
 	if err != nil {

@@ -16,7 +16,7 @@ func compile(s *Script) (*Lesson, error) {
 	if s.Fencing != "" {
 		r, err := controller.ParseFencingRule(s.Fencing)
 		if err != nil {
-			return nil, &ParseError{s.File, 0, err.Error()}
+			return nil, parseErr(s.File, 0, "lesson.error.wrapped", err)
 		}
 		l.Fencing = &r
 	}

@@ -2,7 +2,6 @@ package lessons
 
 import (
 	"bufio"
-	"fmt"
 	"maps"
 	"math"
 	"slices"
@@ -149,10 +148,10 @@ var faultActions = map[string]string{"crash": "broker-or-leader", "power-loss": 
 // naming the line.
 func ParseExperiment(file string, src []byte) (*Experiment, error) {
 	if len(src) > MaxScriptBytes {
-		return nil, &ParseError{file, 0, fmt.Sprintf("file is %d bytes, more than the %d a file may have", len(src), MaxScriptBytes)}
+		return nil, parseErr(file, 0, "lesson.error.too-big", len(src), MaxScriptBytes)
 	}
 	x := &Experiment{File: file, Brokers: 3, Tick: 100 * time.Millisecond}
-	errf := func(n int, format string, a ...any) error { return &ParseError{file, n, fmt.Sprintf(format, a...)} }
+	errf := func(n int, key string, a ...any) error { return parseErr(file, n, key, a...) }
 	var text *Text // the title, whose language lines may follow
 	var faults *ExpFaults
 	names := map[string]map[string]bool{"topic": {}, "faults": {}, "workload": {}}
@@ -163,7 +162,7 @@ func ParseExperiment(file string, src []byte) (*Experiment, error) {
 		n++
 		raw := sc.Text()
 		if !strings.ContainsRune(raw, '\t') && strings.ContainsFunc(raw, func(r rune) bool { return r < ' ' }) {
-			return nil, errf(n, "control character in the line")
+			return nil, errf(n, "lesson.error.control-character")
 		}
 		line := strings.TrimSpace(raw)
 		if line == "" || strings.HasPrefix(line, "#") {
@@ -175,11 +174,11 @@ func ParseExperiment(file string, src []byte) (*Experiment, error) {
 			l := i18n.Lang(lang)
 			switch {
 			case !l.Valid():
-				return nil, errf(n, "unknown language %q (en, zh-Hans or zh-Hant)", lang)
+				return nil, errf(n, "lesson.error.unknown-language", lang)
 			case text == nil:
-				return nil, errf(n, "a %s text with nothing to belong to: put it after title", lang)
+				return nil, errf(n, "lesson.error.text-nothing-belong-put-2", lang)
 			case rest == "":
-				return nil, errf(n, "the %s text is empty", lang)
+				return nil, errf(n, "lesson.error.text-empty", lang)
 			}
 			switch l {
 			case i18n.SimplifiedChinese:
@@ -193,7 +192,7 @@ func ParseExperiment(file string, src []byte) (*Experiment, error) {
 		}
 		text = nil
 		if x.ID == "" && kw != "experiment" {
-			return nil, errf(n, "the file must start with \"experiment NAME\"")
+			return nil, errf(n, "lesson.error.file-must-start-experiment")
 		}
 		if kw != "at" {
 			faults = nil
@@ -202,30 +201,30 @@ func ParseExperiment(file string, src []byte) (*Experiment, error) {
 		switch kw {
 		case "experiment":
 			if x.ID != "" {
-				return nil, errf(n, "a second experiment line")
+				return nil, errf(n, "lesson.error.second-experiment-line")
 			}
 			if !namePattern.MatchString(rest) {
-				return nil, errf(n, "experiment name %q: want lowercase words joined by dashes", rest)
+				return nil, errf(n, "lesson.error.experiment-name-want-lowercase", rest)
 			}
 			x.ID = rest
 		case "title":
 			if rest == "" {
-				return nil, errf(n, "title needs a text")
+				return nil, errf(n, "lesson.error.title-needs-text")
 			}
 			x.Title = T(rest, rest, rest)
 			text = &x.Title
 		case "brokers":
 			if rest != "3" {
-				return nil, errf(n, "brokers %q: an experiment runs on the chaos engine's cluster of 3 brokers", rest)
+				return nil, errf(n, "lesson.error.brokers-experiment-runs-on", rest)
 			}
 		case "duration", "tick":
 			d, err := time.ParseDuration(rest)
 			if err != nil || d <= 0 || d > MaxExpDuration {
-				return nil, errf(n, "%s %q: want a duration such as 10s, at most %s", kw, rest, MaxExpDuration)
+				return nil, errf(n, "lesson.error.want-duration-such-as", kw, rest, MaxExpDuration)
 			}
 			if kw == "tick" {
 				if d < 10*time.Millisecond || d > 5*time.Second {
-					return nil, errf(n, "tick %s: want 10ms to 5s", d)
+					return nil, errf(n, "lesson.error.tick-want-10ms-5s", d)
 				}
 				x.Tick = d
 			} else {
@@ -234,15 +233,15 @@ func ParseExperiment(file string, src []byte) (*Experiment, error) {
 		case "seeds":
 			seeds, err := parseSeeds(f)
 			if err != nil {
-				return nil, errf(n, "seeds: %v", err)
+				return nil, errf(n, "lesson.error.seeds", err)
 			}
 			x.Seeds = seeds
 		case "topic", "workload", "faults":
 			if len(f) == 0 || !namePattern.MatchString(f[0]) {
-				return nil, errf(n, "%s needs a name: lowercase words joined by dashes", kw)
+				return nil, errf(n, "lesson.error.needs-name-lowercase-words", kw)
 			}
 			if names[kw][f[0]] {
-				return nil, errf(n, "%s %q twice", kw, f[0])
+				return nil, errf(n, "lesson.error.name-twice", kw, f[0])
 			}
 			names[kw][f[0]] = true
 			var err error
@@ -264,45 +263,45 @@ func ParseExperiment(file string, src []byte) (*Experiment, error) {
 				}
 			}
 			if err != nil {
-				return nil, errf(n, "%s %s: %v", kw, f[0], err)
+				return nil, errf(n, "lesson.error.faults-bad", kw, f[0], err)
 			}
 		case "at":
 			if faults == nil {
-				return nil, errf(n, "at belongs under a \"faults NAME\" line")
+				return nil, errf(n, "lesson.error.at-belongs-under-faults")
 			}
 			fa, err := parseFaultAt(n, f)
 			if err != nil {
-				return nil, errf(n, "at: %v", err)
+				return nil, errf(n, "lesson.error.at", err)
 			}
 			if k := len(faults.At); k > 0 && fa.At < faults.At[k-1].At {
-				return nil, errf(n, "at %s comes before the fault above it (%s): list faults in time order", fa.At, faults.At[k-1].At)
+				return nil, errf(n, "lesson.error.at-comes-before-fault", fa.At, faults.At[k-1].At)
 			}
 			faults.At = append(faults.At, fa)
 		case "measure":
 			for _, m := range f {
 				if !slices.Contains(Measures, m) {
-					return nil, errf(n, "measure %q: want one of %s", m, strings.Join(Measures, ", "))
+					return nil, errf(n, "lesson.error.measure-want-one", m, strings.Join(Measures, ", "))
 				}
 				x.Measures = append(x.Measures, m)
 			}
 		case "plot":
 			p, err := parsePlot(n, f)
 			if err != nil {
-				return nil, errf(n, "plot: %v", err)
+				return nil, errf(n, "lesson.error.plot", err)
 			}
 			x.Plots = append(x.Plots, p)
 		case "check":
 			c, err := parseExpCond(n, rest)
 			if err != nil {
-				return nil, errf(n, "check: %v", err)
+				return nil, errf(n, "lesson.error.check", err)
 			}
 			x.Checks = append(x.Checks, c)
 		default:
-			return nil, errf(n, "unknown keyword %q in an experiment", kw)
+			return nil, errf(n, "lesson.error.unknown-keyword-experiment", kw)
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, errf(n, "%v", err)
+		return nil, errf(n, "lesson.error.wrapped", err)
 	}
 	if err := x.finish(n, names); err != nil {
 		return nil, err
@@ -312,16 +311,16 @@ func ParseExperiment(file string, src []byte) (*Experiment, error) {
 
 // finish fills defaults and checks the whole file.
 func (x *Experiment) finish(n int, names map[string]map[string]bool) error {
-	errf := func(line int, format string, a ...any) error {
-		return &ParseError{x.File, line, fmt.Sprintf(format, a...)}
+	errf := func(line int, key string, a ...any) error {
+		return parseErr(x.File, line, key, a...)
 	}
 	switch {
 	case x.ID == "":
-		return errf(n, "no experiment line")
+		return errf(n, "lesson.error.no-experiment-line")
 	case x.Duration == 0:
-		return errf(n, "no duration line (the lab time each run's workload lasts)")
+		return errf(n, "lesson.error.no-duration-line-lab")
 	case x.Tick > x.Duration:
-		return errf(n, "tick %s is longer than the duration %s", x.Tick, x.Duration)
+		return errf(n, "lesson.error.tick-longer-than-duration", x.Tick, x.Duration)
 	}
 	if len(x.Seeds) == 0 {
 		x.Seeds = []uint64{1}
@@ -340,16 +339,16 @@ func (x *Experiment) finish(n int, names map[string]map[string]bool) error {
 	}
 	for _, f := range x.Faults {
 		if f.Kind == FaultsAt && len(f.At) == 0 {
-			return errf(f.Line, "faults %s has no \"at TIME do …\" lines (write \"faults %s none\" for none)", f.Name, f.Name)
+			return errf(f.Line, "lesson.error.faults-has-no-at", f.Name, "at TIME do …", "faults "+f.Name+" none")
 		}
 		for _, a := range f.At {
 			if a.At >= x.Duration {
-				return errf(a.Line, "at %s is not within the duration %s", a.At, x.Duration)
+				return errf(a.Line, "lesson.error.at-not-within-duration", a.At, x.Duration)
 			}
 		}
 	}
 	if r := x.Runs(); r > MaxExperimentRuns {
-		return errf(n, "%d runs (topics × faults × workloads × seeds); at most %d", r, MaxExperimentRuns)
+		return errf(n, "lesson.error.runs-topics-faults-workloads", r, MaxExperimentRuns)
 	}
 	names["topic"] = keySet(x.Topics, func(t ExpTopic) string { return t.Name })
 	names["workload"] = keySet(x.Workloads, func(w ExpWorkload) string { return w.Name })
@@ -362,7 +361,7 @@ func (x *Experiment) finish(n int, names map[string]map[string]bool) error {
 		for _, a := range q.Args {
 			k, v, _ := strings.Cut(a, "=")
 			if !names[k][v] {
-				return errf(line, "check: %s: no %s named %q (known: %s)", q, k, v, strings.Join(slices.Sorted(maps.Keys(names[k])), ", "))
+				return errf(line, "lesson.error.check-no-named-known", q, k, v, strings.Join(slices.Sorted(maps.Keys(names[k])), ", "))
 			}
 		}
 		return nil
@@ -397,24 +396,24 @@ func keySet[T any](xs []T, name func(T) string) map[string]bool {
 
 func parseSeeds(f []string) ([]uint64, error) {
 	if len(f) == 0 {
-		return nil, fmt.Errorf("want seeds such as 1 2 3 or 1-5")
+		return nil, errk("lesson.error.want-seeds-such-as")
 	}
 	var out []uint64
 	for _, w := range f {
 		lo, hi, isRange := strings.Cut(w, "-")
 		a, err := strconv.ParseUint(lo, 10, 53)
 		if err != nil {
-			return nil, fmt.Errorf("%q is not a seed (a whole number)", w)
+			return nil, errk("lesson.error.not-seed-whole-number", w)
 		}
 		b := a
 		if isRange {
 			if b, err = strconv.ParseUint(hi, 10, 53); err != nil || b < a || b-a >= MaxExperimentRuns {
-				return nil, fmt.Errorf("%q is not a range of at most %d seeds", w, MaxExperimentRuns)
+				return nil, errk("lesson.error.not-range-at-most", w, MaxExperimentRuns)
 			}
 		}
 		for s := a; s <= b; s++ {
 			if slices.Contains(out, s) {
-				return nil, fmt.Errorf("seed %d twice", s)
+				return nil, errk("lesson.error.seed-twice", s)
 			}
 			out = append(out, s)
 		}
@@ -429,10 +428,10 @@ func keyValues(f []string) (map[string]string, []string, error) {
 	for _, w := range f {
 		k, v, ok := strings.Cut(w, "=")
 		if !ok || k == "" || v == "" {
-			return nil, nil, fmt.Errorf("%q: want KEY=VALUE", w)
+			return nil, nil, errk("lesson.error.want-key-value", w)
 		}
 		if _, dup := m[k]; dup {
-			return nil, nil, fmt.Errorf("%s twice", k)
+			return nil, nil, errk("lesson.error.key-twice", k)
 		}
 		m[k] = v
 		order = append(order, k)
@@ -459,7 +458,7 @@ func parseWorkload(n int, f []string) (ExpWorkload, error) {
 	num := func(k, v string, lo, hi int) (int, error) {
 		i, err := strconv.Atoi(v)
 		if err != nil || i < lo || i > hi {
-			return 0, fmt.Errorf("%s=%s: want %d to %d", k, v, lo, hi)
+			return 0, errk("lesson.error.key-range", k, v, lo, hi)
 		}
 		return i, nil
 	}
@@ -477,28 +476,28 @@ func parseWorkload(n int, f []string) (ExpWorkload, error) {
 				v = "all"
 			}
 			if !slices.Contains([]string{"0", "1", "all"}, v) {
-				err = fmt.Errorf("acks=%s: want 0, 1 or all", v)
+				err = errk("lesson.error.acks-want-0-1", v)
 			}
 			w.Acks = v
 		case "retries":
 			if v != "yes" && v != "no" {
-				err = fmt.Errorf("retries=%s: want yes or no", v)
+				err = errk("lesson.error.retries-want-yes-no", v)
 			}
 			w.Retries = v == "yes"
 		case "idempotence":
 			if v != "yes" && v != "no" && v != "mixed" {
-				err = fmt.Errorf("idempotence=%s: want yes, no or mixed", v)
+				err = errk("lesson.error.idempotence-want-yes-no", v)
 			}
 			w.Idempotent, w.Mixed = v == "yes", v == "mixed"
 		default:
-			err = fmt.Errorf("unknown key %q (rate, size, acks, idempotence, retries, producers)", k)
+			err = errk("lesson.error.unknown-key-rate-size", k)
 		}
 		if err != nil {
 			return w, err
 		}
 	}
 	if w.Idempotent && w.Acks != "all" {
-		return w, fmt.Errorf("idempotence=yes needs acks=all, as Kafka's producer does")
+		return w, errk("lesson.error.idempotence-yes-needs-acks")
 	}
 	return w, nil
 }
@@ -517,62 +516,62 @@ func parseFaults(n int, f []string) (ExpFaults, error) {
 	switch fs.Kind {
 	case FaultsNone:
 		if len(f) > 2 {
-			return fs, fmt.Errorf("none takes nothing after it")
+			return fs, errk("lesson.error.none-takes-nothing-after")
 		}
 	case FaultsRandom:
 		if len(plain) != 1 {
-			return fs, fmt.Errorf("want: faults NAME random N [down=3s]")
+			return fs, errk("lesson.error.want-syntax", "faults NAME random N [down=3s]")
 		}
 		if fs.Count, err = strconv.Atoi(plain[0]); err != nil || fs.Count < 1 || fs.Count > 20 {
-			return fs, fmt.Errorf("random %q: want 1 to 20 crashes", plain[0])
+			return fs, errk("lesson.error.random-want-1-20", plain[0])
 		}
 		fs.Down = 3 * time.Second
 		for k, v := range m {
 			if k != "down" {
-				return fs, fmt.Errorf("unknown key %q (down)", k)
+				return fs, errk("lesson.error.unknown-key-down", k)
 			}
 			if fs.Down, err = time.ParseDuration(v); err != nil || fs.Down <= 0 {
-				return fs, fmt.Errorf("down=%s: want a duration", v)
+				return fs, errk("lesson.error.down-want-duration", v)
 			}
 		}
 	case FaultsChaos:
 		fs.Actions = 100
 		for k, v := range m {
 			if k != "actions" {
-				return fs, fmt.Errorf("unknown key %q (actions)", k)
+				return fs, errk("lesson.error.unknown-key-actions", k)
 			}
 			if fs.Actions, err = strconv.Atoi(v); err != nil || fs.Actions < 1 || fs.Actions > 400 {
-				return fs, fmt.Errorf("actions=%s: want 1 to 400", v)
+				return fs, errk("lesson.error.actions-want-1-400", v)
 			}
 		}
 		if len(plain) > 0 {
-			return fs, fmt.Errorf("want: faults NAME chaos [actions=N]")
+			return fs, errk("lesson.error.want-syntax", "faults NAME chaos [actions=N]")
 		}
 	default:
-		return fs, fmt.Errorf("%q: want nothing (then \"at\" lines), random, chaos or none", fs.Kind)
+		return fs, errk("lesson.error.want-nothing-then-at", fs.Kind)
 	}
 	return fs, nil
 }
 
 func parseFaultAt(n int, f []string) (FaultAt, error) {
 	if len(f) < 3 || f[1] != "do" {
-		return FaultAt{}, fmt.Errorf("want: at TIME do ACTION ARGS")
+		return FaultAt{}, errk("lesson.error.want-syntax", "at TIME do ACTION ARGS")
 	}
 	d, err := time.ParseDuration(f[0])
 	if err != nil || d < 0 {
-		return FaultAt{}, fmt.Errorf("%q is not a time such as 3s", f[0])
+		return FaultAt{}, errk("lesson.error.not-time-such-as", f[0])
 	}
 	a := Action{Line: n, Name: f[2], Args: f[3:]}
 	spec, ok := faultActions[a.Name]
 	if !ok {
-		return FaultAt{}, fmt.Errorf("unknown fault %q (known: %s)", a.Name, strings.Join(slices.Sorted(maps.Keys(faultActions)), ", "))
+		return FaultAt{}, errk("lesson.error.unknown-fault-known", a.Name, strings.Join(slices.Sorted(maps.Keys(faultActions)), ", "))
 	}
 	broker := func(w string) bool { b, err := strconv.Atoi(w); return err == nil && b >= 1 && b <= 3 }
-	bad := fmt.Errorf("%s: want %s", a.Name, spec)
+	bad := errk("lesson.error.fault-usage", a.Name, spec)
 	switch spec {
 	case "broker-or-leader":
 		if len(a.Args) != 1 || (a.Args[0] != "leader" && !broker(a.Args[0])) {
-			return FaultAt{}, fmt.Errorf("%s: want a broker (1-3) or leader (partition 0's)", a.Name)
+			return FaultAt{}, errk("lesson.error.want-broker-1-3", a.Name)
 		}
 	case "brokers-or-all":
 		if len(a.Args) == 0 || (len(a.Args) == 1 && a.Args[0] == "all") {
@@ -581,14 +580,14 @@ func parseFaultAt(n int, f []string) (FaultAt, error) {
 		}
 		for _, w := range a.Args {
 			if !broker(w) {
-				return FaultAt{}, fmt.Errorf("restart: want brokers (1-3) or all")
+				return FaultAt{}, errk("lesson.error.restart-want-brokers-1")
 			}
 		}
 	case "node node one-way?":
 		node := func(w string) bool { b, err := strconv.Atoi(w); return err == nil && b >= 0 && b <= 3 }
 		if len(a.Args) < 2 || len(a.Args) > 3 || !node(a.Args[0]) || !node(a.Args[1]) || a.Args[0] == a.Args[1] ||
 			(len(a.Args) == 3 && a.Args[2] != "one-way") {
-			return FaultAt{}, fmt.Errorf("cut: want two nodes (0 the controller, 1-3 brokers) and maybe one-way")
+			return FaultAt{}, errk("lesson.error.cut-want-two-nodes")
 		}
 	case "":
 		if len(a.Args) > 0 {
@@ -606,18 +605,18 @@ func parsePlot(n int, f []string) (ExpPlot, error) {
 	case len(f) == 5 && f[1] == "by" && f[3] == "per":
 		p.Measure, p.By, p.Per = f[0], f[2], f[4]
 	default:
-		return p, fmt.Errorf("want: plot MEASURE by DIMENSION [per DIMENSION]")
+		return p, errk("lesson.error.want-syntax", "plot MEASURE by DIMENSION [per DIMENSION]")
 	}
 	if !slices.Contains(Measures, p.Measure) {
-		return p, fmt.Errorf("measure %q: want one of %s", p.Measure, strings.Join(Measures, ", "))
+		return p, errk("lesson.error.measure-want-one", p.Measure, strings.Join(Measures, ", "))
 	}
 	for _, d := range []string{p.By, p.Per} {
 		if d != "" && !slices.Contains(Dimensions, d) {
-			return p, fmt.Errorf("dimension %q: want one of %s", d, strings.Join(Dimensions, ", "))
+			return p, errk("lesson.error.dimension-want-one", d, strings.Join(Dimensions, ", "))
 		}
 	}
 	if p.By == p.Per {
-		return p, fmt.Errorf("by and per name the same dimension")
+		return p, errk("lesson.error.by-per-name-same")
 	}
 	return p, nil
 }
@@ -629,16 +628,16 @@ func parseExpCond(n int, s string) (Cond, error) {
 	c := Cond{Line: n}
 	query := func(f []string) (Query, error) {
 		if len(f) == 0 {
-			return Query{}, fmt.Errorf("empty query")
+			return Query{}, errk("lesson.error.empty-query")
 		}
 		q := Query{Name: f[0], Args: f[1:]}
 		if !slices.Contains(Measures, q.Name) {
-			return q, fmt.Errorf("measure %q: want one of %s", q.Name, strings.Join(Measures, ", "))
+			return q, errk("lesson.error.measure-want-one", q.Name, strings.Join(Measures, ", "))
 		}
 		for _, a := range q.Args {
 			k, v, ok := strings.Cut(a, "=")
 			if !ok || v == "" || !slices.Contains(Dimensions, k) {
-				return q, fmt.Errorf("%q: want DIMENSION=VALUE with a dimension of %s", a, strings.Join(Dimensions, ", "))
+				return q, errk("lesson.error.want-dimension-value-dimension", a, strings.Join(Dimensions, ", "))
 			}
 		}
 		return q, nil
@@ -647,7 +646,7 @@ func parseExpCond(n int, s string) (Cond, error) {
 		f := strings.Fields(part)
 		i := slices.IndexFunc(f, func(w string) bool { return slices.Contains(ops[:6], w) })
 		if i < 1 || i == len(f)-1 {
-			return c, fmt.Errorf("%q: want MEASURE [DIM=VALUE…] OP NUMBER or {MEASURE …} with OP one of %s", strings.TrimSpace(part), strings.Join(ops[:6], " "))
+			return c, errk("lesson.error.want-measure-dim-value", strings.TrimSpace(part), strings.Join(ops[:6], " "))
 		}
 		q, err := query(f[:i])
 		if err != nil {
@@ -661,7 +660,7 @@ func parseExpCond(n int, s string) (Cond, error) {
 			}
 			t.WantQ = &wq
 		} else if v, err := strconv.ParseFloat(t.Want, 64); err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-			return c, fmt.Errorf("%q is not a number or {MEASURE …}", t.Want)
+			return c, errk("lesson.error.not-number-measure", t.Want)
 		}
 		c.Terms = append(c.Terms, t)
 	}

@@ -2,7 +2,6 @@ package lessons
 
 import (
 	"bufio"
-	"fmt"
 	"regexp"
 	"slices"
 	"strconv"
@@ -79,15 +78,6 @@ import (
 
 // Parts are the sections of the learning path, in order.
 var Parts = []string{"storage", "replication", "failures", "delivery", "comparisons"}
-
-// ParseError is a lesson file refused: the file, the line and what is wrong.
-type ParseError struct {
-	File string
-	Line int
-	Msg  string
-}
-
-func (e *ParseError) Error() string { return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg) }
 
 // Script is a parsed lesson file.
 type Script struct {
@@ -209,7 +199,7 @@ const MaxScriptBytes = 256 << 10
 // textSlot is the text the next language lines fill.
 type textSlot struct {
 	line int
-	what string
+	what *Err // the text named in refusals (lesson.error.what-*)
 	t    *Text
 	seen map[i18n.Lang]bool
 }
@@ -240,7 +230,7 @@ type topicRef struct {
 // its line number and what is wrong.
 func ParseScript(file string, src []byte) (*Script, error) {
 	if len(src) > MaxScriptBytes {
-		return nil, &ParseError{file, 0, fmt.Sprintf("file is %d bytes, more than the %d a lesson may have", len(src), MaxScriptBytes)}
+		return nil, parseErr(file, 0, "lesson.error.too-big", len(src), MaxScriptBytes)
 	}
 	p := &parser{file: file, s: &Script{File: file}, topics: map[string]bool{}}
 	sc := bufio.NewScanner(strings.NewReader(string(src)))
@@ -253,7 +243,7 @@ func ParseScript(file string, src []byte) (*Script, error) {
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, &ParseError{file, n, err.Error()}
+		return nil, parseErr(file, n, "lesson.error.wrapped", err)
 	}
 	if err := p.finish(n); err != nil {
 		return nil, err
@@ -261,12 +251,14 @@ func ParseScript(file string, src []byte) (*Script, error) {
 	return p.s, nil
 }
 
-func (p *parser) errf(line int, format string, args ...any) error {
-	return &ParseError{p.file, line, fmt.Sprintf(format, args...)}
+// errf is the refusal at line: a catalog key (lesson.error.*) and its
+// arguments, *Err ones rendered in the reader's language too.
+func (p *parser) errf(line int, key string, args ...any) error {
+	return parseErr(p.file, line, key, args...)
 }
 
 // open starts a text; the previous one must be complete.
-func (p *parser) open(line int, what string, t *Text) error {
+func (p *parser) open(line int, what *Err, t *Text) error {
 	if err := p.closeSlot(); err != nil {
 		return err
 	}
@@ -285,23 +277,23 @@ func (p *parser) closeSlot() error {
 	}
 	for _, l := range i18n.Languages() {
 		if !s.seen[l] {
-			return p.errf(s.line, "%s has no %s text (add a line \"%s: …\")", s.what, l, l)
+			return p.errf(s.line, "lesson.error.no-text", s.what, l, l)
 		}
 	}
 	// Every language must use the same placeholders.
 	want := placeholders(s.t.En)
 	for _, l := range i18n.Languages()[1:] {
 		if got := placeholders(s.t.In(l)); !slices.Equal(got, want) {
-			return p.errf(s.line, "%s: the %s text has placeholders %v, the English one %v", s.what, l, got, want)
+			return p.errf(s.line, "lesson.error.text-has-placeholders-english", s.what, l, got, want)
 		}
 	}
 	for _, ph := range want {
 		q, err := parseQuery(strings.Fields(ph[1 : len(ph)-1]))
 		if err != nil {
-			return p.errf(s.line, "%s: placeholder %s: %v", s.what, ph, err)
+			return p.errf(s.line, "lesson.error.placeholder", s.what, ph, err)
 		}
 		if err := p.checkQuery(q); err != nil {
-			return p.errf(s.line, "%s: placeholder %s: %v", s.what, ph, err)
+			return p.errf(s.line, "lesson.error.placeholder", s.what, ph, err)
 		}
 	}
 	return nil
@@ -316,7 +308,7 @@ func placeholders(s string) []string {
 func (p *parser) line(n int, raw string) error {
 	p.lineNo = n
 	if !strings.ContainsRune(raw, '\t') && strings.ContainsFunc(raw, func(r rune) bool { return r < ' ' }) {
-		return p.errf(n, "control character in the line")
+		return p.errf(n, "lesson.error.control-character")
 	}
 	line := strings.TrimSpace(raw)
 	if sh := p.block; sh != nil {
@@ -327,7 +319,7 @@ func (p *parser) line(n int, raw string) error {
 		p.block, sh.End = nil, n
 		want, err := parseShowBlock(p.blockLines)
 		if err != nil {
-			return p.errf(n, "show block: %v", err)
+			return p.errf(n, "lesson.error.show-block", err)
 		}
 		sh.Want = want
 		return nil
@@ -347,19 +339,19 @@ func (p *parser) line(n int, raw string) error {
 	if lang, ok := strings.CutSuffix(kw, ":"); ok {
 		l := i18n.Lang(lang)
 		if !l.Valid() {
-			return p.errf(n, "unknown language %q (en, zh-Hans or zh-Hant)", lang)
+			return p.errf(n, "lesson.error.unknown-language", lang)
 		}
 		if p.slot == nil {
-			return p.errf(n, "a %s text with nothing to belong to: put it after title, summary, explain, question, choice, why, say or check", lang)
+			return p.errf(n, "lesson.error.text-nothing-belong-put", lang)
 		}
 		if p.slot.seen[l] {
-			return p.errf(n, "%s has a second %s text", p.slot.what, lang)
+			return p.errf(n, "lesson.error.has-second-text", p.slot.what, lang)
 		}
 		if rest == "" {
-			return p.errf(n, "%s: the %s text is empty", p.slot.what, lang)
+			return p.errf(n, "lesson.error.empty-text", p.slot.what, lang)
 		}
 		if strings.Count(rest, "{") != strings.Count(rest, "}") {
-			return p.errf(n, "unbalanced { } in the text")
+			return p.errf(n, "lesson.error.unbalanced-text")
 		}
 		p.slot.seen[l] = true
 		switch l {
@@ -379,29 +371,29 @@ func (p *parser) line(n int, raw string) error {
 	switch kw {
 	case "lesson", "scenario", "part", "builds-on", "brokers", "fencing", "concepts", "summary", "backends", "hw-checkpoint-interval":
 		if !header {
-			return p.errf(n, "%s belongs to the lesson's header, before setup and the first step", kw)
+			return p.errf(n, "lesson.error.belongs-lesson-header-before", kw)
 		}
 		return p.header(n, kw, rest)
 	case "title":
 		if p.step != nil {
-			return p.open(n, "the step's title", &p.step.Title)
+			return p.open(n, errk("lesson.error.what-step-title"), &p.step.Title)
 		}
 		if !header {
-			return p.errf(n, "title inside setup: put it before setup")
+			return p.errf(n, "lesson.error.title-inside-setup-put")
 		}
-		return p.open(n, "the lesson's title", &p.s.Title)
+		return p.open(n, errk("lesson.error.what-lesson-title"), &p.s.Title)
 	case "setup":
 		if !header || p.inSet {
-			return p.errf(n, "setup must come once, before the first step")
+			return p.errf(n, "lesson.error.setup-must-come-once")
 		}
 		if p.s.ID == "" || p.s.Brokers == 0 {
-			return p.errf(n, "setup before the lesson's id and brokers")
+			return p.errf(n, "lesson.error.setup-early")
 		}
 		p.inSet = true
 		return nil
 	case "step":
 		if p.s.ID == "" || p.s.Brokers == 0 {
-			return p.errf(n, "step before the lesson's id and brokers")
+			return p.errf(n, "lesson.error.step-early")
 		}
 		if err := p.endStep(); err != nil {
 			return err
@@ -420,28 +412,28 @@ func (p *parser) line(n int, raw string) error {
 			return nil
 		}
 		if p.step == nil {
-			return p.errf(n, "do outside setup and steps")
+			return p.errf(n, "lesson.error.do-outside")
 		}
 		p.step.Items = append(p.step.Items, Item{Line: n, Action: &a})
 		return nil
 	}
 	if p.step == nil {
-		return p.errf(n, "unknown keyword %q here (a step's keywords need a step line first)", kw)
+		return p.errf(n, "lesson.error.unknown-keyword-here", kw)
 	}
 	st := p.step
 	switch kw {
 	case "explain":
-		return p.open(n, "the step's explanation", &st.Explain)
+		return p.open(n, errk("lesson.error.what-explain"), &st.Explain)
 	case "question":
-		return p.open(n, "the question", &st.Question)
+		return p.open(n, errk("lesson.error.what-question"), &st.Question)
 	case "choice":
 		id, cond, ok := strings.Cut(rest, " when ")
 		id = strings.TrimSpace(id)
 		if !ok || id == "" || strings.ContainsAny(id, " \t") {
-			return p.errf(n, "a choice is written: choice ID when CONDITION")
+			return p.errf(n, "lesson.error.choice-syntax", "choice ID when CONDITION")
 		}
 		if slices.ContainsFunc(st.Choices, func(c ScriptChoice) bool { return c.ID == id }) {
-			return p.errf(n, "choice %q twice in the step", id)
+			return p.errf(n, "lesson.error.choice-twice-step", id)
 		}
 		c, err := p.cond(n, cond)
 		if err != nil {
@@ -449,20 +441,20 @@ func (p *parser) line(n int, raw string) error {
 		}
 		st.Choices = append(st.Choices, ScriptChoice{Line: n, ID: id, When: c})
 		ch := &st.Choices[len(st.Choices)-1]
-		return p.open(n, "choice "+id, &ch.Text)
+		return p.open(n, errk("lesson.error.what-choice", id), &ch.Text)
 	case "why":
 		if len(st.Choices) == 0 {
-			return p.errf(n, "why before any choice")
+			return p.errf(n, "lesson.error.why-before-any-choice")
 		}
 		ch := &st.Choices[len(st.Choices)-1]
 		if ch.Why.En != "" {
-			return p.errf(n, "choice %s has a second why", ch.ID)
+			return p.errf(n, "lesson.error.choice-has-second-why", ch.ID)
 		}
-		return p.open(n, "why of choice "+ch.ID, &ch.Why)
+		return p.open(n, errk("lesson.error.what-why", ch.ID), &ch.Why)
 	case "expect":
 		f := strings.Fields(rest)
 		if !p.s.Scenario {
-			return p.errf(n, "expect belongs to scenarios; a lesson states outcomes with check")
+			return p.errf(n, "lesson.error.expect-belongs-scenarios-lesson")
 		}
 		kind, ok := "", false
 		if len(f) > 0 {
@@ -470,10 +462,10 @@ func (p *parser) line(n int, raw string) error {
 			_, ok = violations[kind]
 		}
 		if !ok {
-			return p.errf(n, "expect %q: want one of %s", kind, strings.Join(sortedKeys(violations), ", "))
+			return p.errf(n, "lesson.error.expect-want-one", kind, strings.Join(sortedKeys(violations), ", "))
 		}
 		if err := p.checkArgs(strings.TrimSpace("topic "+violations[kind]), nil, f[1:]); err != nil {
-			return p.errf(n, "expect %s: %v", kind, err)
+			return p.errf(n, "lesson.error.expect", kind, err)
 		}
 		x := &Expect{Kind: kind, Topic: f[1]}
 		if len(f) > 2 {
@@ -483,11 +475,11 @@ func (p *parser) line(n int, raw string) error {
 		return nil
 	case "show":
 		if !p.s.Scenario {
-			return p.errf(n, "show belongs to scenarios; a lesson shows the stage")
+			return p.errf(n, "lesson.error.show-belongs-scenarios-lesson")
 		}
 		f := strings.Fields(rest)
 		if err := p.checkArgs("topic", nil, f); err != nil {
-			return p.errf(n, "show: %v", err)
+			return p.errf(n, "lesson.error.show", err)
 		}
 		sh := &Show{Topic: f[0]}
 		st.Items = append(st.Items, Item{Line: n, Show: sh})
@@ -495,7 +487,7 @@ func (p *parser) line(n int, raw string) error {
 		return nil
 	case "say":
 		st.Items = append(st.Items, Item{Line: n, Say: &Text{}})
-		return p.open(n, "say", st.Items[len(st.Items)-1].Say)
+		return p.open(n, errk("lesson.error.what-say"), st.Items[len(st.Items)-1].Say)
 	case "check":
 		c, err := p.cond(n, rest)
 		if err != nil {
@@ -503,7 +495,7 @@ func (p *parser) line(n int, raw string) error {
 		}
 		st.Items = append(st.Items, Item{Line: n, Check: &c})
 		it := &st.Items[len(st.Items)-1]
-		if err := p.open(n, "check", &it.Name); err != nil {
+		if err := p.open(n, errk("lesson.error.what-check"), &it.Name); err != nil {
 			return err
 		}
 		if p.s.Scenario {
@@ -511,76 +503,76 @@ func (p *parser) line(n int, raw string) error {
 		}
 		return nil
 	}
-	return p.errf(n, "unknown keyword %q", kw)
+	return p.errf(n, "lesson.error.unknown-keyword", kw)
 }
 
 func (p *parser) header(n int, kw, rest string) error {
 	if rest == "" && kw != "summary" {
-		return p.errf(n, "%s needs a value", kw)
+		return p.errf(n, "lesson.error.needs-value", kw)
 	}
 	switch kw {
 	case "lesson":
 		m := idPattern.FindStringSubmatch(rest)
 		if m == nil {
-			return p.errf(n, "lesson id %q: want two digits, a dash and lowercase words (08-hw)", rest)
+			return p.errf(n, "lesson.error.bad-id", rest)
 		}
 		if p.s.ID != "" {
-			return p.errf(n, "a second lesson id")
+			return p.errf(n, "lesson.error.second-lesson-id")
 		}
 		p.s.ID = rest
 		p.s.Number, _ = strconv.Atoi(m[1])
 	case "scenario":
 		if !namePattern.MatchString(rest) {
-			return p.errf(n, "scenario name %q: want lowercase words joined by dashes", rest)
+			return p.errf(n, "lesson.error.scenario-name-want-lowercase", rest)
 		}
 		if p.s.ID != "" {
-			return p.errf(n, "a second id")
+			return p.errf(n, "lesson.error.second-id")
 		}
 		p.s.ID, p.s.Scenario = rest, true
 	case "backends":
 		for _, b := range strings.Fields(rest) {
 			if b != BackendCluster && b != BackendRules {
-				return p.errf(n, "backend %q: want %s or %s", b, BackendCluster, BackendRules)
+				return p.errf(n, "lesson.error.backend-want", b, BackendCluster, BackendRules)
 			}
 			p.s.Backends = append(p.s.Backends, b)
 		}
 		if p.s.RunsOn(BackendRules) && (len(p.s.Setup) > 0 || len(p.s.Steps) > 0) {
-			return p.errf(n, "backends belongs before setup")
+			return p.errf(n, "lesson.error.backends-belongs-before-setup")
 		}
 	case "hw-checkpoint-interval":
 		if !p.s.Scenario || p.s.RunsOn(BackendRules) {
-			return p.errf(n, "hw-checkpoint-interval belongs to a scenario that runs on the cluster alone (the rules checkpoint when told)")
+			return p.errf(n, "lesson.error.hw-checkpoint-interval-belongs")
 		}
 		if err := p.checkArg("duration", rest); err != nil {
-			return p.errf(n, "hw-checkpoint-interval: %v", err)
+			return p.errf(n, "lesson.error.hw-checkpoint-interval", err)
 		}
 		p.s.CheckpointInterval, _ = time.ParseDuration(rest)
 	case "part":
 		if !slices.Contains(Parts, rest) {
-			return p.errf(n, "part %q: want one of %s", rest, strings.Join(Parts, ", "))
+			return p.errf(n, "lesson.error.bad-part", rest, strings.Join(Parts, ", "))
 		}
 		p.s.Part = rest
 	case "builds-on":
 		for _, id := range strings.Fields(rest) {
 			if !idPattern.MatchString(id) {
-				return p.errf(n, "builds-on %q is not a lesson id", id)
+				return p.errf(n, "lesson.error.builds-on-not-lesson", id)
 			}
 			p.s.BuildsOn = append(p.s.BuildsOn, id)
 		}
 	case "brokers":
 		b, err := strconv.Atoi(rest)
 		if err != nil || b < 1 || b > 7 {
-			return p.errf(n, "brokers %q: want 1 to 7", rest)
+			return p.errf(n, "lesson.error.bad-brokers", rest)
 		}
 		p.s.Brokers = b
 	case "fencing":
 		rules := strings.Fields(rest)
 		if len(rules) > 1 && !p.s.Scenario {
-			return p.errf(n, "a lesson has one fencing rule (a scenario may list several)")
+			return p.errf(n, "lesson.error.lesson-has-one-fencing")
 		}
 		for _, r := range rules {
 			if !slices.Contains(fencingRules, r) {
-				return p.errf(n, "fencing %q: want one of %s", r, strings.Join(fencingRules, ", "))
+				return p.errf(n, "lesson.error.fencing-want-one", r, strings.Join(fencingRules, ", "))
 			}
 		}
 		p.s.Fencing, p.s.Fencings = rules[0], rules
@@ -591,7 +583,7 @@ func (p *parser) header(n int, kw, rest string) error {
 			}
 		}
 	case "summary":
-		return p.open(n, "the lesson's summary", &p.s.Summary)
+		return p.open(n, errk("lesson.error.what-summary"), &p.s.Summary)
 	}
 	return nil
 }
@@ -606,25 +598,25 @@ func (p *parser) endStep() error {
 	}
 	if p.s.Scenario {
 		if len(st.Items) == 0 {
-			return p.errf(st.Line, "step does nothing: add do, say or check lines")
+			return p.errf(st.Line, "lesson.error.step-does-nothing-add")
 		}
 		return nil
 	}
 	switch {
 	case st.Title.En == "":
-		return p.errf(st.Line, "step has no title")
+		return p.errf(st.Line, "lesson.error.step-has-no-title")
 	case st.Explain.En == "":
-		return p.errf(st.Line, "step has no explain")
+		return p.errf(st.Line, "lesson.error.step-has-no-explain")
 	case st.Question.En == "" && len(st.Choices) > 0:
-		return p.errf(st.Choices[0].Line, "choices without a question")
+		return p.errf(st.Choices[0].Line, "lesson.error.choices-without-question")
 	case st.Question.En != "" && len(st.Choices) < 2:
-		return p.errf(st.Line, "a question needs at least two choices")
+		return p.errf(st.Line, "lesson.error.question-needs-at-least")
 	case len(st.Items) == 0:
-		return p.errf(st.Line, "step does nothing: add do, say or check lines")
+		return p.errf(st.Line, "lesson.error.step-does-nothing-add")
 	}
 	for _, c := range st.Choices {
 		if c.Why.En == "" {
-			return p.errf(c.Line, "choice %s has no why: every choice explains itself", c.ID)
+			return p.errf(c.Line, "lesson.error.choice-has-no-why", c.ID)
 		}
 	}
 	return nil
@@ -632,7 +624,7 @@ func (p *parser) endStep() error {
 
 func (p *parser) finish(n int) error {
 	if p.block != nil {
-		return p.errf(p.block.Start, "show block never closed (end it with a line ----)")
+		return p.errf(p.block.Start, "lesson.error.show-block-never-closed")
 	}
 	if err := p.closeSlot(); err != nil {
 		return err
@@ -642,29 +634,29 @@ func (p *parser) finish(n int) error {
 	}
 	for _, r := range p.topicRefs {
 		if !p.topics[r.name] {
-			return p.errf(r.line, "topic %q is never created (do create-topic %s … in setup)", r.name, r.name)
+			return p.errf(r.line, "lesson.error.topic-never-created-do", r.name, r.name)
 		}
 	}
 	s := p.s
 	switch {
 	case s.ID == "":
-		return p.errf(n, "no lesson line: the file must name its id (lesson 08-hw)")
+		return p.errf(n, "lesson.error.no-lesson-line")
 	case s.Brokers == 0:
-		return p.errf(n, "no brokers line")
+		return p.errf(n, "lesson.error.no-brokers")
 	case s.Scenario && len(s.Steps) == 0:
-		return p.errf(n, "no steps")
+		return p.errf(n, "lesson.error.no-steps")
 	case s.CheckpointInterval > 0 && s.RunsOn(BackendRules):
-		return p.errf(n, "hw-checkpoint-interval: the rules back-end checkpoints only when told (drop %s from backends)", BackendRules)
+		return p.errf(n, "lesson.error.hw-checkpoint-interval-rules", BackendRules)
 	case s.Scenario:
 		return nil
 	case s.Part == "":
-		return p.errf(n, "no part line")
+		return p.errf(n, "lesson.error.no-part")
 	case s.Title.En == "":
-		return p.errf(n, "no title")
+		return p.errf(n, "lesson.error.no-title")
 	case s.Summary.En == "":
-		return p.errf(n, "no summary")
+		return p.errf(n, "lesson.error.no-summary")
 	case len(s.Steps) == 0:
-		return p.errf(n, "no steps")
+		return p.errf(n, "lesson.error.no-steps")
 	}
 	return nil
 }
@@ -672,27 +664,27 @@ func (p *parser) finish(n int) error {
 func (p *parser) action(n int, rest string) (Action, error) {
 	f := strings.Fields(rest)
 	if len(f) == 0 {
-		return Action{}, p.errf(n, "do needs an action")
+		return Action{}, p.errf(n, "lesson.error.do-needs-action")
 	}
 	a := Action{Line: n, Name: f[0], Args: f[1:]}
 	spec, ok := actions[a.Name]
 	if !ok {
-		return a, p.errf(n, "unknown action %q (known: %s)", a.Name, strings.Join(actionNames(), ", "))
+		return a, p.errf(n, "lesson.error.unknown-action", a.Name, strings.Join(actionNames(), ", "))
 	}
 	if p.s.RunsOn(BackendCluster) && rulesOnlyActions[a.Name] {
-		return a, p.errf(n, "action %s runs only on the rules (backends rules)", a.Name)
+		return a, p.errf(n, "lesson.error.action-runs-only-on", a.Name)
 	}
 	if p.s.RunsOn(BackendRules) {
 		be, err := backend(BackendRules)
 		if err != nil {
-			return a, p.errf(n, "%v", err)
+			return a, p.errf(n, "lesson.error.wrapped", err)
 		}
 		if !be.Actions[a.Name] {
-			return a, p.errf(n, "action %s does not run on the rules (known there: %s); drop %s from backends", a.Name, strings.Join(sortedKeys(be.Actions), ", "), BackendRules)
+			return a, p.errf(n, "lesson.error.action-does-not-run", a.Name, strings.Join(sortedKeys(be.Actions), ", "), BackendRules)
 		}
 	}
 	if err := p.checkArgs(spec.args, spec.keys, a.Args); err != nil {
-		return a, p.errf(n, "%s: %v (usage: do %s %s)", a.Name, err, a.Name, spec.args)
+		return a, p.errf(n, "lesson.error.usage-do", a.Name, err, a.Name, spec.args)
 	}
 	if a.Name == "create-topic" {
 		p.topics[a.Args[0]] = true
@@ -706,22 +698,22 @@ func (p *parser) cond(n int, s string) (Cond, error) {
 		f := strings.Fields(part)
 		i := slices.IndexFunc(f, func(w string) bool { return slices.Contains(ops, w) })
 		if i < 1 {
-			return c, p.errf(n, "condition %q: want QUERY OP VALUE with OP one of %s", strings.TrimSpace(part), strings.Join(ops, " "))
+			return c, p.errf(n, "lesson.error.condition-syntax", strings.TrimSpace(part), "QUERY OP VALUE", strings.Join(ops, " "))
 		}
 		q, err := parseQuery(f[:i])
 		if err == nil {
 			err = p.checkQuery(q)
 		}
 		if err != nil {
-			return c, p.errf(n, "condition %q: %v", strings.TrimSpace(part), err)
+			return c, p.errf(n, "lesson.error.condition", strings.TrimSpace(part), err)
 		}
 		t := Term{Q: q, Op: f[i], Want: strings.Join(f[i+1:], " ")}
 		if t.Want == "" {
-			return c, p.errf(n, "condition %q: nothing to compare with", strings.TrimSpace(part))
+			return c, p.errf(n, "lesson.error.condition-nothing-compare", strings.TrimSpace(part))
 		}
 		if q, ok := strings.CutPrefix(t.Want, `"`); ok {
 			if t.Want, ok = strings.CutSuffix(q, `"`); !ok || strings.Contains(t.Want, `"`) {
-				return c, p.errf(n, "condition %q: unbalanced quotes", strings.TrimSpace(part))
+				return c, p.errf(n, "lesson.error.condition-unbalanced-quotes", strings.TrimSpace(part))
 			}
 		}
 		if strings.HasPrefix(t.Want, "{") && strings.HasSuffix(t.Want, "}") {
@@ -730,7 +722,7 @@ func (p *parser) cond(n int, s string) (Cond, error) {
 				err = p.checkQuery(wq)
 			}
 			if err != nil {
-				return c, p.errf(n, "condition %q: %v", strings.TrimSpace(part), err)
+				return c, p.errf(n, "lesson.error.condition", strings.TrimSpace(part), err)
 			}
 			t.WantQ = &wq
 		}
@@ -759,7 +751,7 @@ func splitAnd(s string) []string {
 
 func parseQuery(f []string) (Query, error) {
 	if len(f) == 0 {
-		return Query{}, fmt.Errorf("empty query")
+		return Query{}, errk("lesson.error.empty-query")
 	}
 	return Query{Name: f[0], Args: f[1:]}, nil
 }
@@ -767,10 +759,10 @@ func parseQuery(f []string) (Query, error) {
 func (p *parser) checkQuery(q Query) error {
 	spec, ok := queries[q.Name]
 	if !ok {
-		return fmt.Errorf("unknown query %q (known: %s)", q.Name, strings.Join(queryNames(), ", "))
+		return errk("lesson.error.unknown-query-known", q.Name, strings.Join(queryNames(), ", "))
 	}
 	if p.s.RunsOn(BackendCluster) && rulesOnlyQueries[q.Name] {
-		return fmt.Errorf("query %s runs only on the rules (backends rules)", q.Name)
+		return errk("lesson.error.query-runs-only-on", q.Name)
 	}
 	if p.s.RunsOn(BackendRules) {
 		be, err := backend(BackendRules)
@@ -778,11 +770,11 @@ func (p *parser) checkQuery(q Query) error {
 			return err
 		}
 		if !be.Queries[q.Name] {
-			return fmt.Errorf("query %s does not run on the rules (known there: %s); drop %s from backends", q.Name, strings.Join(sortedKeys(be.Queries), ", "), BackendRules)
+			return errk("lesson.error.query-does-not-run", q.Name, strings.Join(sortedKeys(be.Queries), ", "), BackendRules)
 		}
 	}
 	if err := p.checkArgs(spec.args, nil, q.Args); err != nil {
-		return fmt.Errorf("%s: %v (usage: %s %s)", q.Name, err, q.Name, spec.args)
+		return errk("lesson.error.usage", q.Name, err, q.Name, spec.args)
 	}
 	return nil
 }
@@ -811,7 +803,7 @@ func (p *parser) checkArgs(spec string, keys []string, args []string) error {
 			if opt {
 				continue
 			}
-			return fmt.Errorf("missing %s (argument %d)", base, k+1)
+			return errk("lesson.error.missing-argument", base, k+1)
 		}
 		for first := true; i < len(args) && (first || rep); first = false {
 			if err := p.checkArg(base, args[i]); err != nil {
@@ -821,18 +813,18 @@ func (p *parser) checkArgs(spec string, keys []string, args []string) error {
 		}
 	}
 	if i < len(args) {
-		return fmt.Errorf("too many arguments: %q", strings.Join(args[i:], " "))
+		return errk("lesson.error.too-many-arguments", strings.Join(args[i:], " "))
 	}
 	for _, o := range opts {
 		k, v, _ := strings.Cut(o, "=")
 		if !slices.Contains(keys, k) {
-			return fmt.Errorf("unknown option %q (known: %s)", k, strings.Join(keys, ", "))
+			return errk("lesson.error.unknown-option-known", k, strings.Join(keys, ", "))
 		}
 		if v == "" {
-			return fmt.Errorf("option %s has no value", k)
+			return errk("lesson.error.option-has-no-value", k)
 		}
 		if k == "acks" && !slices.Contains([]string{"0", "1", "all", "-1"}, v) {
-			return fmt.Errorf("acks=%s: want 0, 1 or all", v)
+			return errk("lesson.error.acks-want-0-1", v)
 		}
 	}
 	return nil
@@ -847,29 +839,29 @@ func (p *parser) checkArg(kind, a string) error {
 			lo = 0
 		}
 		if err != nil || id < lo || id > p.s.Brokers {
-			return fmt.Errorf("%s %q: want %d to %d", kind, a, lo, p.s.Brokers)
+			return errk("lesson.error.arg-range", kind, a, lo, p.s.Brokers)
 		}
 	case "topic":
 		p.topicRefs = append(p.topicRefs, topicRef{p.lineNo, a})
 	case "int":
 		if _, err := strconv.ParseInt(a, 10, 64); err != nil {
-			return fmt.Errorf("%q is not a whole number", a)
+			return errk("lesson.error.not-whole-number", a)
 		}
 	case "duration":
 		d, err := time.ParseDuration(a)
 		if err != nil || d <= 0 || d > 24*time.Hour {
-			return fmt.Errorf("duration %q: want e.g. 2100ms, 1s, 10m (at most 24h)", a)
+			return errk("lesson.error.duration-want-e-g", a)
 		}
 	case "rule":
 		if !slices.Contains(fencingRules, a) {
-			return fmt.Errorf("fencing rule %q: want one of %s", a, strings.Join(fencingRules, ", "))
+			return errk("lesson.error.fencing-rule-want-one", a, strings.Join(fencingRules, ", "))
 		}
 	case "word":
 		if strings.ContainsAny(a, "{}") {
-			return fmt.Errorf("%q: braces are for texts", a)
+			return errk("lesson.error.braces-are-for-texts", a)
 		}
 	default:
-		return fmt.Errorf("internal: unknown argument kind %s", kind)
+		return errk("lesson.error.internal-unknown-argument-kind", kind)
 	}
 	return nil
 }

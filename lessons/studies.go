@@ -41,7 +41,7 @@ func Study(name string) (file string, src []byte, ok bool) {
 func ParseStudy(name string) (*Experiment, error) {
 	file, src, ok := Study(name)
 	if !ok {
-		return nil, &ParseError{name, 0, "no built-in study " + name + " (known: " + strings.Join(Studies(), ", ") + ")"}
+		return nil, parseErr(name, 0, "lesson.error.no-study", name, strings.Join(Studies(), ", "))
 	}
 	return ParseExperiment(file, src)
 }

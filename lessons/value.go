@@ -2,7 +2,6 @@ package lessons
 
 import (
 	"errors"
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -155,7 +154,7 @@ func compare(got Value, op string, want Value) (bool, error) {
 			return strings.Contains(g, w) == (op == "has"), nil
 		}
 		if got.kind != vList {
-			return false, fmt.Errorf("%s needs a list or a text, got %s", op, g)
+			return false, errk("lesson.error.needs-list-text-got", op, g)
 		}
 		in := slices.Contains(got.list, strings.Trim(w, "[]"))
 		return in == (op == "has"), nil
@@ -163,7 +162,7 @@ func compare(got Value, op string, want Value) (bool, error) {
 	a, err1 := strconv.ParseInt(g, 10, 64)
 	b, err2 := strconv.ParseInt(w, 10, 64)
 	if err1 != nil || err2 != nil {
-		return false, fmt.Errorf("%s compares numbers, got %s and %s", op, g, w)
+		return false, errk("lesson.error.compares-numbers-got", op, g, w)
 	}
 	switch op {
 	case "<":

@@ -98,6 +98,19 @@ func TestClassLessonUpload(t *testing.T) {
 	if _, body := upload(t, l, l.teacher, "en", "x.lesson", strings.Replace(ownLesson, "90-own-keys", "01-partitions", 1)); !strings.Contains(body, `"text":"x.lesson, line 1: lesson id 01-partitions is taken by`) {
 		t.Errorf("a lesson with a built-in lesson's id: %s", body)
 	}
+	// Every refusal of the lesson language reads in the class's language,
+	// the nested parts (an action's arguments) too.
+	oneChoice := strings.Replace(ownLesson, "  do produce-key own alice k1\n", "  question\n    en: Where?\n    zh-Hans: 在哪？\n    zh-Hant: 在哪？\n"+
+		"  choice p0 when partition own k1 == 0\n    en: 0\n    zh-Hans: 0\n    zh-Hant: 0\n  do produce-key own alice k1\n", 1)
+	if _, body := upload(t, l, l.teacher, "zh-Hans", "own.lesson", oneChoice); !strings.Contains(body, `"text":"own.lesson 第 14 行：一个 question 至少需要两个 choice"`) ||
+		!strings.Contains(body, `"message":"own.lesson:14: a question needs at least two choices"`) {
+		t.Errorf("a question with one choice, in Simplified Chinese: %s", body)
+	}
+	noValue := strings.Replace(ownLesson, "  do produce-key own alice k1\n", "  do produce-key own alice\n", 1)
+	if _, body := upload(t, l, l.teacher, "zh-Hant", "own.lesson", noValue); !strings.Contains(body, `"text":"own.lesson 第 23 行：produce-key：缺少 `) ||
+		!strings.Contains(body, "用法：do produce-key") || strings.Contains(body, `"text":"own.lesson 第 23 行：produce-key：missing`) {
+		t.Errorf("an action missing an argument, in Traditional Chinese: %s", body)
+	}
 	if lessonListed(t, l, ada, "90-own-keys") {
 		t.Fatal("a refused lesson is offered")
 	}

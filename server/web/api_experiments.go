@@ -73,8 +73,9 @@ func (s *Server) experimentService() (*experiment.Service, error) {
 }
 
 // experimentError maps the service's errors: unknown ids and files 404, a
-// refused file 400 INVALID_REQUEST naming the line.
-func experimentError(err error) error {
+// refused file 400 INVALID_REQUEST naming the line, its key and args
+// (class.lesson.refused) saying what is wrong in lang.
+func experimentError(lang i18n.Lang, err error) error {
 	var pe *lessons.ParseError
 	switch {
 	case err == nil:
@@ -84,7 +85,8 @@ func experimentError(err error) error {
 	case errors.Is(err, experiment.ErrQueueFull):
 		return KafkaError(http.StatusTooManyRequests, kerr.ThrottlingQuotaExceeded, err.Error())
 	case errors.As(err, &pe):
-		return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, err.Error())
+		key, args := refusalKey(lang, pe)
+		return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, err.Error()).withKey(key, args...)
 	}
 	return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, err.Error())
 }
@@ -125,7 +127,7 @@ func (s *Server) startExperiment(c echo.Context) error {
 	}
 	st, err := svc.Start(file, src, req.Seeds)
 	if err != nil {
-		return experimentError(err)
+		return experimentError(Lang(c), err)
 	}
 	return c.JSON(http.StatusCreated, st)
 }
@@ -145,7 +147,7 @@ func (s *Server) getExperiment(c echo.Context) error {
 	}
 	st, err := svc.Get(c.Param("id"))
 	if err != nil {
-		return experimentError(err)
+		return experimentError(Lang(c), err)
 	}
 	return c.JSON(http.StatusOK, st)
 }
@@ -228,7 +230,7 @@ func (s *Server) experimentFile(c echo.Context) error {
 	name := c.Param("name")
 	b, err := svc.File(c.Param("id"), name)
 	if err != nil {
-		return experimentError(err)
+		return experimentError(Lang(c), err)
 	}
 	typ := mime.TypeByExtension(path.Ext(name))
 	switch path.Ext(name) {
@@ -331,7 +333,7 @@ func (s *Server) startExperimentForm(c echo.Context) error {
 	}
 	st, err := svc.Start(file, src, req.Seeds)
 	if err != nil {
-		return back(experimentError(err))
+		return back(experimentError(Lang(c), err))
 	}
 	return c.Redirect(http.StatusSeeOther, "/experiments/"+url.PathEscape(st.ID))
 }
@@ -343,7 +345,7 @@ func (s *Server) experimentPage(c echo.Context) error {
 	}
 	st, err := svc.Get(c.Param("id"))
 	if err != nil {
-		return experimentError(err)
+		return experimentError(Lang(c), err)
 	}
 	p := s.page(c, st.Name)
 	v := views.ExperimentView{ID: st.ID, Name: st.Name, Title: st.Title, Phase: st.Phase, Done: st.Progress.Done, Total: st.Progress.Total,
@@ -384,7 +386,7 @@ func (s *Server) experimentRunPage(c echo.Context) error {
 	}
 	st, err := svc.Get(c.Param("id"))
 	if err != nil {
-		return experimentError(err)
+		return experimentError(Lang(c), err)
 	}
 	n, err := strconv.Atoi(c.Param("run"))
 	if err != nil || n < 0 || n >= len(st.Runs) {

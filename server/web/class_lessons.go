@@ -5,10 +5,7 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
-	"regexp"
 	"strconv"
-	"strings"
-	"sync"
 
 	"github.com/labstack/echo/v4"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -75,12 +72,10 @@ func (s *Server) addLesson(lang i18n.Lang, name string, src []byte) (*lessons.Le
 	var pe *lessons.ParseError
 	switch {
 	case errors.As(err, &pe):
-		r := &LessonRefused{Code: kerr.InvalidRequest.Message, Message: pe.Error(), Key: "class.lesson.refused",
-			Args: []string{pe.File, strconv.Itoa(pe.Line), pe.Msg}, File: pe.File, Line: pe.Line}
-		if pe.Line == 0 {
-			r.Key, r.Args = "class.lesson.refused-file", []string{pe.File, pe.Msg}
-		}
-		r.Text = learnerText(lang, &Error{Key: r.Key, Args: lessonErrorArgs(lang, r.Args)})
+		r := &LessonRefused{Code: kerr.InvalidRequest.Message, Message: pe.Error(), File: pe.File, Line: pe.Line}
+		r.Key, r.Args = refusalKey(i18n.English, pe)
+		_, args := refusalKey(lang, pe)
+		r.Text = learnerText(lang, &Error{Key: r.Key, Args: args})
 		return nil, r, nil
 	case errors.Is(err, class.ErrLessonTooBig):
 		return nil, nil, KafkaError(http.StatusRequestEntityTooLarge, kerr.MessageTooLarge, err.Error()).
@@ -91,12 +86,14 @@ func (s *Server) addLesson(lang i18n.Lang, name string, src []byte) (*lessons.Le
 	return l, nil, nil
 }
 
-// lessonErrorArgs translates the lesson language's own words in a
-// refusal's last argument (what is wrong) where the catalog has them.
-func lessonErrorArgs(lang i18n.Lang, args []string) []string {
-	out := append([]string(nil), args...)
-	out[len(out)-1] = lessonErrorText(lang, out[len(out)-1])
-	return out
+// refusalKey is the catalog key and args of a refused file: its name,
+// the line (none for the file as a whole) and what is wrong in lang, from
+// the parser's own key and arguments (lesson.error.*).
+func refusalKey(lang i18n.Lang, pe *lessons.ParseError) (string, []string) {
+	if pe.Line == 0 {
+		return "class.lesson.refused-file", []string{pe.File, pe.Text(lang)}
+	}
+	return "class.lesson.refused", []string{pe.File, strconv.Itoa(pe.Line), pe.Text(lang)}
 }
 
 func (s *Server) uploadLesson(c echo.Context) error {
@@ -142,36 +139,4 @@ func (s *Server) uploadLessonForm(c echo.Context) error {
 		return classFlash(c, false, refused.Text)
 	}
 	return classFlash(c, true, i18n.T(lang, "class.lesson.added", l.Title.In(lang), l.ID))
-}
-
-// lessonErrorKeys are the lesson language's refusals the catalogs
-// translate (lesson.error.*): the English text is the parser's own
-// message with each argument as %s, so a refusal is matched against it and
-// its arguments carried over; any other stays as the parser says it.
-var lessonErrorKeys = []string{"unknown-keyword", "unknown-keyword-here", "no-text", "empty-text", "unknown-language",
-	"needs-value", "bad-id", "no-lesson-line", "no-brokers", "no-steps", "no-part", "no-title", "no-summary",
-	"unknown-action", "bad-brokers", "bad-part", "id-taken", "number-taken", "builds-on-missing", "builds-on-later",
-	"scenario", "do-outside", "control-character", "setup-early", "step-early"}
-
-var lessonErrorPatterns = sync.OnceValue(func() []*regexp.Regexp {
-	out := make([]*regexp.Regexp, len(lessonErrorKeys))
-	for i, k := range lessonErrorKeys {
-		en := regexp.QuoteMeta(i18n.T(i18n.English, "lesson.error."+k))
-		out[i] = regexp.MustCompile("^" + strings.ReplaceAll(en, "%s", "(.+?)") + "$")
-	}
-	return out
-})
-
-// lessonErrorText is msg, a lesson language's refusal, in lang.
-func lessonErrorText(lang i18n.Lang, msg string) string {
-	for i, re := range lessonErrorPatterns() {
-		if m := re.FindStringSubmatch(msg); m != nil {
-			args := make([]any, len(m)-1)
-			for j, a := range m[1:] {
-				args[j] = a
-			}
-			return i18n.T(lang, "lesson.error."+lessonErrorKeys[i], args...)
-		}
-	}
-	return msg
 }
