@@ -171,7 +171,7 @@ func (s *Server) experimentStream(c echo.Context) error {
 	}
 	id := c.Param("id")
 	if _, _, err := svc.Watch(id); err != nil {
-		return experimentError(err)
+		return experimentError(Lang(c), err)
 	}
 	conn, release, err := s.upgradeWS(c)
 	if conn == nil {
