@@ -23,6 +23,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"tidemark/apiv1"
 	"time"
 )
 
@@ -122,16 +123,8 @@ type CreateTopic struct {
 	ReadyTimeoutMs    *int64            `json:"ready_timeout_ms,omitempty"`
 }
 
-// Partition is one partition's placement and health.
-type Partition struct {
-	Partition       int32   `json:"partition"`
-	Leader          int32   `json:"leader"`
-	LeaderEpoch     int32   `json:"leader_epoch"`
-	Replicas        []int32 `json:"replicas"`
-	ISR             []int32 `json:"isr"`
-	UnderReplicated bool    `json:"under_replicated"`
-	Offline         bool    `json:"offline"`
-}
+// Partition is one partition's placement and health, the API's own type.
+type Partition = apiv1.PartitionInfo
 
 // Topic is a topic with its configs and partitions.
 type Topic struct {
