@@ -23,8 +23,9 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"tidemark/apiv1"
 	"time"
+
+	"tidemark/apiv1"
 )
 
 // Client calls one lab's API.
