@@ -140,14 +140,24 @@ func (s *Server) listExperiments(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]any{"experiments": svc.List()})
 }
 
-func (s *Server) getExperiment(c echo.Context) error {
+// experimentOf is the service and the state of the experiment the path's
+// :id names.
+func (s *Server) experimentOf(c echo.Context) (*experiment.Service, experiment.State, error) {
 	svc, err := s.experimentService()
 	if err != nil {
-		return err
+		return nil, experiment.State{}, err
 	}
 	st, err := svc.Get(c.Param("id"))
 	if err != nil {
-		return experimentError(Lang(c), err)
+		return nil, experiment.State{}, experimentError(Lang(c), err)
+	}
+	return svc, st, nil
+}
+
+func (s *Server) getExperiment(c echo.Context) error {
+	_, st, err := s.experimentOf(c)
+	if err != nil {
+		return err
 	}
 	return c.JSON(http.StatusOK, st)
 }
@@ -339,13 +349,9 @@ func (s *Server) startExperimentForm(c echo.Context) error {
 }
 
 func (s *Server) experimentPage(c echo.Context) error {
-	svc, err := s.experimentService()
+	svc, st, err := s.experimentOf(c)
 	if err != nil {
 		return err
-	}
-	st, err := svc.Get(c.Param("id"))
-	if err != nil {
-		return experimentError(Lang(c), err)
 	}
 	p := s.page(c, st.Name)
 	v := views.ExperimentView{ID: st.ID, Name: st.Name, Title: st.Title, Phase: st.Phase, Done: st.Progress.Done, Total: st.Progress.Total,
@@ -380,13 +386,9 @@ func (s *Server) experimentPage(c echo.Context) error {
 }
 
 func (s *Server) experimentRunPage(c echo.Context) error {
-	svc, err := s.experimentService()
+	svc, st, err := s.experimentOf(c)
 	if err != nil {
 		return err
-	}
-	st, err := svc.Get(c.Param("id"))
-	if err != nil {
-		return experimentError(Lang(c), err)
 	}
 	n, err := strconv.Atoi(c.Param("run"))
 	if err != nil || n < 0 || n >= len(st.Runs) {
