@@ -37,12 +37,28 @@ func newAPILab(t *testing.T) *apiLab {
 	if err := ensureDemo(cl, 3); err != nil {
 		t.Fatal(err)
 	}
-	ws, err := web.New(web.Options{Lab: lab{cl}, Static: fstest.MapFS{"app.css": {Data: []byte("body{}")}}, Logger: quietLogger()})
+	return &apiLab{t: t, cl: cl, h: testWeb(t, cl, web.Options{}).Handler()}
+}
+
+// testWeb serves cl through the web server with opts (its Lab, Static and
+// Logger filled in when unset), closed when the test ends.
+func testWeb(t *testing.T, cl *cluster.Cluster, opts web.Options) *web.Server {
+	t.Helper()
+	if opts.Lab == nil {
+		opts.Lab = lab{cl}
+	}
+	if opts.Static == nil {
+		opts.Static = fstest.MapFS{"app.css": {Data: []byte("body{}")}}
+	}
+	if opts.Logger == nil {
+		opts.Logger = quietLogger()
+	}
+	ws, err := web.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(ws.Close)
-	return &apiLab{t: t, cl: cl, h: ws.Handler()}
+	return ws
 }
 
 // do sends one request; a non-empty body goes as application/json unless

@@ -11,7 +11,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"testing/fstest"
 	"time"
 
 	"tidemark/apiclient"
@@ -51,12 +50,7 @@ func TestExperimentsThroughTheAPI(t *testing.T) {
 	t.Cleanup(func() { cl.Close() })
 	svc := experiment.NewService(experiment.ServiceOptions{Logger: quietLogger()})
 	t.Cleanup(svc.Close)
-	ws, err := web.New(web.Options{Lab: lab{cl}, Static: fstest.MapFS{"app.css": {Data: []byte("body{}")}}, Logger: quietLogger(), Experiments: svc})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(ws.Close)
-	srv := httptest.NewServer(ws.Handler())
+	srv := httptest.NewServer(testWeb(t, cl, web.Options{Experiments: svc}).Handler())
 	t.Cleanup(srv.Close)
 	api := apiclient.New(srv.URL)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -3,7 +3,6 @@ package server
 import (
 	"encoding/json"
 	"testing"
-	"testing/fstest"
 
 	"tidemark/server/cluster"
 	"tidemark/server/web"
@@ -21,12 +20,7 @@ func TestProduceRidesAFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cl.Close() })
-	ws, err := web.New(web.Options{Lab: lab{cl}, Static: fstest.MapFS{"app.css": {Data: []byte("body{}")}}, Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(ws.Close)
-	a := &apiLab{t: t, cl: cl, h: ws.Handler()}
+	a := &apiLab{t: t, cl: cl, h: testWeb(t, cl, web.Options{}).Handler()}
 	a.ok(201, "POST", "/api/v1/topics", `{"name":"f","partitions":1,"replication_factor":3}`, nil)
 	var res web.ProduceResponse
 	a.ok(200, "POST", "/api/v1/topics/f/records", `{"acks":"all","records":[{"value":"before"}]}`, &res)

@@ -3,7 +3,6 @@ package server
 import (
 	"encoding/json"
 	"testing"
-	"testing/fstest"
 
 	"tidemark/server/cluster"
 	"tidemark/server/web"
@@ -22,12 +21,7 @@ func TestCreateTopicAnswersWhenReady(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cl.Close() })
-	ws, err := web.New(web.Options{Lab: lab{cl}, Static: fstest.MapFS{"app.css": {Data: []byte("body{}")}}, Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(ws.Close)
-	a := &apiLab{t: t, cl: cl, h: ws.Handler()}
+	a := &apiLab{t: t, cl: cl, h: testWeb(t, cl, web.Options{}).Handler()}
 	for _, proto := range []string{"isr", "quorum", "pipeline"} {
 		var created web.CreateTopicResponse
 		a.ok(201, "POST", "/api/v1/topics", `{"name":"r-`+proto+`","partitions":3,"replication_factor":3,"configs":{"replication.protocol":"`+proto+`"}}`, &created)
