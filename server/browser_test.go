@@ -232,6 +232,28 @@ func (b *browserLab) poll(expr, what string) {
 	}
 }
 
+// awaitReloading waits (at most limit) until expr is true on a page that
+// reloads itself every second while a run goes on (a meta refresh): each
+// reload can interrupt an evaluation, so it asks again. what names the
+// run in the failure, shot the screenshot taken then.
+func (b *browserLab) awaitReloading(expr, what, shot string, limit time.Duration) {
+	b.t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		ctx, cancel := context.WithTimeout(b.ctx, 2*time.Second)
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](expr))
+		cancel()
+		if err == nil && ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.shot(shot)
+			b.t.Fatalf("%s did not finish in %v (last error %v)", what, limit, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // eval returns the value of a JavaScript expression.
 func eval[T any](b *browserLab, expr string) T {
 	b.t.Helper()

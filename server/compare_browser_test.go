@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -28,20 +27,7 @@ func TestBrowserCompare(t *testing.T) {
 	// reload can interrupt an evaluation, so ask again (bounded).
 	done := `location.pathname.startsWith("/compare/runs/") && document.querySelector('[data-testid="compare-table"]') !== null &&
 		document.querySelector('meta[http-equiv="refresh"]') === null`
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(b.ctx, 2*time.Second)
-		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](done))
-		cancel()
-		if err == nil && ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			b.shot("failed-compare")
-			t.Fatalf("the comparison did not finish in 90 s (last error %v)", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	b.awaitReloading(done, "the comparison", "failed-compare", 90*time.Second)
 	// The stage plays the run back, and says so: not "live".
 	b.poll(`document.querySelector('#panel[data-status="live"]') !== null`, "the playback's stream")
 	if got := eval[string](b, `document.getElementById("panel-status").textContent`); got != "playback" {

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -34,20 +33,7 @@ func TestBrowserExperiment(t *testing.T) {
 	b.click(`[data-testid="experiment-form"] button[type="submit"]`)
 	done := `location.pathname.startsWith("/experiments/") && document.querySelector('[data-testid="experiment-claims"]') !== null &&
 		document.querySelector('meta[http-equiv="refresh"]') === null`
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(b.ctx, 2*time.Second)
-		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](done))
-		cancel()
-		if err == nil && ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			b.shot("failed-experiment")
-			t.Fatalf("the experiment did not finish in 90 s (last error %v)", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	b.awaitReloading(done, "the experiment", "failed-experiment", 90*time.Second)
 	if n := eval[int](b, `document.querySelectorAll('[data-testid="experiment-claims"] li.good').length`); n != 1 {
 		t.Errorf("%d claims hold; want 1", n)
 	}
