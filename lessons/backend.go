@@ -1,6 +1,9 @@
 package lessons
 
-import "tidemark/server/chaos"
+import (
+	"tidemark/invariant"
+	"tidemark/server/chaos"
+)
 
 // Back-ends a scenario runs on.
 const (
@@ -75,6 +78,10 @@ type Durable struct {
 	LeaderEpoch int32
 	ISR         []int32
 	Assigned    []int32
+	// Topic is the topic's configs and NowMs the lab time the logs were
+	// read at (a compacted topic's cleaner removes superseded records).
+	Topic invariant.Topic
+	NowMs int64
 }
 
 // RulesLastQueries are the rules-only queries of what happened in the

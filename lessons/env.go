@@ -376,6 +376,10 @@ type Rec struct {
 	Epoch  int32
 	Value  string
 	Key    string
+	// Tombstone: a null value (Value ""); Timestamp is the record's, in
+	// ms. The log cleaner of a compacted topic reads both.
+	Tombstone bool
+	Timestamp int64
 }
 
 // Log returns broker id's log of partition 0 of topic; nil when the broker
@@ -433,7 +437,8 @@ func (e *Env) readRecords(id int32, topic string, partition int32) ([]Rec, bool)
 	var out []Rec
 	for _, b := range batches {
 		for _, x := range b.Records {
-			out = append(out, Rec{Offset: x.Offset, Epoch: b.Header.PartitionLeaderEpoch, Value: string(x.Value), Key: string(x.Key)})
+			out = append(out, Rec{Offset: x.Offset, Epoch: b.Header.PartitionLeaderEpoch, Value: string(x.Value), Key: string(x.Key),
+				Tombstone: x.Value == nil, Timestamp: x.Timestamp})
 		}
 	}
 	return out, true
