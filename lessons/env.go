@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"tidemark/events"
+	"tidemark/invariant"
 	"tidemark/replication"
 	"tidemark/server/chaos"
 	"tidemark/server/cluster"
@@ -370,17 +371,8 @@ func (e *Env) Flush(ids ...int32) error {
 
 // --- reading the real state ---
 
-// Rec is one record as a replica's log holds it.
-type Rec struct {
-	Offset int64
-	Epoch  int32
-	Value  string
-	Key    string
-	// Tombstone: a null value (Value ""); Timestamp is the record's, in
-	// ms. The log cleaner of a compacted topic reads both.
-	Tombstone bool
-	Timestamp int64
-}
+// Rec is one record as a replica's log holds it (the checker's).
+type Rec = invariant.Rec
 
 // Log returns broker id's log of partition 0 of topic; nil when the broker
 // is down or has no replica.
