@@ -69,7 +69,7 @@ func backend(name string) (*Backend, error) {
 type Durable struct {
 	Writes   []invariant.Write
 	Replicas []invariant.Replica // running replicas, the leader marked
-	Leader   int32              // -1: no running leader (offline)
+	Leader   int32               // -1: no running leader (offline)
 	// The controller's view, for a show line: the leader epoch, the ISR
 	// and the assigned replicas.
 	LeaderEpoch int32
