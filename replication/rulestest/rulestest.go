@@ -18,12 +18,14 @@
 // (Fetches, Proposals, Alters, Truncations, Elections, Happened) for the
 // scenario language's queries.
 //
-// After every command Check runs the invariants. Structural ones (ISR never
-// empty, leader ∈ ISR, log start ≤ HW ≤ LEO, offsets increase, epochs never
-// decrease) are collected in Errs. The ones that the settings may
-// legitimately break (replicas agree below the smaller HW, records a
-// consumer saw stay, acknowledged records stay, the HW a consumer is told
-// never goes back) are recorded in Violations and printed as "!!" lines.
+// After every command Check runs the invariants, with the checker the
+// lab cluster's scenarios and chaos use too (package invariant).
+// Structural ones (ISR never empty, leader ∈ ISR, log start ≤ HW ≤ LEO,
+// offsets increase, epochs never decrease) are collected in Errs. The ones
+// that the settings may legitimately break (synced followers agree with
+// the leader below the smaller HW, records a consumer saw stay,
+// acknowledged records stay, the HW a consumer is told never goes back)
+// are recorded in Violations and printed as "!!" lines.
 package rulestest
 
 import (
