@@ -158,66 +158,8 @@ func TestPipelineTopicFailures(t *testing.T) {
 	}
 }
 
-// TestPipelineTopicCrashedMiddle: the middle member crashes; the head's
-// forward to it fails, the controller rebuilds the pipeline from the head
-// and the tail under a new stamp, and writes continue (stamped with it, as
-// their leader epoch). The crashed broker comes back with the old stamp:
-// it rejoins at the tail under another stamp, its replica is discarded
-// (a truncation event naming its stale stamp) and copied again.
-func TestPipelineTopicCrashedMiddle(t *testing.T) {
-	c := openPausedN(t, 3)
-	if _, err := c.CreateTopic("p", 1, 3, map[string]string{"replication.protocol": "pipeline", "min.insync.replicas": "2"}); err != nil {
-		t.Fatal(err)
-	}
-	members, stamp := pipelineSettled(t, c, "p")
-	if !slices.Equal(members, []int32{1, 2, 3}) || stamp != 0 {
-		t.Fatalf("new topic: pipeline %v stamp %d", members, stamp)
-	}
-	for _, v := range []string{"a", "b"} {
-		if err := produceOne(t, c, "p", v); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := c.Crash(2); err != nil {
-		t.Fatal(err)
-	}
-	if err := produceRetry(t, c, "p", "c"); err != nil {
-		t.Fatal(err)
-	}
-	members, stamp = pipelineSettled(t, c, "p")
-	if !slices.Equal(members, []int32{1, 3}) || stamp != 1 {
-		t.Fatalf("after the middle crashed: pipeline %v stamp %d, want [1 3] stamp 1", members, stamp)
-	}
-	vs, epochs := values(t, c, 3, "p")
-	if i := slices.Index(vs, "c"); i < 0 || epochs[i] != 1 {
-		t.Fatalf("the tail holds %v epochs %v: want c under stamp 1", vs, epochs)
-	}
-	seq := c.Bus().LastSeq()
-	if err := c.Restart(2); err != nil {
-		t.Fatal(err)
-	}
-	members, stamp = pipelineSettled(t, c, "p")
-	if !slices.Equal(members, []int32{1, 3, 2}) || stamp != 2 {
-		t.Fatalf("broker 2 back: pipeline %v stamp %d, want [1 3 2] stamp 2", members, stamp)
-	}
-	var discarded *events.Event
-	evs, _ := c.Bus().Since(seq, 100000)
-	for _, e := range evs {
-		if e.Kind == events.KindTruncation && e.Broker == 2 && e.MessageKey == "event.pipeline.truncation" {
-			discarded = &e
-		}
-	}
-	if discarded == nil || !slices.Contains(discarded.MessageArgs, "event.word.pipeline.stale:0:2:0") {
-		t.Fatalf("no discard of broker 2's replica with stamp 0: %+v", discarded)
-	}
-	if err := produceOne(t, c, "p", "d"); err != nil {
-		t.Fatal(err)
-	}
-	checkPipelineLogs(t, c, "p", []string{"a", "b", "c", "d"})
-	if _, epochs := values(t, c, 2, "p"); !slices.Equal(epochs, []int32{0, 0, 1, 2}) {
-		t.Fatalf("broker 2's copy has epochs %v, want 0 0 1 2", epochs)
-	}
-}
+// TestPipelineTopicCrashedMiddle is the scenario
+// lessons/scenarios/pipeline-crashed-middle.scenario.
 
 // TestPipelineTopicPowerLoss is the scenario
 // lessons/scenarios/pipeline-power-loss-tail.scenario.
@@ -239,81 +181,11 @@ func TestPipelineTopicKgo(t *testing.T) {
 	}
 }
 
-// TestPipelineTopicAckCut: a one-way cut drops the tail's acks to the
-// middle member. Nothing is unreachable: after half of
-// replica.lag.time.max.ms of lab time without the tail's ack, the middle
-// member (whose timeout is half the head's) names the tail in an ack, and
-// the head has the pipeline rebuilt without the tail, not without its own
-// successor. The write was on every survivor, so the recovery keeps and
-// commits it. Once the link heals, the heartbeats' re-replication adds the
-// tail back, where its stale replica is discarded and copied.
-func TestPipelineTopicAckCut(t *testing.T) {
-	c := openPausedN(t, 3)
-	if _, err := c.CreateTopic("p", 1, 3, map[string]string{"replication.protocol": "pipeline", "min.insync.replicas": "2",
-		"replica.lag.time.max.ms": "1000"}); err != nil {
-		t.Fatal(err)
-	}
-	pipelineSettled(t, c, "p")
-	if err := produceOne(t, c, "p", "a"); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Cut(3, 2, true); err != nil {
-		t.Fatal(err)
-	}
-	start := c.clock.Now()
-	if err := produceOne(t, c, "p", "b"); err != nil {
-		t.Fatalf("b: %v", err)
-	}
-	if waited := c.clock.Now().Sub(start); waited < 500*time.Millisecond || waited >= time.Second {
-		t.Fatalf("b acknowledged after %v of lab time; want the middle member's timeout, 500 ms, before the head's", waited)
-	}
-	if members, stamp := pipelineSettled(t, c, "p"); !slices.Equal(members, []int32{1, 2}) || stamp != 1 {
-		t.Fatalf("after the ack timeout: pipeline %v stamp %d, want [1 2] stamp 1", members, stamp)
-	}
-	c.Heal()
-	if err := c.Step(4 * time.Second); err != nil { // past controller.PipelineRepairInterval
-		t.Fatal(err)
-	}
-	if members, _ := pipelineSettled(t, c, "p"); !slices.Equal(members, []int32{1, 2, 3}) {
-		t.Fatalf("healed: pipeline %v, want [1 2 3]", members)
-	}
-	checkPipelineLogs(t, c, "p", []string{"a", "b"})
-}
+// TestPipelineTopicAckCut is the scenario
+// lessons/scenarios/pipeline-ack-cut.scenario.
 
-// TestPipelineTopicCrashedHead: the head crashes. Nobody can report it
-// (it was the one that reports): the controller fences it when its
-// session expires and the next member heads a pipeline under a new stamp,
-// with every acknowledged write. Back, the old head rejoins at the tail
-// and its replica, of an older stamp, is discarded and copied.
-func TestPipelineTopicCrashedHead(t *testing.T) {
-	c := openPausedN(t, 3)
-	if _, err := c.CreateTopic("p", 1, 3, map[string]string{"replication.protocol": "pipeline", "min.insync.replicas": "2"}); err != nil {
-		t.Fatal(err)
-	}
-	pipelineSettled(t, c, "p")
-	if err := produceOne(t, c, "p", "a"); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Crash(1); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Step(2100 * time.Millisecond); err != nil { // past the session timeout
-		t.Fatal(err)
-	}
-	if members, stamp := pipelineSettled(t, c, "p"); !slices.Equal(members, []int32{2, 3}) || stamp != 1 {
-		t.Fatalf("head fenced: pipeline %v stamp %d, want [2 3] stamp 1", members, stamp)
-	}
-	if err := produceOne(t, c, "p", "b"); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Restart(1); err != nil {
-		t.Fatal(err)
-	}
-	if members, _ := pipelineSettled(t, c, "p"); !slices.Equal(members, []int32{2, 3, 1}) {
-		t.Fatalf("old head back: pipeline %v, want [2 3 1]", members)
-	}
-	checkPipelineLogs(t, c, "p", []string{"a", "b"})
-}
+// TestPipelineTopicCrashedHead is the scenario
+// lessons/scenarios/pipeline-crashed-head.scenario.
 
 // TestPipelineTopicLabRestart: the whole lab stops cleanly and starts
 // again on its data: the pipeline and its stamp come back from the
