@@ -694,6 +694,7 @@ func init() {
 	addScenarioVocab()
 	addCompareVocab()
 	addFileVocab()
+	addStoryVocab()
 }
 
 // lookupSegment is the segment the last lookup chose.

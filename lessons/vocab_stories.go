@@ -1,0 +1,28 @@
+package lessons
+
+import (
+	"time"
+)
+
+// Words the replication stories once told as Go tests in server/cluster
+// need: time moved tick by tick as on a running lab.
+
+// brokerTick is the lab's step grain (server/cluster's stepToEventGrain):
+// a running broker heartbeats and ticks its replicas at most this often.
+const brokerTick = 50 * time.Millisecond
+
+func addStoryVocab() {
+	// step-ticks D moves the clock one broker tick at a time, so every
+	// heartbeat, controller tick and member timeout in between runs; step
+	// runs them once, at its end (a long step is a long silence).
+	actions["step-ticks"] = actionSpec{"duration", nil, func(e *Env, a []string, _ map[string]string) error {
+		d, _ := time.ParseDuration(a[0])
+		for moved := time.Duration(0); moved < d; moved += brokerTick {
+			if err := e.c.Step(min(brokerTick, d-moved)); err != nil {
+				return err
+			}
+		}
+		e.wait()
+		return nil
+	}}
+}
