@@ -5,7 +5,8 @@ import (
 )
 
 // Words the replication stories once told as Go tests in server/cluster
-// need: time moved tick by tick as on a running lab.
+// need: time moved tick by tick as on a running lab, and whether the
+// controller fenced a broker.
 
 // brokerTick is the lab's step grain (server/cluster's stepToEventGrain):
 // a running broker heartbeats and ticks its replicas at most this often.
@@ -25,4 +26,13 @@ func addStoryVocab() {
 		e.wait()
 		return nil
 	}}
+	// fenced, on the rules whether their controller considers the broker
+	// dead, reads on the lab the KRaft controller's registration: fenced
+	// after a session without a heartbeat, until the next one arrives.
+	// The topic is not consulted (the rules keep a controller per topic).
+	queries["fenced"] = querySpec{"broker topic", func(e *Env, a []string) (Value, error) {
+		md := e.c.Controller().Metadata()
+		return truth(md.Broker(id(a[0])).Fenced), nil
+	}}
+	delete(rulesOnlyQueries, "fenced")
 }
