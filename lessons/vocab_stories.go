@@ -1,12 +1,14 @@
 package lessons
 
 import (
+	"maps"
+	"slices"
 	"time"
 )
 
 // Words the replication stories once told as Go tests in server/cluster
 // need: time moved tick by tick as on a running lab, and whether the
-// controller fenced a broker.
+// controller fenced a broker, what a power loss cut.
 
 // brokerTick is the lab's step grain (server/cluster's stepToEventGrain):
 // a running broker heartbeats and ticks its replicas at most this often.
@@ -35,4 +37,9 @@ func addStoryVocab() {
 		return truth(md.Broker(id(a[0])).Fenced), nil
 	}}
 	delete(rulesOnlyQueries, "fenced")
+	// power-loss-cut lists the files, relative to the log dir, whose
+	// unsynced bytes the broker's last power loss cut.
+	queries["power-loss-cut"] = querySpec{"broker", func(e *Env, a []string) (Value, error) {
+		return list(slices.Sorted(maps.Keys(e.powerLost[id(a[0])]))), nil
+	}}
 }

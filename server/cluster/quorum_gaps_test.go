@@ -116,55 +116,8 @@ func TestQuorumIdempotentKgoLeaderCrash(t *testing.T) {
 	t.Logf("%d acknowledged, %d in the log, leader %d crashed", len(acked), len(seen), leader)
 }
 
-// TestQuorumPowerLossCutsRaftState: a follower loses power after writes
-// whose commit it learned but had not synced (Raft fsyncs entries, term
-// and vote before answering, not a commit index or an apply checkpoint):
-// the power loss cuts those bytes of raft-state as it cuts the segment
-// files. Back up, the follower learns the commit again and re-applies what
-// its segment log lost; then the leader crashes and the two others, one of
-// them the power-cut follower, still hold every acknowledged write.
-func TestQuorumPowerLossCutsRaftState(t *testing.T) {
-	c := openPausedN(t, 3)
-	if _, err := c.CreateTopic("q", 1, 3, map[string]string{"replication.protocol": "quorum"}); err != nil {
-		t.Fatal(err)
-	}
-	leader, _ := quorumLeader(t, c, "q")
-	var acked []string
-	for i := range 5 {
-		v := fmt.Sprint("w", i)
-		if err := produceOne(t, c, "q", v); err != nil {
-			t.Fatal(err)
-		}
-		acked = append(acked, v)
-	}
-	follower := c.BrokerIDs()[0]
-	if follower == leader {
-		follower = c.BrokerIDs()[1]
-	}
-	lost, err := c.PowerLoss(follower)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if lost["q-0/raft-state"] == 0 {
-		t.Fatalf("power loss cut %v; want unsynced bytes of q-0/raft-state", lost)
-	}
-	t.Logf("power loss on broker %d cut %v", follower, lost)
-	if err := c.Restart(follower); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Step(500 * time.Millisecond); err != nil {
-		t.Fatal(err)
-	}
-	checkQuorumLogs(t, c, "q", acked)
-	if err := c.Crash(leader); err != nil {
-		t.Fatal(err)
-	}
-	quorumLeader(t, c, "q")
-	if err := produceOne(t, c, "q", "after"); err != nil {
-		t.Fatal(err)
-	}
-	checkQuorumLogs(t, c, "q", append(acked, "after"))
-}
+// TestQuorumPowerLossCutsRaftState is the scenario
+// lessons/scenarios/quorum-power-loss-raft-state.scenario.
 
 // TestQuorumRaftStateCompacted: with raft-state compacted every 8 applied
 // entries, 60 writes leave it as small as after 20; a follower crashed
