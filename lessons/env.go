@@ -49,6 +49,9 @@ type Env struct {
 	// powerLost is what each broker's last power loss cut: unsynced bytes
 	// by file, relative to its log dir.
 	powerLost map[int32]map[string]int64
+	// reopen opens the run's cluster again on its data dir (scenario
+	// runs only: restart-lab); nil in a lesson.
+	reopen func() (*cluster.Cluster, error)
 
 	// watch checks the invariants after every action and fetch (scenario
 	// runs only; nil in a lesson).

@@ -1,6 +1,7 @@
 package lessons
 
 import (
+	"errors"
 	"maps"
 	"slices"
 	"time"
@@ -8,7 +9,8 @@ import (
 
 // Words the replication stories once told as Go tests in server/cluster
 // need: time moved tick by tick as on a running lab, and whether the
-// controller fenced a broker, what a power loss cut.
+// controller fenced a broker, what a power loss cut, the whole lab
+// stopped and started again.
 
 // brokerTick is the lab's step grain (server/cluster's stepToEventGrain):
 // a running broker heartbeats and ticks its replicas at most this often.
@@ -37,6 +39,25 @@ func addStoryVocab() {
 		return truth(md.Broker(id(a[0])).Fenced), nil
 	}}
 	delete(rulesOnlyQueries, "fenced")
+	// restart-lab stops the whole lab cleanly and opens it again on its
+	// data: the controller's store, every broker's log dir. Events from
+	// before (truncations, …) are gone with the old bus.
+	actions["restart-lab"] = actionSpec{"", nil, func(e *Env, _ []string, _ map[string]string) error {
+		if e.reopen == nil {
+			return errors.New("restart-lab: only in a scenario")
+		}
+		if err := e.c.Close(); err != nil {
+			return err
+		}
+		e.wg.Wait() // a produce still waiting ended with the lab
+		c, err := e.reopen()
+		if err != nil {
+			return err
+		}
+		e.c = c
+		e.wait()
+		return nil
+	}}
 	// power-loss-cut lists the files, relative to the log dir, whose
 	// unsynced bytes the broker's last power loss cut.
 	queries["power-loss-cut"] = querySpec{"broker", func(e *Env, a []string) (Value, error) {
