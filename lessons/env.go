@@ -47,6 +47,12 @@ type Env struct {
 	fetched     *fetchRegions     // the last fetch-regions
 	compared    *chaos.Comparison // the last compare (compare.go)
 	topics      []string          // created by the script, in order
+	// powerLost is what each broker's last power loss cut: unsynced bytes
+	// by file, relative to its log dir.
+	powerLost map[int32]map[string]int64
+	// reopen opens the run's cluster again on its data dir (scenario
+	// runs only: restart-lab); nil in a lesson.
+	reopen func() (*cluster.Cluster, error)
 
 	// watch checks the invariants after every action and fetch (scenario
 	// runs only; nil in a lesson).
@@ -304,9 +310,14 @@ func (e *Env) Crash(ids ...int32) error {
 // PowerLoss stops brokers and loses what they had not fsynced.
 func (e *Env) PowerLoss(ids ...int32) error {
 	for _, id := range ids {
-		if _, err := e.c.PowerLoss(id); err != nil {
+		lost, err := e.c.PowerLoss(id)
+		if err != nil {
 			return err
 		}
+		if e.powerLost == nil {
+			e.powerLost = map[int32]map[string]int64{}
+		}
+		e.powerLost[id] = lost
 		e.wait()
 	}
 	return nil
