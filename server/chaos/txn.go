@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -67,6 +68,7 @@ type TxnResult struct {
 	Seed                        uint64
 	Committed, Aborted, Unknown int
 	Crashes                     int
+	FailedProduces              int // transactions with a produce that failed (then aborted)
 	Read                        int // records read under read_committed
 	Elapsed                     time.Duration
 	Violations                  []string
@@ -109,6 +111,9 @@ func RunTxns(ctx context.Context, cfg TxnConfig) (*TxnResult, error) {
 	}
 	res := &TxnResult{Seed: cfg.Seed, Crashes: w.crashes, Elapsed: time.Since(began), Violations: CheckTxns(records, read)}
 	for _, rec := range records {
+		if len(rec.Acked) < len(rec.Sent) {
+			res.FailedProduces++
+		}
 		switch rec.Outcome {
 		case TxnCommitted:
 			res.Committed++
@@ -174,6 +179,7 @@ const (
 	noCrash     crashPoint = iota
 	crashBefore            // before the transaction begins
 	crashMid               // after half its records, before EndTxn
+	crashEnd               // while EndTxn writes the markers
 )
 
 // plan decides, from the seed, which transactions a crash falls in:
@@ -184,7 +190,7 @@ func (w *txnWorkload) plan() []crashPoint {
 	points := make([]crashPoint, n)
 	slots := w.rng.Perm(n / 2)
 	for i := 0; i < w.cfg.Crashes && i < len(slots); i++ {
-		points[slots[i]*2] = crashPoint(1 + w.rng.IntN(2))
+		points[slots[i]*2] = crashPoint(1 + w.rng.IntN(3))
 	}
 	return points
 }
@@ -208,12 +214,13 @@ func (w *txnWorkload) run(ctx context.Context) ([]TxnRecord, error) {
 				return nil, err
 			}
 		}
-		rec, err := w.transaction(ctx, i, commit, parts, func() error {
-			if points[i] == crashMid {
-				return w.crash(ctx, victim)
+		at := func(p crashPoint) func() error {
+			if points[i] != p {
+				return nil
 			}
-			return nil
-		})
+			return func() error { return w.crash(ctx, victim) }
+		}
+		rec, err := w.transaction(ctx, i, commit, parts, at(crashMid), at(crashEnd))
 		if err != nil {
 			return nil, err
 		}
@@ -231,7 +238,7 @@ func (w *txnWorkload) run(ctx context.Context) ([]TxnRecord, error) {
 	}
 	// A sentinel transaction, one record a partition: the reader knows it
 	// has read everything once it read these.
-	rec, err := w.transaction(ctx, -1, true, []int32{0, 1, 2}, func() error { return nil })
+	rec, err := w.transaction(ctx, -1, true, []int32{0, 1, 2}, nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -241,11 +248,12 @@ func (w *txnWorkload) run(ctx context.Context) ([]TxnRecord, error) {
 	return append(out, rec), nil
 }
 
-// transaction runs one transaction: half its records, mid (a crash), the
-// rest, then EndTxn. A failed produce aborts it; a failed end makes its
-// outcome unknown and the producer is replaced (the next instance's
-// InitProducerId completes or aborts what is left).
-func (w *txnWorkload) transaction(ctx context.Context, id int, commit bool, parts []int32, mid func() error) (TxnRecord, error) {
+// transaction runs one transaction: half its records, mid (a crash, if
+// not nil), the rest, then EndTxn, with end (a crash, if not nil) run
+// alongside. A failed produce aborts it; a failed end makes its outcome
+// unknown and the producer is replaced (the next instance's InitProducerId
+// completes or aborts what is left).
+func (w *txnWorkload) transaction(ctx context.Context, id int, commit bool, parts []int32, mid, end func() error) (TxnRecord, error) {
 	rec := TxnRecord{ID: id, Outcome: TxnUnknown}
 	p, err := w.producer()
 	if err != nil {
@@ -257,7 +265,7 @@ func (w *txnWorkload) transaction(ctx context.Context, id int, commit bool, part
 	}
 	failed := false
 	for j, part := range parts {
-		if j == len(parts)/2 {
+		if j == len(parts)/2 && mid != nil {
 			if err := mid(); err != nil {
 				return rec, err
 			}
@@ -280,9 +288,18 @@ func (w *txnWorkload) transaction(ctx context.Context, id int, commit bool, part
 	if !commit || failed {
 		try = kgo.TryAbort
 	}
+	var endErr error
+	var crashing sync.WaitGroup
+	if end != nil {
+		crashing.Go(func() { endErr = end() })
+	}
 	ectx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	err = p.EndTransaction(ectx, try)
 	cancel()
+	crashing.Wait()
+	if endErr != nil {
+		return rec, endErr
+	}
 	switch {
 	case err != nil:
 		w.closeProducer()

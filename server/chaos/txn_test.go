@@ -9,7 +9,8 @@ import (
 )
 
 // TestTxnChaos runs the transactional workload (txn.go) under leader and
-// coordinator crashes for a few seeds and requires exactly-once under
+// coordinator crashes (before a transaction, in its middle, or during its
+// EndTxn) for a few seeds and requires exactly-once under
 // read_committed. TIDEMARK_TXN_SEEDS=n runs seeds 1..n instead (by hand).
 func TestTxnChaos(t *testing.T) {
 	if testing.Short() {
@@ -29,8 +30,8 @@ func TestTxnChaos(t *testing.T) {
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
-		t.Logf("seed %d: %d committed, %d aborted, %d unknown, %d crashes, %d records read, %s",
-			seed, res.Committed, res.Aborted, res.Unknown, res.Crashes, res.Read, res.Elapsed.Round(time.Millisecond))
+		t.Logf("seed %d: %d committed, %d aborted, %d unknown, %d crashes, %d failed produces, %d records read, %s",
+			seed, res.Committed, res.Aborted, res.Unknown, res.Crashes, res.FailedProduces, res.Read, res.Elapsed.Round(time.Millisecond))
 		for _, v := range res.Violations {
 			t.Errorf("seed %d: %s", seed, v)
 		}
