@@ -46,6 +46,8 @@ type Env struct {
 	fetched     *fetchRegions     // the last fetch-regions
 	compared    *chaos.Comparison // the last compare (compare.go)
 	topics      []string          // created by the script, in order
+	txns        map[string]*txnProducer
+	txnAnswers  map[string]func() error // EndTxn answers not yet collected (vocab_txn.go)
 
 	// watch checks the invariants after every action and fetch (scenario
 	// runs only; nil in a lesson).
@@ -57,7 +59,8 @@ type Env struct {
 
 func newEnv(ctx context.Context, c *cluster.Cluster, pause func() time.Duration) *Env {
 	return &Env{ctx: ctx, c: c, pause: pause, results: map[string]*result{}, sent: map[string]bool{}, pids: map[string]int64{},
-		consumed: map[string][]string{}, consumeErr: map[string]error{}, consumedHW: map[string]int64{}, times: map[string]int64{}}
+		consumed: map[string][]string{}, consumeErr: map[string]error{}, consumedHW: map[string]int64{}, times: map[string]int64{},
+		txns: map[string]*txnProducer{}, txnAnswers: map[string]func() error{}}
 }
 
 // Cluster returns the run's cluster.
@@ -433,7 +436,11 @@ func (e *Env) readRecords(id int32, topic string, partition int32) ([]Rec, bool)
 	var out []Rec
 	for _, b := range batches {
 		for _, x := range b.Records {
-			out = append(out, Rec{Offset: x.Offset, Epoch: b.Header.PartitionLeaderEpoch, Value: string(x.Value), Key: string(x.Key)})
+			v := string(x.Value)
+			if b.Header.Attributes&controlAttr != 0 {
+				v = controlValue(x.Key) // a transaction marker: COMMIT or ABORT
+			}
+			out = append(out, Rec{Offset: x.Offset, Epoch: b.Header.PartitionLeaderEpoch, Value: v, Key: string(x.Key)})
 		}
 	}
 	return out, true

@@ -290,11 +290,17 @@ func init() {
 		}},
 		"checkpoint": {"broker+", nil, func(e *Env, a []string, _ map[string]string) error { e.Checkpoint(ids(a)...); return nil }},
 		"flush":      {"broker+", nil, func(e *Env, a []string, _ map[string]string) error { return e.Flush(ids(a)...) }},
-		"consume": {"topic int?", nil, func(e *Env, a []string, _ map[string]string) error {
+		"consume": {"topic int? key=value*", []string{"isolation"}, func(e *Env, a []string, opt map[string]string) error {
 			// From the start, or from the offset given.
-			from := int64(-1)
-			if len(a) > 1 {
-				from, _ = strconv.ParseInt(a[1], 10, 64)
+			from := fromOffset(a)
+			committed, protocol, err := isolationOf(opt)
+			if err != nil {
+				return err
+			}
+			if protocol { // a Fetch at that isolation level, filtered as Kafka's consumer does (vocab_txn.go)
+				vs, hw, _, err := e.fetchIsolated(a[0], from, committed)
+				e.consumed[a[0]], e.consumeErr[a[0]], e.consumedHW[a[0]] = vs, err, hw
+				return nil
 			}
 			recs, hw, err := e.c.Consume(a[0], 0, from, 1000)
 			e.consumed[a[0]] = mapS(recs, func(r cluster.ConsumedRecord) string { return string(r.Value) })
@@ -694,6 +700,7 @@ func init() {
 	addScenarioVocab()
 	addCompareVocab()
 	addFileVocab()
+	addTxnVocab()
 }
 
 // lookupSegment is the segment the last lookup chose.
