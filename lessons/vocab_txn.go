@@ -193,8 +193,8 @@ func (e *Env) initTransactions(name, txnID string) error {
 	if p.err = kerr.ErrorForCode(resp.ErrorCode); p.err == nil {
 		p.pid, p.epoch, p.ready = resp.ProducerID, resp.ProducerEpoch, true
 		e.Say(T("%s: transactional.id %s, producer id %d, producer epoch %d.",
-			"%s：transactional.id %s，producer id %d，producer epoch %d。",
-			"%s：transactional.id %s，producer id %d，producer epoch %d。").F(name, txnID, p.pid, p.epoch))
+			"%s：transactional.id %s，生产者编号 %d，生产者 epoch %d。",
+			"%s：transactional.id %s，生產者編號 %d，生產者 epoch %d。").F(name, txnID, p.pid, p.epoch))
 	}
 	return nil
 }
