@@ -138,8 +138,12 @@ func init() {
 			}
 			return e.CreateTopic(a[0], parts, rf, cfg)
 		}},
-		"produce": {"topic word key=value*", []string{"acks"}, func(e *Env, a []string, opt map[string]string) error {
-			off, err := e.Produce(a[0], a[1], acksOf(opt))
+		"produce": {"topic word key=value*", []string{"acks", "timestamp"}, func(e *Env, a []string, opt map[string]string) error {
+			ts, err := timestampOf(e, opt)
+			if err != nil {
+				return err
+			}
+			off, err := e.produceAt(a[0], a[1], acksOf(opt), ts)
 			e.setResult(a[0], a[1], &result{answered: acksOf(opt) != 0, offset: off, err: err})
 			return nil
 		}},
@@ -170,7 +174,11 @@ func init() {
 			e.Point(Pointer{Kind: "record", Broker: res.Leader, Topic: a[0], Partition: res.Partition, Offset: res.BaseOffset, Value: a[2], Note: "key " + a[1]})
 			return nil
 		}},
-		"fill": {"topic word int int int", nil, func(e *Env, a []string, _ map[string]string) error {
+		"fill": {"topic word int int int key=value*", []string{"timestamp"}, func(e *Env, a []string, opt map[string]string) error {
+			ts, err := timestampOf(e, opt)
+			if err != nil {
+				return err
+			}
 			from, _ := strconv.Atoi(a[2])
 			n, _ := strconv.Atoi(a[3])
 			size, _ := strconv.Atoi(a[4])
@@ -179,7 +187,7 @@ func init() {
 			}
 			for i := from; i < from+n; i++ {
 				v := fill(fmt.Sprintf("%s%02d", a[1], i), size)
-				if _, err := e.Produce(a[0], v, 1); err != nil {
+				if _, err := e.produceAt(a[0], v, 1, ts); err != nil {
 					return err
 				}
 			}
@@ -701,6 +709,7 @@ func init() {
 	addCompareVocab()
 	addFileVocab()
 	addTxnVocab()
+	addTimeVocab()
 }
 
 // lookupSegment is the segment the last lookup chose.

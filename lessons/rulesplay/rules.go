@@ -235,6 +235,9 @@ func init() {
 			return nil
 		},
 		"produce": func(r *rulesEnv, a []string, opt map[string]string) error {
+			if _, ok := opt["timestamp"]; ok {
+				return fmt.Errorf("the rules back-end keeps no timestamps: produce takes no timestamp")
+			}
 			acks := opt["acks"]
 			if acks == "" {
 				acks = "1"
