@@ -1,6 +1,9 @@
 package lessons
 
-import "tidemark/server/chaos"
+import (
+	"tidemark/invariant"
+	"tidemark/server/chaos"
+)
 
 // Back-ends a scenario runs on.
 const (
@@ -79,6 +82,10 @@ type Durable struct {
 	// script used transactions.
 	LSO    int64
 	HasLSO bool
+	// Topic is the topic's configs and NowMs the lab time the logs were
+	// read at (a compacted topic's cleaner removes superseded records).
+	Topic invariant.Topic
+	NowMs int64
 }
 
 // RulesLastQueries are the rules-only queries of what happened in the

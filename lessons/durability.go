@@ -32,7 +32,7 @@ func (d Durable) findings() []string {
 			}
 		}
 	}
-	rep := chaos.Check(chaos.Input{Writes: d.Writes, Final: final})
+	rep := chaos.Check(chaos.Input{Writes: d.Writes, Final: final, Topic: d.Topic, NowMs: d.NowMs})
 	var out []string
 	for _, l := range append(rep.Lost, rep.UnsyncedLost...) {
 		out = append(out, "lost "+l.Write.Value)
@@ -55,7 +55,7 @@ func (d Durable) findings() []string {
 
 // durableOf is a topic's state on the lab cluster.
 func (e *Env) durableOf(topic string) Durable {
-	d := Durable{Leader: -1}
+	d := Durable{Leader: -1, Topic: e.topicConfig(topic), NowMs: e.c.Clock().Now().UnixMilli()}
 	for key := range e.results {
 		v, ok := strings.CutPrefix(key, topic+"/")
 		if !ok {
@@ -63,7 +63,7 @@ func (e *Env) durableOf(topic string) Durable {
 		}
 		r, _ := e.result(topic, v)
 		acked := r.answered && r.err == nil && r.offset >= 0
-		w := chaos.Write{Value: v, Acked: acked, Offset: -1}
+		w := chaos.Write{Value: v, Acked: acked, Offset: -1, Key: r.key, Tombstone: r.tombstone, Timestamp: r.sentMs}
 		if acked {
 			w.Offset = r.offset
 		}
@@ -79,7 +79,7 @@ func (e *Env) durableOf(topic string) Durable {
 		}
 		rl := chaos.ReplicaLog{Broker: id, Leader: id == m.Leader, HW: st.HighWatermark}
 		for _, x := range recs {
-			rl.Records = append(rl.Records, chaos.Rec{Offset: x.Offset, LeaderEpoch: x.Epoch, Value: x.Value})
+			rl.Records = append(rl.Records, chaos.Rec{Offset: x.Offset, LeaderEpoch: x.Epoch, Value: x.Value, Key: x.Key, Tombstone: x.Tombstone, Timestamp: x.Timestamp})
 		}
 		if rl.Leader {
 			d.Leader = id

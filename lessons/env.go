@@ -379,6 +379,10 @@ type Rec struct {
 	Epoch  int32
 	Value  string
 	Key    string
+	// Tombstone: a null value (Value ""); Timestamp is the record's, in
+	// ms. The log cleaner of a compacted topic reads both.
+	Tombstone bool
+	Timestamp int64
 }
 
 // Log returns broker id's log of partition 0 of topic; nil when the broker
@@ -440,7 +444,8 @@ func (e *Env) readRecords(id int32, topic string, partition int32) ([]Rec, bool)
 			if b.Header.Attributes&controlAttr != 0 {
 				v = controlValue(x.Key) // a transaction marker: COMMIT or ABORT
 			}
-			out = append(out, Rec{Offset: x.Offset, Epoch: b.Header.PartitionLeaderEpoch, Value: v, Key: string(x.Key)})
+			out = append(out, Rec{Offset: x.Offset, Epoch: b.Header.PartitionLeaderEpoch, Value: v, Key: string(x.Key),
+				Tombstone: x.Value == nil, Timestamp: x.Timestamp})
 		}
 	}
 	return out, true

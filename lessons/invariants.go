@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"tidemark/events"
+	"tidemark/invariant"
 	"tidemark/replication"
 	"tidemark/server/wire"
 )
@@ -94,6 +95,8 @@ func (w *watcher) checkTopic(e *Env, topic string) error {
 		return fmt.Errorf("controller: leader %d not in ISR %v", m.Leader, m.ISR)
 	}
 	logs := map[int32][]Rec{}
+	cfg := e.topicConfig(topic)
+	compacting := cfg.Compact
 	for _, id := range e.c.BrokerIDs() {
 		st, ok := e.Status(id, topic)
 		l := e.Log(id, topic)
@@ -118,7 +121,9 @@ func (w *watcher) checkTopic(e *Env, topic string) error {
 				return fmt.Errorf("b%d: %v follows %v", id, recs[i], recs[i-1])
 			}
 		}
-		if n := len(recs); n > 0 && recs[n-1].Offset != st.LogEndOffset-1 {
+		// The cleaner may remove a compacted log's last record (a
+		// tombstone past delete.retention.ms), never move one.
+		if n := len(recs); n > 0 && (recs[n-1].Offset > st.LogEndOffset-1 || recs[n-1].Offset < st.LogEndOffset-1 && !compacting) {
 			return fmt.Errorf("b%d: last record at %d, LEO %d", id, recs[n-1].Offset, st.LogEndOffset)
 		}
 		for i := 1; i < len(st.EpochCache); i++ {
@@ -140,6 +145,10 @@ func (w *watcher) checkTopic(e *Env, topic string) error {
 	for _, x := range logs[m.Leader] {
 		at[x.Offset] = x
 	}
+	// What the log cleaner of a compacted topic may have removed: records
+	// a later acknowledged write or held record of their key supersedes.
+	cleaned := invariant.NewCompaction(cfg, e.c.Clock().Now().UnixMilli())
+	acked := map[string]*result{}
 	for key, r := range e.results {
 		v, ok := strings.CutPrefix(key, topic+"/")
 		if !ok {
@@ -148,7 +157,19 @@ func (w *watcher) checkTopic(e *Env, topic string) error {
 		if _, err := e.result(topic, v); err != nil || !r.answered || r.err != nil || r.offset < 0 {
 			continue
 		}
-		if x, ok := at[r.offset]; !ok || x.Value != v {
+		acked[v] = r
+		cleaned.Saw(r.key, r.offset)
+	}
+	for _, recs := range logs {
+		for _, x := range recs {
+			cleaned.Saw(x.Key, x.Offset)
+		}
+	}
+	for v, r := range acked {
+		x, ok := at[r.offset]
+		switch {
+		case !ok && cleaned.Removable(r.key, r.offset, r.tombstone, r.sentMs):
+		case !ok, r.tombstone && (!x.Tombstone || x.Key != r.key), !r.tombstone && x.Value != v:
 			tw.found["lost "+v] = true
 		}
 	}
@@ -160,7 +181,11 @@ func (w *watcher) checkTopic(e *Env, topic string) error {
 		}
 		tw.maxHW = max(tw.maxHW, hw)
 		for off, s := range tw.seen {
-			if x, ok := at[off]; !ok || x != s {
+			x, ok := at[off]
+			if !ok && cleaned.Removable(s.Key, off, s.Tombstone, s.Timestamp) {
+				continue
+			}
+			if !ok || x != s {
 				tw.found[fmt.Sprintf("seen-gone %d", off)] = true
 			}
 		}
@@ -181,12 +206,26 @@ func (w *watcher) checkTopic(e *Env, topic string) error {
 		}
 		below := min(st.HighWatermark, lst.HighWatermark)
 		for _, x := range recs {
-			if x.Offset < below && at[x.Offset] != x {
+			y, ok := at[x.Offset]
+			if !ok && cleaned.Removable(x.Key, x.Offset, x.Tombstone, x.Timestamp) {
+				continue // the leader cleaned it first
+			}
+			if x.Offset < below && y != x {
 				tw.found[fmt.Sprintf("diverged %d", x.Offset)] = true
 			}
 		}
 	}
 	return nil
+}
+
+// topicConfig is what the checks need of topic's configs.
+func (e *Env) topicConfig(topic string) invariant.Topic {
+	t, ok := e.c.Controller().Topic(topic)
+	if !ok {
+		return invariant.Topic{}
+	}
+	cfg := t.Config()
+	return invariant.Topic{Compact: cfg.Compact(), DeleteRetentionMs: cfg.Storage().DeleteRetention.Milliseconds()}
 }
 
 // visibleHW asks the leader for the latest offset as a consumer does

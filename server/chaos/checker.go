@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+
+	"tidemark/invariant"
+	"tidemark/server/controller"
 )
 
 // Write is one value a producer sent, acknowledged or not.
@@ -35,6 +38,12 @@ type Write struct {
 	SentMs      int64 `json:"sent_ms"`
 	AckedAction int   `json:"acked_action,omitempty"`
 	AckedMs     int64 `json:"acked_ms,omitempty"`
+	// Key is the record's key ("": none); Tombstone: its value was null
+	// (Value then only names the write); Timestamp is the record's (ms since
+	// the epoch). A compacted topic's log cleaner reads them (Input.Topic).
+	Key       string `json:"key,omitempty"`
+	Tombstone bool   `json:"tombstone,omitempty"`
+	Timestamp int64  `json:"timestamp,omitempty"`
 }
 
 // Removal names how a replica lost a copy of a record.
@@ -118,7 +127,41 @@ type Rec struct {
 	Offset      int64  `json:"offset"`
 	LeaderEpoch int32  `json:"leader_epoch"`
 	Value       string `json:"value"`
+	// Key and Tombstone as in Write; Timestamp a tombstone's (0 for other
+	// records: only the cleaner's rule for tombstones reads it).
+	Key       string `json:"key,omitempty"`
+	Tombstone bool   `json:"tombstone,omitempty"`
+	Timestamp int64  `json:"timestamp,omitempty"`
 }
+
+// newRec is a record read back from a log or by a consumer.
+func newRec(offset int64, epoch int32, key, value []byte, timestamp int64) Rec {
+	x := Rec{Offset: offset, LeaderEpoch: epoch, Value: string(value), Key: string(key), Tombstone: value == nil}
+	if x.Tombstone {
+		x.Timestamp = timestamp
+	}
+	return x
+}
+
+// topicOf is what the checker needs of a topic's configs.
+func topicOf(configs map[string]string) invariant.Topic {
+	tc, err := controller.ParseTopicConfig(configs)
+	if err != nil {
+		return invariant.Topic{}
+	}
+	return invariant.Topic{Compact: tc.Compact(), DeleteRetentionMs: tc.Storage().DeleteRetention.Milliseconds()}
+}
+
+// name is what a write and its records are matched by: the value, or for
+// a tombstone (no value) its key.
+func (x Rec) name() string {
+	if x.Tombstone {
+		return "\x00tombstone " + x.Key
+	}
+	return x.Value
+}
+
+func (w Write) name() string { return Rec{Value: w.Value, Key: w.Key, Tombstone: w.Tombstone}.name() }
 
 // ReplicaLog is one replica's whole log and HW at the end of a run.
 type ReplicaLog struct {
@@ -160,6 +203,11 @@ type Input struct {
 	Final     Final
 	// Disorders is what EventOrder found in the run's event stream.
 	Disorders []Disorder
+	// Topic is the topic's configs, NowMs the lab time (ms since the
+	// epoch) the logs were read at: on a compacted topic the log cleaner
+	// removes superseded records and old tombstones, which are not lost.
+	Topic invariant.Topic
+	NowMs int64
 }
 
 // Loss is an acknowledged write a consumer cannot read.
@@ -303,18 +351,19 @@ func Check(in Input) Report {
 	for p, recs := range in.Final.Consumed {
 		m := map[string][]int64{}
 		for _, x := range recs {
-			m[x.Value] = append(m[x.Value], x.Offset)
+			m[x.name()] = append(m[x.name()], x.Offset)
 		}
 		found[p] = m
 	}
+	cleaned := compaction(in)
 	copies := map[string][]Copy{}
 	for _, c := range in.Copies {
 		copies[c.Value] = append(copies[c.Value], c)
 	}
 	for _, w := range in.Writes {
 		r.Writes++
-		at := found[w.Partition][w.Value]
-		if len(at) > 1 {
+		at := found[w.Partition][w.name()]
+		if len(at) > 1 && !w.Tombstone { // a key's tombstones look alike
 			r.Duplicated = append(r.Duplicated, Duplicate{Write: w, Offsets: at})
 		}
 		if !w.Acked {
@@ -322,8 +371,10 @@ func Check(in Input) Report {
 		}
 		r.Acked++
 		switch {
-		case slices.Contains(in.Final.Offline, w.Partition), len(at) == 0 && leaderHolds(in.Final.Replicas[w.Partition], w.Value):
+		case slices.Contains(in.Final.Offline, w.Partition), len(at) == 0 && leaderHolds(in.Final.Replicas[w.Partition], w.name()):
 			r.Unreadable = append(r.Unreadable, w)
+		case len(at) == 0 && cleaned[w.Partition].Removable(w.Key, w.Offset, w.Tombstone, w.Timestamp):
+			// the log cleaner removed it: not lost
 		case len(at) == 0:
 			l := explainLoss(w, copies[w.Value], in.Elections)
 			if l.Unsynced {
@@ -335,7 +386,7 @@ func Check(in Input) Report {
 			r.WrongOffset = append(r.WrongOffset, Misplaced{Write: w, Offsets: at})
 		}
 	}
-	r.ReplicasDiffer = diverging(in.Final.Replicas)
+	r.ReplicasDiffer = diverging(in.Final.Replicas, cleaned)
 	for _, g := range regressions(in.HWs) {
 		if unsyncedBetween(in.Copies, g, in.Elections) {
 			r.UnsyncedHWBackwards = append(r.UnsyncedHWBackwards, g)
@@ -366,10 +417,45 @@ func Check(in Input) Report {
 	return r
 }
 
-// leaderHolds reports whether the partition's leader has value in its log.
-func leaderHolds(logs []ReplicaLog, value string) bool {
+// compaction is, for each partition, what its log cleaner may have
+// removed: records a later acknowledged write or a record of the same key
+// supersedes, and old tombstones (nothing unless the topic compacts).
+func compaction(in Input) map[int32]*invariant.Compaction {
+	out := map[int32]*invariant.Compaction{}
+	of := func(p int32) *invariant.Compaction {
+		if out[p] == nil {
+			out[p] = invariant.NewCompaction(in.Topic, in.NowMs)
+		}
+		return out[p]
+	}
+	if !in.Topic.Compact {
+		return out // nil Compactions remove nothing
+	}
+	for _, w := range in.Writes {
+		if w.Acked {
+			of(w.Partition).Saw(w.Key, w.Offset)
+		}
+	}
+	for p, logs := range in.Final.Replicas {
+		for _, l := range logs {
+			for _, x := range l.Records {
+				of(p).Saw(x.Key, x.Offset)
+			}
+		}
+	}
+	for p, recs := range in.Final.Consumed {
+		for _, x := range recs {
+			of(p).Saw(x.Key, x.Offset)
+		}
+	}
+	return out
+}
+
+// leaderHolds reports whether the partition's leader has the record named
+// name (Rec.name) in its log.
+func leaderHolds(logs []ReplicaLog, name string) bool {
 	for _, l := range logs {
-		if l.Leader && slices.ContainsFunc(l.Records, func(x Rec) bool { return x.Value == value }) {
+		if l.Leader && slices.ContainsFunc(l.Records, func(x Rec) bool { return x.name() == name }) {
 			return true
 		}
 	}
@@ -567,7 +653,7 @@ func lossCause(l Loss) string {
 
 // diverging compares each follower with its partition's leader below both
 // HWs, offset by offset.
-func diverging(replicas map[int32][]ReplicaLog) []Divergence {
+func diverging(replicas map[int32][]ReplicaLog, cleaned map[int32]*invariant.Compaction) []Divergence {
 	out := []Divergence{}
 	parts := make([]int32, 0, len(replicas))
 	for p := range replicas {
@@ -585,7 +671,7 @@ func diverging(replicas map[int32][]ReplicaLog) []Divergence {
 			if f.Broker == leader.Broker {
 				continue
 			}
-			if d, ok := firstDifference(leader, f); ok {
+			if d, ok := firstDifference(leader, f, cleaned[p]); ok {
 				d.Partition = p
 				out = append(out, d)
 			}
@@ -594,7 +680,10 @@ func diverging(replicas map[int32][]ReplicaLog) []Divergence {
 	return out
 }
 
-func firstDifference(leader, f ReplicaLog) (Divergence, bool) {
+// firstDifference is the first offset below both HWs where the two logs
+// differ; a record one of them holds and the other's cleaner removed
+// (cleaned) is no difference.
+func firstDifference(leader, f ReplicaLog, cleaned *invariant.Compaction) (Divergence, bool) {
 	below := min(leader.HW, f.HW)
 	at := func(l ReplicaLog) map[int64]Rec {
 		m := map[int64]Rec{}
@@ -621,6 +710,9 @@ func firstDifference(leader, f ReplicaLog) (Divergence, bool) {
 		fr, fok := fm[o]
 		if lok && fok && lr == fr {
 			continue
+		}
+		if lok != fok && cleaned.Removable(lr.Key+fr.Key, o, lr.Tombstone || fr.Tombstone, max(lr.Timestamp, fr.Timestamp)) {
+			continue // one replica's cleaner removed it first
 		}
 		d := Divergence{Leader: leader.Broker, Follower: f.Broker, Offset: o}
 		if lok {
