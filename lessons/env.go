@@ -455,6 +455,9 @@ func (e *Env) readRecords(id int32, topic string, partition int32) ([]Rec, bool)
 func (e *Env) Values(id int32, topic string) []string {
 	var out []string
 	for _, r := range e.Records(id, topic) {
+		if r.Tombstone { // as key-values writes it
+			r.Value = r.Key + "=" + tombstoneText
+		}
 		out = append(out, r.Value)
 	}
 	return out

@@ -94,7 +94,11 @@ func (d Durable) Transcript() string {
 		}
 		recs := make([]string, 0, len(r.Records))
 		for _, x := range r.Records {
-			recs = append(recs, recText(x.Offset, x.Value, x.LeaderEpoch))
+			v := x.Value
+			if x.Tombstone { // as key-values writes it
+				v = x.Key + "=" + tombstoneText
+			}
+			recs = append(recs, recText(x.Offset, v, x.LeaderEpoch))
 		}
 		if len(recs) == 0 {
 			recs = append(recs, "(empty)")

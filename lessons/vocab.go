@@ -717,6 +717,7 @@ func init() {
 	addFileVocab()
 	addTxnVocab()
 	addTimeVocab()
+	addCleanerVocab()
 }
 
 // lookupSegment is the segment the last lookup chose.
