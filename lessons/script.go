@@ -16,7 +16,7 @@ import (
 // A line starts with a keyword:
 //
 //	lesson 08-hw              the id: "NN-name", NN its place on the path
-//	part replication          storage, replication, failures, delivery or comparisons
+//	part replication          storage, replication, failures, delivery, comparisons or features
 //	builds-on 02-segments     lessons this one needs (earlier on the path)
 //	brokers 3                 the size of the lesson's fresh cluster
 //	fencing zookeeper         the controller's fencing rule (default kraft-elr,
@@ -77,7 +77,7 @@ import (
 // fails when one happened that no expect line names.
 
 // Parts are the sections of the learning path, in order.
-var Parts = []string{"storage", "replication", "failures", "delivery", "comparisons"}
+var Parts = []string{"storage", "replication", "failures", "delivery", "comparisons", "features"}
 
 // Script is a parsed lesson file.
 type Script struct {
