@@ -31,9 +31,10 @@ func NewCompaction(topic Topic, nowMs int64) *Compaction {
 }
 
 // Saw notes a record of key at offset: an acknowledged write, or one a
-// replica's log holds. Keyless records supersede nothing.
+// replica's log holds. Keyless records supersede nothing; a nil
+// Compaction (a topic that does not compact) notes nothing.
 func (c *Compaction) Saw(key string, offset int64) {
-	if key == "" {
+	if c == nil || key == "" {
 		return
 	}
 	if o, ok := c.latest[key]; !ok || offset > o {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"tidemark/events"
+	"tidemark/invariant"
 	"tidemark/replication"
 	"tidemark/server/chaos"
 	"tidemark/server/cluster"
@@ -48,6 +49,12 @@ type Env struct {
 	topics      []string          // created by the script, in order
 	txns        map[string]*txnProducer
 	txnAnswers  map[string]func() error // EndTxn answers not yet collected (vocab_txn.go)
+	// powerLost is what each broker's last power loss cut: unsynced bytes
+	// by file, relative to its log dir.
+	powerLost map[int32]map[string]int64
+	// reopen opens the run's cluster again on its data dir (scenario
+	// runs only: restart-lab); nil in a lesson.
+	reopen func() (*cluster.Cluster, error)
 
 	// watch checks the invariants after every action and fetch (scenario
 	// runs only; nil in a lesson).
@@ -306,9 +313,14 @@ func (e *Env) Crash(ids ...int32) error {
 // PowerLoss stops brokers and loses what they had not fsynced.
 func (e *Env) PowerLoss(ids ...int32) error {
 	for _, id := range ids {
-		if _, err := e.c.PowerLoss(id); err != nil {
+		lost, err := e.c.PowerLoss(id)
+		if err != nil {
 			return err
 		}
+		if e.powerLost == nil {
+			e.powerLost = map[int32]map[string]int64{}
+		}
+		e.powerLost[id] = lost
 		e.wait()
 	}
 	return nil
@@ -373,17 +385,8 @@ func (e *Env) Flush(ids ...int32) error {
 
 // --- reading the real state ---
 
-// Rec is one record as a replica's log holds it.
-type Rec struct {
-	Offset int64
-	Epoch  int32
-	Value  string
-	Key    string
-	// Tombstone: a null value (Value ""); Timestamp is the record's, in
-	// ms. The log cleaner of a compacted topic reads both.
-	Tombstone bool
-	Timestamp int64
-}
+// Rec is one record as a replica's log holds it (the checker's).
+type Rec = invariant.Rec
 
 // Log returns broker id's log of partition 0 of topic; nil when the broker
 // is down or has no replica.

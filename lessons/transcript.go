@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"tidemark/server/chaos"
+	"tidemark/invariant"
 )
 
 // Transcripts. A scenario's "show TOPIC" line prints the topic as it is at
@@ -98,7 +98,7 @@ func (d Durable) Transcript() string {
 			if x.Tombstone { // as key-values writes it
 				v = x.Key + "=" + tombstoneText
 			}
-			recs = append(recs, recText(x.Offset, v, x.LeaderEpoch))
+			recs = append(recs, recText(x.Offset, v, x.Epoch))
 		}
 		if len(recs) == 0 {
 			recs = append(recs, "(empty)")
@@ -114,7 +114,7 @@ func (d Durable) Transcript() string {
 		}
 	}
 	ws := slices.Clone(d.Writes)
-	slices.SortFunc(ws, func(a, b chaos.Write) int { return strings.Compare(a.Value, b.Value) })
+	slices.SortFunc(ws, func(a, b invariant.Write) int { return strings.Compare(a.Value, b.Value) })
 	var acked, not []string
 	for _, w := range ws {
 		if w.Acked {

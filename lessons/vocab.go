@@ -208,9 +208,9 @@ func init() {
 			e.setResult(a[0], a[1], &result{pending: p})
 			return nil
 		}},
-		// send-idempotent TOPIC VALUE PID SEQ [epoch=E]: one batch of an
-		// idempotent producer, its producer epoch E (default 0).
-		"send-idempotent": {"topic word word int key=value*", []string{"epoch"}, func(e *Env, a []string, opt map[string]string) error {
+		// send-idempotent TOPIC VALUE PID SEQ [epoch=E] [timeout=MS]: one batch
+		// of an idempotent producer, its producer epoch E (default 0).
+		"send-idempotent": {"topic word word int key=value*", []string{"epoch", "timeout"}, func(e *Env, a []string, opt map[string]string) error {
 			pid, ok := e.pids[a[2]]
 			if !ok {
 				return fmt.Errorf("send-idempotent: no producer id %s (do init-producer-id first)", a[2])
@@ -224,7 +224,7 @@ func init() {
 				}
 				epoch = n
 			}
-			p, err := e.produceBytes(a[0], a[1], storage.NewIdempotentBatch([]storage.Record{{Value: []byte(a[1]), Timestamp: e.c.Clock().Now().UnixMilli()}}, pid, int16(epoch), int32(seq)))
+			p, err := e.produceBytesTo(e.Meta(a[0]).Leader, a[0], a[1], storage.NewIdempotentBatch([]storage.Record{{Value: []byte(a[1]), Timestamp: e.c.Clock().Now().UnixMilli()}}, pid, int16(epoch), int32(seq)), timeoutOf(opt))
 			if err != nil {
 				return err
 			}
@@ -718,6 +718,7 @@ func init() {
 	addTxnVocab()
 	addTimeVocab()
 	addCleanerVocab()
+	addStoryVocab()
 }
 
 // lookupSegment is the segment the last lookup chose.

@@ -2,8 +2,8 @@ package chaos
 
 import (
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 
 	"tidemark/invariant"
 	"tidemark/server/controller"
@@ -152,16 +152,22 @@ func topicOf(configs map[string]string) invariant.Topic {
 	return invariant.Topic{Compact: tc.Compact(), DeleteRetentionMs: tc.Storage().DeleteRetention.Milliseconds()}
 }
 
-// name is what a write and its records are matched by: the value, or for
-// a tombstone (no value) its key.
-func (x Rec) name() string {
-	if x.Tombstone {
-		return "\x00tombstone " + x.Key
-	}
-	return x.Value
+// core is x as the checker (package invariant) reads it.
+func (x Rec) core() invariant.Rec {
+	return invariant.Rec{Offset: x.Offset, Epoch: x.LeaderEpoch, Value: x.Value, Key: x.Key, Tombstone: x.Tombstone, Timestamp: x.Timestamp}
 }
 
-func (w Write) name() string { return Rec{Value: w.Value, Key: w.Key, Tombstone: w.Tombstone}.name() }
+// recOf is the checker's record back as the report's (nil stays nil).
+func recOf(x *invariant.Rec) *Rec {
+	if x == nil {
+		return nil
+	}
+	return &Rec{Offset: x.Offset, LeaderEpoch: x.Epoch, Value: x.Value, Key: x.Key, Tombstone: x.Tombstone, Timestamp: x.Timestamp}
+}
+
+func (w Write) core() invariant.Write {
+	return invariant.Write{Value: w.Value, Key: w.Key, Tombstone: w.Tombstone, Timestamp: w.Timestamp, Acked: w.Acked, Offset: w.Offset}
+}
 
 // ReplicaLog is one replica's whole log and HW at the end of a run.
 type ReplicaLog struct {
@@ -346,47 +352,36 @@ func Check(in Input) Report {
 	r := Report{Lost: []Loss{}, UnsyncedLost: []Loss{}, Unreadable: []Write{}, Duplicated: []Duplicate{},
 		WrongOffset: []Misplaced{}, ReplicasDiffer: []Divergence{}, HWBackwards: []Regression{}, UnsyncedHWBackwards: []Regression{},
 		LeaderOutsideISR: []LeaderSample{}, Unsettled: []PartitionState{}, EventsOutOfOrder: append([]Disorder{}, in.Disorders...)}
-	// Where each value is in what a consumer reads.
-	found := map[int32]map[string][]int64{}
-	for p, recs := range in.Final.Consumed {
-		m := map[string][]int64{}
-		for _, x := range recs {
-			m[x.name()] = append(m[x.name()], x.Offset)
-		}
-		found[p] = m
-	}
-	cleaned := compaction(in)
+	finals := finals(in)
 	copies := map[string][]Copy{}
 	for _, c := range in.Copies {
 		copies[c.Value] = append(copies[c.Value], c)
 	}
 	for _, w := range in.Writes {
 		r.Writes++
-		at := found[w.Partition][w.name()]
-		if len(at) > 1 && !w.Tombstone { // a key's tombstones look alike
-			r.Duplicated = append(r.Duplicated, Duplicate{Write: w, Offsets: at})
+		j := finals[w.Partition].Judge(w.core())
+		if j.Duplicated {
+			r.Duplicated = append(r.Duplicated, Duplicate{Write: w, Offsets: j.Offsets})
 		}
 		if !w.Acked {
 			continue
 		}
 		r.Acked++
-		switch {
-		case slices.Contains(in.Final.Offline, w.Partition), len(at) == 0 && leaderHolds(in.Final.Replicas[w.Partition], w.name()):
+		switch j.Kind {
+		case invariant.Unreadable:
 			r.Unreadable = append(r.Unreadable, w)
-		case len(at) == 0 && cleaned[w.Partition].Removable(w.Key, w.Offset, w.Tombstone, w.Timestamp):
-			// the log cleaner removed it: not lost
-		case len(at) == 0:
+		case invariant.Lost:
 			l := explainLoss(w, copies[w.Value], in.Elections)
 			if l.Unsynced {
 				r.UnsyncedLost = append(r.UnsyncedLost, l)
 			} else {
 				r.Lost = append(r.Lost, l)
 			}
-		case !slices.Contains(at, w.Offset):
-			r.WrongOffset = append(r.WrongOffset, Misplaced{Write: w, Offsets: at})
+		case invariant.WrongOffset:
+			r.WrongOffset = append(r.WrongOffset, Misplaced{Write: w, Offsets: j.Offsets})
 		}
 	}
-	r.ReplicasDiffer = diverging(in.Final.Replicas, cleaned)
+	r.ReplicasDiffer = diverging(finals)
 	for _, g := range regressions(in.HWs) {
 		if unsyncedBetween(in.Copies, g, in.Elections) {
 			r.UnsyncedHWBackwards = append(r.UnsyncedHWBackwards, g)
@@ -417,49 +412,37 @@ func Check(in Input) Report {
 	return r
 }
 
-// compaction is, for each partition, what its log cleaner may have
-// removed: records a later acknowledged write or a record of the same key
-// supersedes, and old tombstones (nothing unless the topic compacts).
-func compaction(in Input) map[int32]*invariant.Compaction {
-	out := map[int32]*invariant.Compaction{}
-	of := func(p int32) *invariant.Compaction {
+// finals is each partition as the checker (package invariant) judges
+// it: its writes, replicas, what a consumer read, whether it is offline.
+func finals(in Input) map[int32]*invariant.Final {
+	out := map[int32]*invariant.Final{}
+	of := func(p int32) *invariant.Final {
 		if out[p] == nil {
-			out[p] = invariant.NewCompaction(in.Topic, in.NowMs)
+			out[p] = &invariant.Final{Snapshot: invariant.Snapshot{Topic: in.Topic, NowMs: in.NowMs}, Offline: slices.Contains(in.Final.Offline, p)}
 		}
 		return out[p]
 	}
-	if !in.Topic.Compact {
-		return out // nil Compactions remove nothing
-	}
 	for _, w := range in.Writes {
-		if w.Acked {
-			of(w.Partition).Saw(w.Key, w.Offset)
-		}
+		f := of(w.Partition)
+		f.Writes = append(f.Writes, w.core())
 	}
 	for p, logs := range in.Final.Replicas {
+		f := of(p)
 		for _, l := range logs {
+			r := invariant.Replica{Broker: l.Broker, Leader: l.Leader, HW: l.HW}
 			for _, x := range l.Records {
-				of(p).Saw(x.Key, x.Offset)
+				r.Records = append(r.Records, x.core())
 			}
+			f.Replicas = append(f.Replicas, r)
 		}
 	}
 	for p, recs := range in.Final.Consumed {
+		f := of(p)
 		for _, x := range recs {
-			of(p).Saw(x.Key, x.Offset)
+			f.Consumed = append(f.Consumed, x.core())
 		}
 	}
 	return out
-}
-
-// leaderHolds reports whether the partition's leader has the record named
-// name (Rec.name) in its log.
-func leaderHolds(logs []ReplicaLog, name string) bool {
-	for _, l := range logs {
-		if l.Leader && slices.ContainsFunc(l.Records, func(x Rec) bool { return x.name() == name }) {
-			return true
-		}
-	}
-	return false
 }
 
 // explainLoss finds, for a lost write, how each copy went and the election
@@ -653,94 +636,32 @@ func lossCause(l Loss) string {
 
 // diverging compares each follower with its partition's leader below both
 // HWs, offset by offset.
-func diverging(replicas map[int32][]ReplicaLog, cleaned map[int32]*invariant.Compaction) []Divergence {
+func diverging(finals map[int32]*invariant.Final) []Divergence {
 	out := []Divergence{}
-	parts := make([]int32, 0, len(replicas))
-	for p := range replicas {
-		parts = append(parts, p)
-	}
-	slices.Sort(parts)
-	for _, p := range parts {
-		logs := replicas[p]
-		li := slices.IndexFunc(logs, func(x ReplicaLog) bool { return x.Leader })
-		if li < 0 {
-			continue
-		}
-		leader := logs[li]
-		for _, f := range logs {
-			if f.Broker == leader.Broker {
-				continue
-			}
-			if d, ok := firstDifference(leader, f, cleaned[p]); ok {
-				d.Partition = p
-				out = append(out, d)
-			}
+	for _, p := range slices.Sorted(maps.Keys(finals)) {
+		for _, v := range finals[p].Diverged() {
+			out = append(out, Divergence{Partition: p, Leader: v.Leader, Follower: v.Broker, Offset: v.Offset, LeaderRec: recOf(v.Want), FollowerRec: recOf(v.Found)})
 		}
 	}
 	return out
-}
-
-// firstDifference is the first offset below both HWs where the two logs
-// differ; a record one of them holds and the other's cleaner removed
-// (cleaned) is no difference.
-func firstDifference(leader, f ReplicaLog, cleaned *invariant.Compaction) (Divergence, bool) {
-	below := min(leader.HW, f.HW)
-	at := func(l ReplicaLog) map[int64]Rec {
-		m := map[int64]Rec{}
-		for _, x := range l.Records {
-			if x.Offset < below {
-				m[x.Offset] = x
-			}
-		}
-		return m
-	}
-	lm, fm := at(leader), at(f)
-	var offs []int64
-	for o := range lm {
-		offs = append(offs, o)
-	}
-	for o := range fm {
-		if _, ok := lm[o]; !ok {
-			offs = append(offs, o)
-		}
-	}
-	sort.Slice(offs, func(i, j int) bool { return offs[i] < offs[j] })
-	for _, o := range offs {
-		lr, lok := lm[o]
-		fr, fok := fm[o]
-		if lok && fok && lr == fr {
-			continue
-		}
-		if lok != fok && cleaned.Removable(lr.Key+fr.Key, o, lr.Tombstone || fr.Tombstone, max(lr.Timestamp, fr.Timestamp)) {
-			continue // one replica's cleaner removed it first
-		}
-		d := Divergence{Leader: leader.Broker, Follower: f.Broker, Offset: o}
-		if lok {
-			d.LeaderRec = &lr
-		}
-		if fok {
-			d.FollowerRec = &fr
-		}
-		return d, true
-	}
-	return Divergence{}, false
 }
 
 // regressions finds every step down of a partition's consumer-visible HW
 // (a HW staying low counts once), each with the highest HW seen before it.
 func regressions(hws []HWSample) []Regression {
 	out := []Regression{}
-	best := map[int32]HWSample{}
-	last := map[int32]int64{}
+	hw := map[int32]*invariant.HWs{}
+	seen := map[int32][]HWSample{}
 	for _, s := range hws {
-		b, ok := best[s.Partition]
-		if ok && s.HW < last[s.Partition] {
-			out = append(out, Regression{Partition: s.Partition, From: b, To: s})
+		h := hw[s.Partition]
+		if h == nil {
+			h = &invariant.HWs{}
+			hw[s.Partition] = h
 		}
-		if !ok || s.HW > b.HW {
-			best[s.Partition] = s
+		if back, _, at := h.Add(s.HW); back {
+			out = append(out, Regression{Partition: s.Partition, From: seen[s.Partition][at], To: s})
 		}
-		last[s.Partition] = s.HW
+		seen[s.Partition] = append(seen[s.Partition], s)
 	}
 	return out
 }
