@@ -826,6 +826,12 @@ func (p *parser) checkArgs(spec string, keys []string, args []string) error {
 		if k == "acks" && !slices.Contains([]string{"0", "1", "all", "-1"}, v) {
 			return errk("lesson.error.acks-want-0-1", v)
 		}
+		if k == "isolation" && v != "read_committed" && v != "read_uncommitted" {
+			return errk("lesson.error.isolation-want", v)
+		}
+		if d, err := time.ParseDuration(v); k == "timestamp" && (err != nil || d < -24*365*time.Hour || d > 24*365*time.Hour) {
+			return errk("lesson.error.timestamp-want", v)
+		}
 	}
 	return nil
 }
