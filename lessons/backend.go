@@ -75,6 +75,10 @@ type Durable struct {
 	LeaderEpoch int32
 	ISR         []int32
 	Assigned    []int32
+	// LSO is the leader's last stable offset, shown (HasLSO) once the
+	// script used transactions.
+	LSO    int64
+	HasLSO bool
 	// Topic is the topic's configs and NowMs the lab time the logs were
 	// read at (a compacted topic's cleaner removes superseded records).
 	Topic invariant.Topic

@@ -63,5 +63,12 @@ func (e *Env) durableOf(topic string) Durable {
 		}
 		d.Replicas = append(d.Replicas, r)
 	}
+	for _, r := range d.Replicas {
+		if r.Leader && len(e.txns) > 0 { // a read_committed fetch at the HW answers the LSO
+			if _, _, lso, err := e.fetchIsolated(topic, r.HW, true); err == nil {
+				d.LSO, d.HasLSO = lso, true
+			}
+		}
+	}
 	return d
 }

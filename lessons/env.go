@@ -47,6 +47,8 @@ type Env struct {
 	fetched     *fetchRegions     // the last fetch-regions
 	compared    *chaos.Comparison // the last compare (compare.go)
 	topics      []string          // created by the script, in order
+	txns        map[string]*txnProducer
+	txnAnswers  map[string]func() error // EndTxn answers not yet collected (vocab_txn.go)
 	// powerLost is what each broker's last power loss cut: unsynced bytes
 	// by file, relative to its log dir.
 	powerLost map[int32]map[string]int64
@@ -64,7 +66,8 @@ type Env struct {
 
 func newEnv(ctx context.Context, c *cluster.Cluster, pause func() time.Duration) *Env {
 	return &Env{ctx: ctx, c: c, pause: pause, results: map[string]*result{}, sent: map[string]bool{}, pids: map[string]int64{},
-		consumed: map[string][]string{}, consumeErr: map[string]error{}, consumedHW: map[string]int64{}, times: map[string]int64{}}
+		consumed: map[string][]string{}, consumeErr: map[string]error{}, consumedHW: map[string]int64{}, times: map[string]int64{},
+		txns: map[string]*txnProducer{}, txnAnswers: map[string]func() error{}}
 }
 
 // Cluster returns the run's cluster.
@@ -440,7 +443,11 @@ func (e *Env) readRecords(id int32, topic string, partition int32) ([]Rec, bool)
 	var out []Rec
 	for _, b := range batches {
 		for _, x := range b.Records {
-			out = append(out, Rec{Offset: x.Offset, Epoch: b.Header.PartitionLeaderEpoch, Value: string(x.Value), Key: string(x.Key),
+			v := string(x.Value)
+			if b.Header.Attributes&controlAttr != 0 {
+				v = controlValue(x.Key) // a transaction marker: COMMIT or ABORT
+			}
+			out = append(out, Rec{Offset: x.Offset, Epoch: b.Header.PartitionLeaderEpoch, Value: v, Key: string(x.Key),
 				Tombstone: x.Value == nil, Timestamp: x.Timestamp})
 		}
 	}
@@ -451,6 +458,9 @@ func (e *Env) readRecords(id int32, topic string, partition int32) ([]Rec, bool)
 func (e *Env) Values(id int32, topic string) []string {
 	var out []string
 	for _, r := range e.Records(id, topic) {
+		if r.Tombstone { // as key-values writes it
+			r.Value = r.Key + "=" + tombstoneText
+		}
 		out = append(out, r.Value)
 	}
 	return out

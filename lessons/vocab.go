@@ -144,8 +144,12 @@ func init() {
 			}
 			return e.CreateTopic(a[0], parts, rf, cfg)
 		}},
-		"produce": {"topic word key=value*", []string{"acks"}, func(e *Env, a []string, opt map[string]string) error {
-			off, err := e.Produce(a[0], a[1], acksOf(opt))
+		"produce": {"topic word key=value*", []string{"acks", "timestamp"}, func(e *Env, a []string, opt map[string]string) error {
+			ts, err := timestampOf(e, opt)
+			if err != nil {
+				return err
+			}
+			off, err := e.produceAt(a[0], a[1], acksOf(opt), ts)
 			e.setResult(a[0], a[1], &result{answered: acksOf(opt) != 0, offset: off, err: err})
 			return nil
 		}},
@@ -177,7 +181,11 @@ func init() {
 			e.Point(Pointer{Kind: "record", Broker: res.Leader, Topic: a[0], Partition: res.Partition, Offset: res.BaseOffset, Value: a[2], Note: "key " + a[1]})
 			return nil
 		}},
-		"fill": {"topic word int int int", nil, func(e *Env, a []string, _ map[string]string) error {
+		"fill": {"topic word int int int key=value*", []string{"timestamp"}, func(e *Env, a []string, opt map[string]string) error {
+			ts, err := timestampOf(e, opt)
+			if err != nil {
+				return err
+			}
 			from, _ := strconv.Atoi(a[2])
 			n, _ := strconv.Atoi(a[3])
 			size, _ := strconv.Atoi(a[4])
@@ -186,7 +194,7 @@ func init() {
 			}
 			for i := from; i < from+n; i++ {
 				v := fill(fmt.Sprintf("%s%02d", a[1], i), size)
-				if _, err := e.Produce(a[0], v, 1); err != nil {
+				if _, err := e.produceAt(a[0], v, 1, ts); err != nil {
 					return err
 				}
 			}
@@ -297,11 +305,17 @@ func init() {
 		}},
 		"checkpoint": {"broker+", nil, func(e *Env, a []string, _ map[string]string) error { e.Checkpoint(ids(a)...); return nil }},
 		"flush":      {"broker+", nil, func(e *Env, a []string, _ map[string]string) error { return e.Flush(ids(a)...) }},
-		"consume": {"topic int?", nil, func(e *Env, a []string, _ map[string]string) error {
+		"consume": {"topic int? key=value*", []string{"isolation"}, func(e *Env, a []string, opt map[string]string) error {
 			// From the start, or from the offset given.
-			from := int64(-1)
-			if len(a) > 1 {
-				from, _ = strconv.ParseInt(a[1], 10, 64)
+			from := fromOffset(a)
+			committed, protocol, err := isolationOf(opt)
+			if err != nil {
+				return err
+			}
+			if protocol { // a Fetch at that isolation level, filtered as Kafka's consumer does (vocab_txn.go)
+				vs, hw, _, err := e.fetchIsolated(a[0], from, committed)
+				e.consumed[a[0]], e.consumeErr[a[0]], e.consumedHW[a[0]] = vs, err, hw
+				return nil
 			}
 			recs, hw, err := e.c.Consume(a[0], 0, from, 1000)
 			e.consumed[a[0]] = mapS(recs, func(r cluster.ConsumedRecord) string { return string(r.Value) })
@@ -701,6 +715,9 @@ func init() {
 	addScenarioVocab()
 	addCompareVocab()
 	addFileVocab()
+	addTxnVocab()
+	addTimeVocab()
+	addCleanerVocab()
 	addStoryVocab()
 }
 

@@ -228,6 +228,9 @@ func init() {
 			return nil
 		},
 		"produce": func(r *rulesEnv, a []string, opt map[string]string) error {
+			if _, ok := opt["timestamp"]; ok {
+				return fmt.Errorf("the rules back-end keeps no timestamps: produce takes no timestamp")
+			}
 			acks := opt["acks"]
 			if acks == "" {
 				acks = "1"
@@ -300,8 +303,11 @@ func init() {
 			}
 			return r.topics[a[1]].Run("produce", nil, kv)
 		},
-		"consume": func(r *rulesEnv, a []string, _ map[string]string) error {
+		"consume": func(r *rulesEnv, a []string, opt map[string]string) error {
 			// What a consumer of the leader reads: its log below its HW.
+			if _, ok := opt["isolation"]; ok {
+				return fmt.Errorf("the rules back-end has no transactions: consume takes no isolation")
+			}
 			c, err := r.topic(a[0])
 			if err != nil {
 				return err
