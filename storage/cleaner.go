@@ -100,7 +100,8 @@ func (l *Log) cleanLocked(upperBound int64) (CleanResult, error) {
 	if total := res.CleanBytes + res.DirtyBytes; total > 0 {
 		res.DirtyRatio = float64(res.DirtyBytes) / float64(total)
 	}
-	if res.DirtyBytes == 0 || res.DirtyRatio < cfg.MinCleanableDirtyRatio {
+	// Kafka's LogCleanerManager cleans a log whose ratio exceeds the minimum.
+	if res.DirtyBytes == 0 || res.DirtyRatio <= cfg.MinCleanableDirtyRatio {
 		res.CleanableEnd = res.FirstDirty
 		return res, nil
 	}

@@ -19,7 +19,7 @@ func (r *replica) maybeClean() []func() {
 	if r.stopped || !r.log.Config().Cleanup.Compacts() {
 		return nil
 	}
-	res, err := r.log.Clean(r.hw)
+	res, err := r.log.Clean(r.cleanableEnd())
 	if err != nil {
 		if !errors.Is(err, storage.ErrClosed) {
 			r.b.errLog.log("log cleaner", "partition", r.tp, "err", err)
@@ -35,6 +35,24 @@ func (r *replica) maybeClean() []func() {
 	r.emit(fact.Say(ev, "event.cleaner", strconv.FormatFloat(res.DirtyRatio, 'f', 2, 64),
 		res.FirstDirty, res.CleanableEnd, dropped, res.TombstonesRemoved, res.BytesBefore, res.BytesAfter))
 	return nil
+}
+
+// cleanableEnd is where the cleaner must stop: the HW, or the first offset
+// of an open transaction below it (Kafka cleans below the last stable
+// offset, so that an aborted transaction's records are known before they
+// are cleaned). Callers hold r.mu; the transaction index reads only the log.
+func (r *replica) cleanableEnd() int64 {
+	end := r.hw
+	x := r.b.txnIndexOf(r)
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if err := x.update(r.log); err != nil {
+		return min(end, r.log.LogStartOffset()) // unknown: clean nothing
+	}
+	for _, first := range x.open {
+		end = min(end, first)
+	}
+	return end
 }
 
 // CleanerSections is the replica's log as the cleaner last left it: the
