@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"tidemark/events"
+	"tidemark/invariant"
 	"tidemark/replication"
 	"tidemark/server/chaos"
 	"tidemark/server/cluster"
@@ -383,13 +384,8 @@ func (e *Env) Flush(ids ...int32) error {
 
 // --- reading the real state ---
 
-// Rec is one record as a replica's log holds it.
-type Rec struct {
-	Offset int64
-	Epoch  int32
-	Value  string
-	Key    string
-}
+// Rec is one record as a replica's log holds it (the checker's).
+type Rec = invariant.Rec
 
 // Log returns broker id's log of partition 0 of topic; nil when the broker
 // is down or has no replica.
@@ -446,7 +442,8 @@ func (e *Env) readRecords(id int32, topic string, partition int32) ([]Rec, bool)
 	var out []Rec
 	for _, b := range batches {
 		for _, x := range b.Records {
-			out = append(out, Rec{Offset: x.Offset, Epoch: b.Header.PartitionLeaderEpoch, Value: string(x.Value), Key: string(x.Key)})
+			out = append(out, Rec{Offset: x.Offset, Epoch: b.Header.PartitionLeaderEpoch, Value: string(x.Value), Key: string(x.Key),
+				Tombstone: x.Value == nil, Timestamp: x.Timestamp})
 		}
 	}
 	return out, true

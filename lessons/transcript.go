@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"tidemark/server/chaos"
+	"tidemark/invariant"
 )
 
 // Transcripts. A scenario's "show TOPIC" line prints the topic as it is at
@@ -93,7 +93,7 @@ func (d Durable) Transcript() string {
 		}
 		recs := make([]string, 0, len(r.Records))
 		for _, x := range r.Records {
-			recs = append(recs, recText(x.Offset, x.Value, x.LeaderEpoch))
+			recs = append(recs, recText(x.Offset, x.Value, x.Epoch))
 		}
 		if len(recs) == 0 {
 			recs = append(recs, "(empty)")
@@ -106,7 +106,7 @@ func (d Durable) Transcript() string {
 		}
 	}
 	ws := slices.Clone(d.Writes)
-	slices.SortFunc(ws, func(a, b chaos.Write) int { return strings.Compare(a.Value, b.Value) })
+	slices.SortFunc(ws, func(a, b invariant.Write) int { return strings.Compare(a.Value, b.Value) })
 	var acked, not []string
 	for _, w := range ws {
 		if w.Acked {

@@ -101,6 +101,12 @@ type result struct {
 	// brokerErr is the broker's own answer to an acks=0 write, which the
 	// producer never hears.
 	brokerErr error
+	// key is the record's key ("" none); tombstone: its value was null
+	// (the result is named for it all the same); sentMs the lab time it
+	// was sent, its timestamp. A compacted topic's cleaner reads them.
+	key       string
+	tombstone bool
+	sentMs    int64
 }
 
 func (e *Env) result(topic, value string) (*result, error) {
@@ -159,11 +165,12 @@ func init() {
 			return nil
 		}},
 		"produce-key": {"topic word word", nil, func(e *Env, a []string, _ map[string]string) error {
+			sent := e.c.Clock().Now().UnixMilli()
 			res, err := e.ProduceKey(a[0], a[1], a[2])
 			if err != nil {
 				return err
 			}
-			e.setResult(a[0], a[2], &result{answered: true, offset: res.BaseOffset, partition: res.Partition})
+			e.setResult(a[0], a[2], &result{answered: true, offset: res.BaseOffset, partition: res.Partition, key: a[1], sentMs: sent})
 			e.Say(T("Key %s → partition %d (leader broker %d), offset %d: %s.",
 				"key %s → 分区 %d（leader 为 broker %d），offset %d：%s。",
 				"key %s → 分區 %d（leader 為 broker %d），offset %d：%s。").F(a[1], res.Partition, res.Leader, res.BaseOffset, a[2]))

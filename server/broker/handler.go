@@ -422,6 +422,9 @@ func (b *Broker) followerFetchState(fp *fetchPart, replicaID int32, replicaEpoch
 		LastFetchedEpoch:   fp.req.LastFetchedEpoch,
 		ReplicaEpoch:       replicaEpoch,
 	})
+	if res.Err == nil {
+		r.noteFollowerStart(replicaID, fp.req.LogStartOffset)
+	}
 	after := r.processReady()
 	fp.upTo = r.log.LogEndOffset()
 	fp.waitOn = r.newData

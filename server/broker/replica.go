@@ -66,6 +66,9 @@ type replica struct {
 	// flush due (lab time): the tick then flushes. 0 when none waits.
 	flushAtMs int64
 	stopped   bool
+	// followerStarts are the followers' log start offsets, as their
+	// fetches say (deleterecords.go: the low watermark).
+	followerStarts map[int32]int64
 	// q is the Raft side of a replication.protocol=quorum partition
 	// (quorum.go); nil for isr, where rp decides.
 	q *quorumState
@@ -259,6 +262,11 @@ func (r *replica) apply(p controller.Partition, tc controller.TopicConfig, confi
 		return
 	}
 	if p.LeaderEpoch != r.applied.LeaderEpoch || p.PartitionEpoch != r.applied.PartitionEpoch {
+		if p.LeaderEpoch != r.applied.LeaderEpoch {
+			// A new leader knows nothing of its followers' log starts
+			// yet, as Kafka resets its remote replicas' state.
+			r.followerStarts = nil
+		}
 		r.advance(r.b.nowMs())
 		if err := r.rp.LeaderAndIsr(p.State()); err != nil {
 			r.b.logger.Warn("LeaderAndIsr refused", "partition", r.tp, "err", err)
