@@ -196,8 +196,10 @@ func (e *Env) produceBytesTo(leader int32, topic, value string, batch []byte, ti
 	// quorum leader appends only once a majority has the entry), or an
 	// early answer. A pipeline head's append is not a hand-off: its write
 	// goes down the pipeline in the produce's own call, which then waits
-	// or is answered.
-	if tp, ok := e.c.Controller().Topic(topic); ok && tp.Config().Protocol == controller.ProtocolPipeline {
+	// or is answered. Nor is a quorum leader's: it applies the committed
+	// entry in the produce's call, which then carries the commit to the
+	// followers (a check right after the append saw one mid-apply).
+	if tp, ok := e.c.Controller().Topic(topic); ok && (tp.Config().Protocol == controller.ProtocolPipeline || tp.Config().Protocol == controller.ProtocolQuorum) {
 		before = math.MaxInt64
 	}
 	deadline := time.Now().Add(5 * time.Second)
