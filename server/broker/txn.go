@@ -55,6 +55,10 @@ func (b *Broker) txnState(txnID string) (*coordinator.Txns, *coordinator.Coordin
 func (b *Broker) handleTxnInitProducerID(ctx context.Context, req *kmsg.InitProducerIDRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
+	if req.TransactionTimeoutMillis <= 0 || req.TransactionTimeoutMillis > maxTxnTimeoutMs {
+		resp.ErrorCode = kerr.InvalidTransactionTimeout.Code
+		return resp
+	}
 	ts, c, kerrr := b.txnState(*req.TransactionalID)
 	if kerrr != nil {
 		resp.ErrorCode = kerrr.Code
@@ -93,6 +97,7 @@ func (b *Broker) handleTxnInitProducerID(ctx context.Context, req *kmsg.InitProd
 		}
 	}
 	txn.Reset(coordinator.TxnEmpty)
+	txn.TimeoutMs = req.TransactionTimeoutMillis
 	resp.ProducerID, resp.ProducerEpoch = txn.ProducerID, txn.Epoch
 	return resp
 }
@@ -125,6 +130,7 @@ func (b *Broker) handleAddPartitionsToTxn(req *kmsg.AddPartitionsToTxnRequest) k
 				if !b.partitionExists(t.Topic, p) {
 					rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				} else {
+					txn.Begin(ts.NowMs())
 					txn.AddPartition(coordinator.TxnPartition{Topic: t.Topic, Partition: p})
 				}
 			}
@@ -153,7 +159,7 @@ func (b *Broker) handleAddOffsetsToTxn(req *kmsg.AddOffsetsToTxnRequest) kmsg.Re
 			if prepared, _ := txn.Prepared(); prepared {
 				kerrr = kerr.ConcurrentTransactions
 			} else {
-				txn.State = coordinator.TxnOngoing
+				txn.Begin(ts.NowMs())
 			}
 		}
 	}

@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // relay lets clients made for one run of the lab reach the next run on
@@ -143,5 +145,72 @@ func TestTransactionsSurviveCoordinatorRestart(t *testing.T) {
 		if state == "Ongoing" || state == "PrepareCommit" || state == "PrepareAbort" {
 			t.Fatalf("transactional id %s is left %s", id, state)
 		}
+	}
+}
+
+// TestTransactionTimeout: a transaction left open past its producer's
+// transaction.timeout.ms is aborted by the coordinator, as Kafka's
+// abortTimedOutTransactions does: the last stable offset moves past it
+// (read_committed reads what comes after, never its record), and its
+// producer, fenced by the epoch bump, cannot commit it. InitProducerId
+// asking more than transaction.max.timeout.ms is INVALID_TRANSACTION_TIMEOUT.
+func TestTransactionTimeout(t *testing.T) {
+	c := openRunning(t, 3)
+	if _, err := c.CreateTopic("slow", 1, 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	newProducer := func(id string, timeout time.Duration) *kgo.Client {
+		p, err := kgo.NewClient(kgo.SeedBrokers(seeds(c)...), kgo.TransactionalID(id), kgo.DefaultProduceTopic("slow"),
+			kgo.TransactionTimeout(timeout))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(p.Close)
+		return p
+	}
+	slow := newProducer("slow-tx", 1500*time.Millisecond)
+	if err := slow.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := slow.ProduceSync(ctx, &kgo.Record{Value: []byte("left-open")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	adm := adminClient(t, c)
+	waitFor(t, "the coordinator to abort the timed-out transaction", func() bool {
+		stable, err1 := adm.ListCommittedOffsets(ctx, "slow")
+		ends, err2 := adm.ListEndOffsets(ctx, "slow")
+		s, _ := stable.Lookup("slow", 0)
+		e, _ := ends.Lookup("slow", 0)
+		return err1 == nil && err2 == nil && e.Offset == 2 && s.Offset == 2 // the record and the abort marker
+	})
+	if err := slow.EndTransaction(ctx, kgo.TryCommit); err == nil {
+		t.Fatal("the timed-out transaction's producer committed it")
+	}
+	fresh := newProducer("fresh-tx", 30*time.Second)
+	if err := fresh.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := fresh.ProduceSync(ctx, &kgo.Record{Value: []byte("after")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := fresh.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	if got := readValues(t, c, "slow", kgo.ReadCommitted(), 1); !slices.Equal(got, []string{"after"}) {
+		t.Fatalf("read_committed read %q, want only \"after\"", got)
+	}
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds(c)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ip := kmsg.NewPtrInitProducerIDRequest()
+	ip.TransactionalID, ip.TransactionTimeoutMillis = kmsg.StringPtr("greedy-tx"), 16*60*1000
+	resp, err := ip.RequestWith(ctx, cl)
+	if err != nil || resp.ErrorCode != kerr.InvalidTransactionTimeout.Code {
+		t.Fatalf("InitProducerId with a 16-minute timeout: %v %v", err, kerr.ErrorForCode(resp.ErrorCode))
 	}
 }
