@@ -33,17 +33,17 @@ type TxnPartition struct {
 // partitions it wrote to, the groups it commits offsets for and those
 // offsets, held until the transaction commits.
 type Txn struct {
-	ID         string                                    `json:"id"`
-	ProducerID int64                                     `json:"producer_id"`
-	Epoch      int16                                     `json:"epoch"`
-	State      string                                    `json:"state"`
-	Partitions []TxnPartition                            `json:"partitions,omitempty"`
+	ID         string         `json:"id"`
+	ProducerID int64          `json:"producer_id"`
+	Epoch      int16          `json:"epoch"`
+	State      string         `json:"state"`
+	Partitions []TxnPartition `json:"partitions,omitempty"`
 	// TimeoutMs is the producer's transaction.timeout.ms; StartedMs is
 	// when the open transaction began (the coordinator's clock, Unix ms):
 	// past both, the coordinator aborts it (Expired).
-	TimeoutMs int32 `json:"timeout_ms,omitempty"`
-	StartedMs int64 `json:"started_ms,omitempty"`
-	Offsets    map[string]map[string]map[int32]Committed `json:"offsets,omitempty"` // group → topic → partition
+	TimeoutMs int32                                     `json:"timeout_ms,omitempty"`
+	StartedMs int64                                     `json:"started_ms,omitempty"`
+	Offsets   map[string]map[string]map[int32]Committed `json:"offsets,omitempty"` // group → topic → partition
 }
 
 // Prepared reports whether txn's decision is recorded but its markers
