@@ -40,7 +40,7 @@ type Txn struct {
 	Partitions []TxnPartition `json:"partitions,omitempty"`
 	// TimeoutMs is the producer's transaction.timeout.ms; StartedMs is
 	// when the open transaction began (the coordinator's clock, Unix ms):
-	// past both, the coordinator aborts it (Expired).
+	// past both, the coordinator aborts it (Due).
 	TimeoutMs int32                                     `json:"timeout_ms,omitempty"`
 	StartedMs int64                                     `json:"started_ms,omitempty"`
 	Offsets   map[string]map[string]map[int32]Committed `json:"offsets,omitempty"` // group → topic → partition
