@@ -19,10 +19,11 @@ import (
 // Transactions, as Kafka's transaction coordinator and partition leaders
 // serve them (KIP-98). The coordinator of a transactional id is the broker
 // its id hashes to (coordinatorFor, as for groups); its state is the lab's
-// shared coordinator.Txns, saved on disk. EndTxn records its decision, then
-// writes a control batch (a commit or abort marker) to every partition the
-// transaction wrote to, through each leader's WriteTxnMarkers (completeTxn); a read_committed fetch reads up to the last
-// stable offset (the first offset of the oldest open transaction, or the
+// shared coordinator.Txns, saved on disk. EndTxn records its decision,
+// then writes a control batch (a commit or abort marker) to every
+// partition the transaction wrote to, through each leader's
+// WriteTxnMarkers (completeTxn); a read_committed fetch reads up to the
+// last stable offset (the first offset of the oldest open transaction, or the
 // HW) and is told which transactions in its range were aborted.
 
 // txnAPIVersions are the transaction APIs, served from the versions
@@ -273,8 +274,8 @@ func (b *Broker) completeTxn(ctx context.Context, c *coordinator.Coordinator, tx
 		}
 	}
 	if err := b.writeMarkers(ctx, txn.ProducerID, txn.Epoch, commit, txn.Partitions); err != nil {
-		b.logger.Warn("writing transaction markers", "transactional.id", txn.ID, "err", err)
-		return kerr.ConcurrentTransactions // retriable: the client ends it again
+		b.errLog.log("writing transaction markers", "transactional.id", txn.ID, "err", err) // rate-limited: the timeout loop retries
+		return kerr.ConcurrentTransactions                                                  // retriable: the client ends it again
 	}
 	state := coordinator.TxnCompleteAbort
 	if commit {
