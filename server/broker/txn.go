@@ -274,8 +274,9 @@ func (b *Broker) completeTxn(ctx context.Context, c *coordinator.Coordinator, tx
 		}
 	}
 	if err := b.writeMarkers(ctx, txn.ProducerID, txn.Epoch, commit, txn.Partitions); err != nil {
-		b.errLog.log("writing transaction markers", "transactional.id", txn.ID, "err", err) // rate-limited: the timeout loop retries
-		return kerr.ConcurrentTransactions                                                  // retriable: the client ends it again
+		// Rate-limited: the coordinator's loop (txntimeout.go) retries.
+		b.errLog.log("writing transaction markers", "transactional.id", txn.ID, "err", err)
+		return kerr.ConcurrentTransactions // retriable: the client ends it again
 	}
 	state := coordinator.TxnCompleteAbort
 	if commit {
