@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"slices"
-	"sort"
 	"sync"
 	"syscall"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"tidemark/invariant"
 	"tidemark/server/cluster"
 )
 
@@ -437,60 +437,24 @@ func readCommitted(ctx context.Context, c *cluster.Cluster) (map[int32][]string,
 // missing, an unknown one read in part, a record read twice or one never
 // sent.
 func CheckTxns(records []TxnRecord, read map[int32][]string) []string {
-	seen := map[string]int{}
-	for _, vs := range read {
-		for _, v := range vs {
-			seen[v]++
+	txns := make([]invariant.Txn, 0, len(records))
+	for _, rec := range records {
+		t := invariant.Txn{Name: fmt.Sprintf("transaction %d", rec.ID), Acked: rec.Acked, Sent: rec.Sent}
+		if rec.ID < 0 {
+			t.Name = "the sentinel transaction"
 		}
+		if rec.Outcome != TxnUnknown {
+			t.Outcome = string(rec.Outcome)
+		}
+		txns = append(txns, t)
+	}
+	var all []string
+	for _, vs := range read {
+		all = append(all, vs...)
 	}
 	var bad []string
-	sent := map[string]bool{}
-	for _, rec := range records {
-		name := fmt.Sprintf("transaction %d", rec.ID)
-		if rec.ID < 0 {
-			name = "the sentinel transaction"
-		}
-		for _, v := range rec.Sent {
-			sent[v] = true
-		}
-		var got, missing []string
-		for _, v := range rec.Sent {
-			if seen[v] > 0 {
-				got = append(got, v)
-			}
-		}
-		for _, v := range rec.Acked {
-			if seen[v] == 0 {
-				missing = append(missing, v)
-			}
-		}
-		switch rec.Outcome {
-		case TxnAborted:
-			if len(got) > 0 {
-				bad = append(bad, fmt.Sprintf("%s was aborted, yet read_committed read %q", name, got))
-			}
-		case TxnCommitted:
-			if len(missing) > 0 {
-				bad = append(bad, fmt.Sprintf("%s was committed, yet read_committed did not read %q", name, missing))
-			}
-		default:
-			if len(got) > 0 && len(missing) > 0 {
-				bad = append(bad, fmt.Sprintf("%s (its end unknown) was read in part: %q read, %q not", name, got, missing))
-			}
-		}
-	}
-	var extra []string
-	for v, n := range seen {
-		if n > 1 {
-			bad = append(bad, fmt.Sprintf("%s read %d times", v, n))
-		}
-		if !sent[v] {
-			extra = append(extra, v)
-		}
-	}
-	if len(extra) > 0 {
-		sort.Strings(extra)
-		bad = append(bad, fmt.Sprintf("read records never sent: %q", extra))
+	for _, v := range invariant.Transactions(txns, all) {
+		bad = append(bad, v.String())
 	}
 	slices.Sort(bad)
 	return bad
