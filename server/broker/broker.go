@@ -352,8 +352,9 @@ func Start(cfg Config) (*Broker, error) {
 	go b.tickLoop()
 	go b.metadataLoop()
 	go b.watchLogDir()
-	b.wg.Add(1)
+	b.wg.Add(2)
 	go b.decodeLoop()
+	go b.txnTimeoutLoop() // txntimeout.go
 	return b, nil
 }
 

@@ -19,10 +19,11 @@ import (
 // Transactions, as Kafka's transaction coordinator and partition leaders
 // serve them (KIP-98). The coordinator of a transactional id is the broker
 // its id hashes to (coordinatorFor, as for groups); its state is the lab's
-// shared coordinator.Txns, saved on disk. EndTxn records its decision, then
-// writes a control batch (a commit or abort marker) to every partition the
-// transaction wrote to, through each leader's WriteTxnMarkers (completeTxn); a read_committed fetch reads up to the last
-// stable offset (the first offset of the oldest open transaction, or the
+// shared coordinator.Txns, saved on disk. EndTxn records its decision,
+// then writes a control batch (a commit or abort marker) to every
+// partition the transaction wrote to, through each leader's
+// WriteTxnMarkers (completeTxn); a read_committed fetch reads up to the
+// last stable offset (the first offset of the oldest open transaction, or the
 // HW) and is told which transactions in its range were aborted.
 
 // txnAPIVersions are the transaction APIs, served from the versions
@@ -55,6 +56,10 @@ func (b *Broker) txnState(txnID string) (*coordinator.Txns, *coordinator.Coordin
 func (b *Broker) handleTxnInitProducerID(ctx context.Context, req *kmsg.InitProducerIDRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
+	if req.TransactionTimeoutMillis <= 0 || req.TransactionTimeoutMillis > maxTxnTimeoutMs {
+		resp.ErrorCode = kerr.InvalidTransactionTimeout.Code
+		return resp
+	}
 	ts, c, kerrr := b.txnState(*req.TransactionalID)
 	if kerrr != nil {
 		resp.ErrorCode = kerrr.Code
@@ -93,6 +98,7 @@ func (b *Broker) handleTxnInitProducerID(ctx context.Context, req *kmsg.InitProd
 		}
 	}
 	txn.Reset(coordinator.TxnEmpty)
+	txn.TimeoutMs = req.TransactionTimeoutMillis
 	resp.ProducerID, resp.ProducerEpoch = txn.ProducerID, txn.Epoch
 	return resp
 }
@@ -125,6 +131,7 @@ func (b *Broker) handleAddPartitionsToTxn(req *kmsg.AddPartitionsToTxnRequest) k
 				if !b.partitionExists(t.Topic, p) {
 					rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				} else {
+					txn.Begin(ts.NowMs())
 					txn.AddPartition(coordinator.TxnPartition{Topic: t.Topic, Partition: p})
 				}
 			}
@@ -153,7 +160,7 @@ func (b *Broker) handleAddOffsetsToTxn(req *kmsg.AddOffsetsToTxnRequest) kmsg.Re
 			if prepared, _ := txn.Prepared(); prepared {
 				kerrr = kerr.ConcurrentTransactions
 			} else {
-				txn.State = coordinator.TxnOngoing
+				txn.Begin(ts.NowMs())
 			}
 		}
 	}
@@ -267,7 +274,8 @@ func (b *Broker) completeTxn(ctx context.Context, c *coordinator.Coordinator, tx
 		}
 	}
 	if err := b.writeMarkers(ctx, txn.ProducerID, txn.Epoch, commit, txn.Partitions); err != nil {
-		b.logger.Warn("writing transaction markers", "transactional.id", txn.ID, "err", err)
+		// Rate-limited: the coordinator's loop (txntimeout.go) retries.
+		b.errLog.log("writing transaction markers", "transactional.id", txn.ID, "err", err)
 		return kerr.ConcurrentTransactions // retriable: the client ends it again
 	}
 	state := coordinator.TxnCompleteAbort

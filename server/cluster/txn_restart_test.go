@@ -2,13 +2,16 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // relay lets clients made for one run of the lab reach the next run on
@@ -143,5 +146,170 @@ func TestTransactionsSurviveCoordinatorRestart(t *testing.T) {
 		if state == "Ongoing" || state == "PrepareCommit" || state == "PrepareAbort" {
 			t.Fatalf("transactional id %s is left %s", id, state)
 		}
+	}
+}
+
+// TestTransactionTimeout: a transaction left open past its producer's
+// transaction.timeout.ms is aborted by the coordinator, as Kafka's
+// abortTimedOutTransactions does: the last stable offset moves past it
+// (read_committed reads what comes after, never its record), and its
+// producer, fenced by the epoch bump, cannot commit it. InitProducerId
+// asking more than transaction.max.timeout.ms is INVALID_TRANSACTION_TIMEOUT.
+func TestTransactionTimeout(t *testing.T) {
+	c := openRunning(t, 3)
+	if _, err := c.CreateTopic("slow", 1, 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	newProducer := func(id string, timeout time.Duration) *kgo.Client {
+		p, err := kgo.NewClient(kgo.SeedBrokers(seeds(c)...), kgo.TransactionalID(id), kgo.DefaultProduceTopic("slow"),
+			kgo.TransactionTimeout(timeout))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(p.Close)
+		return p
+	}
+	slow := newProducer("slow-tx", 1500*time.Millisecond)
+	if err := slow.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := slow.ProduceSync(ctx, &kgo.Record{Value: []byte("left-open")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	adm := adminClient(t, c)
+	waitFor(t, "the coordinator to abort the timed-out transaction", func() bool {
+		stable, err1 := adm.ListCommittedOffsets(ctx, "slow")
+		ends, err2 := adm.ListEndOffsets(ctx, "slow")
+		s, _ := stable.Lookup("slow", 0)
+		e, _ := ends.Lookup("slow", 0)
+		return err1 == nil && err2 == nil && e.Offset == 2 && s.Offset == 2 // the record and the abort marker
+	})
+	if err := slow.EndTransaction(ctx, kgo.TryCommit); err == nil {
+		t.Fatal("the timed-out transaction's producer committed it")
+	}
+	fresh := newProducer("fresh-tx", 30*time.Second)
+	if err := fresh.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := fresh.ProduceSync(ctx, &kgo.Record{Value: []byte("after")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := fresh.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	if got := readValues(t, c, "slow", kgo.ReadCommitted(), 1); !slices.Equal(got, []string{"after"}) {
+		t.Fatalf("read_committed read %q, want only \"after\"", got)
+	}
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds(c)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ip := kmsg.NewPtrInitProducerIDRequest()
+	ip.TransactionalID, ip.TransactionTimeoutMillis = kmsg.StringPtr("greedy-tx"), 16*60*1000
+	resp, err := ip.RequestWith(ctx, cl)
+	if err != nil || resp.ErrorCode != kerr.InvalidTransactionTimeout.Code {
+		t.Fatalf("InitProducerId with a 16-minute timeout: %v %v", err, kerr.ErrorForCode(resp.ErrorCode))
+	}
+}
+
+// TestTransactionDecisionKept: an EndTxn(commit) whose marker cannot be
+// written (the partition's only replica is down) records the decision
+// (PrepareCommit) and answers CONCURRENT_TRANSACTIONS; meanwhile the
+// transaction takes no partitions and cannot be aborted instead
+// (INVALID_TXN_STATE). Once the replica is back, the coordinator writes
+// the commit marker by itself, as Kafka's coordinator retries its markers,
+// and the EndTxn retried succeeds.
+func TestTransactionDecisionKept(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crashes a broker")
+	}
+	c := openRunning(t, 3)
+	if _, err := c.CreateTopic("single", 1, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	tp, _ := c.Controller().Topic("single")
+	replica := tp.Partitions[0].Replicas[0]
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds(c)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	// A transactional id the surviving brokers coordinate.
+	txnID := ""
+	for i := 0; txnID == ""; i++ {
+		id := fmt.Sprintf("kept-%d", i)
+		fc := kmsg.NewPtrFindCoordinatorRequest()
+		fc.CoordinatorType, fc.CoordinatorKeys = 1, []string{id}
+		resp, err := fc.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Coordinators[0].NodeID != replica {
+			txnID = id
+		}
+	}
+	prod, err := kgo.NewClient(kgo.SeedBrokers(seeds(c)...), kgo.TransactionalID(txnID), kgo.DefaultProduceTopic("single"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	if err := prod.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := prod.ProduceSync(ctx, &kgo.Record{Value: []byte("kept")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	pid, epoch, err := prod.ProducerID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	endTxn := func(commit bool) int16 {
+		t.Helper()
+		et := kmsg.NewPtrEndTxnRequest()
+		et.TransactionalID, et.ProducerID, et.ProducerEpoch, et.Commit = txnID, pid, epoch, commit
+		resp, err := et.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.ErrorCode
+	}
+
+	if err := c.Crash(replica); err != nil {
+		t.Fatal(err)
+	}
+	if code := endTxn(true); code != kerr.ConcurrentTransactions.Code {
+		t.Fatalf("EndTxn(commit) with the partition down: %v, want CONCURRENT_TRANSACTIONS", kerr.ErrorForCode(code))
+	}
+	if code := endTxn(false); code != kerr.InvalidTxnState.Code {
+		t.Fatalf("EndTxn(abort) after the commit was decided: %v, want INVALID_TXN_STATE", kerr.ErrorForCode(code))
+	}
+	ap := kmsg.NewPtrAddPartitionsToTxnRequest()
+	ap.TransactionalID, ap.ProducerID, ap.ProducerEpoch = txnID, pid, epoch
+	at := kmsg.NewAddPartitionsToTxnRequestTopic()
+	at.Topic, at.Partitions = "single", []int32{0}
+	ap.Topics = append(ap.Topics, at)
+	if resp, err := ap.RequestWith(ctx, cl); err != nil || resp.Topics[0].Partitions[0].ErrorCode != kerr.ConcurrentTransactions.Code {
+		t.Fatalf("AddPartitionsToTxn while the markers are pending: %v %+v, want CONCURRENT_TRANSACTIONS", err, resp)
+	}
+
+	if err := c.Restart(replica); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the coordinator to complete the commit", func() bool {
+		txn, _, unlock := c.Coordinator().Transactions().Lock(txnID)
+		defer unlock()
+		return txn.State == "CompleteCommit"
+	})
+	if code := endTxn(true); code != 0 {
+		t.Fatalf("EndTxn(commit) retried: %v", kerr.ErrorForCode(code))
+	}
+	if got := readValues(t, c, "single", kgo.ReadCommitted(), 1); !slices.Equal(got, []string{"kept"}) {
+		t.Fatalf("read_committed read %q, want the committed record", got)
 	}
 }

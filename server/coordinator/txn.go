@@ -33,12 +33,17 @@ type TxnPartition struct {
 // partitions it wrote to, the groups it commits offsets for and those
 // offsets, held until the transaction commits.
 type Txn struct {
-	ID         string                                    `json:"id"`
-	ProducerID int64                                     `json:"producer_id"`
-	Epoch      int16                                     `json:"epoch"`
-	State      string                                    `json:"state"`
-	Partitions []TxnPartition                            `json:"partitions,omitempty"`
-	Offsets    map[string]map[string]map[int32]Committed `json:"offsets,omitempty"` // group → topic → partition
+	ID         string         `json:"id"`
+	ProducerID int64          `json:"producer_id"`
+	Epoch      int16          `json:"epoch"`
+	State      string         `json:"state"`
+	Partitions []TxnPartition `json:"partitions,omitempty"`
+	// TimeoutMs is the producer's transaction.timeout.ms; StartedMs is
+	// when the open transaction began (the coordinator's clock, Unix ms):
+	// past both, the coordinator aborts it (Due).
+	TimeoutMs int32                                     `json:"timeout_ms,omitempty"`
+	StartedMs int64                                     `json:"started_ms,omitempty"`
+	Offsets   map[string]map[string]map[int32]Committed `json:"offsets,omitempty"` // group → topic → partition
 }
 
 // Prepared reports whether txn's decision is recorded but its markers
@@ -183,7 +188,15 @@ func (txn *Txn) Check(producerID int64, epoch int16) *kerr.Error {
 	return nil
 }
 
-// AddPartition adds a partition to the open transaction (opening it).
+// Begin opens a transaction at nowMs, unless one is open.
+func (txn *Txn) Begin(nowMs int64) {
+	if txn.State != TxnOngoing {
+		txn.State, txn.StartedMs = TxnOngoing, nowMs
+	}
+}
+
+// AddPartition adds a partition to the open transaction (which Begin
+// opened).
 func (txn *Txn) AddPartition(p TxnPartition) {
 	txn.State = TxnOngoing
 	if !slices.Contains(txn.Partitions, p) {
@@ -218,4 +231,30 @@ func (c *Coordinator) CommitTxnOffsets(group string, offsets map[string]map[int3
 	c.seq++
 	c.mu.Unlock()
 	return c.persist()
+}
+
+// NowMs is the transaction coordinator's clock (Options.Now), in Unix ms:
+// transaction timeouts run on real time, as the producers' do.
+func (t *Txns) NowMs() int64 { return t.c.opts.Now().UnixMilli() }
+
+// Due lists, as last saved, the transactional ids the coordinator must
+// end by itself: an open transaction that began more than its timeout
+// before nowMs, or a decision recorded whose markers are not all written
+// (an EndTxn that failed part way). The caller locks each and looks again.
+func (t *Txns) Due(nowMs int64) []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []string
+	for id, txn := range t.saved {
+		if prepared, _ := txn.Prepared(); prepared || txn.TimedOut(nowMs) {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TimedOut reports whether txn's open transaction outlived its timeout.
+func (txn *Txn) TimedOut(nowMs int64) bool {
+	return txn.State == TxnOngoing && txn.TimeoutMs > 0 && nowMs-txn.StartedMs > int64(txn.TimeoutMs)
 }
