@@ -7,10 +7,6 @@
 // imports it too: the server and the panel share these types exactly.
 package events
 
-import (
-	"time"
-)
-
 // Kind names what changed. The strings are part of the JSON contract.
 type Kind string
 
@@ -185,12 +181,12 @@ func (a Acks) Valid() bool { return a == AcksNone || a == AcksLeader || a == Ack
 // NoBroker and Topic empty when the event is not about one broker or partition.
 // Payload fields are nil/empty unless the Kind's documentation says it sets them.
 type Event struct {
-	Seq       uint64    `json:"seq"`
-	Time      time.Time `json:"time"`
-	Kind      Kind      `json:"kind"`
-	Broker    int32     `json:"broker"`
-	Topic     string    `json:"topic,omitempty"`
-	Partition int32     `json:"partition"`
+	Seq       uint64 `json:"seq"`
+	Time      Time   `json:"time"`
+	Kind      Kind   `json:"kind"`
+	Broker    int32  `json:"broker"`
+	Topic     string `json:"topic,omitempty"`
+	Partition int32  `json:"partition"`
 	// Message is a short note in English (for logs, the JSON API and old
 	// clients); MessageKey and MessageArgs are the same note as an i18n
 	// catalog key and its arguments, so a page shows it in its reader's

@@ -1,8 +1,6 @@
 package events
 
 import (
-	"time"
-
 	"tidemark/leaderepoch"
 )
 
@@ -39,7 +37,7 @@ const RecordWindow = 64
 // holds a Snapshot applies exactly the events with a larger Seq.
 type Snapshot struct {
 	Seq        uint64            `json:"seq"`
-	Time       time.Time         `json:"time"`
+	Time       Time              `json:"time"`
 	Brokers    []Broker          `json:"brokers"`
 	Controller int32             `json:"controller"` // NoBroker when there is none
 	Topics     []Topic           `json:"topics"`
