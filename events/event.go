@@ -221,7 +221,39 @@ type Event struct {
 	// since its last event (a roll, a truncation or retention deleting
 	// some, a restart), is every segment's base offset, oldest first.
 	Segments []int64 `json:"segments,omitempty"`
+	// Txn, set on a replica's event when its last stable offset changed
+	// (its log holds transactional batches), is the new LSO.
+	Txn *Txn `json:"txn,omitempty"`
+	// Cleaner is set on the log cleaner's event (a pass that ran): the
+	// replica's clean and dirty sections, and its Records are every record
+	// the log holds from Cleaner.RecordsFrom on (the window after the pass).
+	Cleaner *Cleaner `json:"cleaner,omitempty"`
 }
+
+// Txn is what a replica's log says of transactions for the lanes.
+type Txn struct {
+	// LSO is the last stable offset: the first offset of the oldest
+	// transaction still open, or the HW when that is lower (Kafka's
+	// lastStableOffset). read_committed consumers read only below it.
+	LSO int64 `json:"lso"`
+}
+
+// Cleaner is where a compacted log's cleaner left it: the clean section is
+// [log start, FirstDirty), compacted (one record per key); the rest is
+// dirty, records appended since. DirtyRatio is the dirty share of the
+// cleanable bytes the pass saw (it ran because that reached
+// min.cleanable.dirty.ratio).
+type Cleaner struct {
+	FirstDirty  int64   `json:"first_dirty"`
+	DirtyRatio  float64 `json:"dirty_ratio"`
+	RecordsFrom int64   `json:"records_from"`
+}
+
+// The transaction markers a control batch's record carries (Record.Control).
+const (
+	ControlCommit = "commit"
+	ControlAbort  = "abort"
+)
 
 // ISRCause says why a replica left or joined an ISR (or its ELR). The
 // replication rules (a leader's proposal) or the controller set it where
@@ -306,6 +338,18 @@ type Record struct {
 	KeySize     int    `json:"key_size,omitempty"`
 	ValueSize   int    `json:"value_size,omitempty"`
 	Digest      string `json:"digest,omitempty"`
+	// Txn marks a transactional batch's records (and its markers), of
+	// ProducerID.
+	Txn        bool  `json:"txn,omitempty"`
+	ProducerID int64 `json:"producer_id,omitempty"`
+	// Control is set on a control batch's record, a transaction marker:
+	// ControlCommit or ControlAbort (its Key and Value are empty: consumers
+	// never see it).
+	Control string `json:"control,omitempty"`
+	// Aborted marks a record of a transaction its producer aborted (the
+	// abort marker is in the window): read_committed consumers skip it.
+	// Snapshot.Apply sets it (MarkAborted); events leave it unset.
+	Aborted bool `json:"aborted,omitempty"`
 }
 
 // ShownBytes is the most bytes of a record's key and of its value that a

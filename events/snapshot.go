@@ -109,6 +109,12 @@ type Replica struct {
 	// Segments is every segment's base offset, oldest first: where the
 	// lanes draw the segments' boundaries (nil until an event said).
 	Segments []int64 `json:"segments,omitempty"`
+	// Txn is set once the replica's log holds transactional batches: its
+	// LSO, drawn beside HW and LEO.
+	Txn *Txn `json:"txn,omitempty"`
+	// Cleaner is set once the log cleaner ran on the replica: its clean and
+	// dirty sections.
+	Cleaner *Cleaner `json:"cleaner,omitempty"`
 }
 
 // EpochEntry is one leader-epoch cache entry: the first offset written in Epoch.
@@ -231,6 +237,11 @@ func (s *Snapshot) Apply(e Event) {
 			r.Segments = e.Segments
 		}
 	}
+	if e.Txn != nil || e.Cleaner != nil {
+		if r := s.replica(e); r != nil {
+			s.applyTxnCleaner(r, e)
+		}
+	}
 	switch e.Kind {
 	case KindAppend:
 		if r := s.replica(e); r != nil {
@@ -238,6 +249,9 @@ func (s *Snapshot) Apply(e Event) {
 				r.LEO = e.Offsets.LEO
 			}
 			r.Records = appendWindow(r.Records, e.Records)
+			if txnIn(e.Records) {
+				MarkAborted(r.Records)
+			}
 		}
 	case KindHW:
 		if r := s.replica(e); r != nil && e.Offsets != nil {
@@ -271,6 +285,9 @@ func (s *Snapshot) Apply(e Event) {
 	case KindRecords:
 		if r := s.replica(e); r != nil {
 			r.Records = mergeWindow(r.Records, e.Records, r.LEO)
+			if txnIn(e.Records) {
+				MarkAborted(r.Records)
+			}
 		}
 	case KindTruncation:
 		if r := s.replica(e); r != nil && e.Offsets != nil {
@@ -441,6 +458,56 @@ func mergeWindow(w, add []Record, leo int64) []Record {
 		w = w[n:]
 	}
 	return w
+}
+
+// applyTxnCleaner keeps a replica event's LSO and cleaner sections: a
+// cleaner's event replaces the window's records from RecordsFrom on with
+// what the log holds after the pass (compaction removed some). New
+// values, never changed in place: a Clone shares them.
+func (s *Snapshot) applyTxnCleaner(r *Replica, e Event) {
+	if e.Txn != nil {
+		t := *e.Txn
+		r.Txn = &t
+	}
+	if e.Cleaner != nil {
+		c := *e.Cleaner
+		r.Cleaner = &c
+		if e.Kind != KindAppend && e.Kind != KindRecords {
+			r.Records = appendWindow(keepBelow(r.Records, c.RecordsFrom), e.Records)
+			if txnIn(e.Records) {
+				MarkAborted(r.Records)
+			}
+		}
+	}
+}
+
+// txnIn reports whether any of rs is transactional.
+func txnIn(rs []Record) bool {
+	for i := range rs {
+		if rs[i].Txn {
+			return true
+		}
+	}
+	return false
+}
+
+// MarkAborted sets Aborted on the records of rs (a window, by offset) that
+// an abort marker later in rs decides: a producer's transactions follow one
+// another, so its transactional records since its previous marker belong
+// to the transaction its next marker ends.
+func MarkAborted(rs []Record) {
+	decided := map[int64]string{} // producer → the marker met last, walking back
+	for i := len(rs) - 1; i >= 0; i-- {
+		r := &rs[i]
+		if !r.Txn {
+			continue
+		}
+		if r.Control != "" {
+			decided[r.ProducerID] = r.Control
+			continue
+		}
+		r.Aborted = decided[r.ProducerID] == ControlAbort
+	}
 }
 
 func keepBelow(rs []Record, offset int64) []Record {
