@@ -974,7 +974,7 @@ func (a *app) updateLane(d *laneDOM, l *panel.Lane) {
 	d.part = *l
 	d.part.Cells, d.part.Slots = nil, nil
 	// Markers: moved by their transform while the same ones are shown.
-	if (l.HWX >= 0) != (old.HWX >= 0) || (l.LEOX >= 0) != (old.LEOX >= 0) || !panel.SameSegs(l.Segs, old.Segs) {
+	if (l.HWX >= 0) != (old.HWX >= 0) || (l.LEOX >= 0) != (old.LEOX >= 0) || !panel.SameSegs(l.Segs, old.Segs) || l.Extra != old.Extra {
 		a.dom.setHTML(d.marks, l.Marks())
 		a.bindMarks(d)
 	} else {

@@ -96,6 +96,7 @@ var AllowedLatin = map[string]string{
 	"AR":       "folklore abbreviation (assigned replicas: AR = ISR + OSR); Kafka says replicas",
 	"HW":       "Kafka's abbreviation (high watermark); the glossary refuses 高水位 for one word per concept",
 	"LEO":      "Kafka's abbreviation (log end offset)",
+	"LSO":      "Kafka's abbreviation (last stable offset), drawn on the lanes beside HW and LEO",
 	"acks":     "a producer config's name",
 	// Names of code: a system call, Kafka's protocol requests as on the
 	// wire, a command-line tool, an HTTP method, a host, formats.

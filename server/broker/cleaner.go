@@ -32,6 +32,12 @@ func (r *replica) maybeClean() []func() {
 	dropped := res.Superseded + res.TombstonesRemoved + res.KeylessRemoved
 	ev := r.event(events.KindLEO)
 	ev.Offsets = &events.Offsets{Base: r.log.LogStartOffset(), LEO: r.log.LogEndOffset(), HW: r.hw}
+	// The lanes' sections, and the window as the pass left it (the
+	// records newestRecords reads, from where it reads them).
+	_, firstDirty := r.log.CleanerSections()
+	ev.Cleaner = &events.Cleaner{FirstDirty: firstDirty, DirtyRatio: res.DirtyRatio,
+		RecordsFrom: max(ev.Offsets.LEO-events.RecordWindow, ev.Offsets.Base)}
+	ev.Records = r.newestRecords()
 	r.emit(fact.Say(ev, "event.cleaner", strconv.FormatFloat(res.DirtyRatio, 'f', 2, 64),
 		res.FirstDirty, res.CleanableEnd, dropped, res.TombstonesRemoved, res.BytesBefore, res.BytesAfter))
 	return nil

@@ -40,8 +40,12 @@ type replica struct {
 	// segmentsSaid is the log's SegmentsVersion the UI was last told of
 	// (noteSegments).
 	segmentsSaid uint64
-	waiters      map[uint64]chan replication.ProduceResult
-	nextID       uint64
+	// txnSeen: the log took a transactional batch, so the replica's events
+	// say its LSO; lsoSaid is the LSO last said plus one (0: none yet).
+	txnSeen bool
+	lsoSaid int64
+	waiters map[uint64]chan replication.ProduceResult
+	nextID  uint64
 	// newData is closed (and replaced) on every append: it wakes the
 	// long-polling fetches waiting for data.
 	newData chan struct{}
@@ -126,6 +130,7 @@ func (r *replica) noteSegments() {
 // calls that must not hold it (ISR proposals to the controller).
 func (r *replica) unlock(after []func()) {
 	r.noteSegments()
+	r.noteTxn()
 	out := r.outbox
 	r.outbox = nil
 	if next := r.rp.NextTickMs(); next != math.MaxInt64 {
@@ -625,6 +630,7 @@ func (r *replica) appendProduced(ctx context.Context, acks int16, records []byte
 		return info, r.awaitDuplicate(ctx, acks, epoch, *pc.dup, timeout), false
 	}
 	r.producersAppended(pc, info)
+	r.txnSeen = r.txnSeen || hasTxnBatch(records)
 	r.flushBy(now)
 	r.wake()
 	ev := r.appendEvent(info, epoch)
@@ -738,6 +744,7 @@ func uiRecords(h storage.BatchHeader, recs []storage.DecodedRecord) []events.Rec
 		all = all[len(key)+len(value):]
 		out[i] = events.Record{Offset: rec.Offset, LeaderEpoch: h.PartitionLeaderEpoch, Key: key, Value: value}
 	}
+	MarkTxn(h, out)
 	return out
 }
 
@@ -774,6 +781,7 @@ func decodeForUI(records []byte) []events.Record {
 		_, err := storage.VisitBatchTail(tail[:h.Size()], events.RecordWindow, func(rec storage.DecodedRecord) {
 			out = append(out, events.RecordOf(rec.Offset, h.PartitionLeaderEpoch, rec.Key, rec.Value))
 		})
+		MarkTxn(h, out[n:])
 		tail = tail[h.Size():]
 		if err != nil {
 			out = out[:n]
