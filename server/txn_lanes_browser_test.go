@@ -140,14 +140,14 @@ func TestBrowserTxnAndCleanerLanes(t *testing.T) {
 			b.shotInView(cmpFig, "lanes-compacted-start-"+suffix)
 		}
 		legend := eval[[]string](b, `[...document.querySelectorAll('#lanes .lane-legend li')].map(li => li.className + ": " + li.textContent)`)
-		for _, want := range []string{"lg-lso", "lg-commit", "lg-abort", "lg-aborted", "lg-clean", "lg-dirty"} {
+		for _, want := range []string{"lg-lso", "lg-commit", "lg-abort", "lg-aborted", "lg-gap", "lg-clean", "lg-dirty"} {
 			if !slices.ContainsFunc(legend, func(s string) bool { return len(s) > len(want) && s[:len(want)+1] == want+":" }) {
 				t.Errorf("%s: the legends %q lack %s", lang, legend, want)
 			}
 		}
 		if lang != "en" {
 			for _, item := range legend {
-				if words := i18ntest.LatinWords(item, "lg-lso", "lg-commit", "lg-abort", "lg-aborted", "lg-clean", "lg-dirty"); len(words) > 0 {
+				if words := i18ntest.LatinWords(item, "lg-lso", "lg-commit", "lg-abort", "lg-aborted", "lg-gap", "lg-clean", "lg-dirty"); len(words) > 0 {
 					t.Errorf("%s legend %q: English words %v", lang, item, words)
 				}
 			}

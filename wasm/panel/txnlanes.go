@@ -28,6 +28,19 @@ func txnCleanerMarks(r *events.Replica, ghosts bool, lo, hi int64, c Catalog) st
 			`</title><line x1="0" y1="10" x2="0" y2="` + i64(bottom+2) + `"/><text x="-3" y="` + i64(bottom+12) + `" text-anchor="end">LSO</text></g>`)
 	}
 	if cl := r.Cleaner; cl != nil {
+		// The offsets of the clean section the window shows without a
+		// record: the cleaner removed them (a later record has the key).
+		at := 0
+		for o := max(lo, r.LogStartOffset); o < min(cl.FirstDirty, hi+1); o++ {
+			for at < len(r.Records) && r.Records[at].Offset < o {
+				at++
+			}
+			if at < len(r.Records) && r.Records[at].Offset == o {
+				continue
+			}
+			b.WriteString(`<rect class="compacted-gap" x="` + i64(xOf(o, lo)+1) + `" y="14" width="38" height="40" rx="3"><title>` +
+				esc(c.T("panel.lane.gap", o)) + `</title></rect>`)
+		}
 		y := laneHeight(ghosts)
 		b.WriteString(`<g class="cleaner" transform="translate(0,` + i64(y) + `)"><text class="cleaner-ratio" x="4" y="12">` +
 			esc(c.T("panel.lane.cleaner", Ratio2(cl.DirtyRatio))) + `</text>`)
@@ -118,6 +131,7 @@ func legend(kinds int, c Catalog) string {
 		item("lg-aborted", "⊘", "panel.legend.aborted")
 	}
 	if kinds&legendCleaner != 0 {
+		item("lg-gap", "", "panel.legend.gap")
 		item("lg-clean", "", "panel.legend.clean")
 		item("lg-dirty", "", "panel.legend.dirty")
 	}

@@ -51,7 +51,8 @@ func TestTxnAndCleanerLanes(t *testing.T) {
 		t.Errorf("the cleaner's row on the wrong lane: %q", l.Extra)
 	}
 	c := f.Lanes[1].Extra
-	for _, want := range []string{`class="clean-section" x="171" y="3" width="158"`, `class="dirty-section" x="331" y="3" width="38"`, "dirty ratio 0.63", "clean section [0, 4)"} {
+	for _, want := range []string{`class="clean-section" x="171" y="3" width="158"`, `class="dirty-section" x="331" y="3" width="38"`, "dirty ratio 0.63", "clean section [0, 4)",
+		`class="compacted-gap" x="171"`, `class="compacted-gap" x="251"`, "offset 2: removed by the log cleaner"} {
 		if !strings.Contains(c, want) {
 			t.Errorf("the cleaner's row lacks %s: %s", want, c)
 		}
@@ -59,7 +60,10 @@ func TestTxnAndCleanerLanes(t *testing.T) {
 	if f.H != topPad+laneHeight(false)*2+cleanerRowH {
 		t.Errorf("figure %d high, want the cleaner's row counted", f.H)
 	}
-	for _, want := range []string{"lg-lso", "lg-commit", "lg-abort", "lg-aborted", "lg-clean", "lg-dirty"} {
+	if n := strings.Count(c, "compacted-gap"); n != 3 {
+		t.Errorf("%d emptied offsets drawn, want 3 (0, 1, 2)", n)
+	}
+	for _, want := range []string{"lg-lso", "lg-commit", "lg-abort", "lg-aborted", "lg-gap", "lg-clean", "lg-dirty"} {
 		if !strings.Contains(f.Legend, `class="`+want+`"`) || !strings.Contains(f.HTML(), f.Legend) {
 			t.Errorf("the legend lacks %s: %s", want, f.Legend)
 		}
