@@ -491,6 +491,33 @@ func txnIn(rs []Record) bool {
 	return false
 }
 
+// The batch attributes (Kafka's RecordBatch v2) MarkTxn reads.
+const (
+	attrTransactional = 0x10
+	attrControl       = 0x20
+)
+
+// MarkTxn marks the records of one batch, whose attributes and producer id
+// are given, for the lanes: a transactional batch's carry their producer,
+// a control batch's record is its marker (commit or abort; its key and
+// value are the marker's bytes, which no consumer sees, so they are left
+// out).
+func MarkTxn(attributes int16, producerID int64, recs []Record) {
+	if attributes&attrTransactional == 0 {
+		return
+	}
+	for i := range recs {
+		recs[i].Txn, recs[i].ProducerID = true, producerID
+		if attributes&attrControl != 0 {
+			recs[i].Control = ControlAbort
+			if k := recs[i].Key; len(k) >= 4 && k[3] == 1 {
+				recs[i].Control = ControlCommit
+			}
+			recs[i].Key, recs[i].Value, recs[i].KeySize, recs[i].ValueSize, recs[i].Digest = "", "", 0, 0, ""
+		}
+	}
+}
+
 // MarkAborted sets Aborted on the records of rs (a window, by offset) that
 // an abort marker later in rs decides: a producer's transactions follow one
 // another, so its transactional records since its previous marker belong

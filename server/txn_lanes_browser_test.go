@@ -108,6 +108,24 @@ func TestBrowserTxnAndCleanerLanes(t *testing.T) {
 		t.Errorf("a compacted lane lists %d records in its clean section, more than its 5 keys", most)
 	}
 
+	// The partition page's server-drawn lanes (what a page without
+	// JavaScript shows) mark the same, and name them in a legend.
+	b.open("/topics/txn/partitions/0", true)
+	b.poll(`document.querySelectorAll("#server-lanes .lane").length === 3 && [...document.querySelectorAll("#server-lanes .lane")].every(l =>
+		l.querySelectorAll(".cell.control.commit").length === 1 && l.querySelectorAll(".cell.control.abort").length === 1 &&
+		l.querySelectorAll(".cell.aborted").length === 2 && l.querySelector(".cell.at-lso").dataset.offset === "6") &&
+		document.querySelector(".txn-legend") !== null`, "the server-drawn lanes' markers, aborted records and LSO")
+	b.shotInView(".txn-legend", "partition-txn-legend-1366")
+	b.shotInView("#server-lanes", "partition-txn-1366")
+	b.viewport(360, 740, true)
+	b.frames()
+	if over := eval[float64](b, `document.documentElement.scrollWidth - document.documentElement.clientWidth`); over > 0 {
+		t.Errorf("the partition page at 360 px scrolls %v px sideways", over)
+	}
+	b.shotInView("#server-lanes", "partition-txn-360px")
+	b.viewport(1366, 768, false)
+	b.open("/", true)
+
 	for _, lang := range []string{"en", "zh-Hans"} {
 		if lang != "en" {
 			b.open("/ui/lang?set="+lang+"&next=/", true)

@@ -485,24 +485,10 @@ func (b *Broker) lastStableOffset(topic string, partition int32, hw int64) (int6
 	return hw, nil
 }
 
-// MarkTxn marks the records of a batch with header h for the lanes: a
-// transactional batch's carry its producer, a control batch's record is
-// its marker (commit or abort; its key and value are the marker's bytes,
-// which no consumer sees, so they are left out).
+// MarkTxn marks the records of a batch with header h for the lanes
+// (events.MarkTxn).
 func MarkTxn(h storage.BatchHeader, recs []events.Record) {
-	if h.Attributes&attrTransactional == 0 {
-		return
-	}
-	for i := range recs {
-		recs[i].Txn, recs[i].ProducerID = true, h.ProducerID
-		if h.Attributes&attrControl != 0 {
-			recs[i].Control = events.ControlAbort
-			if k := recs[i].Key; len(k) >= 4 && k[3] == 1 {
-				recs[i].Control = events.ControlCommit
-			}
-			recs[i].Key, recs[i].Value, recs[i].KeySize, recs[i].ValueSize, recs[i].Digest = "", "", 0, 0, ""
-		}
-	}
+	events.MarkTxn(h.Attributes, h.ProducerID, recs)
 }
 
 // hasTxnBatch reports whether a record set holds a transactional batch:
