@@ -164,6 +164,18 @@ func TestBrowserTxnAndCleanerLanes(t *testing.T) {
 			}
 		}
 		if lang != "en" {
+			// What the lanes say of transactions and the cleaner, in tooltips
+			// and labels, is Chinese too.
+			said := eval[[]string](b, `[...document.querySelectorAll('#lanes .cleaner-ratio, #lanes g.marker.lso title, #lanes g.cleaner title, #lanes .compacted-gap title')].map(e => e.textContent)
+				.concat([...document.querySelectorAll('#lanes .rec.control, #lanes .rec.aborted')].map(e => e.getAttribute("aria-label")))`)
+			if len(said) == 0 {
+				t.Errorf("%s: no lane texts of transactions or the cleaner found", lang)
+			}
+			for _, text := range said {
+				if words := i18ntest.LatinWords(text); len(words) > 0 {
+					t.Errorf("%s lane text %q: English words %v", lang, text, words)
+				}
+			}
 			for _, item := range legend {
 				if words := i18ntest.LatinWords(item, "lg-lso", "lg-commit", "lg-abort", "lg-aborted", "lg-gap", "lg-clean", "lg-dirty"); len(words) > 0 {
 					t.Errorf("%s legend %q: English words %v", lang, item, words)
