@@ -224,9 +224,10 @@ type Event struct {
 	// Txn, set on a replica's event when its last stable offset changed
 	// (its log holds transactional batches), is the new LSO.
 	Txn *Txn `json:"txn,omitempty"`
-	// Cleaner is set on the log cleaner's event (a pass that ran): the
-	// replica's clean and dirty sections, and its Records are every record
-	// the log holds from Cleaner.RecordsFrom on (the window after the pass).
+	// Cleaner, set on a compacted replica's event when its sections or its
+	// dirty ratio changed, and on the log cleaner's event (a pass that
+	// ran), whose Records are then every record the log holds from
+	// Cleaner.RecordsFrom on (the window after the pass).
 	Cleaner *Cleaner `json:"cleaner,omitempty"`
 }
 
@@ -238,11 +239,12 @@ type Txn struct {
 	LSO int64 `json:"lso"`
 }
 
-// Cleaner is where a compacted log's cleaner left it: the clean section is
-// [log start, FirstDirty), compacted (one record per key); the rest is
+// Cleaner is a compacted log's sections: the clean section is [log start,
+// FirstDirty), compacted by the cleaner (one record per key); the rest is
 // dirty, records appended since. DirtyRatio is the dirty share of the
-// cleanable bytes the pass saw (it ran because that reached
-// min.cleanable.dirty.ratio).
+// cleanable bytes (the sealed segments below the HW) now: a pass runs once
+// it reaches min.cleanable.dirty.ratio. RecordsFrom is where a pass's
+// event's window starts, -1 on any other event.
 type Cleaner struct {
 	FirstDirty  int64   `json:"first_dirty"`
 	DirtyRatio  float64 `json:"dirty_ratio"`

@@ -461,8 +461,9 @@ func mergeWindow(w, add []Record, leo int64) []Record {
 }
 
 // applyTxnCleaner keeps a replica event's LSO and cleaner sections: a
-// cleaner's event replaces the window's records from RecordsFrom on with
-// what the log holds after the pass (compaction removed some). New
+// pass's event (RecordsFrom >= 0) replaces the window's records from
+// RecordsFrom on with what the log holds after the pass (compaction
+// removed some). New
 // values, never changed in place: a Clone shares them.
 func (s *Snapshot) applyTxnCleaner(r *Replica, e Event) {
 	if e.Txn != nil {
@@ -472,7 +473,7 @@ func (s *Snapshot) applyTxnCleaner(r *Replica, e Event) {
 	if e.Cleaner != nil {
 		c := *e.Cleaner
 		r.Cleaner = &c
-		if e.Kind != KindAppend && e.Kind != KindRecords {
+		if c.RecordsFrom >= 0 && e.Kind != KindAppend && e.Kind != KindRecords {
 			r.Records = appendWindow(keepBelow(r.Records, c.RecordsFrom), e.Records)
 			if txnIn(e.Records) {
 				MarkAborted(r.Records)

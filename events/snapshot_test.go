@@ -218,6 +218,11 @@ func TestApplyTxnAndCleaner(t *testing.T) {
 	if len(r.Records) != 2 || r.Records[0].Offset != 0 || r.Records[1].Value != "kept" || r.Cleaner == nil || r.Cleaner.FirstDirty != 3 {
 		t.Fatalf("after the cleaner: %+v, %+v", r.Records, r.Cleaner)
 	}
+	// Between passes the ratio changes, the window stays.
+	s.Apply(Event{Seq: 5, Kind: KindHW, Broker: 1, Topic: "t", Offsets: &Offsets{HW: 4}, Cleaner: &Cleaner{FirstDirty: 3, DirtyRatio: 0.25, RecordsFrom: -1}})
+	if len(r.Records) != 2 || r.Cleaner.DirtyRatio != 0.25 {
+		t.Fatalf("a ratio's change: %+v, %+v", r.Records, r.Cleaner)
+	}
 	if old := c.Topics[0].Partitions[0].ReplicaLogs[0]; old.Cleaner != nil || len(old.Records) != 4 {
 		t.Fatalf("the clone changed with the snapshot: %+v", old)
 	}

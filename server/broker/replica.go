@@ -44,8 +44,10 @@ type replica struct {
 	// say its LSO; lsoSaid is the LSO last said plus one (0: none yet).
 	txnSeen bool
 	lsoSaid int64
-	waiters map[uint64]chan replication.ProduceResult
-	nextID  uint64
+	// cleanerSaid: the dirty section a compacted replica last said.
+	cleanerSaid cleanerSaid
+	waiters     map[uint64]chan replication.ProduceResult
+	nextID      uint64
 	// newData is closed (and replaced) on every append: it wakes the
 	// long-polling fetches waiting for data.
 	newData chan struct{}
@@ -131,6 +133,7 @@ func (r *replica) noteSegments() {
 func (r *replica) unlock(after []func()) {
 	r.noteSegments()
 	r.noteTxn()
+	r.noteCleaner()
 	out := r.outbox
 	r.outbox = nil
 	if next := r.rp.NextTickMs(); next != math.MaxInt64 {
