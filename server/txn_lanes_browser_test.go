@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"tidemark/i18n/i18ntest"
@@ -83,7 +84,17 @@ func TestBrowserTxnAndCleanerLanes(t *testing.T) {
 		}
 	}
 
-	b.open("/", true)
+	// The first load of the panel (its WASM compiled by Chromium) under
+	// -race on a loaded machine has taken more than poll's 30 s: a longer
+	// wait for this one.
+	b.open("/", false)
+	live, cancelLive := context.WithTimeout(b.ctx, 90*time.Second)
+	defer cancelLive()
+	if _, err := chromedp.Run(live, chromedp.Poll[bool](`document.querySelector('#panel[data-status="live"]') !== null`,
+		chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
+		b.shot("failed-" + t.Name())
+		t.Fatalf("the panel did not report live in 90 s: %v", err)
+	}
 	txnFig, cmpFig := `#lanes figure[data-topic="txn"]`, `#lanes figure[data-topic="compacted"]`
 	// Every replica: both markers and both aborted records listed, the
 	// LSO at 6 (the open transaction's first record) below the HW 7.
