@@ -349,7 +349,9 @@ func (d *decoder) i64() int64 { return d.int(64) }
 
 // f64 reads a number as a float64: its digits as an integer, scaled by a
 // power of ten. That is exact for the short decimals the lab sends (a
-// clock rate of 0.25); longer ones may differ from strconv in the last bit.
+// clock rate of 0.25); longer ones may differ from strconv in the last
+// bits: fraction digits past 15 significant ones are dropped (a ratio such
+// as 0.9183673469387755 has 16, more than 2^53 holds as an integer).
 func (d *decoder) f64() float64 {
 	if d.null() {
 		return 0
@@ -358,6 +360,9 @@ func (d *decoder) f64() float64 {
 	mant, exp, hasExp := strings.Cut(strings.ToLower(n), "e")
 	neg := strings.HasPrefix(mant, "-")
 	whole, frac, _ := strings.Cut(strings.TrimPrefix(mant, "-"), ".")
+	if sig := len(strings.TrimLeft(whole+frac, "0")); sig > 15 {
+		frac = frac[:max(0, len(frac)-(sig-15))]
+	}
 	u, ok := parseUint(whole+frac, 1<<53)
 	scale := -len(frac)
 	if hasExp {

@@ -63,7 +63,7 @@ type cleanerSaid struct {
 // fill, up to min.cleanable.dirty.ratio, and fall after a pass. Callers
 // hold r.mu.
 func (r *replica) noteCleaner() {
-	if r.log == nil || len(r.outbox) == 0 || !r.log.Config().Cleanup.Compacts() {
+	if !r.compacts || r.log == nil || len(r.outbox) == 0 {
 		return
 	}
 	last := &r.outbox[len(r.outbox)-1].ev

@@ -44,8 +44,11 @@ type replica struct {
 	// say its LSO; lsoSaid is the LSO last said plus one (0: none yet).
 	txnSeen bool
 	lsoSaid int64
-	// cleanerSaid: the dirty section a compacted replica last said.
+	// cleanerSaid: the dirty section a compacted replica last said;
+	// compacts caches its log's cleanup.policy (noteCleaner runs at every
+	// unlock).
 	cleanerSaid cleanerSaid
+	compacts    bool
 	waiters     map[uint64]chan replication.ProduceResult
 	nextID      uint64
 	// newData is closed (and replaced) on every append: it wakes the
@@ -222,7 +225,7 @@ func (b *Broker) newReplica(tp storage.TopicPartition, tc controller.TopicConfig
 	if pl != nil {
 		st.HighWatermark = pl.m.Status().HighWatermark
 	}
-	return &replica{b: b, tp: tp, log: l, rp: rp, q: q, pl: pl, configs: configs,
+	return &replica{b: b, tp: tp, log: l, rp: rp, q: q, pl: pl, configs: configs, compacts: l.Config().Cleanup.Compacts(),
 		hw: st.HighWatermark, shownEpochs: state.EpochCache, tickedMs: now, waiters: map[uint64]chan replication.ProduceResult{}, newData: make(chan struct{}),
 		applied: controller.Partition{LeaderEpoch: -1, PartitionEpoch: -1, Leader: -1}}, nil
 }
@@ -254,6 +257,7 @@ func (r *replica) apply(p controller.Partition, tc controller.TopicConfig, confi
 			r.b.logger.Error("applying topic config to replication", "partition", r.tp, "err", err)
 		}
 		r.configs = configs
+		r.compacts = r.log.Config().Cleanup.Compacts()
 	}
 	if r.q != nil {
 		r.applied = p // Raft, not the controller, decides who leads
