@@ -85,13 +85,13 @@ func TestBrowserTxnAndCleanerLanes(t *testing.T) {
 	}
 
 	// The first load of the panel (its WASM compiled by Chromium) under
-	// -race on a loaded machine has taken more than poll's 30 s: a longer
+	// -race on a loaded machine can take more than poll's 30 s: a longer
 	// wait for this one.
 	b.open("/", false)
 	live, cancelLive := context.WithTimeout(b.ctx, 90*time.Second)
 	defer cancelLive()
 	if _, err := chromedp.Run(live, chromedp.Poll[bool](`document.querySelector('#panel[data-status="live"]') !== null`,
-		chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
+		chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(90*time.Second))); err != nil {
 		b.shot("failed-" + t.Name())
 		t.Fatalf("the panel did not report live in 90 s: %v", err)
 	}
