@@ -49,6 +49,9 @@ type ReplicaView struct {
 	EpochCache     []events.EpochEntry      `json:"epoch_cache"`
 	Records        []RecordView             `json:"records"`
 	Truncated      []events.TruncatedRecord `json:"truncated"`
+	// LSO is the replica's last stable offset once its log holds
+	// transactions (events.Replica.Txn), else absent.
+	LSO *int64 `json:"lso,omitempty"`
 }
 
 // RecordView is one record in a replica's window: its key and value cut
@@ -63,12 +66,20 @@ type RecordView struct {
 	ValueSize   int    `json:"value_size,omitempty"`
 	Digest      string `json:"digest,omitempty"`
 	Committed   bool   `json:"committed"`
+	// A transactional batch's record (of ProducerID), a transaction
+	// marker (Control: commit or abort) and a record of an aborted
+	// transaction, as events.Record says them.
+	Txn        bool   `json:"txn,omitempty"`
+	ProducerID int64  `json:"producer_id,omitempty"`
+	Control    string `json:"control,omitempty"`
+	Aborted    bool   `json:"aborted,omitempty"`
 }
 
 // RecordViewOf is r's view, not yet marked committed.
 func RecordViewOf(r events.Record) RecordView {
 	return RecordView{Offset: r.Offset, LeaderEpoch: r.LeaderEpoch, Key: r.Key, Value: r.Value,
-		KeySize: r.KeySize, ValueSize: r.ValueSize, Digest: r.Digest}
+		KeySize: r.KeySize, ValueSize: r.ValueSize, Digest: r.Digest,
+		Txn: r.Txn, ProducerID: r.ProducerID, Control: r.Control, Aborted: r.Aborted}
 }
 
 // TruncationView is one truncation: which replica, its new LEO, what it

@@ -5,7 +5,6 @@ package events
 import (
 	"errors"
 	"strings"
-	"time"
 	"unicode/utf8"
 )
 
@@ -350,7 +349,9 @@ func (d *decoder) i64() int64 { return d.int(64) }
 
 // f64 reads a number as a float64: its digits as an integer, scaled by a
 // power of ten. That is exact for the short decimals the lab sends (a
-// clock rate of 0.25); longer ones may differ from strconv in the last bit.
+// clock rate of 0.25); longer ones may differ from strconv in the last
+// bits: fraction digits past 15 significant ones are dropped (a ratio such
+// as 0.9183673469387755 has 16, more than 2^53 holds as an integer).
 func (d *decoder) f64() float64 {
 	if d.null() {
 		return 0
@@ -359,6 +360,9 @@ func (d *decoder) f64() float64 {
 	mant, exp, hasExp := strings.Cut(strings.ToLower(n), "e")
 	neg := strings.HasPrefix(mant, "-")
 	whole, frac, _ := strings.Cut(strings.TrimPrefix(mant, "-"), ".")
+	if sig := len(strings.TrimLeft(whole+frac, "0")); sig > 15 {
+		frac = frac[:max(0, len(frac)-(sig-15))]
+	}
 	u, ok := parseUint(whole+frac, 1<<53)
 	scale := -len(frac)
 	if hasExp {
@@ -448,10 +452,10 @@ func (d *decoder) skip() {
 // time reads an RFC 3339 time as encoding/json writes it
 // (2006-01-02T15:04:05.999999999Z07:00), in UTC; null reads as the zero
 // time.
-func (d *decoder) time() time.Time {
+func (d *decoder) time() Time {
 	s := d.str()
 	if s == "" || d.err != nil {
-		return time.Time{}
+		return Time{}
 	}
 	t, ok := parseRFC3339(s)
 	if !ok {
@@ -461,7 +465,7 @@ func (d *decoder) time() time.Time {
 }
 
 // parseRFC3339 parses s without the time package's layout machinery.
-func parseRFC3339(s string) (time.Time, bool) {
+func parseRFC3339(s string) (Time, bool) {
 	num := func(from, n int) int {
 		if from+n > len(s) {
 			return -1
@@ -476,11 +480,11 @@ func parseRFC3339(s string) (time.Time, bool) {
 		return v
 	}
 	if len(s) < 20 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' {
-		return time.Time{}, false
+		return Time{}, false
 	}
 	year, mon, day, hh, mm, ss := num(0, 4), num(5, 2), num(8, 2), num(11, 2), num(14, 2), num(17, 2)
 	if year < 0 || mon < 1 || mon > 12 || day < 1 || hh < 0 || mm < 0 || ss < 0 {
-		return time.Time{}, false
+		return Time{}, false
 	}
 	i, nsec := 19, 0
 	if s[i] == '.' {
@@ -498,7 +502,7 @@ func parseRFC3339(s string) (time.Time, bool) {
 		}
 	}
 	if i >= len(s) {
-		return time.Time{}, false
+		return Time{}, false
 	}
 	offset := 0
 	switch s[i] {
@@ -507,7 +511,7 @@ func parseRFC3339(s string) (time.Time, bool) {
 	case '+', '-':
 		oh, om := num(i+1, 2), num(i+4, 2)
 		if oh < 0 || om < 0 || i+3 >= len(s) || s[i+3] != ':' {
-			return time.Time{}, false
+			return Time{}, false
 		}
 		offset = (oh*60 + om) * 60
 		if s[i] == '-' {
@@ -515,10 +519,10 @@ func parseRFC3339(s string) (time.Time, bool) {
 		}
 		i += 6
 	default:
-		return time.Time{}, false
+		return Time{}, false
 	}
 	if i != len(s) {
-		return time.Time{}, false
+		return Time{}, false
 	}
 	// In UTC: the same instant; a zone would bring the time package's
 	// zone code into the panel.
@@ -535,7 +539,7 @@ func parseRFC3339(s string) (time.Time, bool) {
 	doe := yoe*365 + yoe/4 - yoe/100 + doy
 	days := int64(era)*146097 + int64(doe) - 719468
 	sec := days*86400 + int64(hh*3600+mm*60+ss) - int64(offset)
-	return time.Unix(sec, int64(nsec)).UTC(), true
+	return unixUTC(sec, int64(nsec)), true
 }
 
 func (d *decoder) i32s() (v []int32) {

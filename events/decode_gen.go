@@ -169,6 +169,16 @@ func (d *decoder) decodeEvent(v *Event) {
 			})
 		case "segments":
 			v.Segments = d.i64s()
+		case "txn":
+			if !d.null() {
+				v.Txn = new(Txn)
+				d.decodeTxn(v.Txn)
+			}
+		case "cleaner":
+			if !d.null() {
+				v.Cleaner = new(Cleaner)
+				d.decodeCleaner(v.Cleaner)
+			}
 		default:
 			d.skip()
 		}
@@ -283,6 +293,14 @@ func (d *decoder) decodeRecord(v *Record) {
 			v.ValueSize = int(d.i64())
 		case "digest":
 			v.Digest = d.str()
+		case "txn":
+			v.Txn = d.bool()
+		case "producer_id":
+			v.ProducerID = d.i64()
+		case "control":
+			v.Control = d.str()
+		case "aborted":
+			v.Aborted = d.bool()
 		default:
 			d.skip()
 		}
@@ -392,6 +410,32 @@ func (d *decoder) decodeISRChange(v *ISRChange) {
 	})
 }
 
+func (d *decoder) decodeTxn(v *Txn) {
+	d.object(func(k string) {
+		switch k {
+		case "lso":
+			v.LSO = d.i64()
+		default:
+			d.skip()
+		}
+	})
+}
+
+func (d *decoder) decodeCleaner(v *Cleaner) {
+	d.object(func(k string) {
+		switch k {
+		case "first_dirty":
+			v.FirstDirty = d.i64()
+		case "dirty_ratio":
+			v.DirtyRatio = d.f64()
+		case "records_from":
+			v.RecordsFrom = d.i64()
+		default:
+			d.skip()
+		}
+	})
+}
+
 func (d *decoder) decodePartition(v *Partition) {
 	d.object(func(k string) {
 		switch k {
@@ -458,6 +502,16 @@ func (d *decoder) decodeReplica(v *Replica) {
 			})
 		case "segments":
 			v.Segments = d.i64s()
+		case "txn":
+			if !d.null() {
+				v.Txn = new(Txn)
+				d.decodeTxn(v.Txn)
+			}
+		case "cleaner":
+			if !d.null() {
+				v.Cleaner = new(Cleaner)
+				d.decodeCleaner(v.Cleaner)
+			}
 		default:
 			d.skip()
 		}

@@ -2,6 +2,7 @@ package events
 
 import (
 	"encoding/json"
+	"math"
 	"reflect"
 	"strconv"
 	"strings"
@@ -14,13 +15,14 @@ import (
 func fullMessages() []Message {
 	at := time.Date(2025, 3, 4, 5, 6, 7, 890123456, time.UTC)
 	recs := []Record{{Offset: 7, LeaderEpoch: 2, Key: "k\"1", Value: "héllo <wörld> & \u2028 \U0001F600 \n\t\\",
-		KeySize: 300, ValueSize: 1 << 20, Digest: "0a1b2c3d"}}
+		KeySize: 300, ValueSize: 1 << 20, Digest: "0a1b2c3d", Txn: true, ProducerID: 12, Control: ControlAbort, Aborted: true}}
 	trunc := []TruncatedRecord{{Offset: 8, LeaderEpoch: 1, Digest: "0a1b2c3d", Value: "v", Reason: "r",
 		ReasonKey: "event.truncation", ReasonArgs: []string{"a", "b"}}}
 	topic := Topic{Name: "demo", Configs: map[string]string{"min.insync.replicas": "2"}, Partitions: []Partition{{
 		Partition: 1, Leader: 2, LeaderEpoch: 3, Replicas: []int32{1, 2, 3}, ISR: []int32{2, 3}, ELR: []int32{1},
 		ReplicaLogs: []Replica{{Broker: 2, LEO: 9, HW: 8, LogStartOffset: 1,
-			EpochCache: []EpochEntry{{Epoch: 1, StartOffset: 3}}, Records: recs, Truncated: trunc, Segments: []int64{1, 6}}},
+			EpochCache: []EpochEntry{{Epoch: 1, StartOffset: 3}}, Records: recs, Truncated: trunc, Segments: []int64{1, 6},
+			Txn: &Txn{LSO: 7}, Cleaner: &Cleaner{FirstDirty: 5, DirtyRatio: 0.625, RecordsFrom: 3}}},
 	}}}
 	snap := &Snapshot{Seq: 42, Time: at, Brokers: []Broker{{ID: 1, State: BrokerUp, Listener: "127.0.0.1:9092"}},
 		Controller: 0, Topics: []Topic{topic}, Configs: map[string]string{"unclean.leader.election.enable": "false"},
@@ -32,7 +34,8 @@ func fullMessages() []Message {
 		Fault: &Fault{Kind: FaultCut, From: 1, To: 3, OneWay: true}, Config: &ConfigChange{Key: "k", Value: "v", Previous: "p"},
 		Clock: &ClockChange{Action: ClockStep, StepMs: 100, Rate: 4}, BrokerState: BrokerFenced, Listener: "127.0.0.1:9093",
 		TopicCreated: &topic, Wire: &Wire{From: 1, To: 2, Client: "kcat", FetchOffset: 5, LastFetchedEpoch: 6, HW: 7, Records: 8, Version: 9, Lost: true},
-		ISRChanges: []ISRChange{{Cause: ISRLagged, Broker: 3, Joined: true, ToELR: true, LagMs: 12000, MaxLagMs: 10000, Offset: 7}}, Segments: []int64{0, 4}}
+		ISRChanges: []ISRChange{{Cause: ISRLagged, Broker: 3, Joined: true, ToELR: true, LagMs: 12000, MaxLagMs: 10000, Offset: 7}}, Segments: []int64{0, 4},
+		Txn: &Txn{LSO: 2}, Cleaner: &Cleaner{FirstDirty: 2, DirtyRatio: 0.5, RecordsFrom: 1}}
 	return []Message{
 		{Type: MessageSnapshot, Snapshot: snap},
 		{Type: MessageEvents, Events: []Event{ev, {Seq: 44, Kind: KindHW, Broker: NoBroker, Partition: -1}}},
@@ -186,6 +189,16 @@ func TestDecodeFloat(t *testing.T) {
 		want, _ := strconv.ParseFloat(in, 64)
 		if err != nil || m.Snapshot.Rate != want {
 			t.Errorf("rate %s decoded as %v, %v; want %v", in, m.Snapshot.Rate, err, want)
+		}
+	}
+	// A ratio as encoding/json writes it: up to 17 significant digits,
+	// read to within 1e-14 (the cleaner's dirty ratio 0.9183673469387755
+	// was refused, and the panel with it the whole snapshot).
+	for _, v := range []float64{0.9183673469387755, 0.99999999999999989, 1.0 / 3, 2.0 / 3, 0.1 + 0.2, 123.45678901234567, 1e-7 / 3} {
+		in := strconv.FormatFloat(v, 'g', -1, 64)
+		m, err := DecodeMessage(`{"snapshot":{"rate":` + in + `}}`)
+		if err != nil || math.Abs(m.Snapshot.Rate-v) > 1e-14*max(1, math.Abs(v)) {
+			t.Errorf("rate %s decoded as %v, %v", in, m.Snapshot.Rate, err)
 		}
 	}
 	for _, in := range []string{`"4"`, `.5`, `1.2.3`, `1e`, `1e9999`, `--1`, `99999999999999999999`} {

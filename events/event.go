@@ -7,10 +7,6 @@
 // imports it too: the server and the panel share these types exactly.
 package events
 
-import (
-	"time"
-)
-
 // Kind names what changed. The strings are part of the JSON contract.
 type Kind string
 
@@ -185,12 +181,12 @@ func (a Acks) Valid() bool { return a == AcksNone || a == AcksLeader || a == Ack
 // NoBroker and Topic empty when the event is not about one broker or partition.
 // Payload fields are nil/empty unless the Kind's documentation says it sets them.
 type Event struct {
-	Seq       uint64    `json:"seq"`
-	Time      time.Time `json:"time"`
-	Kind      Kind      `json:"kind"`
-	Broker    int32     `json:"broker"`
-	Topic     string    `json:"topic,omitempty"`
-	Partition int32     `json:"partition"`
+	Seq       uint64 `json:"seq"`
+	Time      Time   `json:"time"`
+	Kind      Kind   `json:"kind"`
+	Broker    int32  `json:"broker"`
+	Topic     string `json:"topic,omitempty"`
+	Partition int32  `json:"partition"`
 	// Message is a short note in English (for logs, the JSON API and old
 	// clients); MessageKey and MessageArgs are the same note as an i18n
 	// catalog key and its arguments, so a page shows it in its reader's
@@ -225,7 +221,41 @@ type Event struct {
 	// since its last event (a roll, a truncation or retention deleting
 	// some, a restart), is every segment's base offset, oldest first.
 	Segments []int64 `json:"segments,omitempty"`
+	// Txn, set on a replica's event when its last stable offset changed
+	// (its log holds transactional batches), is the new LSO.
+	Txn *Txn `json:"txn,omitempty"`
+	// Cleaner, set on a compacted replica's event when its sections or its
+	// dirty ratio changed, and on the log cleaner's event (a pass that
+	// ran), whose Records are then every record the log holds from
+	// Cleaner.RecordsFrom on (the window after the pass).
+	Cleaner *Cleaner `json:"cleaner,omitempty"`
 }
+
+// Txn is what a replica's log says of transactions for the lanes.
+type Txn struct {
+	// LSO is the last stable offset: the first offset of the oldest
+	// transaction still open, or the HW when that is lower (Kafka's
+	// lastStableOffset). read_committed consumers read only below it.
+	LSO int64 `json:"lso"`
+}
+
+// Cleaner is a compacted log's sections: the clean section is [log start,
+// FirstDirty), compacted by the cleaner (one record per key); the rest is
+// dirty, records appended since. DirtyRatio is the dirty share of the
+// cleanable bytes (the sealed segments below the HW) now: a pass runs once
+// it reaches min.cleanable.dirty.ratio. RecordsFrom is where a pass's
+// event's window starts, -1 on any other event.
+type Cleaner struct {
+	FirstDirty  int64   `json:"first_dirty"`
+	DirtyRatio  float64 `json:"dirty_ratio"`
+	RecordsFrom int64   `json:"records_from"`
+}
+
+// The transaction markers a control batch's record carries (Record.Control).
+const (
+	ControlCommit = "commit"
+	ControlAbort  = "abort"
+)
 
 // ISRCause says why a replica left or joined an ISR (or its ELR). The
 // replication rules (a leader's proposal) or the controller set it where
@@ -310,6 +340,18 @@ type Record struct {
 	KeySize     int    `json:"key_size,omitempty"`
 	ValueSize   int    `json:"value_size,omitempty"`
 	Digest      string `json:"digest,omitempty"`
+	// Txn marks a transactional batch's records (and its markers), of
+	// ProducerID.
+	Txn        bool  `json:"txn,omitempty"`
+	ProducerID int64 `json:"producer_id,omitempty"`
+	// Control is set on a control batch's record, a transaction marker:
+	// ControlCommit or ControlAbort (its Key and Value are empty: consumers
+	// never see it).
+	Control string `json:"control,omitempty"`
+	// Aborted marks a record of a transaction its producer aborted (the
+	// abort marker is in the window): read_committed consumers skip it.
+	// Snapshot.Apply sets it (MarkAborted); events leave it unset.
+	Aborted bool `json:"aborted,omitempty"`
 }
 
 // ShownBytes is the most bytes of a record's key and of its value that a

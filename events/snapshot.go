@@ -1,8 +1,6 @@
 package events
 
 import (
-	"time"
-
 	"tidemark/leaderepoch"
 )
 
@@ -39,7 +37,7 @@ const RecordWindow = 64
 // holds a Snapshot applies exactly the events with a larger Seq.
 type Snapshot struct {
 	Seq        uint64            `json:"seq"`
-	Time       time.Time         `json:"time"`
+	Time       Time              `json:"time"`
 	Brokers    []Broker          `json:"brokers"`
 	Controller int32             `json:"controller"` // NoBroker when there is none
 	Topics     []Topic           `json:"topics"`
@@ -111,6 +109,12 @@ type Replica struct {
 	// Segments is every segment's base offset, oldest first: where the
 	// lanes draw the segments' boundaries (nil until an event said).
 	Segments []int64 `json:"segments,omitempty"`
+	// Txn is set once the replica's log holds transactional batches: its
+	// LSO, drawn beside HW and LEO.
+	Txn *Txn `json:"txn,omitempty"`
+	// Cleaner is set once the log cleaner ran on the replica: its clean and
+	// dirty sections.
+	Cleaner *Cleaner `json:"cleaner,omitempty"`
 }
 
 // EpochEntry is one leader-epoch cache entry: the first offset written in Epoch.
@@ -233,6 +237,11 @@ func (s *Snapshot) Apply(e Event) {
 			r.Segments = e.Segments
 		}
 	}
+	if e.Txn != nil || e.Cleaner != nil {
+		if r := s.replica(e); r != nil {
+			s.applyTxnCleaner(r, e)
+		}
+	}
 	switch e.Kind {
 	case KindAppend:
 		if r := s.replica(e); r != nil {
@@ -240,6 +249,9 @@ func (s *Snapshot) Apply(e Event) {
 				r.LEO = e.Offsets.LEO
 			}
 			r.Records = appendWindow(r.Records, e.Records)
+			if txnIn(e.Records) {
+				MarkAborted(r.Records)
+			}
 		}
 	case KindHW:
 		if r := s.replica(e); r != nil && e.Offsets != nil {
@@ -273,6 +285,9 @@ func (s *Snapshot) Apply(e Event) {
 	case KindRecords:
 		if r := s.replica(e); r != nil {
 			r.Records = mergeWindow(r.Records, e.Records, r.LEO)
+			if txnIn(e.Records) {
+				MarkAborted(r.Records)
+			}
 		}
 	case KindTruncation:
 		if r := s.replica(e); r != nil && e.Offsets != nil {
@@ -443,6 +458,84 @@ func mergeWindow(w, add []Record, leo int64) []Record {
 		w = w[n:]
 	}
 	return w
+}
+
+// applyTxnCleaner keeps a replica event's LSO and cleaner sections: a
+// pass's event (RecordsFrom >= 0) replaces the window's records from
+// RecordsFrom on with what the log holds after the pass (compaction
+// removed some). New
+// values, never changed in place: a Clone shares them.
+func (s *Snapshot) applyTxnCleaner(r *Replica, e Event) {
+	if e.Txn != nil {
+		t := *e.Txn
+		r.Txn = &t
+	}
+	if e.Cleaner != nil {
+		c := *e.Cleaner
+		r.Cleaner = &c
+		if c.RecordsFrom >= 0 && e.Kind != KindAppend && e.Kind != KindRecords {
+			r.Records = appendWindow(keepBelow(r.Records, c.RecordsFrom), e.Records)
+			if txnIn(e.Records) {
+				MarkAborted(r.Records)
+			}
+		}
+	}
+}
+
+// txnIn reports whether any of rs is transactional.
+func txnIn(rs []Record) bool {
+	for i := range rs {
+		if rs[i].Txn {
+			return true
+		}
+	}
+	return false
+}
+
+// The batch attributes (Kafka's RecordBatch v2) MarkTxn reads.
+const (
+	attrTransactional = 0x10
+	attrControl       = 0x20
+)
+
+// MarkTxn marks the records of one batch, whose attributes and producer id
+// are given, for the lanes: a transactional batch's carry their producer,
+// a control batch's record is its marker (commit or abort; its key and
+// value are the marker's bytes, which no consumer sees, so they are left
+// out).
+func MarkTxn(attributes int16, producerID int64, recs []Record) {
+	if attributes&attrTransactional == 0 {
+		return
+	}
+	for i := range recs {
+		recs[i].Txn, recs[i].ProducerID = true, producerID
+		if attributes&attrControl != 0 {
+			recs[i].Control = ControlAbort
+			if k := recs[i].Key; len(k) >= 4 && k[3] == 1 {
+				recs[i].Control = ControlCommit
+			}
+			recs[i].Key, recs[i].Value, recs[i].KeySize, recs[i].ValueSize, recs[i].Digest = "", "", 0, 0, ""
+		}
+	}
+}
+
+// MarkAborted sets Aborted on the records of rs (a window, by offset) that
+// an abort marker later in rs decides: a producer's transactions follow one
+// another, so its transactional records since its previous marker belong
+// to the transaction its next marker ends.
+func MarkAborted(rs []Record) {
+	decided := map[int64]string{} // producer → the marker met last, walking back
+	for i := len(rs) - 1; i >= 0; i-- {
+		r := &rs[i]
+		if !r.Txn {
+			continue
+		}
+		if r.Control != "" {
+			decided[r.ProducerID] = r.Control
+			continue
+		}
+		r.Aborted = decided[r.ProducerID] == ControlAbort
+	}
 }
 
 func keepBelow(rs []Record, offset int64) []Record {

@@ -1,6 +1,7 @@
 package events
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -183,5 +184,46 @@ func TestShownCutsLargeRecords(t *testing.T) {
 	rs := []Record{small, {Value: value}}
 	if out := ShownRecords(rs); rs[1].Value != value || out[1].ValueSize != len(value) || out[0] != small {
 		t.Fatal("ShownRecords changed its argument or missed a record")
+	}
+}
+
+// TestApplyTxnAndCleaner: records of a transaction are marked aborted once
+// its abort marker is in the window (a later transaction's are not), a
+// replica's LSO follows its events, and a cleaner's event replaces the
+// window from where it read.
+func TestApplyTxnAndCleaner(t *testing.T) {
+	s := &Snapshot{Topics: []Topic{{Name: "t", Partitions: []Partition{{ReplicaLogs: []Replica{{Broker: 1}}}}}}}
+	rec := func(off int64, control string) Record {
+		return Record{Offset: off, Value: "v", Txn: true, ProducerID: 3, Control: control}
+	}
+	s.Apply(Event{Seq: 1, Kind: KindAppend, Broker: 1, Topic: "t", Offsets: &Offsets{LEO: 2}, Records: []Record{rec(0, ""), rec(1, "")}})
+	s.Apply(Event{Seq: 2, Kind: KindAppend, Broker: 1, Topic: "t", Offsets: &Offsets{LEO: 4}, Records: []Record{rec(2, ControlAbort), rec(3, "")},
+		Txn: &Txn{LSO: 3}})
+	r := &s.Topics[0].Partitions[0].ReplicaLogs[0]
+	var aborted []bool
+	for _, x := range r.Records {
+		aborted = append(aborted, x.Aborted)
+	}
+	if want := []bool{true, true, false, false}; fmt.Sprint(aborted) != fmt.Sprint(want) || r.Txn == nil || r.Txn.LSO != 3 {
+		t.Fatalf("aborted %v, want %v; txn %+v", aborted, want, r.Txn)
+	}
+	// Late values replace records: the marks are made again.
+	s.Apply(Event{Seq: 3, Kind: KindRecords, Broker: 1, Topic: "t", Records: []Record{rec(0, ""), rec(1, "")}})
+	if !r.Records[0].Aborted || !r.Records[1].Aborted {
+		t.Fatalf("late values lost the marks: %+v", r.Records)
+	}
+	c := s.Clone()
+	s.Apply(Event{Seq: 4, Kind: KindLEO, Broker: 1, Topic: "t", Offsets: &Offsets{LEO: 4},
+		Cleaner: &Cleaner{FirstDirty: 3, DirtyRatio: 0.5, RecordsFrom: 1}, Records: []Record{{Offset: 3, Value: "kept"}}})
+	if len(r.Records) != 2 || r.Records[0].Offset != 0 || r.Records[1].Value != "kept" || r.Cleaner == nil || r.Cleaner.FirstDirty != 3 {
+		t.Fatalf("after the cleaner: %+v, %+v", r.Records, r.Cleaner)
+	}
+	// Between passes the ratio changes, the window stays.
+	s.Apply(Event{Seq: 5, Kind: KindHW, Broker: 1, Topic: "t", Offsets: &Offsets{HW: 4}, Cleaner: &Cleaner{FirstDirty: 3, DirtyRatio: 0.25, RecordsFrom: -1}})
+	if len(r.Records) != 2 || r.Cleaner.DirtyRatio != 0.25 {
+		t.Fatalf("a ratio's change: %+v, %+v", r.Records, r.Cleaner)
+	}
+	if old := c.Topics[0].Partitions[0].ReplicaLogs[0]; old.Cleaner != nil || len(old.Records) != 4 {
+		t.Fatalf("the clone changed with the snapshot: %+v", old)
 	}
 }

@@ -36,7 +36,7 @@
   }
   // The canvas ops draw a figure's cells (panel.Painter.Paint): P gives
   // the palette (8 epoch colours, ink, paper, a truncated record's fill
-  // and ink), C sizes a canvas to w×h CSS pixels at the device's pixel
+  // and ink, an aborted record's fill), C sizes a canvas to w×h CSS pixels at the device's pixel
   // ratio and clears it, K gives a cell (cell), D a down broker's lane to
   // dim (x, y, w, h: veiled in paper once its cells are drawn, as the
   // lanes' SVG drew them at .55 opacity). A canvas's cells are drawn
@@ -92,7 +92,8 @@
     }
   }
   // cells draws the cells of the K ops read since the last call: records
-  // (state 0 committed, 1 not yet) and truncated records (2).
+  // (state 0 committed, 1 not yet), truncated records (2), transaction
+  // markers (3) and records of aborted transactions (4).
   function cells() {
     if (!ks.length) return;
     var ep, ghost = function (c) { return c.s === 2; }, rec = function (c) { return c.s !== 2; };
@@ -101,6 +102,10 @@
     boxes(function (c) { return c.s === 1; }, pal[9], pal[8], 2.5, [5, 3], 14, 40);
     for (ep = 0; ep < 8; ep++) boxes(function (c) { return c.s === 1 && c.ep === ep; }, pal[ep], "", 0, [], 14, 6);
     boxes(ghost, pal[10], pal[11], 2, [3, 2], 58, 40);
+    // A transaction marker (3): filled in ink; a record of an aborted
+    // transaction (4): grey, a dashed ink border.
+    boxes(function (c) { return c.s === 3; }, pal[8], "", 0, [], 14, 40);
+    boxes(function (c) { return c.s === 4; }, pal[12], pal[8], 2, [2, 2], 14, 40);
     // Every line is at least 11 px, as the page's other text (issue 24).
     texts("11px system-ui,sans-serif", rec, function (c) { return [c.off, 28, c.epl, 52]; });
     texts("bold 11px system-ui,sans-serif", rec, function (c) { return [c.val, 40]; });
@@ -127,7 +132,7 @@
   function cell(f, i) {
     var c = { s: +f[i + 1], x: +f[i + 2], y: +f[i + 3], ep: +f[i + 4], off: f[i + 5], val: f[i + 6], epl: f[i + 7], ink: pal[8] };
     if (c.s === 2) c.ink = pal[11];
-    else if (c.s === 0 && (c.ep === 5 || c.ep === 6)) c.ink = pal[9];
+    else if (c.s === 3 || c.s === 0 && (c.ep === 5 || c.ep === 6)) c.ink = pal[9];
     ks.push(c);
   }
   // Messages in flight (panel.Painter.Fly's M ops) are drawn on one canvas
@@ -321,7 +326,7 @@
           case "h": els[h].innerHTML = f[i + 2]; i += 3; break; // markup of the children
           case "c": els[h] = els[+f[i + 2]].children[+f[i + 3]]; i += 4; break; // child
           case "f": els[h] = undefined; i += 2; break; // forget
-          case "P": pal = f.slice(i + 2, i + 14); i += 14; break; // palette
+          case "P": pal = f.slice(i + 2, i + 15); i += 15; break; // palette
           case "C": canvas(els[h], +f[i + 2], +f[i + 3]); i += 4; break;
           case "K": cell(f, i); i += 8; break;
           case "M": flight(f, i); i += 17; break; // a message in flight

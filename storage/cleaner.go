@@ -72,23 +72,32 @@ func (l *Log) Clean(upperBound int64) (CleanResult, error) {
 	return res, err
 }
 
-func (l *Log) cleanLocked(upperBound int64) (CleanResult, error) {
-	cfg := l.env.cfg
+// DirtyRatio returns where the log's dirty section starts and its dirty
+// ratio now, as the cleaner's next pass over the sealed segments below
+// upperBound (the HW) would see it: what the lanes show between passes.
+func (l *Log) DirtyRatio(upperBound int64) (firstDirty int64, ratio float64) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	res, _ := l.sectionsLocked(upperBound)
+	return res.FirstDirty, res.DirtyRatio
+}
+
+// sectionsLocked measures the cleanable log below upperBound: its clean
+// and dirty bytes and ratio; n is how many segments are cleanable (0: none,
+// CleanableEnd is then FirstDirty).
+func (l *Log) sectionsLocked(upperBound int64) (res CleanResult, n int) {
 	start := l.logStartOffset.Load()
-	res := CleanResult{LogStart: start, FirstDirty: max(l.cleanedTo, start)}
+	res = CleanResult{LogStart: start, FirstDirty: max(l.cleanedTo, start)}
 	// The cleanable segments: sealed, wholly below the HW.
-	n := 0
 	for n < len(l.segments)-1 && l.segments[n+1].baseOffset <= upperBound {
 		n++
 	}
-	if !cfg.Cleanup.Compacts() || n == 0 {
+	if !l.env.cfg.Cleanup.Compacts() || n == 0 {
 		res.CleanableEnd = res.FirstDirty
-		return res, nil
+		return res, 0
 	}
-	segs := l.segments[:n]
-	end := l.segments[n].baseOffset
-	res.CleanableEnd = end
-	for i, s := range segs {
+	res.CleanableEnd = l.segments[n].baseOffset
+	for i, s := range l.segments[:n] {
 		next := l.segments[i+1].baseOffset
 		switch {
 		case next <= res.FirstDirty:
@@ -100,6 +109,17 @@ func (l *Log) cleanLocked(upperBound int64) (CleanResult, error) {
 	if total := res.CleanBytes + res.DirtyBytes; total > 0 {
 		res.DirtyRatio = float64(res.DirtyBytes) / float64(total)
 	}
+	return res, n
+}
+
+func (l *Log) cleanLocked(upperBound int64) (CleanResult, error) {
+	cfg := l.env.cfg
+	res, n := l.sectionsLocked(upperBound)
+	if n == 0 {
+		return res, nil
+	}
+	segs := l.segments[:n]
+	end := res.CleanableEnd
 	// Kafka's LogCleanerManager cleans a log whose ratio exceeds the minimum.
 	if res.DirtyBytes == 0 || res.DirtyRatio <= cfg.MinCleanableDirtyRatio {
 		res.CleanableEnd = res.FirstDirty

@@ -17,6 +17,7 @@ type laneCell struct {
 	Ghost     *events.TruncatedRecord // a record truncation removed from here (the newest)
 	Committed bool                    // below the partition's HW
 	HW, LEO   bool                    // the replica's HW / LEO is at this offset
+	LSO       bool                    // the replica's LSO is at this offset
 }
 
 // laneWindow returns the offsets [lo, hi) the lanes of v show.
@@ -40,7 +41,7 @@ func laneWindow(v apiv1.PartitionView) (lo, hi int64) {
 func laneCells(v apiv1.PartitionView, r apiv1.ReplicaView, lo, hi int64) []laneCell {
 	cells := make([]laneCell, 0, hi-lo)
 	for o := lo; o < hi; o++ {
-		cells = append(cells, laneCell{Offset: o, Committed: o < v.HighWatermark, HW: o == r.HW, LEO: o == r.LEO})
+		cells = append(cells, laneCell{Offset: o, Committed: o < v.HighWatermark, HW: o == r.HW, LEO: o == r.LEO, LSO: r.LSO != nil && o == *r.LSO})
 	}
 	for i := range r.Records {
 		if o := r.Records[i].Offset; o >= lo && o < hi {
@@ -72,10 +73,48 @@ func (p Page) cellLabel(c laneCell) string {
 	// The label is written twice per cell (tooltip and screen-reader
 	// text) for each replica: a 1 MB value made the page 4 MB a record.
 	v := clip.Bytes(c.Rec.Value, maxLabelValue)
-	if c.Committed {
-		return p.t("ui.lane.rec.committed", c.Offset, c.Rec.LeaderEpoch, v)
+	if c.Rec.Control != "" {
+		return p.t("panel.lane.marker", c.Offset, p.t("panel.lane."+c.Rec.Control), c.Rec.ProducerID)
 	}
-	return p.t("ui.lane.rec.uncommitted", c.Offset, c.Rec.LeaderEpoch, v)
+	label := p.t("ui.lane.rec.uncommitted", c.Offset, c.Rec.LeaderEpoch, v)
+	if c.Committed {
+		label = p.t("ui.lane.rec.committed", c.Offset, c.Rec.LeaderEpoch, v)
+	}
+	if c.Rec.Aborted {
+		label += " — " + p.t("panel.lane.aborted")
+	}
+	return label
+}
+
+// cellEpoch is what a cell writes under its offset: its leader epoch, a
+// transaction marker's flag and ✓ or ✗, ⊘ after an aborted record's
+// epoch (as the live lanes draw them).
+func cellEpoch(r *apiv1.RecordView) string {
+	switch {
+	case r.Control == events.ControlCommit:
+		return "⚑✓"
+	case r.Control != "":
+		return "⚑✗"
+	case r.Aborted:
+		return "e" + id32(r.LeaderEpoch) + " ⊘"
+	}
+	return "e" + id32(r.LeaderEpoch)
+}
+
+// hasTxn reports whether the partition's lanes show transactions: a
+// replica with an LSO, a marker or an aborted record.
+func (d PartitionPage) hasTxn() bool {
+	for _, r := range d.View.ReplicaLogs {
+		if r.LSO != nil {
+			return true
+		}
+		for _, rec := range r.Records {
+			if rec.Control != "" || rec.Aborted {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func cellClass(c laneCell) string {
@@ -87,6 +126,14 @@ func cellClass(c laneCell) string {
 		} else {
 			cls += " uncommitted"
 		}
+		if c.Rec.Control != "" {
+			cls += " control " + c.Rec.Control
+		} else if c.Rec.Aborted {
+			cls += " aborted"
+		}
+	}
+	if c.LSO {
+		cls += " at-lso"
 	}
 	if c.HW {
 		cls += " at-hw"

@@ -13,7 +13,8 @@ var legalTopic = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
 // PointerCSS is the stylesheet that points a lesson step's "look at" list
 // at the stage while the step's answer is shown: each pointer's broker is
 // ringed on the topology, its replica's lane marked, and an HW or LEO
-// pointer's marker drawn heavy. A stylesheet rather than classes the
+// pointer's marker drawn heavy (an LSO pointer's too, and a cleaner
+// pointer's sections outlined). A stylesheet rather than classes the
 // panel would set: the panel redraws the stage many times a second, and
 // selectors keep pointing at whatever it draws. A topic that is not a
 // legal Kafka name (it could break out of a selector) points nowhere.
@@ -42,6 +43,11 @@ func PointerCSS(ptrs []LessonPointerView) string {
 			rule(lane+` .marker.hw line`, "stroke: var(--vermillion); stroke-width: 5;")
 		case "leo":
 			rule(lane+` .marker.leo line`, "stroke: var(--vermillion); stroke-width: 5;")
+		case "lso":
+			rule(lane+` .marker.lso line`, "stroke: var(--vermillion); stroke-width: 5;")
+		case "cleaner":
+			// The replica's clean and dirty sections (wasm/panel/txnlanes.go).
+			rule(lane+` .cleaner rect`, "stroke: var(--vermillion); stroke-width: 3;")
 		}
 	}
 	return b.String()

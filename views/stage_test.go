@@ -54,8 +54,11 @@ func TestPointerCSS(t *testing.T) {
 		{Kind: "record", Broker: 2, Topic: "hw", Partition: 0},
 		{Kind: "file"},
 		{Kind: "leo", Broker: 3, Topic: `x"] body { color: red } [a="`, Partition: 1},
+		{Kind: "lso", Broker: 1, Topic: "txn"},
+		{Kind: "cleaner", Broker: 1, Topic: "kept"},
 	})
-	for _, want := range []string{`#topo [data-testid="node-2"]`, `#lanes g[data-topic="hw"][data-partition="0"][data-broker="2"] .marker.hw line`, `#topo [data-testid="node-3"]`} {
+	for _, want := range []string{`#topo [data-testid="node-2"]`, `#lanes g[data-topic="hw"][data-partition="0"][data-broker="2"] .marker.hw line`, `#topo [data-testid="node-3"]`,
+		`#lanes g[data-topic="txn"][data-partition="0"][data-broker="1"] .marker.lso line`, `#lanes g[data-topic="kept"][data-partition="0"][data-broker="1"] .cleaner rect`} {
 		if !strings.Contains(css, want) {
 			t.Errorf("no rule for %s in:\n%s", want, css)
 		}

@@ -908,11 +908,11 @@ func (a *app) bindLanes(root js.Value, figs []panel.Figure) {
 	fe := root.Get("children")
 	for i := range figs {
 		f := &figs[i]
-		// A figure is figcaption, div.lane-list, canvas and the SVG
-		// (panel.Figure.HTML).
+		// A figure is figcaption, div.lane-list, canvas, the SVG and its
+		// legend if it has one (panel.Figure.HTML).
 		el := fe.Index(i)
-		svg := el.Get("lastElementChild")
 		list := el.Get("children").Index(1)
+		svg := list.Get("nextElementSibling").Get("nextElementSibling")
 		// Not measured yet (measureLanes, next frame): drawn whole.
 		d := figDOM{el: el, caption: el.Get("firstElementChild"), arrows: svg.Get("lastElementChild"), list: list, part: *f,
 			listed: list.Get("innerHTML").String(), vis1: 1 << 40}
@@ -974,7 +974,7 @@ func (a *app) updateLane(d *laneDOM, l *panel.Lane) {
 	d.part = *l
 	d.part.Cells, d.part.Slots = nil, nil
 	// Markers: moved by their transform while the same ones are shown.
-	if (l.HWX >= 0) != (old.HWX >= 0) || (l.LEOX >= 0) != (old.LEOX >= 0) || !panel.SameSegs(l.Segs, old.Segs) {
+	if (l.HWX >= 0) != (old.HWX >= 0) || (l.LEOX >= 0) != (old.LEOX >= 0) || !panel.SameSegs(l.Segs, old.Segs) || l.Extra != old.Extra {
 		a.dom.setHTML(d.marks, l.Marks())
 		a.bindMarks(d)
 	} else {

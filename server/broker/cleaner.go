@@ -32,6 +32,15 @@ func (r *replica) maybeClean() []func() {
 	dropped := res.Superseded + res.TombstonesRemoved + res.KeylessRemoved
 	ev := r.event(events.KindLEO)
 	ev.Offsets = &events.Offsets{Base: r.log.LogStartOffset(), LEO: r.log.LogEndOffset(), HW: r.hw}
+	// The lanes' sections, and the window as the pass left it (the
+	// records newestRecords reads, from where it reads them).
+	// The ratio after the pass: the lanes show the ratio now, the event's
+	// text the one that started the pass.
+	firstDirty, ratio := r.log.DirtyRatio(r.cleanableEnd())
+	r.cleanerSaid = cleanerSaid{firstDirty: firstDirty, pct: int64(ratio*100 + 0.5), said: true}
+	ev.Cleaner = &events.Cleaner{FirstDirty: firstDirty, DirtyRatio: ratio,
+		RecordsFrom: max(ev.Offsets.LEO-events.RecordWindow, ev.Offsets.Base)}
+	ev.Records = r.newestRecords()
 	r.emit(fact.Say(ev, "event.cleaner", strconv.FormatFloat(res.DirtyRatio, 'f', 2, 64),
 		res.FirstDirty, res.CleanableEnd, dropped, res.TombstonesRemoved, res.BytesBefore, res.BytesAfter))
 	return nil
@@ -58,3 +67,32 @@ func (r *replica) cleanableEnd() int64 {
 // CleanerSections is the replica's log as the cleaner last left it: the
 // clean section is [LogStart, FirstDirty), the rest is dirty.
 func (x *Replica) CleanerSections() (logStart, firstDirty int64) { return x.r.log.CleanerSections() }
+
+// cleanerSaid is the dirty section a compacted replica last said
+// (noteCleaner): where it starts and its ratio in hundredths.
+type cleanerSaid struct {
+	firstDirty, pct int64
+	said            bool
+}
+
+// noteCleaner puts a compacted replica's sections on the last queued event
+// when its dirty ratio (to the hundredth) or its dirty section's start
+// changed since it last said: the lanes show the ratio climb as segments
+// fill, up to min.cleanable.dirty.ratio, and fall after a pass. Callers
+// hold r.mu.
+func (r *replica) noteCleaner() {
+	if !r.compacts || r.log == nil || len(r.outbox) == 0 {
+		return
+	}
+	last := &r.outbox[len(r.outbox)-1].ev
+	if last.Cleaner != nil {
+		return // a pass's event: it says them
+	}
+	first, ratio := r.log.DirtyRatio(r.cleanableEnd())
+	now := cleanerSaid{firstDirty: first, pct: int64(ratio*100 + 0.5), said: true}
+	if now == r.cleanerSaid {
+		return
+	}
+	r.cleanerSaid = now
+	last.Cleaner = &events.Cleaner{FirstDirty: first, DirtyRatio: ratio, RecordsFrom: -1}
+}

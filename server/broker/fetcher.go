@@ -628,6 +628,7 @@ func (r *replica) handleFetchResponse(leader int32, sent replication.FetchReques
 			} else {
 				hs := storage.ScanBatchHeaders(records) // AppendAsFollower checked them
 				for _, h := range hs {
+					r.txnSeen = r.txnSeen || h.Attributes&attrTransactional != 0
 					appended = append(appended, replication.Batch{BaseOffset: h.BaseOffset, LastOffset: h.LastOffset(), Epoch: h.PartitionLeaderEpoch})
 				}
 				last = info.LastOffset

@@ -40,8 +40,17 @@ type replica struct {
 	// segmentsSaid is the log's SegmentsVersion the UI was last told of
 	// (noteSegments).
 	segmentsSaid uint64
-	waiters      map[uint64]chan replication.ProduceResult
-	nextID       uint64
+	// txnSeen: the log took a transactional batch, so the replica's events
+	// say its LSO; lsoSaid is the LSO last said plus one (0: none yet).
+	txnSeen bool
+	lsoSaid int64
+	// cleanerSaid: the dirty section a compacted replica last said;
+	// compacts caches its log's cleanup.policy (noteCleaner runs at every
+	// unlock).
+	cleanerSaid cleanerSaid
+	compacts    bool
+	waiters     map[uint64]chan replication.ProduceResult
+	nextID      uint64
 	// newData is closed (and replaced) on every append: it wakes the
 	// long-polling fetches waiting for data.
 	newData chan struct{}
@@ -129,6 +138,8 @@ func (r *replica) noteSegments() {
 // calls that must not hold it (ISR proposals to the controller).
 func (r *replica) unlock(after []func()) {
 	r.noteSegments()
+	r.noteTxn()
+	r.noteCleaner()
 	out := r.outbox
 	r.outbox = nil
 	if next := r.rp.NextTickMs(); next != math.MaxInt64 {
@@ -217,7 +228,7 @@ func (b *Broker) newReplica(tp storage.TopicPartition, tc controller.TopicConfig
 	if pl != nil {
 		st.HighWatermark = pl.m.Status().HighWatermark
 	}
-	return &replica{b: b, tp: tp, log: l, rp: rp, q: q, pl: pl, configs: configs,
+	return &replica{b: b, tp: tp, log: l, rp: rp, q: q, pl: pl, configs: configs, compacts: l.Config().Cleanup.Compacts(),
 		hw: st.HighWatermark, shownEpochs: state.EpochCache, tickedMs: now, waiters: map[uint64]chan replication.ProduceResult{}, newData: make(chan struct{}),
 		applied: controller.Partition{LeaderEpoch: -1, PartitionEpoch: -1, Leader: -1}}, nil
 }
@@ -249,6 +260,7 @@ func (r *replica) apply(p controller.Partition, tc controller.TopicConfig, confi
 			r.b.logger.Error("applying topic config to replication", "partition", r.tp, "err", err)
 		}
 		r.configs = configs
+		r.compacts = r.log.Config().Cleanup.Compacts()
 	}
 	if r.q != nil {
 		r.applied = p // Raft, not the controller, decides who leads
@@ -633,6 +645,7 @@ func (r *replica) appendProduced(ctx context.Context, acks int16, records []byte
 		return info, r.awaitDuplicate(ctx, acks, epoch, *pc.dup, timeout), false
 	}
 	r.producersAppended(pc, info)
+	r.txnSeen = r.txnSeen || hasTxnBatch(records)
 	r.flushBy(now)
 	r.wake()
 	ev := r.appendEvent(info, epoch)
@@ -746,6 +759,7 @@ func uiRecords(h storage.BatchHeader, recs []storage.DecodedRecord) []events.Rec
 		all = all[len(key)+len(value):]
 		out[i] = events.Record{Offset: rec.Offset, LeaderEpoch: h.PartitionLeaderEpoch, Key: key, Value: value}
 	}
+	MarkTxn(h, out)
 	return out
 }
 
@@ -782,6 +796,7 @@ func decodeForUI(records []byte) []events.Record {
 		_, err := storage.VisitBatchTail(tail[:h.Size()], events.RecordWindow, func(rec storage.DecodedRecord) {
 			out = append(out, events.RecordOf(rec.Offset, h.PartitionLeaderEpoch, rec.Key, rec.Value))
 		})
+		MarkTxn(h, out[n:])
 		tail = tail[h.Size():]
 		if err != nil {
 			out = out[:n]

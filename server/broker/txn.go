@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"tidemark/events"
 	"tidemark/internal/crc32c"
 	"tidemark/server/coordinator"
 	"tidemark/server/wire"
@@ -388,7 +389,7 @@ func (b *Broker) handleWriteTxnMarkers(ctx context.Context, req *kmsg.WriteTxnMa
 				if r == nil {
 					rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				} else {
-					res := r.produce(ctx, -1, append([]byte(nil), batch...), nil, b.cfg.RequestTimeout)
+					res := r.produce(ctx, -1, append([]byte(nil), batch...), decodeForUI(batch), b.cfg.RequestTimeout)
 					if res.Err != nil {
 						rp.ErrorCode = errorCode(res.Err)
 					}
@@ -539,4 +540,49 @@ func (b *Broker) lastStableOffset(topic string, partition int32, hw int64) (int6
 		hw = min(hw, first)
 	}
 	return hw, nil
+}
+
+// MarkTxn marks the records of a batch with header h for the lanes
+// (events.MarkTxn).
+func MarkTxn(h storage.BatchHeader, recs []events.Record) {
+	events.MarkTxn(h.Attributes, h.ProducerID, recs)
+}
+
+// hasTxnBatch reports whether a record set holds a transactional batch:
+// from then on the replica's events say its LSO (noteTxn). A walk over
+// the batches' headers (attributes at byte 21), nothing decoded.
+func hasTxnBatch(records []byte) bool {
+	for len(records) >= 23 {
+		if binary.BigEndian.Uint16(records[21:])&attrTransactional != 0 {
+			return true
+		}
+		n := 12 + int(int32(binary.BigEndian.Uint32(records[8:])))
+		if n < 23 || n > len(records) {
+			return false
+		}
+		records = records[n:]
+	}
+	return false
+}
+
+// noteTxn puts the replica's LSO on the last queued event when it changed
+// since the replica last said, once its log has held a transactional
+// batch: the lanes draw it beside HW and LEO. Callers hold r.mu.
+func (r *replica) noteTxn() {
+	if !r.txnSeen || r.log == nil || len(r.outbox) == 0 {
+		return
+	}
+	x := r.b.txnIndexOf(r)
+	x.mu.Lock()
+	err := x.update(r.log)
+	lso := r.hw
+	for _, first := range x.open {
+		lso = min(lso, first)
+	}
+	x.mu.Unlock()
+	if err != nil || r.lsoSaid == lso+1 {
+		return
+	}
+	r.lsoSaid = lso + 1
+	r.outbox[len(r.outbox)-1].ev.Txn = &events.Txn{LSO: lso}
 }

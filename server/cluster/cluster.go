@@ -567,16 +567,19 @@ func readWindow(l *storage.Log, end int64) []events.Record {
 	var out []events.Record
 	// A batch at a time: only each record's first bytes are kept.
 	err := l.EachBatch(from, end, events.RecordWindow, func(b storage.Batch) bool {
+		n := len(out)
 		for _, r := range b.Records {
 			if r.Offset >= from {
 				out = append(out, events.RecordOf(r.Offset, b.Header.PartitionLeaderEpoch, r.Key, r.Value))
 			}
 		}
+		broker.MarkTxn(b.Header, out[n:])
 		return true
 	})
 	if err != nil {
 		return nil
 	}
+	events.MarkAborted(out)
 	return out
 }
 

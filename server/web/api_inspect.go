@@ -96,6 +96,10 @@ func (s *Server) replicaView(snap *events.Snapshot, topic string, p *events.Part
 	for _, id := range p.ISR {
 		rv.InSync = rv.InSync || id == r.Broker
 	}
+	if r.Txn != nil {
+		lso := r.Txn.LSO
+		rv.LSO = &lso
+	}
 	if b := snap.Broker(r.Broker); b != nil {
 		rv.BrokerState = b.State
 	}
@@ -135,14 +139,21 @@ func readWindow(l ReplicaLog, offset int64, limit int) ([]RecordView, bool) {
 	}
 	// A batch at a time: only each record's first bytes are kept, so 500
 	// records of a megabyte are not all held at once.
+	var recs []events.Record
 	err := l.EachBatch(offset, end, limit, func(b storage.Batch) bool {
+		n := len(recs)
 		for _, r := range b.Records {
-			if r.Offset >= offset && len(out) < limit {
-				out = append(out, apiv1.RecordViewOf(events.RecordOf(r.Offset, b.Header.PartitionLeaderEpoch, r.Key, r.Value)))
+			if r.Offset >= offset && len(recs) < limit {
+				recs = append(recs, events.RecordOf(r.Offset, b.Header.PartitionLeaderEpoch, r.Key, r.Value))
 			}
 		}
-		return len(out) < limit
+		events.MarkTxn(b.Header.Attributes, b.Header.ProducerID, recs[n:])
+		return len(recs) < limit
 	})
+	events.MarkAborted(recs)
+	for _, r := range recs {
+		out = append(out, apiv1.RecordViewOf(r))
+	}
 	return out, err == nil
 }
 

@@ -101,6 +101,16 @@ func appendEvent(b []byte, e *events.Event) ([]byte, error) {
 				b = appendInt(b, `,"value_size":`, int64(r.ValueSize))
 			}
 			b = appendStringField(b, `,"digest":`, r.Digest)
+			if r.Txn {
+				b = append(b, `,"txn":true`...)
+			}
+			if r.ProducerID != 0 {
+				b = appendInt(b, `,"producer_id":`, r.ProducerID)
+			}
+			b = appendStringField(b, `,"control":`, r.Control)
+			if r.Aborted {
+				b = append(b, `,"aborted":true`...)
+			}
 			b = append(b, '}')
 		}
 		b = append(b, ']')
@@ -173,6 +183,15 @@ func appendEvent(b []byte, e *events.Event) ([]byte, error) {
 			b = strconv.AppendInt(b, x, 10)
 		}
 		b = append(b, ']')
+	}
+	if e.Txn != nil {
+		b = appendInt(b, `,"txn":{"lso":`, e.Txn.LSO)
+		b = append(b, '}')
+	}
+	if e.Cleaner != nil { // rare: a pass of the log cleaner
+		if b, err = appendJSON(b, `,"cleaner":`, e.Cleaner); err != nil {
+			return b, err
+		}
 	}
 	return append(b, '}'), nil
 }

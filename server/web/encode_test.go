@@ -21,7 +21,7 @@ func fullEvent(s string) events.Event {
 		Offsets: &events.Offsets{Base: -1, Last: 2, LEO: 3, HW: 4},
 		Leader:  &events.Leadership{Leader: 2, PreviousLeader: -1, LeaderEpoch: 5, StartOffset: 6, Unclean: true, LastKnown: true},
 		ISR:     []int32{1, 2}, ELR: []int32{3}, Error: "NOT_ENOUGH_REPLICAS", Acks: events.AcksAll,
-		Records:     []events.Record{{Offset: 1, LeaderEpoch: 2, Key: s, Value: s, KeySize: 300, ValueSize: 1 << 20, Digest: "cd"}, {Offset: 2, Value: ""}},
+		Records:     []events.Record{{Offset: 1, LeaderEpoch: 2, Key: s, Value: s, KeySize: 300, ValueSize: 1 << 20, Digest: "cd"}, {Offset: 2, Value: "", Txn: true, ProducerID: 9, Control: s, Aborted: true}},
 		Truncated:   []events.TruncatedRecord{{Offset: 9, LeaderEpoch: 1, Digest: "ab", Value: s, ReasonArgs: []string{s}}},
 		Fault:       &events.Fault{Kind: events.FaultCut, From: 1, To: 2, OneWay: true},
 		Config:      &events.ConfigChange{Key: "min.insync.replicas", Value: s, Previous: "1"},
@@ -31,6 +31,8 @@ func fullEvent(s string) events.Event {
 		Wire:         &events.Wire{From: -1, To: 3, Client: s, FetchOffset: 10, LastFetchedEpoch: 2, HW: 9, Records: 5, Version: 1 << 33, Lost: true},
 		ISRChanges:   []events.ISRChange{{Cause: events.ISRLagged, Broker: 3, LagMs: 10050, MaxLagMs: 10000}, {Cause: events.ISRCaughtUp, Broker: 2, Joined: true, Offset: 7}},
 		Segments:     []int64{0, 4, 9},
+		Txn:          &events.Txn{LSO: 3},
+		Cleaner:      &events.Cleaner{FirstDirty: 2, DirtyRatio: 0.375, RecordsFrom: 1},
 		Order:        3, // in-process only: neither encoder writes it
 	}
 }

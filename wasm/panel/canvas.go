@@ -21,6 +21,10 @@ const (
 	Paper     = "#ffffff"
 	GhostFill = "#fff4ec" // a truncated record
 	GhostInk  = "#a8400a" // its border, texts and strike (--vermillion-text)
+	// AbortFill is a record of an aborted transaction's fill (its border
+	// dashed in Ink); a transaction marker is filled in Ink, its texts in
+	// Paper.
+	AbortFill = "#e4e4e4"
 )
 
 // EpochFill is a committed record's fill by leader epoch mod 8 (Okabe–Ito),
@@ -34,6 +38,10 @@ func CellText(c *Cell) (text, fill string) {
 		return GhostInk, GhostFill
 	case c.State == cellUncommitted:
 		return Ink, Paper
+	case c.State == cellControl:
+		return Paper, Ink
+	case c.State == cellAborted:
+		return Ink, AbortFill
 	case c.Color == 5 || c.Color == 6:
 		return Paper, EpochFill[c.Color]
 	}
@@ -124,13 +132,14 @@ const (
 )
 
 // Palette is the canvas's colours for the page (a P op, sent before the
-// first drawing): EpochFill, then Ink, Paper, GhostFill and GhostInk.
+// first drawing): EpochFill, then Ink, Paper, GhostFill, GhostInk and
+// AbortFill.
 func (p *Painter) Palette() {
 	p.Op('P', 0)
 	for _, c := range EpochFill {
 		p.Str(c)
 	}
-	for _, c := range [...]string{Ink, Paper, GhostFill, GhostInk} {
+	for _, c := range [...]string{Ink, Paper, GhostFill, GhostInk, AbortFill} {
 		p.Str(c)
 	}
 }

@@ -40,7 +40,7 @@ func contrast(t *testing.T, a, b string) float64 {
 // canvas has no DOM text for the page's contrast test to read.
 func TestCanvasContrast(t *testing.T) {
 	for ep := range int32(8) {
-		for _, state := range []uint8{cellCommitted, cellUncommitted, cellTruncated} {
+		for _, state := range []uint8{cellCommitted, cellUncommitted, cellTruncated, cellControl, cellAborted} {
 			c := Cell{Color: ep, State: state}
 			text, fill := CellText(&c)
 			if r := contrast(t, text, fill); r < 4.5 {
@@ -79,7 +79,7 @@ func TestPaint(t *testing.T) {
 	}
 	pt.Buf = pt.Buf[:0]
 	pt.Palette()
-	if n := strings.Count(string(pt.Buf), "#"); n != 12 {
-		t.Errorf("palette of %d colours, the page reads 12", n)
+	if n := strings.Count(string(pt.Buf), "#"); n != 13 {
+		t.Errorf("palette of %d colours, the page reads 13", n)
 	}
 }

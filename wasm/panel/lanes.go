@@ -34,6 +34,18 @@ func laneHeight(ghosts bool) int64 {
 	return 14 + cellH + 18
 }
 
+// cleanerRowH is the row under a compacted replica's lane that shows its
+// cleaner's clean and dirty sections.
+const cleanerRowH = 16
+
+// laneH is the height of l's lane, rows included.
+func laneH(ghosts, cleaner bool) int64 {
+	if cleaner {
+		return laneHeight(ghosts) + cleanerRowH
+	}
+	return laneHeight(ghosts)
+}
+
 // valueRunes is how many characters of a record's value its cell shows.
 const valueRunes = 5
 
@@ -133,6 +145,10 @@ type Figure struct {
 	Meta    string // text of the caption's meta span: leader, epoch, ISR, HW
 	Lanes   []Lane
 	Arrows  string // inner markup of the fetch arrows' group
+	// Legend is the markup of the figure's key to what only some
+	// partitions show (transaction markers, aborted records, the LSO, the
+	// cleaner's sections); "" when it shows none.
+	Legend string
 }
 
 // Lane is one replica's lane: its attributes, its head (tooltip, labels,
@@ -161,6 +177,11 @@ type Lane struct {
 	// Segs are the segment boundaries in the window: where a segment
 	// after the first starts (its x, and the label naming it).
 	Segs []SegMark
+	// Cleaner: the lane has a row for its cleaner's sections. Extra is the
+	// markup drawn after the markers: the LSO marker (a replica whose log
+	// holds transactions) and the cleaner's clean and dirty sections.
+	Cleaner bool
+	Extra   string
 }
 
 // SegMark is a segment boundary on a lane: the x of the segment's first
@@ -222,6 +243,7 @@ func (l *Lane) Marks() string {
 	for _, sm := range l.Segs {
 		b.WriteString(`<g class="seg-mark" transform="` + MarkAt(sm.X) + `"><line x1="0" y1="12" x2="0" y2="54"/><text x="3" y="9">` + esc(sm.Label) + `</text></g>`)
 	}
+	b.WriteString(l.Extra)
 	return b.String()
 }
 
@@ -258,7 +280,7 @@ func (f *Figure) HTML() string {
 	for i := range f.Lanes {
 		b.WriteString(f.Lanes[i].HTML())
 	}
-	b.WriteString(`<g class="arrows">` + f.Arrows + `</g></svg></figure>`)
+	b.WriteString(`<g class="arrows">` + f.Arrows + `</g></svg>` + f.Legend + `</figure>`)
 	return b.String()
 }
 
@@ -306,17 +328,23 @@ type Lanes struct {
 }
 
 type cellID struct {
-	offset int64
-	epoch  int32
-	state  uint8  // cellCommitted, cellUncommitted or cellTruncated
-	value  string // shortened
-	reason string // a truncated record's: why
+	offset   int64
+	epoch    int32
+	state    uint8  // cellCommitted, cellUncommitted, cellTruncated, cellControl or cellAborted
+	value    string // shortened
+	reason   string // a truncated record's: why
+	producer int64  // a transaction marker's
+	pending  bool   // a marker or aborted record at or above the HW
 }
 
 const (
 	cellCommitted = iota
 	cellUncommitted
 	cellTruncated
+	// cellControl is a transaction marker (a control batch), cellAborted
+	// a record of an aborted transaction.
+	cellControl
+	cellAborted
 )
 
 type cellText struct{ title, off, ep string }
@@ -340,16 +368,27 @@ func (lz *Lanes) cell(id cellID, c Catalog) cellText {
 		// would not fit a cell at 11 px.
 		t.off = i64(id.offset)
 		t.ep = "e" + itoa(id.epoch) + " ✕"
+	} else if id.state == cellControl {
+		word := c.T("panel.lane.abort")
+		if id.value == markCommit {
+			word = c.T("panel.lane.commit")
+		}
+		t.title = c.T("panel.lane.marker", id.offset, word, id.producer)
+		t.off, t.ep = i64(id.offset), "e"+itoa(id.epoch)
 	} else {
 		state := c.T("panel.lane.committed")
 		t.ep = "e" + itoa(id.epoch)
-		if id.state == cellUncommitted {
+		if id.state == cellUncommitted || id.pending {
 			state = c.T("panel.lane.uncommitted")
 			t.ep += "?"
 		}
 		t.title = c.T("panel.lane.rec", id.offset, id.epoch, state)
 		if id.value != "" {
 			t.title = c.T("panel.lane.rec.value", t.title, id.value) // a full-width colon in Chinese
+		}
+		if id.state == cellAborted {
+			t.title += " — " + c.T("panel.lane.aborted")
+			t.ep += " ⊘"
 		}
 		t.off = i64(id.offset)
 	}
@@ -398,7 +437,7 @@ func (lz *Lanes) figure(v *events.Snapshot, topic string, p *events.Partition, m
 	width := labelW + (hi-lo+1)*cellW + 10
 	height := int64(topPad)
 	for ri := range p.ReplicaLogs {
-		height += laneHeight(hasGhosts(&p.ReplicaLogs[ri], lo, hi))
+		height += laneH(hasGhosts(&p.ReplicaLogs[ri], lo, hi), p.ReplicaLogs[ri].Cleaner != nil)
 	}
 	f.W, f.H = width, height
 	f.Shape = `<svg class="lanes-svg" viewBox="0 0 ` + i64(width) + ` ` + i64(height) + `" width="` + i64(width) + `" height="` + i64(height) +
@@ -419,8 +458,16 @@ func (lz *Lanes) figure(v *events.Snapshot, topic string, p *events.Partition, m
 		if l.Ghosts {
 			f.Shape += "+"
 		}
-		y += laneHeight(l.Ghosts)
+		if l.Cleaner {
+			f.Shape += "c"
+		}
+		y += laneH(l.Ghosts, l.Cleaner)
 	}
+	// The legend of what this partition shows beyond records, HW and LEO:
+	// its parts change the figure's shape (it is rebuilt when one comes).
+	kinds := legendKinds(p, lo, hi)
+	f.Legend = legend(kinds, c)
+	f.Shape += "|L" + itoa(int32(kinds))
 	// Fetches: an arrow from the leader's lane to the follower's, at the
 	// offset fetched from.
 	if ly, ok := laneY[p.Leader]; ok {
@@ -521,6 +568,12 @@ func (lz *Lanes) lane(topic string, p *events.Partition, r *events.Replica, stat
 	l.Head = b.String()
 	b.Reset()
 	l.Nums = "LEO " + i64(r.LEO) + " · HW " + i64(r.HW)
+	l.Cleaner = r.Cleaner != nil
+	l.Extra = txnCleanerMarks(r, l.Ghosts, lo, hi, c)
+	if r.Txn != nil {
+		l.Nums += " · LSO " + i64(r.Txn.LSO)
+		l.Title += " — " + c.T("panel.lane.lso", r.Txn.LSO)
+	}
 	// Empty slots: the grid of offsets not yet written, records drawn in
 	// the cells.
 	from := len(lz.slotBuf)
@@ -551,8 +604,21 @@ func (lz *Lanes) lane(topic string, p *events.Partition, r *events.Replica, stat
 		if rec.Offset >= hw {
 			id.state = cellUncommitted
 		}
+		class := ""
+		switch {
+		case rec.Control != "":
+			// A marker shows a flag and ✓ or ✗, never its bytes.
+			id.state, id.producer, id.pending, id.value, class = cellControl, rec.ProducerID, rec.Offset >= hw, markAbort, "rec control abort"
+			if rec.Control == events.ControlCommit {
+				id.value, class = markCommit, "rec control commit"
+			}
+		case rec.Aborted:
+			id.state, id.pending, class = cellAborted, rec.Offset >= hw, "rec aborted"
+		default:
+			class = recClass[abs32(rec.LeaderEpoch)%8*2+int32(id.state)]
+		}
 		t := lz.cell(id, c)
-		lz.cellBuf = append(lz.cellBuf, Cell{Class: recClass[abs32(rec.LeaderEpoch)%8*2+int32(id.state)],
+		lz.cellBuf = append(lz.cellBuf, Cell{Class: class,
 			Offset: rec.Offset, X: (rec.Offset - base) * cellW, Title: t.title, Off: t.off, Val: id.value, Ep: t.ep,
 			Color: abs32(rec.LeaderEpoch) % 8, State: id.state})
 	}
