@@ -107,6 +107,29 @@ func (e *Env) PointLog(id int32, topic string) {
 	}
 	e.Point(Pointer{Kind: "leo", Broker: id, Topic: topic, Offset: st.LogEndOffset})
 	e.Point(Pointer{Kind: "hw", Broker: id, Topic: topic, Offset: st.HighWatermark})
+	// The LSO once the story used transactions, and a compacted replica's
+	// clean and dirty sections: the lanes draw both (wasm/panel/txnlanes.go).
+	if len(e.txns) > 0 {
+		if hw := e.leaderHW(topic); hw >= 0 {
+			if _, _, lso, err := e.fetchIsolated(topic, hw, true); err == nil {
+				e.Point(Pointer{Kind: "lso", Broker: id, Topic: topic, Offset: lso})
+			}
+		}
+	}
+	if b := e.c.Broker(id); b != nil {
+		if r := b.Replica(topic, 0); r != nil && r.Log().Config().Cleanup.Compacts() {
+			first, _ := r.DirtyRatio()
+			e.Point(Pointer{Kind: "cleaner", Broker: id, Topic: topic, Offset: first})
+		}
+	}
+}
+
+// leaderHW is the HW of topic's leader, -1 with no leader up.
+func (e *Env) leaderHW(topic string) int64 {
+	if st, ok := e.Status(e.Meta(topic).Leader, topic); ok {
+		return st.HighWatermark
+	}
+	return -1
 }
 
 // --- operations (sub-actions) ---

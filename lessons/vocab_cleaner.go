@@ -64,33 +64,23 @@ func addCleanerVocab() {
 		return num(d), nil
 	}}
 	// dirty-ratio BROKER TOPIC: the cleanable log's dirty bytes over all
-	// its bytes (Kafka's cleanableRatio), with two decimals; the cleanable
-	// log is the sealed segments below the HW (the active segment is never
-	// cleaned).
+	// its bytes (Kafka's cleanableRatio), with two decimals, as the
+	// replica's cleaner sees it: the sealed segments below the HW (and
+	// below an open transaction; the active segment is never cleaned).
 	queries["dirty-ratio"] = querySpec{"broker topic", func(e *Env, a []string) (Value, error) {
-		st, ok := e.Status(id(a[0]), a[1])
 		b := e.c.Broker(id(a[0]))
-		if !ok || b == nil {
+		if b == nil {
 			return str("down"), nil
 		}
-		_, firstDirty := b.Replica(a[1], 0).CleanerSections()
-		segs := segments(e, id(a[0]), a[1])
-		var clean, dirty int64
-		for i := 0; i+1 < len(segs) && segs[i+1].BaseOffset <= st.HighWatermark; i++ {
-			if segs[i+1].BaseOffset <= firstDirty {
-				clean += segs[i].LogBytes
-			} else {
-				dirty += segs[i].LogBytes
-			}
+		r := b.Replica(a[1], 0)
+		if r == nil {
+			return Value{}, fmt.Errorf("dirty-ratio: broker %s has no replica of %s", a[0], a[1])
 		}
-		ratio := 0.0
-		if clean+dirty > 0 {
-			ratio = float64(dirty) / float64(clean+dirty)
-		}
+		_, ratio := r.DirtyRatio()
 		return str(strconv.FormatFloat(ratio, 'f', 2, 64)), nil
 	}}
 	// cleaner-runs BROKER TOPIC: how many passes of the log cleaner ran on
-	// the replica in this run (a pass runs once the dirty ratio reaches
+	// the replica in this run (a pass runs once the dirty ratio exceeds
 	// min.cleanable.dirty.ratio).
 	queries["cleaner-runs"] = querySpec{"broker topic", func(e *Env, a []string) (Value, error) {
 		n := 0

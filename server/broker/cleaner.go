@@ -68,6 +68,14 @@ func (r *replica) cleanableEnd() int64 {
 // clean section is [LogStart, FirstDirty), the rest is dirty.
 func (x *Replica) CleanerSections() (logStart, firstDirty int64) { return x.r.log.CleanerSections() }
 
+// DirtyRatio is where the replica's dirty section starts and its dirty
+// ratio now, as the cleaner's next pass would see them.
+func (x *Replica) DirtyRatio() (firstDirty int64, ratio float64) {
+	x.r.mu.Lock()
+	defer x.r.mu.Unlock()
+	return x.r.log.DirtyRatio(x.r.cleanableEnd())
+}
+
 // cleanerSaid is the dirty section a compacted replica last said
 // (noteCleaner): where it starts and its ratio in hundredths.
 type cleanerSaid struct {
