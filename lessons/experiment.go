@@ -23,6 +23,9 @@ import (
 //	experiment acks-leader-crash   the name: lowercase words joined by dashes
 //	title Acks 0, 1 and all        what it shows (other languages optional)
 //	brokers 3                      the lab's cluster (3 brokers, 3 partitions, RF 3)
+//	cluster shared                 every topic configuration of a run on one cluster,
+//	                               a topic each, played the same schedule (default
+//	                               own: a cluster per topic configuration)
 //	duration 10s                   lab time each run's workload lasts
 //	tick 100ms                     how often producers send, followers fetch and time moves
 //	seeds 1 2 3                    or a range: seeds 1-5
@@ -58,10 +61,14 @@ var Dimensions = []string{"topic", "faults", "workload", "seed"}
 
 // Experiment is a parsed experiment file.
 type Experiment struct {
-	File      string
-	ID        string
-	Title     Text
-	Brokers   int
+	File    string
+	ID      string
+	Title   Text
+	Brokers int
+	// Shared plays a run's topic configurations on one cluster, a topic
+	// each ("cluster shared"): one cluster run per faults × workload ×
+	// seed.
+	Shared    bool
 	Duration  time.Duration
 	Tick      time.Duration
 	Seeds     []uint64
@@ -217,6 +224,11 @@ func ParseExperiment(file string, src []byte) (*Experiment, error) {
 			if rest != "3" {
 				return nil, errf(n, "lesson.error.brokers-experiment-runs-on", rest)
 			}
+		case "cluster":
+			if rest != "shared" && rest != "own" {
+				return nil, errf(n, "lesson.error.cluster-want-shared-own", rest)
+			}
+			x.Shared = rest == "shared"
 		case "duration", "tick":
 			d, err := time.ParseDuration(rest)
 			if err != nil || d <= 0 || d > MaxExpDuration {

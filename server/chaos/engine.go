@@ -41,6 +41,7 @@ type Progress struct {
 // ProtocolCounts is one topic's live counts in a run of several.
 type ProtocolCounts struct {
 	Protocol controller.ReplicationProtocol `json:"protocol"`
+	Topic    string                         `json:"topic,omitempty"`
 	Counts   Counts                         `json:"counts"`
 }
 
@@ -129,6 +130,20 @@ func Run(ctx context.Context, seed uint64, cfg Config, actions []Action, o Optio
 // finish fills res from a run of one topic and reports PhaseDone.
 func (r *runner) finish(res *Result) {
 	t := r.topics[0]
+	r.fill(res, t)
+	res.Recording = r.recording()
+	r.progress(Progress{Phase: PhaseDone, Action: len(r.actions), Total: len(r.actions), Counts: res.Counts})
+}
+
+// result is topic t's Result in a run of several (Config "spec").
+func (r *runner) result(t *topicRun, seed uint64) *Result {
+	res := &Result{Seed: seed, Config: "spec", Actions: r.actions}
+	r.fill(res, t)
+	return res
+}
+
+// fill fills res with what the run found of topic t.
+func (r *runner) fill(res *Result, t *topicRun) {
 	res.Outcomes, res.SettleRounds = r.outcomes, r.settleDone
 	res.Elections = t.elections
 	res.Writes = t.results()
@@ -137,8 +152,6 @@ func (r *runner) finish(res *Result) {
 	res.Final = t.final
 	res.DelayEffects = r.delayEffects
 	res.ISRShrinks = r.isrShrinks[t.name]
-	res.Recording = r.recording()
-	r.progress(Progress{Phase: PhaseDone, Action: len(r.actions), Total: len(r.actions), Counts: res.Counts})
 }
 
 // validActions bounds a schedule and checks each action.
@@ -529,7 +542,7 @@ func (r *runner) report(phase Phase, done int) {
 	for _, t := range r.playing() {
 		cs := t.liveCounts()
 		if r.byProtocol {
-			p.Protocols = append(p.Protocols, ProtocolCounts{Protocol: t.protocol, Counts: cs})
+			p.Protocols = append(p.Protocols, ProtocolCounts{Protocol: t.protocol, Topic: t.name, Counts: cs})
 		} else {
 			p.Counts = cs
 		}

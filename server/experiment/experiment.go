@@ -20,6 +20,7 @@ import (
 
 	"tidemark/lessons"
 	"tidemark/server/chaos"
+	"tidemark/server/controller"
 )
 
 // Run is one run of the matrix.
@@ -52,17 +53,49 @@ func (r Run) dim(d string) string {
 }
 
 // Plan lists the matrix's runs in order: topics, then fault schedules,
-// then workloads, then seeds vary slowest to fastest.
+// then workloads, then seeds vary slowest to fastest; on a shared cluster
+// ("cluster shared") topics vary fastest, the runs one cluster plays
+// together next to each other.
 func Plan(x *lessons.Experiment) []Run {
 	var out []Run
 	for _, t := range x.Topics {
 		for _, f := range x.Faults {
 			for _, w := range x.Workloads {
 				for _, s := range x.Seeds {
-					out = append(out, Run{Index: len(out), Topic: t.Name, Faults: f.Name, Workload: w.Name, Seed: s})
+					out = append(out, Run{Topic: t.Name, Faults: f.Name, Workload: w.Name, Seed: s})
 				}
 			}
 		}
+	}
+	if x.Shared {
+		// Topics fastest: what one cluster plays together, next to each other.
+		n := len(out) / len(x.Topics)
+		shared := make([]Run, 0, len(out))
+		for i := range n {
+			for t := range x.Topics {
+				shared = append(shared, out[t*n+i])
+			}
+		}
+		out = shared
+	}
+	for i := range out {
+		out[i].Index = i
+	}
+	return out
+}
+
+// groups splits a plan into what each cluster plays: a run each, or on a
+// shared cluster every topic of a faults × workload × seed.
+func groups(x *lessons.Experiment, plan []Run) [][]Run {
+	n := 1
+	if x.Shared {
+		n = len(x.Topics)
+	}
+	var out [][]Run
+	for len(plan) > 0 {
+		k := min(n, len(plan))
+		out = append(out, plan[:k])
+		plan = plan[k:]
 	}
 	return out
 }
@@ -122,20 +155,23 @@ func Execute(ctx context.Context, x *lessons.Experiment, o Options) (*Results, e
 			o.Progress(p)
 		}
 	}
-	for i, run := range plan {
+	for _, g := range groups(x, plan) {
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
-		report(Progress{Done: i, Total: len(plan), Current: run.Label()})
-		rr := executeRun(ctx, x, run, o, func(action, actions int) {
-			report(Progress{Done: i, Total: len(plan), Current: run.Label(), Action: action, Actions: actions})
+		done, label := len(res.Runs), groupLabel(g)
+		report(Progress{Done: done, Total: len(plan), Current: label})
+		rrs, _, _ := executeGroup(ctx, x, g, nil, o.Chaos, func(p chaos.Progress) {
+			report(Progress{Done: done, Total: len(plan), Current: label, Action: p.Action, Actions: p.Total})
 		})
 		if ctx.Err() != nil {
 			return res, ctx.Err()
 		}
-		res.Runs = append(res.Runs, rr)
-		if o.Finished != nil {
-			o.Finished(rr)
+		for _, rr := range rrs {
+			res.Runs = append(res.Runs, rr)
+			if o.Finished != nil {
+				o.Finished(rr)
+			}
 		}
 	}
 	report(Progress{Done: len(plan), Total: len(plan)})
@@ -144,35 +180,75 @@ func Execute(ctx context.Context, x *lessons.Experiment, o Options) (*Results, e
 	return res, nil
 }
 
-// executeRun plays one run and measures it.
-func executeRun(ctx context.Context, x *lessons.Experiment, run Run, o Options, progress func(action, actions int)) (rr RunResult) {
-	rr = RunResult{Run: run, Values: map[string]float64{}}
-	began := time.Now()
-	defer func() { rr.WallMs = time.Since(began).Milliseconds() }()
-	t, f, w := find(x.Topics, run.Topic, func(t lessons.ExpTopic) string { return t.Name }),
-		find(x.Faults, run.Faults, func(f lessons.ExpFaults) string { return f.Name }),
-		find(x.Workloads, run.Workload, func(w lessons.ExpWorkload) string { return w.Name })
-	actions, labMs, err := Schedule(x, f, w, run.Seed)
-	if err != nil {
-		rr.Error = err.Error()
-		return rr
+// groupLabel names what one cluster plays: a run's label, its topics
+// joined with "+" on a shared cluster.
+func groupLabel(g []Run) string {
+	r := g[0]
+	if len(g) > 1 {
+		var ts []string
+		for _, rr := range g {
+			ts = append(ts, rr.Topic)
+		}
+		r.Topic = strings.Join(ts, "+")
 	}
-	rr.Actions = len(actions)
-	co := o.Chaos
-	co.Progress = func(p chaos.Progress) { progress(p.Action, p.Total) }
-	res, err := chaos.RunSpec(ctx, run.Seed, specOf(t, w), actions, co)
-	if err != nil {
-		rr.Error = err.Error()
-		return rr
-	}
-	rr.Values = Measure(res, labMs, x.Tick)
-	rr.Recording = res.Recording
-	return rr
+	return r.Label()
 }
 
-// specOf is what the engine plays for a topic configuration and a workload.
-func specOf(t lessons.ExpTopic, w lessons.ExpWorkload) chaos.Spec {
-	return chaos.Spec{TopicConfigs: t.Configs, Acks: w.Acks, Idempotent: w.Idempotent, Mixed: w.Mixed, Retries: w.Retries, RecordBytes: w.Size}
+// executeGroup plays runs (one fault schedule, workload and seed; a topic
+// each) on one cluster under the engine's options co, its progress
+// reported to progress, and measures each run. actions, if not nil, is
+// the schedule to play (else Schedule's). The engine's whole answer is
+// returned too; when the cluster run failed, its error (also each run's).
+func executeGroup(ctx context.Context, x *lessons.Experiment, runs []Run, actions []chaos.Action, co chaos.Options, progress func(chaos.Progress)) ([]RunResult, *chaos.Topics, error) {
+	began := time.Now()
+	out := make([]RunResult, len(runs))
+	fail := func(err error) ([]RunResult, *chaos.Topics, error) {
+		for i := range out {
+			out[i].Error = err.Error()
+		}
+		return out, nil, err
+	}
+	var topics []chaos.TopicSpec
+	for i, run := range runs {
+		out[i] = RunResult{Run: run, Values: map[string]float64{}}
+		t := find(x.Topics, run.Topic, func(t lessons.ExpTopic) string { return t.Name })
+		topics = append(topics, chaos.TopicSpec{Name: t.Name, Configs: t.Configs})
+	}
+	run := runs[0]
+	f, w := find(x.Faults, run.Faults, func(f lessons.ExpFaults) string { return f.Name }),
+		find(x.Workloads, run.Workload, func(w lessons.ExpWorkload) string { return w.Name })
+	labMs := int64(0)
+	if actions == nil {
+		var err error
+		if actions, labMs, err = Schedule(x, f, w, run.Seed); err != nil {
+			return fail(err)
+		}
+	}
+	if !x.Shared {
+		topics[0].Name = chaos.Topic // a run of its own writes to the chaos engine's topic
+	}
+	co.Progress = progress
+	ts, err := chaos.RunTopics(ctx, run.Seed, specOf(w), topics, actions, co)
+	if err != nil {
+		return fail(err)
+	}
+	wall := time.Since(began).Milliseconds()
+	for i, t := range ts.Topics {
+		rr := &out[i]
+		rr.WallMs, rr.Actions = wall, len(actions)
+		if t.Refused != nil {
+			rr.Error = fmt.Sprintf("creating the topic: %v", t.Refused)
+			continue
+		}
+		rr.Values = Measure(t.Result, labMs, x.Tick)
+		rr.Recording = t.Result.Recording
+	}
+	return out, ts, nil
+}
+
+// specOf is what the engine's producers do under a workload.
+func specOf(w lessons.ExpWorkload) chaos.Spec {
+	return chaos.Spec{Acks: w.Acks, Idempotent: w.Idempotent, Mixed: w.Mixed, Retries: w.Retries, RecordBytes: w.Size}
 }
 
 // RunChaos plays a chaos run as a one-run experiment: cfg's topic configs,
@@ -185,13 +261,38 @@ func RunChaos(ctx context.Context, seed uint64, cfg chaos.Config, actions []chao
 	if _, err := chaos.ParseConfig(string(cfg)); err != nil {
 		return nil, err
 	}
-	t := lessons.ExpTopic{Name: string(cfg), Configs: cfg.TopicConfigs()}
-	w := lessons.ExpWorkload{Name: "checker", Acks: cfg.Acks(), Mixed: true, Producers: chaos.Producers}
-	res, err := chaos.RunSpec(ctx, seed, specOf(t, w), actions, o)
+	spec := specOf(checker(cfg.Acks()))
+	spec.TopicConfigs = cfg.TopicConfigs()
+	res, err := chaos.RunSpec(ctx, seed, spec, actions, o)
 	if res != nil {
 		res.Config = cfg // what a replay plays it under
 	}
 	return res, err
+}
+
+// checker is the chaos checker's workload: producers 1 and 2 plain
+// (acks), 3 and 4 idempotent.
+func checker(acks string) lessons.ExpWorkload {
+	return lessons.ExpWorkload{Name: "checker", Acks: acks, Mixed: true, Producers: chaos.Producers}
+}
+
+// RunCompare plays a comparison as an experiment of one run on a shared
+// cluster: a topic per protocol (chaos.CompareTopics, each under
+// chaos.StrictOn), the checker's producers asking for acks=all, and the
+// comparison's schedule (a "faults NAME chaos" schedule). The lab's chaos
+// service plays its comparisons with it (chaos.ServiceOptions.Compare),
+// so /compare and /api/v1/compare are a view of the experiment engine.
+func RunCompare(ctx context.Context, seed uint64, actions []chaos.Action, protocols []controller.ReplicationProtocol, o chaos.Options) (*chaos.Comparison, error) {
+	x := &lessons.Experiment{ID: "compare", Shared: true, Tick: 100 * time.Millisecond, Seeds: []uint64{seed},
+		Workloads: []lessons.ExpWorkload{checker("all")}, Faults: []lessons.ExpFaults{{Name: "schedule", Kind: lessons.FaultsChaos, Actions: len(actions)}}}
+	for _, t := range chaos.CompareTopics(protocols) {
+		x.Topics = append(x.Topics, lessons.ExpTopic{Name: t.Name, Configs: t.Configs})
+	}
+	_, ts, err := executeGroup(ctx, x, Plan(x), actions, o, o.Progress)
+	if err != nil {
+		return nil, err
+	}
+	return chaos.ComparisonOf(seed, actions, ts), nil
 }
 
 func find[T any](xs []T, name string, nameOf func(T) string) T {
