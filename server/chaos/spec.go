@@ -123,6 +123,10 @@ func RunSpec(ctx context.Context, seed uint64, spec Spec, actions []Action, o Op
 type TopicSpec struct {
 	Name    string
 	Configs map[string]string
+	// Partitions and ReplicationFactor: 0 for Partitions and as many
+	// replicas as the cluster has brokers (at most Brokers).
+	Partitions        int32
+	ReplicationFactor int16
 }
 
 // Topics is a finished run of several topics on one cluster: the same
@@ -159,8 +163,17 @@ func RunTopics(ctx context.Context, seed uint64, spec Spec, topics []TopicSpec, 
 	if len(actions) > MaxSpecActions {
 		return nil, fmt.Errorf("%w: %d actions; at most %d", kerr.InvalidRequest, len(actions), MaxSpecActions)
 	}
+	brokers, parts := int32(o.Brokers), int32(Partitions)
+	if brokers == 0 {
+		brokers = Brokers
+	}
+	for _, t := range topics {
+		if t.Partitions > 0 {
+			parts = max(parts, t.Partitions)
+		}
+	}
 	for _, a := range actions {
-		if err := a.validate(); err != nil {
+		if err := a.validateOn(brokers, parts); err != nil {
 			return nil, err
 		}
 	}
@@ -174,7 +187,7 @@ func RunTopics(ctx context.Context, seed uint64, spec Spec, topics []TopicSpec, 
 		if v, ok := cfg[controller.ConfigReplicationProtocol]; ok {
 			p = controller.ReplicationProtocol(v)
 		}
-		specs = append(specs, topicSpec{name: t.Name, protocol: p, configs: cfg})
+		specs = append(specs, topicSpec{name: t.Name, protocol: p, configs: cfg, partitions: t.Partitions, rf: t.ReplicationFactor})
 	}
 	spec.TopicConfigs = nil
 	out := &Topics{}

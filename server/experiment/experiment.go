@@ -209,10 +209,12 @@ func executeGroup(ctx context.Context, x *lessons.Experiment, runs []Run, action
 		return out, nil, err
 	}
 	var topics []chaos.TopicSpec
+	var sh shape
 	for i, run := range runs {
 		out[i] = RunResult{Run: run, Values: map[string]float64{}}
 		t := find(x.Topics, run.Topic, func(t lessons.ExpTopic) string { return t.Name })
-		topics = append(topics, chaos.TopicSpec{Name: t.Name, Configs: t.Configs})
+		topics = append(topics, chaos.TopicSpec{Name: t.Name, Configs: t.Configs, Partitions: int32(t.Partitions), ReplicationFactor: int16(t.ReplicationFactor)})
+		sh = shape{brokers: int32(t.Brokers), partitions: max(sh.partitions, int32(t.Partitions))}
 	}
 	run := runs[0]
 	f, w := find(x.Faults, run.Faults, func(f lessons.ExpFaults) string { return f.Name }),
@@ -220,10 +222,11 @@ func executeGroup(ctx context.Context, x *lessons.Experiment, runs []Run, action
 	labMs := int64(0)
 	if actions == nil {
 		var err error
-		if actions, labMs, err = Schedule(x, f, w, run.Seed); err != nil {
+		if actions, labMs, err = schedule(x, sh, f, w, run.Seed); err != nil {
 			return fail(err)
 		}
 	}
+	co.Brokers = int(sh.brokers)
 	if !x.Shared {
 		topics[0].Name = chaos.Topic // a run of its own writes to the chaos engine's topic
 	}
@@ -369,6 +372,15 @@ func unavailableMs(writes []chaos.Write, tickMs int64) int64 {
 // round of every broker, and the tick's step of the clock. A "chaos"
 // fault schedule is the chaos checker's own schedule of the seed.
 func Schedule(x *lessons.Experiment, f lessons.ExpFaults, w lessons.ExpWorkload, seed uint64) ([]chaos.Action, int64, error) {
+	return schedule(x, shape{brokers: int32(x.Brokers), partitions: chaos.Partitions}, f, w, seed)
+}
+
+// shape is the cluster a schedule plays on: its brokers, and its topics'
+// partitions (the most of any).
+type shape struct{ brokers, partitions int32 }
+
+// schedule is Schedule on a cluster of shape sh.
+func schedule(x *lessons.Experiment, sh shape, f lessons.ExpFaults, w lessons.ExpWorkload, seed uint64) ([]chaos.Action, int64, error) {
 	if f.Kind == lessons.FaultsChaos {
 		acts := chaos.Generate(seed, f.Actions)
 		var ms int64
@@ -377,7 +389,7 @@ func Schedule(x *lessons.Experiment, f lessons.ExpFaults, w lessons.ExpWorkload,
 		}
 		return acts, ms, nil
 	}
-	faults, err := faultTimes(x, f, seed)
+	faults, err := faultTimes(x, sh.brokers, f, seed)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -393,7 +405,7 @@ func Schedule(x *lessons.Experiment, f lessons.ExpFaults, w lessons.ExpWorkload,
 		}
 		for j := range k {
 			_ = j
-			out = append(out, chaos.Action{Kind: chaos.ActProduce, Producer: 1 + next%w.Producers, Partition: rng.Int32N(chaos.Partitions)})
+			out = append(out, chaos.Action{Kind: chaos.ActProduce, Producer: 1 + next%w.Producers, Partition: rng.Int32N(sh.partitions)})
 			next++
 		}
 		end := time.Duration(i+1) * x.Tick
@@ -401,7 +413,7 @@ func Schedule(x *lessons.Experiment, f lessons.ExpFaults, w lessons.ExpWorkload,
 			out = append(out, faults[0].a)
 			faults = faults[1:]
 		}
-		for b := int32(1); b <= chaos.Brokers; b++ {
+		for b := int32(1); b <= sh.brokers; b++ {
 			out = append(out, chaos.Action{Kind: chaos.ActFetch, Broker: b})
 		}
 		out = append(out, chaos.Action{Kind: chaos.ActStep, StepMs: x.Tick.Milliseconds()})
@@ -418,10 +430,10 @@ type timedAction struct {
 	a  chaos.Action
 }
 
-// faultTimes lists a fault schedule's actions in time order: its "at"
-// lines, or random crashes drawn from the seed (the same under every topic
-// and workload).
-func faultTimes(x *lessons.Experiment, f lessons.ExpFaults, seed uint64) ([]timedAction, error) {
+// faultTimes lists a fault schedule's actions in time order on a cluster
+// of brokers: its "at" lines, or random crashes drawn from the seed (the
+// same under every topic and workload of that size).
+func faultTimes(x *lessons.Experiment, brokers int32, f lessons.ExpFaults, seed uint64) ([]timedAction, error) {
 	var out []timedAction
 	switch f.Kind {
 	case lessons.FaultsNone:
@@ -434,7 +446,7 @@ func faultTimes(x *lessons.Experiment, f lessons.ExpFaults, seed uint64) ([]time
 		}
 		for range f.Count {
 			at := time.Duration(rng.Int64N(int64(span)))
-			b := 1 + rng.Int32N(chaos.Brokers)
+			b := 1 + rng.Int32N(brokers)
 			out = append(out, timedAction{at, chaos.Action{Kind: chaos.ActCrash, Broker: b}},
 				timedAction{at + f.Down, chaos.Action{Kind: chaos.ActRestart, Broker: b}})
 		}
@@ -442,7 +454,7 @@ func faultTimes(x *lessons.Experiment, f lessons.ExpFaults, seed uint64) ([]time
 		return out, nil
 	}
 	for _, fa := range f.At {
-		acts, err := faultActions(fa.Action)
+		acts, err := faultActions(fa.Action, brokers)
 		if err != nil {
 			return nil, fmt.Errorf("line %d: %v", fa.Line, err)
 		}
@@ -454,7 +466,7 @@ func faultTimes(x *lessons.Experiment, f lessons.ExpFaults, seed uint64) ([]time
 }
 
 // faultActions turns an "at" line's action into the engine's.
-func faultActions(a lessons.Action) ([]chaos.Action, error) {
+func faultActions(a lessons.Action, brokers int32) ([]chaos.Action, error) {
 	num := func(s string) int32 { n, _ := strconv.Atoi(s); return int32(n) }
 	switch a.Name {
 	case "crash", "power-loss":
@@ -469,7 +481,10 @@ func faultActions(a lessons.Action) ([]chaos.Action, error) {
 	case "restart":
 		ids := a.Args
 		if len(ids) == 1 && ids[0] == "all" {
-			ids = []string{"1", "2", "3"}
+			ids = nil
+			for b := range brokers {
+				ids = append(ids, strconv.Itoa(int(b+1)))
+			}
 		}
 		var out []chaos.Action
 		for _, id := range ids {

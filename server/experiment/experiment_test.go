@@ -71,9 +71,9 @@ func TestSchedule(t *testing.T) {
 	if fmt.Sprint(again) != fmt.Sprint(acts) {
 		t.Fatal("the same seed gave another schedule")
 	}
-	r3, _ := faultTimes(x, x.Faults[1], 3)
-	r4, _ := faultTimes(x, x.Faults[1], 4)
-	r3b, _ := faultTimes(x, x.Faults[1], 3)
+	r3, _ := faultTimes(x, 3, x.Faults[1], 3)
+	r4, _ := faultTimes(x, 3, x.Faults[1], 4)
+	r3b, _ := faultTimes(x, 3, x.Faults[1], 3)
 	if len(r3) != 2 || fmt.Sprint(r3) != fmt.Sprint(r3b) || fmt.Sprint(r3) == fmt.Sprint(r4) {
 		t.Fatalf("random faults: %v %v %v", r3, r3b, r4)
 	}
