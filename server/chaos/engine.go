@@ -262,7 +262,7 @@ type producer struct {
 	idempotent bool
 	pid        int64
 	epoch      int16
-	n          int                // values made so far
+	n          int // values made so far
 	// By partition of the topic:
 	seq      []int32  // next sequence
 	retry    []*batch // a batch to send (again) before any new one
@@ -335,7 +335,7 @@ type runner struct {
 // the run observed of its replicas. A comparison plays the same actions on
 // one topic per protocol; a chaos run has one topic.
 type topicRun struct {
-	r        *runner
+	r          *runner
 	name       string
 	protocol   controller.ReplicationProtocol
 	configs    map[string]string
