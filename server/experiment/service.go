@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"tidemark/i18n"
 	"tidemark/internal/runstore"
 	"tidemark/lessons"
 	"tidemark/server/chaos"
@@ -87,6 +88,7 @@ type Service struct {
 
 type entry struct {
 	st    State
+	res   *Results // once done: the files and findings in another language
 	files map[string][]byte
 	// changed is closed at the state's next change (and replaced), for
 	// Watch; guarded by Service.mu.
@@ -197,7 +199,7 @@ func (s *Service) run(ctx context.Context, e *entry, x *lessons.Experiment, seed
 	sort.Strings(names)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e.files = files
+	e.files, e.res = files, res
 	st := &e.st
 	st.Summary, st.Checks, st.Findings, st.Files = res.Summary, res.Checks, res.Findings, names
 	st.Phase, st.ElapsedMs = PhaseDone, time.Since(began).Milliseconds()
@@ -275,8 +277,8 @@ func (s *Service) List() []State {
 	return out
 }
 
-// File returns one of a finished experiment's files.
-func (s *Service) File(id, name string) ([]byte, error) {
+// File returns one of a finished experiment's files, report.md in lang.
+func (s *Service) File(id, name string, lang i18n.Lang) ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, ok := s.kept.Get(id)
@@ -287,7 +289,23 @@ func (s *Service) File(id, name string) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: experiment %s has no file %s", ErrUnknown, id, strconv.Quote(name))
 	}
+	if name == "report.md" && lang != i18n.English {
+		return e.res.Report(lang), nil
+	}
 	return b, nil
+}
+
+// In is st with its findings in lang (a State is kept in English).
+func (s *Service) In(st State, lang i18n.Lang) State {
+	if lang == i18n.English || len(st.Findings) == 0 {
+		return st
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.kept.Get(st.ID); ok && e.res != nil {
+		st.Findings = e.res.FindingsIn(lang)
+	}
+	return st
 }
 
 // Close stops every experiment and waits for them.
