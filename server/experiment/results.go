@@ -2,8 +2,8 @@ package experiment
 
 import (
 	"bytes"
-	"errors"
 	"encoding/csv"
+	"errors"
 	"fmt"
 	"math"
 	"os"
