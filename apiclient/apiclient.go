@@ -32,6 +32,7 @@ import (
 type Client struct {
 	base string
 	http *http.Client
+	lang string
 }
 
 // New returns a client of the lab at base ("http://127.0.0.1:8080").
@@ -43,6 +44,14 @@ func New(base string) *Client {
 // server client, say).
 func (c *Client) WithHTTPClient(hc *http.Client) *Client {
 	c.http = hc
+	return c
+}
+
+// WithLanguage asks the lab to answer in lang ("en", "zh-Hans",
+// "zh-Hant"; its Accept-Language): messages, an experiment's findings and
+// report.md.
+func (c *Client) WithLanguage(lang string) *Client {
+	c.lang = lang
 	return c
 }
 
@@ -83,6 +92,9 @@ func (c *Client) raw(ctx context.Context, method, path string, body any) ([]byte
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.lang != "" {
+		req.Header.Set("Accept-Language", c.lang)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

@@ -22,12 +22,18 @@ import (
 //
 //	experiment acks-leader-crash   the name: lowercase words joined by dashes
 //	title Acks 0, 1 and all        what it shows (other languages optional)
-//	brokers 3                      the lab's cluster (3 brokers, 3 partitions, RF 3)
+//	brokers 3                      each cluster's brokers (1-5, default 3); a topic line's
+//	                               brokers=N sets its own
+//	cluster shared                 every topic configuration of a run on one cluster,
+//	                               a topic each, played the same schedule (default
+//	                               own: a cluster per topic configuration)
 //	duration 10s                   lab time each run's workload lasts
 //	tick 100ms                     how often producers send, followers fetch and time moves
 //	seeds 1 2 3                    or a range: seeds 1-5
-//	topic NAME KEY=VALUE…          one topic configuration (replication.protocol,
-//	                               min.insync.replicas, unclean.leader.election.enable, …)
+//	topic NAME KEY=VALUE…          one topic configuration: its configs (replication.protocol,
+//	                               min.insync.replicas, unclean.leader.election.enable, …),
+//	                               and its cluster's brokers=N (1-5), partitions=N (1-8,
+//	                               default 3) and replication.factor=N (default min(brokers, 3))
 //	workload NAME KEY=VALUE…       rate (records/s), size (bytes), acks (0, 1, all),
 //	                               idempotence (yes, no, or mixed: the chaos checker's
 //	                               producers 1-2 plain, 3-4 idempotent), retries (yes: plain
@@ -58,10 +64,14 @@ var Dimensions = []string{"topic", "faults", "workload", "seed"}
 
 // Experiment is a parsed experiment file.
 type Experiment struct {
-	File      string
-	ID        string
-	Title     Text
-	Brokers   int
+	File    string
+	ID      string
+	Title   Text
+	Brokers int
+	// Shared plays a run's topic configurations on one cluster, a topic
+	// each ("cluster shared"): one cluster run per faults × workload ×
+	// seed.
+	Shared    bool
 	Duration  time.Duration
 	Tick      time.Duration
 	Seeds     []uint64
@@ -73,11 +83,15 @@ type Experiment struct {
 	Checks    []Cond
 }
 
-// ExpTopic is one topic configuration.
+// ExpTopic is one topic configuration: the topic's configs and the size
+// of its cluster and topic (filled in by ParseExperiment).
 type ExpTopic struct {
-	Line    int
-	Name    string
-	Configs map[string]string
+	Line              int
+	Name              string
+	Configs           map[string]string
+	Brokers           int
+	Partitions        int
+	ReplicationFactor int
 }
 
 // The kinds of fault schedule.
@@ -137,6 +151,8 @@ const (
 	MaxExpDuration    = 5 * time.Minute
 	MaxRate           = 2000
 	MaxProducers      = 4
+	MaxExpBrokers     = 5
+	MaxExpPartitions  = 8
 )
 
 // faultActions are the actions a fault schedule may use, with the
@@ -214,9 +230,16 @@ func ParseExperiment(file string, src []byte) (*Experiment, error) {
 			x.Title = T(rest, rest, rest)
 			text = &x.Title
 		case "brokers":
-			if rest != "3" {
-				return nil, errf(n, "lesson.error.brokers-experiment-runs-on", rest)
+			b, err := strconv.Atoi(rest)
+			if err != nil || b < 1 || b > MaxExpBrokers {
+				return nil, errf(n, "lesson.error.key-range", "brokers", rest, 1, MaxExpBrokers)
 			}
+			x.Brokers = b
+		case "cluster":
+			if rest != "shared" && rest != "own" {
+				return nil, errf(n, "lesson.error.cluster-want-shared-own", rest)
+			}
+			x.Shared = rest == "shared"
 		case "duration", "tick":
 			d, err := time.ParseDuration(rest)
 			if err != nil || d <= 0 || d > MaxExpDuration {
@@ -328,6 +351,24 @@ func (x *Experiment) finish(n int, names map[string]map[string]bool) error {
 	if len(x.Topics) == 0 {
 		x.Topics = []ExpTopic{{Name: "default", Configs: map[string]string{}}}
 	}
+	for i := range x.Topics {
+		t := &x.Topics[i]
+		if t.Brokers == 0 {
+			t.Brokers = x.Brokers
+		}
+		if t.Partitions == 0 {
+			t.Partitions = 3
+		}
+		if t.ReplicationFactor == 0 {
+			t.ReplicationFactor = min(t.Brokers, 3)
+		}
+		if t.ReplicationFactor > t.Brokers {
+			return errf(t.Line, "lesson.error.replication-factor-above-brokers", t.ReplicationFactor, t.Name, t.Brokers)
+		}
+		if x.Shared && t.Brokers != x.Topics[0].Brokers {
+			return errf(t.Line, "lesson.error.shared-cluster-brokers", t.Name, t.Brokers, x.Topics[0].Name, x.Topics[0].Brokers)
+		}
+	}
 	if len(x.Workloads) == 0 {
 		x.Workloads = []ExpWorkload{defaultWorkload("default")}
 	}
@@ -337,6 +378,7 @@ func (x *Experiment) finish(n int, names map[string]map[string]bool) error {
 	if len(x.Measures) == 0 {
 		x.Measures = slices.Clone(Measures)
 	}
+	smallest := slices.MinFunc(x.Topics, func(a, b ExpTopic) int { return a.Brokers - b.Brokers })
 	for _, f := range x.Faults {
 		if f.Kind == FaultsAt && len(f.At) == 0 {
 			return errf(f.Line, "lesson.error.faults-has-no-at", f.Name, "at TIME do …", "faults "+f.Name+" none")
@@ -344,6 +386,11 @@ func (x *Experiment) finish(n int, names map[string]map[string]bool) error {
 		for _, a := range f.At {
 			if a.At >= x.Duration {
 				return errf(a.Line, "lesson.error.at-not-within-duration", a.At, x.Duration)
+			}
+			for _, w := range a.Action.Args {
+				if b, err := strconv.Atoi(w); err == nil && b > smallest.Brokers {
+					return errf(a.Line, "lesson.error.at-broker-beyond-cluster", b, smallest.Name, smallest.Brokers)
+				}
 			}
 		}
 	}
@@ -439,9 +486,31 @@ func keyValues(f []string) (map[string]string, []string, error) {
 	return m, order, nil
 }
 
+// parseExpTopic reads a topic line: its configs, and brokers=,
+// partitions= and replication.factor=, which size its cluster and topic.
 func parseExpTopic(n int, f []string) (ExpTopic, error) {
 	m, _, err := keyValues(f[1:])
-	return ExpTopic{Line: n, Name: f[0], Configs: m}, err
+	t := ExpTopic{Line: n, Name: f[0], Configs: m}
+	if err != nil {
+		return t, err
+	}
+	for _, k := range []struct {
+		key    string
+		to     *int
+		lo, hi int
+	}{{"brokers", &t.Brokers, 1, MaxExpBrokers}, {"partitions", &t.Partitions, 1, MaxExpPartitions}, {"replication.factor", &t.ReplicationFactor, 1, MaxExpBrokers}} {
+		v, ok := m[k.key]
+		if !ok {
+			continue
+		}
+		i, err := strconv.Atoi(v)
+		if err != nil || i < k.lo || i > k.hi {
+			return t, errk("lesson.error.key-range", k.key, v, k.lo, k.hi)
+		}
+		*k.to = i
+		delete(m, k.key)
+	}
+	return t, nil
 }
 
 func defaultWorkload(name string) ExpWorkload {
@@ -566,7 +635,7 @@ func parseFaultAt(n int, f []string) (FaultAt, error) {
 	if !ok {
 		return FaultAt{}, errk("lesson.error.unknown-fault-known", a.Name, strings.Join(slices.Sorted(maps.Keys(faultActions)), ", "))
 	}
-	broker := func(w string) bool { b, err := strconv.Atoi(w); return err == nil && b >= 1 && b <= 3 }
+	broker := func(w string) bool { b, err := strconv.Atoi(w); return err == nil && b >= 1 && b <= MaxExpBrokers }
 	bad := errk("lesson.error.fault-usage", a.Name, spec)
 	switch spec {
 	case "broker-or-leader":
@@ -584,7 +653,7 @@ func parseFaultAt(n int, f []string) (FaultAt, error) {
 			}
 		}
 	case "node node one-way?":
-		node := func(w string) bool { b, err := strconv.Atoi(w); return err == nil && b >= 0 && b <= 3 }
+		node := func(w string) bool { b, err := strconv.Atoi(w); return err == nil && b >= 0 && b <= MaxExpBrokers }
 		if len(a.Args) < 2 || len(a.Args) > 3 || !node(a.Args[0]) || !node(a.Args[1]) || a.Args[0] == a.Args[1] ||
 			(len(a.Args) == 3 && a.Args[2] != "one-way") {
 			return FaultAt{}, errk("lesson.error.cut-want-two-nodes")

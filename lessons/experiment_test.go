@@ -81,7 +81,12 @@ func TestParseExperimentRefuses(t *testing.T) {
 	for _, tc := range []struct{ src, want string }{
 		{"duration 5s\n", ":1: the file must start with"},
 		{"experiment e\n", "no duration line"},
-		{head + "brokers 5\n", ":3: brokers"},
+		{head + "brokers 6\n", ":3: brokers=6: want 1 to 5"},
+		{head + "cluster big\n", ":3: cluster \"big\""},
+		{head + "topic t partitions=9\n", "partitions=9: want 1 to 8"},
+		{head + "topic t brokers=2 replication.factor=3\n", ":3: replication.factor 3 of topic t is more than its 2 brokers"},
+		{head + "cluster shared\ntopic a brokers=3\ntopic b brokers=5\n", ":5: cluster shared: topic b has 5 brokers"},
+		{head + "topic t brokers=2\nfaults f\n  at 1s do crash 3\n", ":5: broker 3: the cluster of topic t has 2 brokers"},
 		{head + "workload w acks=2\n", ":3: workload w: acks=2"},
 		{head + "workload w idempotence=yes acks=1\n", "needs acks=all"},
 		{head + "workload w rate=0\n", "rate=0"},
@@ -104,5 +109,20 @@ func TestParseExperimentRefuses(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: %v, want %q", tc.src, err, tc.want)
 		}
+	}
+}
+
+// TestExperimentSizes: a topic line sizes its cluster and topic
+// (brokers=, partitions=, replication.factor=, kept out of its configs);
+// the file's brokers line is the default, RF at most 3.
+func TestExperimentSizes(t *testing.T) {
+	x, err := ParseExperiment("e.experiment", []byte("experiment e\nduration 5s\nbrokers 5\ncluster shared\n"+
+		"topic a replication.factor=2 partitions=1 min.insync.replicas=1\ntopic b\nfaults f\n  at 1s do crash 5\n  at 2s do restart all\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := x.Topics[0], x.Topics[1]
+	if !x.Shared || a.Brokers != 5 || a.Partitions != 1 || a.ReplicationFactor != 2 || len(a.Configs) != 1 || b.ReplicationFactor != 3 || b.Partitions != 3 {
+		t.Fatalf("%+v", x.Topics)
 	}
 }

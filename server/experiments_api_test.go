@@ -102,6 +102,15 @@ func TestExperimentsThroughTheAPI(t *testing.T) {
 	if err != nil || !strings.Contains(string(rep), "| isr | crash | acks-all |") || !strings.Contains(string(rep), "holds") {
 		t.Fatalf("report.md: %v\n%s", err, rep)
 	}
+	// The findings and report.md in the request's language.
+	zh := apiclient.New(srv.URL).WithLanguage("zh-Hans")
+	zst, err := zh.Experiment(ctx, st.ID)
+	if err != nil || len(zst.Findings) != 2 || !strings.HasPrefix(zst.Findings[0], "结论") || !strings.HasPrefix(st.Findings[0], "The claim") {
+		t.Fatalf("findings in zh-Hans: %v %q (en %q)", err, zst.Findings, st.Findings)
+	}
+	if rep, err := zh.ExperimentFile(ctx, st.ID, "report.md"); err != nil || !strings.Contains(string(rep), "## 发现") {
+		t.Fatalf("report.md in zh-Hans: %v\n%s", err, rep)
+	}
 	svg, err := api.ExperimentFile(ctx, st.ID, "plot-1-throughput-by-workload.svg")
 	if err != nil || !strings.HasPrefix(string(svg), "<svg") {
 		t.Fatalf("plot: %v %.80s", err, svg)

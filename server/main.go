@@ -285,7 +285,7 @@ func run(ctx context.Context, cfg config, out io.Writer, started func(url string
 	}
 	defer lessonRuns.Close()
 
-	chaosRuns, err := chaos.NewService(chaos.ServiceOptions{Labs: hosted, Logger: logger, Run: experiment.RunChaos})
+	chaosRuns, err := chaos.NewService(chaos.ServiceOptions{Labs: hosted, Logger: logger, Run: experiment.RunChaos, Compare: experiment.RunCompare})
 	if err != nil {
 		return err
 	}

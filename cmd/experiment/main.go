@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"tidemark/apiclient"
+	"tidemark/i18n"
 	"tidemark/lessons"
 	"tidemark/server/experiment"
 )
@@ -57,6 +58,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	seeds := fs.Int("seeds", 0, "run only the file's first N seeds (0: all)")
 	server := fs.String("server", "", "run on a lab's API at this address (http://127.0.0.1:8080) instead of in this process")
 	list := fs.Bool("list", false, "list the built-in studies")
+	langFlag := fs.String("lang", "en", "the language of report.md and the findings: en, zh-Hans or zh-Hant")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: experiment [flags] FILE|STUDY\nbuilt-in studies: %s\n", strings.Join(lessons.Studies(), ", "))
 		fs.PrintDefaults()
@@ -74,6 +76,10 @@ func run(args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return errors.New("want one experiment file or study name")
 	}
+	lang := i18n.Lang(*langFlag)
+	if !lang.Valid() {
+		return fmt.Errorf("-lang %q: want en, zh-Hans or zh-Hant", *langFlag)
+	}
 	file, src, err := load(fs.Arg(0))
 	if err != nil {
 		return err
@@ -90,11 +96,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 	defer stop()
 	bar := newBar(stdout)
 	var files map[string][]byte
+	var findings []string
 	var failed int
 	if *server != "" {
-		files, failed, err = viaAPI(ctx, *server, file, src, *seeds, bar)
+		files, findings, failed, err = viaAPI(ctx, *server, lang, file, src, *seeds, bar)
 	} else {
-		files, failed, err = inProcess(ctx, x, *seeds, bar)
+		files, findings, failed, err = inProcess(ctx, x, lang, *seeds, bar)
 	}
 	bar.end()
 	if err != nil {
@@ -108,9 +115,10 @@ func run(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	if rep, ok := files["report.md"]; ok {
-		if i := strings.Index(string(rep), "## Findings"); i >= 0 {
-			fmt.Fprint(stdout, string(rep[i:]))
+	if len(findings) > 0 {
+		fmt.Fprintf(stdout, "## %s\n\n", i18n.T(lang, "exp.report.findings"))
+		for _, f := range findings {
+			fmt.Fprintf(stdout, "- %s\n", f)
 		}
 	}
 	fmt.Fprintf(stdout, "results in %s\n", dir)
@@ -132,46 +140,46 @@ func load(arg string) (string, []byte, error) {
 	return "", nil, fmt.Errorf("%v (nor is it a built-in study: %s)", err, strings.Join(lessons.Studies(), ", "))
 }
 
-func inProcess(ctx context.Context, x *lessons.Experiment, seeds int, bar *bar) (map[string][]byte, int, error) {
+func inProcess(ctx context.Context, x *lessons.Experiment, lang i18n.Lang, seeds int, bar *bar) (map[string][]byte, []string, int, error) {
 	res, err := experiment.Execute(ctx, x, experiment.Options{Seeds: seeds, Progress: func(p experiment.Progress) {
 		bar.show(p.Done, p.Total, p.Current, p.Action, p.Actions)
 	}, Finished: func(rr experiment.RunResult) { bar.finished(rr.Label(), rr.WallMs, rr.Error) }})
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, 0, err
 	}
-	files, err := res.Files()
+	files, err := res.FilesIn(lang)
 	failed := 0
 	for _, c := range res.Checks {
 		if !c.Holds {
 			failed++
 		}
 	}
-	return files, failed, err
+	return files, res.FindingsIn(lang), failed, err
 }
 
 // viaAPI starts the experiment on a lab's API, follows its progress and
 // downloads its files.
-func viaAPI(ctx context.Context, addr, file string, src []byte, seeds int, bar *bar) (map[string][]byte, int, error) {
-	cl := apiclient.New(addr)
+func viaAPI(ctx context.Context, addr string, lang i18n.Lang, file string, src []byte, seeds int, bar *bar) (map[string][]byte, []string, int, error) {
+	cl := apiclient.New(addr).WithLanguage(string(lang))
 	st, err := cl.StartExperiment(ctx, apiclient.ExperimentRequest{Name: filepath.Base(file), Source: string(src), Seeds: seeds})
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, 0, err
 	}
 	st, err = cl.WaitExperiment(ctx, st.ID, 200*time.Millisecond, func(st apiclient.ExperimentState) {
 		p := st.Progress
 		bar.show(p.Done, p.Total, p.Current, p.Action, p.Actions)
 	})
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, 0, err
 	}
 	if st.Error != "" {
-		return nil, 0, errors.New(st.Error)
+		return nil, nil, 0, errors.New(st.Error)
 	}
 	files := map[string][]byte{}
 	for _, name := range st.Files {
 		b, err := cl.ExperimentFile(ctx, st.ID, name)
 		if err != nil {
-			return nil, 0, err
+			return nil, nil, 0, err
 		}
 		files[name] = b
 	}
@@ -181,7 +189,7 @@ func viaAPI(ctx context.Context, addr, file string, src []byte, seeds int, bar *
 			failed++
 		}
 	}
-	return files, failed, nil
+	return files, st.Findings, failed, nil
 }
 
 // bar is the progress display: a bar redrawn in place on a terminal, a

@@ -50,6 +50,18 @@ check throughput > 1000000
 	if err := run([]string{"no-such-file"}, &out, &errOut); err == nil || !strings.Contains(err.Error(), "acks-leader-crash") {
 		t.Fatalf("a missing file: %v", err)
 	}
+	// -lang: report.md and the findings in the reader's language.
+	out.Reset()
+	if err := run([]string{"-lang", "zh-Hant", "-out", filepath.Join(dir, "zh"), file}, &out, &errOut); !errors.As(err, &failed) {
+		t.Fatal(err)
+	}
+	rep, err := os.ReadFile(filepath.Join(dir, "zh", "report.md"))
+	if err != nil || !strings.Contains(string(rep), "## 發現") || !strings.Contains(string(rep), "結論 `throughput > 1000000` 不成立") || !strings.Contains(out.String(), "## 發現") {
+		t.Fatalf("%v\n%s\noutput:\n%s", err, rep, out.String())
+	}
+	if err := run([]string{"-lang", "fr", file}, &out, &errOut); err == nil || !strings.Contains(err.Error(), "-lang") {
+		t.Fatalf("-lang fr: %v", err)
+	}
 }
 
 // webLab is the least a web.Server needs: a snapshot and a bus.

@@ -157,59 +157,44 @@ func Compare(ctx context.Context, seed uint64, actions []Action, protocols []con
 	if err := validActions(actions); err != nil {
 		return nil, err
 	}
+	ts, err := RunTopics(ctx, seed, Strict.spec(), CompareTopics(protocols), actions, o)
+	if err != nil {
+		return nil, err
+	}
+	return ComparisonOf(seed, actions, ts), nil
+}
+
+// CompareTopics are a comparison's topics: one per protocol (nil:
+// Protocols), compare-PROTOCOL, each under StrictOn(protocol).
+func CompareTopics(protocols []controller.ReplicationProtocol) []TopicSpec {
 	if len(protocols) == 0 {
 		protocols = Protocols
 	}
-	cmp := &Comparison{Seed: seed, Actions: actions, LatencyClock: "lab"}
-	var specs []topicSpec
+	var out []TopicSpec
 	for _, p := range protocols {
-		cfg := StrictOn(p)
-		specs = append(specs, topicSpec{name: CompareTopicPrefix + string(p), protocol: p, configs: cfg.TopicConfigs()})
+		out = append(out, TopicSpec{Name: CompareTopicPrefix + string(p), Configs: StrictOn(p).TopicConfigs()})
 	}
-	series := map[controller.ReplicationProtocol][]Sample{}
-	user := o.Progress
-	o.byProtocol = true
-	o.Progress = func(p Progress) {
-		addSamples(series, p)
-		if user != nil {
-			user(p)
-		}
-	}
-	err := play(ctx, Strict, Strict.spec(), specs, actions, o, func(r *runner) error {
-		if len(r.playing()) == 0 {
-			return fmt.Errorf("%w: the controller accepted none of the protocols %v: %v", kerr.InvalidConfig, protocols, r.topics[0].created)
-		}
-		return nil
-	}, func(r *runner) {
-		cmp.Outcomes, cmp.SettleRounds = r.outcomes, r.settleDone
-		cmp.Recording = r.recording()
-		now := r.c.ReplicationMessages()
-		done := Progress{Phase: PhaseDone, Action: len(actions), Total: len(actions)}
-		for _, t := range r.topics {
-			pr := t.result(r.messages[t.protocol], now[t.protocol])
-			if ss, ok := series[t.protocol]; ok {
-				pr.Series = ss
-			}
-			cmp.Protocols = append(cmp.Protocols, pr)
-			if pr.Skipped == "" {
-				done.Protocols = append(done.Protocols, ProtocolCounts{Protocol: pr.Protocol, Counts: pr.Counts})
-			}
-		}
-		r.progress(done)
-	})
-	if err != nil {
-		return cmp, err
-	}
-	return cmp, nil
+	return out
 }
 
-// addSamples adds a progress report's per-protocol counts to series.
-func addSamples(series map[controller.ReplicationProtocol][]Sample, p Progress) {
+// ComparisonOf is a finished run of several topics as a comparison: a
+// column per topic.
+func ComparisonOf(seed uint64, actions []Action, ts *Topics) *Comparison {
+	cmp := &Comparison{Seed: seed, Actions: actions, LatencyClock: "lab", Outcomes: ts.Outcomes, SettleRounds: ts.SettleRounds, Recording: ts.Recording}
+	for _, t := range ts.Topics {
+		cmp.Protocols = append(cmp.Protocols, t.Column)
+	}
+	return cmp
+}
+
+// addSamples adds a progress report's per-topic counts to series (by
+// topic name).
+func addSamples(series map[string][]Sample, p Progress) {
 	if p.Phase != PhaseSchedule && p.Phase != PhaseSettle {
 		return
 	}
 	for _, pc := range p.Protocols {
-		series[pc.Protocol] = append(series[pc.Protocol], Sample{Action: p.Action, Writes: pc.Counts.Writes, Acked: pc.Counts.Acked, Lost: pc.Counts.Lost})
+		series[pc.Topic] = append(series[pc.Topic], Sample{Action: p.Action, Writes: pc.Counts.Writes, Acked: pc.Counts.Acked, Lost: pc.Counts.Lost})
 	}
 }
 

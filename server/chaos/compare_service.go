@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 
+	"tidemark/internal/runstore"
 	"tidemark/server/controller"
 )
 
@@ -32,6 +33,11 @@ func (st *CompareState) Done() bool {
 	return st.Progress.Phase == PhaseDone || st.Progress.Phase == PhaseFailed
 }
 
+// Finished reports whether the comparison has a result; Phase is where it
+// is.
+func (st CompareState) Finished() bool { return st.Result != nil }
+func (st CompareState) Phase() Phase   { return st.Progress.Phase }
+
 // StartCompare begins a comparison of protocols (nil: Protocols) on seed's
 // schedule of n actions (0: DefaultActions) in the background, on its own
 // lab cluster, owner's as Start's is. INVALID_REQUEST for a seed or count
@@ -46,10 +52,10 @@ func (s *Service) StartCompare(owner string, seed uint64, n int, protocols []str
 	if err != nil {
 		return CompareState{}, err
 	}
-	st := &CompareState{ID: newRunID(), Seed: seed, Actions: len(actions), Protocols: ps,
+	st := &CompareState{ID: runstore.NewID(), Seed: seed, Actions: len(actions), Protocols: ps,
 		Progress: Progress{Phase: PhaseStarting, Total: len(actions)}, Series: []ProtocolSeries{}}
-	err = s.launch(owner, func() { s.compares.add(st.ID, st, s.opts.MaxKept, (*CompareState).Done) }, func(ctx context.Context, o Options) {
-		series := map[controller.ReplicationProtocol][]Sample{}
+	err = s.launch(owner, func() { s.compares.Add(st.ID, st, s.opts.MaxKept, (*CompareState).Done) }, func(ctx context.Context, o Options) {
+		series := map[string][]Sample{}
 		var final Progress
 		o.Progress = func(p Progress) {
 			s.mu.Lock()
@@ -57,7 +63,7 @@ func (s *Service) StartCompare(owner string, seed uint64, n int, protocols []str
 			addSamples(series, p)
 			next := make([]ProtocolSeries, 0, len(ps)) // a new slice: copies handed out share the old one
 			for _, proto := range ps {
-				if ss, ok := series[proto]; ok {
+				if ss, ok := series[CompareTopicPrefix+string(proto)]; ok {
 					next = append(next, ProtocolSeries{Protocol: proto, Samples: slices.Clone(ss)})
 				}
 			}
@@ -68,7 +74,7 @@ func (s *Service) StartCompare(owner string, seed uint64, n int, protocols []str
 				final = p // the checker's counts: set with the result
 			}
 		}
-		res, err := Compare(ctx, seed, actions, ps, o)
+		res, err := s.opts.Compare(ctx, seed, actions, ps, o)
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if err != nil {
@@ -89,15 +95,7 @@ func (s *Service) StartCompare(owner string, seed uint64, n int, protocols []str
 
 // GetCompare returns a comparison's state (a copy; its Series and Result
 // are shared and never changed once set); ErrUnknownRun if there is none.
-func (s *Service) GetCompare(id string) (CompareState, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.compares.get(id)
-}
+func (s *Service) GetCompare(id string) (CompareState, error) { return known(s, &s.compares, id) }
 
 // ListCompares returns every remembered comparison, newest first.
-func (s *Service) ListCompares() []CompareState {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.compares.list()
-}
+func (s *Service) ListCompares() []CompareState { return copies(s, &s.compares) }

@@ -41,6 +41,7 @@ type Progress struct {
 // ProtocolCounts is one topic's live counts in a run of several.
 type ProtocolCounts struct {
 	Protocol controller.ReplicationProtocol `json:"protocol"`
+	Topic    string                         `json:"topic,omitempty"`
 	Counts   Counts                         `json:"counts"`
 }
 
@@ -65,6 +66,8 @@ type Options struct {
 	// Progress is called after every action (from the run's goroutine).
 	Progress func(Progress)
 	Logger   *slog.Logger
+	// Brokers is the cluster's size (default Brokers, 3).
+	Brokers int
 	// IdleSteps moves the clock alone in a step, with no fetch rounds in
 	// it, as schedules played before followers fetched during steps
 	// (runner.step): the seeds tests keep for the faults they found then.
@@ -129,6 +132,20 @@ func Run(ctx context.Context, seed uint64, cfg Config, actions []Action, o Optio
 // finish fills res from a run of one topic and reports PhaseDone.
 func (r *runner) finish(res *Result) {
 	t := r.topics[0]
+	r.fill(res, t)
+	res.Recording = r.recording()
+	r.progress(Progress{Phase: PhaseDone, Action: len(r.actions), Total: len(r.actions), Counts: res.Counts})
+}
+
+// result is topic t's Result in a run of several (Config "spec").
+func (r *runner) result(t *topicRun, seed uint64) *Result {
+	res := &Result{Seed: seed, Config: "spec", Actions: r.actions}
+	r.fill(res, t)
+	return res
+}
+
+// fill fills res with what the run found of topic t.
+func (r *runner) fill(res *Result, t *topicRun) {
 	res.Outcomes, res.SettleRounds = r.outcomes, r.settleDone
 	res.Elections = t.elections
 	res.Writes = t.results()
@@ -137,8 +154,6 @@ func (r *runner) finish(res *Result) {
 	res.Final = t.final
 	res.DelayEffects = r.delayEffects
 	res.ISRShrinks = r.isrShrinks[t.name]
-	res.Recording = r.recording()
-	r.progress(Progress{Phase: PhaseDone, Action: len(r.actions), Total: len(r.actions), Counts: res.Counts})
 }
 
 // validActions bounds a schedule and checks each action.
@@ -159,6 +174,10 @@ type topicSpec struct {
 	name     string
 	protocol controller.ReplicationProtocol
 	configs  map[string]string
+	// partitions and rf: 0 for Partitions and the cluster's brokers (at
+	// most Brokers).
+	partitions int32
+	rf         int16
 }
 
 // play opens the run's cluster, creates the topics (started decides whether
@@ -178,12 +197,17 @@ func play(ctx context.Context, cfg Config, spec Spec, specs []topicSpec, actions
 		}
 	}
 	report(Progress{Phase: PhaseStarting, Total: len(actions)})
-	c, closeCluster, err := o.Open(cluster.Options{Brokers: Brokers, Paused: true, Logger: o.Logger,
+	brokers := o.Brokers
+	if brokers == 0 {
+		brokers = Brokers
+	}
+	c, closeCluster, err := o.Open(cluster.Options{Brokers: brokers, Paused: true, Logger: o.Logger,
 		Bus: events.NewBus(events.BusOptions{History: 1 << 16})})
 	if err != nil {
 		return err
 	}
 	r := newRunner(ctx, c, cfg, spec, specs, actions, report)
+	r.brokers = int32(brokers)
 	r.byProtocol, r.idleSteps = o.byProtocol, o.IdleSteps
 	err = r.start()
 	if err == nil {
@@ -238,11 +262,12 @@ type producer struct {
 	idempotent bool
 	pid        int64
 	epoch      int16
-	n          int                // values made so far
-	seq        [Partitions]int32  // next sequence per partition
-	retry      [Partitions]*batch // a batch to send (again) before any new one
-	inflight   [Partitions]*pending
-	leader     [Partitions]int32 // metadata cache; -1: look it up
+	n          int // values made so far
+	// By partition of the topic:
+	seq      []int32  // next sequence
+	retry    []*batch // a batch to send (again) before any new one
+	inflight []*pending
+	leader   []int32 // metadata cache; -1: look it up
 }
 
 // batch is one single-record batch; an idempotent producer's retry resends
@@ -274,6 +299,8 @@ type runner struct {
 	progress func(Progress)
 	// byProtocol and idleSteps: Options'.
 	byProtocol, idleSteps bool
+	// brokers is the cluster's size (Options.Brokers).
+	brokers int32
 	// gone holds the brokers that crashed or lost power since the
 	// controller last registered or fenced them (Election.LeaderDown).
 	gone map[int32]bool
@@ -308,10 +335,12 @@ type runner struct {
 // the run observed of its replicas. A comparison plays the same actions on
 // one topic per protocol; a chaos run has one topic.
 type topicRun struct {
-	r        *runner
-	name     string
-	protocol controller.ReplicationProtocol
-	configs  map[string]string
+	r          *runner
+	name       string
+	protocol   controller.ReplicationProtocol
+	configs    map[string]string
+	partitions int32
+	rf         int16 // 0: as many as the cluster's brokers, at most Brokers
 	// created is the controller's refusal of the topic; nil once it exists.
 	created   error
 	producers []*producer
@@ -350,10 +379,15 @@ func newRunner(ctx context.Context, c *cluster.Cluster, cfg Config, spec Spec, s
 	r := &runner{ctx: ctx, c: c, cfg: cfg, spec: spec, actions: actions, progress: progress, gen: map[int32]int{},
 		clients: map[int32]*wireClient{}, isr: map[string]map[int32][]int32{}, gone: map[int32]bool{}, isrShrinks: map[string]int{}}
 	for _, sp := range specs {
-		t := &topicRun{r: r, name: sp.name, protocol: sp.protocol, configs: sp.configs, order: EventOrder{Topic: sp.name},
+		if sp.partitions == 0 {
+			sp.partitions = Partitions
+		}
+		t := &topicRun{r: r, name: sp.name, protocol: sp.protocol, configs: sp.configs, partitions: sp.partitions, rf: sp.rf, order: EventOrder{Topic: sp.name},
 			held: map[int32]map[int32]map[string]int64{}, open: map[copyKey]int{}, restarted: map[int32]map[int32]*powerCut{}}
 		for id := 1; id <= Producers; id++ {
-			p := &producer{id: id, idempotent: spec.idempotent(id), pid: -1, epoch: -1}
+			n := sp.partitions
+			p := &producer{id: id, idempotent: spec.idempotent(id), pid: -1, epoch: -1,
+				seq: make([]int32, n), retry: make([]*batch, n), inflight: make([]*pending, n), leader: make([]int32, n)}
 			for i := range p.leader {
 				p.leader[i] = -1
 			}
@@ -371,7 +405,11 @@ func newRunner(ctx context.Context, c *cluster.Cluster, cfg Config, spec Spec, s
 func (r *runner) start() error {
 	var live []*topicRun
 	for _, t := range r.topics {
-		if _, err := r.c.CreateTopic(t.name, Partitions, Brokers, t.configs); err != nil {
+		rf := t.rf
+		if rf == 0 {
+			rf = int16(min(r.brokers, Brokers))
+		}
+		if _, err := r.c.CreateTopic(t.name, t.partitions, rf, t.configs); err != nil {
 			t.created = err
 			continue
 		}
@@ -530,7 +568,7 @@ func (r *runner) report(phase Phase, done int) {
 	for _, t := range r.playing() {
 		cs := t.liveCounts()
 		if r.byProtocol {
-			p.Protocols = append(p.Protocols, ProtocolCounts{Protocol: t.protocol, Counts: cs})
+			p.Protocols = append(p.Protocols, ProtocolCounts{Protocol: t.protocol, Topic: t.name, Counts: cs})
 		} else {
 			p.Counts = cs
 		}
@@ -585,7 +623,7 @@ func (r *runner) play(a Action) (string, error) {
 	case ActProduce:
 		var outs []string
 		for _, t := range r.playing() {
-			out, err := t.produce(t.producers[a.Producer-1], a.Partition)
+			out, err := t.produce(t.producers[a.Producer-1], a.Partition%t.partitions) // a topic of fewer partitions takes the rest in turn
 			if err != nil {
 				return "", err
 			}
@@ -654,7 +692,7 @@ func (r *runner) step(d time.Duration) error {
 		if err := r.c.Step(chunk); err != nil || d == 0 {
 			return err
 		}
-		for id := int32(1); id <= Brokers; id++ {
+		for id := int32(1); id <= r.brokers; id++ {
 			if r.c.Broker(id) != nil {
 				// A broker cut off from a leader fails its fetch: what
 				// the schedule's faults are for.
@@ -677,7 +715,7 @@ func (t *topicRun) recoveryPoints(id int32) map[int32]int64 {
 		return nil
 	}
 	out := map[int32]int64{}
-	for p := range int32(Partitions) {
+	for p := range t.partitions {
 		if rep := b.Replica(t.name, p); rep != nil {
 			out[p] = rep.Log().RecoveryPoint()
 		}
@@ -699,7 +737,7 @@ func (r *runner) stopped(id int32, recoveryPoints map[*topicRun]map[int32]int64)
 
 func (t *topicRun) stopped(id int32, recoveryPoints map[int32]int64) {
 	cut := map[int32]*powerCut{}
-	for p := range int32(Partitions) {
+	for p := range t.partitions {
 		rp, ok := recoveryPoints[p]
 		if !ok {
 			rp = -1
@@ -1256,7 +1294,7 @@ func (t *topicRun) sample() {
 		if t.held[id] == nil {
 			t.held[id] = map[int32]map[string]int64{}
 		}
-		for p := range int32(Partitions) {
+		for p := range t.partitions {
 			rep := b.Replica(t.name, p)
 			if rep == nil {
 				continue
@@ -1522,7 +1560,7 @@ func (r *runner) state() string {
 			if b == nil {
 				continue
 			}
-			for p := range int32(Partitions) {
+			for p := range t.partitions {
 				if rep := b.Replica(t.name, p); rep != nil {
 					st := rep.Status()
 					fmt.Fprintf(&s, "%s/b%d/%d:%s/%d/%d/%d ", t.name, id, p, st.Role, st.LeaderEpoch, st.LogEndOffset, st.HighWatermark)
@@ -1547,7 +1585,7 @@ func (t *topicRun) readBack() error {
 			continue
 		}
 		seeds = append(seeds, b.Addr())
-		for p := range int32(Partitions) {
+		for p := range t.partitions {
 			rep := b.Replica(t.name, p)
 			if rep == nil {
 				continue

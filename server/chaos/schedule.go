@@ -203,7 +203,11 @@ var actionKinds = []Kind{ActProduce, ActFetch, ActStep, ActCrash, ActPowerLoss, 
 // validate rejects an action that names nothing the lab has:
 // INVALID_REQUEST naming the unknown kind and the known ones, or the field
 // (as the JSON names it) out of range and its range.
-func (a Action) validate() error {
+func (a Action) validate() error { return a.validateOn(Brokers, Partitions) }
+
+// validateOn is validate on a cluster of brokers whose topics have at most
+// partitions partitions.
+func (a Action) validateOn(brokers, partitions int32) error {
 	const maxMs = 60_000
 	var errs []error
 	field := func(name string, v, lo, hi int64) {
@@ -214,21 +218,21 @@ func (a Action) validate() error {
 	switch a.Kind {
 	case ActProduce:
 		field("producer", int64(a.Producer), 1, Producers)
-		field("partition", int64(a.Partition), 0, Partitions-1)
+		field("partition", int64(a.Partition), 0, int64(partitions)-1)
 	case ActCrash, ActPowerLoss:
 		if a.Leader {
 			field("broker", int64(a.Broker), 0, 0)
-			field("partition", int64(a.Partition), 0, Partitions-1)
+			field("partition", int64(a.Partition), 0, int64(partitions)-1)
 		} else {
-			field("broker", int64(a.Broker), 1, Brokers)
+			field("broker", int64(a.Broker), 1, int64(brokers))
 		}
 	case ActFetch, ActRestart:
-		field("broker", int64(a.Broker), 1, Brokers)
+		field("broker", int64(a.Broker), 1, int64(brokers))
 	case ActStep:
 		field("step_ms", a.StepMs, 1, maxMs)
 	case ActCut, ActDelay:
-		field("from", int64(a.From), 0, Brokers) // node 0 is the controller
-		field("to", int64(a.To), 0, Brokers)
+		field("from", int64(a.From), 0, int64(brokers)) // node 0 is the controller
+		field("to", int64(a.To), 0, int64(brokers))
 		if a.From == a.To {
 			errs = append(errs, fmt.Errorf("from and to are both node %d", a.From))
 		}

@@ -2,8 +2,6 @@ package chaos
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,7 +10,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"tidemark/internal/runstore"
 	"tidemark/server/cluster"
+	"tidemark/server/controller"
 	"tidemark/server/kafkaerr"
 	"tidemark/server/labs"
 )
@@ -38,6 +38,9 @@ type ServiceOptions struct {
 	// the experiment engine (experiment.RunChaos), which plays the same
 	// schedule under the same settings as a one-run experiment.
 	Run func(ctx context.Context, seed uint64, cfg Config, actions []Action, o Options) (*Result, error)
+	// Compare plays a comparison (default Compare): the lab's go through
+	// the experiment engine too (experiment.RunCompare).
+	Compare func(ctx context.Context, seed uint64, actions []Action, protocols []controller.ReplicationProtocol, o Options) (*Comparison, error)
 }
 
 // Service runs chaos runs in the background, each on its own lab cluster,
@@ -46,60 +49,33 @@ type ServiceOptions struct {
 type Service struct {
 	opts ServiceOptions
 
-	mu       sync.Mutex // guards runs, compares and closed, and every RunState and CompareState
-	runs     kept[RunState]
-	compares kept[CompareState]
+	group *runstore.Group
+
+	mu       sync.Mutex // guards runs and compares, and every RunState and CompareState
+	runs     runstore.Kept[RunState]
+	compares runstore.Kept[CompareState]
 	// recordings are the newest runs' and comparisons' events for the
 	// stage, by id, oldest first: at most keptRecordings of them.
 	recordings []idRecording
-	closed     bool
-	wg         sync.WaitGroup
-	ctx        context.Context
-	cancel     context.CancelFunc
 }
 
-// kept is the runs of one kind a Service remembers, oldest first.
-type kept[T any] struct {
-	byID  map[string]*T
-	order []string
-}
-
-// add remembers st under id and forgets the oldest finished runs beyond
-// maxKept.
-func (k *kept[T]) add(id string, st *T, maxKept int, done func(*T) bool) {
-	if k.byID == nil {
-		k.byID = map[string]*T{}
-	}
-	k.byID[id] = st
-	k.order = append(k.order, id)
-	for i := 0; len(k.order) > maxKept && i < len(k.order); {
-		id := k.order[i]
-		if done(k.byID[id]) {
-			delete(k.byID, id)
-			k.order = append(k.order[:i], k.order[i+1:]...)
-			continue
-		}
-		i++
-	}
-}
-
-// list returns copies of every run, newest first.
-func (k *kept[T]) list() []T {
-	out := make([]T, 0, len(k.order))
-	for i := len(k.order) - 1; i >= 0; i-- {
-		out = append(out, *k.byID[k.order[i]])
-	}
-	return out
-}
-
-// get returns a copy of run id; ErrUnknownRun if there is none.
-func (k *kept[T]) get(id string) (T, error) {
-	st, ok := k.byID[id]
+// known returns a copy of run id of k; ErrUnknownRun if there is none.
+func known[T any](s *Service, k *runstore.Kept[T], id string) (T, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, ok := k.Get(id)
 	if !ok {
 		var none T
 		return none, fmt.Errorf("%w: %q", ErrUnknownRun, id)
 	}
 	return *st, nil
+}
+
+// copies returns a copy of every run of k, newest first.
+func copies[T any](s *Service, k *runstore.Kept[T]) []T {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return k.Copies()
 }
 
 // RunState is a run as the API shows it. Result is set once it finished.
@@ -121,6 +97,10 @@ func (st *RunState) Done() bool {
 	return st.Progress.Phase == PhaseDone || st.Progress.Phase == PhaseFailed
 }
 
+// Finished reports whether the run has a result; Phase is where it is.
+func (st RunState) Finished() bool { return st.Result != nil }
+func (st RunState) Phase() Phase   { return st.Progress.Phase }
+
 // NewService returns a Service on opts.Labs.
 func NewService(opts ServiceOptions) (*Service, error) {
 	if opts.Labs == nil {
@@ -132,12 +112,13 @@ func NewService(opts ServiceOptions) (*Service, error) {
 	if opts.Run == nil {
 		opts.Run = Run
 	}
+	if opts.Compare == nil {
+		opts.Compare = Compare
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	s := &Service{opts: opts}
-	s.ctx, s.cancel = context.WithCancel(context.Background())
-	return s, nil
+	return &Service{opts: opts, group: runstore.NewGroup()}, nil
 }
 
 // Start begins a run of seed under cfg in the background: actions, if
@@ -153,9 +134,9 @@ func (s *Service) Start(owner string, seed uint64, cfg Config, n int, actions []
 	if err != nil {
 		return RunState{}, err
 	}
-	st := &RunState{ID: newRunID(), Seed: seed, Config: cfg, Actions: len(actions),
+	st := &RunState{ID: runstore.NewID(), Seed: seed, Config: cfg, Actions: len(actions),
 		Progress: Progress{Phase: PhaseStarting, Total: len(actions)}}
-	err = s.launch(owner, func() { s.runs.add(st.ID, st, s.opts.MaxKept, (*RunState).Done) }, func(ctx context.Context, o Options) {
+	err = s.launch(owner, func() { s.runs.Add(st.ID, st, s.opts.MaxKept, (*RunState).Done) }, func(ctx context.Context, o Options) {
 		o.Progress = func(p Progress) {
 			if p.Phase == PhaseDone {
 				return // done is when the result is in, below
@@ -223,24 +204,17 @@ func schedule(seed uint64, n int, actions []Action) ([]Action, error) {
 // lab stays held (labs.Lab.Hold) while it plays, so that no one's start
 // ends a run half played.
 func (s *Service) launch(owner string, register func(), play func(ctx context.Context, o Options)) error {
-	ctx, cancel := context.WithCancel(s.ctx)
+	ctx, cancel := context.WithCancel(s.group.Context())
 	lab, err := s.opts.Labs.Open(owner, cluster.Options{Brokers: Brokers, Logger: s.opts.Logger}, cancel)
 	if err != nil {
 		cancel()
 		return err
 	}
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		cancel()
-		s.opts.Labs.Remove(lab.ID)
-		return errors.New("chaos: service closed")
-	}
-	register()
-	s.wg.Add(1)
-	s.mu.Unlock()
-	go func() {
-		defer s.wg.Done()
+	err = s.group.Go(func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		register()
+	}, func(context.Context) {
 		defer cancel()
 		defer lab.Release()
 		opened := false
@@ -254,7 +228,12 @@ func (s *Service) launch(owner string, register func(), play func(ctx context.Co
 				return lab.Cluster(), func() error { return s.opts.Labs.Remove(lab.ID) }, nil
 			},
 		})
-	}()
+	})
+	if err != nil {
+		cancel()
+		s.opts.Labs.Remove(lab.ID)
+		return fmt.Errorf("chaos: %w", err)
+	}
 	return nil
 }
 
@@ -295,30 +274,10 @@ func (s *Service) Recording(id string) (*Recording, bool) {
 }
 
 // Get returns a run's state (a copy); ErrUnknownRun if there is none.
-func (s *Service) Get(id string) (RunState, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.runs.get(id)
-}
+func (s *Service) Get(id string) (RunState, error) { return known(s, &s.runs, id) }
 
 // List returns every remembered run, newest first.
-func (s *Service) List() []RunState {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.runs.list()
-}
+func (s *Service) List() []RunState { return copies(s, &s.runs) }
 
 // Close stops every run and waits for them.
-func (s *Service) Close() {
-	s.mu.Lock()
-	s.closed = true
-	s.mu.Unlock()
-	s.cancel()
-	s.wg.Wait()
-}
-
-func newRunID() string {
-	var b [8]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
+func (s *Service) Close() { s.group.Close() }

@@ -111,25 +111,130 @@ func (s Spec) validate() error {
 // everything back and checks it. The topic's configs go to the controller
 // as they are; one it refuses fails the run with its error.
 func RunSpec(ctx context.Context, seed uint64, spec Spec, actions []Action, o Options) (*Result, error) {
+	ts, err := RunTopics(ctx, seed, spec, []TopicSpec{{Name: Topic, Configs: spec.TopicConfigs}}, actions, o)
+	if err != nil {
+		return nil, err
+	}
+	return ts.Topics[0].Result, nil
+}
+
+// TopicSpec is one topic of a run: its name and its configs, which go to
+// the controller as they are.
+type TopicSpec struct {
+	Name    string
+	Configs map[string]string
+	// Partitions and ReplicationFactor: 0 for Partitions and as many
+	// replicas as the cluster has brokers (at most Brokers).
+	Partitions        int32
+	ReplicationFactor int16
+}
+
+// Topics is a finished run of several topics on one cluster: the same
+// actions, each produce sent to every topic (outcomes space-separated),
+// and each topic's own findings.
+type Topics struct {
+	Outcomes     []string
+	SettleRounds int
+	Topics       []TopicResult
+	// Recording is the run's events, every topic's, for the stage.
+	Recording *Recording
+}
+
+// TopicResult is one topic of a Topics run: what a run of it alone
+// reports (Result, Config "spec"), and its column of a comparison
+// (Column, with its live counts after every action in Series). A topic
+// the controller refused (Refused) took no part; its Result is nil.
+type TopicResult struct {
+	Refused error
+	Result  *Result
+	Column  ProtocolResult
+}
+
+// RunTopics plays actions (at most MaxSpecActions) on a fresh cluster with
+// every topic of topics, the producers under spec (its TopicConfigs are
+// not used) writing to each, and checks each topic. A topic the
+// controller refuses is left out, with its error; INVALID_CONFIG when it
+// refuses them all. With several topics, Progress reports each topic's
+// counts (Progress.Protocols).
+func RunTopics(ctx context.Context, seed uint64, spec Spec, topics []TopicSpec, actions []Action, o Options) (*Topics, error) {
 	if err := spec.validate(); err != nil {
 		return nil, err
 	}
 	if len(actions) > MaxSpecActions {
 		return nil, fmt.Errorf("%w: %d actions; at most %d", kerr.InvalidRequest, len(actions), MaxSpecActions)
 	}
+	brokers, parts := int32(o.Brokers), int32(Partitions)
+	if brokers == 0 {
+		brokers = Brokers
+	}
+	for _, t := range topics {
+		if t.Partitions > 0 {
+			parts = max(parts, t.Partitions)
+		}
+	}
 	for _, a := range actions {
-		if err := a.validate(); err != nil {
+		if err := a.validateOn(brokers, parts); err != nil {
 			return nil, err
 		}
 	}
-	spec.TopicConfigs = maps.Clone(spec.TopicConfigs)
-	res := &Result{Seed: seed, Config: "spec", Actions: actions}
-	specs := []topicSpec{{name: Topic, protocol: spec.Protocol(), configs: spec.TopicConfigs}}
+	var specs []topicSpec
+	for _, t := range topics {
+		cfg := maps.Clone(t.Configs)
+		if cfg[controller.ConfigTruncationRule] == "high-watermark" {
+			spec.whole = true // sampleNew cannot follow HW truncation
+		}
+		p := controller.ProtocolISR
+		if v, ok := cfg[controller.ConfigReplicationProtocol]; ok {
+			p = controller.ReplicationProtocol(v)
+		}
+		specs = append(specs, topicSpec{name: t.Name, protocol: p, configs: cfg, partitions: t.Partitions, rf: t.ReplicationFactor})
+	}
+	spec.TopicConfigs = nil
+	out := &Topics{}
+	series := map[string][]Sample{}
+	user := o.Progress
+	o.byProtocol = len(topics) > 1
+	o.Progress = func(p Progress) {
+		addSamples(series, p)
+		if user != nil {
+			user(p)
+		}
+	}
 	err := play(ctx, Strict, spec, specs, actions, o, func(r *runner) error {
-		if err := r.topics[0].created; err != nil {
-			return fmt.Errorf("creating the topic: %w", err)
+		switch {
+		case len(r.playing()) > 0:
+		case len(r.topics) == 1:
+			return fmt.Errorf("creating the topic: %w", r.topics[0].created)
+		default:
+			return fmt.Errorf("%w: the controller accepted none of the topics: %v", kerr.InvalidConfig, r.topics[0].created)
 		}
 		return nil
-	}, func(r *runner) { r.finish(res) })
-	return res, err
+	}, func(r *runner) {
+		out.Outcomes, out.SettleRounds, out.Recording = r.outcomes, r.settleDone, r.recording()
+		now := r.c.ReplicationMessages()
+		done := Progress{Phase: PhaseDone, Action: len(actions), Total: len(actions)}
+		for _, t := range r.topics {
+			tr := TopicResult{Refused: t.created, Column: t.result(r.messages[t.protocol], now[t.protocol])}
+			if ss, ok := series[t.name]; ok {
+				tr.Column.Series = ss
+			}
+			if t.created == nil {
+				tr.Result = r.result(t, seed)
+				tr.Result.Recording = out.Recording
+				done.Counts = tr.Result.Counts
+				if o.byProtocol {
+					done.Protocols = append(done.Protocols, ProtocolCounts{Protocol: t.protocol, Topic: t.name, Counts: tr.Result.Counts})
+				}
+			}
+			out.Topics = append(out.Topics, tr)
+		}
+		if o.byProtocol {
+			done.Counts = Counts{}
+		}
+		r.progress(done)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }

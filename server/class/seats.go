@@ -22,6 +22,7 @@ import (
 	"tidemark/server/chaos"
 	"tidemark/server/cluster"
 	"tidemark/server/controller"
+	"tidemark/server/experiment"
 	"tidemark/server/labs"
 )
 
@@ -308,7 +309,7 @@ func (c *Class) wakeLocked(st *seatRun) error {
 		if st.lessons, err = lessons.NewService(lessons.Options{Labs: c.opts.Runs, Logger: c.opts.Logger}); err != nil {
 			return fail(err)
 		}
-		if st.chaos, err = chaos.NewService(chaos.ServiceOptions{Labs: c.opts.Runs, Logger: c.opts.Logger}); err != nil {
+		if st.chaos, err = chaos.NewService(chaos.ServiceOptions{Labs: c.opts.Runs, Logger: c.opts.Logger, Run: experiment.RunChaos, Compare: experiment.RunCompare}); err != nil {
 			return fail(err)
 		}
 	}

@@ -20,6 +20,7 @@ import (
 
 	"tidemark/lessons"
 	"tidemark/server/chaos"
+	"tidemark/server/controller"
 )
 
 // Run is one run of the matrix.
@@ -52,17 +53,49 @@ func (r Run) dim(d string) string {
 }
 
 // Plan lists the matrix's runs in order: topics, then fault schedules,
-// then workloads, then seeds vary slowest to fastest.
+// then workloads, then seeds vary slowest to fastest; on a shared cluster
+// ("cluster shared") topics vary fastest, the runs one cluster plays
+// together next to each other.
 func Plan(x *lessons.Experiment) []Run {
 	var out []Run
 	for _, t := range x.Topics {
 		for _, f := range x.Faults {
 			for _, w := range x.Workloads {
 				for _, s := range x.Seeds {
-					out = append(out, Run{Index: len(out), Topic: t.Name, Faults: f.Name, Workload: w.Name, Seed: s})
+					out = append(out, Run{Topic: t.Name, Faults: f.Name, Workload: w.Name, Seed: s})
 				}
 			}
 		}
+	}
+	if x.Shared {
+		// Topics fastest: what one cluster plays together, next to each other.
+		n := len(out) / len(x.Topics)
+		shared := make([]Run, 0, len(out))
+		for i := range n {
+			for t := range x.Topics {
+				shared = append(shared, out[t*n+i])
+			}
+		}
+		out = shared
+	}
+	for i := range out {
+		out[i].Index = i
+	}
+	return out
+}
+
+// groups splits a plan into what each cluster plays: a run each, or on a
+// shared cluster every topic of a faults × workload × seed.
+func groups(x *lessons.Experiment, plan []Run) [][]Run {
+	n := 1
+	if x.Shared {
+		n = len(x.Topics)
+	}
+	var out [][]Run
+	for len(plan) > 0 {
+		k := min(n, len(plan))
+		out = append(out, plan[:k])
+		plan = plan[k:]
 	}
 	return out
 }
@@ -122,20 +155,23 @@ func Execute(ctx context.Context, x *lessons.Experiment, o Options) (*Results, e
 			o.Progress(p)
 		}
 	}
-	for i, run := range plan {
+	for _, g := range groups(x, plan) {
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
-		report(Progress{Done: i, Total: len(plan), Current: run.Label()})
-		rr := executeRun(ctx, x, run, o, func(action, actions int) {
-			report(Progress{Done: i, Total: len(plan), Current: run.Label(), Action: action, Actions: actions})
+		done, label := len(res.Runs), groupLabel(g)
+		report(Progress{Done: done, Total: len(plan), Current: label})
+		rrs, _, _ := executeGroup(ctx, x, g, nil, o.Chaos, func(p chaos.Progress) {
+			report(Progress{Done: done, Total: len(plan), Current: label, Action: p.Action, Actions: p.Total})
 		})
 		if ctx.Err() != nil {
 			return res, ctx.Err()
 		}
-		res.Runs = append(res.Runs, rr)
-		if o.Finished != nil {
-			o.Finished(rr)
+		for _, rr := range rrs {
+			res.Runs = append(res.Runs, rr)
+			if o.Finished != nil {
+				o.Finished(rr)
+			}
 		}
 	}
 	report(Progress{Done: len(plan), Total: len(plan)})
@@ -144,35 +180,78 @@ func Execute(ctx context.Context, x *lessons.Experiment, o Options) (*Results, e
 	return res, nil
 }
 
-// executeRun plays one run and measures it.
-func executeRun(ctx context.Context, x *lessons.Experiment, run Run, o Options, progress func(action, actions int)) (rr RunResult) {
-	rr = RunResult{Run: run, Values: map[string]float64{}}
-	began := time.Now()
-	defer func() { rr.WallMs = time.Since(began).Milliseconds() }()
-	t, f, w := find(x.Topics, run.Topic, func(t lessons.ExpTopic) string { return t.Name }),
-		find(x.Faults, run.Faults, func(f lessons.ExpFaults) string { return f.Name }),
-		find(x.Workloads, run.Workload, func(w lessons.ExpWorkload) string { return w.Name })
-	actions, labMs, err := Schedule(x, f, w, run.Seed)
-	if err != nil {
-		rr.Error = err.Error()
-		return rr
+// groupLabel names what one cluster plays: a run's label, its topics
+// joined with "+" on a shared cluster.
+func groupLabel(g []Run) string {
+	r := g[0]
+	if len(g) > 1 {
+		var ts []string
+		for _, rr := range g {
+			ts = append(ts, rr.Topic)
+		}
+		r.Topic = strings.Join(ts, "+")
 	}
-	rr.Actions = len(actions)
-	co := o.Chaos
-	co.Progress = func(p chaos.Progress) { progress(p.Action, p.Total) }
-	res, err := chaos.RunSpec(ctx, run.Seed, specOf(t, w), actions, co)
-	if err != nil {
-		rr.Error = err.Error()
-		return rr
-	}
-	rr.Values = Measure(res, labMs, x.Tick)
-	rr.Recording = res.Recording
-	return rr
+	return r.Label()
 }
 
-// specOf is what the engine plays for a topic configuration and a workload.
-func specOf(t lessons.ExpTopic, w lessons.ExpWorkload) chaos.Spec {
-	return chaos.Spec{TopicConfigs: t.Configs, Acks: w.Acks, Idempotent: w.Idempotent, Mixed: w.Mixed, Retries: w.Retries, RecordBytes: w.Size}
+// executeGroup plays runs (one fault schedule, workload and seed; a topic
+// each) on one cluster under the engine's options co, its progress
+// reported to progress, and measures each run. actions, if not nil, is
+// the schedule to play (else Schedule's). The engine's whole answer is
+// returned too; when the cluster run failed, its error (also each run's).
+func executeGroup(ctx context.Context, x *lessons.Experiment, runs []Run, actions []chaos.Action, co chaos.Options, progress func(chaos.Progress)) ([]RunResult, *chaos.Topics, error) {
+	began := time.Now()
+	out := make([]RunResult, len(runs))
+	fail := func(err error) ([]RunResult, *chaos.Topics, error) {
+		for i := range out {
+			out[i].Error = err.Error()
+		}
+		return out, nil, err
+	}
+	var topics []chaos.TopicSpec
+	var sh shape
+	for i, run := range runs {
+		out[i] = RunResult{Run: run, Values: map[string]float64{}}
+		t := find(x.Topics, run.Topic, func(t lessons.ExpTopic) string { return t.Name })
+		topics = append(topics, chaos.TopicSpec{Name: t.Name, Configs: t.Configs, Partitions: int32(t.Partitions), ReplicationFactor: int16(t.ReplicationFactor)})
+		sh = shape{brokers: int32(t.Brokers), partitions: max(sh.partitions, int32(t.Partitions))}
+	}
+	run := runs[0]
+	f, w := find(x.Faults, run.Faults, func(f lessons.ExpFaults) string { return f.Name }),
+		find(x.Workloads, run.Workload, func(w lessons.ExpWorkload) string { return w.Name })
+	labMs := int64(0)
+	if actions == nil {
+		var err error
+		if actions, labMs, err = schedule(x, sh, f, w, run.Seed); err != nil {
+			return fail(err)
+		}
+	}
+	co.Brokers = int(sh.brokers)
+	if !x.Shared {
+		topics[0].Name = chaos.Topic // a run of its own writes to the chaos engine's topic
+	}
+	co.Progress = progress
+	ts, err := chaos.RunTopics(ctx, run.Seed, specOf(w), topics, actions, co)
+	if err != nil {
+		return fail(err)
+	}
+	wall := time.Since(began).Milliseconds()
+	for i, t := range ts.Topics {
+		rr := &out[i]
+		rr.WallMs, rr.Actions = wall, len(actions)
+		if t.Refused != nil {
+			rr.Error = fmt.Sprintf("creating the topic: %v", t.Refused)
+			continue
+		}
+		rr.Values = Measure(t.Result, labMs, x.Tick)
+		rr.Recording = t.Result.Recording
+	}
+	return out, ts, nil
+}
+
+// specOf is what the engine's producers do under a workload.
+func specOf(w lessons.ExpWorkload) chaos.Spec {
+	return chaos.Spec{Acks: w.Acks, Idempotent: w.Idempotent, Mixed: w.Mixed, Retries: w.Retries, RecordBytes: w.Size}
 }
 
 // RunChaos plays a chaos run as a one-run experiment: cfg's topic configs,
@@ -185,13 +264,38 @@ func RunChaos(ctx context.Context, seed uint64, cfg chaos.Config, actions []chao
 	if _, err := chaos.ParseConfig(string(cfg)); err != nil {
 		return nil, err
 	}
-	t := lessons.ExpTopic{Name: string(cfg), Configs: cfg.TopicConfigs()}
-	w := lessons.ExpWorkload{Name: "checker", Acks: cfg.Acks(), Mixed: true, Producers: chaos.Producers}
-	res, err := chaos.RunSpec(ctx, seed, specOf(t, w), actions, o)
+	spec := specOf(checker(cfg.Acks()))
+	spec.TopicConfigs = cfg.TopicConfigs()
+	res, err := chaos.RunSpec(ctx, seed, spec, actions, o)
 	if res != nil {
 		res.Config = cfg // what a replay plays it under
 	}
 	return res, err
+}
+
+// checker is the chaos checker's workload: producers 1 and 2 plain
+// (acks), 3 and 4 idempotent.
+func checker(acks string) lessons.ExpWorkload {
+	return lessons.ExpWorkload{Name: "checker", Acks: acks, Mixed: true, Producers: chaos.Producers}
+}
+
+// RunCompare plays a comparison as an experiment of one run on a shared
+// cluster: a topic per protocol (chaos.CompareTopics, each under
+// chaos.StrictOn), the checker's producers asking for acks=all, and the
+// comparison's schedule (a "faults NAME chaos" schedule). The lab's chaos
+// service plays its comparisons with it (chaos.ServiceOptions.Compare),
+// so /compare and /api/v1/compare are a view of the experiment engine.
+func RunCompare(ctx context.Context, seed uint64, actions []chaos.Action, protocols []controller.ReplicationProtocol, o chaos.Options) (*chaos.Comparison, error) {
+	x := &lessons.Experiment{ID: "compare", Shared: true, Tick: 100 * time.Millisecond, Seeds: []uint64{seed},
+		Workloads: []lessons.ExpWorkload{checker("all")}, Faults: []lessons.ExpFaults{{Name: "schedule", Kind: lessons.FaultsChaos, Actions: len(actions)}}}
+	for _, t := range chaos.CompareTopics(protocols) {
+		x.Topics = append(x.Topics, lessons.ExpTopic{Name: t.Name, Configs: t.Configs})
+	}
+	_, ts, err := executeGroup(ctx, x, Plan(x), actions, o, o.Progress)
+	if err != nil {
+		return nil, err
+	}
+	return chaos.ComparisonOf(seed, actions, ts), nil
 }
 
 func find[T any](xs []T, name string, nameOf func(T) string) T {
@@ -268,6 +372,15 @@ func unavailableMs(writes []chaos.Write, tickMs int64) int64 {
 // round of every broker, and the tick's step of the clock. A "chaos"
 // fault schedule is the chaos checker's own schedule of the seed.
 func Schedule(x *lessons.Experiment, f lessons.ExpFaults, w lessons.ExpWorkload, seed uint64) ([]chaos.Action, int64, error) {
+	return schedule(x, shape{brokers: int32(x.Brokers), partitions: chaos.Partitions}, f, w, seed)
+}
+
+// shape is the cluster a schedule plays on: its brokers, and its topics'
+// partitions (the most of any).
+type shape struct{ brokers, partitions int32 }
+
+// schedule is Schedule on a cluster of shape sh.
+func schedule(x *lessons.Experiment, sh shape, f lessons.ExpFaults, w lessons.ExpWorkload, seed uint64) ([]chaos.Action, int64, error) {
 	if f.Kind == lessons.FaultsChaos {
 		acts := chaos.Generate(seed, f.Actions)
 		var ms int64
@@ -276,7 +389,7 @@ func Schedule(x *lessons.Experiment, f lessons.ExpFaults, w lessons.ExpWorkload,
 		}
 		return acts, ms, nil
 	}
-	faults, err := faultTimes(x, f, seed)
+	faults, err := faultTimes(x, sh.brokers, f, seed)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -292,7 +405,7 @@ func Schedule(x *lessons.Experiment, f lessons.ExpFaults, w lessons.ExpWorkload,
 		}
 		for j := range k {
 			_ = j
-			out = append(out, chaos.Action{Kind: chaos.ActProduce, Producer: 1 + next%w.Producers, Partition: rng.Int32N(chaos.Partitions)})
+			out = append(out, chaos.Action{Kind: chaos.ActProduce, Producer: 1 + next%w.Producers, Partition: rng.Int32N(sh.partitions)})
 			next++
 		}
 		end := time.Duration(i+1) * x.Tick
@@ -300,7 +413,7 @@ func Schedule(x *lessons.Experiment, f lessons.ExpFaults, w lessons.ExpWorkload,
 			out = append(out, faults[0].a)
 			faults = faults[1:]
 		}
-		for b := int32(1); b <= chaos.Brokers; b++ {
+		for b := int32(1); b <= sh.brokers; b++ {
 			out = append(out, chaos.Action{Kind: chaos.ActFetch, Broker: b})
 		}
 		out = append(out, chaos.Action{Kind: chaos.ActStep, StepMs: x.Tick.Milliseconds()})
@@ -317,10 +430,10 @@ type timedAction struct {
 	a  chaos.Action
 }
 
-// faultTimes lists a fault schedule's actions in time order: its "at"
-// lines, or random crashes drawn from the seed (the same under every topic
-// and workload).
-func faultTimes(x *lessons.Experiment, f lessons.ExpFaults, seed uint64) ([]timedAction, error) {
+// faultTimes lists a fault schedule's actions in time order on a cluster
+// of brokers: its "at" lines, or random crashes drawn from the seed (the
+// same under every topic and workload of that size).
+func faultTimes(x *lessons.Experiment, brokers int32, f lessons.ExpFaults, seed uint64) ([]timedAction, error) {
 	var out []timedAction
 	switch f.Kind {
 	case lessons.FaultsNone:
@@ -333,7 +446,7 @@ func faultTimes(x *lessons.Experiment, f lessons.ExpFaults, seed uint64) ([]time
 		}
 		for range f.Count {
 			at := time.Duration(rng.Int64N(int64(span)))
-			b := 1 + rng.Int32N(chaos.Brokers)
+			b := 1 + rng.Int32N(brokers)
 			out = append(out, timedAction{at, chaos.Action{Kind: chaos.ActCrash, Broker: b}},
 				timedAction{at + f.Down, chaos.Action{Kind: chaos.ActRestart, Broker: b}})
 		}
@@ -341,7 +454,7 @@ func faultTimes(x *lessons.Experiment, f lessons.ExpFaults, seed uint64) ([]time
 		return out, nil
 	}
 	for _, fa := range f.At {
-		acts, err := faultActions(fa.Action)
+		acts, err := faultActions(fa.Action, brokers)
 		if err != nil {
 			return nil, fmt.Errorf("line %d: %v", fa.Line, err)
 		}
@@ -353,7 +466,7 @@ func faultTimes(x *lessons.Experiment, f lessons.ExpFaults, seed uint64) ([]time
 }
 
 // faultActions turns an "at" line's action into the engine's.
-func faultActions(a lessons.Action) ([]chaos.Action, error) {
+func faultActions(a lessons.Action, brokers int32) ([]chaos.Action, error) {
 	num := func(s string) int32 { n, _ := strconv.Atoi(s); return int32(n) }
 	switch a.Name {
 	case "crash", "power-loss":
@@ -368,7 +481,10 @@ func faultActions(a lessons.Action) ([]chaos.Action, error) {
 	case "restart":
 		ids := a.Args
 		if len(ids) == 1 && ids[0] == "all" {
-			ids = []string{"1", "2", "3"}
+			ids = nil
+			for b := range brokers {
+				ids = append(ids, strconv.Itoa(int(b+1)))
+			}
 		}
 		var out []chaos.Action
 		for _, id := range ids {

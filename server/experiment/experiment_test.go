@@ -11,6 +11,7 @@ import (
 
 	"tidemark/lessons"
 	"tidemark/server/chaos"
+	"tidemark/server/cluster"
 )
 
 const small = `experiment small
@@ -70,9 +71,9 @@ func TestSchedule(t *testing.T) {
 	if fmt.Sprint(again) != fmt.Sprint(acts) {
 		t.Fatal("the same seed gave another schedule")
 	}
-	r3, _ := faultTimes(x, x.Faults[1], 3)
-	r4, _ := faultTimes(x, x.Faults[1], 4)
-	r3b, _ := faultTimes(x, x.Faults[1], 3)
+	r3, _ := faultTimes(x, 3, x.Faults[1], 3)
+	r4, _ := faultTimes(x, 3, x.Faults[1], 4)
+	r3b, _ := faultTimes(x, 3, x.Faults[1], 3)
 	if len(r3) != 2 || fmt.Sprint(r3) != fmt.Sprint(r3b) || fmt.Sprint(r3) == fmt.Sprint(r4) {
 		t.Fatalf("random faults: %v %v %v", r3, r3b, r4)
 	}
@@ -201,6 +202,82 @@ check duplicates workload=idempotent == 0
 	for _, c := range res.Checks {
 		if !c.Holds {
 			t.Errorf("%s: %v %s", c.Check, c.Got, c.Error)
+		}
+	}
+}
+
+// TestCompareIsAnExperiment: a comparison played as an experiment on a
+// shared cluster (RunCompare) finds what chaos.Compare finds, protocol
+// for protocol, and reports each topic's live counts for the charts.
+func TestCompareIsAnExperiment(t *testing.T) {
+	const seed = 3
+	actions := chaos.Generate(seed, 40)
+	samples := 0
+	got, err := RunCompare(context.Background(), seed, actions, nil, chaos.Options{Progress: func(p chaos.Progress) {
+		if p.Phase == chaos.PhaseSchedule && len(p.Protocols) == len(chaos.Protocols) {
+			samples++
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := chaos.Compare(context.Background(), seed, actions, nil, chaos.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Protocols) != len(want.Protocols) || fmt.Sprint(got.Outcomes) != fmt.Sprint(want.Outcomes) || samples != len(actions) {
+		t.Fatalf("%d protocols, %d samples; outcomes\n%v\n%v", len(got.Protocols), samples, got.Outcomes, want.Outcomes)
+	}
+	for i, g := range got.Protocols {
+		w := want.Protocols[i]
+		if g.Protocol != w.Protocol || g.Attempted != w.Attempted || g.Accepted != w.Accepted || g.Lost != w.Lost || g.Committed != w.Committed || len(g.Series) != len(w.Series) {
+			t.Errorf("%s: as an experiment %d/%d lost %d committed %d (%d samples); compared %d/%d lost %d committed %d (%d samples)", g.Protocol,
+				g.Accepted, g.Attempted, g.Lost, g.Committed, len(g.Series), w.Accepted, w.Attempted, w.Lost, w.Committed, len(w.Series))
+		}
+	}
+}
+
+// TestSharedCluster: "cluster shared" plays a run's topic configurations
+// on one cluster, a topic each: one cluster per fault schedule × workload
+// × seed, and a measured run per topic.
+func TestSharedCluster(t *testing.T) {
+	x := parse(t, `experiment shared
+cluster shared
+duration 2s
+seeds 1 2
+topic strict min.insync.replicas=2
+topic loose min.insync.replicas=1
+workload acks-all rate=30 acks=all producers=2
+faults two-down
+  at 500ms do crash 2
+  at 500ms do crash 3
+  at 1500ms do restart 2 3
+check availability topic=loose > {availability topic=strict}
+`)
+	plan := Plan(x)
+	if len(plan) != 4 || plan[0].Topic != "strict" || plan[1].Topic != "loose" || plan[1].Seed != 1 || plan[2].Seed != 2 || plan[3].Index != 3 {
+		t.Fatalf("plan %+v", plan)
+	}
+	clusters := 0
+	res, err := Execute(context.Background(), x, Options{Chaos: chaos.Options{Open: func(o cluster.Options) (*cluster.Cluster, func() error, error) {
+		clusters++
+		dir := t.TempDir()
+		o.DataDir = dir
+		c, err := cluster.Open(o)
+		if err != nil {
+			return nil, nil, err
+		}
+		return c, c.Close, nil
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if clusters != 2 || len(res.Runs) != 4 || !res.Passed() {
+		t.Fatalf("%d clusters, %d runs, checks %+v", clusters, len(res.Runs), res.Checks)
+	}
+	for _, rr := range res.Runs {
+		if rr.Error != "" || rr.Values["attempted"] == 0 {
+			t.Errorf("%s: %v %s", rr.Label(), rr.Values, rr.Error)
 		}
 	}
 }

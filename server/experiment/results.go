@@ -3,6 +3,7 @@ package experiment
 import (
 	"bytes"
 	"encoding/csv"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"tidemark/i18n"
 	"tidemark/lessons"
 )
 
@@ -46,6 +48,27 @@ type CheckResult struct {
 	Holds bool     `json:"holds"`
 	Got   []string `json:"got"`
 	Error string   `json:"error,omitempty"`
+	// got and noRun are Got and Error for a reader of another language.
+	got   []gotValue
+	noRun string
+}
+
+// GotIn is Got in lang, "; "-joined, or why the check could not be made.
+func (cr CheckResult) GotIn(lang i18n.Lang) string {
+	if cr.noRun != "" {
+		return i18n.T(lang, "exp.finding.no-run", cr.noRun)
+	}
+	var got []string
+	for _, g := range cr.got {
+		got = append(got, i18n.T(lang, "exp.finding.against", g.query, num(g.got), num(g.want)))
+	}
+	return strings.Join(got, "; ")
+}
+
+// gotValue is what a check compared: query's value, against want.
+type gotValue struct {
+	query     string
+	got, want float64
 }
 
 // Passed reports whether every check holds.
@@ -84,23 +107,35 @@ func (r *Results) sumUp() {
 			}
 		}
 	}
-	r.Checks, r.Findings = nil, nil
+	r.Checks = nil
 	for _, c := range x.Checks {
-		cr := r.check(c)
-		r.Checks = append(r.Checks, cr)
-		verdict := "holds"
+		r.Checks = append(r.Checks, r.check(c))
+	}
+	r.Findings = r.FindingsIn(i18n.English)
+}
+
+// FindingsIn are the report's sentences in lang: one per check, one per
+// plot.
+func (r *Results) FindingsIn(lang i18n.Lang) []string {
+	var out []string
+	for _, cr := range r.Checks {
+		key := "exp.finding.holds"
 		if !cr.Holds {
-			verdict = "does not hold"
+			key = "exp.finding.fails"
 		}
-		s := fmt.Sprintf("The claim `%s` %s (%s).", cr.Check, verdict, strings.Join(cr.Got, "; "))
-		if cr.Error != "" {
-			s = fmt.Sprintf("The claim `%s` could not be checked: %s.", cr.Check, cr.Error)
+		s := i18n.T(lang, key, cr.Check, cr.GotIn(lang))
+		switch {
+		case cr.noRun != "":
+			s = i18n.T(lang, "exp.finding.unchecked", cr.Check, cr.GotIn(lang))
+		case cr.Error != "":
+			s = i18n.T(lang, "exp.finding.unchecked", cr.Check, cr.Error)
 		}
-		r.Findings = append(r.Findings, s)
+		out = append(out, s)
 	}
-	for _, p := range x.Plots {
-		r.Findings = append(r.Findings, r.plotFinding(p))
+	for _, p := range r.Experiment.Plots {
+		out = append(out, r.plotFinding(p, lang))
 	}
+	return out
 }
 
 func mean(runs []RunResult, m string) float64 {
@@ -140,10 +175,15 @@ func (r *Results) selected(q lessons.Query) []RunResult {
 func (r *Results) value(q lessons.Query) (float64, error) {
 	runs := r.selected(q)
 	if len(runs) == 0 {
-		return 0, fmt.Errorf("no finished run matches %s", joinArgs(q))
+		return 0, noRunError(joinArgs(q))
 	}
 	return mean(runs, q.Name), nil
 }
+
+// noRunError is a query that selects no finished run.
+type noRunError string
+
+func (e noRunError) Error() string { return i18n.T(i18n.English, "exp.finding.no-run", string(e)) }
 
 func (r *Results) check(c lessons.Cond) CheckResult {
 	var parts []string
@@ -164,10 +204,13 @@ func (r *Results) check(c lessons.Cond) CheckResult {
 			}
 		}
 		if err != nil {
-			cr.Holds, cr.Error = false, err.Error()
+			var nr noRunError
+			errors.As(err, &nr)
+			cr.Holds, cr.Error, cr.noRun = false, err.Error(), string(nr)
 			continue
 		}
-		cr.Got = append(cr.Got, fmt.Sprintf("%s = %s, against %s", joinArgs(t.Q), num(got), num(w)))
+		cr.Got = append(cr.Got, i18n.T(i18n.English, "exp.finding.against", joinArgs(t.Q), num(got), num(w)))
+		cr.got = append(cr.got, gotValue{joinArgs(t.Q), got, w})
 		if !lessons.CompareFloat(got, t.Op, w) {
 			cr.Holds = false
 		}
@@ -178,7 +221,7 @@ func (r *Results) check(c lessons.Cond) CheckResult {
 
 // plotFinding says what a plot shows: where its measure is highest and
 // lowest.
-func (r *Results) plotFinding(p lessons.ExpPlot) string {
+func (r *Results) plotFinding(p lessons.ExpPlot, lang i18n.Lang) string {
 	vals := r.dimValues(p.By)
 	type kv struct {
 		k string
@@ -192,14 +235,14 @@ func (r *Results) plotFinding(p lessons.ExpPlot) string {
 		}
 	}
 	if len(got) == 0 {
-		return fmt.Sprintf("No run finished to plot %s by %s.", p.Measure, p.By)
+		return i18n.T(lang, "exp.finding.no-plot", p.Measure, p.By)
 	}
 	hi := slices.MaxFunc(got, func(a, b kv) int { return cmpF(a.v, b.v) })
 	lo := slices.MinFunc(got, func(a, b kv) int { return cmpF(a.v, b.v) })
 	if hi.v == lo.v {
-		return fmt.Sprintf("%s is %s for every %s.", p.Measure, num(hi.v), p.By)
+		return i18n.T(lang, "exp.finding.flat", p.Measure, num(hi.v), p.By)
 	}
-	return fmt.Sprintf("%s is highest with %s %s (%s) and lowest with %s %s (%s).", p.Measure, p.By, hi.k, num(hi.v), p.By, lo.k, num(lo.v))
+	return i18n.T(lang, "exp.finding.range", p.Measure, p.By, hi.k, num(hi.v), p.By, lo.k, num(lo.v))
 }
 
 func cmpF(a, b float64) int {
@@ -252,8 +295,11 @@ func num(v float64) string {
 // --- files ---
 
 // Files are an experiment's output files by name: results.csv,
-// summary.csv, one SVG per plot and report.md.
-func (r *Results) Files() (map[string][]byte, error) {
+// summary.csv, one SVG per plot and report.md (in English: FilesIn).
+func (r *Results) Files() (map[string][]byte, error) { return r.FilesIn(i18n.English) }
+
+// FilesIn are Files with report.md in lang.
+func (r *Results) FilesIn(lang i18n.Lang) (map[string][]byte, error) {
 	out := map[string][]byte{}
 	var err error
 	if out["results.csv"], err = r.resultsCSV(); err != nil {
@@ -262,13 +308,10 @@ func (r *Results) Files() (map[string][]byte, error) {
 	if out["summary.csv"], err = r.summaryCSV(); err != nil {
 		return nil, err
 	}
-	var plots []string
 	for i, p := range r.Experiment.Plots {
-		name := PlotFile(i, p)
-		out[name] = r.plotSVG(p)
-		plots = append(plots, name)
+		out[PlotFile(i, p)] = r.plotSVG(p)
 	}
-	out["report.md"] = r.report(plots)
+	out["report.md"] = r.Report(lang)
 	return out, nil
 }
 
@@ -336,18 +379,18 @@ func csvNum(v float64, none bool) string {
 	return strconv.FormatFloat(v, 'f', -1, 64)
 }
 
-// report is report.md: what ran, the summary table, the plots and the
-// findings.
-func (r *Results) report(plots []string) []byte {
+// Report is report.md in lang: what ran, the summary table, the plots
+// and the findings.
+func (r *Results) Report(lang i18n.Lang) []byte {
 	x := r.Experiment
 	var b strings.Builder
-	title := x.Title.En
+	title := x.Title.In(lang)
 	if title == "" {
 		title = x.ID
 	}
 	fmt.Fprintf(&b, "# %s\n\n", title)
-	fmt.Fprintf(&b, "Experiment `%s` (%s): %d topic configurations × %d fault schedules × %d workloads × %d seeds = %d runs of %s of lab time each (tick %s), in %s.\n\n",
-		x.ID, x.File, len(x.Topics), len(x.Faults), len(x.Workloads), len(x.Seeds), len(r.Runs), x.Duration, x.Tick, r.Elapsed.Round(time.Second))
+	b.WriteString(i18n.T(lang, "exp.report.intro", x.ID, x.File, len(x.Topics), len(x.Faults), len(x.Workloads), len(x.Seeds), len(r.Runs),
+		x.Duration.String(), x.Tick.String(), r.Elapsed.Round(time.Second).String()) + "\n\n")
 	failed := 0
 	for _, rr := range r.Runs {
 		if rr.Error != "" {
@@ -355,9 +398,9 @@ func (r *Results) report(plots []string) []byte {
 		}
 	}
 	if failed > 0 {
-		fmt.Fprintf(&b, "%d runs could not finish; results.csv says why.\n\n", failed)
+		b.WriteString(i18n.T(lang, "exp.report.failed", failed) + "\n\n")
 	}
-	b.WriteString("## Summary (mean over seeds)\n\n| topic | faults | workload |")
+	fmt.Fprintf(&b, "## %s\n\n| topic | faults | workload |", i18n.T(lang, "exp.report.summary"))
 	for _, m := range x.Measures {
 		fmt.Fprintf(&b, " %s |", m)
 	}
@@ -377,19 +420,21 @@ func (r *Results) report(plots []string) []byte {
 		}
 		b.WriteString("\n")
 	}
-	if len(plots) > 0 {
-		b.WriteString("\n## Plots\n\n")
-		for i, p := range plots {
-			pl := x.Plots[i]
-			fmt.Fprintf(&b, "![%s by %s](%s)\n\n", pl.Measure, pl.By, p)
+	if len(x.Plots) > 0 {
+		fmt.Fprintf(&b, "\n## %s\n\n", i18n.T(lang, "exp.report.plots"))
+		for i, pl := range x.Plots {
+			fmt.Fprintf(&b, "![%s](%s)\n\n", i18n.T(lang, "exp.report.plot", pl.Measure, pl.By), PlotFile(i, pl))
 		}
 	}
-	if len(r.Findings) > 0 {
-		b.WriteString("## Findings\n\n")
-		for _, f := range r.Findings {
+	if fs := r.FindingsIn(lang); len(fs) > 0 {
+		fmt.Fprintf(&b, "## %s\n\n", i18n.T(lang, "exp.report.findings"))
+		for _, f := range fs {
 			fmt.Fprintf(&b, "- %s\n", f)
 		}
 	}
-	b.WriteString("\nMeasurements are in lab time: the clock moves only with each run's schedule, so the same seed gives the same numbers.\n")
+	b.WriteString("\n" + i18n.T(lang, "exp.report.lab-time") + "\n")
+	if slices.ContainsFunc(x.Measures, func(m string) bool { return strings.HasPrefix(m, "latency-") }) {
+		b.WriteString("\n" + i18n.T(lang, "exp.report.latency") + "\n")
+	}
 	return []byte(b.String())
 }

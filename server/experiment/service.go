@@ -2,8 +2,6 @@ package experiment
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"tidemark/i18n"
+	"tidemark/internal/runstore"
 	"tidemark/lessons"
 	"tidemark/server/chaos"
 )
@@ -77,21 +77,18 @@ type ServiceOptions struct {
 // whole cluster; the machine is shared), and keeps their states, files
 // and the newest runs' recordings. Its methods are safe for concurrent use.
 type Service struct {
-	opts ServiceOptions
-	turn chan struct{} // held by the experiment running
+	opts  ServiceOptions
+	turn  chan struct{} // held by the experiment running
+	group *runstore.Group
 
 	mu         sync.Mutex
-	byID       map[string]*entry
-	order      []string
+	kept       runstore.Kept[entry]
 	recordings []runRecording
-	closed     bool
-	ctx        context.Context
-	cancel     context.CancelFunc
-	wg         sync.WaitGroup
 }
 
 type entry struct {
 	st    State
+	res   *Results // once done: the files and findings in another language
 	files map[string][]byte
 	// changed is closed at the state's next change (and replaced), for
 	// Watch; guarded by Service.mu.
@@ -124,9 +121,7 @@ func NewService(o ServiceOptions) *Service {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	s := &Service{opts: o, turn: make(chan struct{}, 1), byID: map[string]*entry{}}
-	s.ctx, s.cancel = context.WithCancel(context.Background())
-	return s
+	return &Service{opts: o, turn: make(chan struct{}, 1), group: runstore.NewGroup()}
 }
 
 // Start parses src (file names it in errors) and runs it in the
@@ -144,53 +139,33 @@ func (s *Service) Start(file string, src []byte, seeds int) (State, error) {
 	if seeds > 0 && seeds < len(x.Seeds) {
 		total = total / len(x.Seeds) * seeds
 	}
-	e := &entry{st: State{ID: newID(), Name: x.ID, File: file, Title: x.Title.En, Phase: PhaseQueued,
+	e := &entry{st: State{ID: runstore.NewID(), Name: x.ID, File: file, Title: x.Title.En, Phase: PhaseQueued,
 		Progress: Progress{Total: total}, Runs: []RunResult{}, Started: time.Now()}, changed: make(chan struct{})}
 	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return State{}, errors.New("experiment: service closed")
-	}
+	defer s.mu.Unlock()
 	waiting := 0
-	for _, e := range s.byID {
+	for _, e := range s.kept.Newest() {
 		if !e.st.Done() {
 			waiting++
 		}
 	}
 	if waiting >= s.opts.MaxQueued {
-		s.mu.Unlock()
 		return State{}, fmt.Errorf("%w: %d running or queued, at most %d", ErrQueueFull, waiting, s.opts.MaxQueued)
 	}
-	s.byID[e.st.ID] = e
-	s.order = append(s.order, e.st.ID)
-	s.forget()
-	s.wg.Add(1)
-	st := e.st
-	s.mu.Unlock()
-	go s.run(e, x, seeds)
-	return st, nil
-}
-
-// forget drops the oldest finished experiments beyond MaxKept. Callers
-// hold s.mu.
-func (s *Service) forget() {
-	for i := 0; len(s.order) > s.opts.MaxKept && i < len(s.order); {
-		id := s.order[i]
-		if s.byID[id].st.Done() {
-			delete(s.byID, id)
-			s.order = slices.Delete(s.order, i, i+1)
-			continue
-		}
-		i++
+	err = s.group.Go(func() { s.kept.Add(e.st.ID, e, s.opts.MaxKept, (*entry).done) }, func(ctx context.Context) { s.run(ctx, e, x, seeds) })
+	if err != nil {
+		return State{}, fmt.Errorf("experiment: %w", err)
 	}
+	return e.st, nil
 }
 
-func (s *Service) run(e *entry, x *lessons.Experiment, seeds int) {
-	defer s.wg.Done()
+func (e *entry) done() bool { return e.st.Done() }
+
+func (s *Service) run(ctx context.Context, e *entry, x *lessons.Experiment, seeds int) {
 	select {
 	case s.turn <- struct{}{}:
-	case <-s.ctx.Done():
-		s.fail(e, s.ctx.Err())
+	case <-ctx.Done():
+		s.fail(e, ctx.Err())
 		return
 	}
 	defer func() { <-s.turn }()
@@ -207,7 +182,7 @@ func (s *Service) run(e *entry, x *lessons.Experiment, seeds int) {
 		s.keepRecording(e.st.ID, rr.Index, rec)
 	}
 	began := time.Now()
-	res, err := Execute(s.ctx, x, o)
+	res, err := Execute(ctx, x, o)
 	if err != nil {
 		s.fail(e, err)
 		return
@@ -224,7 +199,7 @@ func (s *Service) run(e *entry, x *lessons.Experiment, seeds int) {
 	sort.Strings(names)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e.files = files
+	e.files, e.res = files, res
 	st := &e.st
 	st.Summary, st.Checks, st.Findings, st.Files = res.Summary, res.Checks, res.Findings, names
 	st.Phase, st.ElapsedMs = PhaseDone, time.Since(began).Milliseconds()
@@ -272,7 +247,7 @@ func (s *Service) Recording(id string, run int) (*chaos.Recording, bool) {
 func (s *Service) Get(id string) (State, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e, ok := s.byID[id]
+	e, ok := s.kept.Get(id)
 	if !ok {
 		return State{}, fmt.Errorf("%w: experiment %s", ErrUnknown, strconv.Quote(id))
 	}
@@ -284,7 +259,7 @@ func (s *Service) Get(id string) (State, error) {
 func (s *Service) Watch(id string) (State, <-chan struct{}, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e, ok := s.byID[id]
+	e, ok := s.kept.Get(id)
 	if !ok {
 		return State{}, nil, fmt.Errorf("%w: experiment %s", ErrUnknown, strconv.Quote(id))
 	}
@@ -295,18 +270,18 @@ func (s *Service) Watch(id string) (State, <-chan struct{}, error) {
 func (s *Service) List() []State {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]State, 0, len(s.order))
-	for i := len(s.order) - 1; i >= 0; i-- {
-		out = append(out, s.byID[s.order[i]].st)
+	out := []State{}
+	for _, e := range s.kept.Newest() {
+		out = append(out, e.st)
 	}
 	return out
 }
 
-// File returns one of a finished experiment's files.
-func (s *Service) File(id, name string) ([]byte, error) {
+// File returns one of a finished experiment's files, report.md in lang.
+func (s *Service) File(id, name string, lang i18n.Lang) ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e, ok := s.byID[id]
+	e, ok := s.kept.Get(id)
 	if !ok {
 		return nil, fmt.Errorf("%w: experiment %s", ErrUnknown, strconv.Quote(id))
 	}
@@ -314,20 +289,24 @@ func (s *Service) File(id, name string) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: experiment %s has no file %s", ErrUnknown, id, strconv.Quote(name))
 	}
+	if name == "report.md" && lang != i18n.English {
+		return e.res.Report(lang), nil
+	}
 	return b, nil
 }
 
-// Close stops every experiment and waits for them.
-func (s *Service) Close() {
+// In is st with its findings in lang (a State is kept in English).
+func (s *Service) In(st State, lang i18n.Lang) State {
+	if lang == i18n.English || len(st.Findings) == 0 {
+		return st
+	}
 	s.mu.Lock()
-	s.closed = true
-	s.mu.Unlock()
-	s.cancel()
-	s.wg.Wait()
+	defer s.mu.Unlock()
+	if e, ok := s.kept.Get(st.ID); ok && e.res != nil {
+		st.Findings = e.res.FindingsIn(lang)
+	}
+	return st
 }
 
-func newID() string {
-	var b [8]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
+// Close stops every experiment and waits for them.
+func (s *Service) Close() { s.group.Close() }

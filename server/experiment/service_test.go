@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"tidemark/i18n"
 	"time"
 
 	"tidemark/lessons"
@@ -43,11 +44,18 @@ func TestService(t *testing.T) {
 		if _, ok := s.Recording(id, 1); !ok {
 			t.Errorf("%s: no recording of run 1", id)
 		}
-		if b, err := s.File(id, "summary.csv"); err != nil || !strings.HasPrefix(string(b), "topic,faults,workload") {
+		if b, err := s.File(id, "summary.csv", i18n.English); err != nil || !strings.HasPrefix(string(b), "topic,faults,workload") {
 			t.Fatalf("summary.csv: %v %s", err, b)
 		}
+		// The report and findings in the reader's language.
+		if b, err := s.File(id, "report.md", i18n.SimplifiedChinese); err != nil || !strings.Contains(string(b), "## 发现") || !strings.Contains(string(b), "结论 `lost faults=crash >= 0` 成立") {
+			t.Fatalf("report.md in zh-Hans: %v %s", err, b)
+		}
+		if zh := s.In(st, i18n.TraditionalChinese); len(zh.Findings) != len(st.Findings) || !strings.HasPrefix(zh.Findings[0], "結論") || !strings.HasPrefix(st.Findings[0], "The claim") {
+			t.Fatalf("findings %q in zh-Hant, %q kept", zh.Findings, st.Findings)
+		}
 	}
-	if _, err := s.File(a.ID, "nope.csv"); !errors.Is(err, ErrUnknown) {
+	if _, err := s.File(a.ID, "nope.csv", i18n.English); !errors.Is(err, ErrUnknown) {
 		t.Fatalf("a file it has not: %v", err)
 	}
 	if l := s.List(); len(l) != 2 || l[0].ID != b.ID {

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 
+	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -26,14 +26,16 @@ import (
 // exactly). The page /chaos starts runs and shows them. Without
 // Options.Chaos every chaos route answers 501 NOT_IMPLEMENTED.
 
-func (s *Server) chaosRoutes(e *echo.Echo) {
-	e.POST("/api/v1/chaos", s.startChaos, sameOrigin)
-	e.GET("/api/v1/chaos/:id", s.getChaos)
-	e.GET("/api/v1/chaos/:id/export", s.exportChaos)
-	e.GET("/chaos", s.chaosPage)
-	e.POST("/chaos/start", s.startChaosForm, sameOrigin)
-	e.GET("/chaos/runs/:id", s.chaosRunPage)
-}
+func (s *Server) chaosRoutes(e *echo.Echo) { chaosKind.routes(s, e) }
+
+// chaosKind is the chaos runs.
+var chaosKind = runKind[chaos.RunState]{name: "chaos", get: (*chaos.Service).Get, start: (*Server).startChaos,
+	startForm: func(c echo.Context, svc *chaos.Service, owner string, seed uint64, n int) (string, error) {
+		st, err := svc.Start(owner, seed, chaos.Config(c.FormValue("config")), n, nil)
+		return st.ID, err
+	},
+	export: func(st chaos.RunState) ([]byte, error) { return st.Result.Export() },
+	list:   chaosPage, page: chaosRunPage}
 
 // ChaosRequest is the body of POST /api/v1/chaos. Actions is either how
 // many actions to generate from the seed (default 100) or a whole schedule
@@ -66,8 +68,7 @@ func chaosError(err error) error {
 }
 
 func (s *Server) startChaos(c echo.Context) error {
-	svc, err := s.chaosService()
-	if err != nil {
+	if _, err := s.chaosService(); err != nil {
 		return err
 	}
 	var req ChaosRequest
@@ -76,6 +77,7 @@ func (s *Server) startChaos(c echo.Context) error {
 	}
 	cfg := chaos.Strict
 	if req.Config != "" {
+		var err error
 		if cfg, err = chaos.ParseConfig(req.Config); err != nil {
 			return chaosError(err)
 		}
@@ -83,6 +85,7 @@ func (s *Server) startChaos(c echo.Context) error {
 	var n int
 	var actions []chaos.Action
 	if raw := strings.TrimSpace(string(req.Actions)); raw != "" && raw != "null" {
+		var err error
 		if raw[0] == '[' {
 			err = json.Unmarshal(req.Actions, &actions)
 		} else {
@@ -94,63 +97,14 @@ func (s *Server) startChaos(c echo.Context) error {
 				withKey("chaos.refused.actions-type", strconv.Itoa(chaos.MaxActions))
 		}
 	}
-	owner, started := s.starter(c)
-	st, err := svc.Start(owner, req.Seed, cfg, n, actions)
-	if err != nil {
-		return chaosError(err)
-	}
-	started()
-	return c.JSON(http.StatusCreated, st)
-}
-
-func (s *Server) chaosRun(c echo.Context) (chaos.RunState, error) {
-	svc, err := s.chaosService()
-	if err != nil {
-		return chaos.RunState{}, err
-	}
-	st, err := svc.Get(c.Param("id"))
-	return st, chaosError(err)
-}
-
-func (s *Server) getChaos(c echo.Context) error {
-	st, err := s.chaosRun(c)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, st)
-}
-
-func (s *Server) exportChaos(c echo.Context) error {
-	st, err := s.finishedChaosRun(c)
-	if err != nil {
-		return err
-	}
-	b, err := st.Result.Export()
-	if err != nil {
-		return err
-	}
-	return download(c, "chaos-"+st.ID+".json", echo.MIMEApplicationJSON, b)
-}
-
-// finishedChaosRun is the {id} run once it has a result (409
-// INVALID_REQUEST before).
-func (s *Server) finishedChaosRun(c echo.Context) (chaos.RunState, error) {
-	st, err := s.chaosRun(c)
-	if err == nil && st.Result == nil {
-		err = KafkaError(http.StatusConflict, kerr.InvalidRequest, "run "+st.ID+" has not finished: "+string(st.Progress.Phase))
-	}
-	return st, err
+	return startRun(s, c, func(svc *chaos.Service, owner string) (chaos.RunState, error) {
+		return svc.Start(owner, req.Seed, cfg, n, actions)
+	})
 }
 
 // --- pages ---
 
-func (s *Server) chaosPage(c echo.Context) error {
-	svc, err := s.chaosService()
-	if err != nil {
-		return err
-	}
-	lang := Lang(c)
-	p := s.page(c, i18n.T(lang, "chaos.title"))
+func chaosPage(p views.Page, svc *chaos.Service) templ.Component {
 	v := views.ChaosListView{Actions: chaos.DefaultActions, MaxActions: chaos.MaxActions}
 	for _, cfg := range chaos.Configs() {
 		v.Configs = append(v.Configs, string(cfg))
@@ -158,31 +112,7 @@ func (s *Server) chaosPage(c echo.Context) error {
 	for _, st := range svc.List() {
 		v.Runs = append(v.Runs, chaosRunView(st))
 	}
-	return Render(c, http.StatusOK, views.ChaosList(p, v))
-}
-
-func (s *Server) startChaosForm(c echo.Context) error {
-	svc, err := s.chaosService()
-	if err != nil {
-		return err
-	}
-	seed, err := strconv.ParseUint(strings.TrimSpace(c.FormValue("seed")), 10, 64)
-	if err != nil {
-		flash(c, false, errText(Lang(c), seedFormError(c.FormValue("seed"))))
-		return c.Redirect(http.StatusSeeOther, "/chaos")
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(c.FormValue("actions")))
-	if err != nil {
-		n = -1 // Start names the range
-	}
-	owner, started := s.starter(c)
-	st, err := svc.Start(owner, seed, chaos.Config(c.FormValue("config")), n, nil)
-	if err != nil {
-		flash(c, false, errText(Lang(c), toError(chaosError(err))))
-		return c.Redirect(http.StatusSeeOther, "/chaos")
-	}
-	started()
-	return c.Redirect(http.StatusSeeOther, "/chaos/runs/"+url.PathEscape(st.ID))
+	return views.ChaosList(p, v)
 }
 
 // seedFormError refuses a form's seed that is not a whole number.
@@ -192,19 +122,13 @@ func seedFormError(seed string) *Error {
 		withKey("chaos.refused.seed-form", q, strconv.FormatUint(chaos.MaxSeed, 10))
 }
 
-func (s *Server) chaosRunPage(c echo.Context) error {
-	st, err := s.chaosRun(c)
-	if err != nil {
-		return err
-	}
-	lang := Lang(c)
-	p := s.page(c, i18n.T(lang, "chaos.run.title", st.ID))
+func chaosRunPage(p views.Page, lang i18n.Lang, st chaos.RunState, pb views.RunPlayback) templ.Component {
 	v := chaosRunView(st)
-	v.RunPlayback = s.playback(st.ID)
+	v.RunPlayback = pb
 	if st.Result != nil {
 		v.Conclusion = chaosConclusion(lang, string(st.Config), st.Result.Counts)
 	}
-	return Render(c, http.StatusOK, views.ChaosRun(p, v))
+	return views.ChaosRun(p, v)
 }
 
 // playback is run or comparison id's recording as its page plays it

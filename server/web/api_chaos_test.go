@@ -17,6 +17,7 @@ import (
 
 	"tidemark/events"
 	"tidemark/server/chaos"
+	"tidemark/server/experiment"
 	"tidemark/server/labs"
 )
 
@@ -27,7 +28,7 @@ func chaosServer(t *testing.T, max int) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := chaos.NewService(chaos.ServiceOptions{Labs: ls, Logger: logger})
+	svc, err := chaos.NewService(chaos.ServiceOptions{Labs: ls, Logger: logger, Run: experiment.RunChaos, Compare: experiment.RunCompare})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,24 +36,33 @@ func chaosServer(t *testing.T, max int) *Server {
 	return newTestServer(t, newTestLab(events.BusOptions{}), Options{Chaos: svc})
 }
 
-// waitChaos polls a run (bounded) until it is done.
-func waitChaos(t *testing.T, s *Server, id string) chaos.RunState {
+// waitRun polls a run of a kind (chaos, compare), bounded, until it is
+// done.
+func waitRun[T any, P interface {
+	*T
+	Done() bool
+}](t *testing.T, s *Server, kind, id string) T {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		rec := send(t, s.Handler(), "GET", "/api/v1/chaos/"+id, "")
-		var st chaos.RunState
+		rec := send(t, s.Handler(), "GET", "/api/v1/"+kind+"/"+id, "")
+		var st T
 		if err := json.Unmarshal(rec.Body.Bytes(), &st); rec.Code != 200 || err != nil {
 			t.Fatalf("get: %d %v %s", rec.Code, err, rec.Body)
 		}
-		if st.Done() {
+		if P(&st).Done() {
 			return st
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("run %s not done: %+v", id, st.Progress)
+			t.Fatalf("%s run %s not done: %s", kind, id, rec.Body)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+func waitChaos(t *testing.T, s *Server, id string) chaos.RunState {
+	t.Helper()
+	return waitRun[chaos.RunState](t, s, "chaos", id)
 }
 
 // TestChaosAPI starts a short run through the API on its own cluster,

@@ -3,10 +3,9 @@ package web
 import (
 	"encoding/json"
 	"net/http"
-	"net/url"
-	"strconv"
 	"strings"
 
+	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -23,14 +22,20 @@ import (
 // shows them. They run on the chaos service (Options.Chaos), so class mode
 // keeps them to the seat as it does chaos runs; without it they answer 501.
 
-func (s *Server) compareRoutes(e *echo.Echo) {
-	e.POST("/api/v1/compare", s.startCompare, sameOrigin)
-	e.GET("/api/v1/compare/:id", s.getCompare)
-	e.GET("/api/v1/compare/:id/export", s.exportCompare)
-	e.GET("/compare", s.comparePage)
-	e.POST("/compare/start", s.startCompareForm, sameOrigin)
-	e.GET("/compare/runs/:id", s.compareRunPage)
-}
+func (s *Server) compareRoutes(e *echo.Echo) { compareKind.routes(s, e) }
+
+// compareKind is the comparisons.
+var compareKind = runKind[chaos.CompareState]{name: "compare", get: (*chaos.Service).GetCompare, start: (*Server).startCompare,
+	startForm: func(c echo.Context, svc *chaos.Service, owner string, seed uint64, n int) (string, error) {
+		form, err := c.FormParams()
+		if err != nil {
+			return "", KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "unreadable form")
+		}
+		st, err := svc.StartCompare(owner, seed, n, form["protocol"])
+		return st.ID, err
+	},
+	export: func(st chaos.CompareState) ([]byte, error) { return json.MarshalIndent(st.Result, "", "  ") },
+	list:   comparePage, page: compareRunPage}
 
 // CompareRequest is the body of POST /api/v1/compare: the seed, how many
 // actions to generate from it (default 100) and the protocols to compare
@@ -43,8 +48,7 @@ type CompareRequest struct {
 }
 
 func (s *Server) startCompare(c echo.Context) error {
-	svc, err := s.chaosService()
-	if err != nil {
+	if _, err := s.chaosService(); err != nil {
 		return err
 	}
 	var req CompareRequest
@@ -54,57 +58,14 @@ func (s *Server) startCompare(c echo.Context) error {
 	if req.Actions == 0 {
 		req.Actions = chaos.DefaultActions
 	}
-	owner, started := s.starter(c)
-	st, err := svc.StartCompare(owner, req.Seed, req.Actions, req.Protocols)
-	if err != nil {
-		return chaosError(err)
-	}
-	started()
-	return c.JSON(http.StatusCreated, st)
-}
-
-func (s *Server) compareRun(c echo.Context) (chaos.CompareState, error) {
-	svc, err := s.chaosService()
-	if err != nil {
-		return chaos.CompareState{}, err
-	}
-	st, err := svc.GetCompare(c.Param("id"))
-	return st, chaosError(err)
-}
-
-func (s *Server) getCompare(c echo.Context) error {
-	st, err := s.compareRun(c)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, st)
-}
-
-// exportCompare is the finished comparison as a JSON file (409
-// INVALID_REQUEST before it finished).
-func (s *Server) exportCompare(c echo.Context) error {
-	st, err := s.compareRun(c)
-	if err != nil {
-		return err
-	}
-	if st.Result == nil {
-		return KafkaError(http.StatusConflict, kerr.InvalidRequest, "comparison "+st.ID+" has not finished: "+string(st.Progress.Phase))
-	}
-	b, err := json.MarshalIndent(st.Result, "", "  ")
-	if err != nil {
-		return err
-	}
-	return download(c, "compare-"+st.ID+".json", echo.MIMEApplicationJSON, b)
+	return startRun(s, c, func(svc *chaos.Service, owner string) (chaos.CompareState, error) {
+		return svc.StartCompare(owner, req.Seed, req.Actions, req.Protocols)
+	})
 }
 
 // --- pages ---
 
-func (s *Server) comparePage(c echo.Context) error {
-	svc, err := s.chaosService()
-	if err != nil {
-		return err
-	}
-	p := s.page(c, i18n.T(Lang(c), "compare.title"))
+func comparePage(p views.Page, svc *chaos.Service) templ.Component {
 	v := views.CompareListView{Actions: chaos.DefaultActions, MaxActions: chaos.MaxActions}
 	for _, pr := range chaos.Protocols {
 		v.Protocols = append(v.Protocols, string(pr))
@@ -112,50 +73,16 @@ func (s *Server) comparePage(c echo.Context) error {
 	for _, st := range svc.ListCompares() {
 		v.Runs = append(v.Runs, compareRunView(st))
 	}
-	return Render(c, http.StatusOK, views.CompareList(p, v))
+	return views.CompareList(p, v)
 }
 
-func (s *Server) startCompareForm(c echo.Context) error {
-	svc, err := s.chaosService()
-	if err != nil {
-		return err
-	}
-	seed, err := strconv.ParseUint(strings.TrimSpace(c.FormValue("seed")), 10, 64)
-	if err != nil {
-		flash(c, false, errText(Lang(c), seedFormError(c.FormValue("seed"))))
-		return c.Redirect(http.StatusSeeOther, "/compare")
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(c.FormValue("actions")))
-	if err != nil {
-		n = -1 // StartCompare names the range
-	}
-	form, err := c.FormParams()
-	if err != nil {
-		return KafkaError(http.StatusBadRequest, kerr.InvalidRequest, "unreadable form")
-	}
-	owner, started := s.starter(c)
-	st, err := svc.StartCompare(owner, seed, n, form["protocol"])
-	if err != nil {
-		flash(c, false, errText(Lang(c), toError(chaosError(err))))
-		return c.Redirect(http.StatusSeeOther, "/compare")
-	}
-	started()
-	return c.Redirect(http.StatusSeeOther, "/compare/runs/"+url.PathEscape(st.ID))
-}
-
-func (s *Server) compareRunPage(c echo.Context) error {
-	st, err := s.compareRun(c)
-	if err != nil {
-		return err
-	}
-	lang := Lang(c)
-	p := s.page(c, i18n.T(lang, "compare.run.title", st.ID))
+func compareRunPage(p views.Page, lang i18n.Lang, st chaos.CompareState, pb views.RunPlayback) templ.Component {
 	v := compareRunView(st)
-	v.RunPlayback = s.playback(st.ID)
+	v.RunPlayback = pb
 	if st.Result != nil {
 		v.Conclusion = compareConclusion(lang, v.Columns)
 	}
-	return Render(c, http.StatusOK, views.CompareRun(p, v))
+	return views.CompareRun(p, v)
 }
 
 // compareConclusion says a finished comparison's outcome in one sentence:

@@ -5,29 +5,13 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"tidemark/server/chaos"
 )
 
-// waitCompare polls a comparison (bounded) until it is done.
 func waitCompare(t *testing.T, s *Server, id string) chaos.CompareState {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		rec := send(t, s.Handler(), "GET", "/api/v1/compare/"+id, "")
-		var st chaos.CompareState
-		if err := json.Unmarshal(rec.Body.Bytes(), &st); rec.Code != 200 || err != nil {
-			t.Fatalf("get: %d %v %s", rec.Code, err, rec.Body)
-		}
-		if st.Done() {
-			return st
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("comparison %s not done: %+v", id, st.Progress)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return waitRun[chaos.CompareState](t, s, "compare", id)
 }
 
 // TestCompareAPI starts a short comparison through the API, follows it to

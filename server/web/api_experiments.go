@@ -137,7 +137,11 @@ func (s *Server) listExperiments(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]any{"experiments": svc.List()})
+	list := svc.List()
+	for i, st := range list {
+		list[i] = svc.In(st, Lang(c))
+	}
+	return c.JSON(http.StatusOK, map[string]any{"experiments": list})
 }
 
 // experimentOf is the service and the state of the experiment the path's
@@ -155,11 +159,11 @@ func (s *Server) experimentOf(c echo.Context) (*experiment.Service, experiment.S
 }
 
 func (s *Server) getExperiment(c echo.Context) error {
-	_, st, err := s.experimentOf(c)
+	svc, st, err := s.experimentOf(c)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, st)
+	return c.JSON(http.StatusOK, svc.In(st, Lang(c)))
 }
 
 // experimentProgressEvery is the least time between two messages of an
@@ -179,9 +183,9 @@ func (s *Server) experimentStream(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	id := c.Param("id")
+	id, lang := c.Param("id"), Lang(c)
 	if _, _, err := svc.Watch(id); err != nil {
-		return experimentError(Lang(c), err)
+		return experimentError(lang, err)
 	}
 	conn, release, err := s.upgradeWS(c)
 	if conn == nil {
@@ -204,7 +208,7 @@ func (s *Server) experimentStream(c echo.Context) error {
 			return nil
 		}
 		conn.SetWriteDeadline(time.Now().Add(s.opts.WriteWait))
-		if err := conn.WriteJSON(st); err != nil {
+		if err := conn.WriteJSON(svc.In(st, lang)); err != nil {
 			return nil
 		}
 		if st.Done() {
@@ -238,7 +242,7 @@ func (s *Server) experimentFile(c echo.Context) error {
 		return err
 	}
 	name := c.Param("name")
-	b, err := svc.File(c.Param("id"), name)
+	b, err := svc.File(c.Param("id"), name, Lang(c))
 	if err != nil {
 		return experimentError(Lang(c), err)
 	}
@@ -374,8 +378,16 @@ func (s *Server) experimentPage(c echo.Context) error {
 		}
 		v.Summary = append(v.Summary, row)
 	}
+	lang := Lang(c)
 	for _, cr := range st.Checks {
-		v.Checks = append(v.Checks, views.ExperimentCheckRow{Check: cr.Check, Got: strings.Join(cr.Got, "; ") + cr.Error, Holds: cr.Holds})
+		got := cr.GotIn(lang)
+		if got == "" {
+			got = cr.Error
+		}
+		v.Checks = append(v.Checks, views.ExperimentCheckRow{Check: cr.Check, Got: got, Holds: cr.Holds})
+	}
+	if fs := svc.In(st, lang).Findings; len(fs) > len(st.Checks) {
+		v.Findings = fs[len(st.Checks):] // the plots'; the checks' are the claims above
 	}
 	for _, f := range st.Files {
 		if strings.HasSuffix(f, ".svg") {

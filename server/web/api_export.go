@@ -68,7 +68,7 @@ func (s *Server) exportLanes(c echo.Context) error {
 }
 
 func (s *Server) exportAckedCSV(c echo.Context) error {
-	st, err := s.finishedChaosRun(c)
+	st, err := chaosKind.finishedRun(s, c)
 	if err != nil {
 		return err
 	}
