@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -92,7 +91,7 @@ func RunTxns(ctx context.Context, cfg TxnConfig) (*TxnResult, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	began := time.Now()
-	c, closeLab, err := openTxnLab(cfg.Logger)
+	c, closeLab, err := openTemp(cluster.Options{Brokers: 3, Logger: cfg.Logger}) // ports below the ephemeral range (cluster/ports.go)
 	if err != nil {
 		return nil, err
 	}
@@ -128,26 +127,6 @@ func RunTxns(ctx context.Context, cfg TxnConfig) (*TxnResult, error) {
 		res.Read += len(vs)
 	}
 	return res, nil
-}
-
-// openTxnLab opens the run's lab on ports below Linux's ephemeral range
-// (32768 and up): a crashed broker restarts on its port, which a client's
-// outgoing connection could otherwise have taken meanwhile. A base port
-// in use is tried again elsewhere.
-func openTxnLab(logger *slog.Logger) (*cluster.Cluster, func() error, error) {
-	var err error
-	for range 8 {
-		var c *cluster.Cluster
-		var closeLab func() error
-		c, closeLab, err = openTemp(cluster.Options{Brokers: 3, KafkaPort: 20000 + rand.IntN(12000), Logger: logger})
-		if err == nil {
-			return c, closeLab, nil
-		}
-		if !errors.Is(err, syscall.EADDRINUSE) {
-			return nil, nil, err
-		}
-	}
-	return nil, nil, err
 }
 
 // txnWorkload is the producer side of a run.

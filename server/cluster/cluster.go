@@ -173,7 +173,7 @@ func Open(opts Options) (*Cluster, error) {
 		return nil, err
 	}
 	for id := int32(1); id <= int32(opts.Brokers); id++ {
-		addr := "127.0.0.1:0"
+		addr := freeListenAddr() // ports.go
 		if opts.KafkaPort > 0 {
 			addr = fmt.Sprintf("127.0.0.1:%d", opts.KafkaPort+int(id)-1)
 		}
