@@ -128,7 +128,7 @@ func (s *isrState) ready() []func() {
 			break
 		}
 		for _, t := range rd.Truncations {
-			r.emit(r.truncate(t))
+			r.outbox = append(r.outbox, r.truncate(t))
 			s.rp.LogTruncated(r.log.LogEndOffset())
 		}
 		if rd.EpochCacheChanged {
@@ -248,6 +248,7 @@ func (s *isrState) fetched(a fetchAnswer, n int) (more bool) {
 				f.last = info.LastOffset
 				r.flushBy(b.nowMs())
 				r.outbox = append(r.outbox, outboxEvent{ev: r.appendEvent(info, hs[len(hs)-1].PartitionLeaderEpoch), raw: f.records, late: true})
+				r.emit(r.epochEvents(info.Epochs, r.applied.Leader)...)
 			}
 		}
 		f.hwBefore = r.hw

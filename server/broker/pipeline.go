@@ -182,8 +182,9 @@ func (pl *pipelineState) truncate(t pipeline.Truncation) {
 			word = fact.Word("event.word.pipeline.short", t.BelowHW, t.ToOffset)
 		}
 	}
-	ev := r.truncate(rt)
-	r.emit(fact.Say(ev, "event.pipeline.truncation", rt.Cause, word))
+	o := r.truncate(rt)
+	o.ev = fact.Say(o.ev, "event.pipeline.truncation", rt.Cause, word)
+	r.outbox = append(r.outbox, o)
 	if !t.Discard { // a discard comes with the copy's first records, which the member counts already
 		pl.m.LogChanged(r.log.LogStartOffset(), r.log.LogEndOffset())
 	}

@@ -370,7 +370,6 @@ func (q *quorumState) applyCommitted(e quorum.Entry) bool {
 		}
 		return true
 	}
-	epochs := len(r.log.Epochs())
 	info, err := r.log.AppendAsLeader(e.Batch, int32(e.Term))
 	if err != nil {
 		if !errors.Is(err, storage.ErrClosed) {
@@ -379,12 +378,7 @@ func (q *quorumState) applyCommitted(e quorum.Entry) bool {
 		return false
 	}
 	r.producersAppended(pc, info)
-	if cache := r.log.Epochs(); len(cache) > epochs { // the first batch of a term
-		ev := r.event(events.KindEpoch)
-		last := cache[len(cache)-1]
-		ev.Leader = &events.Leadership{Leader: q.leader, LeaderEpoch: last.Epoch, StartOffset: last.StartOffset}
-		r.emit(ev)
-	}
+	r.emit(r.epochEvents(info.Epochs, q.leader)...) // the first batch of a term
 	ev := r.appendEvent(info, int32(e.Term))
 	ev.Leader.Leader = q.leader
 	r.outbox = append(r.outbox, outboxEvent{ev: ev, raw: e.Batch, late: e.Proposer != r.b.cfg.ID})

@@ -36,9 +36,6 @@ type replica struct {
 	applied controller.Partition // the last metadata applied
 	configs map[string]string
 	hw      int64
-	// shownEpochs is the leader-epoch cache the UI was last told of
-	// (epoch events); syncEpochCache reports what changed since.
-	shownEpochs []replication.EpochEntry
 	// segmentsSaid is the log's SegmentsVersion the UI was last told of
 	// (noteSegments).
 	segmentsSaid uint64
@@ -93,6 +90,12 @@ type outboxEvent struct {
 	ev   events.Event
 	raw  []byte
 	late bool
+	// cut, when set, is a truncation's struck-out batches (truncate),
+	// decoded into the event's Truncated at unlock: the records from
+	// cutTo on, or all of them (cutAll).
+	cut    []byte
+	cutTo  int64
+	cutAll bool
 }
 
 // emit queues events for publishing at unlock. Callers hold r.mu.
@@ -152,6 +155,9 @@ func (r *replica) unlock(after []func()) {
 		running := !r.b.cfg.Clock.Paused() // a paused lab decodes in line, so its steps replay exactly
 		for i, o := range out {
 			evs[i] = o.ev
+			if o.cut != nil {
+				evs[i].Truncated = struckOut(o.cut, o.cutTo, o.cutAll)
+			}
 			switch {
 			case o.raw == nil:
 			case o.late && running:
@@ -178,7 +184,7 @@ func (b *Broker) newReplica(tp storage.TopicPartition, tc controller.TopicConfig
 	}
 	hw, _ := b.dir.HighWatermark(tp)
 	now := b.nowMs()
-	r := &replica{b: b, tp: tp, log: l, configs: configs, shownEpochs: l.Epochs(), tickedMs: now,
+	r := &replica{b: b, tp: tp, log: l, configs: configs, tickedMs: now,
 		waiters: map[uint64]*produceWaiter{}, newData: make(chan struct{}),
 		applied: controller.Partition{LeaderEpoch: -1, PartitionEpoch: -1, Leader: -1}}
 	switch tc.Protocol {
@@ -362,65 +368,100 @@ func errorName(err error) string {
 	return "UNKNOWN_SERVER_ERROR"
 }
 
-// truncate applies one truncation decision, first reading what it removes so
-// the UI can show those records struck out.
-func (r *replica) truncate(t replication.Truncation) events.Event {
-	ev := r.event(events.KindTruncation)
+// truncate applies one truncation decision. What it removes is shown
+// struck out: only its newest records, whose bytes are read here (they are
+// gone after the cut) and decoded and digested at unlock, off the lock.
+func (r *replica) truncate(t replication.Truncation) outboxEvent {
+	o := outboxEvent{ev: r.event(events.KindTruncation), cutTo: t.ToOffset, cutAll: t.Cause == replication.TruncateFullyAndStartAt}
 	leo := r.log.LogEndOffset()
 	from := max(min(t.ToOffset, leo), r.log.LogStartOffset())
-	// Only the newest records are shown struck out: reading a long cut
-	// whole would hold the replica up for nothing the lanes can show.
+	// Reading a long cut whole would hold the replica up for nothing the
+	// lanes can show.
 	if from = max(from, leo-events.RecordWindow); leo > from {
-		err := r.log.EachBatch(from, leo, events.RecordWindow, func(bt storage.Batch) bool {
-			for _, rec := range bt.Records {
-				if rec.Offset >= t.ToOffset || t.Cause == replication.TruncateFullyAndStartAt {
-					ev.Truncated = append(ev.Truncated, events.TruncatedRecord{Offset: rec.Offset,
-						LeaderEpoch: bt.Header.PartitionLeaderEpoch, Digest: events.Digest(rec.Key, rec.Value)})
-				}
-			}
-			return true
-		})
+		cut, err := r.readCut(from, leo)
 		if err != nil {
 			r.b.logger.Warn("reading records before truncation", "partition", r.tp, "err", err)
 		}
+		o.cut = cut
 	}
 	var err error
 	r.producers = nil
-	if t.Cause == replication.TruncateFullyAndStartAt {
+	if o.cutAll {
 		err = r.log.TruncateFullyAndStartAt(t.ToOffset)
 	} else {
 		_, err = r.log.TruncateTo(t.ToOffset)
 	}
 	if err != nil {
 		r.b.logger.Error("truncation", "partition", r.tp, "err", err)
-		ev.Error = err.Error()
+		o.ev.Error = err.Error()
 	}
-	ev.Offsets = &events.Offsets{Base: t.ToOffset, Last: t.FromOffset - 1, LEO: r.log.LogEndOffset(), HW: r.hw}
+	o.ev.Offsets = &events.Offsets{Base: t.ToOffset, Last: t.FromOffset - 1, LEO: r.log.LogEndOffset(), HW: r.hw}
 	// The cause as a word, translated: its name (high-watermark) read as
 	// an English word beside the Chinese rule text.
-	return fact.Say(ev, "event.truncation", fact.Word("event.word.cause."+t.Cause.String()), t.Rule, fact.Word(t.ReasonKey, t.ReasonArgs...))
+	o.ev = fact.Say(o.ev, "event.truncation", fact.Word("event.word.cause."+t.Cause.String()), t.Rule, fact.Word(t.ReasonKey, t.ReasonArgs...))
+	return o
+}
+
+// readCut copies the batches holding offsets from to end (at most
+// RecordWindow of them), as stored. Callers hold r.mu.
+func (r *replica) readCut(from, end int64) ([]byte, error) {
+	var out []byte
+	for n := 0; n < events.RecordWindow && from < end; n++ {
+		d, err := r.log.Read(from, end, 1)
+		if err != nil || d.Region.Size == 0 {
+			return out, err
+		}
+		b, err := d.Region.ReadAll()
+		if err != nil {
+			return out, err
+		}
+		out = append(out, b...)
+		from = d.NextOffset
+	}
+	return out, nil
+}
+
+// struckOut decodes the records a truncation removed (cut, as readCut
+// copied it) for its event: those from cutTo on, or all of them (all).
+func struckOut(cut []byte, cutTo int64, all bool) []events.TruncatedRecord {
+	var out []events.TruncatedRecord
+	for _, h := range storage.ScanBatchHeaders(cut) {
+		bt, err := storage.DecodeBatch(cut[:h.Size()])
+		cut = cut[h.Size():]
+		if err != nil {
+			continue
+		}
+		for _, rec := range bt.Records {
+			if rec.Offset >= cutTo || all {
+				out = append(out, events.TruncatedRecord{Offset: rec.Offset,
+					LeaderEpoch: bt.Header.PartitionLeaderEpoch, Digest: events.Digest(rec.Key, rec.Value)})
+			}
+		}
+	}
+	return out
 }
 
 // syncEpochCache writes the rules' leader-epoch cache to the log (the rules
 // own it; the log applied the same rule to what it appended, so usually
 // nothing changes on disk but a new leader's epoch, which starts before it
-// writes anything). Every entry from the first one the UI has not been shown
-// is reported, in order, also when the log already had it: a follower's log
-// assigns a fetched batch's epoch itself on append.
+// writes anything) and reports the entries the log did not hold.
 func (r *replica) syncEpochCache(cache []replication.EpochEntry) []events.Event {
-	if err := r.log.SetLeaderEpochs(cache); err != nil {
+	added, err := r.log.SetLeaderEpochs(cache)
+	if err != nil {
 		r.b.logger.Error("writing the leader epoch cache", "partition", r.tp, "err", err)
 		return nil
 	}
-	same := 0
-	for same < min(len(cache), len(r.shownEpochs)) && cache[same] == r.shownEpochs[same] {
-		same++
-	}
-	r.shownEpochs = slices.Clone(cache)
+	return r.epochEvents(added, r.applied.Leader)
+}
+
+// epochEvents reports leader-epoch cache entries the log added (an append
+// reports its own, AppendInfo.Epochs; SetLeaderEpochs what it wrote), so
+// the UI's cache is made of what the log did, never kept beside it.
+func (r *replica) epochEvents(added []replication.EpochEntry, leader int32) []events.Event {
 	var evs []events.Event
-	for _, e := range cache[same:] {
+	for _, e := range added {
 		ev := r.event(events.KindEpoch)
-		ev.Leader = &events.Leadership{Leader: r.applied.Leader, LeaderEpoch: e.Epoch, StartOffset: e.StartOffset}
+		ev.Leader = &events.Leadership{Leader: leader, LeaderEpoch: e.Epoch, StartOffset: e.StartOffset}
 		evs = append(evs, ev)
 	}
 	return evs
@@ -478,14 +519,11 @@ func (r *replica) stop() {
 	r.wake()
 }
 
-// ProduceResult is the outcome of one produce to one partition. The
-// offsets are -1 when nothing was appended (as in Kafka's response); a
-// failed produce with offsets was appended but not acknowledged.
-type ProduceResult struct {
-	BaseOffset int64
-	LastOffset int64
-	Err        error
-}
+// ProduceResult is the outcome of one produce to one partition, the
+// replication rules' own (its ID and Acks unused here). The offsets are -1
+// when nothing was appended (as in Kafka's response); a failed produce
+// with offsets was appended but not acknowledged.
+type ProduceResult = replication.ProduceResult
 
 // refused is the result of a produce refused before anything was appended.
 func refused(err error) ProduceResult {
@@ -513,6 +551,7 @@ func (r *replica) appendProduced(acks int16, records []byte, ui []events.Record,
 	r.producersAppended(pc, info)
 	r.flushBy(now)
 	r.wake()
+	r.emit(r.epochEvents(info.Epochs, r.applied.Leader)...) // none once the leader's epoch is in the cache
 	ev := r.appendEvent(info, epoch)
 	for i := range ui {
 		// Decoded before the append stamped the batch: the offsets were
