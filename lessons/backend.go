@@ -1,6 +1,6 @@
 package lessons
 
-import "tidemark/server/chaos"
+import "tidemark/invariant"
 
 // Back-ends a scenario runs on.
 const (
@@ -67,14 +67,22 @@ func backend(name string) (*Backend, error) {
 // Durable is a topic's state as the durability checker reads it:
 // partition 0 only.
 type Durable struct {
-	Writes   []chaos.Write
-	Replicas []chaos.ReplicaLog // running replicas, the leader marked
-	Leader   int32              // -1: no running leader (offline)
+	Writes   []invariant.Write
+	Replicas []invariant.Replica // running replicas, the leader marked
+	Leader   int32               // -1: no running leader (offline)
 	// The controller's view, for a show line: the leader epoch, the ISR
 	// and the assigned replicas.
 	LeaderEpoch int32
 	ISR         []int32
 	Assigned    []int32
+	// LSO is the leader's last stable offset, shown (HasLSO) once the
+	// script used transactions.
+	LSO    int64
+	HasLSO bool
+	// Topic is the topic's configs and NowMs the lab time the logs were
+	// read at (a compacted topic's cleaner removes superseded records).
+	Topic invariant.Topic
+	NowMs int64
 }
 
 // RulesLastQueries are the rules-only queries of what happened in the

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"tidemark/events"
+	"tidemark/invariant"
 	"tidemark/replication"
 	"tidemark/server/chaos"
 	"tidemark/server/cluster"
@@ -46,6 +47,14 @@ type Env struct {
 	fetched     *fetchRegions     // the last fetch-regions
 	compared    *chaos.Comparison // the last compare (compare.go)
 	topics      []string          // created by the script, in order
+	txns        map[string]*txnProducer
+	txnAnswers  map[string]func() error // EndTxn answers not yet collected (vocab_txn.go)
+	// powerLost is what each broker's last power loss cut: unsynced bytes
+	// by file, relative to its log dir.
+	powerLost map[int32]map[string]int64
+	// reopen opens the run's cluster again on its data dir (scenario
+	// runs only: restart-lab); nil in a lesson.
+	reopen func() (*cluster.Cluster, error)
 
 	// watch checks the invariants after every action and fetch (scenario
 	// runs only; nil in a lesson).
@@ -57,7 +66,8 @@ type Env struct {
 
 func newEnv(ctx context.Context, c *cluster.Cluster, pause func() time.Duration) *Env {
 	return &Env{ctx: ctx, c: c, pause: pause, results: map[string]*result{}, sent: map[string]bool{}, pids: map[string]int64{},
-		consumed: map[string][]string{}, consumeErr: map[string]error{}, consumedHW: map[string]int64{}, times: map[string]int64{}}
+		consumed: map[string][]string{}, consumeErr: map[string]error{}, consumedHW: map[string]int64{}, times: map[string]int64{},
+		txns: map[string]*txnProducer{}, txnAnswers: map[string]func() error{}}
 }
 
 // Cluster returns the run's cluster.
@@ -303,9 +313,14 @@ func (e *Env) Crash(ids ...int32) error {
 // PowerLoss stops brokers and loses what they had not fsynced.
 func (e *Env) PowerLoss(ids ...int32) error {
 	for _, id := range ids {
-		if _, err := e.c.PowerLoss(id); err != nil {
+		lost, err := e.c.PowerLoss(id)
+		if err != nil {
 			return err
 		}
+		if e.powerLost == nil {
+			e.powerLost = map[int32]map[string]int64{}
+		}
+		e.powerLost[id] = lost
 		e.wait()
 	}
 	return nil
@@ -370,13 +385,8 @@ func (e *Env) Flush(ids ...int32) error {
 
 // --- reading the real state ---
 
-// Rec is one record as a replica's log holds it.
-type Rec struct {
-	Offset int64
-	Epoch  int32
-	Value  string
-	Key    string
-}
+// Rec is one record as a replica's log holds it (the checker's).
+type Rec = invariant.Rec
 
 // Log returns broker id's log of partition 0 of topic; nil when the broker
 // is down or has no replica.
@@ -433,7 +443,12 @@ func (e *Env) readRecords(id int32, topic string, partition int32) ([]Rec, bool)
 	var out []Rec
 	for _, b := range batches {
 		for _, x := range b.Records {
-			out = append(out, Rec{Offset: x.Offset, Epoch: b.Header.PartitionLeaderEpoch, Value: string(x.Value), Key: string(x.Key)})
+			v := string(x.Value)
+			if b.Header.Attributes&controlAttr != 0 {
+				v = controlValue(x.Key) // a transaction marker: COMMIT or ABORT
+			}
+			out = append(out, Rec{Offset: x.Offset, Epoch: b.Header.PartitionLeaderEpoch, Value: v, Key: string(x.Key),
+				Tombstone: x.Value == nil, Timestamp: x.Timestamp})
 		}
 	}
 	return out, true
@@ -443,6 +458,9 @@ func (e *Env) readRecords(id int32, topic string, partition int32) ([]Rec, bool)
 func (e *Env) Values(id int32, topic string) []string {
 	var out []string
 	for _, r := range e.Records(id, topic) {
+		if r.Tombstone { // as key-values writes it
+			r.Value = r.Key + "=" + tombstoneText
+		}
 		out = append(out, r.Value)
 	}
 	return out

@@ -104,6 +104,8 @@ func TestParseErrorsInChinese(t *testing.T) {
 	for _, c := range []struct{ old, new, key string }{
 		{"do produce t m1 acks=1", "do produse t m1", "lesson.error.unknown-action"},
 		{"acks=1", "acks=2", "lesson.error.usage-do"},
+		{"do produce t m1 acks=1", "do produce t m1 timestamp=yesterday", "lesson.error.usage-do"},
+		{"do produce t m1 acks=1", "do consume t isolation=serializable", "lesson.error.usage-do"},
 		{"do produce t m1 acks=1", "do produce t", "lesson.error.usage-do"},
 		{"do produce t m1", "do produce u m1", "lesson.error.topic-never-created-do"},
 		{"check leo 1 t == 1", "check leo 4 t == 1", "lesson.error.condition"},

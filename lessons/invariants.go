@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"tidemark/events"
+	"tidemark/invariant"
 	"tidemark/replication"
 	"tidemark/server/wire"
 )
@@ -20,21 +20,20 @@ import (
 type eventsTruncated = events.TruncatedRecord
 
 // watcher checks a scenario's invariants on the lab cluster after every
-// action and every fetch. Structural ones (the controller's leader in its
-// ISR, log start ≤ HW ≤ LEO, offsets increasing, epochs never decreasing,
-// the replication state agreeing with the log) fail the run at once; the
-// ones a setting may legitimately break are collected as named violations
-// (see Expect) for the scenario to state.
+// action and every fetch, with the one checker (package invariant): it
+// reads the controller's view and every running replica's log and status
+// and hands them over. Structural invariants broken fail the run at once
+// (with the replication state agreeing with the log, which only the lab
+// can check); the ones a setting may legitimately break are collected as
+// named violations (see Expect) for the scenario to state.
 type watcher struct {
 	topics map[string]*topicWatch
 }
 
 // topicWatch is what the watcher remembers of one topic.
 type topicWatch struct {
-	maxHW  int64           // highest consumer-visible HW seen
-	seen   map[int64]Rec   // records a consumer could read
+	watch  invariant.Watch
 	synced map[int32]int32 // follower → leader epoch it had a clean fetch in
-	found  map[string]bool // violations seen: "lost m2", "hw-back"…
 }
 
 func newWatcher() *watcher { return &watcher{topics: map[string]*topicWatch{}} }
@@ -42,21 +41,14 @@ func newWatcher() *watcher { return &watcher{topics: map[string]*topicWatch{}} }
 func (w *watcher) topic(t string) *topicWatch {
 	tw := w.topics[t]
 	if tw == nil {
-		tw = &topicWatch{seen: map[int64]Rec{}, synced: map[int32]int32{}, found: map[string]bool{}}
+		tw = &topicWatch{synced: map[int32]int32{}}
 		w.topics[t] = tw
 	}
 	return tw
 }
 
 // violations lists topic's violations so far, sorted.
-func (w *watcher) violations(topic string) []string {
-	var out []string
-	for k := range w.topic(topic).found {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
+func (w *watcher) violations(topic string) []string { return w.topic(topic).watch.Keys() }
 
 // fetched notes a fetch round of broker id: a follower whose round brought
 // no truncation and no error is done truncating in its epoch.
@@ -90,10 +82,11 @@ func (w *watcher) checkTopic(e *Env, topic string) error {
 	if len(m.ISR) == 0 && m.Leader >= 0 {
 		return fmt.Errorf("controller: empty ISR with leader %d", m.Leader)
 	}
-	if m.Leader >= 0 && !slices.Contains(m.ISR, m.Leader) {
-		return fmt.Errorf("controller: leader %d not in ISR %v", m.Leader, m.ISR)
+	if err := invariant.Controller(m.Leader, m.ISR); err != nil {
+		return err
 	}
-	logs := map[int32][]Rec{}
+	s := e.snapshot(topic)
+	leads := false
 	for _, id := range e.c.BrokerIDs() {
 		st, ok := e.Status(id, topic)
 		l := e.Log(id, topic)
@@ -107,86 +100,60 @@ func (w *watcher) checkTopic(e *Env, topic string) error {
 		if es := l.Epochs(); !slices.Equal(es, st.EpochCache) {
 			return fmt.Errorf("b%d: replication epoch cache %v, log's %v", id, st.EpochCache, es)
 		}
-		if !(st.LogStartOffset <= st.HighWatermark && st.HighWatermark <= st.LogEndOffset) {
-			return fmt.Errorf("b%d: log start %d ≤ HW %d ≤ LEO %d broken", id, st.LogStartOffset, st.HighWatermark, st.LogEndOffset)
+		r := invariant.Replica{Broker: id, LogStart: st.LogStartOffset, HW: st.HighWatermark, LEO: st.LogEndOffset, Records: recs, Epochs: st.EpochCache}
+		if st.Role == replication.RoleLeader {
+			r.ISR = append([]int32{}, st.ISR...)
 		}
-		if st.Role == replication.RoleLeader && !slices.Contains(st.ISR, id) {
-			return fmt.Errorf("b%d leads with ISR %v", id, st.ISR)
+		if err := invariant.Structure(r, s.Topic); err != nil {
+			return err
 		}
-		for i := 1; i < len(recs); i++ {
-			if recs[i].Offset <= recs[i-1].Offset || recs[i].Epoch < recs[i-1].Epoch {
-				return fmt.Errorf("b%d: %v follows %v", id, recs[i], recs[i-1])
-			}
-		}
-		if n := len(recs); n > 0 && recs[n-1].Offset != st.LogEndOffset-1 {
-			return fmt.Errorf("b%d: last record at %d, LEO %d", id, recs[n-1].Offset, st.LogEndOffset)
-		}
-		for i := 1; i < len(st.EpochCache); i++ {
-			if st.EpochCache[i].Epoch <= st.EpochCache[i-1].Epoch || st.EpochCache[i].StartOffset < st.EpochCache[i-1].StartOffset {
-				return fmt.Errorf("b%d: epoch cache %v not increasing", id, st.EpochCache)
-			}
-		}
-		logs[id] = recs
+		// Only a leader that knows it leads at the controller's epoch is
+		// held to the rest, and followers done truncating in that epoch.
+		r.Leader = id == m.Leader && st.Role == replication.RoleLeader && st.LeaderEpoch == m.LeaderEpoch
+		r.Synced = id != m.Leader && tw.synced[id] == m.LeaderEpoch && st.LeaderEpoch == m.LeaderEpoch
+		leads = leads || r.Leader
+		s.Replicas = append(s.Replicas, r)
 	}
-	// The rest needs a leader that knows it leads.
-	if _, running := logs[m.Leader]; m.Leader < 0 || !running {
+	if !leads {
 		return nil
-	}
-	lst, _ := e.Status(m.Leader, topic)
-	if lst.Role != replication.RoleLeader || lst.LeaderEpoch != m.LeaderEpoch {
-		return nil
-	}
-	at := map[int64]Rec{}
-	for _, x := range logs[m.Leader] {
-		at[x.Offset] = x
-	}
-	for key, r := range e.results {
-		v, ok := strings.CutPrefix(key, topic+"/")
-		if !ok {
-			continue
-		}
-		if _, err := e.result(topic, v); err != nil || !r.answered || r.err != nil || r.offset < 0 {
-			continue
-		}
-		if x, ok := at[r.offset]; !ok || x.Value != v {
-			tw.found["lost "+v] = true
-		}
 	}
 	// A leader going away (its disk failed, it halts) may reset the
 	// connection: no HW seen then.
 	if hw, ok, err := e.visibleHW(topic, m.Leader); err == nil && ok {
-		if hw < tw.maxHW {
-			tw.found["hw-back"] = true
-		}
-		tw.maxHW = max(tw.maxHW, hw)
-		for off, s := range tw.seen {
-			if x, ok := at[off]; !ok || x != s {
-				tw.found[fmt.Sprintf("seen-gone %d", off)] = true
-			}
-		}
-		for _, x := range logs[m.Leader] {
-			if _, ok := tw.seen[x.Offset]; x.Offset < hw && !ok {
-				tw.seen[x.Offset] = x
-			}
-		}
+		s.VisibleHW, s.HasVisibleHW = hw, true
 	}
-	// Replicas done truncating agree below the smaller HW.
-	for id, recs := range logs {
-		if id == m.Leader || tw.synced[id] != m.LeaderEpoch {
-			continue
-		}
-		st, _ := e.Status(id, topic)
-		if st.LeaderEpoch != m.LeaderEpoch {
-			continue
-		}
-		below := min(st.HighWatermark, lst.HighWatermark)
-		for _, x := range recs {
-			if x.Offset < below && at[x.Offset] != x {
-				tw.found[fmt.Sprintf("diverged %d", x.Offset)] = true
-			}
-		}
-	}
+	tw.watch.Check(s)
 	return nil
+}
+
+// snapshot is topic's configs, the lab time and every write sent to it,
+// for the checker; the caller adds the replicas.
+func (e *Env) snapshot(topic string) invariant.Snapshot {
+	s := invariant.Snapshot{Topic: e.topicConfig(topic), NowMs: e.c.Clock().Now().UnixMilli()}
+	for key := range e.results {
+		v, ok := strings.CutPrefix(key, topic+"/")
+		if !ok {
+			continue
+		}
+		r, _ := e.result(topic, v)
+		w := invariant.Write{Value: v, Key: r.key, Tombstone: r.tombstone, Timestamp: r.sentMs, Offset: -1}
+		if r.answered && r.err == nil && r.offset >= 0 {
+			w.Acked, w.Offset = true, r.offset
+		}
+		s.Writes = append(s.Writes, w)
+	}
+	slices.SortFunc(s.Writes, func(a, b invariant.Write) int { return strings.Compare(a.Value, b.Value) })
+	return s
+}
+
+// topicConfig is what the checks need of topic's configs.
+func (e *Env) topicConfig(topic string) invariant.Topic {
+	t, ok := e.c.Controller().Topic(topic)
+	if !ok {
+		return invariant.Topic{}
+	}
+	cfg := t.Config()
+	return invariant.Topic{Compact: cfg.Compact(), DeleteRetentionMs: cfg.Storage().DeleteRetention.Milliseconds()}
 }
 
 // visibleHW asks the leader for the latest offset as a consumer does

@@ -72,7 +72,8 @@ type Lesson struct {
 	// Number is the lesson's place on the learning path (the id's digits).
 	Number int
 	// Part is the path's section: storage, replication, failures,
-	// delivery or comparisons.
+	// delivery, comparisons or features (what Kafka builds on the log:
+	// transactions, timestamps, compaction).
 	Part string
 	// BuildsOn lists the earlier lessons this one needs.
 	BuildsOn []string

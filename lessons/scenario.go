@@ -160,18 +160,20 @@ func playScenario(ctx context.Context, s *Script, run ScenarioRun, dir string, s
 		if s.CheckpointInterval > 0 {
 			interval = s.CheckpointInterval
 		}
-		c, err := cluster.Open(cluster.Options{DataDir: dir, Brokers: s.Brokers, Paused: true, FencingRule: &rule,
-			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Broker: broker.Config{HighWatermarkCheckpointInterval: interval}})
+		opts := cluster.Options{DataDir: dir, Brokers: s.Brokers, Paused: true, FencingRule: &rule,
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Broker: broker.Config{HighWatermarkCheckpointInterval: interval}}
+		c, err := cluster.Open(opts)
 		if err != nil {
 			return err
 		}
 		ctx, cancel := context.WithCancel(ctx)
 		e := newEnv(ctx, c, func() time.Duration { return 0 })
 		e.watch = newWatcher()
+		e.reopen = func() (*cluster.Cluster, error) { return cluster.Open(opts) }
 		v := newVerdicts(items, func() []string { return e.topics }, e.watch.violations, e.durableOf)
 		// Produces still waiting end with the run: cancel, close, wait.
 		defer e.wg.Wait()
-		defer c.Close()
+		defer func() { e.c.Close() }() // the cluster of the moment (restart-lab)
 		defer cancel()
 		for _, it := range items {
 			if x := it.Expect; x != nil {

@@ -16,7 +16,7 @@ import (
 // A line starts with a keyword:
 //
 //	lesson 08-hw              the id: "NN-name", NN its place on the path
-//	part replication          storage, replication, failures, delivery or comparisons
+//	part replication          storage, replication, failures, delivery, comparisons or features
 //	builds-on 02-segments     lessons this one needs (earlier on the path)
 //	brokers 3                 the size of the lesson's fresh cluster
 //	fencing zookeeper         the controller's fencing rule (default kraft-elr,
@@ -77,7 +77,7 @@ import (
 // fails when one happened that no expect line names.
 
 // Parts are the sections of the learning path, in order.
-var Parts = []string{"storage", "replication", "failures", "delivery", "comparisons"}
+var Parts = []string{"storage", "replication", "failures", "delivery", "comparisons", "features"}
 
 // Script is a parsed lesson file.
 type Script struct {
@@ -825,6 +825,12 @@ func (p *parser) checkArgs(spec string, keys []string, args []string) error {
 		}
 		if k == "acks" && !slices.Contains([]string{"0", "1", "all", "-1"}, v) {
 			return errk("lesson.error.acks-want-0-1", v)
+		}
+		if k == "isolation" && v != "read_committed" && v != "read_uncommitted" {
+			return errk("lesson.error.isolation-want", v)
+		}
+		if d, err := time.ParseDuration(v); k == "timestamp" && (err != nil || d < -24*365*time.Hour || d > 24*365*time.Hour) {
+			return errk("lesson.error.timestamp-want", v)
 		}
 	}
 	return nil

@@ -326,9 +326,10 @@ func TestInterfaceCatalogsFollowGlossary(t *testing.T) {
 // a message (消息/訊息).
 var networkMessage = regexp.MustCompile(`(?i)request|response|heartbeat|raft|in flight|alterpartition|leaderandisr|replication messages`)
 
-// englishMessage matches "message" or "messages" as a word, not as the
-// last part of a config name (replica.lag.max.messages).
-var englishMessage = regexp.MustCompile(`(?i)(?:^|[^.\w])messages?\b`)
+// englishMessage matches "message" or "messages" as a word, not as a
+// part of a config name (replica.lag.max.messages,
+// message.timestamp.type); a sentence's full stop after it still counts.
+var englishMessage = regexp.MustCompile(`(?i)(?:^|[^.\w])messages?(?:$|[^.\w]|\.(?:$|\W))`)
 
 // recordCalledMessage reports whether text, in language l, calls a record
 // a message where en (the English text; text itself for English) speaks
@@ -353,7 +354,9 @@ func TestLessonsCallARecordARecord(t *testing.T) {
 		recordCalledMessage(i18n.SimplifiedChinese, "Raft messages in flight", "传输中的 Raft 消息") ||
 		!recordCalledMessage(i18n.English, "More messages", "More messages") || recordCalledMessage(i18n.English, "Messaging", "Messaging") ||
 		recordCalledMessage(i18n.English, "the fetch response message", "the fetch response message") ||
-		recordCalledMessage(i18n.English, "replica.lag.max.messages", "replica.lag.max.messages") {
+		recordCalledMessage(i18n.English, "replica.lag.max.messages", "replica.lag.max.messages") ||
+		recordCalledMessage(i18n.English, "message.timestamp.type=CreateTime", "message.timestamp.type=CreateTime") ||
+		!recordCalledMessage(i18n.English, "It drops three messages.", "It drops three messages.") {
 		t.Fatal("the check tells a record from a link's message wrongly")
 	}
 	files, err := fs.Glob(builtin, "data/*"+Ext)

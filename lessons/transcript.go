@@ -6,12 +6,13 @@ import (
 	"strconv"
 	"strings"
 
-	"tidemark/server/chaos"
+	"tidemark/invariant"
 )
 
 // Transcripts. A scenario's "show TOPIC" line prints the topic as it is at
 // that point of the story — the running leader, its epoch and the ISR,
-// each replica's records with its HW, and which writes were acknowledged —
+// each replica's records with its HW (and the leader's LSO once the story
+// used transactions), and which writes were acknowledged —
 // and the file keeps what it printed in a block right after the line:
 //
 //	show t
@@ -93,12 +94,19 @@ func (d Durable) Transcript() string {
 		}
 		recs := make([]string, 0, len(r.Records))
 		for _, x := range r.Records {
-			recs = append(recs, recText(x.Offset, x.Value, x.LeaderEpoch))
+			v := x.Value
+			if x.Tombstone { // as key-values writes it
+				v = x.Key + "=" + tombstoneText
+			}
+			recs = append(recs, recText(x.Offset, v, x.Epoch))
 		}
 		if len(recs) == 0 {
 			recs = append(recs, "(empty)")
 		}
 		fmt.Fprintf(&b, "\nb%d%s: %s · hw %d", r.Broker, role, strings.Join(recs, " "), r.HW)
+		if r.Leader && d.HasLSO {
+			fmt.Fprintf(&b, " · lso %d", d.LSO)
+		}
 	}
 	for _, id := range d.Assigned {
 		if !running[id] {
@@ -106,7 +114,7 @@ func (d Durable) Transcript() string {
 		}
 	}
 	ws := slices.Clone(d.Writes)
-	slices.SortFunc(ws, func(a, b chaos.Write) int { return strings.Compare(a.Value, b.Value) })
+	slices.SortFunc(ws, func(a, b invariant.Write) int { return strings.Compare(a.Value, b.Value) })
 	var acked, not []string
 	for _, w := range ws {
 		if w.Acked {

@@ -101,6 +101,12 @@ type result struct {
 	// brokerErr is the broker's own answer to an acks=0 write, which the
 	// producer never hears.
 	brokerErr error
+	// key is the record's key ("" none); tombstone: its value was null
+	// (the result is named for it all the same); sentMs the lab time it
+	// was sent, its timestamp. A compacted topic's cleaner reads them.
+	key       string
+	tombstone bool
+	sentMs    int64
 }
 
 func (e *Env) result(topic, value string) (*result, error) {
@@ -138,8 +144,12 @@ func init() {
 			}
 			return e.CreateTopic(a[0], parts, rf, cfg)
 		}},
-		"produce": {"topic word key=value*", []string{"acks"}, func(e *Env, a []string, opt map[string]string) error {
-			off, err := e.Produce(a[0], a[1], acksOf(opt))
+		"produce": {"topic word key=value*", []string{"acks", "timestamp"}, func(e *Env, a []string, opt map[string]string) error {
+			ts, err := timestampOf(e, opt)
+			if err != nil {
+				return err
+			}
+			off, err := e.produceAt(a[0], a[1], acksOf(opt), ts)
 			e.setResult(a[0], a[1], &result{answered: acksOf(opt) != 0, offset: off, err: err})
 			return nil
 		}},
@@ -159,18 +169,23 @@ func init() {
 			return nil
 		}},
 		"produce-key": {"topic word word", nil, func(e *Env, a []string, _ map[string]string) error {
+			sent := e.c.Clock().Now().UnixMilli()
 			res, err := e.ProduceKey(a[0], a[1], a[2])
 			if err != nil {
 				return err
 			}
-			e.setResult(a[0], a[2], &result{answered: true, offset: res.BaseOffset, partition: res.Partition})
+			e.setResult(a[0], a[2], &result{answered: true, offset: res.BaseOffset, partition: res.Partition, key: a[1], sentMs: sent})
 			e.Say(T("Key %s → partition %d (leader broker %d), offset %d: %s.",
 				"key %s → 分区 %d（leader 为 broker %d），offset %d：%s。",
 				"key %s → 分區 %d（leader 為 broker %d），offset %d：%s。").F(a[1], res.Partition, res.Leader, res.BaseOffset, a[2]))
 			e.Point(Pointer{Kind: "record", Broker: res.Leader, Topic: a[0], Partition: res.Partition, Offset: res.BaseOffset, Value: a[2], Note: "key " + a[1]})
 			return nil
 		}},
-		"fill": {"topic word int int int", nil, func(e *Env, a []string, _ map[string]string) error {
+		"fill": {"topic word int int int key=value*", []string{"timestamp"}, func(e *Env, a []string, opt map[string]string) error {
+			ts, err := timestampOf(e, opt)
+			if err != nil {
+				return err
+			}
 			from, _ := strconv.Atoi(a[2])
 			n, _ := strconv.Atoi(a[3])
 			size, _ := strconv.Atoi(a[4])
@@ -179,7 +194,7 @@ func init() {
 			}
 			for i := from; i < from+n; i++ {
 				v := fill(fmt.Sprintf("%s%02d", a[1], i), size)
-				if _, err := e.Produce(a[0], v, 1); err != nil {
+				if _, err := e.produceAt(a[0], v, 1, ts); err != nil {
 					return err
 				}
 			}
@@ -193,9 +208,9 @@ func init() {
 			e.setResult(a[0], a[1], &result{pending: p})
 			return nil
 		}},
-		// send-idempotent TOPIC VALUE PID SEQ [epoch=E]: one batch of an
-		// idempotent producer, its producer epoch E (default 0).
-		"send-idempotent": {"topic word word int key=value*", []string{"epoch"}, func(e *Env, a []string, opt map[string]string) error {
+		// send-idempotent TOPIC VALUE PID SEQ [epoch=E] [timeout=MS]: one batch
+		// of an idempotent producer, its producer epoch E (default 0).
+		"send-idempotent": {"topic word word int key=value*", []string{"epoch", "timeout"}, func(e *Env, a []string, opt map[string]string) error {
 			pid, ok := e.pids[a[2]]
 			if !ok {
 				return fmt.Errorf("send-idempotent: no producer id %s (do init-producer-id first)", a[2])
@@ -209,7 +224,7 @@ func init() {
 				}
 				epoch = n
 			}
-			p, err := e.produceBytes(a[0], a[1], storage.NewIdempotentBatch([]storage.Record{{Value: []byte(a[1]), Timestamp: e.c.Clock().Now().UnixMilli()}}, pid, int16(epoch), int32(seq)))
+			p, err := e.produceBytesTo(e.Meta(a[0]).Leader, a[0], a[1], storage.NewIdempotentBatch([]storage.Record{{Value: []byte(a[1]), Timestamp: e.c.Clock().Now().UnixMilli()}}, pid, int16(epoch), int32(seq)), timeoutOf(opt))
 			if err != nil {
 				return err
 			}
@@ -290,11 +305,17 @@ func init() {
 		}},
 		"checkpoint": {"broker+", nil, func(e *Env, a []string, _ map[string]string) error { e.Checkpoint(ids(a)...); return nil }},
 		"flush":      {"broker+", nil, func(e *Env, a []string, _ map[string]string) error { return e.Flush(ids(a)...) }},
-		"consume": {"topic int?", nil, func(e *Env, a []string, _ map[string]string) error {
+		"consume": {"topic int? key=value*", []string{"isolation"}, func(e *Env, a []string, opt map[string]string) error {
 			// From the start, or from the offset given.
-			from := int64(-1)
-			if len(a) > 1 {
-				from, _ = strconv.ParseInt(a[1], 10, 64)
+			from := fromOffset(a)
+			committed, protocol, err := isolationOf(opt)
+			if err != nil {
+				return err
+			}
+			if protocol { // a Fetch at that isolation level, filtered as Kafka's consumer does (vocab_txn.go)
+				vs, hw, _, err := e.fetchIsolated(a[0], from, committed)
+				e.consumed[a[0]], e.consumeErr[a[0]], e.consumedHW[a[0]] = vs, err, hw
+				return nil
 			}
 			recs, hw, err := e.c.Consume(a[0], 0, from, 1000)
 			e.consumed[a[0]] = mapS(recs, func(r cluster.ConsumedRecord) string { return string(r.Value) })
@@ -694,6 +715,10 @@ func init() {
 	addScenarioVocab()
 	addCompareVocab()
 	addFileVocab()
+	addTxnVocab()
+	addTimeVocab()
+	addCleanerVocab()
+	addStoryVocab()
 }
 
 // lookupSegment is the segment the last lookup chose.

@@ -35,3 +35,7 @@ func assignEpoch(cache []EpochEntry, e EpochEntry) ([]EpochEntry, bool) {
 func truncateEpochsFromEnd(cache []EpochEntry, endOffset int64) ([]EpochEntry, bool) {
 	return leaderepoch.TruncateFromEnd(cache, endOffset)
 }
+
+func truncateEpochsFromStart(cache []EpochEntry, start int64) ([]EpochEntry, bool) {
+	return leaderepoch.TruncateFromStart(cache, start)
+}

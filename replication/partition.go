@@ -693,6 +693,11 @@ func (p *Partition) LogStartOffsetAdvanced(off int64) {
 	if p.hw < p.logStart {
 		p.setHW(p.logStart)
 	}
+	// As the log's own cache (Kafka's truncateFromStart): the first epoch
+	// left starts at the log start.
+	if e, ok := truncateEpochsFromStart(p.epochs, p.logStart); ok {
+		p.setEpochs(e)
+	}
 }
 
 // HandleFetchResponse applies the leader's answer on a follower. appended

@@ -211,6 +211,20 @@ func NewBatch(records []Record) []byte { return NewIdempotentBatch(records, -1, 
 // producerEpoch and the first record's baseSequence go into the header,
 // under the batch's CRC-32C.
 func NewIdempotentBatch(records []Record, producerID int64, producerEpoch int16, baseSequence int32) []byte {
+	return newBatch(records, producerID, producerEpoch, baseSequence, 0)
+}
+
+// NewTransactionalBatch is NewIdempotentBatch with the transactional
+// attribute set: a transactional producer's batch, part of the producer's
+// open transaction until a commit or abort marker ends it.
+func NewTransactionalBatch(records []Record, producerID int64, producerEpoch int16, baseSequence int32) []byte {
+	return newBatch(records, producerID, producerEpoch, baseSequence, transactionalBit)
+}
+
+// transactionalBit is the attribute bit of a transactional batch.
+const transactionalBit = 0x10
+
+func newBatch(records []Record, producerID int64, producerEpoch int16, baseSequence int32, attributes int16) []byte {
 	if len(records) == 0 {
 		return nil
 	}
@@ -237,6 +251,7 @@ func NewIdempotentBatch(records []Record, producerID int64, producerEpoch int16,
 		FirstOffset:          0,
 		PartitionLeaderEpoch: -1,
 		Magic:                batchMagic,
+		Attributes:           attributes,
 		LastOffsetDelta:      int32(len(records) - 1),
 		FirstTimestamp:       first,
 		MaxTimestamp:         maxTS,

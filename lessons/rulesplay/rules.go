@@ -6,12 +6,12 @@ import (
 	"strconv"
 	"strings"
 	"tidemark/lessons"
-	"tidemark/server/chaos"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"tidemark/i18n"
+	"tidemark/invariant"
 	"tidemark/replication"
 	"tidemark/replication/rulestest"
 )
@@ -85,14 +85,7 @@ func (r *rulesEnv) violations(topic string) []string {
 	}
 	var out []string
 	for _, v := range c.Violations {
-		switch v.Kind {
-		case "lost":
-			out = append(out, v.Kind+" "+v.Value)
-		case "hw-back":
-			out = append(out, v.Kind)
-		default:
-			out = append(out, v.Kind+" "+strconv.FormatInt(v.Offset, 10))
-		}
+		out = append(out, v.Key())
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
@@ -235,6 +228,9 @@ func init() {
 			return nil
 		},
 		"produce": func(r *rulesEnv, a []string, opt map[string]string) error {
+			if _, ok := opt["timestamp"]; ok {
+				return fmt.Errorf("the rules back-end keeps no timestamps: produce takes no timestamp")
+			}
 			acks := opt["acks"]
 			if acks == "" {
 				acks = "1"
@@ -307,8 +303,11 @@ func init() {
 			}
 			return r.topics[a[1]].Run("produce", nil, kv)
 		},
-		"consume": func(r *rulesEnv, a []string, _ map[string]string) error {
+		"consume": func(r *rulesEnv, a []string, opt map[string]string) error {
 			// What a consumer of the leader reads: its log below its HW.
+			if _, ok := opt["isolation"]; ok {
+				return fmt.Errorf("the rules back-end has no transactions: consume takes no isolation")
+			}
 			c, err := r.topic(a[0])
 			if err != nil {
 				return err
@@ -724,7 +723,7 @@ func (r *rulesEnv) durableOf(topic string) lessons.Durable {
 			continue
 		}
 		acked := res.Answered && res.Err == nil
-		w := chaos.Write{Value: v, Acked: acked, Offset: -1}
+		w := invariant.Write{Value: v, Acked: acked, Offset: -1}
 		if acked {
 			w.Offset = res.Offset
 		}
@@ -737,9 +736,9 @@ func (r *rulesEnv) durableOf(topic string) lessons.Durable {
 		if !ok {
 			continue
 		}
-		rl := chaos.ReplicaLog{Broker: b, Leader: b == m.Leader, HW: st.HighWatermark}
+		rl := invariant.Replica{Broker: b, Leader: b == m.Leader, LogStart: st.LogStartOffset, HW: st.HighWatermark, LEO: st.LogEndOffset}
 		for _, x := range c.Log(b) {
-			rl.Records = append(rl.Records, chaos.Rec{Offset: x.Offset, LeaderEpoch: x.Epoch, Value: x.Value})
+			rl.Records = append(rl.Records, invariant.Rec{Offset: x.Offset, Epoch: x.Epoch, Value: x.Value})
 		}
 		if rl.Leader {
 			d.Leader = b

@@ -18,12 +18,14 @@
 // (Fetches, Proposals, Alters, Truncations, Elections, Happened) for the
 // scenario language's queries.
 //
-// After every command Check runs the invariants. Structural ones (ISR never
-// empty, leader ∈ ISR, log start ≤ HW ≤ LEO, offsets increase, epochs never
-// decrease) are collected in Errs. The ones that the settings may
-// legitimately break (replicas agree below the smaller HW, records a
-// consumer saw stay, acknowledged records stay, the HW a consumer is told
-// never goes back) are recorded in Violations and printed as "!!" lines.
+// After every command Check runs the invariants, with the checker the
+// lab cluster's scenarios and chaos use too (package invariant).
+// Structural ones (ISR never empty, leader ∈ ISR, log start ≤ HW ≤ LEO,
+// offsets increase, epochs never decrease) are collected in Errs. The ones
+// that the settings may legitimately break (synced followers agree with
+// the leader below the smaller HW, records a consumer saw stay,
+// acknowledged records stay, the HW a consumer is told never goes back)
+// are recorded in Violations and printed as "!!" lines.
 package rulestest
 
 import (
@@ -36,6 +38,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"tidemark/internal/kafkaname"
+	"tidemark/invariant"
 	"tidemark/leaderepoch"
 	"tidemark/replication"
 )
@@ -91,10 +94,8 @@ type Cluster struct {
 	nextID   uint64
 	produces map[uint64]string // id → value
 	acked    []acked
-	visible  []entry // records a consumer could have read (below some leader's HW)
-	reported map[string]bool
-	maxHW    int64    // the highest HW a consumer was told
-	errs     []string // structural invariant failures
+	watch    invariant.Watch // what a consumer saw, the violations found
+	errs     []string        // structural invariant failures
 	results  map[string]*ProduceResult
 
 	// ExplicitCheckpoints: the HW checkpoint is written only by Checkpoint
@@ -166,16 +167,13 @@ type Election struct {
 	Unclean       bool
 }
 
-// Violation is an invariant a setting may legitimately break: Kind "lost"
-// (an acknowledged Value is not in the leader's log), "seen-gone" (a
-// record a consumer could read at Offset is gone from the leader),
-// "hw-back" (the HW a consumer is told went backwards) or "diverged" (two
-// replicas done truncating differ at Offset below both HWs).
-type Violation struct {
-	Kind   string
-	Offset int64
-	Value  string
-}
+// Violation is an invariant a setting may legitimately break (package
+// invariant): Kind "lost" (an acknowledged Value is not in the leader's
+// log), "seen-gone" (a record a consumer could read at Offset is gone from
+// the leader), "hw-back" (the HW a consumer is told went backwards) or
+// "diverged" (a follower done truncating differs from the leader at
+// Offset below both HWs).
+type Violation = invariant.Violation
 
 // ProduceResult is what a producer heard about one value.
 type ProduceResult struct {
@@ -387,7 +385,7 @@ func errName(err error) string { return kafkaname.Text(err) }
 
 // New starts N brokers, broker 1 leading epoch 0 with everyone in the ISR.
 func New(n int, cfg replication.Config, unclean bool) *Cluster {
-	c := &Cluster{cfg: cfg, unclean: unclean, out: &strings.Builder{}, fenced: map[int32]bool{}, produces: map[uint64]string{}, results: map[string]*ProduceResult{}, reported: map[string]bool{}}
+	c := &Cluster{cfg: cfg, unclean: unclean, out: &strings.Builder{}, fenced: map[int32]bool{}, produces: map[uint64]string{}, results: map[string]*ProduceResult{}}
 	c.meta = replication.PartitionState{Leader: 1}
 	for i := 1; i <= n; i++ {
 		c.brokers = append(c.brokers, &broker{id: int32(i)})
@@ -880,89 +878,50 @@ func (c *Cluster) Lanes() string {
 	return sb.String()
 }
 
-// check runs the invariants after a command.
+// Check runs the invariants after a command, with the one checker
+// (package invariant): structural ones broken go to Errs, the ones a
+// setting may break to Violations, each printed once as a "!!" line.
 func (c *Cluster) Check() {
-	fail := func(f string, a ...any) { c.errs = append(c.errs, fmt.Sprintf(f, a...)) }
-	// warn records v and prints msg once per key.
-	warn := func(key string, v Violation, f string, a ...any) {
-		if !c.reported[key] {
-			c.reported[key] = true
-			c.Violations = append(c.Violations, v)
-			c.printf("!! "+f, a...)
-		}
-	}
-	inSync := func(b *broker) bool {
-		return b.up && (b.p.Status().Role == replication.RoleLeader || b.synced)
-	}
+	fail := func(err error) { c.errs = append(c.errs, err.Error()) }
 	if len(c.meta.ISR) == 0 {
-		fail("controller ISR is empty")
+		fail(errors.New("controller ISR is empty")) // ZooKeeper-era: the last member stays, even offline
 	}
-	if c.meta.Leader != replication.NoLeader && !slices.Contains(c.meta.ISR, c.meta.Leader) {
-		fail("controller: leader %d not in ISR %v", c.meta.Leader, c.meta.ISR)
+	if err := invariant.Controller(c.meta.Leader, c.meta.ISR); err != nil {
+		fail(err)
+	}
+	s := invariant.Snapshot{}
+	for _, a := range c.acked {
+		s.Writes = append(s.Writes, invariant.Write{Value: a.value, Acked: true, Offset: a.offset})
 	}
 	for _, b := range c.brokers {
-		for i := 1; i < len(b.log); i++ {
-			if b.log[i].epoch < b.log[i-1].epoch {
-				fail("b%d: epoch goes down at offset %d", b.id, i)
+		r := invariant.Replica{Broker: b.id, LEO: int64(len(b.log))}
+		for i, x := range b.log {
+			r.Records = append(r.Records, invariant.Rec{Offset: int64(i), Epoch: x.epoch, Value: x.value})
+		}
+		if b.up {
+			st := b.p.Status()
+			r.LogStart, r.HW, r.LEO = st.LogStartOffset, st.HighWatermark, st.LogEndOffset
+			r.Leader = b.id == c.meta.Leader && st.Role == replication.RoleLeader
+			r.Synced = !r.Leader && b.synced
+			if st.Role == replication.RoleLeader {
+				r.ISR = append([]int32{}, st.ISR...)
+			}
+			// The HW a consumer is told (ListOffsets latest); a leader
+			// whose HW is below its epoch's start tells none (KIP-207).
+			if r.Leader && st.HighWatermark >= st.EpochStartOffset {
+				s.VisibleHW, s.HasVisibleHW = st.HighWatermark, true
 			}
 		}
-		if !b.up {
-			continue
+		if err := invariant.Structure(r, s.Topic); err != nil {
+			fail(err)
 		}
-		s := b.p.Status()
-		if s.LogEndOffset != int64(len(b.log)) {
-			fail("b%d: state machine LEO %d but log holds %d records", b.id, s.LogEndOffset, len(b.log))
-		}
-		if s.LogStartOffset > s.HighWatermark || s.HighWatermark > s.LogEndOffset {
-			fail("b%d: not log start %d ≤ HW %d ≤ LEO %d", b.id, s.LogStartOffset, s.HighWatermark, s.LogEndOffset)
-		}
-		if s.Role == replication.RoleLeader && (len(s.ISR) == 0 || !slices.Contains(s.ISR, b.id)) {
-			fail("b%d leads but its ISR is %v", b.id, s.ISR)
+		if b.up {
+			s.Replicas = append(s.Replicas, r)
 		}
 	}
-	// Replicas agree on (offset, epoch, value) below the smaller HW.
-	for i, a := range c.brokers {
-		for _, b := range c.brokers[i+1:] {
-			if !inSync(a) || !inSync(b) {
-				continue
-			}
-			hw := min(a.p.Status().HighWatermark, b.p.Status().HighWatermark)
-			for off := int64(0); off < hw; off++ {
-				if a.log[off] != b.log[off] {
-					warn(fmt.Sprintf("disagree %d %d %d", a.id, b.id, off), Violation{Kind: "diverged", Offset: off}, "b%d and b%d disagree at offset %d below HW %d: %s/e%d vs %s/e%d", a.id, b.id, off, hw,
-						a.log[off].value, a.log[off].epoch, b.log[off].value, b.log[off].epoch)
-					break
-				}
-			}
-		}
-	}
-	l := c.b(c.meta.Leader)
-	if l == nil || !l.up || l.p.Status().Role != replication.RoleLeader {
-		return
-	}
-	// Consumer-visible records never go away; the visible HW never goes back.
-	for off, e := range c.visible {
-		if off >= len(l.log) || l.log[off] != e {
-			warn(fmt.Sprintf("visible %d %s", off, e.value), Violation{Kind: "seen-gone", Offset: int64(off), Value: e.value}, "consumer-visible record %s/e%d at offset %d is gone from leader b%d", e.value, e.epoch, off, l.id)
-			c.visible = nil
-			break
-		}
-	}
-	// The HW a consumer is told (ListOffsets latest) never goes back; a
-	// leader whose HW is below its epoch's start tells none (KIP-207).
-	if st := l.p.Status(); st.HighWatermark >= st.EpochStartOffset {
-		if st.HighWatermark < c.maxHW {
-			warn("hw-back", Violation{Kind: "hw-back"}, "consumer-visible HW went back from %d to %d at leader b%d", c.maxHW, st.HighWatermark, l.id)
-		}
-		c.maxHW = max(c.maxHW, st.HighWatermark)
-	}
-	if hw := int(l.p.Status().HighWatermark); hw > len(c.visible) {
-		c.visible = slices.Clone(l.log[:hw])
-	}
-	for _, a := range c.acked {
-		if a.offset >= int64(len(l.log)) || l.log[a.offset].value != a.value {
-			warn(fmt.Sprintf("acked %d %s", a.offset, a.value), Violation{Kind: "lost", Offset: a.offset, Value: a.value}, "acknowledged %s (acks=%s, offset %d) is lost: not in leader b%d's log", a.value, a.acks, a.offset, l.id)
-		}
+	for _, v := range c.watch.Check(s) {
+		c.Violations = append(c.Violations, v)
+		c.printf("!! %s", v)
 	}
 }
 

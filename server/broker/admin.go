@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"slices"
@@ -159,7 +160,10 @@ func (b *Broker) createTopic(t kmsg.CreateTopicsRequestTopic, validateOnly bool)
 	if err := tc.Validate(int(rf)); err != nil {
 		return controller.Topic{}, err
 	}
+	// Kafka's controller answers a validate-only request as it would
+	// have created the topic, topic id included: one drawn and dropped.
 	out := controller.Topic{Name: t.Topic, Configs: configs, Partitions: make([]controller.Partition, partitions)}
+	rand.Read(out.ID[:])
 	for i := range out.Partitions {
 		out.Partitions[i].Replicas = make([]int32, rf)
 	}

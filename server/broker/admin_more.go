@@ -1,9 +1,11 @@
 package broker
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -81,41 +83,51 @@ func (b *Broker) createPartitions(topic string, count int32, validateOnly bool) 
 // it are gone for every reader (a Fetch below it is OFFSET_OUT_OF_RANGE)
 // and the segments wholly below it are deleted; the followers move theirs
 // when their next fetch tells them the leader's (followLeaderLogStart).
-func (b *Broker) handleDeleteRecords(req *kmsg.DeleteRecordsRequest) kmsg.Response {
+// The answer waits for the followers (deleterecords.go).
+func (b *Broker) handleDeleteRecords(ctx context.Context, req *kmsg.DeleteRecordsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
 	for _, t := range req.Topics {
 		rt := kmsg.NewDeleteRecordsResponseTopic()
 		rt.Topic = t.Topic
-		for _, p := range t.Partitions {
-			rp := kmsg.NewDeleteRecordsResponseTopicPartition()
-			rp.Partition, rp.LowWatermark = p.Partition, -1
-			lw, err := b.deleteRecords(t.Topic, p.Partition, p.Offset)
-			if err != nil {
-				rp.ErrorCode = errorCode(err)
-			} else {
-				rp.LowWatermark = lw
-			}
-			rt.Partitions = append(rt.Partitions, rp)
+		for range t.Partitions {
+			rt.Partitions = append(rt.Partitions, kmsg.NewDeleteRecordsResponseTopicPartition())
 		}
 		resp.Topics = append(resp.Topics, rt)
+	}
+	var waits []deleteWait
+	for i, t := range req.Topics {
+		for j, p := range t.Partitions {
+			rp := &resp.Topics[i].Partitions[j]
+			rp.Partition, rp.LowWatermark = p.Partition, -1
+			r, want, err := b.deleteRecords(t.Topic, p.Partition, p.Offset)
+			if err != nil {
+				rp.ErrorCode = errorCode(err)
+				continue
+			}
+			waits = append(waits, deleteWait{out: rp, r: r, want: want})
+		}
+	}
+	if len(waits) > 0 {
+		b.awaitLowWatermarks(ctx, time.Duration(req.TimeoutMillis)*time.Millisecond, waits)
 	}
 	return resp
 }
 
 // deleteRecords is one partition of a DeleteRecords request; offset -1
-// means the HW (delete everything committed).
-func (b *Broker) deleteRecords(topic string, partition int32, offset int64) (int64, error) {
+// means the HW (delete everything committed). It returns the leader's
+// replica and the offset its low watermark must reach.
+func (b *Broker) deleteRecords(topic string, partition int32, offset int64) (*replica, int64, error) {
 	r := b.replicaFor(topic, partition)
 	if r == nil {
-		return -1, kerr.UnknownTopicOrPartition
+		return nil, -1, kerr.UnknownTopicOrPartition
 	}
 	if !r.log.Config().Cleanup.Deletes() {
-		return -1, fmt.Errorf("%w: records of %s cannot be deleted: cleanup.policy=compact", kerr.PolicyViolation, r.tp)
+		return nil, -1, fmt.Errorf("%w: records of %s cannot be deleted: cleanup.policy=compact", kerr.PolicyViolation, r.tp)
 	}
-	lw, err := int64(-1), error(kerr.NotLeaderForPartition)
+	want, err := int64(-1), error(kerr.NotLeaderForPartition)
 	r.drive(func(int) bool {
 		if st := r.status(); st.Role == replication.RoleLeader {
-			lw, err = r.proto.deleteRecords(offset)
+			want, err = r.proto.deleteRecords(offset)
 		}
 		return false
 	})
@@ -123,13 +135,13 @@ func (b *Broker) deleteRecords(topic string, partition int32, offset int64) (int
 		var oor *storage.OffsetOutOfRangeError
 		switch {
 		case errors.As(err, &oor):
-			return -1, kerr.OffsetOutOfRange
+			return nil, -1, kerr.OffsetOutOfRange
 		case errors.Is(err, kerr.OffsetOutOfRange), errors.Is(err, kerr.NotLeaderForPartition), errors.Is(err, kerr.InvalidRequest):
-			return -1, err
+			return nil, -1, err
 		}
-		return -1, fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
+		return nil, -1, fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
 	}
-	return lw, nil
+	return r, want, nil
 }
 
 func (b *Broker) handleDeleteGroups(req *kmsg.DeleteGroupsRequest) kmsg.Response {

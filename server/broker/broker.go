@@ -264,6 +264,9 @@ type Broker struct {
 
 	// sessions are the fetch sessions (KIP-227) this broker serves.
 	sessions fetchSessions
+	// lowWatermarks wakes the DeleteRecords waiting for followers
+	// (deleterecords.go).
+	lowWatermarks lowWatermarkSignal
 
 	mu              sync.Mutex
 	brokerEpoch     int64

@@ -63,7 +63,7 @@ func (b *Broker) handleClientAPI(ctx context.Context, rc *wire.RequestContext, r
 	case *kmsg.CreatePartitionsRequest:
 		return b.handleCreatePartitions(req), nil
 	case *kmsg.DeleteRecordsRequest:
-		return b.handleDeleteRecords(req), nil
+		return b.handleDeleteRecords(ctx, req), nil
 	case *kmsg.DeleteGroupsRequest:
 		return b.handleDeleteGroups(req), nil
 	case *kmsg.DescribeACLsRequest:

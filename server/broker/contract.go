@@ -59,7 +59,7 @@ type protocol interface {
 	// not arrive).
 	altered(req replication.AlterPartitionRequest, resp replication.AlterPartitionResponse, err error)
 	// deleteRecords moves the log start offset up to offset (DeleteRecords
-	// on the leader); the new log start offset.
+	// on the leader, -1: the HW); the offset the low watermark must reach.
 	deleteRecords(offset int64) (int64, error)
 	// step takes a message from another replica of the partition;
 	// errWrongProtocol when it is not this protocol's.

@@ -80,6 +80,7 @@ type sessionState struct {
 	topicID      [16]byte
 	fetch        replication.FetchRequest
 	hw, logStart int64
+	sentStart    int64  // the follower's log start offset last sent
 	round        uint64 // the last round that fetched it
 	at           int    // its index in that round's sent parts
 }
@@ -261,10 +262,13 @@ func (f *fetcher) round(ctx context.Context, maxWait time.Duration, stepped bool
 		}
 		st.round, st.at = sess.round, len(sentParts)
 		sentParts = append(sentParts, sentPart{r: r, req: fr})
-		if incremental && st.topicID == id && st.fetch == fr {
+		// The log start offset tells the leader's DeleteRecords how far
+		// this follower followed it (its low watermark).
+		start := r.log.LogStartOffset()
+		if incremental && st.topicID == id && st.fetch == fr && st.sentStart == start {
 			continue // the leader holds this fetch already
 		}
-		st.topicID, st.fetch = id, fr
+		st.topicID, st.fetch, st.sentStart = id, fr, start
 		if n := len(req.Topics); n == 0 || req.Topics[n-1].Topic != r.tp.Topic {
 			t := kmsg.NewFetchRequestTopic()
 			t.Topic, t.TopicID = r.tp.Topic, id
@@ -275,7 +279,7 @@ func (f *fetcher) round(ctx context.Context, maxWait time.Duration, stepped bool
 		p.FetchOffset = fr.FetchOffset
 		p.CurrentLeaderEpoch = fr.CurrentLeaderEpoch
 		p.LastFetchedEpoch = fr.LastFetchedEpoch
-		p.LogStartOffset = -1
+		p.LogStartOffset = start
 		p.PartitionMaxBytes = b.cfg.FetchMaxBytes
 		ts := &req.Topics[len(req.Topics)-1]
 		ts.Partitions = append(ts.Partitions, p)

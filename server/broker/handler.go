@@ -423,6 +423,9 @@ func (b *Broker) followerFetchState(fp *fetchPart, replicaID int32, replicaEpoch
 			LastFetchedEpoch:   fp.req.LastFetchedEpoch,
 			ReplicaEpoch:       replicaEpoch,
 		}, nowMs)
+		if served && res.Err == nil {
+			r.noteFollowerStart(replicaID, fp.req.LogStartOffset)
+		}
 		return true
 	})
 	if !served { // stopped, or a protocol whose replicas do not fetch

@@ -79,6 +79,11 @@ func (s *isrState) metadata(p controller.Partition, _ controller.TopicConfig) {
 	if p.LeaderEpoch == r.applied.LeaderEpoch && p.PartitionEpoch == r.applied.PartitionEpoch {
 		return
 	}
+	if p.LeaderEpoch != r.applied.LeaderEpoch {
+		// A new leader knows nothing of its followers' log starts yet, as
+		// Kafka resets its remote replicas' state.
+		r.followerStarts = nil
+	}
 	s.advance(r.b.nowMs())
 	if err := s.rp.LeaderAndIsr(p.State()); err != nil {
 		r.b.logger.Warn("LeaderAndIsr refused", "partition", r.tp, "err", err)
@@ -347,7 +352,7 @@ func (s *isrState) deleteRecords(offset int64) (int64, error) {
 	if err == nil && r.log.LogStartOffset() > before {
 		s.logStartMoved("event.delete-records", r.log.LogStartOffset())
 	}
-	return r.log.LogStartOffset(), err
+	return offset, err
 }
 
 // logStartMoved tells the rules and the UI that the log start offset moved

@@ -57,6 +57,9 @@ type producerBatch struct {
 	records     int32
 	firstOffset int64
 	lastOffset  int64
+	// control is a transaction marker (txn.go): it has no sequence to
+	// check or keep, but its epoch is the producer's from then on.
+	control bool
 }
 
 // Offsets of the producer fields in a RecordBatch v2 header.
@@ -89,9 +92,7 @@ func producerBatches(records []byte) (out []producerBatch, ok bool) {
 			records:     int32(be.Uint32(records[hdrRecords:])),
 			firstOffset: int64(be.Uint64(records)),
 		}
-		if be.Uint16(records[21:])&attrControl != 0 {
-			b.producerID = -1 // a transaction marker (txn.go) has no sequence to check or keep
-		}
+		b.control = be.Uint16(records[21:])&attrControl != 0
 		// Kafka's lastSequence: base sequence + last offset delta, which
 		// a batch the log cleaner emptied keeps (its record count is 0).
 		b.lastSeq = seqAdd(b.firstSeq, int32(be.Uint32(records[23:])))
@@ -115,6 +116,16 @@ func (ps *producerState) apply(b producerBatch) {
 		return
 	}
 	e := ps.producers[b.producerID]
+	if b.control {
+		// A marker of a newer epoch (the coordinator fenced the producer
+		// and aborted its transaction) makes that epoch current, with no
+		// batches: the fenced instance's next batch is
+		// INVALID_PRODUCER_EPOCH, as after Kafka's appendEndTxnMarker.
+		if e == nil || b.epoch > e.epoch {
+			ps.producers[b.producerID] = &producerEntry{epoch: b.epoch}
+		}
+		return
+	}
 	if e == nil || b.epoch > e.epoch {
 		e = &producerEntry{epoch: b.epoch}
 		ps.producers[b.producerID] = e
@@ -240,7 +251,7 @@ func (r *replica) checkProducers(records []byte) (producerCheck, error) {
 	// state as the earlier ones would leave it.
 	next := map[int64]producerBatch{}
 	for _, b := range bs {
-		if b.producerID < 0 {
+		if b.producerID < 0 || b.control {
 			continue
 		}
 		e := ps.producers[b.producerID]
@@ -267,12 +278,16 @@ func (r *replica) checkProducers(records []byte) (producerCheck, error) {
 				return pc, fmt.Errorf("%w: producer %d sequence %d..%d is already in the log", kerr.DuplicateSequenceNumber, b.producerID, b.firstSeq, b.lastSeq)
 			}
 		}
-		last := e.batches[len(e.batches)-1]
-		if prev, ok := next[b.producerID]; ok {
-			last = prev
+		// An epoch a marker opened has no batches yet: it starts at 0.
+		want := int32(0)
+		if n := len(e.batches); n > 0 {
+			want = seqAdd(e.batches[n-1].lastSeq, 1)
 		}
-		if b.firstSeq != seqAdd(last.lastSeq, 1) {
-			return pc, fmt.Errorf("%w: producer %d sent sequence %d, expected %d", kerr.OutOfOrderSequenceNumber, b.producerID, b.firstSeq, seqAdd(last.lastSeq, 1))
+		if prev, ok := next[b.producerID]; ok {
+			want = seqAdd(prev.lastSeq, 1)
+		}
+		if b.firstSeq != want {
+			return pc, fmt.Errorf("%w: producer %d sent sequence %d, expected %d", kerr.OutOfOrderSequenceNumber, b.producerID, b.firstSeq, want)
 		}
 		next[b.producerID] = b
 	}

@@ -54,6 +54,12 @@ type quorumState struct {
 	isrFailed    bool
 	// sends are calls an input queued for after r.mu (ready returns them).
 	sends []func()
+	// stepped says an input stepped the node (a tick, a message, a
+	// proposal, the broker's tick): ready drains the node only then, so
+	// inputs that do not step Raft (metadata, a tick not yet due) leave
+	// its Ready to the next step, and a paused lab's elections replay
+	// exactly.
+	stepped bool
 }
 
 // openQuorum opens the Raft node of a new quorum replica in its log's
@@ -158,6 +164,7 @@ func (q *quorumState) status() replication.Status {
 // next tick may do something or a produce request's deadline passes
 // (nextTickMs).
 func (q *quorumState) tick(nowMs int64) {
+	q.stepped = true
 	if q.isrFailed {
 		q.isrFailed, q.isrSent = false, nil
 	}
@@ -225,7 +232,7 @@ func (q *quorumState) clockTicks(nowMs int64) {
 			default:
 				q.tickedMs += interval
 				q.node.Tick()
-				ticked = true
+				q.stepped, ticked = true, true
 			}
 			return false
 		}) || !ticked {
@@ -241,6 +248,12 @@ func (q *quorumState) clockTicks(nowMs int64) {
 // to make after r.mu is released.
 func (q *quorumState) ready() []func() {
 	r := q.r
+	if !q.stepped {
+		after := q.sends
+		q.sends = nil
+		return after
+	}
+	q.stepped = false
 	rd, err := q.node.Ready()
 	if err != nil {
 		r.b.errLog.log("Raft state", "partition", r.tp, "err", err)
@@ -600,7 +613,9 @@ func (q *quorumState) step(msg any) error {
 	if !ok {
 		return errWrongProtocol
 	}
-	return q.node.Step(m)
+	err := q.node.Step(m)
+	q.stepped = err == nil
+	return err
 }
 
 // produce proposes a batch to Raft on the leader, to wait for it to
@@ -616,6 +631,7 @@ func (q *quorumState) produce(acks int16, records []byte, _ []events.Record, now
 	if err := q.node.Propose(id, records); err != nil {
 		return produced{res: r.refuseProduce(acks, err)}
 	}
+	q.stepped = true
 	if acks == 0 {
 		return produced{res: ProduceResult{BaseOffset: -1, LastOffset: -1}}
 	}

@@ -63,6 +63,9 @@ type replica struct {
 	// flushNext has drive apply flush.ms and flush.messages after
 	// releasing mu (a tick asks it).
 	flushNext bool
+	// followerStarts are the followers' log start offsets, as their
+	// fetches say (deleterecords.go: the low watermark).
+	followerStarts map[int32]int64
 	// outbox gathers the events made under mu; unlock publishes them after
 	// releasing it, so no lock of the event bus or the lab is ever taken
 	// under a replica's.

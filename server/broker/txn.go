@@ -19,9 +19,9 @@ import (
 // Transactions, as Kafka's transaction coordinator and partition leaders
 // serve them (KIP-98). The coordinator of a transactional id is the broker
 // its id hashes to (coordinatorFor, as for groups); its state is the lab's
-// shared coordinator.Txns. EndTxn writes a control batch (a commit or
-// abort marker) to every partition the transaction wrote to, through each
-// leader's WriteTxnMarkers; a read_committed fetch reads up to the last
+// shared coordinator.Txns, saved on disk. EndTxn records its decision, then
+// writes a control batch (a commit or abort marker) to every partition the
+// transaction wrote to, through each leader's WriteTxnMarkers (completeTxn); a read_committed fetch reads up to the last
 // stable offset (the first offset of the oldest open transaction, or the
 // HW) and is told which transactions in its range were aborted.
 
@@ -66,6 +66,14 @@ func (b *Broker) handleTxnInitProducerID(ctx context.Context, req *kmsg.InitProd
 		resp.ErrorCode = kerr.ProducerFenced.Code
 		return resp
 	}
+	if prepared, commit := txn.Prepared(); prepared {
+		// A decision recorded before a crash (or a failed EndTxn) is
+		// carried out first, at the epoch that made it.
+		if kerrr := b.completeTxn(ctx, c, txn, commit); kerrr != nil {
+			resp.ErrorCode = kerrr.Code
+			return resp
+		}
+	}
 	if !known || txn.Epoch >= math.MaxInt16-1 {
 		pid, err := c.NewProducerID()
 		if err != nil {
@@ -77,10 +85,10 @@ func (b *Broker) handleTxnInitProducerID(ctx context.Context, req *kmsg.InitProd
 		txn.Epoch++
 	}
 	if txn.State == coordinator.TxnOngoing {
-		if err := b.writeMarkers(ctx, txn.ProducerID, txn.Epoch, false, txn.Partitions); err != nil {
-			b.logger.Warn("aborting a fenced producer's transaction", "transactional.id", txn.ID, "err", err)
-			txn.Epoch--
-			resp.ErrorCode = kerr.ConcurrentTransactions.Code // retriable: the client asks again
+		// The fenced instance's transaction is aborted, the decision
+		// recorded first with the new epoch, which its markers carry.
+		if kerrr := b.completeTxn(ctx, c, txn, false); kerrr != nil {
+			resp.ErrorCode = kerrr.Code
 			return resp
 		}
 	}
@@ -98,7 +106,11 @@ func (b *Broker) handleAddPartitionsToTxn(req *kmsg.AddPartitionsToTxnRequest) k
 		var unlock func()
 		txn, _, unlock = ts.Lock(req.TransactionalID)
 		defer unlock()
-		kerrr = txn.Check(req.ProducerID, req.ProducerEpoch)
+		if kerrr = txn.Check(req.ProducerID, req.ProducerEpoch); kerrr == nil {
+			if prepared, _ := txn.Prepared(); prepared {
+				kerrr = kerr.ConcurrentTransactions // its markers are still being written
+			}
+		}
 	}
 	if kerrr != nil {
 		code = kerrr.Code
@@ -138,7 +150,11 @@ func (b *Broker) handleAddOffsetsToTxn(req *kmsg.AddOffsetsToTxnRequest) kmsg.Re
 		txn, _, unlock := ts.Lock(req.TransactionalID)
 		defer unlock()
 		if kerrr = txn.Check(req.ProducerID, req.ProducerEpoch); kerrr == nil {
-			txn.State = coordinator.TxnOngoing
+			if prepared, _ := txn.Prepared(); prepared {
+				kerrr = kerr.ConcurrentTransactions
+			} else {
+				txn.State = coordinator.TxnOngoing
+			}
 		}
 	}
 	if kerrr != nil {
@@ -212,30 +228,63 @@ func (b *Broker) handleEndTxn(ctx context.Context, req *kmsg.EndTxnRequest) kmsg
 		resp.ErrorCode = kerrr.Code
 		return resp
 	}
+	prepared, preparedCommit := txn.Prepared()
 	switch {
 	case txn.State == coordinator.TxnCompleteCmt && req.Commit, txn.State == coordinator.TxnCompleteAbort && !req.Commit:
 		return resp // a retry of the EndTxn that ended it
-	case txn.State != coordinator.TxnOngoing:
+	case prepared && preparedCommit != req.Commit:
+		resp.ErrorCode = kerr.InvalidTxnState.Code // the other decision is recorded
+		return resp
+	case !prepared && txn.State != coordinator.TxnOngoing:
 		resp.ErrorCode = kerr.InvalidTxnState.Code
 		return resp
 	}
-	if err := b.writeMarkers(ctx, txn.ProducerID, txn.Epoch, req.Commit, txn.Partitions); err != nil {
+	if kerrr := b.completeTxn(ctx, c, txn, req.Commit); kerrr != nil {
+		resp.ErrorCode = kerrr.Code
+	}
+	return resp
+}
+
+// completeTxn ends txn's transaction as Kafka's coordinator does: the
+// decision is saved (PrepareCommit or PrepareAbort) before any marker is
+// written, then a marker goes to every partition, then (committing) its
+// offsets are committed and the transaction saved complete. A failure
+// leaves the decision recorded, to be carried out by the EndTxn retried or
+// the next InitProducerId: CONCURRENT_TRANSACTIONS, which clients retry.
+// Callers hold txn's lock.
+func (b *Broker) completeTxn(ctx context.Context, c *coordinator.Coordinator, txn *coordinator.Txn, commit bool) *kerr.Error {
+	ts := c.Transactions()
+	if prepared, _ := txn.Prepared(); !prepared {
+		state := txn.State
+		txn.State = coordinator.TxnPrepareAbort
+		if commit {
+			txn.State = coordinator.TxnPrepareCommit
+		}
+		if err := ts.Save(txn); err != nil {
+			b.logger.Error("saving a transaction's decision", "transactional.id", txn.ID, "err", err)
+			txn.State = state
+			return kerr.CoordinatorNotAvailable
+		}
+	}
+	if err := b.writeMarkers(ctx, txn.ProducerID, txn.Epoch, commit, txn.Partitions); err != nil {
 		b.logger.Warn("writing transaction markers", "transactional.id", txn.ID, "err", err)
-		resp.ErrorCode = kerr.ConcurrentTransactions.Code // retriable: the client ends it again
-		return resp
+		return kerr.ConcurrentTransactions // retriable: the client ends it again
 	}
 	state := coordinator.TxnCompleteAbort
-	if req.Commit {
+	if commit {
 		state = coordinator.TxnCompleteCmt
 		for group, offs := range txn.Offsets {
 			if err := c.CommitTxnOffsets(group, offs); err != nil {
-				resp.ErrorCode = kerr.UnknownServerError.Code
-				return resp
+				b.logger.Error("committing a transaction's offsets", "transactional.id", txn.ID, "err", err)
+				return kerr.CoordinatorNotAvailable
 			}
 		}
 	}
 	txn.Reset(state)
-	return resp
+	if err := ts.Save(txn); err != nil {
+		b.logger.Error("saving a completed transaction", "transactional.id", txn.ID, "err", err)
+	}
+	return nil
 }
 
 // writeMarkers sends a commit or abort marker for producer id and epoch to

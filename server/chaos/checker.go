@@ -2,8 +2,11 @@ package chaos
 
 import (
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
+
+	"tidemark/invariant"
+	"tidemark/server/controller"
 )
 
 // Write is one value a producer sent, acknowledged or not.
@@ -35,6 +38,12 @@ type Write struct {
 	SentMs      int64 `json:"sent_ms"`
 	AckedAction int   `json:"acked_action,omitempty"`
 	AckedMs     int64 `json:"acked_ms,omitempty"`
+	// Key is the record's key ("": none); Tombstone: its value was null
+	// (Value then only names the write); Timestamp is the record's (ms since
+	// the epoch). A compacted topic's log cleaner reads them (Input.Topic).
+	Key       string `json:"key,omitempty"`
+	Tombstone bool   `json:"tombstone,omitempty"`
+	Timestamp int64  `json:"timestamp,omitempty"`
 }
 
 // Removal names how a replica lost a copy of a record.
@@ -118,6 +127,46 @@ type Rec struct {
 	Offset      int64  `json:"offset"`
 	LeaderEpoch int32  `json:"leader_epoch"`
 	Value       string `json:"value"`
+	// Key and Tombstone as in Write; Timestamp a tombstone's (0 for other
+	// records: only the cleaner's rule for tombstones reads it).
+	Key       string `json:"key,omitempty"`
+	Tombstone bool   `json:"tombstone,omitempty"`
+	Timestamp int64  `json:"timestamp,omitempty"`
+}
+
+// newRec is a record read back from a log or by a consumer.
+func newRec(offset int64, epoch int32, key, value []byte, timestamp int64) Rec {
+	x := Rec{Offset: offset, LeaderEpoch: epoch, Value: string(value), Key: string(key), Tombstone: value == nil}
+	if x.Tombstone {
+		x.Timestamp = timestamp
+	}
+	return x
+}
+
+// topicOf is what the checker needs of a topic's configs.
+func topicOf(configs map[string]string) invariant.Topic {
+	tc, err := controller.ParseTopicConfig(configs)
+	if err != nil {
+		return invariant.Topic{}
+	}
+	return invariant.Topic{Compact: tc.Compact(), DeleteRetentionMs: tc.Storage().DeleteRetention.Milliseconds()}
+}
+
+// core is x as the checker (package invariant) reads it.
+func (x Rec) core() invariant.Rec {
+	return invariant.Rec{Offset: x.Offset, Epoch: x.LeaderEpoch, Value: x.Value, Key: x.Key, Tombstone: x.Tombstone, Timestamp: x.Timestamp}
+}
+
+// recOf is the checker's record back as the report's (nil stays nil).
+func recOf(x *invariant.Rec) *Rec {
+	if x == nil {
+		return nil
+	}
+	return &Rec{Offset: x.Offset, LeaderEpoch: x.Epoch, Value: x.Value, Key: x.Key, Tombstone: x.Tombstone, Timestamp: x.Timestamp}
+}
+
+func (w Write) core() invariant.Write {
+	return invariant.Write{Value: w.Value, Key: w.Key, Tombstone: w.Tombstone, Timestamp: w.Timestamp, Acked: w.Acked, Offset: w.Offset}
 }
 
 // ReplicaLog is one replica's whole log and HW at the end of a run.
@@ -160,6 +209,11 @@ type Input struct {
 	Final     Final
 	// Disorders is what EventOrder found in the run's event stream.
 	Disorders []Disorder
+	// Topic is the topic's configs, NowMs the lab time (ms since the
+	// epoch) the logs were read at: on a compacted topic the log cleaner
+	// removes superseded records and old tombstones, which are not lost.
+	Topic invariant.Topic
+	NowMs int64
 }
 
 // Loss is an acknowledged write a consumer cannot read.
@@ -298,44 +352,36 @@ func Check(in Input) Report {
 	r := Report{Lost: []Loss{}, UnsyncedLost: []Loss{}, Unreadable: []Write{}, Duplicated: []Duplicate{},
 		WrongOffset: []Misplaced{}, ReplicasDiffer: []Divergence{}, HWBackwards: []Regression{}, UnsyncedHWBackwards: []Regression{},
 		LeaderOutsideISR: []LeaderSample{}, Unsettled: []PartitionState{}, EventsOutOfOrder: append([]Disorder{}, in.Disorders...)}
-	// Where each value is in what a consumer reads.
-	found := map[int32]map[string][]int64{}
-	for p, recs := range in.Final.Consumed {
-		m := map[string][]int64{}
-		for _, x := range recs {
-			m[x.Value] = append(m[x.Value], x.Offset)
-		}
-		found[p] = m
-	}
+	finals := finals(in)
 	copies := map[string][]Copy{}
 	for _, c := range in.Copies {
 		copies[c.Value] = append(copies[c.Value], c)
 	}
 	for _, w := range in.Writes {
 		r.Writes++
-		at := found[w.Partition][w.Value]
-		if len(at) > 1 {
-			r.Duplicated = append(r.Duplicated, Duplicate{Write: w, Offsets: at})
+		j := finals[w.Partition].Judge(w.core())
+		if j.Duplicated {
+			r.Duplicated = append(r.Duplicated, Duplicate{Write: w, Offsets: j.Offsets})
 		}
 		if !w.Acked {
 			continue
 		}
 		r.Acked++
-		switch {
-		case slices.Contains(in.Final.Offline, w.Partition), len(at) == 0 && leaderHolds(in.Final.Replicas[w.Partition], w.Value):
+		switch j.Kind {
+		case invariant.Unreadable:
 			r.Unreadable = append(r.Unreadable, w)
-		case len(at) == 0:
+		case invariant.Lost:
 			l := explainLoss(w, copies[w.Value], in.Elections)
 			if l.Unsynced {
 				r.UnsyncedLost = append(r.UnsyncedLost, l)
 			} else {
 				r.Lost = append(r.Lost, l)
 			}
-		case !slices.Contains(at, w.Offset):
-			r.WrongOffset = append(r.WrongOffset, Misplaced{Write: w, Offsets: at})
+		case invariant.WrongOffset:
+			r.WrongOffset = append(r.WrongOffset, Misplaced{Write: w, Offsets: j.Offsets})
 		}
 	}
-	r.ReplicasDiffer = diverging(in.Final.Replicas)
+	r.ReplicasDiffer = diverging(finals)
 	for _, g := range regressions(in.HWs) {
 		if unsyncedBetween(in.Copies, g, in.Elections) {
 			r.UnsyncedHWBackwards = append(r.UnsyncedHWBackwards, g)
@@ -366,14 +412,37 @@ func Check(in Input) Report {
 	return r
 }
 
-// leaderHolds reports whether the partition's leader has value in its log.
-func leaderHolds(logs []ReplicaLog, value string) bool {
-	for _, l := range logs {
-		if l.Leader && slices.ContainsFunc(l.Records, func(x Rec) bool { return x.Value == value }) {
-			return true
+// finals is each partition as the checker (package invariant) judges
+// it: its writes, replicas, what a consumer read, whether it is offline.
+func finals(in Input) map[int32]*invariant.Final {
+	out := map[int32]*invariant.Final{}
+	of := func(p int32) *invariant.Final {
+		if out[p] == nil {
+			out[p] = &invariant.Final{Snapshot: invariant.Snapshot{Topic: in.Topic, NowMs: in.NowMs}, Offline: slices.Contains(in.Final.Offline, p)}
+		}
+		return out[p]
+	}
+	for _, w := range in.Writes {
+		f := of(w.Partition)
+		f.Writes = append(f.Writes, w.core())
+	}
+	for p, logs := range in.Final.Replicas {
+		f := of(p)
+		for _, l := range logs {
+			r := invariant.Replica{Broker: l.Broker, Leader: l.Leader, HW: l.HW}
+			for _, x := range l.Records {
+				r.Records = append(r.Records, x.core())
+			}
+			f.Replicas = append(f.Replicas, r)
 		}
 	}
-	return false
+	for p, recs := range in.Final.Consumed {
+		f := of(p)
+		for _, x := range recs {
+			f.Consumed = append(f.Consumed, x.core())
+		}
+	}
+	return out
 }
 
 // explainLoss finds, for a lost write, how each copy went and the election
@@ -571,88 +640,32 @@ func lossCause(l Loss) string {
 
 // diverging compares each follower with its partition's leader below both
 // HWs, offset by offset.
-func diverging(replicas map[int32][]ReplicaLog) []Divergence {
+func diverging(finals map[int32]*invariant.Final) []Divergence {
 	out := []Divergence{}
-	parts := make([]int32, 0, len(replicas))
-	for p := range replicas {
-		parts = append(parts, p)
-	}
-	slices.Sort(parts)
-	for _, p := range parts {
-		logs := replicas[p]
-		li := slices.IndexFunc(logs, func(x ReplicaLog) bool { return x.Leader })
-		if li < 0 {
-			continue
-		}
-		leader := logs[li]
-		for _, f := range logs {
-			if f.Broker == leader.Broker {
-				continue
-			}
-			if d, ok := firstDifference(leader, f); ok {
-				d.Partition = p
-				out = append(out, d)
-			}
+	for _, p := range slices.Sorted(maps.Keys(finals)) {
+		for _, v := range finals[p].Diverged() {
+			out = append(out, Divergence{Partition: p, Leader: v.Leader, Follower: v.Broker, Offset: v.Offset, LeaderRec: recOf(v.Want), FollowerRec: recOf(v.Found)})
 		}
 	}
 	return out
-}
-
-func firstDifference(leader, f ReplicaLog) (Divergence, bool) {
-	below := min(leader.HW, f.HW)
-	at := func(l ReplicaLog) map[int64]Rec {
-		m := map[int64]Rec{}
-		for _, x := range l.Records {
-			if x.Offset < below {
-				m[x.Offset] = x
-			}
-		}
-		return m
-	}
-	lm, fm := at(leader), at(f)
-	var offs []int64
-	for o := range lm {
-		offs = append(offs, o)
-	}
-	for o := range fm {
-		if _, ok := lm[o]; !ok {
-			offs = append(offs, o)
-		}
-	}
-	sort.Slice(offs, func(i, j int) bool { return offs[i] < offs[j] })
-	for _, o := range offs {
-		lr, lok := lm[o]
-		fr, fok := fm[o]
-		if lok && fok && lr == fr {
-			continue
-		}
-		d := Divergence{Leader: leader.Broker, Follower: f.Broker, Offset: o}
-		if lok {
-			d.LeaderRec = &lr
-		}
-		if fok {
-			d.FollowerRec = &fr
-		}
-		return d, true
-	}
-	return Divergence{}, false
 }
 
 // regressions finds every step down of a partition's consumer-visible HW
 // (a HW staying low counts once), each with the highest HW seen before it.
 func regressions(hws []HWSample) []Regression {
 	out := []Regression{}
-	best := map[int32]HWSample{}
-	last := map[int32]int64{}
+	hw := map[int32]*invariant.HWs{}
+	seen := map[int32][]HWSample{}
 	for _, s := range hws {
-		b, ok := best[s.Partition]
-		if ok && s.HW < last[s.Partition] {
-			out = append(out, Regression{Partition: s.Partition, From: b, To: s})
+		h := hw[s.Partition]
+		if h == nil {
+			h = &invariant.HWs{}
+			hw[s.Partition] = h
 		}
-		if !ok || s.HW > b.HW {
-			best[s.Partition] = s
+		if back, _, at := h.Add(s.HW); back {
+			out = append(out, Regression{Partition: s.Partition, From: seen[s.Partition][at], To: s})
 		}
-		last[s.Partition] = s.HW
+		seen[s.Partition] = append(seen[s.Partition], s)
 	}
 	return out
 }

@@ -3,13 +3,15 @@ package chaos
 import (
 	"strings"
 	"testing"
+
+	"tidemark/invariant"
 )
 
 // clean is a hand-built run where nothing went wrong: two acknowledged
 // writes on three replicas that agree, a HW that only grows, leaders in
 // their ISR.
 func clean() Input {
-	recs := []Rec{{0, 0, "p1-1"}, {1, 0, "p3-1"}}
+	recs := []Rec{{Offset: 0, Value: "p1-1"}, {Offset: 1, Value: "p3-1"}}
 	in := Input{
 		Writes: []Write{
 			{Value: "p1-1", Producer: 1, Acks: "all", Partition: 0, Acked: true, Offset: 0, Attempts: 1},
@@ -27,7 +29,7 @@ func clean() Input {
 				{Broker: 1, Leader: true, HW: 2, Records: recs},
 				{Broker: 2, HW: 2, Records: recs},
 				// A follower behind: it differs only above its HW.
-				{Broker: 3, HW: 1, Records: []Rec{{0, 0, "p1-1"}, {1, 1, "other"}}},
+				{Broker: 3, HW: 1, Records: []Rec{{Offset: 0, Value: "p1-1"}, {Offset: 1, LeaderEpoch: 1, Value: "other"}}},
 			}},
 			Partitions: []PartitionState{{Partition: 0, Leader: 1, ISR: []int32{1, 2, 3}, Replicas: []int32{1, 2, 3}}},
 		},
@@ -177,7 +179,7 @@ func TestCheckUnsyncedLoss(t *testing.T) {
 func TestCheckDuplicateAndWrongOffset(t *testing.T) {
 	in := clean()
 	// p3-1 was appended twice (a retry), p1-1 sits at another offset.
-	in.Final.Consumed[0] = []Rec{{0, 0, "p3-1"}, {1, 0, "p3-1"}, {2, 0, "p1-1"}}
+	in.Final.Consumed[0] = []Rec{{Offset: 0, Value: "p3-1"}, {Offset: 1, Value: "p3-1"}, {Offset: 2, Value: "p1-1"}}
 	r := Check(in)
 	c := r.Counts()
 	if c.Duplicated != 1 || c.WrongOffset != 1 || c.Lost != 0 {
@@ -192,7 +194,7 @@ func TestCheckDuplicateAndWrongOffset(t *testing.T) {
 	// An unacknowledged idempotent write appended twice is a duplicate too.
 	in = clean()
 	in.Writes[2].Producer, in.Writes[2].Idempotent = 3, true
-	in.Final.Consumed[0] = append(in.Final.Consumed[0], Rec{2, 0, "p1-2"}, Rec{3, 0, "p1-2"})
+	in.Final.Consumed[0] = append(in.Final.Consumed[0], Rec{Offset: 2, Value: "p1-2"}, Rec{Offset: 3, Value: "p1-2"})
 	if c := Check(in).Counts(); c.Duplicated != 1 {
 		t.Fatalf("%+v", c)
 	}
@@ -200,7 +202,7 @@ func TestCheckDuplicateAndWrongOffset(t *testing.T) {
 
 func TestCheckReplicasDiffer(t *testing.T) {
 	in := clean()
-	in.Final.Replicas[0][1].Records = []Rec{{0, 0, "p1-1"}, {1, 1, "stale"}}
+	in.Final.Replicas[0][1].Records = []Rec{{Offset: 0, Value: "p1-1"}, {Offset: 1, LeaderEpoch: 1, Value: "stale"}}
 	r := Check(in)
 	if len(r.ReplicasDiffer) != 1 {
 		t.Fatalf("%+v", r.ReplicasDiffer)
@@ -265,5 +267,43 @@ func TestCheckUnsettled(t *testing.T) {
 		if c := r.Counts(); c.Unsettled != 1 || c.Violations() != 0 || len(r.Unsettled) != 1 || r.Unsettled[0].Leader != p.Leader {
 			t.Fatalf("%+v: %+v", p, c)
 		}
+	}
+}
+
+// TestCheckCompactedTopic: on a cleanup.policy=compact topic a record
+// superseded by a later acknowledged write of its key, or a tombstone
+// older than delete.retention.ms, is gone from every log without being
+// lost, and replicas whose cleaners ran at different times do not differ;
+// a key's latest acknowledged value gone is still lost, and on a topic
+// that does not compact the same gap is a loss.
+func TestCheckCompactedTopic(t *testing.T) {
+	in := func(compact bool) Input {
+		w := func(v, key string, off int64) Write {
+			return Write{Value: v, Key: key, Acks: "all", Acked: true, Offset: off, Attempts: 1, Timestamp: 1_000}
+		}
+		// k1: a1 then a2; k2: b1 then a tombstone; k3: c1, lost.
+		writes := []Write{w("a1", "k1", 0), w("b1", "k2", 1), w("a2", "k1", 2), w("gone", "k2", 3), w("c1", "k3", 4)}
+		writes[3].Tombstone = true
+		// The leader cleaned everything it could; the follower not yet.
+		leader := []Rec{{Offset: 2, Value: "a2", Key: "k1"}}
+		follower := []Rec{{Offset: 0, Value: "a1", Key: "k1"}, {Offset: 2, Value: "a2", Key: "k1"},
+			{Offset: 3, Key: "k2", Tombstone: true, Timestamp: 1_000}}
+		return Input{Writes: writes, Topic: invariant.Topic{Compact: compact, DeleteRetentionMs: 60_000}, NowMs: 100_000,
+			Final: Final{Consumed: map[int32][]Rec{0: leader}, Replicas: map[int32][]ReplicaLog{0: {
+				{Broker: 1, Leader: true, HW: 5, Records: leader}, {Broker: 2, HW: 5, Records: follower}}}}}
+	}
+	r := Check(in(true))
+	if c := r.Counts(); c.Lost != 1 || r.Lost[0].Write.Value != "c1" || c.Violations() != 1 || c.Unreadable != 0 {
+		t.Fatalf("compacted: %+v, lost %+v; want c1 lost alone", c, r.Lost)
+	}
+	// Within delete.retention.ms the tombstone must still be there.
+	young := in(true)
+	young.NowMs = 30_000
+	if r := Check(young); len(r.Lost) != 2 || r.Lost[0].Write.Value != "gone" || len(r.ReplicasDiffer) != 1 || r.ReplicasDiffer[0].Offset != 3 {
+		t.Fatalf("tombstone within delete.retention.ms: lost %+v, differ %+v; want the tombstone and c1 lost, the logs differing at 3", r.Lost, r.ReplicasDiffer)
+	}
+	r = Check(in(false))
+	if c := r.Counts(); c.Lost != 4 || c.ReplicasDiffer != 1 {
+		t.Fatalf("not compacted: %+v; want a1, b1, the tombstone and c1 lost, the logs differing", c)
 	}
 }

@@ -120,7 +120,7 @@ func consume(ctx context.Context, seeds []string, topic string, hws map[int32]in
 		})
 		fs.EachRecord(func(rec *kgo.Record) {
 			if rec.Offset < hws[rec.Partition] {
-				out[rec.Partition] = append(out[rec.Partition], Rec{Offset: rec.Offset, LeaderEpoch: rec.LeaderEpoch, Value: string(rec.Value)})
+				out[rec.Partition] = append(out[rec.Partition], newRec(rec.Offset, rec.LeaderEpoch, rec.Key, rec.Value, rec.Timestamp.UnixMilli()))
 			}
 			next[rec.Partition] = max(next[rec.Partition], rec.Offset+1)
 		})

@@ -520,7 +520,8 @@ func (t *topicRun) results() []Write {
 
 // check runs the checker on the topic.
 func (t *topicRun) check(writes []Write) Report {
-	return Check(Input{Writes: writes, Copies: t.copies, Elections: t.elections, HWs: t.hws, Leaders: t.leaders, Final: t.final, Disorders: t.order.Found})
+	return Check(Input{Writes: writes, Copies: t.copies, Elections: t.elections, HWs: t.hws, Leaders: t.leaders, Final: t.final, Disorders: t.order.Found,
+		Topic: topicOf(t.configs), NowMs: t.r.c.Clock().Now().UnixMilli()})
 }
 
 // report sends the live counts.
@@ -1053,7 +1054,7 @@ func readLog(l *storage.Log) []Rec {
 	var out []Rec
 	for _, b := range bs {
 		for _, x := range b.Records {
-			out = append(out, Rec{Offset: x.Offset, LeaderEpoch: b.Header.PartitionLeaderEpoch, Value: string(x.Value)})
+			out = append(out, newRec(x.Offset, b.Header.PartitionLeaderEpoch, x.Key, x.Value, x.Timestamp))
 		}
 	}
 	return out

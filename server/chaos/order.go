@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"tidemark/events"
+	"tidemark/invariant"
 )
 
 // Disorder is an event that came out of the order its replica made it in:
@@ -42,26 +43,20 @@ type EventOrder struct {
 	// Found is every disorder seen so far, in bus order.
 	Found []Disorder
 
-	leader map[int32]leadership  // partition → its current leadership
-	order  map[replicaKey]uint64 // the last Order seen of each replica
-	hw     map[replicaKey]int64  // the leader's last hw in its leadership
-}
-
-type leadership struct {
-	broker int32
-	epoch  int32
+	leaders invariant.Leaderships
+	order   map[replicaKey]uint64 // the last Order seen of each replica
 }
 
 // Add takes in events in the order the bus published them.
 func (o *EventOrder) Add(evs ...events.Event) {
-	if o.leader == nil {
-		o.leader, o.order, o.hw = map[int32]leadership{}, map[replicaKey]uint64{}, map[replicaKey]int64{}
+	if o.order == nil {
+		o.order = map[replicaKey]uint64{}
 	}
 	for i := range evs {
 		e := &evs[i]
 		if e.Topic == "" {
 			if e.Kind == events.KindFault && e.Broker != events.NoBroker {
-				o.forgetBroker(e.Broker) // a stopped or restarted broker's HW starts again from its checkpoint
+				o.leaders.Forget(e.Broker) // a stopped or restarted broker's HW starts again from its checkpoint
 			}
 			continue
 		}
@@ -78,39 +73,21 @@ func (o *EventOrder) Add(evs ...events.Event) {
 		}
 		switch e.Kind {
 		case events.KindTopic:
-			clear(o.leader)
-			clear(o.hw)
+			o.leaders.Reset()
 		case events.KindElection:
-			if e.Leader == nil {
-				continue
-			}
-			o.leader[e.Partition] = leadership{broker: e.Leader.Leader, epoch: e.Leader.LeaderEpoch}
-			for r := range o.hw {
-				if r.partition == e.Partition {
-					delete(o.hw, r)
-				}
+			if e.Leader != nil {
+				o.leaders.Elected(e.Partition, e.Leader.Leader, e.Leader.LeaderEpoch)
 			}
 		case events.KindTruncation:
-			delete(o.hw, k)
+			o.leaders.Truncated(e.Broker, e.Partition)
 		case events.KindHW:
-			l, ok := o.leader[e.Partition]
-			if !ok || l.broker != e.Broker || e.Offsets == nil {
+			if e.Offsets == nil {
 				continue
 			}
-			if last, seen := o.hw[k]; seen && e.Offsets.HW < last {
+			if back, last, epoch := o.leaders.HW(e.Broker, e.Partition, e.Offsets.HW); back {
 				o.Found = append(o.Found, Disorder{Kind: DisorderHWBackwards, Seq: e.Seq, Broker: e.Broker, Partition: e.Partition,
-					LeaderEpoch: l.epoch, From: last, To: e.Offsets.HW})
+					LeaderEpoch: epoch, From: last, To: e.Offsets.HW})
 			}
-			o.hw[k] = e.Offsets.HW
-		}
-	}
-}
-
-// forgetBroker drops what is known of a broker's replicas' HWs.
-func (o *EventOrder) forgetBroker(id int32) {
-	for k := range o.hw {
-		if k.broker == id {
-			delete(o.hw, k)
 		}
 	}
 }

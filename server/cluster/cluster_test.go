@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"tidemark/server/broker"
 	"tidemark/server/wire"
 	"tidemark/storage"
 )
@@ -34,82 +33,8 @@ func stepFetchAll(t *testing.T, c *Cluster, ids ...int32) {
 	}
 }
 
-func TestProduceReplicateAndHW(t *testing.T) {
-	c := openPaused(t)
-	tp, err := c.CreateTopic("demo", 1, 3, map[string]string{"min.insync.replicas": "2"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := tp.Partitions[0]
-	if p.Leader != 1 || len(p.ISR) != 3 {
-		t.Fatalf("partition %+v", p)
-	}
-	res, err := c.Produce(context.Background(), "demo", 0, 1, []Record{{Value: []byte("m0")}, {Value: []byte("m1")}}, time.Second)
-	if err != nil || res.BaseOffset != 0 || res.LastOffset != 1 {
-		t.Fatalf("produce: %+v %v", res, err)
-	}
-	leader := c.Broker(1).Replica("demo", 0)
-	if st := leader.Status(); st.LogEndOffset != 2 || st.HighWatermark != 0 {
-		t.Fatalf("leader after append: LEO %d HW %d", st.LogEndOffset, st.HighWatermark)
-	}
-	stepFetchAll(t, c, 2, 3) // followers fetch m0, m1
-	for _, id := range []int32{2, 3} {
-		if st := c.Broker(id).Replica("demo", 0).Status(); st.LogEndOffset != 2 || st.HighWatermark != 0 {
-			t.Fatalf("follower %d: LEO %d HW %d", id, st.LogEndOffset, st.HighWatermark)
-		}
-	}
-	// The leader learns the followers' LEO at their next fetch, and the
-	// followers learn the new HW one round later.
-	stepFetchAll(t, c, 2, 3)
-	if st := leader.Status(); st.HighWatermark != 2 {
-		t.Fatalf("leader HW %d after followers reached 2", st.HighWatermark)
-	}
-	stepFetchAll(t, c, 2, 3)
-	for _, id := range []int32{2, 3} {
-		if st := c.Broker(id).Replica("demo", 0).Status(); st.HighWatermark != 2 {
-			t.Fatalf("follower %d HW %d", id, st.HighWatermark)
-		}
-	}
-	recs, hw, err := c.Consume("demo", 0, 0, 10)
-	if err != nil || hw != 2 || len(recs) != 2 || string(recs[1].Value) != "m1" {
-		t.Fatalf("consume: %v %d %v", recs, hw, err)
-	}
-	// acks=all waits for the HW.
-	done := make(chan error, 1)
-	go func() {
-		_, err := c.Produce(context.Background(), "demo", 0, -1, []Record{{Value: []byte("m2")}}, 10*time.Second)
-		done <- err
-	}()
-	waitLEO(t, leader, 3)
-	select {
-	case err := <-done:
-		t.Fatalf("acks=all returned before replication: %v", err)
-	default:
-	}
-	stepFetchAll(t, c, 2, 3)
-	stepFetchAll(t, c, 2, 3)
-	if err := <-done; err != nil {
-		t.Fatalf("acks=all: %v", err)
-	}
-	snap := c.Snapshot()
-	sp := snap.Partition("demo", 0)
-	if sp == nil || sp.Replica(2) == nil || sp.Replica(2).LEO != 3 || sp.Replica(1).HW != 3 {
-		t.Fatalf("snapshot partition %+v", sp)
-	}
-}
-
-// waitLEO waits (bounded) until a replica's LEO reaches leo: a produce in
-// another goroutine has appended.
-func waitLEO(t *testing.T, r *broker.Replica, leo int64) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for r.Status().LogEndOffset < leo {
-		if time.Now().After(deadline) {
-			t.Fatalf("LEO stayed %d, want %d", r.Status().LogEndOffset, leo)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
+// TestProduceReplicateAndHW is the scenario
+// lessons/scenarios/hw-one-fetch-behind.scenario.
 
 // TestSetCopyFileRegions: a broker switched to user-space copies serves
 // fetched record data through read+write from its next restart on, and

@@ -2,19 +2,15 @@ package cluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"tidemark/replication"
-	"tidemark/storage"
 )
 
 // consumeAll reads every partition of topic from the start up to its high
@@ -159,83 +155,8 @@ func TestIdempotentProduceSurvivesLeaderCrash(t *testing.T) {
 	t.Logf("%d acknowledged, %d in the log, broker %d crashed", len(acked), len(seen), leader)
 }
 
-// idempotentBatch is a one-record batch from producer pid at epoch and seq.
-func idempotentBatch(pid int64, epoch int16, seq int32, value string) []byte {
-	return storage.NewIdempotentBatch([]storage.Record{{Value: []byte(value), Timestamp: 1}}, pid, epoch, seq)
-}
-
-// TestIdempotentRetries sends idempotent batches by hand: an exact retry
-// gets its original offset back without a second append, also from a
-// restarted leader; a gap is OUT_OF_ORDER_SEQUENCE_NUMBER; an old epoch is
-// INVALID_PRODUCER_EPOCH.
-func TestIdempotentRetries(t *testing.T) {
-	c := openRunning(t, 1)
-	if _, err := c.CreateTopic("idem", 1, 1, nil); err != nil {
-		t.Fatal(err)
-	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds(c)...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	send := func(records []byte) (int64, error) {
-		req := kmsg.NewPtrProduceRequest()
-		req.Acks, req.TimeoutMillis = -1, 5000
-		tp := kmsg.NewProduceRequestTopic()
-		tp.Topic = "idem"
-		p := kmsg.NewProduceRequestTopicPartition()
-		p.Records = records
-		tp.Partitions = append(tp.Partitions, p)
-		req.Topics = append(req.Topics, tp)
-		resp, err := req.RequestWith(ctx, cl)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rp := resp.Topics[0].Partitions[0]
-		return rp.BaseOffset, kerr.ErrorForCode(rp.ErrorCode)
-	}
-	ipr, err := kmsg.NewPtrInitProducerIDRequest().RequestWith(ctx, cl)
-	if err != nil || ipr.ErrorCode != 0 {
-		t.Fatalf("InitProducerId: %v %v", err, kerr.ErrorForCode(ipr.ErrorCode))
-	}
-	pid := ipr.ProducerID
-	for seq := int32(0); seq < 3; seq++ {
-		if off, err := send(idempotentBatch(pid, 0, seq, fmt.Sprint(seq))); err != nil || off != int64(seq) {
-			t.Fatalf("seq %d: offset %d, %v", seq, off, err)
-		}
-	}
-	if off, err := send(idempotentBatch(pid, 0, 1, "1")); err != nil || off != 1 {
-		t.Fatalf("retry of seq 1: offset %d, %v", off, err)
-	}
-	if _, err := send(idempotentBatch(pid, 0, 5, "5")); !errors.Is(err, kerr.OutOfOrderSequenceNumber) {
-		t.Fatalf("gap: %v", err)
-	}
-	if _, err := send(idempotentBatch(pid, 1, 0, "e1")); err != nil {
-		t.Fatalf("new epoch: %v", err)
-	}
-	if _, err := send(idempotentBatch(pid, 0, 3, "3")); !errors.Is(err, kerr.InvalidProducerEpoch) {
-		t.Fatalf("old epoch: %v", err)
-	}
-	// The state is rebuilt from the log after a crash and restart.
-	if err := c.Crash(1); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Restart(1); err != nil {
-		t.Fatal(err)
-	}
-	waitLeader(t, c, "idem", 0)
-	if off, err := send(idempotentBatch(pid, 1, 0, "e1")); err != nil || off != 3 {
-		t.Fatalf("retry after restart: offset %d, %v", off, err)
-	}
-	if off, err := send(idempotentBatch(pid, 1, 1, "e1b")); err != nil || off != 4 {
-		t.Fatalf("next after restart: offset %d, %v", off, err)
-	}
-	if leo := c.Broker(1).Replica("idem", 0).Status().LogEndOffset; leo != 5 {
-		t.Fatalf("LEO %d, want 5: a retry was appended twice", leo)
-	}
-}
+// TestIdempotentRetries is the scenario
+// lessons/scenarios/idempotent-retries.scenario.
 
 // waitLeader waits (bounded) until a running broker leads the partition.
 func waitLeader(t *testing.T, c *Cluster, topic string, p int32) {

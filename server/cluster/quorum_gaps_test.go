@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,120 +12,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"tidemark/events"
 	"tidemark/replication/quorum"
 	"tidemark/server/broker"
 )
 
-// produceRaw sends one record set to topic-0 as a Kafka ProduceRequest
-// (acks=all) and, while the partition's leader holds it waiting for a
-// commit, steps the paused clock 50 ms at a time (bounded); it returns the
-// partition's base offset and error.
-func produceRaw(t *testing.T, c *Cluster, cl *kgo.Client, topic string, leader int32, records []byte, timeoutMs int32) (int64, error) {
-	t.Helper()
-	req := kmsg.NewPtrProduceRequest()
-	req.Acks, req.TimeoutMillis = -1, timeoutMs
-	tp := kmsg.NewProduceRequestTopic()
-	tp.Topic = topic
-	p := kmsg.NewProduceRequestTopicPartition()
-	p.Records = records
-	tp.Partitions = append(tp.Partitions, p)
-	req.Topics = append(req.Topics, tp)
-	type answer struct {
-		off int64
-		err error
-	}
-	done := make(chan answer, 1)
-	go func() {
-		resp, err := req.RequestWith(context.Background(), cl.Broker(int(leader)))
-		if err != nil {
-			done <- answer{-1, err}
-			return
-		}
-		rp := resp.Topics[0].Partitions[0]
-		done <- answer{rp.BaseOffset, kerr.ErrorForCode(rp.ErrorCode)}
-	}()
-	for range 5000 {
-		select {
-		case a := <-done:
-			return a.off, a.err
-		case <-time.After(time.Millisecond):
-		}
-		if c.Broker(leader).Replica(topic, 0).Status().WaitingProduces > 0 {
-			if err := c.Step(50 * time.Millisecond); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	t.Fatal("produce did not end")
-	return -1, nil
-}
-
-// TestQuorumIdempotentRetries: idempotent batches sent by hand to a quorum
-// topic. An exact retry of a committed batch answers its original offset
-// and is not appended again; a gap is OUT_OF_ORDER_SEQUENCE_NUMBER. A retry
-// of a batch that timed out uncommitted (the leader was cut off from its
-// followers) puts both in the Raft log: both commit, and every replica's
-// apply finds the second a duplicate, so each log has the batch once and the
-// retry is answered the original's offset.
-func TestQuorumIdempotentRetries(t *testing.T) {
-	c := openPausedN(t, 3)
-	if _, err := c.CreateTopic("q", 1, 3, map[string]string{"replication.protocol": "quorum"}); err != nil {
-		t.Fatal(err)
-	}
-	leader, _ := quorumLeader(t, c, "q")
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds(c)...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ipr, err := kmsg.NewPtrInitProducerIDRequest().RequestWith(context.Background(), cl)
-	if err != nil || ipr.ErrorCode != 0 {
-		t.Fatalf("InitProducerId: %v %v", err, kerr.ErrorForCode(ipr.ErrorCode))
-	}
-	pid := ipr.ProducerID
-	send := func(seq int32, timeoutMs int32) (int64, error) {
-		return produceRaw(t, c, cl, "q", leader, idempotentBatch(pid, 0, seq, fmt.Sprint(seq)), timeoutMs)
-	}
-	for seq := int32(0); seq < 3; seq++ {
-		if off, err := send(seq, 5000); err != nil || off != int64(seq) {
-			t.Fatalf("seq %d: offset %d, %v", seq, off, err)
-		}
-	}
-	if off, err := send(1, 5000); err != nil || off != 1 {
-		t.Fatalf("retry of seq 1: offset %d, %v; want 1", off, err)
-	}
-	if _, err := send(5, 5000); !errors.Is(err, kerr.OutOfOrderSequenceNumber) {
-		t.Fatalf("gap: %v", err)
-	}
-	for _, id := range c.BrokerIDs() {
-		if id != leader {
-			if err := c.Cut(leader, id, false); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if _, err := send(3, 200); !errors.Is(err, kerr.RequestTimedOut) {
-		t.Fatalf("seq 3 with the leader cut off: %v, want REQUEST_TIMED_OUT", err)
-	}
-	c.Heal()
-	if off, err := send(3, 5000); err != nil || off != 3 {
-		t.Fatalf("retry of seq 3 after the heal: offset %d, %v; want 3", off, err)
-	}
-	if err := c.Step(200 * time.Millisecond); err != nil { // heartbeats carry the commit to the followers
-		t.Fatal(err)
-	}
-	checkQuorumLogs(t, c, "q", []string{"0", "1", "2", "3"})
-	for _, b := range c.liveBrokers() {
-		if vs, _ := values(t, c, b.ID(), "q"); len(vs) != 4 {
-			t.Fatalf("broker %d holds %v; want each batch once", b.ID(), vs)
-		}
-	}
-}
+// TestQuorumIdempotentRetries is the scenario
+// lessons/scenarios/quorum-idempotent-retries.scenario.
 
 // TestQuorumIdempotentKgoLeaderCrash: franz-go (idempotent, acks=all)
 // writes to a quorum topic; the followers' answers to the Raft leader are
@@ -222,55 +116,8 @@ func TestQuorumIdempotentKgoLeaderCrash(t *testing.T) {
 	t.Logf("%d acknowledged, %d in the log, leader %d crashed", len(acked), len(seen), leader)
 }
 
-// TestQuorumPowerLossCutsRaftState: a follower loses power after writes
-// whose commit it learned but had not synced (Raft fsyncs entries, term
-// and vote before answering, not a commit index or an apply checkpoint):
-// the power loss cuts those bytes of raft-state as it cuts the segment
-// files. Back up, the follower learns the commit again and re-applies what
-// its segment log lost; then the leader crashes and the two others, one of
-// them the power-cut follower, still hold every acknowledged write.
-func TestQuorumPowerLossCutsRaftState(t *testing.T) {
-	c := openPausedN(t, 3)
-	if _, err := c.CreateTopic("q", 1, 3, map[string]string{"replication.protocol": "quorum"}); err != nil {
-		t.Fatal(err)
-	}
-	leader, _ := quorumLeader(t, c, "q")
-	var acked []string
-	for i := range 5 {
-		v := fmt.Sprint("w", i)
-		if err := produceOne(t, c, "q", v); err != nil {
-			t.Fatal(err)
-		}
-		acked = append(acked, v)
-	}
-	follower := c.BrokerIDs()[0]
-	if follower == leader {
-		follower = c.BrokerIDs()[1]
-	}
-	lost, err := c.PowerLoss(follower)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if lost["q-0/raft-state"] == 0 {
-		t.Fatalf("power loss cut %v; want unsynced bytes of q-0/raft-state", lost)
-	}
-	t.Logf("power loss on broker %d cut %v", follower, lost)
-	if err := c.Restart(follower); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Step(500 * time.Millisecond); err != nil {
-		t.Fatal(err)
-	}
-	checkQuorumLogs(t, c, "q", acked)
-	if err := c.Crash(leader); err != nil {
-		t.Fatal(err)
-	}
-	quorumLeader(t, c, "q")
-	if err := produceOne(t, c, "q", "after"); err != nil {
-		t.Fatal(err)
-	}
-	checkQuorumLogs(t, c, "q", append(acked, "after"))
-}
+// TestQuorumPowerLossCutsRaftState is the scenario
+// lessons/scenarios/quorum-power-loss-raft-state.scenario.
 
 // TestQuorumRaftStateCompacted: with raft-state compacted every 8 applied
 // entries, 60 writes leave it as small as after 20; a follower crashed
@@ -345,78 +192,16 @@ func TestQuorumRaftStateCompacted(t *testing.T) {
 	t.Logf("leader's raft-state %d–%d bytes over writes 20–60", slices.Min(sizes), slices.Max(sizes))
 }
 
-// TestQuorumISR: a quorum partition's ISR is the replicas Raft's leader
-// sees as caught up, proposed to the controller as an ISR leader does: a
-// crashed follower leaves it at the leader's next heartbeat, and comes back
-// once it has caught up; the Metadata, every replica's status and the
-// lanes' snapshot show the same ISR.
-func TestQuorumISR(t *testing.T) {
-	c := openPausedN(t, 3)
-	if _, err := c.CreateTopic("q", 1, 3, map[string]string{"replication.protocol": "quorum"}); err != nil {
-		t.Fatal(err)
-	}
-	leader, _ := quorumLeader(t, c, "q")
-	follower := c.BrokerIDs()[0]
-	if follower == leader {
-		follower = c.BrokerIDs()[1]
-	}
-	// waitISR steps the clock (bounded) until the controller, every
-	// running replica and the snapshot show want as the ISR.
-	waitISR := func(want []int32) {
-		t.Helper()
-		var got []int32
-		for range 40 {
-			tp, _ := c.Controller().Topic("q")
-			got = tp.Partitions[0].ISR
-			ok := sameMembersTest(got, want)
-			for _, b := range c.liveBrokers() {
-				ok = ok && sameMembersTest(b.Replica("q", 0).Status().ISR, want)
-			}
-			snap := c.Snapshot()
-			if sp := snap.Partition("q", 0); ok && sp != nil && sameMembersTest(sp.ISR, want) {
-				return
-			}
-			if err := c.Step(50 * time.Millisecond); err != nil {
-				t.Fatal(err)
-			}
-		}
-		t.Fatalf("ISR %v after 2 s; want %v", got, want)
-	}
-	waitISR(c.BrokerIDs())
-	if err := produceOne(t, c, "q", "a"); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Crash(follower); err != nil {
-		t.Fatal(err)
-	}
-	var rest []int32
-	for _, id := range c.BrokerIDs() {
-		if id != follower {
-			rest = append(rest, id)
-		}
-	}
-	waitISR(rest)
-	if err := produceOne(t, c, "q", "b"); err != nil { // the follower misses it
-		t.Fatal(err)
-	}
-	if err := c.Restart(follower); err != nil {
-		t.Fatal(err)
-	}
-	waitISR(c.BrokerIDs())
-	checkQuorumLogs(t, c, "q", []string{"a", "b"})
-}
-
-func sameMembersTest(a, b []int32) bool {
-	return len(a) == len(b) && !slices.ContainsFunc(a, func(x int32) bool { return !slices.Contains(b, x) })
-}
+// TestQuorumISR is the scenario
+// lessons/scenarios/quorum-isr.scenario.
 
 // TestQuorumRaftMessages: on a lab that publishes message events, every
 // Raft message of a quorum partition is a stage message from its sender to
 // its receiver, labelled with what it carries: the election's votes, the
 // appends with their term, first index, entry count and commit, their
-// answers, heartbeats with the commit. A delay on the leader's links holds
-// its appends for that much lab time, as a fetch's: the write commits only
-// once the clock has moved past it.
+// answers, heartbeats with the commit. (What a delay on the leader's links
+// does to a write is the scenario
+// lessons/scenarios/quorum-link-delay.scenario.)
 func TestQuorumRaftMessages(t *testing.T) {
 	c, err := Open(Options{DataDir: t.TempDir(), Brokers: 3, Paused: true, MessageEvents: true,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
@@ -459,48 +244,6 @@ func TestQuorumRaftMessages(t *testing.T) {
 			t.Errorf("no %s message; saw %v", k, seen)
 		}
 	}
-
-	for _, id := range c.BrokerIDs() {
-		if id != leader {
-			c.network.SetDelay(leader, id, 200*time.Millisecond)
-		}
-	}
-	done := make(chan error, 1)
-	go func() {
-		_, err := c.Produce(context.Background(), "q", 0, -1, []Record{{Value: []byte("slow")}}, 5*time.Second)
-		done <- err
-	}()
-	for c.Broker(leader).Replica("q", 0).Status().WaitingProduces == 0 {
-		select {
-		case err := <-done:
-			t.Fatalf("produce ended before its append crossed the delayed links: %v", err)
-		case <-time.After(time.Millisecond):
-		}
-	}
-	if err := c.Step(150 * time.Millisecond); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-done:
-		t.Fatalf("produce ended 150 ms into a 200 ms delay: %v", err)
-	default:
-	}
-	if err := c.Step(100 * time.Millisecond); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("produce not acknowledged 250 ms into a 200 ms delay")
-	}
-	// The commit reaches the followers 200 ms later still.
-	if err := c.Step(250 * time.Millisecond); err != nil {
-		t.Fatal(err)
-	}
-	checkQuorumLogs(t, c, "q", []string{"a", "slow"})
 }
 
 // BenchmarkQuorumIdle measures an idle running 3-broker lab with a quorum

@@ -116,72 +116,9 @@ func checkQuorumLogs(t *testing.T, c *Cluster, topic string, acked []string) {
 	}
 }
 
-// TestQuorumTopicFailures runs a replication.protocol=quorum partition on the
-// real brokers: with f of 2f+1 replicas down acks=all writes commit, with
-// f+1 down none is acknowledged, and once everyone is back every
-// acknowledged write is on every replica. RF 3 (f=1) and RF 5 (f=2).
-func TestQuorumTopicFailures(t *testing.T) {
-	for _, rf := range []int{3, 5} {
-		t.Run(fmt.Sprintf("rf%d", rf), func(t *testing.T) {
-			f := (rf - 1) / 2
-			c := openPausedN(t, rf)
-			if _, err := c.CreateTopic("q", 1, int16(rf), map[string]string{"replication.protocol": "quorum"}); err != nil {
-				t.Fatal(err)
-			}
-			leader, _ := quorumLeader(t, c, "q")
-			var acked []string
-			if err := produceOne(t, c, "q", "all-up"); err != nil {
-				t.Fatalf("all up: %v", err)
-			}
-			acked = append(acked, "all-up")
-			// Take f followers down: a majority is left.
-			var down []int32
-			for _, id := range c.BrokerIDs() {
-				if id != leader && len(down) < f {
-					down = append(down, id)
-				}
-			}
-			for _, id := range down {
-				if err := c.Crash(id); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := produceOne(t, c, "q", "f-down"); err != nil {
-				t.Fatalf("%d down: %v", f, err)
-			}
-			acked = append(acked, "f-down")
-			// One more down: no majority, nothing acknowledged.
-			for _, id := range c.BrokerIDs() {
-				if id != leader && !slices.Contains(down, id) {
-					down = append(down, id)
-					break
-				}
-			}
-			if err := c.Crash(down[len(down)-1]); err != nil {
-				t.Fatal(err)
-			}
-			err := produceOne(t, c, "q", "no-majority")
-			if err == nil {
-				t.Fatalf("%d of %d down: a write was acknowledged", f+1, rf)
-			}
-			t.Logf("%d of %d down: %v", f+1, rf, err)
-			for _, id := range down {
-				if err := c.Restart(id); err != nil {
-					t.Fatal(err)
-				}
-			}
-			quorumLeader(t, c, "q")
-			if err := produceOne(t, c, "q", "back"); err != nil {
-				t.Fatalf("everyone back: %v", err)
-			}
-			acked = append(acked, "back")
-			if err := c.Step(200 * time.Millisecond); err != nil { // heartbeats carry the commit to every follower
-				t.Fatal(err)
-			}
-			checkQuorumLogs(t, c, "q", acked)
-		})
-	}
-}
+// TestQuorumTopicFailures is the scenario
+// lessons/scenarios/quorum-failures-rf5 (RF 5) and
+// lessons/scenarios/quorum-majority (RF 3).scenario.
 
 // TestQuorumTopicKillLeader is the scenario
 // lessons/scenarios/quorum-leader-crash.scenario.

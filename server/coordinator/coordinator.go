@@ -7,8 +7,9 @@
 // One Coordinator serves the whole lab; every broker answers the group
 // requests of the groups FindCoordinator maps to it by calling it. Unlike
 // Kafka, group membership therefore survives the coordinator broker's crash
-// (clients find the next coordinator and carry on); committed offsets and
-// the producer-id block survive a restart of the whole lab.
+// (clients find the next coordinator and carry on); committed offsets, the
+// producer-id block and the transactions (txn.go) survive a restart of the
+// whole lab.
 //
 // Time: group timers (session.timeout.ms, rebalance timeouts) run on real
 // time (Options.Now, default time.Now), not on the lab clock, because the
@@ -112,7 +113,7 @@ type Coordinator struct {
 	pidEnd  int64
 	seq     uint64 // bumps with every change to persist
 	closed  bool
-	txns    *Txns // the transaction coordinator's state (txn.go); made on first use
+	txns    *Txns // the transaction coordinator's state (txn.go)
 
 	storeMu sync.Mutex
 	written uint64 // the newest seq on disk
@@ -133,6 +134,7 @@ func Open(opts Options) (*Coordinator, error) {
 	}
 	c := &Coordinator{opts: opts, log: opts.Logger, groups: map[string]*group{}, offsets: st.Groups,
 		nextPID: st.ProducerIDBlockEnd, pidEnd: st.ProducerIDBlockEnd, done: make(chan struct{}), joined: make(chan struct{}, 1)}
+	c.txns = newTxns(c, st.Transactions)
 	ctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
 	go c.tickLoop(ctx)
@@ -224,7 +226,7 @@ func (c *Coordinator) Tick() {
 func (c *Coordinator) persist() error {
 	c.mu.Lock()
 	seq := c.seq
-	data, err := json.Marshal(diskState{Version: 1, ProducerIDBlockEnd: c.pidEnd, Groups: c.offsets})
+	data, err := json.Marshal(diskState{Version: 1, ProducerIDBlockEnd: c.pidEnd, Groups: c.offsets, Transactions: c.txns.snapshot()})
 	c.mu.Unlock()
 	if err != nil {
 		return err

@@ -9,7 +9,7 @@ import (
 )
 
 // stateFile is the coordinator's durable state under its dir: committed
-// offsets and the producer-id block, rewritten whole (temp file, fsync,
+// offsets, the producer-id block and the transactions, rewritten whole (temp file, fsync,
 // rename, fsync of the dir) at every change, so a crash leaves either the
 // old or the new state. Kafka keeps this in the __consumer_offsets and
 // __transaction_state logs; the lab's state is small enough for one file.
@@ -22,6 +22,9 @@ type diskState struct {
 	// any block: after a restart, ids start here, so none is reused.
 	ProducerIDBlockEnd int64                             `json:"producer_id_block_end"`
 	Groups             map[string]map[string]diskOffsets `json:"groups"` // group → topic → partitions
+	// Transactions is the transaction coordinator's state, by
+	// transactional id (Kafka's __transaction_state).
+	Transactions map[string]Txn `json:"transactions,omitempty"`
 }
 
 // diskOffsets is one topic's committed offsets, by partition.

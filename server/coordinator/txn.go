@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"maps"
 	"slices"
 	"sync"
 
@@ -8,18 +9,23 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// Transaction states, as Kafka's DescribeTransactions names them.
+// Transaction states, as Kafka's DescribeTransactions names them. An
+// EndTxn first records its decision (PrepareCommit, PrepareAbort), then
+// writes the markers, then records the transaction complete: a decision
+// once recorded is the one carried out, whatever crashes in between.
 const (
 	TxnEmpty         = "Empty"
 	TxnOngoing       = "Ongoing"
+	TxnPrepareCommit = "PrepareCommit"
+	TxnPrepareAbort  = "PrepareAbort"
 	TxnCompleteAbort = "CompleteAbort"
 	TxnCompleteCmt   = "CompleteCommit"
 )
 
 // TxnPartition is a partition in a transaction.
 type TxnPartition struct {
-	Topic     string
-	Partition int32
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
 }
 
 // Txn is one transactional id's state at the transaction coordinator:
@@ -27,24 +33,35 @@ type TxnPartition struct {
 // partitions it wrote to, the groups it commits offsets for and those
 // offsets, held until the transaction commits.
 type Txn struct {
-	ID         string
-	ProducerID int64
-	Epoch      int16
-	State      string
-	Partitions []TxnPartition
-	Offsets    map[string]map[string]map[int32]Committed // group → topic → partition
+	ID         string                                    `json:"id"`
+	ProducerID int64                                     `json:"producer_id"`
+	Epoch      int16                                     `json:"epoch"`
+	State      string                                    `json:"state"`
+	Partitions []TxnPartition                            `json:"partitions,omitempty"`
+	Offsets    map[string]map[string]map[int32]Committed `json:"offsets,omitempty"` // group → topic → partition
 }
 
-// Txns is the lab's transaction coordinator state (Kafka keeps it in the
-// __transaction_state log). It is kept in memory: after a restart of the
-// lab, a transactional producer starts over with InitProducerId (an open
-// transaction then is neither committed nor aborted, so its partitions'
-// LSO stays at its first record until the records are deleted; see
-// broker/txn.go). Its methods are safe for concurrent use; one
-// transactional id's requests are serialized by Lock.
+// Prepared reports whether txn's decision is recorded but its markers
+// may not all be written, and which decision.
+func (txn *Txn) Prepared() (prepared, commit bool) {
+	return txn.State == TxnPrepareCommit || txn.State == TxnPrepareAbort, txn.State == TxnPrepareCommit
+}
+
+// Txns is the lab's transaction coordinator state. Kafka keeps it in the
+// __transaction_state log; the lab keeps it in the coordinator's state
+// file (store.go), written before a request that changed it is answered,
+// so a transaction open or being ended when the lab stops is carried on
+// after it starts again: its producer can end it, or a new instance of
+// its transactional id aborts it (InitProducerId). Its methods are safe
+// for concurrent use; one transactional id's requests are serialized by
+// Lock.
 type Txns struct {
+	c    *Coordinator
 	mu   sync.Mutex
 	byID map[string]*txnEntry
+	// saved holds each id's state as last saved (copies, read by the
+	// coordinator's persist without the entries' locks).
+	saved map[string]Txn
 }
 
 type txnEntry struct {
@@ -52,19 +69,25 @@ type txnEntry struct {
 	txn Txn
 }
 
+// newTxns is the transaction state loaded from disk.
+func newTxns(c *Coordinator, loaded map[string]Txn) *Txns {
+	t := &Txns{c: c, byID: map[string]*txnEntry{}, saved: map[string]Txn{}}
+	for id, txn := range loaded {
+		t.byID[id] = &txnEntry{txn: cloneTxn(txn)}
+		t.saved[id] = txn
+	}
+	return t
+}
+
 // Transactions returns the lab's transaction coordinator state.
 func (c *Coordinator) Transactions() *Txns {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.txns == nil {
-		c.txns = &Txns{byID: map[string]*txnEntry{}}
-	}
 	return c.txns
 }
 
 // Lock returns the state of transactional id, locked (with ok false if
-// it has none yet), and the function that stores the changed state and
-// unlocks it.
+// it has none yet), and the function that unlocks it, saving it first if
+// it changed (a failure to save is logged: Save reports it to a caller
+// that must know).
 func (t *Txns) Lock(id string) (txn *Txn, ok bool, unlock func()) {
 	t.mu.Lock()
 	e := t.byID[id]
@@ -74,7 +97,76 @@ func (t *Txns) Lock(id string) (txn *Txn, ok bool, unlock func()) {
 	}
 	t.mu.Unlock()
 	e.mu.Lock()
-	return &e.txn, e.txn.ProducerID >= 0, e.mu.Unlock
+	return &e.txn, e.txn.ProducerID >= 0, func() {
+		if err := t.Save(&e.txn); err != nil {
+			t.c.log.Error("saving transaction state", "transactional.id", id, "err", err)
+		}
+		e.mu.Unlock()
+	}
+}
+
+// Save writes txn (locked by the caller) to the coordinator's state file
+// if it changed since it was last saved.
+func (t *Txns) Save(txn *Txn) error {
+	if txn.ProducerID < 0 {
+		return nil // nothing handed out yet: nothing to keep
+	}
+	t.mu.Lock()
+	old, ok := t.saved[txn.ID]
+	if ok && txnEqual(old, *txn) {
+		t.mu.Unlock()
+		return nil
+	}
+	t.saved[txn.ID] = cloneTxn(*txn)
+	t.mu.Unlock()
+	t.c.mu.Lock()
+	t.c.seq++
+	t.c.mu.Unlock()
+	return t.c.persist()
+}
+
+// snapshot is the saved state of every transactional id, for persist.
+func (t *Txns) snapshot() map[string]Txn {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.saved) == 0 {
+		return nil
+	}
+	return maps.Clone(t.saved) // the values are never changed in place
+}
+
+func cloneTxn(txn Txn) Txn {
+	txn.Partitions = slices.Clone(txn.Partitions)
+	if txn.Offsets != nil {
+		offs := make(map[string]map[string]map[int32]Committed, len(txn.Offsets))
+		for g, topics := range txn.Offsets {
+			offs[g] = make(map[string]map[int32]Committed, len(topics))
+			for topic, parts := range topics {
+				offs[g][topic] = maps.Clone(parts)
+			}
+		}
+		txn.Offsets = offs
+	}
+	return txn
+}
+
+func txnEqual(a, b Txn) bool {
+	if a.ID != b.ID || a.ProducerID != b.ProducerID || a.Epoch != b.Epoch || a.State != b.State ||
+		!slices.Equal(a.Partitions, b.Partitions) || len(a.Offsets) != len(b.Offsets) {
+		return false
+	}
+	for g, topics := range a.Offsets {
+		bt, ok := b.Offsets[g]
+		if !ok || len(bt) != len(topics) {
+			return false
+		}
+		for topic, parts := range topics {
+			if bp, ok := bt[topic]; !ok || !maps.Equal(parts, bp) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // Check reports whether a request of producer id and epoch may act on txn:

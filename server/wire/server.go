@@ -344,6 +344,11 @@ func (s *Server) decode(frame []byte) (*Request, error) {
 	}
 	req := &Request{Header: hdr, Size: len(frame)}
 	if !s.table.Supports(hdr.APIKey, hdr.APIVersion) {
+		if kmsgKnows(hdr.APIKey, hdr.APIVersion) && unsupportedResponse(hdr.APIKey, hdr.APIVersion) == nil {
+			// Its answer must name the request's items (unserved.go); a
+			// body that does not decode is simply not kept.
+			req.Body, _ = decodeBody(hdr, body)
+		}
 		return req, fmt.Errorf("%w: %s is not served by this listener", ErrUnsupported, describeKey(hdr.APIKey, hdr.APIVersion))
 	}
 	req.Body, err = decodeBody(hdr, body)
@@ -403,6 +408,12 @@ func (s *Server) respond(ctx context.Context, c net.Conn, id uint64, it connItem
 	if it.err != nil { // ErrUnsupported
 		if resp := unsupportedResponse(hdr.APIKey, hdr.APIVersion); resp != nil {
 			return resp, "", nil
+		}
+		if it.req.Body != nil {
+			if resp := unservedAnswer(it.req.Body); resp != nil {
+				resp.SetVersion(hdr.APIVersion)
+				return resp, "", nil
+			}
 		}
 		return nil, "unsupported api key or version, and its response has no error code to say so", it.err
 	}
