@@ -48,8 +48,7 @@ func (l lab) Produce(ctx context.Context, topic string, partition int32, acks in
 	for i, r := range records {
 		recs[i] = cluster.Record{Key: r.Key, Value: r.Value}
 	}
-	res, err := l.Cluster.Produce(ctx, topic, partition, acks, recs, timeout)
-	return web.ProduceResult{Partition: res.Partition, Leader: res.Leader, BaseOffset: res.BaseOffset, LastOffset: res.LastOffset}, err
+	return l.Cluster.Produce(ctx, topic, partition, acks, recs, timeout)
 }
 
 // Consume consumes through the cluster.

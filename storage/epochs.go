@@ -42,12 +42,14 @@ func (l *Log) AssignLeaderEpoch(epoch int32, startOffset int64) error {
 // SetLeaderEpochs makes the leader-epoch cache exactly cache and writes
 // leader-epoch-checkpoint if that changes it: the replication rules own the
 // cache, and the broker writes what they decided. cache must be in order
-// (leaderepoch.Valid) and lie within the log.
-func (l *Log) SetLeaderEpochs(cache []EpochEntry) error {
+// (leaderepoch.Valid) and lie within the log. added is what it wrote that
+// the cache did not hold: cache's entries from the first that differs (none
+// when only entries were dropped, or nothing changed).
+func (l *Log) SetLeaderEpochs(cache []EpochEntry) (added []EpochEntry, err error) {
 	if !leaderepoch.Valid(cache) {
-		return fmt.Errorf("storage: leader-epoch cache %v is not in order", cache)
+		return nil, fmt.Errorf("storage: leader-epoch cache %v is not in order", cache)
 	}
-	return l.mutate("write the leader epochs of", func() error {
+	err = l.mutate("write the leader epochs of", func() error {
 		if l.closed {
 			return ErrClosed
 		}
@@ -57,20 +59,35 @@ func (l *Log) SetLeaderEpochs(cache []EpochEntry) error {
 		if slices.Equal(cache, l.epochs) {
 			return nil
 		}
+		same := 0
+		for same < min(len(cache), len(l.epochs)) && cache[same] == l.epochs[same] {
+			same++
+		}
+		added = slices.Clone(cache[same:])
 		l.epochs = slices.Clone(cache)
 		return l.writeEpochCheckpoint()
 	})
+	if err != nil {
+		return nil, err
+	}
+	return added, nil
 }
 
 // assignEpoch records that epoch starts at offset (each appended batch
-// calls it; Kafka's LeaderEpochFileCache.assign).
+// calls it; Kafka's LeaderEpochFileCache.assign). changed says the cache
+// took it (it is then the cache's last entry).
 func (l *Log) assignEpoch(epoch int32, offset int64) error {
+	_, err := l.assignEpochChanged(epoch, offset)
+	return err
+}
+
+func (l *Log) assignEpochChanged(epoch int32, offset int64) (changed bool, err error) {
 	e, changed := leaderepoch.Assign(l.epochs, EpochEntry{Epoch: epoch, StartOffset: offset})
 	if !changed {
-		return nil
+		return false, nil
 	}
 	l.epochs = e
-	return l.writeEpochCheckpoint()
+	return true, l.writeEpochCheckpoint()
 }
 
 // truncateEpochsFromEnd drops the epochs that start at or above end, after

@@ -88,6 +88,9 @@ type AppendInfo struct {
 	Bytes        int64
 	MaxTimestamp int64
 	Rolled       bool // a new segment was started
+	// Epochs are the leader-epoch cache entries the append added (a
+	// batch of an epoch the cache did not hold), in order; nil for none.
+	Epochs []EpochEntry
 }
 
 // TopicPartition returns the partition this log holds.
@@ -333,8 +336,10 @@ func (l *Log) appendBatch(h BatchHeader, batch []byte, leaderEpoch int32, asLead
 	if err := l.active().append(h, batch, !crcChecked); err != nil {
 		return err
 	}
-	if err := l.assignEpoch(h.PartitionLeaderEpoch, h.BaseOffset); err != nil {
+	if changed, err := l.assignEpochChanged(h.PartitionLeaderEpoch, h.BaseOffset); err != nil {
 		return err
+	} else if changed {
+		info.Epochs = append(info.Epochs, EpochEntry{Epoch: h.PartitionLeaderEpoch, StartOffset: h.BaseOffset})
 	}
 	if info.FirstOffset < 0 {
 		info.FirstOffset = h.BaseOffset

@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sort"
 	"strconv"
@@ -369,7 +370,7 @@ func TestAppendValidatedAsLeader(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got != want {
+		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("batch %d: AppendValidatedAsLeader %+v, AppendAsLeader %+v", i, got, want)
 		}
 	}

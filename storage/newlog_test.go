@@ -25,7 +25,7 @@ func TestNewLogCreatesFilesLazily(t *testing.T) {
 		}
 		return out
 	}
-	if err := l.SetLeaderEpochs([]EpochEntry{{Epoch: 0, StartOffset: 0}}); err != nil {
+	if _, err := l.SetLeaderEpochs([]EpochEntry{{Epoch: 0, StartOffset: 0}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := names(); len(got) != 0 {

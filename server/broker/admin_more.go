@@ -10,8 +10,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"tidemark/events"
-	"tidemark/internal/fact"
 	"tidemark/replication"
 	"tidemark/server/controller"
 	"tidemark/storage"
@@ -126,74 +124,24 @@ func (b *Broker) deleteRecords(topic string, partition int32, offset int64) (*re
 	if !r.log.Config().Cleanup.Deletes() {
 		return nil, -1, fmt.Errorf("%w: records of %s cannot be deleted: cleanup.policy=compact", kerr.PolicyViolation, r.tp)
 	}
-	r.mu.Lock()
-	if r.stopped {
-		r.mu.Unlock()
-		return nil, -1, kerr.NotLeaderForPartition
-	}
-	if st := r.status(); st.Role != replication.RoleLeader {
-		r.mu.Unlock()
-		return nil, -1, kerr.NotLeaderForPartition
-	}
-	if r.q != nil || r.pl != nil {
-		// Their followers learn no log start offset from a fetch.
-		r.mu.Unlock()
-		return nil, -1, fmt.Errorf("%w: DeleteRecords is served on replication.protocol=isr topics only", kerr.InvalidRequest)
-	}
-	if offset == -1 {
-		offset = r.hw
-	}
-	if offset < 0 || offset > r.hw {
-		r.mu.Unlock()
-		return nil, -1, kerr.OffsetOutOfRange
-	}
-	before := r.log.LogStartOffset()
-	err := r.log.SetLogStartOffset(offset, r.hw)
-	var after []func()
-	if err == nil && r.log.LogStartOffset() > before {
-		after = r.logStartMoved("event.delete-records", r.log.LogStartOffset())
-	}
-	r.unlock(after)
+	want, err := int64(-1), error(kerr.NotLeaderForPartition)
+	r.drive(func(int) bool {
+		if st := r.status(); st.Role == replication.RoleLeader {
+			want, err = r.proto.deleteRecords(offset)
+		}
+		return false
+	})
 	if err != nil {
 		var oor *storage.OffsetOutOfRangeError
-		if errors.As(err, &oor) {
+		switch {
+		case errors.As(err, &oor):
 			return nil, -1, kerr.OffsetOutOfRange
+		case errors.Is(err, kerr.OffsetOutOfRange), errors.Is(err, kerr.NotLeaderForPartition), errors.Is(err, kerr.InvalidRequest):
+			return nil, -1, err
 		}
 		return nil, -1, fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
 	}
-	return r, offset, nil
-}
-
-// logStartMoved tells the rules and the UI that the log start offset moved
-// to start (DeleteRecords on the leader, or a follower following it).
-// Callers hold r.mu; the calls it returns run after unlock.
-func (r *replica) logStartMoved(key string, start int64) []func() {
-	r.rp.LogStartOffsetAdvanced(start)
-	ev := r.event(events.KindLEO)
-	ev.Offsets = &events.Offsets{Base: start, LEO: r.log.LogEndOffset(), HW: r.hw}
-	r.emit(fact.Say(ev, key, start))
-	return r.processReady()
-}
-
-// followLeaderLogStart moves a follower's log start offset up to the
-// leader's, as Kafka's fetcher does after each fetch response (bounded by
-// the follower's HW): DeleteRecords on the leader reaches every replica.
-// Callers hold r.mu.
-func (r *replica) followLeaderLogStart(leaderStart int64) []func() {
-	if r.q != nil || r.pl != nil || r.stopped {
-		return nil
-	}
-	to := min(leaderStart, r.hw)
-	if to <= r.log.LogStartOffset() {
-		return nil
-	}
-	if err := r.log.SetLogStartOffset(to, r.hw); err != nil {
-		if !errors.Is(err, storage.ErrClosed) {
-			r.b.errLog.log("following the leader's log start offset", "partition", r.tp, "err", err)
-		}
-		return nil
-	}
-	return r.logStartMoved("event.log-start.followed", r.log.LogStartOffset())
+	return r, want, nil
 }
 
 func (b *Broker) handleDeleteGroups(req *kmsg.DeleteGroupsRequest) kmsg.Response {

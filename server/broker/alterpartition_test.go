@@ -99,7 +99,7 @@ func TestLateAlterPartitionAnswerIgnored(t *testing.T) {
 	want("expansion not delivered", []int32{leaderID}, []int32{1, 2})
 
 	// A late copy of A gets its answer.
-	leader.sendAlterPartition(r, a)
+	leader.sendAlterPartition(r.proto.(*isrState), a)
 	want("after the late answer to the shrink", []int32{leaderID}, []int32{1, 2})
 
 	leader.Tick() // sends B again

@@ -14,7 +14,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"tidemark/events"
-	"tidemark/internal/fact"
 	"tidemark/replication"
 	"tidemark/server/controller"
 	"tidemark/server/wire"
@@ -100,11 +99,11 @@ func (b *Broker) updateFetchers(md controller.Metadata) {
 	want := map[int32][]*replica{}
 	for _, r := range b.replicaList() {
 		r.mu.Lock()
-		st := r.rp.Status()
-		stopped := r.stopped || r.q != nil || r.pl != nil // Raft or the pipeline replicates, not fetches
+		leader, ok := r.proto.fetchesFrom()
+		ok = ok && !r.stopped
 		r.mu.Unlock()
-		if !stopped && st.Role == replication.RoleFollower && st.Leader >= 0 && st.Leader != b.cfg.ID {
-			want[st.Leader] = append(want[st.Leader], r)
+		if ok {
+			want[leader] = append(want[leader], r)
 		}
 	}
 	addrs := map[int32]string{}
@@ -574,127 +573,19 @@ func (f *fetcher) latestOffset(ctx context.Context, tp storage.TopicPartition) i
 
 // nextFetch returns the Fetch this replica should send to leader; false if
 // it should send none.
-func (r *replica) nextFetch(leader int32) (replication.FetchRequest, bool) {
-	r.mu.Lock()
-	if r.stopped {
-		r.mu.Unlock()
-		return replication.FetchRequest{}, false
-	}
-	after := r.processReady()
-	fr, ok := r.rp.NextFetch()
-	ok = ok && r.rp.Leader() == leader
-	r.unlock(after)
+func (r *replica) nextFetch(leader int32) (fr replication.FetchRequest, ok bool) {
+	r.drive(func(int) bool {
+		fr, ok = r.proto.nextFetch(leader)
+		return false
+	})
 	return fr, ok
 }
 
-// handleFetchResponse appends what the leader sent and lets the rules see
-// the answer (HW, diverging epoch, errors). A response to a fetch made in
-// another state (this replica became leader, or a new leader epoch began, or
-// its log moved meanwhile) is dropped whole, before anything is appended.
+// handleFetchResponse hands the leader's answer to r's fetch to its
+// protocol, which appends what it sent.
 func (r *replica) handleFetchResponse(leader int32, sent replication.FetchRequest, p *kmsg.FetchResponseTopicPartition, leaderLEO int64, stepped bool) {
-	r.mu.Lock()
-	if r.stopped {
-		r.mu.Unlock()
-		return
-	}
-	b := r.b
-	r.advance(b.nowMs())
-	if !r.rp.CurrentFetch(sent) {
-		b.logger.Debug("dropping a fetch response made in an older state", "partition", r.tp, "leader", leader,
-			"epoch", sent.CurrentLeaderEpoch, "fetchOffset", sent.FetchOffset)
-		r.unlock(r.processReady())
-		return
-	}
-	res := replication.FetchResult{HighWatermark: p.HighWatermark, LogStartOffset: p.LogStartOffset, LogEndOffset: leaderLEO}
-	if p.ErrorCode != 0 {
-		res.Err = kerr.ErrorForCode(p.ErrorCode)
-	}
-	if p.DivergingEpoch.Epoch >= 0 {
-		res.DivergingEpoch = &replication.EpochEndOffset{Epoch: p.DivergingEpoch.Epoch, EndOffset: p.DivergingEpoch.EndOffset}
-	}
-	var after []func()
-	var appended []replication.Batch
-	last := sent.FetchOffset - 1
-	fetchAt := len(r.outbox) // the fetch event goes before what it caused
-	if res.Err == nil && res.DivergingEpoch == nil && len(p.RecordBatches) > 0 {
-		var records []byte
-		records, after = r.prepareFollowerAppend(p.RecordBatches)
-		if len(records) > 0 {
-			info, err := r.log.AppendAsFollower(records)
-			if err != nil {
-				// Nothing was appended (storage rolls a failed append back);
-				// the rules' LEO stays where the log's is.
-				b.logger.Warn("follower append", "partition", r.tp, "err", err)
-			} else {
-				hs := storage.ScanBatchHeaders(records) // AppendAsFollower checked them
-				for _, h := range hs {
-					r.txnSeen = r.txnSeen || h.Attributes&attrTransactional != 0
-					appended = append(appended, replication.Batch{BaseOffset: h.BaseOffset, LastOffset: h.LastOffset(), Epoch: h.PartitionLeaderEpoch})
-				}
-				last = info.LastOffset
-				r.flushBy(b.nowMs())
-				r.outbox = append(r.outbox, outboxEvent{ev: r.appendEvent(info, hs[len(hs)-1].PartitionLeaderEpoch), raw: records, late: true})
-			}
-		}
-	}
-	hwBefore := r.hw
-	if err := r.rp.HandleFetchResponse(res, appended); err != nil {
-		b.logger.Error("fetch response not accepted by the replication rules", "partition", r.tp, "err", err)
-	}
-	after = append(after, r.processReady()...)
-	after = append(after, r.followLeaderLogStart(p.LogStartOffset)...) // admin_more.go
-	// Report a fetch when it changed something or was stepped by hand; a
-	// repeated error is reported once, not at every retry.
-	errName := ""
-	if res.Err != nil {
-		errName = errorName(res.Err)
-	}
-	newErr := errName != r.lastFetchErr
-	r.lastFetchErr = errName
-	if stepped || len(appended) > 0 || (res.Err != nil && newErr) || res.DivergingEpoch != nil || r.hw != hwBefore {
-		ev := r.event(events.KindFetch)
-		ev.Leader = &events.Leadership{Leader: leader, LeaderEpoch: sent.CurrentLeaderEpoch}
-		ev.Offsets = &events.Offsets{Base: sent.FetchOffset, Last: last, HW: p.HighWatermark, LEO: r.log.LogEndOffset()}
-		if res.Err != nil {
-			ev.Error = errorName(res.Err)
-		}
-		if res.DivergingEpoch != nil {
-			ev = fact.Say(ev, "event.fetch.diverging", res.DivergingEpoch.Epoch, res.DivergingEpoch.EndOffset)
-		}
-		r.outbox = slices.Insert(r.outbox, fetchAt, outboxEvent{ev: ev})
-	}
-	r.unlock(after)
-}
-
-// prepareFollowerAppend drops batches the log already holds and, if the
-// leader's first batch starts inside the log's last batch (the two logs cut
-// batches differently after a divergence), has the rules truncate to where
-// it starts. Callers hold r.mu.
-func (r *replica) prepareFollowerAppend(records []byte) ([]byte, []func()) {
-	// Headers only: AppendAsFollower checks every batch's CRC. A partial
-	// batch at the end (a size-capped response) is dropped, as Kafka does.
-	hs := storage.ScanBatchHeaders(records)
-	var whole int64
-	for _, h := range hs {
-		whole += h.Size()
-	}
-	records = records[:whole]
-	leo := r.log.LogEndOffset()
-	for len(hs) > 0 && hs[0].LastOffset() < leo {
-		records = records[hs[0].Size():]
-		hs = hs[1:]
-	}
-	if len(hs) == 0 || hs[0].BaseOffset >= leo {
-		return records, nil
-	}
-	if err := r.rp.TruncateBeforeAppend(hs[0].BaseOffset); err != nil {
-		return nil, nil
-	}
-	after := r.processReady()
-	if r.log.LogEndOffset() != hs[0].BaseOffset {
-		return nil, after // the cut ended elsewhere: fetch again from the new LEO
-	}
-	return records, after
+	f := fetchAnswer{leader: leader, sent: sent, p: p, leaderLEO: leaderLEO, stepped: stepped}
+	r.drive(func(n int) bool { return r.proto.fetched(f, n) })
 }
 
 // fetchResponseEvent describes the leader's answer to r's fetch, for the

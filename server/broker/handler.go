@@ -408,27 +408,30 @@ func (fp *fetchPart) refresh(follower bool) {
 // is the lab time of the request, read once for all its partitions.
 func (b *Broker) followerFetchState(fp *fetchPart, replicaID int32, replicaEpoch int64, nowMs int64) {
 	r := fp.r
-	r.mu.Lock()
-	if r.stopped || r.q != nil || r.pl != nil { // quorum and pipeline replicas do not fetch
-		r.mu.Unlock()
+	var res replication.FetchResult
+	served := false
+	r.drive(func(n int) bool {
+		if n > 0 { // what the fetch waits for, once its Ready is applied
+			fp.upTo = r.log.LogEndOffset()
+			fp.waitOn = r.newData
+			return false
+		}
+		res, served = r.proto.followerFetch(replication.FetchRequest{
+			ReplicaID:          replicaID,
+			FetchOffset:        fp.req.FetchOffset,
+			CurrentLeaderEpoch: fp.req.CurrentLeaderEpoch,
+			LastFetchedEpoch:   fp.req.LastFetchedEpoch,
+			ReplicaEpoch:       replicaEpoch,
+		}, nowMs)
+		if served && res.Err == nil {
+			r.noteFollowerStart(replicaID, fp.req.LogStartOffset)
+		}
+		return true
+	})
+	if !served { // stopped, or a protocol whose replicas do not fetch
 		fp.out.ErrorCode = kerr.NotLeaderForPartition.Code
 		return
 	}
-	r.advance(nowMs)
-	res := r.rp.FollowerFetch(replication.FetchRequest{
-		ReplicaID:          replicaID,
-		FetchOffset:        fp.req.FetchOffset,
-		CurrentLeaderEpoch: fp.req.CurrentLeaderEpoch,
-		LastFetchedEpoch:   fp.req.LastFetchedEpoch,
-		ReplicaEpoch:       replicaEpoch,
-	})
-	if res.Err == nil {
-		r.noteFollowerStart(replicaID, fp.req.LogStartOffset)
-	}
-	after := r.processReady()
-	fp.upTo = r.log.LogEndOffset()
-	fp.waitOn = r.newData
-	r.unlock(after)
 	fp.out.HighWatermark, fp.out.LastStableOffset = res.HighWatermark, res.HighWatermark
 	fp.out.LogStartOffset = res.LogStartOffset
 	if res.Err != nil {

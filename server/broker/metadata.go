@@ -259,36 +259,10 @@ func (b *Broker) createReplicas(hosted []hostedPartition) {
 //
 // Over a delayed link the answer comes later, on the lab's goroutine
 // (Controller.AlterPartition); the proposal stays in flight meanwhile.
-func (b *Broker) sendAlterPartition(r *replica, req replication.AlterPartitionRequest) {
+func (b *Broker) sendAlterPartition(s *isrState, req replication.AlterPartitionRequest) {
+	r := s.r
 	b.cfg.Controller.AlterPartition(r.tp.Topic, r.tp.Partition, b.cfg.ID, b.BrokerEpoch(), req,
-		func(resp replication.AlterPartitionResponse, err error) { b.alterPartitionAnswered(r, req, resp, err) })
-}
-
-// alterPartitionAnswered hands the controller's answer to proposal req to
-// the rules; err: the proposal did not get there (or its answer was lost),
-// and is sent again at the next tick.
-func (b *Broker) alterPartitionAnswered(r *replica, req replication.AlterPartitionRequest, resp replication.AlterPartitionResponse, err error) {
-	if err != nil {
-		b.logger.Debug("AlterPartition not delivered", "partition", r.tp, "err", err)
-		r.mu.Lock()
-		if r.pendingAlter == nil || r.pendingAlter.Proposal < req.Proposal {
-			r.pendingAlter = &req
-		}
-		r.mu.Unlock()
-		b.tickBy(b.nowMs() + b.cfg.TickInterval.Milliseconds()) // a tick retries it
-		return
-	}
-	r.mu.Lock()
-	if r.pendingAlter != nil && r.pendingAlter.Proposal <= req.Proposal {
-		r.pendingAlter = nil
-	}
-	if r.stopped {
-		r.mu.Unlock()
-		return
-	}
-	if err := r.rp.AlterPartitionResponse(req, resp); err != nil && !errors.Is(err, kerr.InvalidRequest) {
-		b.logger.Debug("AlterPartition response", "partition", r.tp, "err", err)
-	}
-	after := r.processReady()
-	r.unlock(after)
+		func(resp replication.AlterPartitionResponse, err error) {
+			r.drive(func(int) bool { r.proto.altered(req, resp, err); return false })
+		})
 }

@@ -1,10 +1,10 @@
 package broker
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"time"
 
@@ -39,124 +39,102 @@ var ErrPipelineUnreachable = errors.New("pipeline member unreachable")
 // discarded replica sends the log in writes of at most this much.
 const pipelineChunkBytes = 1 << 20
 
-// pipelineState is a replica's side of a replication.protocol=pipeline
-// partition (replication/pipeline). The replica's rp is not used for such a
-// partition: the pipeline decides the head (leader), the HW and every
-// truncation. Guarded by replica.mu.
+// pipelineState is a replication.protocol=pipeline replica's side of the
+// contract (replication/pipeline): the pipeline decides the head (leader),
+// the HW and every truncation; acks=all produce requests wait for the HW
+// to pass their last offset. Guarded by replica.mu.
 type pipelineState struct {
+	notFetching
+	r *replica
 	m *pipeline.Member
 	// minISR is the topic's min.insync.replicas, applied to the pipeline's
 	// length.
 	minISR int
-	// waiters are acks=all produce requests waiting for the HW to pass
-	// their last offset, by request id; answered in id order, so their
-	// events come in the same order in every replay (not the map's).
-	waiters map[uint64]pipelineWaiter
-	// outq are messages Ready returned, for the pump to send.
+	// outq are messages Ready returned, for the pump (send) to send.
 	outq []pipeline.Message
-	// pumping is set while a goroutine sends outq (outside replica.mu);
-	// again asks it for one more round.
-	pumping, again bool
-}
-
-type pipelineWaiter struct {
-	ch         chan ProduceResult
-	first      int64
-	last       int64
-	deadlineMs int64
-	// sent is set once the produce's first pump returned (its writes went
-	// down the pipeline and what came back was handled): from then on it
-	// waits for members that did not answer, and Status counts it.
-	sent bool
+	// pumping is set while a goroutine sends outq (outside replica.mu).
+	pumping bool
+	// sends are calls an input queued for after r.mu (ready returns them).
+	sends []func()
 }
 
 // newPipeline makes a new replica's pipeline member from what its log
 // holds; the pipeline itself comes with the metadata (apply).
-func (b *Broker) newPipeline(l *storage.Log, tc controller.TopicConfig, hw int64) *pipelineState {
+func (b *Broker) newPipeline(r *replica, tc controller.TopicConfig, hw int64) *pipelineState {
+	l := r.log
 	stamp := int32(-1)
 	if epochs := l.Epochs(); len(epochs) > 0 {
 		stamp = epochs[len(epochs)-1].Epoch
 	}
 	m := pipeline.New(pipeline.Config{ID: b.cfg.ID, TimeoutMs: tc.Replication().ReplicaLagTimeMaxMs, Unclean: !b.dir.WasCleanShutdown()},
 		pipeline.LogState{LogStartOffset: l.LogStartOffset(), LogEndOffset: l.LogEndOffset(), HighWatermark: min(hw, l.LogEndOffset()), Stamp: stamp}, b.nowMs())
-	return &pipelineState{m: m, minISR: tc.Replication().MinInsyncReplicas, waiters: map[uint64]pipelineWaiter{}}
+	return &pipelineState{r: r, m: m, minISR: tc.Replication().MinInsyncReplicas}
 }
 
-// pipelineStatus is the replica's view in the replication rules' terms:
-// the head leads, the leader epoch is the generation stamp, the ISR is the
-// pipeline in order. Callers hold r.mu.
-func (r *replica) pipelineStatus() replication.Status {
-	st := r.pl.m.Status()
+// status is the replica's view in the replication rules' terms: the head
+// leads, the leader epoch is the generation stamp, the ISR is the pipeline
+// in order.
+func (pl *pipelineState) status() replication.Status {
+	r := pl.r
+	st := pl.m.Status()
 	role, leader := replication.RoleFollower, st.Pipeline.Head()
 	if st.IsHead {
 		role = replication.RoleLeader
 	}
-	waiting := 0
-	for _, w := range r.pl.waiters {
-		if w.sent {
-			waiting++
-		}
-	}
+	waiting := r.waitingSent()
 	return replication.Status{BrokerID: r.b.cfg.ID, Role: role, Leader: leader, LeaderEpoch: st.Pipeline.Stamp,
 		PartitionEpoch: r.applied.PartitionEpoch, Replicas: append([]int32(nil), r.applied.Replicas...), ISR: st.Pipeline.Members,
 		LogStartOffset: r.log.LogStartOffset(), LogEndOffset: r.log.LogEndOffset(), HighWatermark: r.hw,
 		EpochCache: r.log.Epochs(), WaitingProduces: waiting, NowMs: r.tickedMs}
 }
 
-// applyPipeline gives the member the controller's pipeline. A head that
-// is no longer the head fails its waiting produce requests. Callers hold
-// r.mu.
-func (r *replica) applyPipeline(p controller.Partition, tc controller.TopicConfig) {
+// metadata gives the member the controller's pipeline. A head that is no
+// longer the head fails its waiting produce requests.
+func (pl *pipelineState) metadata(p controller.Partition, tc controller.TopicConfig) {
+	r := pl.r
 	r.applied = p
-	r.pl.minISR = tc.Replication().MinInsyncReplicas
+	pl.minISR = tc.Replication().MinInsyncReplicas
 	members := slices.Concat(p.ISR, p.Joining)
 	if p.Leader == replication.NoLeader {
 		members = nil // offline: no head to write through
 	}
-	r.pl.m.SetPipeline(pipeline.Pipeline{Members: members, Stamp: p.LeaderEpoch})
-	if r.pl.m.Status().Pipeline.Head() != r.b.cfg.ID {
-		r.failPipelineWaiters(0, kerr.NotLeaderForPartition)
+	pl.m.SetPipeline(pipeline.Pipeline{Members: members, Stamp: p.LeaderEpoch})
+	if pl.m.Status().Pipeline.Head() != r.b.cfg.ID {
+		r.failWaiters(math.MinInt64, kerr.NotLeaderForPartition)
 	}
 }
 
-// failPipelineWaiters answers err to the waiting produce requests whose
-// records reach from or beyond. Callers hold r.mu.
-func (r *replica) failPipelineWaiters(from int64, err error) {
-	for _, id := range slices.Sorted(maps.Keys(r.pl.waiters)) {
-		if w := r.pl.waiters[id]; w.last >= from {
-			r.answerPipeline(id, ProduceResult{BaseOffset: w.first, LastOffset: w.last, Err: err})
-		}
-	}
+func (pl *pipelineState) setConfig(controller.TopicConfig) error { return nil }
+
+func (pl *pipelineState) retained(int) {
+	pl.m.LogChanged(pl.r.log.LogStartOffset(), pl.r.log.LogEndOffset())
 }
 
-func (r *replica) answerPipeline(id uint64, res ProduceResult) {
-	w, ok := r.pl.waiters[id]
-	if !ok {
-		return
-	}
-	delete(r.pl.waiters, id)
-	w.ch <- res // buffered: never blocks
-	r.emit(r.produceEvent(replication.ProduceResult{ID: id, Acks: -1, BaseOffset: res.BaseOffset, LastOffset: res.LastOffset, Err: res.Err}))
-}
+func (pl *pipelineState) stop() {}
 
-// pipelineReady applies what the member decided, in its order: truncation
-// (a recovery's cut, or a stale replica discarded), received records
+func (pl *pipelineState) clockTicks(int64) {}
+
+var _ protocol = (*pipelineState)(nil)
+
+// ready applies what the member decided, in its order: truncation (a
+// recovery's cut, or a stale replica discarded), received records
 // appended, the new generation stamp in the leader-epoch cache, the HW
 // (answering the produce requests it passed); messages wait in outq for
-// the pump, and a failure report is returned as a call to make after r.mu
-// is released. Callers hold r.mu.
-func (r *replica) pipelineReady() []func() {
+// the pump (send), and a failure report is returned as a call to make
+// after r.mu is released.
+func (pl *pipelineState) ready() []func() {
+	r := pl.r
 	var after []func()
 	for range 4 { // a log that did something else is reported back once
-		rd := r.pl.m.Ready()
+		rd := pl.m.Ready()
 		if rd.Empty() && rd.HighWatermark == r.hw {
 			break
 		}
 		if t := rd.Truncation; t != nil {
-			r.pipelineTruncate(*t)
+			pl.truncate(*t)
 		}
 		if a := rd.Append; a != nil {
-			r.pipelineAppend(a)
+			pl.append(a)
 		}
 		if rd.StampStart >= 0 {
 			if err := r.log.AssignLeaderEpoch(rd.Stamp, rd.StampStart); err != nil && !errors.Is(err, storage.ErrClosed) {
@@ -167,27 +145,24 @@ func (r *replica) pipelineReady() []func() {
 			r.emit(ev)
 		}
 		if rd.HighWatermark != r.hw {
-			r.hw = rd.HighWatermark
-			ev := r.event(events.KindHW)
-			ev.Offsets = &events.Offsets{HW: r.hw, LEO: r.log.LogEndOffset()}
-			r.emit(ev)
-			r.wake()
-			for _, id := range slices.Sorted(maps.Keys(r.pl.waiters)) {
-				if w := r.pl.waiters[id]; w.last < r.hw {
-					r.answerPipeline(id, ProduceResult{BaseOffset: w.first, LastOffset: w.last, Err: r.pl.m.AckError(-1, r.pl.minISR)})
+			r.setHW(rd.HighWatermark)
+			for _, id := range slices.Sorted(maps.Keys(r.waiters)) {
+				if w := r.waiters[id]; w.last < r.hw {
+					r.answer(id, ProduceResult{BaseOffset: w.first, LastOffset: w.last, Err: pl.m.AckError(-1, pl.minISR)})
 				}
 			}
 		}
-		r.pl.outq = append(r.pl.outq, rd.Messages...)
+		pl.outq = append(pl.outq, rd.Messages...)
 		if f := rd.Failure; f != nil {
 			after = append(after, func() { r.reportPipelineFailure(*f) })
 		}
 		if rd.CaughtUp {
-			stamp := r.pl.m.Status().Pipeline.Stamp
+			stamp := pl.m.Status().Pipeline.Stamp
 			after = append(after, func() { r.reportCaughtUp(stamp) })
 		}
 	}
-	r.pipelineTickBy() // the member's ack timeout, whatever started it
+	after = append(after, pl.sends...)
+	pl.sends = nil
 	return after
 }
 
@@ -196,7 +171,8 @@ func (r *replica) pipelineReady() []func() {
 // (discarded whole, to be copied again). Produce requests waiting for
 // records that were cut are answered NOT_LEADER_OR_FOLLOWER (their records
 // were never acknowledged; the producer sends them again).
-func (r *replica) pipelineTruncate(t pipeline.Truncation) {
+func (pl *pipelineState) truncate(t pipeline.Truncation) {
+	r := pl.r
 	rt := replication.Truncation{FromOffset: r.log.LogEndOffset(), ToOffset: t.ToOffset, Cause: replication.TruncateLeaderEndOffset}
 	word := fact.Word("event.word.pipeline.recovery", t.Stamp, t.ToOffset)
 	if t.Discard {
@@ -206,12 +182,13 @@ func (r *replica) pipelineTruncate(t pipeline.Truncation) {
 			word = fact.Word("event.word.pipeline.short", t.BelowHW, t.ToOffset)
 		}
 	}
-	ev := r.truncate(rt)
-	r.emit(fact.Say(ev, "event.pipeline.truncation", rt.Cause, word))
+	o := r.truncate(rt)
+	o.ev = fact.Say(o.ev, "event.pipeline.truncation", rt.Cause, word)
+	r.outbox = append(r.outbox, o)
 	if !t.Discard { // a discard comes with the copy's first records, which the member counts already
-		r.pl.m.LogChanged(r.log.LogStartOffset(), r.log.LogEndOffset())
+		pl.m.LogChanged(r.log.LogStartOffset(), r.log.LogEndOffset())
 	}
-	r.failPipelineWaiters(r.log.LogEndOffset(), kerr.NotLeaderForPartition)
+	r.failWaiters(r.log.LogEndOffset(), kerr.NotLeaderForPartition)
 	if r.hw > r.log.LogEndOffset() {
 		r.hw = r.log.LogEndOffset()
 	}
@@ -219,17 +196,18 @@ func (r *replica) pipelineTruncate(t pipeline.Truncation) {
 
 // pipelineAppend appends records its predecessor forwarded (batches
 // already stamped with their offsets and generation stamps).
-func (r *replica) pipelineAppend(a *pipeline.Message) {
+func (pl *pipelineState) append(a *pipeline.Message) {
+	r := pl.r
 	info, err := r.log.AppendAsFollower(a.Records)
 	if err != nil {
 		if !errors.Is(err, storage.ErrClosed) {
 			r.b.errLog.log("appending forwarded records", "partition", r.tp, "err", err)
 		}
-		r.pl.m.LogChanged(r.log.LogStartOffset(), r.log.LogEndOffset())
+		pl.m.LogChanged(r.log.LogStartOffset(), r.log.LogEndOffset())
 		return
 	}
 	r.producers = nil // rebuilt from the log if this replica comes to head
-	epoch := r.pl.m.Status().Pipeline.Stamp
+	epoch := pl.m.Status().Pipeline.Stamp
 	if hs := storage.ScanBatchHeaders(a.Records); len(hs) > 0 {
 		epoch = hs[len(hs)-1].PartitionLeaderEpoch
 	}
@@ -262,77 +240,55 @@ func (r *replica) reportCaughtUp(stamp int32) {
 	}
 }
 
-// pipelineTick shows the member the time (its ack timeout) and
-// times out produce requests past their deadline. Callers hold r.mu.
-func (r *replica) pipelineTick(nowMs int64) []func() {
-	r.pl.m.Tick(nowMs)
-	for _, id := range slices.Sorted(maps.Keys(r.pl.waiters)) {
-		if w := r.pl.waiters[id]; nowMs >= w.deadlineMs {
-			r.answerPipeline(id, ProduceResult{BaseOffset: w.first, LastOffset: w.last, Err: kerr.RequestTimedOut})
-		}
-	}
-	return r.pipelineReady()
+// tick shows the member the time (its ack timeout) and times out produce
+// requests past their deadline.
+func (pl *pipelineState) tick(nowMs int64) {
+	pl.m.Tick(nowMs)
+	pl.r.expireWaiters(nowMs)
 }
 
-// pipelineTickBy has the broker tick at the member's next deadline and
-// the first produce deadline. Callers hold r.mu.
-func (r *replica) pipelineTickBy() {
-	next := r.pl.m.NextTickMs()
-	for _, w := range r.pl.waiters {
-		next = min(next, w.deadlineMs)
-	}
-	if next < 1<<63-1 {
-		r.b.tickBy(next)
-	}
+// nextTickMs is the member's next deadline (its ack timeout, whatever
+// started it) or the first produce deadline.
+func (pl *pipelineState) nextTickMs() int64 {
+	return min(pl.m.NextTickMs(), pl.r.waitersDeadline())
 }
 
-// pump sends the messages the member queued, outside r.mu, and runs the
-// member again on what came of them. One goroutine pumps a replica at a
-// time (on an undelayed link delivery is in the sender's call, so a
-// write's whole round trip — the successors' appends and their acks —
-// happens inside it); another
-// caller only asks it for one more round, which keeps the writes to a
-// successor in log order and never waits on a lock across a send.
-func (r *replica) pump() {
+// send is the pump: it sends the messages the member queued, outside
+// r.mu, and drives the member again on what came of them. One goroutine
+// pumps a replica at a time (on an undelayed link delivery is in the
+// sender's call, so a write's whole round trip — the successors' appends
+// and their acks — happens inside it); another caller leaves its messages
+// to it, which keeps the writes to a successor in log order and never
+// waits on a lock across a send.
+func (pl *pipelineState) send() {
+	r := pl.r
 	r.mu.Lock()
-	if r.pl == nil || r.stopped {
+	if r.stopped || pl.pumping {
 		r.mu.Unlock()
 		return
 	}
-	if r.pl.pumping {
-		r.pl.again = true
-		r.mu.Unlock()
-		return
-	}
-	r.pl.pumping = true
+	pl.pumping = true
 	for {
-		r.pl.again = false
-		after := r.pipelineReady()
-		msgs := r.pl.outq
-		r.pl.outq = nil
-		done := len(msgs) == 0 || r.stopped
-		if done {
-			r.pl.pumping = false
-		}
-		r.unlock(after)
-		if done {
-			return
-		}
-		for _, msg := range msgs {
-			r.send(msg)
-		}
-		r.mu.Lock()
-		if r.stopped {
-			r.pl.pumping = false
+		msgs := pl.outq
+		pl.outq = nil
+		if len(msgs) == 0 || r.stopped {
+			pl.pumping = false
 			r.mu.Unlock()
 			return
 		}
+		r.mu.Unlock()
+		for _, msg := range msgs {
+			pl.sendOne(msg)
+		}
+		r.drive(func(int) bool { return false }) // what came back, and what it queued
+		r.mu.Lock()
 	}
 }
 
-// send delivers one message, a write's records read from the log in
+// sendOne delivers one message, a write's records read from the log in
 // chunks; a message not delivered is reported to the member (Unreachable).
-func (r *replica) send(msg pipeline.Message) {
+func (pl *pipelineState) sendOne(msg pipeline.Message) {
+	r := pl.r
 	tr := r.b.cfg.Pipeline
 	err := errNoPipelineTransport
 	if tr != nil && (msg.Kind != pipeline.KindWrite || msg.Recover) {
@@ -361,7 +317,7 @@ func (r *replica) send(msg pipeline.Message) {
 		return
 	}
 	r.mu.Lock()
-	r.undelivered(msg, err)
+	pl.undelivered(msg, err)
 	r.mu.Unlock()
 }
 
@@ -369,15 +325,16 @@ func (r *replica) send(msg pipeline.Message) {
 // or no transport) or was refused by its receiver to the member. A message
 // of a stamp the member has left is dropped: its failure says nothing
 // about the current pipeline. Callers hold r.mu.
-func (r *replica) undelivered(msg pipeline.Message, err error) {
+func (pl *pipelineState) undelivered(msg pipeline.Message, err error) {
+	r := pl.r
 	r.b.logger.Debug("pipeline message not delivered", "partition", r.tp, "kind", msg.Kind, "to", msg.To, "err", err)
 	switch {
-	case r.stopped || r.pl == nil || msg.Stamp != r.pl.m.Status().Pipeline.Stamp:
+	case r.stopped || msg.Stamp != pl.m.Status().Pipeline.Stamp:
 	case errors.Is(err, ErrPipelineUnreachable) || errors.Is(err, errNoPipelineTransport):
-		r.pl.m.Unreachable(msg.To)
+		pl.m.Unreachable(msg.To)
 	default:
-		r.pl.m.Refused(msg.To)
-		r.pipelineTickBy() // the retry
+		pl.m.Refused(msg.To)
+		r.b.tickBy(pl.nextTickMs()) // the retry
 	}
 }
 
@@ -390,10 +347,14 @@ func (b *Broker) PipelineUndelivered(tp storage.TopicPartition, msg pipeline.Mes
 	if r == nil {
 		return
 	}
-	r.mu.Lock()
-	r.undelivered(msg, err)
-	r.mu.Unlock()
-	r.pump()
+	_ = b.receive(tp, "pipeline", undelivered{msg, err})
+}
+
+// undelivered is a message this replica sent that did not arrive, or was
+// refused, told after the send returned (PipelineUndelivered).
+type undelivered struct {
+	msg pipeline.Message
+	err error
 }
 
 var errNoPipelineTransport = errors.New("no pipeline transport configured")
@@ -404,61 +365,44 @@ var errNoPipelineTransport = errors.New("no pipeline transport configured")
 // hosts none (yet); NOT_LEADER_OR_FOLLOWER when it is not a pipeline
 // replica; the member's refusal (FENCED_LEADER_EPOCH for an older stamp).
 func (b *Broker) ReceivePipeline(from int32, tp storage.TopicPartition, msg pipeline.Message) error {
-	r := b.replicaFor(tp.Topic, tp.Partition)
-	if r == nil {
-		return fmt.Errorf("%w: %s on broker %d", kerr.UnknownTopicOrPartition, tp, b.cfg.ID)
-	}
-	if msg.From != from {
+	if b.replicaFor(tp.Topic, tp.Partition) != nil && msg.From != from {
 		return fmt.Errorf("%w: pipeline message from %d sent by %d", kerr.InvalidRequest, msg.From, from)
 	}
-	r.mu.Lock()
-	if r.stopped || r.pl == nil {
-		r.mu.Unlock()
-		return fmt.Errorf("%w: %s on broker %d is not a pipeline replica", kerr.NotLeaderForPartition, tp, b.cfg.ID)
-	}
-	if err := r.pl.m.Step(msg); err != nil {
-		r.mu.Unlock()
-		return err
-	}
-	r.unlock(r.pipelineReady())
-	r.pump()
-	return nil
+	return b.receive(tp, "pipeline", msg)
 }
 
-// producePipeline appends a batch on the pipeline's head, stamped with the
-// generation stamp, and forwards it; acks=all waits for the tail's ack
+// step hands the member a message from another replica.
+func (pl *pipelineState) step(msg any) error {
+	switch m := msg.(type) {
+	case pipeline.Message:
+		return pl.m.Step(m)
+	case undelivered:
+		pl.undelivered(m.msg, m.err)
+		return nil
+	}
+	return errWrongProtocol
+}
+
+// produce appends a batch on the pipeline's head, stamped with the
+// generation stamp, to be forwarded; acks=all waits for the tail's ack
 // (the HW passing it), acks=1 and acks=0 only for the head's append, as on
 // an ISR leader. Idempotent producers are checked as on an ISR leader.
-func (r *replica) producePipeline(ctx context.Context, acks int16, records []byte, ui []events.Record, timeout time.Duration) ProduceResult {
-	r.mu.Lock()
-	if r.stopped {
-		r.mu.Unlock()
-		return refused(kerr.NotLeaderForPartition)
+func (pl *pipelineState) produce(acks int16, records []byte, ui []events.Record, now int64, timeout time.Duration) produced {
+	r := pl.r
+	if err := pl.m.CheckProduce(acks, pl.minISR); err != nil {
+		return produced{res: r.refuseProduce(acks, err)}
 	}
-	now := r.b.nowMs()
-	if err := r.pl.m.CheckProduce(acks, r.pl.minISR); err != nil {
-		return r.refuseProduceLocked(acks, err)
-	}
-	epoch := r.pl.m.Status().Pipeline.Stamp
-	info, refusal, ok := r.appendProduced(ctx, acks, records, ui, epoch, now, timeout)
+	epoch := pl.m.Status().Pipeline.Stamp
+	info, p, ok := r.appendProduced(acks, records, ui, epoch, now)
 	if !ok {
-		return refusal
+		return p
 	}
-	r.pl.m.Produced(info.LogEndOffset)
+	pl.m.Produced(info.LogEndOffset)
 	res := ProduceResult{BaseOffset: info.FirstOffset, LastOffset: info.LastOffset}
 	if acks != -1 {
 		r.nextID++
-		r.emit(r.produceEvent(replication.ProduceResult{ID: r.nextID, Acks: acks, BaseOffset: info.FirstOffset, LastOffset: info.LastOffset}))
-		r.unlock(r.pipelineReady())
-		r.pump()
-		return res
+		r.emit(r.produceEvent(acks, res))
+		return produced{res: res}
 	}
-	r.nextID++
-	id := r.nextID
-	ch := make(chan ProduceResult, 1)
-	r.pl.waiters[id] = pipelineWaiter{ch: ch, first: info.FirstOffset, last: info.LastOffset, deadlineMs: now + timeout.Milliseconds()}
-	r.unlock(r.pipelineReady())
-	r.pump()
-	res.Err = kerr.RequestTimedOut // appended by the head, not acknowledged
-	return awaitProduce(ctx, r, r.pl.waiters, id, func(w *pipelineWaiter) { w.sent = true }, ch, res)
+	return r.wait(acks, info.FirstOffset, info.LastOffset, now+timeout.Milliseconds())
 }

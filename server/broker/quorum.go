@@ -1,10 +1,9 @@
 package broker
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"maps"
+	"math"
 	"slices"
 	"time"
 
@@ -27,15 +26,14 @@ type RaftTransport interface {
 	SendRaft(from, to int32, tp storage.TopicPartition, msg []byte) error
 }
 
-// quorumState is a replica's Raft side, for topics with
-// replication.protocol=quorum (replication/quorum). The replica's rp is not
-// used for such a partition: Raft decides leadership and the HW.
-// Guarded by replica.mu.
+// quorumState is a replication.protocol=quorum replica's side of the
+// contract (replication/quorum: etcd raft): Raft decides leadership and
+// the HW; the replica's produce requests wait for their entry (by proposal
+// id) to commit. Guarded by replica.mu.
 type quorumState struct {
+	notFetching
+	r    *replica
 	node *quorum.Node
-	// waiters are produce requests waiting for their entry to commit, by
-	// proposal id.
-	waiters map[uint64]quorumWaiter
 	// leader and term are the last leadership the replica reported in
 	// events; reportedTerm is the term the controller last accepted from
 	// this broker as leader (reported again at each tick until it is).
@@ -54,28 +52,14 @@ type quorumState struct {
 	isrSent      []int32
 	isrSentEpoch int32
 	isrFailed    bool
-}
-
-type quorumWaiter struct {
-	ch         chan ProduceResult
-	acks       int16
-	deadlineMs int64
-	// sent is set once the proposal's first messages went out (and came
-	// back, delivery being synchronous): from then on the request waits
-	// for peers that were not reachable, and Status counts it.
-	sent bool
-}
-
-// answer completes a waiting produce request and reports it as the ISR
-// path does (an ack, or a produce error). Callers hold r.mu.
-func (r *replica) answer(id uint64, res ProduceResult) {
-	w, ok := r.q.waiters[id]
-	if !ok {
-		return
-	}
-	delete(r.q.waiters, id)
-	w.ch <- res // buffered: never blocks
-	r.emit(r.produceEvent(replication.ProduceResult{ID: id, Acks: w.acks, BaseOffset: res.BaseOffset, LastOffset: res.LastOffset, Err: res.Err}))
+	// sends are calls an input queued for after r.mu (ready returns them).
+	sends []func()
+	// stepped says an input stepped the node (a tick, a message, a
+	// proposal, the broker's tick): ready drains the node only then, so
+	// inputs that do not step Raft (metadata, a tick not yet due) leave
+	// its Ready to the next step, and a paused lab's elections replay
+	// exactly.
+	stepped bool
 }
 
 // openQuorum opens the Raft node of a new quorum replica in its log's
@@ -84,10 +68,11 @@ func (r *replica) answer(id uint64, res ProduceResult) {
 // no Raft state yet that is the first in the assignment campaigns at once,
 // so a new topic's first leader is the one the controller's metadata
 // already names.
-func (b *Broker) openQuorum(l *storage.Log, replicas []int32) (*quorumState, error) {
+func (b *Broker) openQuorum(r *replica, replicas []int32) (*quorumState, error) {
+	l := r.log
 	// Raft ticks on the lab's grid of TickInterval (nextOnGrid), so the
 	// brokers' quorum replicas tick in the same wake-ups.
-	q := &quorumState{waiters: map[uint64]quorumWaiter{}, leader: -1, tickedMs: slotMs(b.nowMs(), b.cfg.TickInterval)}
+	q := &quorumState{r: r, leader: -1, tickedMs: slotMs(b.nowMs(), b.cfg.TickInterval)}
 	n, err := quorum.Open(quorum.Config{ID: b.cfg.ID, Voters: replicas, Dir: l.Dir(), FS: b.cfg.FS, Logger: b.logger,
 		LogEndOffset: l.LogEndOffset(), CompactEntries: b.cfg.RaftCompactEntries, SyncLog: l.Flush,
 		Restore: func(d quorum.SnapshotData) error { q.restored = true; return restoreSnapshot(l, d) },
@@ -150,14 +135,9 @@ func restoreSnapshot(l *storage.Log, d quorum.SnapshotData) error {
 // quorum partition it is made from Raft's state (leader epoch = term, HW =
 // the committed end) and the Metadata's ISR, which the Raft leader keeps
 // to the replicas it sees as caught up (proposeQuorumISR).
-func (r *replica) status() replication.Status {
-	if r.pl != nil {
-		return r.pipelineStatus() // pipeline.go
-	}
-	if r.q == nil {
-		return r.rp.Status()
-	}
-	st := r.q.node.Status()
+func (q *quorumState) status() replication.Status {
+	r := q.r
+	st := q.node.Status()
 	role := replication.RoleFollower
 	if st.Role == "leader" {
 		role = replication.RoleLeader
@@ -175,55 +155,51 @@ func (r *replica) status() replication.Status {
 	return replication.Status{BrokerID: r.b.cfg.ID, Role: role, Leader: st.Leader, LeaderEpoch: int32(st.Term),
 		PartitionEpoch: r.applied.PartitionEpoch, Replicas: slices.Clone(r.applied.Replicas), ISR: isr,
 		LogStartOffset: r.log.LogStartOffset(), LogEndOffset: r.log.LogEndOffset(), HighWatermark: r.hw,
-		EpochCache: r.log.Epochs(), WaitingProduces: r.waitingQuorum(), NowMs: r.tickedMs}
+		EpochCache: r.log.Epochs(), WaitingProduces: r.waitingSent(), NowMs: r.tickedMs}
 }
 
-// waitingQuorum counts the produce requests whose proposal went out and
-// did not commit: a caller that sees the count grow knows the produce
-// either waits for a majority or has been answered.
-func (r *replica) waitingQuorum() int {
-	n := 0
-	for _, w := range r.q.waiters {
-		if w.sent {
-			n++
-		}
-	}
-	return n
-}
-
-// quorumTick times out produce requests past their deadline and reports a
+// tick times out produce requests past their deadline and reports a
 // leadership the controller has not taken yet. Raft's own ticks come from
-// TickRaft; the broker is asked to tick again when Raft's next tick may do
-// something (Node.TicksUntilDue: an idle follower not before its election
-// timeout, an idle leader at its next heartbeat) or a produce request's
-// deadline passes, whichever is first. Callers hold r.mu; the returned
-// calls run after it is released.
-func (r *replica) quorumTick(nowMs int64) []func() {
-	if r.q.isrFailed {
-		r.q.isrFailed, r.q.isrSent = false, nil
+// TickRaft (clockTicks); the broker is asked to tick again when Raft's
+// next tick may do something or a produce request's deadline passes
+// (nextTickMs).
+func (q *quorumState) tick(nowMs int64) {
+	q.stepped = true
+	if q.isrFailed {
+		q.isrFailed, q.isrSent = false, nil
 	}
-	for _, id := range slices.Sorted(maps.Keys(r.q.waiters)) { // in id order: the same events in every replay
-		if w := r.q.waiters[id]; nowMs >= w.deadlineMs {
-			r.answer(id, refused(kerr.RequestTimedOut))
-		}
+	q.r.expireWaiters(nowMs)
+	if st := q.node.Status(); st.Role == "leader" && q.reportedTerm < st.Term {
+		q.sends = append(q.sends, q.reportQuorumLeader(st.Term))
 	}
-	after := r.quorumReady()
-	if st := r.q.node.Status(); st.Role == "leader" && r.q.reportedTerm < st.Term {
-		after = append(after, r.reportQuorumLeader(st.Term))
-	}
-	r.b.tickBy(r.nextQuorumTickMs())
-	return after
 }
 
-// nextQuorumTickMs is when the replica's broker must tick next for Raft
-// and the produce requests waiting on it. Callers hold r.mu.
-func (r *replica) nextQuorumTickMs() int64 {
-	next := r.q.tickedMs + int64(r.q.node.TicksUntilDue())*r.b.cfg.TickInterval.Milliseconds()
-	for _, w := range r.q.waiters {
-		next = min(next, w.deadlineMs)
-	}
-	return next
+// nextTickMs is when the replica's broker must tick next for Raft
+// (Node.TicksUntilDue: an idle follower not before its election timeout,
+// an idle leader at its next heartbeat) and the produce requests waiting
+// on it.
+func (q *quorumState) nextTickMs() int64 {
+	next := q.tickedMs + int64(q.node.TicksUntilDue())*q.r.b.cfg.TickInterval.Milliseconds()
+	return min(next, q.r.waitersDeadline())
 }
+
+// metadata records the controller's view: Raft, not the controller,
+// decides who leads.
+func (q *quorumState) metadata(p controller.Partition, _ controller.TopicConfig) { q.r.applied = p }
+
+func (q *quorumState) setConfig(controller.TopicConfig) error { return nil }
+
+func (q *quorumState) retained(int) {}
+
+func (q *quorumState) send() {}
+
+func (q *quorumState) stop() {
+	if err := q.node.Close(); err != nil {
+		q.r.b.logger.Warn("closing the Raft state", "partition", q.r.tp, "err", err)
+	}
+}
+
+var _ protocol = (*quorumState)(nil)
 
 // maxRaftCatchUp bounds the Raft ticks one TickRaft gives a replica: a
 // clock that jumped further (a running lab resumed after a long pause)
@@ -238,48 +214,56 @@ const maxRaftCatchUp = 200
 // would have while the clock ran.
 func (b *Broker) TickRaft(now time.Time) {
 	for _, r := range b.replicaList() {
-		if r.q != nil { // set when the replica is made, never changed
-			r.tickRaft(now.UnixMilli())
-		}
+		r.proto.clockTicks(now.UnixMilli())
 	}
 }
 
-func (r *replica) tickRaft(nowMs int64) {
+// clockTicks gives Raft its ticks due up to nowMs, each driven as a step.
+func (q *quorumState) clockTicks(nowMs int64) {
+	r := q.r
 	interval := r.b.cfg.TickInterval.Milliseconds()
 	for n := 0; ; n++ {
-		r.mu.Lock()
-		if r.stopped || r.q.tickedMs+interval > nowMs {
-			if !r.stopped {
-				r.b.tickBy(r.nextQuorumTickMs())
+		ticked := false
+		if !r.drive(func(int) bool {
+			switch {
+			case q.tickedMs+interval > nowMs:
+			case n == maxRaftCatchUp:
+				q.tickedMs = slotMs(nowMs, r.b.cfg.TickInterval) // on the grid, as at open
+			default:
+				q.tickedMs += interval
+				q.node.Tick()
+				q.stepped, ticked = true, true
 			}
-			r.mu.Unlock()
+			return false
+		}) || !ticked {
 			return
 		}
-		if n == maxRaftCatchUp {
-			r.q.tickedMs = slotMs(nowMs, r.b.cfg.TickInterval) // on the grid, as at open
-			r.mu.Unlock()
-			return
-		}
-		r.q.tickedMs += interval
-		r.q.node.Tick()
-		r.unlock(r.quorumReady())
 	}
 }
 
-// quorumReady drains the Raft node: committed entries are appended to the
+// ready drains the Raft node: committed entries are appended to the
 // segment log (the term as the batch's leader epoch) and answer their
 // produce requests, the HW moves to the committed end, leadership changes
 // are reported, and the messages for other replicas are returned as a call
-// to make after r.mu is released. Callers hold r.mu.
-func (r *replica) quorumReady() []func() {
-	rd, err := r.q.node.Ready()
+// to make after r.mu is released.
+func (q *quorumState) ready() []func() {
+	r := q.r
+	if !q.stepped {
+		after := q.sends
+		q.sends = nil
+		return after
+	}
+	q.stepped = false
+	rd, err := q.node.Ready()
 	if err != nil {
 		r.b.errLog.log("Raft state", "partition", r.tp, "err", err)
-		r.failQuorumWaiters(kerr.KafkaStorageError)
-		return nil
+		r.failWaiters(math.MinInt64, kerr.KafkaStorageError)
+		after := q.sends
+		q.sends = nil
+		return after
 	}
-	if r.q.restored { // the log now holds the snapshot's records
-		r.q.restored = false
+	if q.restored { // the log now holds the snapshot's records
+		q.restored = false
 		r.producers = nil
 		ev := r.event(events.KindLEO)
 		ev.Offsets = &events.Offsets{Base: r.log.LogStartOffset(), LEO: r.log.LogEndOffset(), HW: r.hw}
@@ -287,27 +271,21 @@ func (r *replica) quorumReady() []func() {
 	}
 	applied := true
 	for _, e := range rd.Committed {
-		if applied = r.applyCommitted(e); !applied {
+		if applied = q.applyCommitted(e); !applied {
 			break
 		}
 	}
 	if applied && rd.LastCommitted > 0 {
-		if err := r.q.node.Applied(rd.LastCommitted, r.log.LogEndOffset()); err != nil {
+		if err := q.node.Applied(rd.LastCommitted, r.log.LogEndOffset()); err != nil {
 			r.b.errLog.log("Raft state", "partition", r.tp, "err", err)
 		}
 	}
 	var after []func()
-	if leo := r.log.LogEndOffset(); leo != r.hw {
-		r.hw = leo
-		ev := r.event(events.KindHW)
-		ev.Offsets = &events.Offsets{HW: r.hw, LEO: leo}
-		r.emit(ev)
-		r.wake()
-	}
-	st := r.q.node.Status()
-	if st.Leader != r.q.leader || st.Term != r.q.term {
-		wasLeader := r.q.leader == r.b.cfg.ID
-		r.q.leader, r.q.term = st.Leader, st.Term
+	r.setHW(r.log.LogEndOffset())
+	st := q.node.Status()
+	if st.Leader != q.leader || st.Term != q.term {
+		wasLeader := q.leader == r.b.cfg.ID
+		q.leader, q.term = st.Leader, st.Term
 		// The controller's election event tells the lab; each replica's
 		// epoch cache changes when a batch of the new term is appended.
 		r.b.logger.Debug("Raft leadership", "partition", r.tp, "term", st.Term, "leader", st.Leader)
@@ -315,19 +293,21 @@ func (r *replica) quorumReady() []func() {
 			// Entries this leader proposed may still commit under the
 			// next one, but it cannot tell: Kafka answers a request
 			// whose leader moved NOT_LEADER_OR_FOLLOWER.
-			r.failQuorumWaiters(kerr.NotLeaderForPartition)
+			r.failWaiters(math.MinInt64, kerr.NotLeaderForPartition)
 		}
 		if st.Leader == r.b.cfg.ID {
-			after = append(after, r.reportQuorumLeader(st.Term))
+			after = append(after, q.reportQuorumLeader(st.Term))
 		}
 	}
 	if len(rd.Messages) > 0 {
 		msgs := rd.Messages
-		after = append(after, func() { r.b.sendRaft(r, msgs) })
+		after = append(after, func() { q.sendRaft(msgs) })
 	}
-	if f := r.proposeQuorumISR(st); f != nil {
+	if f := q.proposeQuorumISR(st); f != nil {
 		after = append(after, f)
 	}
+	after = append(after, q.sends...)
+	q.sends = nil
 	return after
 }
 
@@ -337,16 +317,17 @@ func (r *replica) quorumReady() []func() {
 // Metadata's: the controller owns the ISR every replica shows, and for a
 // quorum partition only the Raft leader changes it. Nil when there is
 // nothing to propose. Callers hold r.mu.
-func (r *replica) proposeQuorumISR(st quorum.Status) func() {
+func (q *quorumState) proposeQuorumISR(st quorum.Status) func() {
+	r := q.r
 	me := r.b.cfg.ID
 	if st.Role != "leader" || r.applied.Leader != me || r.applied.LeaderEpoch != int32(st.Term) {
 		return nil // the controller does not name this leadership yet
 	}
-	isr := r.q.node.CaughtUp()
-	if sameMembers(isr, r.applied.ISR) || r.q.isrSentEpoch == r.applied.PartitionEpoch && slices.Equal(isr, r.q.isrSent) {
+	isr := q.node.CaughtUp()
+	if sameMembers(isr, r.applied.ISR) || q.isrSentEpoch == r.applied.PartitionEpoch && slices.Equal(isr, q.isrSent) {
 		return nil
 	}
-	r.q.isrSent, r.q.isrSentEpoch = isr, r.applied.PartitionEpoch
+	q.isrSent, q.isrSentEpoch = isr, r.applied.PartitionEpoch
 	req := replication.AlterPartitionRequest{BrokerID: me, LeaderEpoch: int32(st.Term), PartitionEpoch: r.applied.PartitionEpoch, NewISR: isr}
 	return func() {
 		r.b.cfg.Controller.AlterPartition(r.tp.Topic, r.tp.Partition, me, r.b.BrokerEpoch(), req, func(resp replication.AlterPartitionResponse, err error) {
@@ -356,7 +337,7 @@ func (r *replica) proposeQuorumISR(st quorum.Status) func() {
 			if err != nil {
 				r.b.logger.Debug("quorum ISR not altered", "partition", r.tp, "isr", isr, "err", err)
 				r.mu.Lock()
-				r.q.isrFailed = true // proposed again at the next tick
+				q.isrFailed = true // proposed again at the next tick
 				r.mu.Unlock()
 				r.b.tickBy(r.b.nowMs() + r.b.cfg.TickInterval.Milliseconds())
 				return
@@ -384,7 +365,8 @@ func sameMembers(a, b []int32) bool {
 // to the same log, so each reaches the same verdict: a retried batch is not
 // appended twice, and its proposer answers the original offsets. It reports
 // whether the next entry may follow.
-func (r *replica) applyCommitted(e quorum.Entry) bool {
+func (q *quorumState) applyCommitted(e quorum.Entry) bool {
+	r := q.r
 	pc, err := r.checkProducers(e.Batch)
 	switch {
 	case errors.Is(err, kerr.OutOfOrderSequenceNumber) || errors.Is(err, kerr.InvalidProducerEpoch) || errors.Is(err, kerr.DuplicateSequenceNumber):
@@ -401,7 +383,6 @@ func (r *replica) applyCommitted(e quorum.Entry) bool {
 		}
 		return true
 	}
-	epochs := len(r.log.Epochs())
 	info, err := r.log.AppendAsLeader(e.Batch, int32(e.Term))
 	if err != nil {
 		if !errors.Is(err, storage.ErrClosed) {
@@ -410,14 +391,9 @@ func (r *replica) applyCommitted(e quorum.Entry) bool {
 		return false
 	}
 	r.producersAppended(pc, info)
-	if cache := r.log.Epochs(); len(cache) > epochs { // the first batch of a term
-		ev := r.event(events.KindEpoch)
-		last := cache[len(cache)-1]
-		ev.Leader = &events.Leadership{Leader: r.q.leader, LeaderEpoch: last.Epoch, StartOffset: last.StartOffset}
-		r.emit(ev)
-	}
+	r.emit(r.epochEvents(info.Epochs, q.leader)...) // the first batch of a term
 	ev := r.appendEvent(info, int32(e.Term))
-	ev.Leader.Leader = r.q.leader
+	ev.Leader.Leader = q.leader
 	r.outbox = append(r.outbox, outboxEvent{ev: ev, raw: e.Batch, late: e.Proposer != r.b.cfg.ID})
 	if e.Proposer == r.b.cfg.ID {
 		r.answer(e.ProposalID, ProduceResult{BaseOffset: info.FirstOffset, LastOffset: info.LastOffset})
@@ -425,15 +401,10 @@ func (r *replica) applyCommitted(e quorum.Entry) bool {
 	return true
 }
 
-func (r *replica) failQuorumWaiters(err error) {
-	for _, id := range slices.Sorted(maps.Keys(r.q.waiters)) {
-		r.answer(id, refused(err))
-	}
-}
-
 // reportQuorumLeader returns the call that tells the controller this
 // broker leads in term, so Metadata sends clients here.
-func (r *replica) reportQuorumLeader(term uint64) func() {
+func (q *quorumState) reportQuorumLeader(term uint64) func() {
+	r := q.r
 	return func() {
 		err := r.b.cfg.Controller.QuorumLeader(r.tp.Topic, r.tp.Partition, r.b.cfg.ID, r.b.BrokerEpoch(), int32(term))
 		if err != nil {
@@ -442,7 +413,7 @@ func (r *replica) reportQuorumLeader(term uint64) func() {
 		}
 		r.mu.Lock()
 		if !r.stopped {
-			r.q.reportedTerm = max(r.q.reportedTerm, term)
+			q.reportedTerm = max(q.reportedTerm, term)
 		}
 		r.mu.Unlock()
 		r.b.refreshNow() // the new leader epoch reaches the replicas with the metadata
@@ -480,7 +451,8 @@ func (b *Broker) refreshSoon() {
 // transport drops what a cut link or a stopped broker would), outside every
 // lock; a peer that a message could not reach is reported unreachable to
 // Raft.
-func (b *Broker) sendRaft(r *replica, msgs []raftpb.Message) {
+func (q *quorumState) sendRaft(msgs []raftpb.Message) {
+	r, b := q.r, q.r.b
 	var unreachable []int32
 	type snapSent struct {
 		to int32
@@ -527,11 +499,11 @@ func (b *Broker) sendRaft(r *replica, msgs []raftpb.Message) {
 	r.mu.Lock()
 	if !r.stopped {
 		for _, id := range unreachable {
-			r.q.node.ReportUnreachable(id)
+			q.node.ReportUnreachable(id)
 		}
 		// Delivery is synchronous: the follower restored it, or did not.
 		for _, s := range snaps {
-			r.q.node.ReportSnapshot(s.to, s.ok)
+			q.node.ReportSnapshot(s.to, s.ok)
 		}
 	}
 	r.mu.Unlock()
@@ -625,75 +597,45 @@ func (b *Broker) ReceiveRaft(from int32, tp storage.TopicPartition, msg []byte) 
 	if int32(m.From) != from {
 		return fmt.Errorf("%w: Raft message from %d sent by %d", kerr.InvalidRequest, m.From, from)
 	}
-	if r.q != nil && !b.cfg.Clock.Paused() {
+	if !b.cfg.Clock.Paused() {
 		// An idle replica's broker does not wake for ticks that only
 		// count (TicksUntilDue): give them before the message, so Raft
 		// counts its timeouts from the right tick. (A paused lab's Step
 		// gives every broker each tick in turn.)
-		r.tickRaft(b.nowMs())
+		r.proto.clockTicks(b.nowMs())
 	}
-	r.mu.Lock()
-	if r.stopped || r.q == nil {
-		r.mu.Unlock()
-		return fmt.Errorf("%w: %s on broker %d is not a quorum replica", kerr.NotLeaderForPartition, tp, b.cfg.ID)
-	}
-	if err := r.q.node.Step(m); err != nil {
-		r.mu.Unlock()
-		return err
-	}
-	r.unlock(r.quorumReady())
-	return nil
+	return b.receive(tp, "quorum", m)
 }
 
-// produceQuorum proposes a batch to Raft on the leader and waits for it to
+// step hands Raft a message from another replica.
+func (q *quorumState) step(msg any) error {
+	m, ok := msg.(raftpb.Message)
+	if !ok {
+		return errWrongProtocol
+	}
+	err := q.node.Step(m)
+	q.stepped = err == nil
+	return err
+}
+
+// produce proposes a batch to Raft on the leader, to wait for it to
 // commit. acks=1 waits as acks=all does: under Raft the leader appends
 // nothing to its segment log before a majority has the entry, so there is
 // no earlier point at which the leader alone has it. acks=0 returns once
-// proposed.
-func (r *replica) produceQuorum(ctx context.Context, acks int16, records []byte, timeout time.Duration) ProduceResult {
-	r.mu.Lock()
-	if r.stopped {
-		r.mu.Unlock()
-		return refused(kerr.NotLeaderForPartition)
-	}
+// proposed. Proposed, not yet committed when it times out: not in the
+// segment log (offsets -1).
+func (q *quorumState) produce(acks int16, records []byte, _ []events.Record, nowMs int64, timeout time.Duration) produced {
+	r := q.r
 	r.nextID++
 	id := r.nextID
-	if err := r.q.node.Propose(id, records); err != nil {
-		return r.refuseProduceLocked(acks, err)
+	if err := q.node.Propose(id, records); err != nil {
+		return produced{res: r.refuseProduce(acks, err)}
 	}
-	ch := make(chan ProduceResult, 1)
-	if acks != 0 {
-		deadline := r.b.nowMs() + timeout.Milliseconds()
-		r.q.waiters[id] = quorumWaiter{ch: ch, acks: acks, deadlineMs: deadline}
-		r.b.tickBy(deadline) // its timeout is a tick's work
-	}
-	r.unlock(r.quorumReady())
+	q.stepped = true
 	if acks == 0 {
-		return ProduceResult{BaseOffset: -1, LastOffset: -1}
+		return produced{res: ProduceResult{BaseOffset: -1, LastOffset: -1}}
 	}
-	// Proposed, not yet committed when it times out: not in the segment log.
-	return awaitProduce(ctx, r, r.q.waiters, id, func(w *quorumWaiter) { w.sent = true }, ch, refused(kerr.RequestTimedOut))
-}
-
-// awaitProduce waits for the answer of a quorum or pipeline leader's
-// produce id, whose first messages went out: it marks the waiter sent
-// (from then on it waits for peers that did not answer, and Status counts
-// it), then waits for ch; when ctx ends first it forgets the waiter and
-// answers timedOut. waiters is guarded by r.mu.
-func awaitProduce[W any](ctx context.Context, r *replica, waiters map[uint64]W, id uint64, markSent func(*W), ch <-chan ProduceResult, timedOut ProduceResult) ProduceResult {
-	r.mu.Lock()
-	if w, ok := waiters[id]; ok {
-		markSent(&w)
-		waiters[id] = w
-	}
-	r.mu.Unlock()
-	select {
-	case res := <-ch:
-		return res
-	case <-ctx.Done():
-		r.mu.Lock()
-		delete(waiters, id)
-		r.mu.Unlock()
-		return timedOut
-	}
+	w := &produceWaiter{ch: make(chan ProduceResult, 1), acks: acks, first: -1, last: -1, deadlineMs: nowMs + timeout.Milliseconds()}
+	r.waiters[id] = w
+	return produced{wait: id, waiter: w}
 }

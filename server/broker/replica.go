@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"context"
 	"errors"
 	"math"
 	"slices"
@@ -20,23 +19,23 @@ import (
 	"tidemark/storage"
 )
 
-// replica is this broker's copy of one partition: its log and the
-// replication rules that decide its HW, ISR proposals and truncations.
-// mu serializes every use of rp and every write to log; reads of log (fetch
-// serving) need no lock, storage allows concurrent readers.
+// replica is this broker's copy of one partition: its log and its
+// replication protocol (the contract: contract.go), which decides its HW,
+// acks and truncations. mu serializes every use of proto and every write
+// to log; reads of log (fetch serving) need no lock, storage allows
+// concurrent readers.
 type replica struct {
 	b   *Broker
 	tp  storage.TopicPartition
 	log *storage.Log
 
-	mu      sync.Mutex
-	rp      *replication.Partition
+	mu sync.Mutex
+	// proto is the partition's replication protocol: isrState, quorumState
+	// or pipelineState, set when the replica is made.
+	proto   protocol
 	applied controller.Partition // the last metadata applied
 	configs map[string]string
 	hw      int64
-	// shownEpochs is the leader-epoch cache the UI was last told of
-	// (epoch events); syncEpochCache reports what changed since.
-	shownEpochs []replication.EpochEntry
 	// segmentsSaid is the log's SegmentsVersion the UI was last told of
 	// (noteSegments).
 	segmentsSaid uint64
@@ -49,21 +48,16 @@ type replica struct {
 	// unlock).
 	cleanerSaid cleanerSaid
 	compacts    bool
-	waiters     map[uint64]chan replication.ProduceResult
-	nextID      uint64
+	// waiters are produce requests waiting for their protocol's answer, by
+	// request id.
+	waiters map[uint64]*produceWaiter
+	nextID  uint64
 	// newData is closed (and replaced) on every append: it wakes the
 	// long-polling fetches waiting for data.
 	newData chan struct{}
 	// watchers are long-polling fetches of several partitions waiting for
 	// this one among them (watch): wake signals each and forgets them.
 	watchers []chan struct{}
-	// pendingAlter is an ISR proposal the controller did not receive (the
-	// link was cut); it is sent again at the next tick (sendAlterPartition
-	// asks for one TickInterval later).
-	pendingAlter *replication.AlterPartitionRequest
-	// lastFetchErr is the error of the last fetch response (a follower), so a
-	// repeated one is reported once.
-	lastFetchErr string
 	// producers is the idempotent-producer state (producers.go); nil until
 	// needed, and again after a truncation, which makes it rebuild.
 	producers *producerState
@@ -75,15 +69,12 @@ type replica struct {
 	// flush due (lab time): the tick then flushes. 0 when none waits.
 	flushAtMs int64
 	stopped   bool
+	// flushNext has drive apply flush.ms and flush.messages after
+	// releasing mu (a tick asks it).
+	flushNext bool
 	// followerStarts are the followers' log start offsets, as their
 	// fetches say (deleterecords.go: the low watermark).
 	followerStarts map[int32]int64
-	// q is the Raft side of a replication.protocol=quorum partition
-	// (quorum.go); nil for isr, where rp decides.
-	q *quorumState
-	// pl is the pipeline side of a replication.protocol=pipeline
-	// partition (pipeline.go); nil otherwise.
-	pl *pipelineState
 	// outbox gathers the events made under mu; unlock publishes them after
 	// releasing it, so no lock of the event bus or the lab is ever taken
 	// under a replica's.
@@ -111,6 +102,12 @@ type outboxEvent struct {
 	ev   events.Event
 	raw  []byte
 	late bool
+	// cut, when set, is a truncation's struck-out batches (truncate),
+	// decoded into the event's Truncated at unlock: the records from
+	// cutTo on, or all of them (cutAll).
+	cut    []byte
+	cutTo  int64
+	cutAll bool
 }
 
 // emit queues events for publishing at unlock. Callers hold r.mu.
@@ -142,8 +139,8 @@ func (r *replica) unlock(after []func()) {
 	r.noteCleaner()
 	out := r.outbox
 	r.outbox = nil
-	if next := r.rp.NextTickMs(); next != math.MaxInt64 {
-		r.b.tickBy(next) // an acks=all deadline, or when a follower's lag would shrink the ISR
+	if next := r.proto.nextTickMs(); next != math.MaxInt64 {
+		r.b.tickBy(next) // an acks=all deadline, a follower's lag, Raft's next tick
 	}
 	// Take a turn to publish, in the order of the changes.
 	var before, done chan struct{}
@@ -172,6 +169,9 @@ func (r *replica) unlock(after []func()) {
 		running := !r.b.cfg.Clock.Paused() // a paused lab decodes in line, so its steps replay exactly
 		for i, o := range out {
 			evs[i] = o.ev
+			if o.cut != nil {
+				evs[i].Truncated = struckOut(o.cut, o.cutTo, o.cutAll)
+			}
 			switch {
 			case o.raw == nil:
 			case o.late && running:
@@ -189,48 +189,45 @@ func (r *replica) unlock(after []func()) {
 	runAll(after)
 }
 
-// newReplica builds the replication state from what the log holds and the
-// checkpointed HW.
+// newReplica opens a replica's log and makes its protocol from what the
+// log holds and the checkpointed HW.
 func (b *Broker) newReplica(tp storage.TopicPartition, tc controller.TopicConfig, configs map[string]string, replicas []int32) (*replica, error) {
 	l, err := b.dir.CreateLog(tp, tc.Storage())
 	if err != nil {
 		return nil, err
 	}
-	var q *quorumState
-	if tc.Protocol == controller.ProtocolQuorum {
-		if q, err = b.openQuorum(l, replicas); err != nil {
+	hw, _ := b.dir.HighWatermark(tp)
+	now := b.nowMs()
+	r := &replica{b: b, tp: tp, log: l, configs: configs, tickedMs: now, compacts: l.Config().Cleanup.Compacts(),
+		waiters: map[uint64]*produceWaiter{}, newData: make(chan struct{}),
+		applied: controller.Partition{LeaderEpoch: -1, PartitionEpoch: -1, Leader: -1}}
+	switch tc.Protocol {
+	case controller.ProtocolQuorum:
+		q, err := b.openQuorum(r, replicas)
+		if err != nil {
 			return nil, err
 		}
-	}
-	hw, _ := b.dir.HighWatermark(tp)
-	var pl *pipelineState
-	if tc.Protocol == controller.ProtocolPipeline {
-		pl = b.newPipeline(l, tc, hw)
-	}
-	state := replication.LogState{
-		LogStartOffset: l.LogStartOffset(),
-		LogEndOffset:   l.LogEndOffset(),
-		HighWatermark:  hw,
-		EpochCache:     l.Epochs(),
-	}
-	now := b.nowMs()
-	rp, err := replication.New(b.cfg.ID, tc.Replication(), state, now)
-	if err != nil {
-		return nil, err
-	}
-	st := rp.Status()
-	if q != nil {
 		// A quorum replica's log holds only committed entries: its HW is
 		// its LEO, whatever the checkpoint says (a power loss may have
 		// cut the log below it; Raft appends the rest again).
-		st.HighWatermark = l.LogEndOffset()
+		r.proto, r.hw = q, l.LogEndOffset()
+	case controller.ProtocolPipeline:
+		pl := b.newPipeline(r, tc, hw)
+		r.proto, r.hw = pl, pl.m.Status().HighWatermark
+	default:
+		state := replication.LogState{
+			LogStartOffset: l.LogStartOffset(),
+			LogEndOffset:   l.LogEndOffset(),
+			HighWatermark:  hw,
+			EpochCache:     l.Epochs(),
+		}
+		rp, err := replication.New(b.cfg.ID, tc.Replication(), state, now)
+		if err != nil {
+			return nil, err
+		}
+		r.proto, r.hw = &isrState{r: r, rp: rp}, rp.Status().HighWatermark
 	}
-	if pl != nil {
-		st.HighWatermark = pl.m.Status().HighWatermark
-	}
-	return &replica{b: b, tp: tp, log: l, rp: rp, q: q, pl: pl, configs: configs, compacts: l.Config().Cleanup.Compacts(),
-		hw: st.HighWatermark, shownEpochs: state.EpochCache, tickedMs: now, waiters: map[uint64]chan replication.ProduceResult{}, newData: make(chan struct{}),
-		applied: controller.Partition{LeaderEpoch: -1, PartitionEpoch: -1, Leader: -1}}, nil
+	return r, nil
 }
 
 func (r *replica) event(kind events.Kind) events.Event {
@@ -247,54 +244,20 @@ func (r *replica) HighWatermark() int64 {
 // apply brings the replica to the controller's view of its partition and
 // topic config.
 func (r *replica) apply(p controller.Partition, tc controller.TopicConfig, configs map[string]string) {
-	r.mu.Lock()
-	if r.stopped {
-		r.mu.Unlock()
-		return
-	}
-	if !mapsEqual(configs, r.configs) {
-		if err := r.log.SetConfig(tc.Storage()); err != nil {
-			r.b.logger.Error("applying topic config to the log", "partition", r.tp, "err", err)
-		}
-		if err := r.rp.SetConfig(tc.Replication()); err != nil && r.q == nil && r.pl == nil {
-			r.b.logger.Error("applying topic config to replication", "partition", r.tp, "err", err)
-		}
-		r.configs = configs
-		r.compacts = r.log.Config().Cleanup.Compacts()
-	}
-	if r.q != nil {
-		r.applied = p // Raft, not the controller, decides who leads
-		r.unlock(nil)
-		return
-	}
-	if r.pl != nil {
-		r.applyPipeline(p, tc)
-		r.unlock(r.pipelineReady())
-		r.pump()
-		return
-	}
-	if p.LeaderEpoch != r.applied.LeaderEpoch || p.PartitionEpoch != r.applied.PartitionEpoch {
-		if p.LeaderEpoch != r.applied.LeaderEpoch {
-			// A new leader knows nothing of its followers' log starts
-			// yet, as Kafka resets its remote replicas' state.
-			r.followerStarts = nil
-		}
-		r.advance(r.b.nowMs())
-		if err := r.rp.LeaderAndIsr(p.State()); err != nil {
-			r.b.logger.Warn("LeaderAndIsr refused", "partition", r.tp, "err", err)
-		} else {
-			r.applied = p
-			// Newer state supersedes a proposal in flight, but state the
-			// rules already had (the partition epoch an AlterPartition
-			// answer brought) leaves theirs in flight: its retry must stay,
-			// or the proposal waits for an answer forever and the ISR
-			// never changes again.
-			if r.pendingAlter != nil && r.rp.Status().PendingISR == nil {
-				r.pendingAlter = nil
+	r.drive(func(int) bool {
+		if !mapsEqual(configs, r.configs) {
+			if err := r.log.SetConfig(tc.Storage()); err != nil {
+				r.b.logger.Error("applying topic config to the log", "partition", r.tp, "err", err)
 			}
+			if err := r.proto.setConfig(tc); err != nil {
+				r.b.logger.Error("applying topic config to replication", "partition", r.tp, "err", err)
+			}
+			r.configs = configs
+			r.compacts = r.log.Config().Cleanup.Compacts()
 		}
-	}
-	r.unlock(r.processReady())
+		r.proto.metadata(p, tc)
+		return false
+	})
 }
 
 func mapsEqual(a, b map[string]string) bool {
@@ -315,65 +278,43 @@ func runAll(fns []func()) {
 	}
 }
 
-// tick shows the replication rules the time and runs the log's timers.
+// tick shows the replica's protocol the time and runs the log's timers:
+// flush.ms, retention, the cleaner. The flush runs after r.mu is released.
 func (r *replica) tick(nowMs int64) {
-	r.mu.Lock()
-	if r.stopped {
-		r.mu.Unlock()
-		return
-	}
-	if r.q == nil && r.pl == nil {
-		r.rp.Tick(nowMs)
-	}
-	r.tickedMs = max(r.tickedMs, nowMs)
-	if r.flushAtMs > nowMs {
-		r.b.tickBy(r.flushAtMs)
-	} else {
-		r.flushAtMs = 0 // flushIfDue below flushes it
-	}
-	var after []func()
-	switch {
-	case r.q != nil:
-		after = r.quorumTick(nowMs)
-	case r.pl != nil:
-		after = r.pipelineTick(nowMs)
-		defer r.pump() // what the tick decided to send (after r.mu is released)
-	default:
-		after = r.processReady()
-	}
-	if r.pendingAlter != nil {
-		req := *r.pendingAlter
-		r.pendingAlter = nil
-		after = append(after, func() { r.b.sendAlterPartition(r, req) })
-	}
-	// Retention removes whole segments below the HW; the rules learn the
-	// new log start offset under the same lock, so they never offer a
-	// follower offsets the log no longer has.
-	if nowMs-r.retentionCheckedMs < RetentionCheckInterval.Milliseconds() {
-		r.unlock(after)
-		r.flushIfDue()
-		return
-	}
-	// The tick's slot, not the moment its timer ran (a little late, by a
-	// varying amount), so the next grid tick is a second later.
-	r.retentionCheckedMs = slotMs(nowMs, r.b.cfg.TickInterval)
-	deleted, err := r.log.ApplyRetention(r.hw)
-	if err != nil && !errors.Is(err, storage.ErrClosed) {
-		r.b.errLog.log("retention", "partition", r.tp, "err", err)
-	}
-	if len(deleted) > 0 && r.pl != nil {
-		r.pl.m.LogChanged(r.log.LogStartOffset(), r.log.LogEndOffset())
-	}
-	if len(deleted) > 0 && r.q == nil && r.pl == nil {
-		r.rp.LogStartOffsetAdvanced(r.log.LogStartOffset())
-		ev := r.event(events.KindLEO)
-		ev.Offsets = &events.Offsets{Base: r.log.LogStartOffset(), LEO: r.log.LogEndOffset(), HW: r.hw}
-		r.emit(fact.Say(ev, "event.retention", fact.Count("event.word.whole-segments", len(deleted)), r.log.LogStartOffset()))
-		after = append(after, r.processReady()...)
-	}
-	after = append(after, r.maybeClean()...) // cleaner.go
-	r.unlock(after)
-	r.flushIfDue()
+	deleted := 0
+	r.drive(func(n int) bool {
+		switch n {
+		case 0:
+			r.proto.tick(nowMs)
+			r.tickedMs = max(r.tickedMs, nowMs)
+			if r.flushAtMs > nowMs {
+				r.b.tickBy(r.flushAtMs)
+			} else {
+				r.flushAtMs = 0 // the flush after the lock flushes it
+			}
+			r.flushNext = true
+			// Retention removes whole segments below the HW, once what the
+			// tick decided is applied.
+			return nowMs-r.retentionCheckedMs >= RetentionCheckInterval.Milliseconds()
+		case 1:
+			// The tick's slot, not the moment its timer ran (a little late,
+			// by a varying amount), so the next grid tick is a second later.
+			r.retentionCheckedMs = slotMs(nowMs, r.b.cfg.TickInterval)
+			segs, err := r.log.ApplyRetention(r.hw)
+			if err != nil && !errors.Is(err, storage.ErrClosed) {
+				r.b.errLog.log("retention", "partition", r.tp, "err", err)
+			}
+			if deleted = len(segs); deleted > 0 {
+				// The protocol learns the new log start offset under the
+				// same lock, so it never offers a follower offsets the log
+				// no longer has.
+				r.proto.retained(deleted)
+				return true
+			}
+		}
+		r.maybeClean() // cleaner.go
+		return false
+	})
 }
 
 // RetentionCheckInterval is how often (lab time) each replica applies
@@ -398,65 +339,23 @@ func (r *replica) flushIfDue() {
 	}
 }
 
-// advance shows the rules the time before an input that is stamped with it.
-// It does nothing while the clock stands still since they last saw it: the
-// time-driven decisions (ISR shrink, acks=all timeouts) belong to ticks, so a
-// paused lab takes none of them outside a Step, and a follower just added to
-// the ISR is not judged again by the very fetch that follows. Callers hold
-// r.mu.
-func (r *replica) advance(nowMs int64) {
-	if nowMs > r.tickedMs {
-		r.rp.Tick(nowMs)
-		r.tickedMs = nowMs
+// setHW records a new HW the protocol decided, reports it and wakes the
+// fetches waiting for it (consumers wait for the HW, not for appends).
+// Callers hold r.mu.
+func (r *replica) setHW(hw int64) {
+	if hw == r.hw {
+		return
 	}
+	r.hw = hw
+	ev := r.event(events.KindHW)
+	ev.Offsets = &events.Offsets{HW: r.hw, LEO: r.log.LogEndOffset()}
+	r.emit(ev)
+	r.wake()
 }
 
-// processReady acts on the replication rules' decisions in their required
-// order: truncations and the epoch cache are persisted first, then the HW,
-// then completed produce requests are answered. What the log really did is
-// reported back (a cut inside a batch ends lower), and the rules' answer to
-// that is processed in turn. Events go to the outbox; sending an ISR
-// proposal to the controller is returned as a function to run after r.mu is
-// released. Callers hold r.mu.
-func (r *replica) processReady() []func() {
-	var after []func()
-	for range 4 { // a report back settles in one more round
-		rd := r.rp.Ready()
-		if rd.Empty() {
-			break
-		}
-		for _, t := range rd.Truncations {
-			r.emit(r.truncate(t))
-			r.rp.LogTruncated(r.log.LogEndOffset())
-		}
-		if rd.EpochCacheChanged {
-			r.emit(r.syncEpochCache(rd.EpochCache)...)
-		}
-		if rd.HighWatermarkChanged && rd.HighWatermark != r.hw {
-			r.hw = rd.HighWatermark
-			ev := r.event(events.KindHW)
-			ev.Offsets = &events.Offsets{HW: r.hw, LEO: r.log.LogEndOffset()}
-			r.emit(ev)
-			r.wake() // consumers wait for the HW, not for appends
-		}
-		if rd.AlterPartition != nil {
-			req := *rd.AlterPartition
-			after = append(after, func() { r.b.sendAlterPartition(r, req) })
-		}
-		for _, c := range rd.Completed {
-			if ch, ok := r.waiters[c.ID]; ok {
-				ch <- c // buffered: never blocks
-				delete(r.waiters, c.ID)
-			}
-			r.emit(r.produceEvent(c))
-		}
-	}
-	return after
-}
-
-func (r *replica) produceEvent(c replication.ProduceResult) events.Event {
+func (r *replica) produceEvent(acks int16, c ProduceResult) events.Event {
 	ev := r.event(events.KindAck)
-	ev.Acks = acksName(c.Acks)
+	ev.Acks = acksName(acks)
 	ev.Offsets = &events.Offsets{Base: c.BaseOffset, Last: c.LastOffset, HW: r.hw, LEO: r.log.LogEndOffset()}
 	if c.Err != nil {
 		ev.Kind = events.KindProduceError
@@ -484,65 +383,100 @@ func errorName(err error) string {
 	return "UNKNOWN_SERVER_ERROR"
 }
 
-// truncate applies one truncation decision, first reading what it removes so
-// the UI can show those records struck out.
-func (r *replica) truncate(t replication.Truncation) events.Event {
-	ev := r.event(events.KindTruncation)
+// truncate applies one truncation decision. What it removes is shown
+// struck out: only its newest records, whose bytes are read here (they are
+// gone after the cut) and decoded and digested at unlock, off the lock.
+func (r *replica) truncate(t replication.Truncation) outboxEvent {
+	o := outboxEvent{ev: r.event(events.KindTruncation), cutTo: t.ToOffset, cutAll: t.Cause == replication.TruncateFullyAndStartAt}
 	leo := r.log.LogEndOffset()
 	from := max(min(t.ToOffset, leo), r.log.LogStartOffset())
-	// Only the newest records are shown struck out: reading a long cut
-	// whole would hold the replica up for nothing the lanes can show.
+	// Reading a long cut whole would hold the replica up for nothing the
+	// lanes can show.
 	if from = max(from, leo-events.RecordWindow); leo > from {
-		err := r.log.EachBatch(from, leo, events.RecordWindow, func(bt storage.Batch) bool {
-			for _, rec := range bt.Records {
-				if rec.Offset >= t.ToOffset || t.Cause == replication.TruncateFullyAndStartAt {
-					ev.Truncated = append(ev.Truncated, events.TruncatedRecord{Offset: rec.Offset,
-						LeaderEpoch: bt.Header.PartitionLeaderEpoch, Digest: events.Digest(rec.Key, rec.Value)})
-				}
-			}
-			return true
-		})
+		cut, err := r.readCut(from, leo)
 		if err != nil {
 			r.b.logger.Warn("reading records before truncation", "partition", r.tp, "err", err)
 		}
+		o.cut = cut
 	}
 	var err error
 	r.producers = nil
-	if t.Cause == replication.TruncateFullyAndStartAt {
+	if o.cutAll {
 		err = r.log.TruncateFullyAndStartAt(t.ToOffset)
 	} else {
 		_, err = r.log.TruncateTo(t.ToOffset)
 	}
 	if err != nil {
 		r.b.logger.Error("truncation", "partition", r.tp, "err", err)
-		ev.Error = err.Error()
+		o.ev.Error = err.Error()
 	}
-	ev.Offsets = &events.Offsets{Base: t.ToOffset, Last: t.FromOffset - 1, LEO: r.log.LogEndOffset(), HW: r.hw}
+	o.ev.Offsets = &events.Offsets{Base: t.ToOffset, Last: t.FromOffset - 1, LEO: r.log.LogEndOffset(), HW: r.hw}
 	// The cause as a word, translated: its name (high-watermark) read as
 	// an English word beside the Chinese rule text.
-	return fact.Say(ev, "event.truncation", fact.Word("event.word.cause."+t.Cause.String()), t.Rule, fact.Word(t.ReasonKey, t.ReasonArgs...))
+	o.ev = fact.Say(o.ev, "event.truncation", fact.Word("event.word.cause."+t.Cause.String()), t.Rule, fact.Word(t.ReasonKey, t.ReasonArgs...))
+	return o
+}
+
+// readCut copies the batches holding offsets from to end (at most
+// RecordWindow of them), as stored. Callers hold r.mu.
+func (r *replica) readCut(from, end int64) ([]byte, error) {
+	var out []byte
+	for n := 0; n < events.RecordWindow && from < end; n++ {
+		d, err := r.log.Read(from, end, 1)
+		if err != nil || d.Region.Size == 0 {
+			return out, err
+		}
+		b, err := d.Region.ReadAll()
+		if err != nil {
+			return out, err
+		}
+		out = append(out, b...)
+		from = d.NextOffset
+	}
+	return out, nil
+}
+
+// struckOut decodes the records a truncation removed (cut, as readCut
+// copied it) for its event: those from cutTo on, or all of them (all).
+func struckOut(cut []byte, cutTo int64, all bool) []events.TruncatedRecord {
+	var out []events.TruncatedRecord
+	for _, h := range storage.ScanBatchHeaders(cut) {
+		bt, err := storage.DecodeBatch(cut[:h.Size()])
+		cut = cut[h.Size():]
+		if err != nil {
+			continue
+		}
+		for _, rec := range bt.Records {
+			if rec.Offset >= cutTo || all {
+				out = append(out, events.TruncatedRecord{Offset: rec.Offset,
+					LeaderEpoch: bt.Header.PartitionLeaderEpoch, Digest: events.Digest(rec.Key, rec.Value)})
+			}
+		}
+	}
+	return out
 }
 
 // syncEpochCache writes the rules' leader-epoch cache to the log (the rules
 // own it; the log applied the same rule to what it appended, so usually
 // nothing changes on disk but a new leader's epoch, which starts before it
-// writes anything). Every entry from the first one the UI has not been shown
-// is reported, in order, also when the log already had it: a follower's log
-// assigns a fetched batch's epoch itself on append.
+// writes anything) and reports the entries the log did not hold.
 func (r *replica) syncEpochCache(cache []replication.EpochEntry) []events.Event {
-	if err := r.log.SetLeaderEpochs(cache); err != nil {
+	added, err := r.log.SetLeaderEpochs(cache)
+	if err != nil {
 		r.b.logger.Error("writing the leader epoch cache", "partition", r.tp, "err", err)
 		return nil
 	}
-	same := 0
-	for same < min(len(cache), len(r.shownEpochs)) && cache[same] == r.shownEpochs[same] {
-		same++
-	}
-	r.shownEpochs = slices.Clone(cache)
+	return r.epochEvents(added, r.applied.Leader)
+}
+
+// epochEvents reports leader-epoch cache entries the log added (an append
+// reports its own, AppendInfo.Epochs; SetLeaderEpochs what it wrote), so
+// the UI's cache is made of what the log did, never kept beside it.
+func (r *replica) epochEvents(added []replication.EpochEntry, leader int32) []events.Event {
 	var evs []events.Event
-	for _, e := range cache[same:] {
+	for _, e := range added {
 		ev := r.event(events.KindEpoch)
-		ev.Leader = &events.Leadership{Leader: r.applied.Leader, LeaderEpoch: e.Epoch, StartOffset: e.StartOffset}
+		ev.Leader = &events.Leadership{Leader: leader, LeaderEpoch: e.Epoch, StartOffset: e.StartOffset}
 		evs = append(evs, ev)
 	}
 	return evs
@@ -594,31 +528,17 @@ func (r *replica) stop() {
 		return
 	}
 	r.stopped = true
-	if r.q != nil {
-		r.failQuorumWaiters(kerr.NotLeaderForPartition)
-		if err := r.q.node.Close(); err != nil {
-			r.b.logger.Warn("closing the Raft state", "partition", r.tp, "err", err)
-		}
-	}
-	if r.pl != nil {
-		r.failPipelineWaiters(0, kerr.NotLeaderForPartition)
-	}
-	for id, ch := range r.waiters {
-		ch <- replication.ProduceResult{ID: id, Err: kerr.NotLeaderForPartition}
-		delete(r.waiters, id)
-	}
+	r.failWaiters(math.MinInt64, kerr.NotLeaderForPartition)
+	r.proto.stop()
 	r.outbox = nil // a stopped replica reports nothing more
 	r.wake()
 }
 
-// ProduceResult is the outcome of one produce to one partition. The
-// offsets are -1 when nothing was appended (as in Kafka's response); a
-// failed produce with offsets was appended but not acknowledged.
-type ProduceResult struct {
-	BaseOffset int64
-	LastOffset int64
-	Err        error
-}
+// ProduceResult is the outcome of one produce to one partition, the
+// replication rules' own (its ID and Acks unused here). The offsets are -1
+// when nothing was appended (as in Kafka's response); a failed produce
+// with offsets was appended but not acknowledged.
+type ProduceResult = replication.ProduceResult
 
 // refused is the result of a produce refused before anything was appended.
 func refused(err error) ProduceResult {
@@ -629,25 +549,25 @@ func refused(err error) ProduceResult {
 // r.mu held: the idempotent-producer check first (producers.go), then the
 // append (records passed validateProduced, so the log does not check
 // their CRC again), the flush deadline, the waiting fetches woken and the
-// append event with ui, the batch's newest records. ok is false when it
-// answered instead (a refusal, or a retried batch's original answer);
-// then r.mu is released.
-func (r *replica) appendProduced(ctx context.Context, acks int16, records []byte, ui []events.Record, epoch int32, now int64, timeout time.Duration) (info storage.AppendInfo, answer ProduceResult, ok bool) {
+// append event with ui, the batch's newest records. ok is false when the
+// produce is answered otherwise (a refusal, or a retried batch waiting for
+// its original's answer).
+func (r *replica) appendProduced(acks int16, records []byte, ui []events.Record, epoch int32, now int64) (info storage.AppendInfo, answer produced, ok bool) {
 	pc, err := r.checkProducers(records)
 	if err == nil && pc.dup == nil {
 		info, err = r.log.AppendValidatedAsLeader(records, epoch)
 	}
 	if err != nil {
-		return info, r.refuseProduceLocked(acks, err), false
+		return info, produced{res: r.refuseProduce(acks, err)}, false
 	}
 	if pc.dup != nil {
-		r.mu.Unlock()
-		return info, r.awaitDuplicate(ctx, acks, epoch, *pc.dup, timeout), false
+		return info, produced{dup: pc.dup, epoch: epoch}, false
 	}
 	r.producersAppended(pc, info)
 	r.txnSeen = r.txnSeen || hasTxnBatch(records)
 	r.flushBy(now)
 	r.wake()
+	r.emit(r.epochEvents(info.Epochs, r.applied.Leader)...) // none once the leader's epoch is in the cache
 	ev := r.appendEvent(info, epoch)
 	for i := range ui {
 		// Decoded before the append stamped the batch: the offsets were
@@ -657,71 +577,15 @@ func (r *replica) appendProduced(ctx context.Context, acks int16, records []byte
 	}
 	ev.Records = ui
 	r.emit(ev)
-	return info, ProduceResult{}, true
+	return info, produced{}, true
 }
 
-// produce appends a record set as leader and waits as acks says: acks=0 and
-// acks=1 return after the append, acks=-1 once the HW passes the records or
-// the request times out. records passed validateProduced, so the log does
-// not check their CRC again (AppendValidatedAsLeader).
-// ui is the batch's newest records for the append event, with offsets
-// relative to the batch (uiRecords).
-func (r *replica) produce(ctx context.Context, acks int16, records []byte, ui []events.Record, timeout time.Duration) ProduceResult {
-	if r.q != nil {
-		return r.produceQuorum(ctx, acks, records, timeout)
-	}
-	if r.pl != nil {
-		return r.producePipeline(ctx, acks, records, ui, timeout)
-	}
-	r.mu.Lock()
-	if r.stopped {
-		r.mu.Unlock()
-		return refused(kerr.NotLeaderForPartition)
-	}
-	now := r.b.nowMs()
-	r.advance(now)
-	epoch, err := r.rp.CheckProduce(acks)
-	if err != nil {
-		return r.refuseProduceLocked(acks, err)
-	}
-	info, refusal, ok := r.appendProduced(ctx, acks, records, ui, epoch, now, timeout)
-	if !ok {
-		return refusal
-	}
-	r.nextID++
-	id := r.nextID
-	ch := make(chan replication.ProduceResult, 1)
-	r.waiters[id] = ch
-	err = r.rp.ProduceAppended(replication.ProduceRequest{ID: id, Acks: acks,
-		Batch:      replication.Batch{BaseOffset: info.FirstOffset, LastOffset: info.LastOffset, Epoch: epoch},
-		DeadlineMs: now + timeout.Milliseconds()})
-	if err != nil {
-		// The rules refused an append the log made: the runtime and the
-		// rules disagree, which must never be hidden.
-		r.b.logger.Error("append not accepted by the replication rules", "partition", r.tp, "err", err)
-		delete(r.waiters, id)
-		r.unlock(nil)
-		return ProduceResult{BaseOffset: info.FirstOffset, LastOffset: info.LastOffset, Err: err}
-	}
-	r.unlock(r.processReady())
-	select {
-	case res := <-ch:
-		return ProduceResult{BaseOffset: info.FirstOffset, LastOffset: info.LastOffset, Err: res.Err}
-	case <-ctx.Done():
-		r.mu.Lock()
-		delete(r.waiters, id)
-		r.mu.Unlock()
-		return ProduceResult{BaseOffset: info.FirstOffset, LastOffset: info.LastOffset, Err: kerr.RequestTimedOut}
-	}
-}
-
-// refuseProduceLocked reports a produce that was refused before anything
-// was appended, releases r.mu and returns the error.
-func (r *replica) refuseProduceLocked(acks int16, err error) ProduceResult {
+// refuseProduce reports a produce that was refused before anything was
+// appended and returns the answer. Callers hold r.mu.
+func (r *replica) refuseProduce(acks int16, err error) ProduceResult {
 	ev := r.event(events.KindProduceError)
 	ev.Acks, ev.Error = acksName(acks), errorName(err)
 	r.emit(fact.Say(ev, "event.produce-error", ev.Error, fact.KafkaError(ev.Error)))
-	r.unlock(nil)
 	return refused(err)
 }
 
@@ -818,6 +682,10 @@ func (x *Replica) Status() replication.Status {
 	defer x.r.mu.Unlock()
 	return x.r.status()
 }
+
+// status is the replica's view in the replication rules' terms. Callers
+// hold r.mu.
+func (r *replica) status() replication.Status { return r.proto.status() }
 
 // Log returns the replica's log.
 func (x *Replica) Log() *storage.Log { return x.r.log }

@@ -144,7 +144,7 @@ func TestStaleFetchResponseDroppedAfterBecomingLeader(t *testing.T) {
 	// the answer to its fetch arrives.
 	ctl.FenceBroker(leaderID)
 	follower.RefreshMetadata()
-	if st := r.rp.Status(); st.Role != replication.RoleLeader {
+	if st := r.status(); st.Role != replication.RoleLeader {
 		t.Fatalf("broker %d is %s, want leader", followerID, st.Role)
 	}
 	r.handleFetchResponse(leaderID, sent, &answer, -1, false)

@@ -100,6 +100,12 @@ func TestCheckLastKnownLeaderLoss(t *testing.T) {
 	if c.Lost != 0 || c.UnsyncedLost != 1 || c.HWBackwards != 0 || c.UnsyncedHWBackwards != 1 {
 		t.Fatalf("%+v", c)
 	}
+	// The new leader's HW is seen before broker 3 truncates to follow it
+	// (strict seed 379: the followers truncate at their next fetch).
+	in.HWs[len(in.HWs)-1].Seq = 27
+	if c := Check(in).Counts(); c.UnsyncedLost != 1 || c.HWBackwards != 0 || c.UnsyncedHWBackwards != 1 {
+		t.Fatalf("followers truncating after the new HW: %+v", c)
+	}
 	// Broker 3 truncating it before that election was some other fault.
 	in.Copies[2].To = 22
 	if c := Check(in).Counts(); c.Lost != 1 || c.UnsyncedLost != 0 {

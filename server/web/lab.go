@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"tidemark/events"
+	"tidemark/server/cluster"
 	"tidemark/storage"
 )
 
@@ -42,13 +43,8 @@ type Record struct {
 }
 
 // ProduceResult is where a produce went: the partition, the leader that took
-// it and the offsets it got (-1 when nothing was appended).
-type ProduceResult struct {
-	Partition  int32
-	Leader     int32
-	BaseOffset int64
-	LastOffset int64
-}
+// it and the offsets it got (-1 when nothing was appended); the cluster's.
+type ProduceResult = cluster.ProduceResult
 
 // Producer produces as a Kafka producer does.
 type Producer interface {
