@@ -157,6 +157,9 @@ func (b *Broker) handleProduce(ctx context.Context, req *kmsg.ProduceRequest, pr
 		}
 		out.BaseOffset = res.BaseOffset
 		out.LogAppendTime = -1
+		if res.Err == nil && res.BaseOffset >= 0 {
+			out.LogAppendTime = b.logAppendTime(topic, p.Partition, res.BaseOffset)
+		}
 		if res.Err != nil {
 			out.ErrorCode = errorCode(res.Err)
 			out.BaseOffset = -1
@@ -668,4 +671,20 @@ func (b *Broker) handleOffsetForLeaderEpoch(req *kmsg.OffsetForLeaderEpochReques
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp
+}
+
+// logAppendTime is the time the leader stamped on the batch it appended at
+// base, when the topic's message.timestamp.type is LogAppendTime; -1
+// otherwise, as Kafka answers a produce to a CreateTime topic.
+func (b *Broker) logAppendTime(topic string, partition int32, base int64) int64 {
+	r := b.replicaFor(topic, partition)
+	if r == nil || !r.log.Config().LogAppendTime {
+		return -1
+	}
+	ts := int64(-1)
+	_ = r.log.EachBatch(base, base+1, 1, func(bt storage.Batch) bool {
+		ts = bt.Header.MaxTimestamp
+		return false
+	})
+	return ts
 }

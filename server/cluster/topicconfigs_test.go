@@ -11,6 +11,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"tidemark/server/wire"
+	"tidemark/storage"
 )
 
 // TestCompactedTopicLatestWins creates a topic with cleanup.policy=compact
@@ -184,6 +188,67 @@ func TestLogAppendTimeWithKgo(t *testing.T) {
 	}
 	if o, _ := lo.Lookup("stamped", 0); o.Offset != 0 {
 		t.Fatalf("ListOffsets at the append time: %+v, want offset 0", o)
+	}
+}
+
+// TestProduceAnswersLogAppendTime: Kafka's produce response carries the
+// time the leader stamped on a LogAppendTime topic's batch (the producer
+// learns its records' timestamps from it), and -1 on a CreateTime topic.
+func TestProduceAnswersLogAppendTime(t *testing.T) {
+	c := openRunning(t, 1)
+	adm := adminClient(t, c)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for topic, typ := range map[string]string{"appendtime": "LogAppendTime", "createtime": "CreateTime"} {
+		if res, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"message.timestamp.type": ptr(typ)}, topic); err != nil || res.Err != nil {
+			t.Fatalf("create %s: %v %v", topic, err, res.Err)
+		}
+	}
+	cl, err := wire.Dial(ctx, c.Broker(1).Addr(), "stamps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	produce := func(topic string) int64 {
+		t.Helper()
+		req := kmsg.NewPtrProduceRequest()
+		req.SetVersion(9)
+		req.Acks, req.TimeoutMillis = 1, 5000
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Records = storage.NewBatch([]storage.Record{{Value: []byte("v")}})
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := cl.Request(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+		if p.ErrorCode != 0 {
+			t.Fatalf("produce to %s: %v", topic, kerr.ErrorForCode(p.ErrorCode))
+		}
+		return p.LogAppendTime
+	}
+	if got := produce("createtime"); got != -1 {
+		t.Fatalf("CreateTime topic: LogAppendTime %d, want -1", got)
+	}
+	stamped := produce("appendtime")
+	cons, err := kgo.NewClient(kgo.SeedBrokers(seeds(c)...), kgo.ConsumeTopics("appendtime"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	var rec *kgo.Record
+	for rec == nil {
+		fs := cons.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatal(ctx.Err())
+		}
+		fs.EachRecord(func(r *kgo.Record) { rec = r })
+	}
+	if stamped < 0 || rec.Timestamp.UnixMilli() != stamped {
+		t.Fatalf("LogAppendTime topic: the response said %d, the record reads %d", stamped, rec.Timestamp.UnixMilli())
 	}
 }
 
