@@ -390,6 +390,7 @@ func (q *quorumState) applyCommitted(e quorum.Entry) bool {
 		}
 		return false
 	}
+	r.txnSeen = r.txnSeen || hasTxnBatch(e.Batch) // the lanes say the LSO (txn.go)
 	r.producersAppended(pc, info)
 	r.emit(r.epochEvents(info.Epochs, q.leader)...) // the first batch of a term
 	ev := r.appendEvent(info, int32(e.Term))

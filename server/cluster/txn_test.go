@@ -282,3 +282,61 @@ func TestTxnOffsetCommit(t *testing.T) {
 		t.Fatalf("EndTxn from an older epoch: %v %v", err, kerr.ErrorForCode(r.ErrorCode))
 	}
 }
+
+// TestLSOOnEveryProtocol: every replica of a topic that took transactional
+// batches says its LSO (the lanes draw it), on each replication protocol:
+// with one transaction committed and one left open, the LSO is the open
+// one's first offset on the leader and the followers alike.
+func TestLSOOnEveryProtocol(t *testing.T) {
+	c := openRunning(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for _, protocol := range []string{"isr", "quorum", "pipeline"} {
+		t.Run(protocol, func(t *testing.T) {
+			topic := "lso-" + protocol
+			if _, err := c.CreateTopic(topic, 1, 3, map[string]string{"replication.protocol": protocol}); err != nil {
+				t.Fatal(err)
+			}
+			prod, err := kgo.NewClient(kgo.SeedBrokers(seeds(c)...), kgo.TransactionalID("lso-"+protocol), kgo.DefaultProduceTopic(topic))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer prod.Close()
+			for i, v := range []string{"committed", "open"} {
+				if err := prod.BeginTransaction(); err != nil {
+					t.Fatal(err)
+				}
+				if err := prod.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
+					t.Fatalf("produce %s: %v", v, err)
+				}
+				if i == 0 {
+					if err := prod.EndTransaction(ctx, kgo.TryCommit); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			// committed at 0, its marker at 1, the open one at 2: LSO 2.
+			for {
+				var lsos []int64
+				for _, tp := range c.Snapshot().Topics {
+					if tp.Name != topic {
+						continue
+					}
+					for _, r := range tp.Partitions[0].ReplicaLogs {
+						if r.Txn != nil && r.HW >= 3 {
+							lsos = append(lsos, r.Txn.LSO)
+						}
+					}
+				}
+				if len(lsos) == 3 && slices.Max(lsos) == 2 && slices.Min(lsos) == 2 {
+					return
+				}
+				select {
+				case <-ctx.Done():
+					t.Fatalf("the replicas' LSOs %v, want 2 on all three", lsos)
+				case <-time.After(20 * time.Millisecond):
+				}
+			}
+		})
+	}
+}
