@@ -206,7 +206,7 @@ func (pl *pipelineState) append(a *pipeline.Message) {
 		pl.m.LogChanged(r.log.LogStartOffset(), r.log.LogEndOffset())
 		return
 	}
-	r.producers = nil // rebuilt from the log if this replica comes to head
+	r.producers = nil                               // rebuilt from the log if this replica comes to head
 	r.txnSeen = r.txnSeen || hasTxnBatch(a.Records) // the lanes say the LSO (txn.go)
 	epoch := pl.m.Status().Pipeline.Stamp
 	if hs := storage.ScanBatchHeaders(a.Records); len(hs) > 0 {
