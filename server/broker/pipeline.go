@@ -206,8 +206,10 @@ func (pl *pipelineState) append(a *pipeline.Message) {
 		pl.m.LogChanged(r.log.LogStartOffset(), r.log.LogEndOffset())
 		return
 	}
-	r.producers = nil                               // rebuilt from the log if this replica comes to head
-	r.txnSeen = r.txnSeen || hasTxnBatch(a.Records) // the lanes say the LSO (txn.go)
+	// The producer state is rebuilt from the log if this replica comes to
+	// head; the lanes say the LSO once a transactional batch came (txn.go).
+	r.producers = nil
+	r.txnSeen = r.txnSeen || hasTxnBatch(a.Records)
 	epoch := pl.m.Status().Pipeline.Stamp
 	if hs := storage.ScanBatchHeaders(a.Records); len(hs) > 0 {
 		epoch = hs[len(hs)-1].PartitionLeaderEpoch
